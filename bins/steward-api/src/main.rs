@@ -1,0 +1,69 @@
+//! The api role: serves `/v1` until SIGTERM or SIGINT, then drains in-flight requests.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use api::ApiConfig;
+use store::Store;
+
+fn main() -> ExitCode {
+    // Configuration is validated before the runtime exists: a bad environment is one clear line.
+    let config = match ApiConfig::from_env(|name| std::env::var(name).ok()) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("steward-api: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let level = match std::env::var("LOG_LEVEL").as_deref() {
+        Ok("error") => tracing::Level::ERROR,
+        Ok("warn") => tracing::Level::WARN,
+        Ok("debug") => tracing::Level::DEBUG,
+        Ok("trace") => tracing::Level::TRACE,
+        _ => tracing::Level::INFO,
+    };
+    tracing_subscriber::fmt().with_max_level(level).with_target(false).init();
+    let result = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("start the async runtime")
+        .and_then(|runtime| runtime.block_on(serve(config)));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            tracing::error!("{error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(config: ApiConfig) -> anyhow::Result<()> {
+    let store = Store::connect_lazy(&config.database_url, config.database_max_connections).context("configure the database pool")?;
+    let listener = tokio::net::TcpListener::bind(config.listen_addr)
+        .await
+        .with_context(|| format!("listen on {}", config.listen_addr))?;
+    tracing::info!(addr = %listener.local_addr()?, release = %config.release, "steward-api listening");
+    axum_serve(listener, api::app(config, store)).await
+}
+
+async fn axum_serve(listener: tokio::net::TcpListener, app: api::Router) -> anyhow::Result<()> {
+    api::serve(listener, app, shutdown_signal()).await.context("serve http")
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = interrupt => {}
+        _ = terminate => {}
+    }
+    tracing::info!("shutting down");
+}

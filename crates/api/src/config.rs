@@ -1,0 +1,141 @@
+//! The API role's configuration, parsed once from its environment into typed values.
+//!
+//! | Variable | Meaning | Default |
+//! |---|---|---|
+//! | `DATABASE_URL` | PostgreSQL URL of the api login | required |
+//! | `DATABASE_MAX_CONNECTIONS` | pool size | `10` |
+//! | `API_LISTEN_ADDR` | socket address to listen on | `127.0.0.1:8080` |
+//! | `API_TOKEN_FILE` | owner-only file holding the static bearer token (≥ 32 bytes) | required |
+//! | `AUTH_SCOPES` | comma-separated scopes granted to the token | empty |
+//! | `AGENT_RELEASE` | release identity reported by `/health/ready` | the build's version |
+//! | `AGENT_DEFINITIONS_FILE` | JSON array of agent definitions | the built-in `default` agent |
+//! | `API_MAX_ARTIFACT_BYTES` | largest artifact upload | `26214400` (25 MiB) |
+//! | `AGENT_*_ENABLED`, `AGENT_EMAIL_JUNK_FILTER_MODE` | feature flags | all off |
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use domain::agent::{AgentDefinition, AgentError, AgentRegistry};
+use domain::cursor::CursorCodec;
+use domain::flags::{FeatureFlags, FlagError};
+use domain::ids::PrincipalId;
+use domain::scope::{ScopeError, ScopeSet};
+use hardening::secret_file::{SecretFileError, read_owner_only};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+use crate::auth::Authenticator;
+
+pub const DEFAULT_LISTEN_ADDR: &str = "127.0.0.1:8080";
+pub const DEFAULT_ARTIFACT_MAX_BYTES: u64 = 25 * 1024 * 1024;
+pub const MIN_TOKEN_BYTES: usize = 32;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0} is required")]
+    Missing(&'static str),
+    #[error("{variable} is invalid: {reason}")]
+    Invalid { variable: &'static str, reason: String },
+    #[error("API_TOKEN_FILE: {0}")]
+    TokenFile(#[from] SecretFileError),
+    #[error("API_TOKEN_FILE: the token must be at least {MIN_TOKEN_BYTES} bytes")]
+    TokenTooShort,
+    #[error("API_TOKEN_FILE: the token must be printable ASCII without spaces")]
+    TokenCharacters,
+    #[error("{0}")]
+    Flags(#[from] FlagError),
+    #[error("{0}")]
+    Scopes(#[from] ScopeError),
+    #[error("AGENT_DEFINITIONS_FILE: {0}")]
+    Agents(String),
+}
+
+impl From<AgentError> for ConfigError {
+    fn from(error: AgentError) -> Self {
+        ConfigError::Agents(error.to_string())
+    }
+}
+
+/// Everything the API role needs, validated.
+#[derive(Debug)]
+pub struct ApiConfig {
+    pub listen_addr: SocketAddr,
+    pub database_url: String,
+    pub database_max_connections: u32,
+    pub authenticator: Authenticator,
+    pub cursors: CursorCodec,
+    pub flags: FeatureFlags,
+    pub agents: AgentRegistry,
+    pub artifact_max_bytes: u64,
+    pub release: String,
+}
+
+fn parse_number<T: std::str::FromStr>(variable: &'static str, value: Option<String>, default: T) -> Result<T, ConfigError>
+where
+    T::Err: std::fmt::Display,
+{
+    match value {
+        None => Ok(default),
+        Some(text) => text.trim().parse().map_err(|error: T::Err| ConfigError::Invalid { variable, reason: error.to_string() }),
+    }
+}
+
+impl ApiConfig {
+    /// Parses and checks the environment given by `lookup`, reading the token file (after its
+    /// ownership and mode checks) and the optional agent definitions file.
+    pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<ApiConfig, ConfigError> {
+        let get = |name: &str| lookup(name).filter(|value| !value.is_empty());
+        let database_url = get("DATABASE_URL").ok_or(ConfigError::Missing("DATABASE_URL"))?;
+        let database_max_connections = parse_number("DATABASE_MAX_CONNECTIONS", get("DATABASE_MAX_CONNECTIONS"), 10u32)?;
+        if database_max_connections == 0 {
+            return Err(ConfigError::Invalid { variable: "DATABASE_MAX_CONNECTIONS", reason: "must be positive".into() });
+        }
+        let listen_addr = get("API_LISTEN_ADDR").unwrap_or_else(|| DEFAULT_LISTEN_ADDR.to_owned());
+        let listen_addr = listen_addr
+            .parse()
+            .map_err(|_| ConfigError::Invalid { variable: "API_LISTEN_ADDR", reason: format!("`{listen_addr}` is not ip:port") })?;
+        let artifact_max_bytes = parse_number("API_MAX_ARTIFACT_BYTES", get("API_MAX_ARTIFACT_BYTES"), DEFAULT_ARTIFACT_MAX_BYTES)?;
+
+        let token_path = PathBuf::from(get("API_TOKEN_FILE").ok_or(ConfigError::Missing("API_TOKEN_FILE"))?);
+        let token = read_owner_only(&token_path)?;
+        let token = token.strip_suffix(b"\n").unwrap_or(&token);
+        let token = token.strip_suffix(b"\r").unwrap_or(token);
+        if token.len() < MIN_TOKEN_BYTES {
+            return Err(ConfigError::TokenTooShort);
+        }
+        if !token.iter().all(|byte| (0x21..=0x7e).contains(byte)) {
+            return Err(ConfigError::TokenCharacters);
+        }
+        let scopes = ScopeSet::parse(&lookup("AUTH_SCOPES").unwrap_or_default())?;
+        let flags = FeatureFlags::from_env(&lookup)?;
+
+        let definitions = match get("AGENT_DEFINITIONS_FILE") {
+            None => vec![AgentDefinition::builtin_default()],
+            Some(path) => {
+                let text = std::fs::read(&path).map_err(|error| ConfigError::Agents(format!("{path}: {error}")))?;
+                serde_json::from_slice(&text).map_err(|error| ConfigError::Agents(format!("{path}: {error}")))?
+            }
+        };
+        let agents = AgentRegistry::compose(definitions, &flags)?;
+
+        Ok(ApiConfig {
+            listen_addr,
+            database_url,
+            database_max_connections,
+            cursors: CursorCodec::new(derive_key(token, b"steward/cursor/v1")),
+            authenticator: Authenticator::new(token, scopes, PrincipalId::owner()),
+            flags,
+            agents,
+            artifact_max_bytes,
+            release: get("AGENT_RELEASE").unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned()),
+        })
+    }
+}
+
+/// A purpose-bound key derived from the token, so cursors are unforgeable without another secret
+/// and become invalid when the token is rotated.
+fn derive_key(token: &[u8], purpose: &[u8]) -> [u8; 32] {
+    let mut mac = Hmac::<Sha256>::new_from_slice(token).expect("hmac accepts any key length");
+    mac.update(purpose);
+    mac.finalize().into_bytes().into()
+}

@@ -1,0 +1,276 @@
+//! Artifacts: streamed uploads with a size limit, metadata reads, and byte reads with a strong
+//! `ETag` honouring `If-None-Match`.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json as JsonResponse};
+use domain::ErrorCode;
+use domain::artifact::{ArtifactName, if_none_match_matches, strong_etag};
+use domain::ids::{ArtifactId, SessionId};
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use store::{ArtifactRow, NewArtifact, Store};
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+use super::parse_id;
+use crate::AppState;
+use crate::auth::Caller;
+use crate::extract::{Path, Query};
+use crate::problem::ApiError;
+
+/// Bytes are stored in chunks of this size as they arrive.
+const CHUNK_BYTES: usize = 256 * 1024;
+const DEFAULT_MEDIA_TYPE: &str = "application/octet-stream";
+const DEFAULT_FILENAME: &str = "attachment";
+
+#[derive(Serialize, ToSchema)]
+pub struct Artifact {
+    artifact_id: Uuid,
+    session_id: Uuid,
+    filename: String,
+    /// The `Content-Type` given at upload.
+    media_type: String,
+    size_bytes: i64,
+    /// Lowercase hex SHA-256 of the bytes.
+    sha256: String,
+    /// The strong entity tag the content route serves.
+    etag: String,
+    #[schema(value_type = String, format = DateTime)]
+    created_at: jiff::Timestamp,
+}
+
+impl From<ArtifactRow> for Artifact {
+    fn from(row: ArtifactRow) -> Self {
+        Artifact {
+            artifact_id: row.id.as_uuid(),
+            session_id: row.session_id.as_uuid(),
+            etag: strong_etag(&row.sha256),
+            filename: row.filename,
+            media_type: row.media_type,
+            size_bytes: row.size_bytes,
+            sha256: row.sha256,
+            created_at: row.created_at,
+        }
+    }
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct UploadParams {
+    /// The file's name as shown to the owner (default `attachment`); no path separators.
+    filename: Option<String>,
+}
+
+fn too_large(limit: u64) -> ApiError {
+    ApiError::new(ErrorCode::ArtifactTooLarge)
+        .detail(format!("artifacts may be at most {limit} bytes"))
+        .member("max_bytes", limit)
+}
+
+fn media_type(headers: &HeaderMap) -> Result<String, ApiError> {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else { return Ok(DEFAULT_MEDIA_TYPE.to_owned()) };
+    let text = value.to_str().map(str::trim).unwrap_or_default();
+    let essence = text.split(';').next().unwrap_or_default().trim();
+    let valid = essence.split_once('/').is_some_and(|(kind, subtype)| {
+        let token = |part: &str| !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || "!#$&-^_.+".contains(c));
+        token(kind) && token(subtype)
+    });
+    if !valid || text.len() > 255 {
+        return Err(ApiError::new(ErrorCode::ValidationFailed)
+            .detail("Content-Type must be a media type such as image/png")
+            .member("field", "Content-Type"));
+    }
+    Ok(text.to_owned())
+}
+
+/// Uploads one file as the raw request body, streamed into storage. Larger than the configured
+/// limit → 413 and nothing is stored.
+#[utoipa::path(
+    post, path = "/v1/sessions/{session_id}/artifacts", tag = "artifacts",
+    security(("bearer" = ["sessions.write"])),
+    params(("session_id" = Uuid, Path), UploadParams),
+    request_body(content = Vec<u8>, content_type = "*/*", description = "The file's bytes; Content-Type is stored as its media type"),
+    responses(
+        (status = 201, description = "Stored", body = Artifact, headers(("Location" = String), ("ETag" = String))),
+        (status = 404, description = "No such session", body = crate::openapi::Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Over the size limit (`artifact_too_large`)", body = crate::openapi::Problem,
+         content_type = "application/problem+json"),
+    )
+)]
+pub async fn upload(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(session_id): Path<String>,
+    Query(params): Query<UploadParams>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let session = parse_id(&session_id, SessionId::parse, ErrorCode::SessionNotFound)?;
+    let limit = state.settings.artifact_max_bytes;
+    let filename = ArtifactName::parse(params.filename.as_deref().unwrap_or(DEFAULT_FILENAME))
+        .map_err(|error| ApiError::new(ErrorCode::ValidationFailed).detail(error.to_string()).member("field", "filename"))?;
+    let media_type = media_type(&headers)?;
+    let declared = headers.get(header::CONTENT_LENGTH).and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit) {
+        return Err(too_large(limit));
+    }
+    let mut upload = state
+        .store
+        .begin_artifact(&caller.principal, session)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::SessionNotFound))?;
+
+    let mut hasher = Sha256::new();
+    let mut size: u64 = 0;
+    let mut pending = Vec::with_capacity(CHUNK_BYTES);
+    let mut stream = body.into_data_stream();
+    while let Some(frame) = stream.next().await {
+        let bytes = frame.map_err(|error| {
+            ApiError::new(ErrorCode::InvalidRequest).detail(format!("the upload was interrupted: {error}"))
+        })?;
+        size += bytes.len() as u64;
+        if size > limit {
+            // Dropping the upload rolls back every chunk written so far.
+            return Err(too_large(limit));
+        }
+        hasher.update(&bytes);
+        let mut rest = &bytes[..];
+        while !rest.is_empty() {
+            let take = rest.len().min(CHUNK_BYTES - pending.len());
+            pending.extend_from_slice(&rest[..take]);
+            rest = &rest[take..];
+            if pending.len() == CHUNK_BYTES {
+                upload.write_chunk(&pending).await?;
+                pending.clear();
+            }
+        }
+    }
+    if !pending.is_empty() {
+        upload.write_chunk(&pending).await?;
+    }
+    let sha256: String = hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect();
+    let row = upload
+        .finish(NewArtifact {
+            filename: filename.as_str(),
+            media_type: &media_type,
+            size_bytes: i64::try_from(size).unwrap_or(i64::MAX),
+            sha256: &sha256,
+        })
+        .await?;
+    let location = format!("/v1/sessions/{}/artifacts/{}", row.session_id, row.id);
+    let etag = strong_etag(&row.sha256);
+    Ok((StatusCode::CREATED, [(header::LOCATION, location), (header::ETAG, etag)], JsonResponse(Artifact::from(row)))
+        .into_response())
+}
+
+async fn find(state: &AppState, caller: &Caller, session_id: &str, artifact_id: &str) -> Result<ArtifactRow, ApiError> {
+    let session = parse_id(session_id, SessionId::parse, ErrorCode::ArtifactNotFound)?;
+    let artifact = parse_id(artifact_id, ArtifactId::parse, ErrorCode::ArtifactNotFound)?;
+    state
+        .store
+        .artifact(&caller.principal, session, artifact)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::ArtifactNotFound))
+}
+
+/// Reads an artifact's metadata.
+#[utoipa::path(
+    get, path = "/v1/sessions/{session_id}/artifacts/{artifact_id}", tag = "artifacts",
+    security(("bearer" = ["sessions.read"])),
+    params(("session_id" = Uuid, Path), ("artifact_id" = Uuid, Path)),
+    responses(
+        (status = 200, description = "Metadata", body = Artifact),
+        (status = 404, description = "No such artifact", body = crate::openapi::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn metadata(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path((session_id, artifact_id)): Path<(String, String)>,
+) -> Result<JsonResponse<Artifact>, ApiError> {
+    Ok(JsonResponse(find(&state, &caller, &session_id, &artifact_id).await?.into()))
+}
+
+/// Reads an artifact's bytes. Served as an attachment with a strong `ETag`; a matching
+/// `If-None-Match` gets 304 without a body.
+#[utoipa::path(
+    get, path = "/v1/sessions/{session_id}/artifacts/{artifact_id}/content", tag = "artifacts",
+    security(("bearer" = ["sessions.read"])),
+    params(("session_id" = Uuid, Path), ("artifact_id" = Uuid, Path),
+           ("If-None-Match" = Option<String>, Header, description = "Entity tags already held")),
+    responses(
+        (status = 200, description = "The bytes, with the stored media type", content_type = "application/octet-stream",
+         body = Vec<u8>, headers(("ETag" = String))),
+        (status = 304, description = "Unchanged", headers(("ETag" = String))),
+        (status = 404, description = "No such artifact", body = crate::openapi::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn content(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path((session_id, artifact_id)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let row = find(&state, &caller, &session_id, &artifact_id).await?;
+    let etag = strong_etag(&row.sha256);
+    let cache_headers = [
+        (header::ETAG, etag.clone()),
+        (header::CACHE_CONTROL, "private, no-cache".to_owned()),
+    ];
+    let unchanged = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| if_none_match_matches(value, &etag));
+    if unchanged {
+        return Ok((StatusCode::NOT_MODIFIED, cache_headers).into_response());
+    }
+    let body = Body::from_stream(chunks(state.store.clone(), row.id));
+    let mut response = (StatusCode::OK, cache_headers, body).into_response();
+    let response_headers = response.headers_mut();
+    response_headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_str(&row.media_type).unwrap_or(HeaderValue::from_static(DEFAULT_MEDIA_TYPE)),
+    );
+    response_headers.insert(header::CONTENT_LENGTH, HeaderValue::from(row.size_bytes));
+    response_headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    if let Ok(value) = HeaderValue::from_str(&content_disposition(&row.filename)) {
+        response_headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    Ok(response)
+}
+
+/// Streams the stored chunks one query at a time, so a slow reader never holds a connection.
+fn chunks(store: Store, id: ArtifactId) -> impl futures_util::Stream<Item = Result<Vec<u8>, store::StoreError>> {
+    futures_util::stream::try_unfold(0i32, move |seq| {
+        let store = store.clone();
+        async move { Ok(store.artifact_chunk(id, seq).await?.map(|bytes| (bytes, seq + 1))) }
+    })
+}
+
+/// `attachment; filename*=UTF-8''…` with RFC 8187 percent-encoding.
+fn content_disposition(filename: &str) -> String {
+    let mut encoded = String::with_capacity(filename.len());
+    for byte in filename.bytes() {
+        if byte.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&byte) {
+            encoded.push(byte as char);
+        } else {
+            encoded.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    format!("attachment; filename*=UTF-8''{encoded}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_disposition_percent_encodes() {
+        assert_eq!(content_disposition("a b\"é.txt"), "attachment; filename*=UTF-8''a%20b%22%C3%A9.txt");
+    }
+}

@@ -1,0 +1,142 @@
+//! Folders: list, create, rename, delete (their sessions return to the history).
+
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json as JsonResponse};
+use domain::ErrorCode;
+use domain::folder::FolderName;
+use domain::ids::FolderId;
+use serde::{Deserialize, Serialize};
+use store::{FolderRow, RenameFolder};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::parse_id;
+use crate::AppState;
+use crate::auth::Caller;
+use crate::extract::{Json, Path};
+use crate::problem::ApiError;
+
+#[derive(Serialize, ToSchema)]
+pub struct Folder {
+    folder_id: Uuid,
+    name: String,
+    #[schema(value_type = String, format = DateTime)]
+    created_at: jiff::Timestamp,
+    #[schema(value_type = String, format = DateTime)]
+    updated_at: jiff::Timestamp,
+}
+
+impl From<FolderRow> for Folder {
+    fn from(row: FolderRow) -> Self {
+        Folder { folder_id: row.id.as_uuid(), name: row.name, created_at: row.created_at, updated_at: row.updated_at }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct FolderList {
+    /// Every folder, oldest first.
+    folders: Vec<Folder>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FolderBody {
+    /// 1 to 100 characters after trimming; unique per owner, ignoring case.
+    name: String,
+}
+
+fn folder_name(body: &FolderBody) -> Result<FolderName, ApiError> {
+    FolderName::parse(&body.name)
+        .map_err(|error| ApiError::new(ErrorCode::ValidationFailed).detail(error.to_string()).member("field", "name"))
+}
+
+fn name_taken() -> ApiError {
+    ApiError::new(ErrorCode::FolderNameTaken).detail("another folder already has this name")
+}
+
+/// Lists folders.
+#[utoipa::path(
+    get, path = "/v1/folders", tag = "folders",
+    security(("bearer" = ["sessions.read"])),
+    responses((status = 200, description = "Every folder", body = FolderList))
+)]
+pub async fn list(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> Result<JsonResponse<FolderList>, ApiError> {
+    let folders = state.store.folders(&caller.principal).await?;
+    Ok(JsonResponse(FolderList { folders: folders.into_iter().map(Folder::from).collect() }))
+}
+
+/// Creates a folder.
+#[utoipa::path(
+    post, path = "/v1/folders", tag = "folders",
+    security(("bearer" = ["sessions.write"])),
+    request_body = FolderBody,
+    responses(
+        (status = 201, description = "Created", body = Folder, headers(("Location" = String))),
+        (status = 409, description = "Name in use (`folder_name_taken`)", body = crate::openapi::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Invalid name", body = crate::openapi::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn create(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Json(body): Json<FolderBody>,
+) -> Result<Response, ApiError> {
+    match state.store.create_folder(&caller.principal, &folder_name(&body)?).await? {
+        Some(row) => {
+            let location = format!("/v1/folders/{}", row.id);
+            Ok((StatusCode::CREATED, [(header::LOCATION, location)], JsonResponse(Folder::from(row))).into_response())
+        }
+        None => Err(name_taken()),
+    }
+}
+
+/// Renames a folder.
+#[utoipa::path(
+    patch, path = "/v1/folders/{folder_id}", tag = "folders",
+    security(("bearer" = ["sessions.write"])),
+    params(("folder_id" = Uuid, Path)),
+    request_body = FolderBody,
+    responses(
+        (status = 200, description = "Renamed", body = Folder),
+        (status = 404, description = "No such folder", body = crate::openapi::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Name in use (`folder_name_taken`)", body = crate::openapi::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn rename(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(folder_id): Path<String>,
+    Json(body): Json<FolderBody>,
+) -> Result<JsonResponse<Folder>, ApiError> {
+    let id = parse_id(&folder_id, FolderId::parse, ErrorCode::FolderNotFound)?;
+    match state.store.rename_folder(&caller.principal, id, &folder_name(&body)?).await? {
+        RenameFolder::Done(row) => Ok(JsonResponse(row.into())),
+        RenameFolder::NotFound => Err(ApiError::new(ErrorCode::FolderNotFound)),
+        RenameFolder::NameTaken => Err(name_taken()),
+    }
+}
+
+/// Deletes a folder; its sessions return to the history.
+#[utoipa::path(
+    delete, path = "/v1/folders/{folder_id}", tag = "folders",
+    security(("bearer" = ["sessions.write"])),
+    params(("folder_id" = Uuid, Path)),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 404, description = "No such folder", body = crate::openapi::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn delete(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(folder_id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let id = parse_id(&folder_id, FolderId::parse, ErrorCode::FolderNotFound)?;
+    if state.store.delete_folder(&caller.principal, id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::new(ErrorCode::FolderNotFound))
+    }
+}

@@ -1,0 +1,48 @@
+//! Readiness.
+
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use domain::ErrorCode;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::AppState;
+use crate::problem::ApiError;
+
+/// The response header carrying the release identity.
+pub const RELEASE_HEADER: &str = "steward-release";
+
+#[derive(Serialize, ToSchema)]
+pub struct Ready {
+    /// Always `ready`.
+    status: &'static str,
+    /// The release identity, the same value as the `Steward-Release` header.
+    release: String,
+}
+
+/// Ready when the database answers and holds exactly this build's migrations.
+#[utoipa::path(
+    get, path = "/health/ready", tag = "health",
+    responses(
+        (status = 200, description = "Ready to serve", body = Ready,
+         headers(("Steward-Release" = String, description = "Release identity"))),
+        (status = 503, description = "Database unreachable or migrations not current", body = crate::openapi::Problem,
+         content_type = "application/problem+json"),
+    )
+)]
+pub async fn ready(State(state): State<AppState>) -> Response {
+    let release = state.settings.release.clone();
+    let mut response = match state.store.migrations_current().await {
+        Ok(true) => (StatusCode::OK, axum::Json(Ready { status: "ready", release: release.clone() })).into_response(),
+        Ok(false) => ApiError::new(ErrorCode::NotReady).detail("database migrations are not current").into_response(),
+        Err(error) => {
+            tracing::warn!(%error, "readiness check cannot reach the database");
+            ApiError::new(ErrorCode::NotReady).detail("the database is unreachable").into_response()
+        }
+    };
+    if let Ok(value) = HeaderValue::from_str(&release) {
+        response.headers_mut().insert(RELEASE_HEADER, value);
+    }
+    response
+}

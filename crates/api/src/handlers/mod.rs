@@ -1,0 +1,16 @@
+//! Request handlers, one module per resource.
+
+pub mod artifacts;
+pub mod folders;
+pub mod health;
+pub mod memories;
+pub mod sessions;
+
+use domain::ErrorCode;
+
+use crate::problem::ApiError;
+
+/// Parses a path id; anything that is not an id of this kind names no resource.
+fn parse_id<T>(text: &str, parse: fn(&str) -> Option<T>, missing: ErrorCode) -> Result<T, ApiError> {
+    parse(text).ok_or_else(|| ApiError::new(missing).detail("no resource has this id"))
+}

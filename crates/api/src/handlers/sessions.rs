@@ -1,0 +1,274 @@
+//! Sessions: create, index, point read, file into a folder, delete.
+
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json as JsonResponse};
+use domain::ErrorCode;
+use domain::cursor::CursorKind;
+use domain::ids::{FolderId, SessionId};
+use domain::session::SessionMetadata;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use store::{DeleteSession, FileSession, NewSession, SessionRow};
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+use super::parse_id;
+use crate::AppState;
+use crate::auth::Caller;
+use crate::extract::{Json, Path, Query, explicit_null};
+use crate::problem::ApiError;
+
+pub const DEFAULT_PAGE_SIZE: u32 = 50;
+pub const MAX_PAGE_SIZE: u32 = 200;
+
+/// A row of the session index.
+#[derive(Serialize, ToSchema)]
+pub struct SessionSummary {
+    session_id: Uuid,
+    /// Server-owned title; null until one is known.
+    title: Option<String>,
+    agent_id: String,
+    /// The agent version pinned at creation; never changes.
+    agent_version: String,
+    /// The folder holding the session, or null when it is in the history.
+    folder_id: Option<Uuid>,
+    /// The schedule that started the session; null for conversations.
+    schedule_id: Option<Uuid>,
+    /// The most recent run, if any.
+    last_run_id: Option<Uuid>,
+    #[schema(value_type = String, format = DateTime)]
+    created_at: jiff::Timestamp,
+    #[schema(value_type = String, format = DateTime)]
+    updated_at: jiff::Timestamp,
+}
+
+/// A session, as returned by creation and point reads.
+#[derive(Serialize, ToSchema)]
+pub struct Session {
+    #[serde(flatten)]
+    summary: SessionSummary,
+    /// The client metadata given at creation.
+    #[schema(value_type = Object)]
+    metadata: Value,
+}
+
+impl From<SessionRow> for SessionSummary {
+    fn from(row: SessionRow) -> Self {
+        SessionSummary {
+            session_id: row.id.as_uuid(),
+            title: row.title,
+            agent_id: row.agent_id,
+            agent_version: row.agent_version.as_str().to_owned(),
+            folder_id: row.folder_id.map(|id| id.as_uuid()),
+            schedule_id: row.schedule_id.map(|id| id.as_uuid()),
+            last_run_id: row.last_run_id.map(|id| id.as_uuid()),
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+    }
+}
+
+impl From<SessionRow> for Session {
+    fn from(mut row: SessionRow) -> Self {
+        let metadata = std::mem::take(&mut row.metadata);
+        Session { summary: row.into(), metadata }
+    }
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSession {
+    /// An agent of the registry (the dev stack's is `default`).
+    agent_id: String,
+    /// Free-form client metadata, a JSON object of at most 16 KiB. A string `title` member
+    /// becomes the session's initial title.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    metadata: Option<Value>,
+}
+
+/// Creates a session pinned to the agent's current version.
+#[utoipa::path(
+    post, path = "/v1/sessions", tag = "sessions",
+    security(("bearer" = ["sessions.write"])),
+    request_body = CreateSession,
+    responses(
+        (status = 201, description = "Created", body = Session, headers(("Location" = String))),
+        (status = 422, description = "Unknown agent (`unknown_agent`) or invalid metadata (`validation_failed`)",
+         body = crate::openapi::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn create(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Json(body): Json<CreateSession>,
+) -> Result<Response, ApiError> {
+    let agent = state.settings.agents.get(&body.agent_id).ok_or_else(|| {
+        ApiError::new(ErrorCode::UnknownAgent).detail(format!("no agent `{}` is configured", body.agent_id))
+    })?;
+    let metadata = SessionMetadata::parse(body.metadata.unwrap_or(Value::Object(Default::default())))
+        .map_err(|error| ApiError::new(ErrorCode::ValidationFailed).detail(error.to_string()).member("field", "metadata"))?;
+    let row = state
+        .store
+        .create_session(NewSession { principal: &caller.principal, agent, title: metadata.title(), metadata: metadata.into_value() })
+        .await?;
+    let location = format!("/v1/sessions/{}", row.id);
+    Ok((StatusCode::CREATED, [(header::LOCATION, location)], JsonResponse(Session::from(row))).into_response())
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListParams {
+    /// The `next_cursor` of the previous page; omit for the first page.
+    cursor: Option<String>,
+    /// Page size, 1 to 200 (default 50).
+    limit: Option<u32>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SessionPage {
+    sessions: Vec<SessionSummary>,
+    /// Present until the last page; pass it back as `cursor`.
+    next_cursor: Option<String>,
+}
+
+/// The session index, in creation order (oldest first), so a client following cursors to the end
+/// also sees sessions created while it pages. Cursors are opaque and tamper-evident.
+#[utoipa::path(
+    get, path = "/v1/sessions", tag = "sessions",
+    security(("bearer" = ["sessions.read"])),
+    params(ListParams),
+    responses(
+        (status = 200, description = "One page of the index", body = SessionPage),
+        (status = 400, description = "Malformed or altered cursor (`invalid_cursor`)", body = crate::openapi::Problem,
+         content_type = "application/problem+json"),
+    )
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Query(params): Query<ListParams>,
+) -> Result<JsonResponse<SessionPage>, ApiError> {
+    let limit = params.limit.unwrap_or(DEFAULT_PAGE_SIZE);
+    if !(1..=MAX_PAGE_SIZE).contains(&limit) {
+        return Err(ApiError::new(ErrorCode::InvalidRequest)
+            .detail(format!("limit must be between 1 and {MAX_PAGE_SIZE}"))
+            .member("field", "limit"));
+    }
+    let after = match params.cursor.as_deref() {
+        None => None,
+        Some(cursor) => Some(
+            state
+                .settings
+                .cursors
+                .decode(CursorKind::Sessions, cursor)
+                .map_err(|error| ApiError::new(ErrorCode::InvalidCursor).detail(error.to_string()))?,
+        ),
+    };
+    let page = state.store.session_page(&caller.principal, after, limit).await?;
+    let next_cursor = match page.rows.last() {
+        Some(last) if page.more => Some(state.settings.cursors.encode(CursorKind::Sessions, last.index_position)),
+        _ => None,
+    };
+    Ok(JsonResponse(SessionPage { sessions: page.rows.into_iter().map(SessionSummary::from).collect(), next_cursor }))
+}
+
+/// Reads one session.
+#[utoipa::path(
+    get, path = "/v1/sessions/{session_id}", tag = "sessions",
+    security(("bearer" = ["sessions.read"])),
+    params(("session_id" = Uuid, Path)),
+    responses(
+        (status = 200, description = "The session", body = Session),
+        (status = 404, description = "No such session (`session_not_found`)", body = crate::openapi::Problem,
+         content_type = "application/problem+json"),
+    )
+)]
+pub async fn get(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(session_id): Path<String>,
+) -> Result<JsonResponse<Session>, ApiError> {
+    let id = parse_id(&session_id, SessionId::parse, ErrorCode::SessionNotFound)?;
+    let row = state.store.session(&caller.principal, id).await?.ok_or_else(|| ApiError::new(ErrorCode::SessionNotFound))?;
+    Ok(JsonResponse(row.into()))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateSession {
+    /// Required: a folder id files the session there; an explicit null returns it to the history.
+    #[serde(default, deserialize_with = "explicit_null")]
+    #[schema(value_type = Option<Uuid>, required = true)]
+    folder_id: Option<Option<Uuid>>,
+}
+
+/// Moves a session into a folder, or back to the history with `"folder_id": null`. Scheduled
+/// sessions never enter a folder.
+#[utoipa::path(
+    patch, path = "/v1/sessions/{session_id}", tag = "sessions",
+    security(("bearer" = ["sessions.write"])),
+    params(("session_id" = Uuid, Path)),
+    request_body = UpdateSession,
+    responses(
+        (status = 200, description = "The updated session", body = Session),
+        (status = 404, description = "No such session", body = crate::openapi::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "A scheduled session (`scheduled_session_not_fileable`)", body = crate::openapi::Problem,
+         content_type = "application/problem+json"),
+        (status = 422, description = "Missing `folder_id` or unknown folder (`unknown_folder`)", body = crate::openapi::Problem,
+         content_type = "application/problem+json"),
+    )
+)]
+pub async fn update(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(session_id): Path<String>,
+    Json(body): Json<UpdateSession>,
+) -> Result<JsonResponse<Session>, ApiError> {
+    let id = parse_id(&session_id, SessionId::parse, ErrorCode::SessionNotFound)?;
+    let Some(folder) = body.folder_id else {
+        return Err(ApiError::new(ErrorCode::ValidationFailed)
+            .detail("folder_id is required: a folder id, or null to unfile")
+            .member("field", "folder_id"));
+    };
+    match state.store.file_session(&caller.principal, id, folder.map(FolderId::from_uuid)).await? {
+        FileSession::Filed(row) => Ok(JsonResponse(row.into())),
+        FileSession::SessionNotFound => Err(ApiError::new(ErrorCode::SessionNotFound)),
+        FileSession::FolderNotFound => {
+            Err(ApiError::new(ErrorCode::UnknownFolder).detail("no folder has this id").member("field", "folder_id"))
+        }
+        FileSession::Scheduled => Err(ApiError::new(ErrorCode::ScheduledSessionNotFileable)
+            .detail("sessions started by a schedule stay out of folders")),
+    }
+}
+
+/// Deletes a session and everything in it, irreversibly. Refused while a run is active; a repeat
+/// delete of a session this principal deleted succeeds.
+#[utoipa::path(
+    delete, path = "/v1/sessions/{session_id}", tag = "sessions",
+    security(("bearer" = ["sessions.write"])),
+    params(("session_id" = Uuid, Path)),
+    responses(
+        (status = 204, description = "Deleted (or already deleted by this principal)"),
+        (status = 404, description = "No such session", body = crate::openapi::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The session has an active run (`session_has_active_run`, with `run_id`)",
+         body = crate::openapi::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn delete(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(session_id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let id = parse_id(&session_id, SessionId::parse, ErrorCode::SessionNotFound)?;
+    match state.store.delete_session(&caller.principal, id).await? {
+        DeleteSession::Deleted | DeleteSession::AlreadyDeleted => Ok(StatusCode::NO_CONTENT),
+        DeleteSession::NotFound => Err(ApiError::new(ErrorCode::SessionNotFound)),
+        DeleteSession::ActiveRun(run) => Err(ApiError::new(ErrorCode::SessionHasActiveRun)
+            .detail("cancel the active run or wait for it to finish before deleting")
+            .member("run_id", run.to_string())),
+    }
+}

@@ -1,0 +1,66 @@
+//! The `/v1` HTTP API: static bearer authentication with scopes, flag-gated routes, sessions,
+//! folders, artifacts, readiness and the OpenAPI document.
+//!
+//! Every route is declared once, in [`routes::catalog`], with its method, path, scope and flag.
+//! The router, the served OpenAPI document and the route × credential × flag test are all built
+//! from that one table, so a route cannot exist without being documented, authorized and gated.
+
+pub mod auth;
+pub mod config;
+mod extract;
+mod handlers;
+pub mod openapi;
+pub mod problem;
+pub mod routes;
+
+use std::sync::Arc;
+
+pub use axum::Router;
+use domain::agent::AgentRegistry;
+use domain::cursor::CursorCodec;
+use domain::flags::FeatureFlags;
+use store::Store;
+
+pub use config::ApiConfig;
+
+/// Shared state of every request handler.
+#[derive(Clone, Debug)]
+pub struct AppState {
+    store: Store,
+    settings: Arc<Settings>,
+}
+
+#[derive(Debug)]
+struct Settings {
+    flags: FeatureFlags,
+    agents: AgentRegistry,
+    cursors: CursorCodec,
+    artifact_max_bytes: u64,
+    release: String,
+    openapi_json: String,
+}
+
+/// Builds the application router for `config` on `store`.
+pub fn app(config: ApiConfig, store: Store) -> Router {
+    let authenticator = Arc::new(config.authenticator);
+    let openapi_json = openapi::document_json(&config.flags);
+    let settings = Settings {
+        flags: config.flags,
+        agents: config.agents,
+        cursors: config.cursors,
+        artifact_max_bytes: config.artifact_max_bytes,
+        release: config.release,
+        openapi_json,
+    };
+    let state = AppState { store, settings: Arc::new(settings) };
+    routes::router(state, authenticator)
+}
+
+/// Serves `app` on `listener` until `shutdown` completes, then lets in-flight requests finish.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+}

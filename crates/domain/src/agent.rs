@@ -1,0 +1,223 @@
+//! The agent registry: which agents exist and what version each one is.
+//!
+//! An agent's version is a digest of its whole configuration (instructions, model settings and
+//! the feature set its tool roster is composed from), so a restart with different instructions,
+//! model settings or agent-shaping flags yields a new version, while sessions keep the version
+//! they were created with.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::flags::{FeatureFlags, Flag};
+
+/// An agent's routing id: lowercase ASCII letters, digits, `-` and `_`, 1 to 64 characters,
+/// starting with a letter or digit.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct AgentId(String);
+
+impl AgentId {
+    pub fn parse(text: &str) -> Option<AgentId> {
+        let valid_start = text.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        let valid_chars =
+            text.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+        (valid_start && valid_chars && text.len() <= 64).then(|| AgentId(text.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for AgentId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        AgentId::parse(&text).ok_or_else(|| serde::de::Error::custom(format!("invalid agent id `{text}`")))
+    }
+}
+
+/// The digest naming one exact agent configuration.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct AgentVersion(String);
+
+impl AgentVersion {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Wraps a version read back from storage.
+    pub fn from_stored(text: String) -> AgentVersion {
+        AgentVersion(text)
+    }
+}
+
+/// Model settings of an agent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSettings {
+    /// The model provider (`scripted` is the offline provider used by the dev stack).
+    pub provider: String,
+    pub model: String,
+    #[serde(default)]
+    pub reasoning_effort: Option<String>,
+}
+
+/// One agent as the operator defines it.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentDefinition {
+    pub id: AgentId,
+    pub instructions: String,
+    pub model: ModelSettings,
+}
+
+impl AgentDefinition {
+    /// The agent every installation has unless the operator defines its own: `default`, answering
+    /// with the offline `scripted` model provider.
+    pub fn builtin_default() -> AgentDefinition {
+        AgentDefinition {
+            id: AgentId("default".to_owned()),
+            instructions: "You are Steward, the owner's personal agent. Be brief and accurate. \
+                           Ask before any action that changes something outside this conversation."
+                .to_owned(),
+            model: ModelSettings { provider: "scripted".to_owned(), model: "scripted-1".to_owned(), reasoning_effort: None },
+        }
+    }
+}
+
+/// The whole configuration an agent version identifies; stored with the version so that a pinned
+/// session can always be run with exactly what it was created with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AgentConfiguration {
+    pub id: AgentId,
+    pub instructions: String,
+    pub model: ModelSettings,
+    /// The enabled flags that shape the agent's tool roster.
+    pub features: Vec<Flag>,
+}
+
+impl AgentConfiguration {
+    pub fn version(&self) -> AgentVersion {
+        // Serialising a struct of strings and enums cannot fail.
+        let canonical = serde_json::to_vec(self).expect("agent configuration serialises");
+        let digest = Sha256::digest(&canonical);
+        AgentVersion(digest[..16].iter().map(|byte| format!("{byte:02x}")).collect())
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum AgentError {
+    #[error("agent `{0}` is defined twice")]
+    Duplicate(String),
+    #[error("no agents are defined")]
+    Empty,
+    #[error("agent `{0}` has empty instructions")]
+    EmptyInstructions(String),
+}
+
+/// A configured agent and its current version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Agent {
+    pub configuration: AgentConfiguration,
+    pub version: AgentVersion,
+}
+
+/// The agents this deployment serves, each at its current version.
+#[derive(Clone, Debug)]
+pub struct AgentRegistry {
+    agents: BTreeMap<AgentId, Agent>,
+}
+
+impl AgentRegistry {
+    pub fn compose(definitions: Vec<AgentDefinition>, flags: &FeatureFlags) -> Result<Self, AgentError> {
+        if definitions.is_empty() {
+            return Err(AgentError::Empty);
+        }
+        let features: Vec<Flag> = flags.enabled().filter(|flag| flag.shapes_agent()).collect();
+        let mut agents = BTreeMap::new();
+        for definition in definitions {
+            if definition.instructions.trim().is_empty() {
+                return Err(AgentError::EmptyInstructions(definition.id.0));
+            }
+            let configuration = AgentConfiguration {
+                id: definition.id.clone(),
+                instructions: definition.instructions,
+                model: definition.model,
+                features: features.clone(),
+            };
+            let agent = Agent { version: configuration.version(), configuration };
+            if agents.insert(definition.id.clone(), agent).is_some() {
+                return Err(AgentError::Duplicate(definition.id.0));
+            }
+        }
+        Ok(Self { agents })
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Agent> {
+        AgentId::parse(id).and_then(|id| self.agents.get(&id))
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Agent> {
+        self.agents.values()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registry(flags: &[Flag]) -> AgentRegistry {
+        let flags = FeatureFlags::with(flags).expect("valid flags");
+        AgentRegistry::compose(vec![AgentDefinition::builtin_default()], &flags).expect("valid registry")
+    }
+
+    #[test]
+    fn version_changes_with_agent_shaping_flags_only() {
+        let plain = registry(&[]).get("default").expect("default agent").version.clone();
+        let again = registry(&[]).get("default").expect("default agent").version.clone();
+        let memory = registry(&[Flag::MemoryApi]).get("default").expect("default agent").version.clone();
+        let notify = registry(&[Flag::NotificationApi, Flag::NotificationDispatch])
+            .get("default")
+            .expect("default agent")
+            .version
+            .clone();
+        assert_eq!(plain, again, "the version is a pure function of the configuration");
+        assert_ne!(plain, memory, "enabling a feature that shapes the agent yields a new version");
+        assert_eq!(plain, notify, "delivery flags do not change what the agent can do");
+        assert_eq!(plain.as_str().len(), 32);
+    }
+
+    #[test]
+    fn version_changes_with_instructions_and_model() {
+        let flags = FeatureFlags::default();
+        let base = AgentDefinition::builtin_default();
+        let mut reworded = base.clone();
+        reworded.instructions.push_str(" Always answer in French.");
+        let mut other_model = base.clone();
+        other_model.model.reasoning_effort = Some("high".into());
+        let versions: Vec<AgentVersion> = [base, reworded, other_model]
+            .into_iter()
+            .map(|definition| {
+                AgentRegistry::compose(vec![definition], &flags).expect("valid").iter().next().expect("one").version.clone()
+            })
+            .collect();
+        assert_ne!(versions[0], versions[1]);
+        assert_ne!(versions[0], versions[2]);
+    }
+
+    #[test]
+    fn refuses_duplicates_empty_registries_and_bad_ids() {
+        let flags = FeatureFlags::default();
+        let twice = vec![AgentDefinition::builtin_default(), AgentDefinition::builtin_default()];
+        assert_eq!(AgentRegistry::compose(twice, &flags).err(), Some(AgentError::Duplicate("default".into())));
+        assert_eq!(AgentRegistry::compose(vec![], &flags).err(), Some(AgentError::Empty));
+        assert!(AgentId::parse("Default").is_none());
+        assert!(AgentId::parse("").is_none());
+        assert!(AgentId::parse("-x").is_none());
+        assert!(AgentId::parse("mail-helper_2").is_some());
+        assert!(registry(&[]).get("nope").is_none());
+    }
+}

@@ -1,0 +1,143 @@
+//! The closed set of error codes the API answers with, each with its HTTP status and title.
+//!
+//! Codes are stable: clients match on `code`, never on `title` or `detail`.
+
+/// One stable error code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    Unauthenticated,
+    InsufficientScope,
+    NotFound,
+    MethodNotAllowed,
+    InvalidRequest,
+    InvalidCursor,
+    UnsupportedMediaType,
+    ValidationFailed,
+    UnknownAgent,
+    UnknownFolder,
+    SessionNotFound,
+    FolderNotFound,
+    ArtifactNotFound,
+    SessionHasActiveRun,
+    FolderNameTaken,
+    ScheduledSessionNotFileable,
+    PayloadTooLarge,
+    ArtifactTooLarge,
+    NotReady,
+    Internal,
+}
+
+impl ErrorCode {
+    pub const ALL: [ErrorCode; 20] = [
+        ErrorCode::Unauthenticated,
+        ErrorCode::InsufficientScope,
+        ErrorCode::NotFound,
+        ErrorCode::MethodNotAllowed,
+        ErrorCode::InvalidRequest,
+        ErrorCode::InvalidCursor,
+        ErrorCode::UnsupportedMediaType,
+        ErrorCode::ValidationFailed,
+        ErrorCode::UnknownAgent,
+        ErrorCode::UnknownFolder,
+        ErrorCode::SessionNotFound,
+        ErrorCode::FolderNotFound,
+        ErrorCode::ArtifactNotFound,
+        ErrorCode::SessionHasActiveRun,
+        ErrorCode::FolderNameTaken,
+        ErrorCode::ScheduledSessionNotFileable,
+        ErrorCode::PayloadTooLarge,
+        ErrorCode::ArtifactTooLarge,
+        ErrorCode::NotReady,
+        ErrorCode::Internal,
+    ];
+
+    /// The stable machine-readable code, the `code` member of a problem document.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::Unauthenticated => "unauthenticated",
+            ErrorCode::InsufficientScope => "insufficient_scope",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::MethodNotAllowed => "method_not_allowed",
+            ErrorCode::InvalidRequest => "invalid_request",
+            ErrorCode::InvalidCursor => "invalid_cursor",
+            ErrorCode::UnsupportedMediaType => "unsupported_media_type",
+            ErrorCode::ValidationFailed => "validation_failed",
+            ErrorCode::UnknownAgent => "unknown_agent",
+            ErrorCode::UnknownFolder => "unknown_folder",
+            ErrorCode::SessionNotFound => "session_not_found",
+            ErrorCode::FolderNotFound => "folder_not_found",
+            ErrorCode::ArtifactNotFound => "artifact_not_found",
+            ErrorCode::SessionHasActiveRun => "session_has_active_run",
+            ErrorCode::FolderNameTaken => "folder_name_taken",
+            ErrorCode::ScheduledSessionNotFileable => "scheduled_session_not_fileable",
+            ErrorCode::PayloadTooLarge => "payload_too_large",
+            ErrorCode::ArtifactTooLarge => "artifact_too_large",
+            ErrorCode::NotReady => "not_ready",
+            ErrorCode::Internal => "internal_error",
+        }
+    }
+
+    /// The HTTP status the code is always served with.
+    pub const fn status(self) -> u16 {
+        match self {
+            ErrorCode::Unauthenticated => 401,
+            ErrorCode::InsufficientScope => 403,
+            ErrorCode::NotFound
+            | ErrorCode::SessionNotFound
+            | ErrorCode::FolderNotFound
+            | ErrorCode::ArtifactNotFound => 404,
+            ErrorCode::MethodNotAllowed => 405,
+            ErrorCode::InvalidRequest | ErrorCode::InvalidCursor => 400,
+            ErrorCode::UnsupportedMediaType => 415,
+            ErrorCode::ValidationFailed | ErrorCode::UnknownAgent | ErrorCode::UnknownFolder => 422,
+            ErrorCode::SessionHasActiveRun
+            | ErrorCode::FolderNameTaken
+            | ErrorCode::ScheduledSessionNotFileable => 409,
+            ErrorCode::PayloadTooLarge | ErrorCode::ArtifactTooLarge => 413,
+            ErrorCode::NotReady => 503,
+            ErrorCode::Internal => 500,
+        }
+    }
+
+    /// A short human-readable summary that does not change between occurrences.
+    pub const fn title(self) -> &'static str {
+        match self {
+            ErrorCode::Unauthenticated => "Authentication required",
+            ErrorCode::InsufficientScope => "Not authorized for this operation",
+            ErrorCode::NotFound => "Not found",
+            ErrorCode::MethodNotAllowed => "Method not allowed",
+            ErrorCode::InvalidRequest => "Malformed request",
+            ErrorCode::InvalidCursor => "Invalid pagination cursor",
+            ErrorCode::UnsupportedMediaType => "Unsupported media type",
+            ErrorCode::ValidationFailed => "Request failed validation",
+            ErrorCode::UnknownAgent => "Unknown agent",
+            ErrorCode::UnknownFolder => "Unknown folder",
+            ErrorCode::SessionNotFound => "Session not found",
+            ErrorCode::FolderNotFound => "Folder not found",
+            ErrorCode::ArtifactNotFound => "Artifact not found",
+            ErrorCode::SessionHasActiveRun => "Session has an active run",
+            ErrorCode::FolderNameTaken => "Folder name already in use",
+            ErrorCode::ScheduledSessionNotFileable => "Scheduled sessions cannot be filed",
+            ErrorCode::PayloadTooLarge => "Request body too large",
+            ErrorCode::ArtifactTooLarge => "Artifact too large",
+            ErrorCode::NotReady => "Service not ready",
+            ErrorCode::Internal => "Internal error",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn codes_are_unique_snake_case_and_carry_error_statuses() {
+        let mut seen = HashSet::new();
+        for code in ErrorCode::ALL {
+            assert!(seen.insert(code.as_str()), "duplicate code {}", code.as_str());
+            assert!(code.as_str().chars().all(|c| c.is_ascii_lowercase() || c == '_'));
+            assert!((400..600).contains(&code.status()));
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! Steward's domain: the types and rules every role shares, with no I/O.
+//!
+//! Nothing here reads a clock, the environment, the network or the disk: time, randomness and
+//! environment values are parameters, so every rule is testable exactly.
+
+pub mod agent;
+pub mod artifact;
+pub mod cursor;
+pub mod error_code;
+pub mod flags;
+pub mod folder;
+pub mod ids;
+pub mod run;
+pub mod scope;
+pub mod session;
+
+pub use error_code::ErrorCode;

@@ -1,0 +1,108 @@
+//! Secret files (tokens, keys) are checked before their bytes are trusted.
+//!
+//! The file is opened with `O_NOFOLLOW` and checked through the opened descriptor, so a symlink
+//! swapped in between the check and the read cannot redirect it.
+
+use std::fs::{File, OpenOptions};
+use std::io::{ErrorKind, Read};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use nix::fcntl::OFlag;
+
+/// Secret files are small; anything larger is refused rather than read into memory.
+pub const SECRET_FILE_MAX_BYTES: u64 = 64 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SecretFileError {
+    #[error("secret file {0} does not exist")]
+    Missing(PathBuf),
+    #[error("secret file {0} is a symbolic link; point the variable at the file itself")]
+    Symlink(PathBuf),
+    #[error("secret file {0} is not a regular file")]
+    NotRegular(PathBuf),
+    #[error("secret file {path} must be owner-only (mode 0600), found mode {mode:04o}")]
+    NotOwnerOnly { path: PathBuf, mode: u32 },
+    #[error("secret file {path} is owned by uid {owner}, not by the running user (uid {running})")]
+    WrongOwner { path: PathBuf, owner: u32, running: u32 },
+    #[error("secret file {0} is larger than {SECRET_FILE_MAX_BYTES} bytes")]
+    TooLarge(PathBuf),
+    #[error("secret file {path} cannot be read: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+}
+
+/// Opens `path` without following symlinks and checks it is a regular file, owned by the running
+/// user, with no group or other permission bits, before reading it.
+pub fn read_owner_only(path: &Path) -> Result<Vec<u8>, SecretFileError> {
+    let io = |source: std::io::Error| SecretFileError::Io { path: path.to_owned(), source };
+    match std::fs::symlink_metadata(path) {
+        Err(error) if error.kind() == ErrorKind::NotFound => return Err(SecretFileError::Missing(path.to_owned())),
+        Err(error) => return Err(io(error)),
+        Ok(meta) if meta.file_type().is_symlink() => return Err(SecretFileError::Symlink(path.to_owned())),
+        Ok(_) => {}
+    }
+    let mut file: File = OpenOptions::new()
+        .read(true)
+        .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK).bits())
+        .open(path)
+        .map_err(|error| match error.raw_os_error() {
+            Some(code) if code == nix::errno::Errno::ELOOP as i32 => SecretFileError::Symlink(path.to_owned()),
+            _ => io(error),
+        })?;
+    let meta = file.metadata().map_err(io)?;
+    if !meta.file_type().is_file() {
+        return Err(SecretFileError::NotRegular(path.to_owned()));
+    }
+    let running = nix::unistd::geteuid().as_raw();
+    if meta.uid() != running {
+        return Err(SecretFileError::WrongOwner { path: path.to_owned(), owner: meta.uid(), running });
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o077 != 0 {
+        return Err(SecretFileError::NotOwnerOnly { path: path.to_owned(), mode });
+    }
+    if meta.len() > SECRET_FILE_MAX_BYTES {
+        return Err(SecretFileError::TooLarge(path.to_owned()));
+    }
+    let mut contents = Vec::with_capacity(meta.len() as usize);
+    file.read_to_end(&mut contents).map_err(io)?;
+    Ok(contents)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn write(dir: &Path, name: &str, mode: u32) -> PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, b"secret").expect("write fixture");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod fixture");
+        path
+    }
+
+    #[test]
+    fn accepts_an_owner_only_regular_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = write(dir.path(), "token", 0o600);
+        assert_eq!(read_owner_only(&path).expect("readable"), b"secret");
+    }
+
+    #[test]
+    fn refuses_missing_symlinked_shared_and_special_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert!(matches!(read_owner_only(&dir.path().join("absent")), Err(SecretFileError::Missing(_))));
+
+        let shared = write(dir.path(), "shared", 0o640);
+        let err = read_owner_only(&shared).expect_err("group-readable");
+        assert!(matches!(err, SecretFileError::NotOwnerOnly { mode: 0o640, .. }));
+        assert!(err.to_string().contains("must be owner-only"));
+
+        let target = write(dir.path(), "target", 0o600);
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).expect("symlink");
+        assert!(matches!(read_owner_only(&link), Err(SecretFileError::Symlink(_))));
+
+        assert!(matches!(read_owner_only(dir.path()), Err(SecretFileError::NotRegular(_))));
+    }
+}

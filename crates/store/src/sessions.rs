@@ -1,0 +1,230 @@
+//! Sessions: creation with a commit-ordered index position, keyset pages, point reads, filing
+//! into folders and irreversible deletion with tombstones.
+
+use domain::agent::{Agent, AgentVersion};
+use domain::ids::{FolderId, PrincipalId, RunId, ScheduleId, SessionId};
+use domain::run::RunState;
+use jiff::Timestamp;
+use serde_json::Value;
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+use uuid::Uuid;
+
+use crate::{Result, Store, timestamp};
+
+/// A session as stored, with the id of its most recent run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionRow {
+    pub id: SessionId,
+    pub title: Option<String>,
+    pub agent_id: String,
+    pub agent_version: AgentVersion,
+    pub metadata: Value,
+    pub folder_id: Option<FolderId>,
+    pub schedule_id: Option<ScheduleId>,
+    pub last_run_id: Option<RunId>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    /// The immutable keyset position in the session index.
+    pub index_position: i64,
+}
+
+impl SessionRow {
+    fn from_row(row: &PgRow) -> Result<SessionRow> {
+        Ok(SessionRow {
+            id: SessionId::from_uuid(row.try_get("id")?),
+            title: row.try_get("title")?,
+            agent_id: row.try_get("agent_id")?,
+            agent_version: AgentVersion::from_stored(row.try_get("agent_version")?),
+            metadata: row.try_get("metadata")?,
+            folder_id: row.try_get::<Option<Uuid>, _>("folder_id")?.map(FolderId::from_uuid),
+            schedule_id: row.try_get::<Option<Uuid>, _>("schedule_id")?.map(ScheduleId::from_uuid),
+            last_run_id: row.try_get::<Option<Uuid>, _>("last_run_id")?.map(RunId::from_uuid),
+            created_at: timestamp(row.try_get("created_at")?),
+            updated_at: timestamp(row.try_get("updated_at")?),
+            index_position: row.try_get("index_position")?,
+        })
+    }
+}
+
+const SESSION_COLUMNS: &str = "s.id, s.title, s.agent_id, s.agent_version, s.metadata, s.folder_id, s.schedule_id,
+    s.created_at, s.updated_at, s.index_position,
+    (SELECT r.id FROM runs r WHERE r.session_id = s.id ORDER BY r.created_at DESC, r.id DESC LIMIT 1) AS last_run_id";
+
+/// What a new session is created with.
+#[derive(Debug)]
+pub struct NewSession<'a> {
+    pub principal: &'a PrincipalId,
+    pub agent: &'a Agent,
+    pub title: Option<String>,
+    pub metadata: Value,
+}
+
+/// One page of the session index.
+#[derive(Debug)]
+pub struct SessionPage {
+    pub rows: Vec<SessionRow>,
+    /// Whether rows exist after the last one returned.
+    pub more: bool,
+}
+
+/// The outcome of deleting a session.
+#[derive(Debug, PartialEq, Eq)]
+pub enum DeleteSession {
+    Deleted,
+    /// The same principal deleted it before: deleting again succeeds.
+    AlreadyDeleted,
+    NotFound,
+    /// Refused: the session has this active run.
+    ActiveRun(RunId),
+}
+
+/// The outcome of moving a session into a folder or out of one.
+#[derive(Debug, PartialEq)]
+pub enum FileSession {
+    Filed(SessionRow),
+    SessionNotFound,
+    FolderNotFound,
+    /// Refused: scheduled sessions never enter a folder.
+    Scheduled,
+}
+
+fn active_states() -> Vec<&'static str> {
+    RunState::ALL.into_iter().filter(|state| state.is_active()).map(RunState::as_str).collect()
+}
+
+impl Store {
+    /// Creates a session pinned to the agent's current version, recording that version's
+    /// configuration on first use so the pinned configuration always stays available.
+    pub async fn create_session(&self, new: NewSession<'_>) -> Result<SessionRow> {
+        let configuration = serde_json::to_value(&new.agent.configuration)
+            .map_err(|error| crate::StoreError::Corrupt(format!("agent configuration: {error}")))?;
+        // Taking the next position locks the clock row until commit: positions follow commit order.
+        let sql = format!(
+            "WITH version AS (
+                 INSERT INTO agent_versions (agent_id, version, configuration) VALUES ($3, $4, $7)
+                 ON CONFLICT (agent_id, version) DO NOTHING
+             ), position AS (
+                 UPDATE session_index_clock SET position = position + 1 RETURNING position
+             ), s AS (
+                 INSERT INTO sessions (id, principal_id, index_position, agent_id, agent_version, title, metadata)
+                 SELECT $1, $2, position.position, $3, $4, $5, $6 FROM position
+                 RETURNING *
+             )
+             SELECT {SESSION_COLUMNS} FROM s"
+        );
+        let row = sqlx::query(&sql)
+            .bind(Uuid::now_v7())
+            .bind(new.principal.as_str())
+            .bind(new.agent.configuration.id.as_str())
+            .bind(new.agent.version.as_str())
+            .bind(new.title)
+            .bind(new.metadata)
+            .bind(configuration)
+            .fetch_one(&self.pool)
+            .await?;
+        SessionRow::from_row(&row)
+    }
+
+    pub async fn session(&self, principal: &PrincipalId, id: SessionId) -> Result<Option<SessionRow>> {
+        let sql = format!("SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.id = $1 AND s.principal_id = $2");
+        let row = sqlx::query(&sql).bind(id.as_uuid()).bind(principal.as_str()).fetch_optional(&self.pool).await?;
+        row.as_ref().map(SessionRow::from_row).transpose()
+    }
+
+    /// Up to `limit` sessions after `after` in index order (creation commit order, oldest first).
+    pub async fn session_page(&self, principal: &PrincipalId, after: Option<i64>, limit: u32) -> Result<SessionPage> {
+        let sql = format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions s
+             WHERE s.principal_id = $1 AND s.index_position > $2
+             ORDER BY s.index_position LIMIT $3"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(principal.as_str())
+            .bind(after.unwrap_or(i64::MIN))
+            .bind(i64::from(limit) + 1)
+            .fetch_all(&self.pool)
+            .await?;
+        let mut rows = rows.iter().map(SessionRow::from_row).collect::<Result<Vec<_>>>()?;
+        let more = rows.len() > limit as usize;
+        rows.truncate(limit as usize);
+        Ok(SessionPage { rows, more })
+    }
+
+    /// Deletes a session and everything in it, irreversibly, unless it has an active run.
+    pub async fn delete_session(&self, principal: &PrincipalId, id: SessionId) -> Result<DeleteSession> {
+        let mut tx = self.pool.begin().await?;
+        // The row lock conflicts with the key-share lock a new run takes on its session, so no run
+        // can start between the check below and the delete.
+        let exists = sqlx::query("SELECT 1 FROM sessions WHERE id = $1 AND principal_id = $2 FOR UPDATE")
+            .bind(id.as_uuid())
+            .bind(principal.as_str())
+            .fetch_optional(&mut *tx)
+            .await?
+            .is_some();
+        if !exists {
+            let tombstone = sqlx::query("SELECT 1 FROM deleted_sessions WHERE session_id = $1 AND principal_id = $2")
+                .bind(id.as_uuid())
+                .bind(principal.as_str())
+                .fetch_optional(&mut *tx)
+                .await?;
+            return Ok(if tombstone.is_some() { DeleteSession::AlreadyDeleted } else { DeleteSession::NotFound });
+        }
+        let active: Option<Uuid> = sqlx::query_scalar("SELECT id FROM runs WHERE session_id = $1 AND state = ANY($2)")
+            .bind(id.as_uuid())
+            .bind(active_states())
+            .fetch_optional(&mut *tx)
+            .await?;
+        if let Some(run) = active {
+            return Ok(DeleteSession::ActiveRun(RunId::from_uuid(run)));
+        }
+        sqlx::query("DELETE FROM sessions WHERE id = $1").bind(id.as_uuid()).execute(&mut *tx).await?;
+        sqlx::query("INSERT INTO deleted_sessions (session_id, principal_id) VALUES ($1, $2) ON CONFLICT DO NOTHING")
+            .bind(id.as_uuid())
+            .bind(principal.as_str())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(DeleteSession::Deleted)
+    }
+
+    /// Moves a session into `folder`, or out of any folder when `folder` is `None`.
+    pub async fn file_session(
+        &self,
+        principal: &PrincipalId,
+        id: SessionId,
+        folder: Option<FolderId>,
+    ) -> Result<FileSession> {
+        let mut tx = self.pool.begin().await?;
+        let schedule: Option<Option<Uuid>> =
+            sqlx::query_scalar("SELECT schedule_id FROM sessions WHERE id = $1 AND principal_id = $2 FOR UPDATE")
+                .bind(id.as_uuid())
+                .bind(principal.as_str())
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some(schedule) = schedule else { return Ok(FileSession::SessionNotFound) };
+        if let Some(folder) = folder {
+            if schedule.is_some() {
+                return Ok(FileSession::Scheduled);
+            }
+            let folder_exists = sqlx::query("SELECT 1 FROM folders WHERE id = $1 AND principal_id = $2 FOR KEY SHARE")
+                .bind(folder.as_uuid())
+                .bind(principal.as_str())
+                .fetch_optional(&mut *tx)
+                .await?
+                .is_some();
+            if !folder_exists {
+                return Ok(FileSession::FolderNotFound);
+            }
+        }
+        sqlx::query("UPDATE sessions SET folder_id = $2 WHERE id = $1")
+            .bind(id.as_uuid())
+            .bind(folder.map(|folder| folder.as_uuid()))
+            .execute(&mut *tx)
+            .await?;
+        let sql = format!("SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.id = $1");
+        let row = sqlx::query(&sql).bind(id.as_uuid()).fetch_one(&mut *tx).await?;
+        tx.commit().await?;
+        Ok(FileSession::Filed(SessionRow::from_row(&row)?))
+    }
+}
