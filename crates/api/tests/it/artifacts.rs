@@ -1,0 +1,150 @@
+//! Artifacts: streamed upload with a size limit, separate metadata and bytes, strong ETag and
+//! 304, bytes that survive a restart.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::support::{Env, TestApp, expect_problem, json};
+
+fn pseudo_random_bytes(len: usize) -> Vec<u8> {
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[tokio::test]
+async fn upload_read_back_and_conditional_get() {
+    let app = TestApp::spawn().await;
+    let session = app.create_session(json!({})).await;
+    let sid = session["session_id"].as_str().expect("id").to_owned();
+    // Larger than one storage chunk, not a multiple of it.
+    let bytes = pseudo_random_bytes(600 * 1024 + 17);
+
+    let response = app
+        .request(Method::POST, &format!("/v1/sessions/{sid}/artifacts?filename=photo%20%C3%A9.png"))
+        .header("content-type", "image/png")
+        .body(bytes.clone())
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(response.status(), 201);
+    let etag = response.headers()["etag"].to_str().expect("etag").to_owned();
+    let location = response.headers()["location"].to_str().expect("location").to_owned();
+    let (_, artifact) = json(response).await;
+    assert_eq!(artifact["filename"], "photo é.png");
+    assert_eq!(artifact["media_type"], "image/png");
+    assert_eq!(artifact["size_bytes"], bytes.len());
+    assert_eq!(artifact["sha256"], sha256_hex(&bytes));
+    assert_eq!(artifact["etag"], etag);
+    assert_eq!(etag, format!("\"{}\"", sha256_hex(&bytes)), "a strong tag: quoted, no W/");
+
+    let (status, metadata) = app.get_json(&location).await;
+    assert_eq!((status, &metadata), (200, &artifact));
+
+    let content = app.request(Method::GET, &format!("{location}/content")).send().await.expect("send");
+    assert_eq!(content.status(), 200);
+    assert_eq!(content.headers()["etag"], etag.as_str());
+    assert_eq!(content.headers()["content-type"], "image/png");
+    assert_eq!(content.headers()["x-content-type-options"], "nosniff");
+    assert_eq!(content.headers()["content-disposition"], "attachment; filename*=UTF-8''photo%20%C3%A9.png");
+    assert_eq!(content.bytes().await.expect("bytes").as_ref(), bytes.as_slice());
+
+    let cached = app.request(Method::GET, &format!("{location}/content")).header("if-none-match", &etag).send().await.expect("send");
+    assert_eq!(cached.status(), 304);
+    assert_eq!(cached.headers()["etag"], etag.as_str());
+    assert!(cached.bytes().await.expect("body").is_empty());
+
+    let stale = app
+        .request(Method::GET, &format!("{location}/content"))
+        .header("if-none-match", "\"0000\"")
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(stale.status(), 200);
+
+    // An empty body is a valid (empty) file with the default name and type.
+    let empty = app.request(Method::POST, &format!("/v1/sessions/{sid}/artifacts")).send().await.expect("send");
+    let (status, empty) = json(empty).await;
+    assert_eq!((status, empty["size_bytes"].as_i64(), empty["filename"].as_str()), (201, Some(0), Some("attachment")));
+    assert_eq!(empty["media_type"], "application/octet-stream");
+}
+
+#[tokio::test]
+async fn stored_bytes_survive_a_restart() {
+    let first = TestApp::spawn().await;
+    let session = first.create_session(json!({})).await;
+    let sid = session["session_id"].as_str().expect("id").to_owned();
+    let upload = first.request(Method::POST, &format!("/v1/sessions/{sid}/artifacts?filename=notes.txt")).body("kept").send();
+    let (_, artifact) = json(upload.await.expect("send")).await;
+    let TestApp { db, .. } = first;
+
+    let second = TestApp::spawn_on(db, Env::default()).await;
+    let path = format!("/v1/sessions/{sid}/artifacts/{}/content", artifact["artifact_id"].as_str().expect("id"));
+    let response = second.request(Method::GET, &path).send().await.expect("send");
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().await.expect("text"), "kept");
+}
+
+#[tokio::test]
+async fn uploads_over_the_limit_are_refused_and_leave_nothing() {
+    let app = TestApp::spawn_with(Env::default().set("API_MAX_ARTIFACT_BYTES", "1000")).await;
+    let session = app.create_session(json!({})).await;
+    let path = format!("/v1/sessions/{}/artifacts?filename=big.bin", session["session_id"].as_str().expect("id"));
+
+    let exact = app.request(Method::POST, &path).body(vec![7u8; 1000]).send().await.expect("send");
+    assert_eq!(exact.status(), 201, "the limit itself is allowed");
+
+    let declared = app.request(Method::POST, &path).body(vec![7u8; 1001]).send().await.expect("send");
+    let body = expect_problem(declared, 413, "artifact_too_large").await;
+    assert_eq!(body["max_bytes"], 1000);
+
+    // Without Content-Length the limit is enforced while streaming.
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> = (0..5).map(|_| Ok(vec![1u8; 300])).collect();
+    let streamed = app
+        .request(Method::POST, &path)
+        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(chunks)))
+        .send()
+        .await
+        .expect("send");
+    expect_problem(streamed, 413, "artifact_too_large").await;
+
+    let artifacts: i64 = sqlx::query_scalar("SELECT count(*) FROM artifacts").fetch_one(&app.db.pool).await.expect("count");
+    let chunks: i64 = sqlx::query_scalar("SELECT count(*) FROM artifact_chunks").fetch_one(&app.db.pool).await.expect("count");
+    assert_eq!((artifacts, chunks), (1, 1), "only the accepted upload is stored");
+}
+
+#[tokio::test]
+async fn uploads_need_an_existing_session_and_valid_names() {
+    let app = TestApp::spawn().await;
+    let missing = format!("/v1/sessions/{}/artifacts", uuid::Uuid::new_v4());
+    expect_problem(app.request(Method::POST, &missing).body("x").send().await.expect("send"), 404, "session_not_found").await;
+
+    let session = app.create_session(json!({})).await;
+    let sid = session["session_id"].as_str().expect("id");
+    let bad_name = format!("/v1/sessions/{sid}/artifacts?filename=..%2Fetc%2Fpasswd");
+    let body = expect_problem(app.request(Method::POST, &bad_name).body("x").send().await.expect("send"), 422, "validation_failed").await;
+    assert_eq!(body["field"], "filename");
+    let bad_type = app
+        .request(Method::POST, &format!("/v1/sessions/{sid}/artifacts"))
+        .header("content-type", "not a type")
+        .body("x")
+        .send()
+        .await
+        .expect("send");
+    expect_problem(bad_type, 422, "validation_failed").await;
+
+    let unknown = format!("/v1/sessions/{sid}/artifacts/{}", uuid::Uuid::new_v4());
+    expect_problem(app.request(Method::GET, &unknown).send().await.expect("send"), 404, "artifact_not_found").await;
+    expect_problem(app.request(Method::GET, &format!("{unknown}/content")).send().await.expect("send"), 404, "artifact_not_found").await;
+}

@@ -1,0 +1,12 @@
+//! Integration tests of the API: the real router on 127.0.0.1, a real PostgreSQL database per
+//! test, and a real HTTP client.
+
+mod artifacts;
+mod config;
+mod folders;
+mod health;
+mod matrix;
+mod openapi;
+mod pagination;
+mod sessions;
+mod support;

@@ -1,0 +1,124 @@
+//! Route × credential × flag matrix: every mounted route answers 401 without a token, 403 without
+//! its scope, and 404 (before authentication) when its flag is off.
+
+use api::routes::{Access, RouteDef, catalog};
+use domain::flags::Flag;
+use domain::scope::Scope;
+use reqwest::Method;
+
+use crate::support::{Env, TestApp, all_scopes, expect_problem};
+
+fn sample_path(route: &RouteDef) -> String {
+    route
+        .path
+        .replace("{session_id}", &uuid::Uuid::new_v4().to_string())
+        .replace("{folder_id}", &uuid::Uuid::new_v4().to_string())
+        .replace("{artifact_id}", &uuid::Uuid::new_v4().to_string())
+}
+
+fn every_flag_used() -> Env {
+    let mut env = Env::default();
+    for flag in catalog().iter().filter_map(|route| route.flag) {
+        env = env.set(flag.variable(), "1");
+    }
+    env
+}
+
+fn scopes_without(scope: Scope) -> String {
+    Scope::ALL.iter().filter(|s| **s != scope).map(|s| s.as_str()).collect::<Vec<_>>().join(",")
+}
+
+async fn probe(app: &TestApp, method: &Method, path: &str, token: Option<&str>) -> reqwest::Response {
+    let mut request = app.client.request(method.clone(), app.url(path));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    request.send().await.expect("send")
+}
+
+/// Checks every route against an app whose flags are `flags_on` (true: every catalog flag on).
+async fn check(flags_on: bool) {
+    let env = if flags_on { every_flag_used() } else { Env::default() };
+    let app = TestApp::spawn_with(env.clone()).await;
+    // One app per required scope, granted every scope but that one.
+    let mut limited_apps = std::collections::HashMap::new();
+    for route in catalog() {
+        if let Access::Scoped(scope) = route.access
+            && !limited_apps.contains_key(&scope)
+        {
+            let limited = TestApp::spawn_with(env.clone().set("AUTH_SCOPES", &scopes_without(scope))).await;
+            limited_apps.insert(scope, limited);
+        }
+    }
+    for route in catalog() {
+        let path = sample_path(&route);
+        let mounted = route.flag.is_none() || flags_on;
+        let label = format!("{route:?} (flags on: {flags_on})");
+        if !mounted {
+            expect_problem(probe(&app, &route.method, &path, None).await, 404, "not_found").await;
+            expect_problem(probe(&app, &route.method, &path, Some(&app.token)).await, 404, "not_found").await;
+            continue;
+        }
+        match route.access {
+            Access::Public => {
+                let response = probe(&app, &route.method, &path, None).await;
+                assert_eq!(response.status(), 200, "{label}: public routes need no token");
+            }
+            Access::Scoped(scope) => {
+                let missing = probe(&app, &route.method, &path, None).await;
+                let challenge = missing.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).map(str::to_owned);
+                assert!(challenge.as_deref().is_some_and(|c| c.starts_with("Bearer")), "{label}: {challenge:?}");
+                expect_problem(missing, 401, "unauthenticated").await;
+
+                let wrong = probe(&app, &route.method, &path, Some("not-the-token-but-long-enough-0123456789")).await;
+                assert!(wrong.headers().contains_key("www-authenticate"), "{label}");
+                expect_problem(wrong, 401, "unauthenticated").await;
+
+                let limited = &limited_apps[&scope];
+                let forbidden = probe(limited, &route.method, &path, Some(&limited.token)).await;
+                let body = expect_problem(forbidden, 403, "insufficient_scope").await;
+                assert_eq!(body["required_scope"], scope.as_str(), "{label}");
+
+                // With every scope the route is reached: whatever it answers, it is not the
+                // router's or the guard's refusal.
+                let allowed = probe(&app, &route.method, &path, Some(&app.token)).await;
+                let status = allowed.status().as_u16();
+                let text = allowed.text().await.expect("body");
+                for refusal in ["\"unauthenticated\"", "\"insufficient_scope\"", "\"not_found\"", "\"method_not_allowed\""] {
+                    assert!(!text.contains(refusal), "{label}: answered {status} {text}");
+                }
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn routes_with_flags_off() {
+    check(false).await;
+}
+
+#[tokio::test]
+async fn routes_with_flags_on() {
+    check(true).await;
+}
+
+#[tokio::test]
+async fn memory_routes_exist_only_with_their_flag() {
+    let off = TestApp::spawn().await;
+    expect_problem(off.client.get(off.url("/v1/memories")).send().await.expect("send"), 404, "not_found").await;
+
+    let on = TestApp::spawn_with(Env::default().set(Flag::MemoryApi.variable(), "1")).await;
+    expect_problem(on.client.get(on.url("/v1/memories")).send().await.expect("send"), 401, "unauthenticated").await;
+    let (status, body) = on.get_json("/v1/memories").await;
+    assert_eq!(status, 200);
+    assert_eq!(body, serde_json::json!({ "memories": [], "next_cursor": null }));
+}
+
+#[tokio::test]
+async fn unknown_paths_and_methods_are_problems() {
+    let app = TestApp::spawn().await;
+    expect_problem(probe(&app, &Method::GET, "/v1/nothing-here", None).await, 404, "not_found").await;
+    expect_problem(probe(&app, &Method::PUT, "/v1/sessions", Some(&app.token)).await, 405, "method_not_allowed").await;
+    // Scope grants are exact: the token of this app holds them all.
+    assert!(all_scopes().contains("sessions.write"));
+}

@@ -1,0 +1,138 @@
+//! Spawns the API on an ephemeral port with a fresh database and a generated token.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+
+use domain::scope::Scope;
+use reqwest::{Client, RequestBuilder, Response};
+use serde_json::Value;
+use testkit::TestDatabase;
+
+pub struct TestApp {
+    pub base: String,
+    pub token: String,
+    pub client: Client,
+    pub db: TestDatabase,
+    _dir: tempfile::TempDir,
+    _server: AbortOnDrop,
+}
+
+/// Stops the server task when the app is dropped (or taken apart to restart on its database).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A fresh random token of 43 URL-safe characters.
+pub fn random_token() -> String {
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let bytes = uuid::Uuid::new_v4().into_bytes().into_iter().chain(uuid::Uuid::new_v4().into_bytes());
+    bytes.take(32).map(|b| alphabet[(b % 64) as usize] as char).collect::<String>() + "-steward-test"
+}
+
+/// Writes `contents` to `dir/name` with `mode`, returning the path.
+pub fn write_file(dir: &std::path::Path, name: &str, contents: &str, mode: u32) -> std::path::PathBuf {
+    let path = dir.join(name);
+    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&path).expect("create file");
+    file.write_all(contents.as_bytes()).expect("write file");
+    path
+}
+
+pub fn all_scopes() -> String {
+    Scope::ALL.iter().map(|scope| scope.as_str()).collect::<Vec<_>>().join(",")
+}
+
+/// Environment overrides for one app.
+#[derive(Default, Clone)]
+pub struct Env(pub HashMap<String, String>);
+
+impl Env {
+    pub fn set(mut self, name: &str, value: &str) -> Env {
+        self.0.insert(name.to_owned(), value.to_owned());
+        self
+    }
+}
+
+impl TestApp {
+    pub async fn spawn() -> TestApp {
+        TestApp::spawn_with(Env::default()).await
+    }
+
+    pub async fn spawn_with(env: Env) -> TestApp {
+        TestApp::spawn_on(TestDatabase::new().await, env).await
+    }
+
+    /// Spawns an app on an existing database, as a restart of the service would.
+    pub async fn spawn_on(db: TestDatabase, env: Env) -> TestApp {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let token = random_token();
+        let token_file = write_file(dir.path(), "api-token", &format!("{token}\n"), 0o600);
+        let mut vars: HashMap<String, String> = HashMap::from([
+            ("DATABASE_URL".into(), db.url.clone()),
+            ("API_TOKEN_FILE".into(), token_file.display().to_string()),
+            ("AUTH_SCOPES".into(), all_scopes()),
+            ("AGENT_RELEASE".into(), "test-release".into()),
+        ]);
+        vars.extend(env.0);
+        let config = api::ApiConfig::from_env(|name| vars.get(name).cloned()).expect("valid test configuration");
+        let store = store::Store::from_pool(db.pool.clone());
+        let app = api::app(config, store);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        let server = tokio::spawn(async move {
+            let _ = api::serve(listener, app, std::future::pending()).await;
+        });
+        TestApp { base, token, client: Client::new(), db, _dir: dir, _server: AbortOnDrop(server) }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// A request carrying the app's bearer token.
+    pub fn request(&self, method: reqwest::Method, path: &str) -> RequestBuilder {
+        self.client.request(method, self.url(path)).bearer_auth(&self.token)
+    }
+
+    pub async fn create_session(&self, metadata: Value) -> Value {
+        let response = self
+            .request(reqwest::Method::POST, "/v1/sessions")
+            .json(&serde_json::json!({ "agent_id": "default", "metadata": metadata }))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(response.status(), 201, "create session");
+        response.json().await.expect("session json")
+    }
+
+    pub async fn get_json(&self, path: &str) -> (u16, Value) {
+        json(self.request(reqwest::Method::GET, path).send().await.expect("send")).await
+    }
+}
+
+/// Status and JSON body (Null when the body is empty).
+pub async fn json(response: Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let bytes = response.bytes().await.expect("body");
+    let value = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).expect("json body") };
+    (status, value)
+}
+
+/// Asserts a problem document with `status` and `code`, returning it.
+pub async fn expect_problem(response: Response, status: u16, code: &str) -> Value {
+    assert_eq!(
+        response.headers().get("content-type").and_then(|v| v.to_str().ok()),
+        Some("application/problem+json"),
+        "problem content type"
+    );
+    let (actual, body) = json(response).await;
+    assert_eq!((actual, body["code"].as_str()), (status, Some(code)), "{body}");
+    assert_eq!(body["status"], status);
+    assert_eq!(body["type"], format!("urn:steward:problem:{code}"));
+    assert!(body["title"].is_string());
+    body
+}
