@@ -1,1 +1,1 @@
-//! placeholder
+//! Cross-crate tests of Steward's architecture invariants live in `it/`; this library is empty.

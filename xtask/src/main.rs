@@ -1,1 +1,48 @@
-fn main() {}
+//! Developer commands.
+//!
+//! - `cargo xtask dev [--port N]`: runs every implemented role on a private, persistent PostgreSQL
+//!   cluster under `var/`, with a generated API token; Ctrl-C stops everything.
+//! - `cargo xtask test [ARGS...]`: the whole test suite against a throwaway cluster; ARGS go to
+//!   `cargo test`.
+
+mod dev;
+mod postgres;
+mod test;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: cargo xtask dev [--port N] | cargo xtask test [CARGO-TEST-ARGS...]";
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let result = match args.next().as_deref() {
+        Some("dev") => dev::run(args.collect()),
+        Some("test") => test::run(args.collect()),
+        Some("-h" | "--help") => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Some(other) => Err(anyhow::anyhow!("unknown command `{other}`\n{USAGE}")),
+        None => Err(anyhow::anyhow!("{USAGE}")),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("xtask: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root (xtask lives one level below it).
+fn workspace_root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().map(PathBuf::from).unwrap_or(manifest)
+}
+
+fn cargo() -> std::process::Command {
+    let mut command = std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    command.current_dir(workspace_root());
+    command
+}

@@ -22,7 +22,12 @@ fn main() -> ExitCode {
         Ok("trace") => tracing::Level::TRACE,
         _ => tracing::Level::INFO,
     };
-    tracing_subscriber::fmt().with_max_level(level).with_target(false).init();
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_target(false)
+        .with_ansi(ansi)
+        .init();
     let result = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -38,7 +43,8 @@ fn main() -> ExitCode {
 }
 
 async fn serve(config: ApiConfig) -> anyhow::Result<()> {
-    let store = Store::connect_lazy(&config.database_url, config.database_max_connections).context("configure the database pool")?;
+    let store = Store::connect_lazy(&config.database_url, config.database_max_connections)
+        .context("configure the database pool")?;
     let listener = tokio::net::TcpListener::bind(config.listen_addr)
         .await
         .with_context(|| format!("listen on {}", config.listen_addr))?;

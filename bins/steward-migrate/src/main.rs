@@ -42,8 +42,14 @@ fn main() -> ExitCode {
 }
 
 async fn migrate(url: &str, create: bool) -> anyhow::Result<usize> {
-    if create && !sqlx::Postgres::database_exists(url).await.context("check whether the database exists")? {
-        sqlx::Postgres::create_database(url).await.context("create the database")?;
+    if create
+        && !sqlx::Postgres::database_exists(url)
+            .await
+            .context("check whether the database exists")?
+    {
+        sqlx::Postgres::create_database(url)
+            .await
+            .context("create the database")?;
     }
     let pool = sqlx::PgPool::connect(url).await.context("connect to the database")?;
     store::MIGRATOR.run(&pool).await.context("apply migrations")?;

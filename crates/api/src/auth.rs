@@ -24,7 +24,10 @@ pub struct Authenticator {
 
 impl std::fmt::Debug for Authenticator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Authenticator").field("scopes", &self.scopes).field("principal", &self.principal).finish_non_exhaustive()
+        f.debug_struct("Authenticator")
+            .field("scopes", &self.scopes)
+            .field("principal", &self.principal)
+            .finish_non_exhaustive()
     }
 }
 
@@ -36,7 +39,11 @@ pub struct Caller {
 
 impl Authenticator {
     pub fn new(token: &[u8], scopes: ScopeSet, principal: PrincipalId) -> Authenticator {
-        Authenticator { token_digest: Sha256::digest(token).into(), scopes, principal }
+        Authenticator {
+            token_digest: Sha256::digest(token).into(),
+            scopes,
+            principal,
+        }
     }
 
     pub fn principal(&self) -> &PrincipalId {
@@ -58,13 +65,18 @@ impl Authenticator {
             .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
             .map(|(_, token)| token.trim());
         let Some(token) = token.filter(|token| !token.is_empty()) else {
-            return Err(unauthenticated(Some("invalid_request"), "the Authorization header must use the Bearer scheme"));
+            return Err(unauthenticated(
+                Some("invalid_request"),
+                "the Authorization header must use the Bearer scheme",
+            ));
         };
         let presented: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         if presented.ct_eq(&self.token_digest).unwrap_u8() != 1 {
             return Err(unauthenticated(Some("invalid_token"), "the bearer token is not valid"));
         }
-        Ok(Caller { principal: self.principal.clone() })
+        Ok(Caller {
+            principal: self.principal.clone(),
+        })
     }
 }
 
@@ -73,9 +85,10 @@ fn unauthenticated(error: Option<&str>, detail: &str) -> ApiError {
         Some(error) => format!("Bearer realm=\"steward\", error=\"{error}\""),
         None => "Bearer realm=\"steward\"".to_owned(),
     };
-    ApiError::new(ErrorCode::Unauthenticated)
-        .detail(detail)
-        .header(header::WWW_AUTHENTICATE, HeaderValue::from_str(&challenge).unwrap_or(HeaderValue::from_static("Bearer")))
+    ApiError::new(ErrorCode::Unauthenticated).detail(detail).header(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_str(&challenge).unwrap_or(HeaderValue::from_static("Bearer")),
+    )
 }
 
 /// What one route requires of its caller.
@@ -89,11 +102,17 @@ pub struct Guard {
 pub async fn require(State(guard): State<Guard>, mut request: Request, next: Next) -> Result<Response, ApiError> {
     let caller = guard.authenticator.authenticate(request.headers())?;
     if !guard.authenticator.scopes.contains(guard.scope) {
-        let challenge = format!("Bearer realm=\"steward\", error=\"insufficient_scope\", scope=\"{}\"", guard.scope);
+        let challenge = format!(
+            "Bearer realm=\"steward\", error=\"insufficient_scope\", scope=\"{}\"",
+            guard.scope
+        );
         return Err(ApiError::new(ErrorCode::InsufficientScope)
             .detail(format!("this operation requires the `{}` scope", guard.scope))
             .member("required_scope", guard.scope.as_str())
-            .header(header::WWW_AUTHENTICATE, HeaderValue::from_str(&challenge).unwrap_or(HeaderValue::from_static("Bearer"))));
+            .header(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_str(&challenge).unwrap_or(HeaderValue::from_static("Bearer")),
+            ));
     }
     request.extensions_mut().insert(caller);
     Ok(next.run(request).await)

@@ -70,13 +70,20 @@ pub struct ApiConfig {
     pub release: String,
 }
 
-fn parse_number<T: std::str::FromStr>(variable: &'static str, value: Option<String>, default: T) -> Result<T, ConfigError>
+fn parse_number<T: std::str::FromStr>(
+    variable: &'static str,
+    value: Option<String>,
+    default: T,
+) -> Result<T, ConfigError>
 where
     T::Err: std::fmt::Display,
 {
     match value {
         None => Ok(default),
-        Some(text) => text.trim().parse().map_err(|error: T::Err| ConfigError::Invalid { variable, reason: error.to_string() }),
+        Some(text) => text.trim().parse().map_err(|error: T::Err| ConfigError::Invalid {
+            variable,
+            reason: error.to_string(),
+        }),
     }
 }
 
@@ -86,15 +93,24 @@ impl ApiConfig {
     pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<ApiConfig, ConfigError> {
         let get = |name: &str| lookup(name).filter(|value| !value.is_empty());
         let database_url = get("DATABASE_URL").ok_or(ConfigError::Missing("DATABASE_URL"))?;
-        let database_max_connections = parse_number("DATABASE_MAX_CONNECTIONS", get("DATABASE_MAX_CONNECTIONS"), 10u32)?;
+        let database_max_connections =
+            parse_number("DATABASE_MAX_CONNECTIONS", get("DATABASE_MAX_CONNECTIONS"), 10u32)?;
         if database_max_connections == 0 {
-            return Err(ConfigError::Invalid { variable: "DATABASE_MAX_CONNECTIONS", reason: "must be positive".into() });
+            return Err(ConfigError::Invalid {
+                variable: "DATABASE_MAX_CONNECTIONS",
+                reason: "must be positive".into(),
+            });
         }
         let listen_addr = get("API_LISTEN_ADDR").unwrap_or_else(|| DEFAULT_LISTEN_ADDR.to_owned());
-        let listen_addr = listen_addr
-            .parse()
-            .map_err(|_| ConfigError::Invalid { variable: "API_LISTEN_ADDR", reason: format!("`{listen_addr}` is not ip:port") })?;
-        let artifact_max_bytes = parse_number("API_MAX_ARTIFACT_BYTES", get("API_MAX_ARTIFACT_BYTES"), DEFAULT_ARTIFACT_MAX_BYTES)?;
+        let listen_addr = listen_addr.parse().map_err(|_| ConfigError::Invalid {
+            variable: "API_LISTEN_ADDR",
+            reason: format!("`{listen_addr}` is not ip:port"),
+        })?;
+        let artifact_max_bytes = parse_number(
+            "API_MAX_ARTIFACT_BYTES",
+            get("API_MAX_ARTIFACT_BYTES"),
+            DEFAULT_ARTIFACT_MAX_BYTES,
+        )?;
 
         let token_path = PathBuf::from(get("API_TOKEN_FILE").ok_or(ConfigError::Missing("API_TOKEN_FILE"))?);
         let token = read_owner_only(&token_path)?;

@@ -52,7 +52,10 @@ pub fn app(config: ApiConfig, store: Store) -> Router {
         release: config.release,
         openapi_json,
     };
-    let state = AppState { store, settings: Arc::new(settings) };
+    let state = AppState {
+        store,
+        settings: Arc::new(settings),
+    };
     routes::router(state, authenticator)
 }
 

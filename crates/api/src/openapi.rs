@@ -71,7 +71,9 @@ struct ApiDoc;
 fn keep(item: &mut PathItem, path: &str, flags: &FeatureFlags) {
     use axum::http::Method;
     let mounted = |method: Method| {
-        catalog().iter().any(|route| route.path == path && route.method == method && route.is_mounted(flags))
+        catalog()
+            .iter()
+            .any(|route| route.path == path && route.method == method && route.is_mounted(flags))
     };
     for (slot, method) in [
         (&mut item.get, Method::GET),
@@ -97,15 +99,26 @@ pub fn document(flags: &FeatureFlags) -> Document {
         keep(item, path, flags);
     }
     document.paths.paths.retain(|_, item| {
-        [&item.get, &item.post, &item.put, &item.patch, &item.delete, &item.head, &item.options, &item.trace]
-            .iter()
-            .any(|operation| operation.is_some())
+        [
+            &item.get,
+            &item.post,
+            &item.put,
+            &item.patch,
+            &item.delete,
+            &item.head,
+            &item.options,
+            &item.trace,
+        ]
+        .iter()
+        .any(|operation| operation.is_some())
     });
     document
 }
 
 pub fn document_json(flags: &FeatureFlags) -> String {
-    document(flags).to_pretty_json().unwrap_or_else(|error| format!("{{\"error\": \"{error}\"}}"))
+    document(flags)
+        .to_pretty_json()
+        .unwrap_or_else(|error| format!("{{\"error\": \"{error}\"}}"))
 }
 
 /// This document.
@@ -114,5 +127,8 @@ pub fn document_json(flags: &FeatureFlags) -> String {
     responses((status = 200, description = "The OpenAPI 3.1 document for the mounted routes", content_type = "application/json"))
 )]
 pub async fn serve(State(state): State<AppState>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "application/json")], state.settings.openapi_json.clone())
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        state.settings.openapi_json.clone(),
+    )
 }

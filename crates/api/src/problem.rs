@@ -24,7 +24,12 @@ pub struct ApiError {
 
 impl ApiError {
     pub fn new(code: ErrorCode) -> ApiError {
-        ApiError { code, detail: None, members: Map::new(), headers: Vec::new() }
+        ApiError {
+            code,
+            detail: None,
+            members: Map::new(),
+            headers: Vec::new(),
+        }
     }
 
     pub fn detail(mut self, detail: impl Into<String>) -> ApiError {

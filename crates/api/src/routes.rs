@@ -90,10 +90,16 @@ pub fn catalog() -> Vec<RouteDef> {
 
 pub(crate) fn router(state: AppState, authenticator: Arc<Authenticator>) -> Router {
     let mut router = Router::new();
-    for route in catalog().into_iter().filter(|route| route.is_mounted(&state.settings.flags)) {
+    for route in catalog()
+        .into_iter()
+        .filter(|route| route.is_mounted(&state.settings.flags))
+    {
         let mut method_router = (route.make)();
         if let Access::Scoped(scope) = route.access {
-            let guard = Guard { authenticator: authenticator.clone(), scope };
+            let guard = Guard {
+                authenticator: authenticator.clone(),
+                scope,
+            };
             method_router = method_router.route_layer(middleware::from_fn_with_state(guard, auth::require));
         }
         router = router.route(route.path, method_router);
@@ -110,7 +116,11 @@ pub(crate) fn router(state: AppState, authenticator: Arc<Authenticator>) -> Rout
 async fn trace(request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().clone();
-    let route = request.extensions().get::<MatchedPath>().map_or("<unmatched>", MatchedPath::as_str).to_owned();
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("<unmatched>", MatchedPath::as_str)
+        .to_owned();
     let response = next.run(request).await;
     tracing::info!(
         %method,

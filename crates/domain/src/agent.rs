@@ -20,9 +20,13 @@ pub struct AgentId(String);
 
 impl AgentId {
     pub fn parse(text: &str) -> Option<AgentId> {
-        let valid_start = text.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
-        let valid_chars =
-            text.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+        let valid_start = text
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit());
+        let valid_chars = text
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
         (valid_start && valid_chars && text.len() <= 64).then(|| AgentId(text.to_owned()))
     }
 
@@ -83,7 +87,11 @@ impl AgentDefinition {
             instructions: "You are Steward, the owner's personal agent. Be brief and accurate. \
                            Ask before any action that changes something outside this conversation."
                 .to_owned(),
-            model: ModelSettings { provider: "scripted".to_owned(), model: "scripted-1".to_owned(), reasoning_effort: None },
+            model: ModelSettings {
+                provider: "scripted".to_owned(),
+                model: "scripted-1".to_owned(),
+                reasoning_effort: None,
+            },
         }
     }
 }
@@ -148,7 +156,10 @@ impl AgentRegistry {
                 model: definition.model,
                 features: features.clone(),
             };
-            let agent = Agent { version: configuration.version(), configuration };
+            let agent = Agent {
+                version: configuration.version(),
+                configuration,
+            };
             if agents.insert(definition.id.clone(), agent).is_some() {
                 return Err(AgentError::Duplicate(definition.id.0));
             }
@@ -178,14 +189,21 @@ mod tests {
     fn version_changes_with_agent_shaping_flags_only() {
         let plain = registry(&[]).get("default").expect("default agent").version.clone();
         let again = registry(&[]).get("default").expect("default agent").version.clone();
-        let memory = registry(&[Flag::MemoryApi]).get("default").expect("default agent").version.clone();
+        let memory = registry(&[Flag::MemoryApi])
+            .get("default")
+            .expect("default agent")
+            .version
+            .clone();
         let notify = registry(&[Flag::NotificationApi, Flag::NotificationDispatch])
             .get("default")
             .expect("default agent")
             .version
             .clone();
         assert_eq!(plain, again, "the version is a pure function of the configuration");
-        assert_ne!(plain, memory, "enabling a feature that shapes the agent yields a new version");
+        assert_ne!(
+            plain, memory,
+            "enabling a feature that shapes the agent yields a new version"
+        );
         assert_eq!(plain, notify, "delivery flags do not change what the agent can do");
         assert_eq!(plain.as_str().len(), 32);
     }
@@ -201,7 +219,13 @@ mod tests {
         let versions: Vec<AgentVersion> = [base, reworded, other_model]
             .into_iter()
             .map(|definition| {
-                AgentRegistry::compose(vec![definition], &flags).expect("valid").iter().next().expect("one").version.clone()
+                AgentRegistry::compose(vec![definition], &flags)
+                    .expect("valid")
+                    .iter()
+                    .next()
+                    .expect("one")
+                    .version
+                    .clone()
             })
             .collect();
         assert_ne!(versions[0], versions[1]);
@@ -212,7 +236,10 @@ mod tests {
     fn refuses_duplicates_empty_registries_and_bad_ids() {
         let flags = FeatureFlags::default();
         let twice = vec![AgentDefinition::builtin_default(), AgentDefinition::builtin_default()];
-        assert_eq!(AgentRegistry::compose(twice, &flags).err(), Some(AgentError::Duplicate("default".into())));
+        assert_eq!(
+            AgentRegistry::compose(twice, &flags).err(),
+            Some(AgentError::Duplicate("default".into()))
+        );
         assert_eq!(AgentRegistry::compose(vec![], &flags).err(), Some(AgentError::Empty));
         assert!(AgentId::parse("Default").is_none());
         assert!(AgentId::parse("").is_none());

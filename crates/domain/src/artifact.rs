@@ -42,7 +42,10 @@ pub fn strong_etag(sha256_hex: &str) -> String {
 /// comparison RFC 9110 section 13.1.2 prescribes for this header (`W/` prefixes are ignored).
 pub fn if_none_match_matches(header: &str, current_etag: &str) -> bool {
     let current = current_etag.trim_start_matches("W/");
-    header.split(',').map(str::trim).any(|candidate| candidate == "*" || candidate.trim_start_matches("W/") == current)
+    header
+        .split(',')
+        .map(str::trim)
+        .any(|candidate| candidate == "*" || candidate.trim_start_matches("W/") == current)
 }
 
 #[cfg(test)]

@@ -99,7 +99,11 @@ mod tests {
             chars[index] = if chars[index] == 'A' { 'B' } else { 'A' };
             let altered: String = chars.into_iter().collect();
             if altered != cursor {
-                assert_eq!(codec.decode(CursorKind::Sessions, &altered), Err(CursorError), "{altered}");
+                assert_eq!(
+                    codec.decode(CursorKind::Sessions, &altered),
+                    Err(CursorError),
+                    "{altered}"
+                );
             }
         }
         assert_eq!(codec.decode(CursorKind::Sessions, "not a cursor"), Err(CursorError));

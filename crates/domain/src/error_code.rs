@@ -90,9 +90,7 @@ impl ErrorCode {
             ErrorCode::InvalidRequest | ErrorCode::InvalidCursor => 400,
             ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::ValidationFailed | ErrorCode::UnknownAgent | ErrorCode::UnknownFolder => 422,
-            ErrorCode::SessionHasActiveRun
-            | ErrorCode::FolderNameTaken
-            | ErrorCode::ScheduledSessionNotFileable => 409,
+            ErrorCode::SessionHasActiveRun | ErrorCode::FolderNameTaken | ErrorCode::ScheduledSessionNotFileable => 409,
             ErrorCode::PayloadTooLarge | ErrorCode::ArtifactTooLarge => 413,
             ErrorCode::NotReady => 503,
             ErrorCode::Internal => 500,

@@ -86,9 +86,7 @@ pub enum FlagError {
     NotBoolean { variable: &'static str, value: String },
     #[error("AGENT_EMAIL_JUNK_FILTER_MODE must be one of off, shadow, filter, pilot, got `{0}`")]
     JunkFilterMode(String),
-    #[error(
-        "AGENT_NOTIFICATION_API_ENABLED and AGENT_NOTIFICATION_DISPATCH_ENABLED must hold the same value"
-    )]
+    #[error("AGENT_NOTIFICATION_API_ENABLED and AGENT_NOTIFICATION_DISPATCH_ENABLED must hold the same value")]
     NotificationFlagsDiffer,
     #[error("{flag} requires {requires}=1")]
     Requires { flag: &'static str, requires: &'static str },
@@ -111,7 +109,10 @@ impl FeatureFlags {
                 None | Some("0") => false,
                 Some("1") => true,
                 Some(other) => {
-                    return Err(FlagError::NotBoolean { variable: flag.variable(), value: other.to_owned() });
+                    return Err(FlagError::NotBoolean {
+                        variable: flag.variable(),
+                        value: other.to_owned(),
+                    });
                 }
             };
         }
@@ -137,7 +138,10 @@ impl FeatureFlags {
     }
 
     fn index(flag: Flag) -> usize {
-        Flag::ALL.iter().position(|candidate| *candidate == flag).unwrap_or_default()
+        Flag::ALL
+            .iter()
+            .position(|candidate| *candidate == flag)
+            .unwrap_or_default()
     }
 
     fn check(&self) -> Result<(), FlagError> {
@@ -153,7 +157,10 @@ impl FeatureFlags {
         ];
         for (flag, requires) in requirements {
             if self.is_on(flag) && !self.is_on(requires) {
-                return Err(FlagError::Requires { flag: flag.variable(), requires: requires.variable() });
+                return Err(FlagError::Requires {
+                    flag: flag.variable(),
+                    requires: requires.variable(),
+                });
             }
         }
         Ok(())
@@ -179,8 +186,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn parse(pairs: &[(&str, &str)]) -> Result<FeatureFlags, FlagError> {
-        let env: HashMap<String, String> =
-            pairs.iter().map(|(key, value)| (key.to_string(), value.to_string())).collect();
+        let env: HashMap<String, String> = pairs
+            .iter()
+            .map(|(key, value)| (key.to_string(), value.to_string()))
+            .collect();
         FeatureFlags::from_env(|name| env.get(name).cloned())
     }
 
@@ -193,12 +202,23 @@ mod tests {
 
     #[test]
     fn only_zero_and_one_are_accepted() {
-        assert!(parse(&[("AGENT_MEMORY_API_ENABLED", "1")]).expect("valid").is_on(Flag::MemoryApi));
-        assert!(!parse(&[("AGENT_MEMORY_API_ENABLED", "0")]).expect("valid").is_on(Flag::MemoryApi));
+        assert!(
+            parse(&[("AGENT_MEMORY_API_ENABLED", "1")])
+                .expect("valid")
+                .is_on(Flag::MemoryApi)
+        );
+        assert!(
+            !parse(&[("AGENT_MEMORY_API_ENABLED", "0")])
+                .expect("valid")
+                .is_on(Flag::MemoryApi)
+        );
         for bad in ["true", "yes", "", " 1", "2"] {
             assert_eq!(
                 parse(&[("AGENT_MEMORY_API_ENABLED", bad)]),
-                Err(FlagError::NotBoolean { variable: "AGENT_MEMORY_API_ENABLED", value: bad.into() })
+                Err(FlagError::NotBoolean {
+                    variable: "AGENT_MEMORY_API_ENABLED",
+                    value: bad.into()
+                })
             );
         }
     }
@@ -232,7 +252,9 @@ mod tests {
     #[test]
     fn junk_filter_mode_is_a_closed_set() {
         assert_eq!(
-            parse(&[("AGENT_EMAIL_JUNK_FILTER_MODE", "pilot")]).expect("valid").junk_filter_mode(),
+            parse(&[("AGENT_EMAIL_JUNK_FILTER_MODE", "pilot")])
+                .expect("valid")
+                .junk_filter_mode(),
             JunkFilterMode::Pilot
         );
         assert_eq!(

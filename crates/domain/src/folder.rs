@@ -42,7 +42,10 @@ mod tests {
 
     #[test]
     fn trims_and_validates() {
-        assert_eq!(FolderName::parse("  Travel ").map(|n| n.as_str().to_owned()), Ok("Travel".into()));
+        assert_eq!(
+            FolderName::parse("  Travel ").map(|n| n.as_str().to_owned()),
+            Ok("Travel".into())
+        );
         assert_eq!(FolderName::parse("   "), Err(FolderNameError::Blank));
         assert_eq!(FolderName::parse(&"x".repeat(101)), Err(FolderNameError::TooLong));
         assert!(FolderName::parse(&"é".repeat(100)).is_ok());

@@ -52,8 +52,11 @@ mod tests {
 
     #[test]
     fn terminal_states_are_exactly_the_three_outcomes() {
-        let terminal: Vec<&str> =
-            RunState::ALL.into_iter().filter(|s| !s.is_active()).map(RunState::as_str).collect();
+        let terminal: Vec<&str> = RunState::ALL
+            .into_iter()
+            .filter(|s| !s.is_active())
+            .map(RunState::as_str)
+            .collect();
         assert_eq!(terminal, ["completed", "failed", "cancelled"]);
         for state in RunState::ALL {
             assert_eq!(RunState::parse(state.as_str()), Some(state));

@@ -65,8 +65,14 @@ mod tests {
     fn title_comes_from_metadata_when_given() {
         let meta = SessionMetadata::parse(json!({ "title": "  Trip planning " })).expect("valid");
         assert_eq!(meta.title().as_deref(), Some("Trip planning"));
-        assert_eq!(SessionMetadata::parse(json!({ "title": " " })).expect("valid").title(), None);
-        assert_eq!(SessionMetadata::parse(json!({ "title": 3 })).expect("valid").title(), None);
+        assert_eq!(
+            SessionMetadata::parse(json!({ "title": " " })).expect("valid").title(),
+            None
+        );
+        assert_eq!(
+            SessionMetadata::parse(json!({ "title": 3 })).expect("valid").title(),
+            None
+        );
         let long = SessionMetadata::parse(json!({ "title": "é".repeat(300) })).expect("valid");
         assert_eq!(long.title().map(|t| t.chars().count()), Some(TITLE_MAX_CHARS));
     }

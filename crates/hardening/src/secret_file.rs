@@ -34,7 +34,10 @@ pub enum SecretFileError {
 /// Opens `path` without following symlinks and checks it is a regular file, owned by the running
 /// user, with no group or other permission bits, before reading it.
 pub fn read_owner_only(path: &Path) -> Result<Vec<u8>, SecretFileError> {
-    let io = |source: std::io::Error| SecretFileError::Io { path: path.to_owned(), source };
+    let io = |source: std::io::Error| SecretFileError::Io {
+        path: path.to_owned(),
+        source,
+    };
     match std::fs::symlink_metadata(path) {
         Err(error) if error.kind() == ErrorKind::NotFound => return Err(SecretFileError::Missing(path.to_owned())),
         Err(error) => return Err(io(error)),
@@ -55,11 +58,18 @@ pub fn read_owner_only(path: &Path) -> Result<Vec<u8>, SecretFileError> {
     }
     let running = nix::unistd::geteuid().as_raw();
     if meta.uid() != running {
-        return Err(SecretFileError::WrongOwner { path: path.to_owned(), owner: meta.uid(), running });
+        return Err(SecretFileError::WrongOwner {
+            path: path.to_owned(),
+            owner: meta.uid(),
+            running,
+        });
     }
     let mode = meta.mode() & 0o7777;
     if mode & 0o077 != 0 {
-        return Err(SecretFileError::NotOwnerOnly { path: path.to_owned(), mode });
+        return Err(SecretFileError::NotOwnerOnly {
+            path: path.to_owned(),
+            mode,
+        });
     }
     if meta.len() > SECRET_FILE_MAX_BYTES {
         return Err(SecretFileError::TooLarge(path.to_owned()));
@@ -91,7 +101,10 @@ mod tests {
     #[test]
     fn refuses_missing_symlinked_shared_and_special_files() {
         let dir = tempfile::tempdir().expect("tempdir");
-        assert!(matches!(read_owner_only(&dir.path().join("absent")), Err(SecretFileError::Missing(_))));
+        assert!(matches!(
+            read_owner_only(&dir.path().join("absent")),
+            Err(SecretFileError::Missing(_))
+        ));
 
         let shared = write(dir.path(), "shared", 0o640);
         let err = read_owner_only(&shared).expect_err("group-readable");
@@ -103,6 +116,9 @@ mod tests {
         std::os::unix::fs::symlink(&target, &link).expect("symlink");
         assert!(matches!(read_owner_only(&link), Err(SecretFileError::Symlink(_))));
 
-        assert!(matches!(read_owner_only(dir.path()), Err(SecretFileError::NotRegular(_))));
+        assert!(matches!(
+            read_owner_only(dir.path()),
+            Err(SecretFileError::NotRegular(_))
+        ));
     }
 }

@@ -20,9 +20,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
-    #[error(
-        "PostgreSQL server binaries (initdb, postgres) were not found on PATH or under /usr/lib/postgresql/*/bin"
-    )]
+    #[error("PostgreSQL server binaries (initdb, postgres) were not found on PATH or under /usr/lib/postgresql/*/bin")]
     BinariesMissing,
     #[error("running as root, but there is no `postgres` OS user to run PostgreSQL as")]
     NoPostgresUser,
@@ -67,7 +65,10 @@ impl Binaries {
             })
             .collect();
         versions.sort();
-        versions.pop().map(|(_, dir)| Binaries { dir }).ok_or(ClusterError::BinariesMissing)
+        versions
+            .pop()
+            .map(|(_, dir)| Binaries { dir })
+            .ok_or(ClusterError::BinariesMissing)
     }
 
     pub fn dir(&self) -> &Path {
@@ -87,9 +88,14 @@ impl Identity {
             return Ok(Identity { switch_to: None });
         }
         let user = User::from_name("postgres")
-            .map_err(|errno| ClusterError::Io { action: "look up the postgres user".into(), source: errno.into() })?
+            .map_err(|errno| ClusterError::Io {
+                action: "look up the postgres user".into(),
+                source: errno.into(),
+            })?
             .ok_or(ClusterError::NoPostgresUser)?;
-        Ok(Identity { switch_to: Some((user.uid, user.gid)) })
+        Ok(Identity {
+            switch_to: Some((user.uid, user.gid)),
+        })
     }
 
     fn command(&self, program: &Path, working_dir: &Path) -> Command {
@@ -147,8 +153,10 @@ impl Cluster {
         let root = fresh_temp_dir()?;
         // The root itself must be traversable by the postgres user; its children are private.
         if let Some((uid, gid)) = identity.switch_to {
-            chown(&root, Some(uid), Some(gid))
-                .map_err(|errno| ClusterError::Io { action: format!("chown {}", root.display()), source: errno.into() })?;
+            chown(&root, Some(uid), Some(gid)).map_err(|errno| ClusterError::Io {
+                action: format!("chown {}", root.display()),
+                source: errno.into(),
+            })?;
         }
         let mut cluster = Cluster::start(binaries, identity, &root, Durability::Throwaway)?;
         cluster.temporary = true;
@@ -164,7 +172,12 @@ impl Cluster {
         Cluster::start(binaries, identity, &root, Durability::Durable)
     }
 
-    fn start(binaries: &Binaries, identity: Identity, root: &Path, durability: Durability) -> Result<Cluster, ClusterError> {
+    fn start(
+        binaries: &Binaries,
+        identity: Identity,
+        root: &Path,
+        durability: Durability,
+    ) -> Result<Cluster, ClusterError> {
         let data = root.join("data");
         let socket_dir = root.join("run");
         let log_path = root.join("postgres.log");
@@ -172,7 +185,15 @@ impl Cluster {
         if !data.join("PG_VERSION").is_file() {
             identity.make_private_dir(&data)?;
             let mut initdb = identity.command(&binaries.dir.join("initdb"), root);
-            initdb.args(["--auth=trust", "--username=postgres", "--encoding=UTF8", "--locale=C", "-D"]).arg(&data);
+            initdb
+                .args([
+                    "--auth=trust",
+                    "--username=postgres",
+                    "--encoding=UTF8",
+                    "--locale=C",
+                    "-D",
+                ])
+                .arg(&data);
             if durability == Durability::Throwaway {
                 initdb.arg("--no-sync");
             }
@@ -192,15 +213,33 @@ impl Cluster {
             .arg(&data)
             .arg("-k")
             .arg(&socket_dir)
-            .args(["-p", &PORT.to_string(), "-c", "listen_addresses=", "-c", "max_connections=300"])
+            .args([
+                "-p",
+                &PORT.to_string(),
+                "-c",
+                "listen_addresses=",
+                "-c",
+                "max_connections=300",
+            ])
             .stdout(log)
             .stderr(log_err);
         if durability == Durability::Throwaway {
-            postgres.args(["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]);
+            postgres.args([
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+            ]);
         }
         let child = postgres.spawn().map_err(io("start postgres"))?;
-        let mut cluster =
-            Cluster { child: Some(child), root: root.to_owned(), socket_dir, temporary: false };
+        let mut cluster = Cluster {
+            child: Some(child),
+            root: root.to_owned(),
+            socket_dir,
+            temporary: false,
+        };
         cluster.wait_ready(&data, &log_path)?;
         Ok(cluster)
     }
@@ -209,7 +248,14 @@ impl Cluster {
         let deadline = Instant::now() + START_TIMEOUT;
         let log_tail = || {
             let text = fs::read_to_string(log_path).unwrap_or_default();
-            text.lines().rev().take(15).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
+            text.lines()
+                .rev()
+                .take(15)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect::<Vec<_>>()
+                .join("\n")
         };
         loop {
             // Line 8 of postmaster.pid is the postmaster status; `ready` means accepting connections.
@@ -236,7 +282,9 @@ impl Cluster {
     /// A reaper in its own process group (so a terminal Ctrl-C does not reach it) that waits for
     /// this process to exit, then stops PostgreSQL and removes the cluster directory.
     fn spawn_reaper(&self) -> Result<(), ClusterError> {
-        let Some(child) = self.child.as_ref() else { return Ok(()) };
+        let Some(child) = self.child.as_ref() else {
+            return Ok(());
+        };
         use std::os::unix::process::CommandExt;
         Command::new("/bin/sh")
             .arg("-c")
@@ -262,7 +310,10 @@ rm -rf "$3""#,
 
     /// A connection URL for `database` over the cluster's Unix socket, as the `postgres` superuser.
     pub fn url(&self, database: &str) -> String {
-        format!("postgres://postgres@localhost:{PORT}/{database}?host={}", self.socket_dir.display())
+        format!(
+            "postgres://postgres@localhost:{PORT}/{database}?host={}",
+            self.socket_dir.display()
+        )
     }
 
     pub fn socket_dir(&self) -> &Path {
@@ -314,16 +365,23 @@ fn fresh_temp_dir() -> Result<PathBuf, ClusterError> {
     let base = std::env::temp_dir();
     let pid = std::process::id();
     for attempt in 0u32..1000 {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
         let dir = base.join(format!("steward-pg-{pid}-{nanos:x}-{attempt}"));
         match fs::create_dir(&dir) {
             Ok(()) => {
-                fs::set_permissions(&dir, fs::Permissions::from_mode(0o700)).map_err(io(format!("chmod {}", dir.display())))?;
+                fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))
+                    .map_err(io(format!("chmod {}", dir.display())))?;
                 return Ok(dir);
             }
             Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(error) => return Err(io(format!("create {}", dir.display()))(error)),
         }
     }
-    Err(ClusterError::Command { action: "create a temporary directory".into(), detail: "every candidate name was taken".into() })
+    Err(ClusterError::Command {
+        action: "create a temporary directory".into(),
+        detail: "every candidate name was taken".into(),
+    })
 }

@@ -95,7 +95,12 @@ impl Store {
             .fetch_optional(&mut *tx)
             .await?
             .is_some();
-        Ok(exists.then(|| ArtifactUpload { tx, id: ArtifactId::from_uuid(Uuid::now_v7()), session, next_seq: 0 }))
+        Ok(exists.then(|| ArtifactUpload {
+            tx,
+            id: ArtifactId::from_uuid(Uuid::now_v7()),
+            session,
+            next_seq: 0,
+        }))
     }
 
     pub async fn artifact(
@@ -119,10 +124,12 @@ impl Store {
 
     /// The chunk of an artifact at `seq`, or `None` past the last one.
     pub async fn artifact_chunk(&self, id: ArtifactId, seq: i32) -> Result<Option<Vec<u8>>> {
-        Ok(sqlx::query_scalar("SELECT bytes FROM artifact_chunks WHERE artifact_id = $1 AND seq = $2")
-            .bind(id.as_uuid())
-            .bind(seq)
-            .fetch_optional(&self.pool)
-            .await?)
+        Ok(
+            sqlx::query_scalar("SELECT bytes FROM artifact_chunks WHERE artifact_id = $1 AND seq = $2")
+                .bind(id.as_uuid())
+                .bind(seq)
+                .fetch_optional(&self.pool)
+                .await?,
+        )
     }
 }

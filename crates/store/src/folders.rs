@@ -71,7 +71,12 @@ impl Store {
         }
     }
 
-    pub async fn rename_folder(&self, principal: &PrincipalId, id: FolderId, name: &FolderName) -> Result<RenameFolder> {
+    pub async fn rename_folder(
+        &self,
+        principal: &PrincipalId,
+        id: FolderId,
+        name: &FolderName,
+    ) -> Result<RenameFolder> {
         let result = sqlx::query(
             "UPDATE folders SET name = $3, updated_at = now() WHERE id = $1 AND principal_id = $2
              RETURNING id, name, created_at, updated_at",

@@ -57,22 +57,24 @@ impl Store {
     /// Whether the database answers and holds exactly the migrations this build knows, all
     /// applied successfully with matching checksums.
     pub async fn migrations_current(&self) -> Result<bool> {
-        let applied: Vec<(i64, bool, Vec<u8>)> = match sqlx::query_as(
-            "SELECT version, success, checksum FROM _sqlx_migrations ORDER BY version",
-        )
-        .fetch_all(&self.pool)
-        .await
-        {
-            Ok(rows) => rows,
-            // No migration table at all: reachable, but never migrated.
-            Err(sqlx::Error::Database(error)) if error.code().as_deref() == Some("42P01") => return Ok(false),
-            Err(error) => return Err(error.into()),
-        };
+        let applied: Vec<(i64, bool, Vec<u8>)> =
+            match sqlx::query_as("SELECT version, success, checksum FROM _sqlx_migrations ORDER BY version")
+                .fetch_all(&self.pool)
+                .await
+            {
+                Ok(rows) => rows,
+                // No migration table at all: reachable, but never migrated.
+                Err(sqlx::Error::Database(error)) if error.code().as_deref() == Some("42P01") => return Ok(false),
+                Err(error) => return Err(error.into()),
+            };
         let known: Vec<_> = MIGRATOR.iter().filter(|m| m.migration_type.is_up_migration()).collect();
         Ok(applied.len() == known.len()
-            && applied.iter().zip(&known).all(|((version, success, checksum), migration)| {
-                *success && *version == migration.version && checksum.as_slice() == migration.checksum.as_ref()
-            }))
+            && applied
+                .iter()
+                .zip(&known)
+                .all(|((version, success, checksum), migration)| {
+                    *success && *version == migration.version && checksum.as_slice() == migration.checksum.as_ref()
+                }))
     }
 }
 

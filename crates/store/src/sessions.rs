@@ -38,7 +38,9 @@ impl SessionRow {
             agent_version: AgentVersion::from_stored(row.try_get("agent_version")?),
             metadata: row.try_get("metadata")?,
             folder_id: row.try_get::<Option<Uuid>, _>("folder_id")?.map(FolderId::from_uuid),
-            schedule_id: row.try_get::<Option<Uuid>, _>("schedule_id")?.map(ScheduleId::from_uuid),
+            schedule_id: row
+                .try_get::<Option<Uuid>, _>("schedule_id")?
+                .map(ScheduleId::from_uuid),
             last_run_id: row.try_get::<Option<Uuid>, _>("last_run_id")?.map(RunId::from_uuid),
             created_at: timestamp(row.try_get("created_at")?),
             updated_at: timestamp(row.try_get("updated_at")?),
@@ -82,7 +84,7 @@ pub enum DeleteSession {
 /// The outcome of moving a session into a folder or out of one.
 #[derive(Debug, PartialEq)]
 pub enum FileSession {
-    Filed(SessionRow),
+    Filed(Box<SessionRow>),
     SessionNotFound,
     FolderNotFound,
     /// Refused: scheduled sessions never enter a folder.
@@ -90,7 +92,11 @@ pub enum FileSession {
 }
 
 fn active_states() -> Vec<&'static str> {
-    RunState::ALL.into_iter().filter(|state| state.is_active()).map(RunState::as_str).collect()
+    RunState::ALL
+        .into_iter()
+        .filter(|state| state.is_active())
+        .map(RunState::as_str)
+        .collect()
 }
 
 impl Store {
@@ -128,7 +134,11 @@ impl Store {
 
     pub async fn session(&self, principal: &PrincipalId, id: SessionId) -> Result<Option<SessionRow>> {
         let sql = format!("SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.id = $1 AND s.principal_id = $2");
-        let row = sqlx::query(&sql).bind(id.as_uuid()).bind(principal.as_str()).fetch_optional(&self.pool).await?;
+        let row = sqlx::query(&sql)
+            .bind(id.as_uuid())
+            .bind(principal.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
         row.as_ref().map(SessionRow::from_row).transpose()
     }
 
@@ -168,7 +178,11 @@ impl Store {
                 .bind(principal.as_str())
                 .fetch_optional(&mut *tx)
                 .await?;
-            return Ok(if tombstone.is_some() { DeleteSession::AlreadyDeleted } else { DeleteSession::NotFound });
+            return Ok(if tombstone.is_some() {
+                DeleteSession::AlreadyDeleted
+            } else {
+                DeleteSession::NotFound
+            });
         }
         let active: Option<Uuid> = sqlx::query_scalar("SELECT id FROM runs WHERE session_id = $1 AND state = ANY($2)")
             .bind(id.as_uuid())
@@ -178,7 +192,10 @@ impl Store {
         if let Some(run) = active {
             return Ok(DeleteSession::ActiveRun(RunId::from_uuid(run)));
         }
-        sqlx::query("DELETE FROM sessions WHERE id = $1").bind(id.as_uuid()).execute(&mut *tx).await?;
+        sqlx::query("DELETE FROM sessions WHERE id = $1")
+            .bind(id.as_uuid())
+            .execute(&mut *tx)
+            .await?;
         sqlx::query("INSERT INTO deleted_sessions (session_id, principal_id) VALUES ($1, $2) ON CONFLICT DO NOTHING")
             .bind(id.as_uuid())
             .bind(principal.as_str())
@@ -202,7 +219,9 @@ impl Store {
                 .bind(principal.as_str())
                 .fetch_optional(&mut *tx)
                 .await?;
-        let Some(schedule) = schedule else { return Ok(FileSession::SessionNotFound) };
+        let Some(schedule) = schedule else {
+            return Ok(FileSession::SessionNotFound);
+        };
         if let Some(folder) = folder {
             if schedule.is_some() {
                 return Ok(FileSession::Scheduled);
@@ -225,6 +244,6 @@ impl Store {
         let sql = format!("SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.id = $1");
         let row = sqlx::query(&sql).bind(id.as_uuid()).fetch_one(&mut *tx).await?;
         tx.commit().await?;
-        Ok(FileSession::Filed(SessionRow::from_row(&row)?))
+        Ok(FileSession::Filed(Box::new(SessionRow::from_row(&row)?)))
     }
 }

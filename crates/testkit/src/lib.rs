@@ -20,18 +20,26 @@ struct Server {
 fn server() -> &'static Server {
     static SERVER: OnceLock<Server> = OnceLock::new();
     SERVER.get_or_init(|| match std::env::var("DATABASE_URL") {
-        Ok(url) if !url.is_empty() => Server { admin_url: url, _cluster: None },
+        Ok(url) if !url.is_empty() => Server {
+            admin_url: url,
+            _cluster: None,
+        },
         _ => {
             let binaries = Binaries::locate().unwrap_or_else(|error| panic!("{error}; run `cargo xtask test`"));
             let cluster = Cluster::temporary(&binaries).unwrap_or_else(|error| panic!("{error}"));
-            Server { admin_url: cluster.url("postgres"), _cluster: Some(cluster) }
+            Server {
+                admin_url: cluster.url("postgres"),
+                _cluster: Some(cluster),
+            }
         }
     })
 }
 
 /// `url` with its database name replaced by `database`.
 pub fn with_database(url: &str, database: &str) -> String {
-    let (base, query) = url.split_once('?').map_or((url, None), |(base, query)| (base, Some(query)));
+    let (base, query) = url
+        .split_once('?')
+        .map_or((url, None), |(base, query)| (base, Some(query)));
     let authority_end = base.find("://").map_or(0, |i| i + 3);
     let base = match base[authority_end..].find('/') {
         Some(slash) => &base[..authority_end + slash],
@@ -51,29 +59,44 @@ fn template_name() -> String {
         hasher.update(&migration.checksum);
     }
     let digest = hasher.finalize();
-    format!("steward_template_{}", digest[..6].iter().map(|b| format!("{b:02x}")).collect::<String>())
+    format!(
+        "steward_template_{}",
+        digest[..6].iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
 }
 
 async fn ensure_template(admin: &mut PgConnection, template: &str) {
     // Test binaries run in parallel; one builds the template while the others wait.
-    admin.execute("SELECT pg_advisory_lock(72410001)").await.expect("take the template lock");
+    admin
+        .execute("SELECT pg_advisory_lock(72410001)")
+        .await
+        .expect("take the template lock");
     let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
         .bind(template)
         .fetch_one(&mut *admin)
         .await
         .expect("look up the template");
     if !exists {
-        admin.execute(format!("CREATE DATABASE {template}").as_str()).await.expect("create the template");
+        admin
+            .execute(format!("CREATE DATABASE {template}").as_str())
+            .await
+            .expect("create the template");
         let url = with_database(&server().admin_url, template);
         let mut connection = PgConnection::connect(&url).await.expect("connect to the template");
         if let Err(error) = store::MIGRATOR.run(&mut connection).await {
             let _ = connection.close().await;
-            admin.execute(format!("DROP DATABASE {template}").as_str()).await.expect("drop the broken template");
+            admin
+                .execute(format!("DROP DATABASE {template}").as_str())
+                .await
+                .expect("drop the broken template");
             panic!("migrations failed: {error}");
         }
         connection.close().await.expect("disconnect from the template");
     }
-    admin.execute("SELECT pg_advisory_unlock(72410001)").await.expect("release the template lock");
+    admin
+        .execute("SELECT pg_advisory_unlock(72410001)")
+        .await
+        .expect("release the template lock");
 }
 
 /// A fresh database holding the current migrations, dropped when this value is dropped.
@@ -88,7 +111,9 @@ impl TestDatabase {
     pub async fn new() -> TestDatabase {
         let admin_url = &server().admin_url;
         let template = template_name();
-        let mut admin = PgConnection::connect(admin_url).await.expect("connect to the test server");
+        let mut admin = PgConnection::connect(admin_url)
+            .await
+            .expect("connect to the test server");
         ensure_template(&mut admin, &template).await;
         let name = format!("steward_test_{}", uuid::Uuid::new_v4().simple());
         admin
@@ -98,7 +123,11 @@ impl TestDatabase {
         let _ = admin.close().await;
         let url = with_database(admin_url, &name);
         let options: PgConnectOptions = url.parse().expect("test database url");
-        let pool = PgPoolOptions::new().max_connections(8).connect_with(options).await.expect("connect to the test database");
+        let pool = PgPoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await
+            .expect("connect to the test database");
         TestDatabase { pool, url, name }
     }
 }
@@ -109,10 +138,16 @@ impl Drop for TestDatabase {
         let name = self.name.clone();
         // Drop runs inside the test's runtime; the cleanup gets its own thread and runtime.
         let cleanup = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
             runtime.block_on(async move {
                 let mut admin = PgConnection::connect(&admin_url).await.ok()?;
-                admin.execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str()).await.ok()?;
+                admin
+                    .execute(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)").as_str())
+                    .await
+                    .ok()?;
                 admin.close().await.ok()
             })
         });
@@ -130,7 +165,10 @@ mod tests {
             with_database("postgres://postgres@localhost:5432/postgres?host=/tmp/x/run", "t1"),
             "postgres://postgres@localhost:5432/t1?host=/tmp/x/run"
         );
-        assert_eq!(with_database("postgres://u:p@db:5432", "t2"), "postgres://u:p@db:5432/t2");
+        assert_eq!(
+            with_database("postgres://u:p@db:5432", "t2"),
+            "postgres://u:p@db:5432/t2"
+        );
         assert_eq!(with_database("postgres://u@db/app", "t3"), "postgres://u@db/t3");
     }
 
@@ -139,13 +177,19 @@ mod tests {
         let first = TestDatabase::new().await;
         let second = TestDatabase::new().await;
         assert_ne!(first.url, second.url);
-        let current = store::Store::from_pool(first.pool.clone()).migrations_current().await.expect("query");
+        let current = store::Store::from_pool(first.pool.clone())
+            .migrations_current()
+            .await
+            .expect("query");
         assert!(current, "a fresh database holds every migration");
         sqlx::query("INSERT INTO folders (id, principal_id, name) VALUES (gen_random_uuid(), 'owner', 'x')")
             .execute(&first.pool)
             .await
             .expect("insert");
-        let count: i64 = sqlx::query_scalar("SELECT count(*) FROM folders").fetch_one(&second.pool).await.expect("count");
+        let count: i64 = sqlx::query_scalar("SELECT count(*) FROM folders")
+            .fetch_one(&second.pool)
+            .await
+            .expect("count");
         assert_eq!(count, 0, "databases do not share rows");
     }
 }

@@ -73,11 +73,18 @@ fn too_large(limit: u64) -> ApiError {
 }
 
 fn media_type(headers: &HeaderMap) -> Result<String, ApiError> {
-    let Some(value) = headers.get(header::CONTENT_TYPE) else { return Ok(DEFAULT_MEDIA_TYPE.to_owned()) };
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return Ok(DEFAULT_MEDIA_TYPE.to_owned());
+    };
     let text = value.to_str().map(str::trim).unwrap_or_default();
     let essence = text.split(';').next().unwrap_or_default().trim();
     let valid = essence.split_once('/').is_some_and(|(kind, subtype)| {
-        let token = |part: &str| !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || "!#$&-^_.+".contains(c));
+        let token = |part: &str| {
+            !part.is_empty()
+                && part
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "!#$&-^_.+".contains(c))
+        };
         token(kind) && token(subtype)
     });
     if !valid || text.len() > 255 {
@@ -112,10 +119,15 @@ pub async fn upload(
 ) -> Result<Response, ApiError> {
     let session = parse_id(&session_id, SessionId::parse, ErrorCode::SessionNotFound)?;
     let limit = state.settings.artifact_max_bytes;
-    let filename = ArtifactName::parse(params.filename.as_deref().unwrap_or(DEFAULT_FILENAME))
-        .map_err(|error| ApiError::new(ErrorCode::ValidationFailed).detail(error.to_string()).member("field", "filename"))?;
+    let filename = ArtifactName::parse(params.filename.as_deref().unwrap_or(DEFAULT_FILENAME)).map_err(|error| {
+        ApiError::new(ErrorCode::ValidationFailed)
+            .detail(error.to_string())
+            .member("field", "filename")
+    })?;
     let media_type = media_type(&headers)?;
-    let declared = headers.get(header::CONTENT_LENGTH).and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|length| length > limit) {
         return Err(too_large(limit));
     }
@@ -164,7 +176,11 @@ pub async fn upload(
         .await?;
     let location = format!("/v1/sessions/{}/artifacts/{}", row.session_id, row.id);
     let etag = strong_etag(&row.sha256);
-    Ok((StatusCode::CREATED, [(header::LOCATION, location), (header::ETAG, etag)], JsonResponse(Artifact::from(row)))
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location), (header::ETAG, etag)],
+        JsonResponse(Artifact::from(row)),
+    )
         .into_response())
 }
 
@@ -193,7 +209,9 @@ pub async fn metadata(
     Extension(caller): Extension<Caller>,
     Path((session_id, artifact_id)): Path<(String, String)>,
 ) -> Result<JsonResponse<Artifact>, ApiError> {
-    Ok(JsonResponse(find(&state, &caller, &session_id, &artifact_id).await?.into()))
+    Ok(JsonResponse(
+        find(&state, &caller, &session_id, &artifact_id).await?.into(),
+    ))
 }
 
 /// Reads an artifact's bytes. Served as an attachment with a strong `ETag`; a matching
@@ -271,6 +289,9 @@ mod tests {
 
     #[test]
     fn content_disposition_percent_encodes() {
-        assert_eq!(content_disposition("a b\"é.txt"), "attachment; filename*=UTF-8''a%20b%22%C3%A9.txt");
+        assert_eq!(
+            content_disposition("a b\"é.txt"),
+            "attachment; filename*=UTF-8''a%20b%22%C3%A9.txt"
+        );
     }
 }

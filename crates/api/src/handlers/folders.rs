@@ -30,7 +30,12 @@ pub struct Folder {
 
 impl From<FolderRow> for Folder {
     fn from(row: FolderRow) -> Self {
-        Folder { folder_id: row.id.as_uuid(), name: row.name, created_at: row.created_at, updated_at: row.updated_at }
+        Folder {
+            folder_id: row.id.as_uuid(),
+            name: row.name,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
     }
 }
 
@@ -48,8 +53,11 @@ pub struct FolderBody {
 }
 
 fn folder_name(body: &FolderBody) -> Result<FolderName, ApiError> {
-    FolderName::parse(&body.name)
-        .map_err(|error| ApiError::new(ErrorCode::ValidationFailed).detail(error.to_string()).member("field", "name"))
+    FolderName::parse(&body.name).map_err(|error| {
+        ApiError::new(ErrorCode::ValidationFailed)
+            .detail(error.to_string())
+            .member("field", "name")
+    })
 }
 
 fn name_taken() -> ApiError {
@@ -62,9 +70,14 @@ fn name_taken() -> ApiError {
     security(("bearer" = ["sessions.read"])),
     responses((status = 200, description = "Every folder", body = FolderList))
 )]
-pub async fn list(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> Result<JsonResponse<FolderList>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> Result<JsonResponse<FolderList>, ApiError> {
     let folders = state.store.folders(&caller.principal).await?;
-    Ok(JsonResponse(FolderList { folders: folders.into_iter().map(Folder::from).collect() }))
+    Ok(JsonResponse(FolderList {
+        folders: folders.into_iter().map(Folder::from).collect(),
+    }))
 }
 
 /// Creates a folder.
@@ -83,10 +96,19 @@ pub async fn create(
     Extension(caller): Extension<Caller>,
     Json(body): Json<FolderBody>,
 ) -> Result<Response, ApiError> {
-    match state.store.create_folder(&caller.principal, &folder_name(&body)?).await? {
+    match state
+        .store
+        .create_folder(&caller.principal, &folder_name(&body)?)
+        .await?
+    {
         Some(row) => {
             let location = format!("/v1/folders/{}", row.id);
-            Ok((StatusCode::CREATED, [(header::LOCATION, location)], JsonResponse(Folder::from(row))).into_response())
+            Ok((
+                StatusCode::CREATED,
+                [(header::LOCATION, location)],
+                JsonResponse(Folder::from(row)),
+            )
+                .into_response())
         }
         None => Err(name_taken()),
     }
@@ -111,7 +133,11 @@ pub async fn rename(
     Json(body): Json<FolderBody>,
 ) -> Result<JsonResponse<Folder>, ApiError> {
     let id = parse_id(&folder_id, FolderId::parse, ErrorCode::FolderNotFound)?;
-    match state.store.rename_folder(&caller.principal, id, &folder_name(&body)?).await? {
+    match state
+        .store
+        .rename_folder(&caller.principal, id, &folder_name(&body)?)
+        .await?
+    {
         RenameFolder::Done(row) => Ok(JsonResponse(row.into())),
         RenameFolder::NotFound => Err(ApiError::new(ErrorCode::FolderNotFound)),
         RenameFolder::NameTaken => Err(name_taken()),

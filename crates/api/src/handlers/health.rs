@@ -34,11 +34,22 @@ pub struct Ready {
 pub async fn ready(State(state): State<AppState>) -> Response {
     let release = state.settings.release.clone();
     let mut response = match state.store.migrations_current().await {
-        Ok(true) => (StatusCode::OK, axum::Json(Ready { status: "ready", release: release.clone() })).into_response(),
-        Ok(false) => ApiError::new(ErrorCode::NotReady).detail("database migrations are not current").into_response(),
+        Ok(true) => (
+            StatusCode::OK,
+            axum::Json(Ready {
+                status: "ready",
+                release: release.clone(),
+            }),
+        )
+            .into_response(),
+        Ok(false) => ApiError::new(ErrorCode::NotReady)
+            .detail("database migrations are not current")
+            .into_response(),
         Err(error) => {
             tracing::warn!(%error, "readiness check cannot reach the database");
-            ApiError::new(ErrorCode::NotReady).detail("the database is unreachable").into_response()
+            ApiError::new(ErrorCode::NotReady)
+                .detail("the database is unreachable")
+                .into_response()
         }
     };
     if let Ok(value) = HeaderValue::from_str(&release) {

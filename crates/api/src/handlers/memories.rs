@@ -20,5 +20,8 @@ pub struct MemoryPage {
     responses((status = 200, description = "Memories", body = MemoryPage))
 )]
 pub async fn list() -> Json<MemoryPage> {
-    Json(MemoryPage { memories: Vec::new(), next_cursor: None })
+    Json(MemoryPage {
+        memories: Vec::new(),
+        next_cursor: None,
+    })
 }

@@ -73,7 +73,10 @@ impl From<SessionRow> for SessionSummary {
 impl From<SessionRow> for Session {
     fn from(mut row: SessionRow) -> Self {
         let metadata = std::mem::take(&mut row.metadata);
-        Session { summary: row.into(), metadata }
+        Session {
+            summary: row.into(),
+            metadata,
+        }
     }
 }
 
@@ -108,14 +111,28 @@ pub async fn create(
     let agent = state.settings.agents.get(&body.agent_id).ok_or_else(|| {
         ApiError::new(ErrorCode::UnknownAgent).detail(format!("no agent `{}` is configured", body.agent_id))
     })?;
-    let metadata = SessionMetadata::parse(body.metadata.unwrap_or(Value::Object(Default::default())))
-        .map_err(|error| ApiError::new(ErrorCode::ValidationFailed).detail(error.to_string()).member("field", "metadata"))?;
+    let metadata =
+        SessionMetadata::parse(body.metadata.unwrap_or(Value::Object(Default::default()))).map_err(|error| {
+            ApiError::new(ErrorCode::ValidationFailed)
+                .detail(error.to_string())
+                .member("field", "metadata")
+        })?;
     let row = state
         .store
-        .create_session(NewSession { principal: &caller.principal, agent, title: metadata.title(), metadata: metadata.into_value() })
+        .create_session(NewSession {
+            principal: &caller.principal,
+            agent,
+            title: metadata.title(),
+            metadata: metadata.into_value(),
+        })
         .await?;
     let location = format!("/v1/sessions/{}", row.id);
-    Ok((StatusCode::CREATED, [(header::LOCATION, location)], JsonResponse(Session::from(row))).into_response())
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        JsonResponse(Session::from(row)),
+    )
+        .into_response())
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -173,7 +190,10 @@ pub async fn list(
         Some(last) if page.more => Some(state.settings.cursors.encode(CursorKind::Sessions, last.index_position)),
         _ => None,
     };
-    Ok(JsonResponse(SessionPage { sessions: page.rows.into_iter().map(SessionSummary::from).collect(), next_cursor }))
+    Ok(JsonResponse(SessionPage {
+        sessions: page.rows.into_iter().map(SessionSummary::from).collect(),
+        next_cursor,
+    }))
 }
 
 /// Reads one session.
@@ -193,7 +213,11 @@ pub async fn get(
     Path(session_id): Path<String>,
 ) -> Result<JsonResponse<Session>, ApiError> {
     let id = parse_id(&session_id, SessionId::parse, ErrorCode::SessionNotFound)?;
-    let row = state.store.session(&caller.principal, id).await?.ok_or_else(|| ApiError::new(ErrorCode::SessionNotFound))?;
+    let row = state
+        .store
+        .session(&caller.principal, id)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::SessionNotFound))?;
     Ok(JsonResponse(row.into()))
 }
 
@@ -234,12 +258,16 @@ pub async fn update(
             .detail("folder_id is required: a folder id, or null to unfile")
             .member("field", "folder_id"));
     };
-    match state.store.file_session(&caller.principal, id, folder.map(FolderId::from_uuid)).await? {
-        FileSession::Filed(row) => Ok(JsonResponse(row.into())),
+    match state
+        .store
+        .file_session(&caller.principal, id, folder.map(FolderId::from_uuid))
+        .await?
+    {
+        FileSession::Filed(row) => Ok(JsonResponse((*row).into())),
         FileSession::SessionNotFound => Err(ApiError::new(ErrorCode::SessionNotFound)),
-        FileSession::FolderNotFound => {
-            Err(ApiError::new(ErrorCode::UnknownFolder).detail("no folder has this id").member("field", "folder_id"))
-        }
+        FileSession::FolderNotFound => Err(ApiError::new(ErrorCode::UnknownFolder)
+            .detail("no folder has this id")
+            .member("field", "folder_id")),
         FileSession::Scheduled => Err(ApiError::new(ErrorCode::ScheduledSessionNotFileable)
             .detail("sessions started by a schedule stay out of folders")),
     }

@@ -32,7 +32,10 @@ async fn upload_read_back_and_conditional_get() {
     let bytes = pseudo_random_bytes(600 * 1024 + 17);
 
     let response = app
-        .request(Method::POST, &format!("/v1/sessions/{sid}/artifacts?filename=photo%20%C3%A9.png"))
+        .request(
+            Method::POST,
+            &format!("/v1/sessions/{sid}/artifacts?filename=photo%20%C3%A9.png"),
+        )
         .header("content-type", "image/png")
         .body(bytes.clone())
         .send()
@@ -47,20 +50,36 @@ async fn upload_read_back_and_conditional_get() {
     assert_eq!(artifact["size_bytes"], bytes.len());
     assert_eq!(artifact["sha256"], sha256_hex(&bytes));
     assert_eq!(artifact["etag"], etag);
-    assert_eq!(etag, format!("\"{}\"", sha256_hex(&bytes)), "a strong tag: quoted, no W/");
+    assert_eq!(
+        etag,
+        format!("\"{}\"", sha256_hex(&bytes)),
+        "a strong tag: quoted, no W/"
+    );
 
     let (status, metadata) = app.get_json(&location).await;
     assert_eq!((status, &metadata), (200, &artifact));
 
-    let content = app.request(Method::GET, &format!("{location}/content")).send().await.expect("send");
+    let content = app
+        .request(Method::GET, &format!("{location}/content"))
+        .send()
+        .await
+        .expect("send");
     assert_eq!(content.status(), 200);
     assert_eq!(content.headers()["etag"], etag.as_str());
     assert_eq!(content.headers()["content-type"], "image/png");
     assert_eq!(content.headers()["x-content-type-options"], "nosniff");
-    assert_eq!(content.headers()["content-disposition"], "attachment; filename*=UTF-8''photo%20%C3%A9.png");
+    assert_eq!(
+        content.headers()["content-disposition"],
+        "attachment; filename*=UTF-8''photo%20%C3%A9.png"
+    );
     assert_eq!(content.bytes().await.expect("bytes").as_ref(), bytes.as_slice());
 
-    let cached = app.request(Method::GET, &format!("{location}/content")).header("if-none-match", &etag).send().await.expect("send");
+    let cached = app
+        .request(Method::GET, &format!("{location}/content"))
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .expect("send");
     assert_eq!(cached.status(), 304);
     assert_eq!(cached.headers()["etag"], etag.as_str());
     assert!(cached.bytes().await.expect("body").is_empty());
@@ -74,9 +93,16 @@ async fn upload_read_back_and_conditional_get() {
     assert_eq!(stale.status(), 200);
 
     // An empty body is a valid (empty) file with the default name and type.
-    let empty = app.request(Method::POST, &format!("/v1/sessions/{sid}/artifacts")).send().await.expect("send");
+    let empty = app
+        .request(Method::POST, &format!("/v1/sessions/{sid}/artifacts"))
+        .send()
+        .await
+        .expect("send");
     let (status, empty) = json(empty).await;
-    assert_eq!((status, empty["size_bytes"].as_i64(), empty["filename"].as_str()), (201, Some(0), Some("attachment")));
+    assert_eq!(
+        (status, empty["size_bytes"].as_i64(), empty["filename"].as_str()),
+        (201, Some(0), Some("attachment"))
+    );
     assert_eq!(empty["media_type"], "application/octet-stream");
 }
 
@@ -85,12 +111,21 @@ async fn stored_bytes_survive_a_restart() {
     let first = TestApp::spawn().await;
     let session = first.create_session(json!({})).await;
     let sid = session["session_id"].as_str().expect("id").to_owned();
-    let upload = first.request(Method::POST, &format!("/v1/sessions/{sid}/artifacts?filename=notes.txt")).body("kept").send();
+    let upload = first
+        .request(
+            Method::POST,
+            &format!("/v1/sessions/{sid}/artifacts?filename=notes.txt"),
+        )
+        .body("kept")
+        .send();
     let (_, artifact) = json(upload.await.expect("send")).await;
     let TestApp { db, .. } = first;
 
     let second = TestApp::spawn_on(db, Env::default()).await;
-    let path = format!("/v1/sessions/{sid}/artifacts/{}/content", artifact["artifact_id"].as_str().expect("id"));
+    let path = format!(
+        "/v1/sessions/{sid}/artifacts/{}/content",
+        artifact["artifact_id"].as_str().expect("id")
+    );
     let response = second.request(Method::GET, &path).send().await.expect("send");
     assert_eq!(response.status(), 200);
     assert_eq!(response.text().await.expect("text"), "kept");
@@ -100,12 +135,25 @@ async fn stored_bytes_survive_a_restart() {
 async fn uploads_over_the_limit_are_refused_and_leave_nothing() {
     let app = TestApp::spawn_with(Env::default().set("API_MAX_ARTIFACT_BYTES", "1000")).await;
     let session = app.create_session(json!({})).await;
-    let path = format!("/v1/sessions/{}/artifacts?filename=big.bin", session["session_id"].as_str().expect("id"));
+    let path = format!(
+        "/v1/sessions/{}/artifacts?filename=big.bin",
+        session["session_id"].as_str().expect("id")
+    );
 
-    let exact = app.request(Method::POST, &path).body(vec![7u8; 1000]).send().await.expect("send");
+    let exact = app
+        .request(Method::POST, &path)
+        .body(vec![7u8; 1000])
+        .send()
+        .await
+        .expect("send");
     assert_eq!(exact.status(), 201, "the limit itself is allowed");
 
-    let declared = app.request(Method::POST, &path).body(vec![7u8; 1001]).send().await.expect("send");
+    let declared = app
+        .request(Method::POST, &path)
+        .body(vec![7u8; 1001])
+        .send()
+        .await
+        .expect("send");
     let body = expect_problem(declared, 413, "artifact_too_large").await;
     assert_eq!(body["max_bytes"], 1000);
 
@@ -119,8 +167,14 @@ async fn uploads_over_the_limit_are_refused_and_leave_nothing() {
         .expect("send");
     expect_problem(streamed, 413, "artifact_too_large").await;
 
-    let artifacts: i64 = sqlx::query_scalar("SELECT count(*) FROM artifacts").fetch_one(&app.db.pool).await.expect("count");
-    let chunks: i64 = sqlx::query_scalar("SELECT count(*) FROM artifact_chunks").fetch_one(&app.db.pool).await.expect("count");
+    let artifacts: i64 = sqlx::query_scalar("SELECT count(*) FROM artifacts")
+        .fetch_one(&app.db.pool)
+        .await
+        .expect("count");
+    let chunks: i64 = sqlx::query_scalar("SELECT count(*) FROM artifact_chunks")
+        .fetch_one(&app.db.pool)
+        .await
+        .expect("count");
     assert_eq!((artifacts, chunks), (1, 1), "only the accepted upload is stored");
 }
 
@@ -128,12 +182,30 @@ async fn uploads_over_the_limit_are_refused_and_leave_nothing() {
 async fn uploads_need_an_existing_session_and_valid_names() {
     let app = TestApp::spawn().await;
     let missing = format!("/v1/sessions/{}/artifacts", uuid::Uuid::new_v4());
-    expect_problem(app.request(Method::POST, &missing).body("x").send().await.expect("send"), 404, "session_not_found").await;
+    expect_problem(
+        app.request(Method::POST, &missing)
+            .body("x")
+            .send()
+            .await
+            .expect("send"),
+        404,
+        "session_not_found",
+    )
+    .await;
 
     let session = app.create_session(json!({})).await;
     let sid = session["session_id"].as_str().expect("id");
     let bad_name = format!("/v1/sessions/{sid}/artifacts?filename=..%2Fetc%2Fpasswd");
-    let body = expect_problem(app.request(Method::POST, &bad_name).body("x").send().await.expect("send"), 422, "validation_failed").await;
+    let body = expect_problem(
+        app.request(Method::POST, &bad_name)
+            .body("x")
+            .send()
+            .await
+            .expect("send"),
+        422,
+        "validation_failed",
+    )
+    .await;
     assert_eq!(body["field"], "filename");
     let bad_type = app
         .request(Method::POST, &format!("/v1/sessions/{sid}/artifacts"))
@@ -145,6 +217,19 @@ async fn uploads_need_an_existing_session_and_valid_names() {
     expect_problem(bad_type, 422, "validation_failed").await;
 
     let unknown = format!("/v1/sessions/{sid}/artifacts/{}", uuid::Uuid::new_v4());
-    expect_problem(app.request(Method::GET, &unknown).send().await.expect("send"), 404, "artifact_not_found").await;
-    expect_problem(app.request(Method::GET, &format!("{unknown}/content")).send().await.expect("send"), 404, "artifact_not_found").await;
+    expect_problem(
+        app.request(Method::GET, &unknown).send().await.expect("send"),
+        404,
+        "artifact_not_found",
+    )
+    .await;
+    expect_problem(
+        app.request(Method::GET, &format!("{unknown}/content"))
+            .send()
+            .await
+            .expect("send"),
+        404,
+        "artifact_not_found",
+    )
+    .await;
 }

@@ -26,7 +26,12 @@ fn token_file_must_exist_be_owner_only_regular_and_long_enough() {
 
     assert!(matches!(parse(&base), Err(ConfigError::Missing("API_TOKEN_FILE"))));
     let missing = dir.path().join("absent");
-    assert!(with(missing.to_str().expect("path")).expect_err("missing").to_string().contains("does not exist"));
+    assert!(
+        with(missing.to_str().expect("path"))
+            .expect_err("missing")
+            .to_string()
+            .contains("does not exist")
+    );
 
     let shared = write_file(dir.path(), "shared", &random_token(), 0o640);
     let error = with(shared.to_str().expect("path")).expect_err("group-readable token");
@@ -34,13 +39,24 @@ fn token_file_must_exist_be_owner_only_regular_and_long_enough() {
 
     let link = dir.path().join("link");
     std::os::unix::fs::symlink(good, &link).expect("symlink");
-    assert!(with(link.to_str().expect("path")).expect_err("symlink").to_string().contains("symbolic link"));
+    assert!(
+        with(link.to_str().expect("path"))
+            .expect_err("symlink")
+            .to_string()
+            .contains("symbolic link")
+    );
 
     let short = write_file(dir.path(), "short", "0123456789abcdef0123456789abcde\n", 0o600);
-    assert!(matches!(with(short.to_str().expect("path")), Err(ConfigError::TokenTooShort)));
+    assert!(matches!(
+        with(short.to_str().expect("path")),
+        Err(ConfigError::TokenTooShort)
+    ));
 
     let spaced = write_file(dir.path(), "spaced", "0123456789abcdef 0123456789abcdef", 0o600);
-    assert!(matches!(with(spaced.to_str().expect("path")), Err(ConfigError::TokenCharacters)));
+    assert!(matches!(
+        with(spaced.to_str().expect("path")),
+        Err(ConfigError::TokenCharacters)
+    ));
 }
 
 #[test]
@@ -92,7 +108,12 @@ fn agent_definitions_come_from_the_configured_file() {
     assert!(config.agents.get("mail-helper").is_some());
     assert!(config.agents.get("default").is_none());
 
-    let broken = write_file(dir.path(), "broken.json", r#"[{"id": "x", "instructions": "y"}]"#, 0o644);
+    let broken = write_file(
+        dir.path(),
+        "broken.json",
+        r#"[{"id": "x", "instructions": "y"}]"#,
+        0o644,
+    );
     let error = parse(&[
         ("DATABASE_URL", "postgres://x@localhost/db"),
         ("API_TOKEN_FILE", token.to_str().expect("path")),

@@ -9,7 +9,10 @@ async fn ready_reports_the_release_identity() {
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["steward-release"], "2026.11.21-abc123");
     let body: serde_json::Value = response.json().await.expect("json");
-    assert_eq!(body, serde_json::json!({ "status": "ready", "release": "2026.11.21-abc123" }));
+    assert_eq!(
+        body,
+        serde_json::json!({ "status": "ready", "release": "2026.11.21-abc123" })
+    );
 }
 
 #[tokio::test]
@@ -29,6 +32,11 @@ async fn not_ready_when_migrations_are_not_current() {
 async fn not_ready_when_the_database_is_unreachable() {
     let app = TestApp::spawn().await;
     app.db.pool.close().await;
-    let body = expect_problem(app.client.get(app.url("/health/ready")).send().await.expect("send"), 503, "not_ready").await;
+    let body = expect_problem(
+        app.client.get(app.url("/health/ready")).send().await.expect("send"),
+        503,
+        "not_ready",
+    )
+    .await;
     assert_eq!(body["detail"], "the database is unreachable");
 }

@@ -25,7 +25,12 @@ fn every_flag_used() -> Env {
 }
 
 fn scopes_without(scope: Scope) -> String {
-    Scope::ALL.iter().filter(|s| **s != scope).map(|s| s.as_str()).collect::<Vec<_>>().join(",")
+    Scope::ALL
+        .iter()
+        .filter(|s| **s != scope)
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 async fn probe(app: &TestApp, method: &Method, path: &str, token: Option<&str>) -> reqwest::Response {
@@ -56,7 +61,12 @@ async fn check(flags_on: bool) {
         let label = format!("{route:?} (flags on: {flags_on})");
         if !mounted {
             expect_problem(probe(&app, &route.method, &path, None).await, 404, "not_found").await;
-            expect_problem(probe(&app, &route.method, &path, Some(&app.token)).await, 404, "not_found").await;
+            expect_problem(
+                probe(&app, &route.method, &path, Some(&app.token)).await,
+                404,
+                "not_found",
+            )
+            .await;
             continue;
         }
         match route.access {
@@ -66,11 +76,24 @@ async fn check(flags_on: bool) {
             }
             Access::Scoped(scope) => {
                 let missing = probe(&app, &route.method, &path, None).await;
-                let challenge = missing.headers().get("www-authenticate").and_then(|v| v.to_str().ok()).map(str::to_owned);
-                assert!(challenge.as_deref().is_some_and(|c| c.starts_with("Bearer")), "{label}: {challenge:?}");
+                let challenge = missing
+                    .headers()
+                    .get("www-authenticate")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                assert!(
+                    challenge.as_deref().is_some_and(|c| c.starts_with("Bearer")),
+                    "{label}: {challenge:?}"
+                );
                 expect_problem(missing, 401, "unauthenticated").await;
 
-                let wrong = probe(&app, &route.method, &path, Some("not-the-token-but-long-enough-0123456789")).await;
+                let wrong = probe(
+                    &app,
+                    &route.method,
+                    &path,
+                    Some("not-the-token-but-long-enough-0123456789"),
+                )
+                .await;
                 assert!(wrong.headers().contains_key("www-authenticate"), "{label}");
                 expect_problem(wrong, 401, "unauthenticated").await;
 
@@ -84,7 +107,12 @@ async fn check(flags_on: bool) {
                 let allowed = probe(&app, &route.method, &path, Some(&app.token)).await;
                 let status = allowed.status().as_u16();
                 let text = allowed.text().await.expect("body");
-                for refusal in ["\"unauthenticated\"", "\"insufficient_scope\"", "\"not_found\"", "\"method_not_allowed\""] {
+                for refusal in [
+                    "\"unauthenticated\"",
+                    "\"insufficient_scope\"",
+                    "\"not_found\"",
+                    "\"method_not_allowed\"",
+                ] {
                     assert!(!text.contains(refusal), "{label}: answered {status} {text}");
                 }
             }
@@ -105,10 +133,20 @@ async fn routes_with_flags_on() {
 #[tokio::test]
 async fn memory_routes_exist_only_with_their_flag() {
     let off = TestApp::spawn().await;
-    expect_problem(off.client.get(off.url("/v1/memories")).send().await.expect("send"), 404, "not_found").await;
+    expect_problem(
+        off.client.get(off.url("/v1/memories")).send().await.expect("send"),
+        404,
+        "not_found",
+    )
+    .await;
 
     let on = TestApp::spawn_with(Env::default().set(Flag::MemoryApi.variable(), "1")).await;
-    expect_problem(on.client.get(on.url("/v1/memories")).send().await.expect("send"), 401, "unauthenticated").await;
+    expect_problem(
+        on.client.get(on.url("/v1/memories")).send().await.expect("send"),
+        401,
+        "unauthenticated",
+    )
+    .await;
     let (status, body) = on.get_json("/v1/memories").await;
     assert_eq!(status, 200);
     assert_eq!(body, serde_json::json!({ "memories": [], "next_cursor": null }));
@@ -117,8 +155,18 @@ async fn memory_routes_exist_only_with_their_flag() {
 #[tokio::test]
 async fn unknown_paths_and_methods_are_problems() {
     let app = TestApp::spawn().await;
-    expect_problem(probe(&app, &Method::GET, "/v1/nothing-here", None).await, 404, "not_found").await;
-    expect_problem(probe(&app, &Method::PUT, "/v1/sessions", Some(&app.token)).await, 405, "method_not_allowed").await;
+    expect_problem(
+        probe(&app, &Method::GET, "/v1/nothing-here", None).await,
+        404,
+        "not_found",
+    )
+    .await;
+    expect_problem(
+        probe(&app, &Method::PUT, "/v1/sessions", Some(&app.token)).await,
+        405,
+        "method_not_allowed",
+    )
+    .await;
     // Scope grants are exact: the token of this app holds them all.
     assert!(all_scopes().contains("sessions.write"));
 }

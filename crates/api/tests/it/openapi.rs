@@ -26,14 +26,20 @@ async fn check_document(app: &TestApp, flags: &FeatureFlags) {
     let mut mounted = 0;
     for route in catalog().iter().filter(|route| route.is_mounted(flags)) {
         mounted += 1;
-        let operation = &paths.get(route.path).unwrap_or_else(|| panic!("{route:?} missing from the document"))
+        let operation = &paths
+            .get(route.path)
+            .unwrap_or_else(|| panic!("{route:?} missing from the document"))
             [route.method.as_str().to_ascii_lowercase()];
         assert!(operation.is_object(), "{route:?} missing from the document");
         let security = &operation["security"];
         match route.access {
             Access::Public => assert_eq!(*security, Value::Null, "{route:?} is public"),
             Access::Scoped(scope) => {
-                assert_eq!(*security, serde_json::json!([{ "bearer": [scope.as_str()] }]), "{route:?} documents its scope")
+                assert_eq!(
+                    *security,
+                    serde_json::json!([{ "bearer": [scope.as_str()] }]),
+                    "{route:?} documents its scope"
+                )
             }
         }
     }
@@ -56,10 +62,7 @@ async fn document_matches_the_router_with_flags_off_and_on() {
 fn every_catalog_route_is_annotated() {
     // Even routes behind flags must be described, so turning a flag on never mounts an
     // undocumented route.
-    let all_on = FeatureFlags::with(&[
-        domain::flags::Flag::MemoryApi,
-    ])
-    .expect("flags");
+    let all_on = FeatureFlags::with(&[domain::flags::Flag::MemoryApi]).expect("flags");
     let document = api::openapi::document(&all_on);
     for route in catalog() {
         let item = document.paths.paths.get(route.path);

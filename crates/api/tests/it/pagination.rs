@@ -55,15 +55,23 @@ async fn every_session_is_seen_exactly_once_while_sessions_are_created_and_delet
         pages += 1;
         let rows = page["sessions"].as_array().expect("rows");
         for row in rows {
-            *seen.entry(row["session_id"].as_str().expect("id").to_owned()).or_default() += 1;
-            assert!(row.get("folder_id").is_some() && row.get("schedule_id").is_some() && row.get("last_run_id").is_some());
+            *seen
+                .entry(row["session_id"].as_str().expect("id").to_owned())
+                .or_default() += 1;
+            assert!(
+                row.get("folder_id").is_some() && row.get("schedule_id").is_some() && row.get("last_run_id").is_some()
+            );
         }
         // Every third page, delete the row the next cursor is anchored on.
         if pages % 3 == 0
             && let Some(anchor) = rows.last()
         {
             let id = anchor["session_id"].as_str().expect("id");
-            let response = app.request(Method::DELETE, &format!("/v1/sessions/{id}")).send().await.expect("send");
+            let response = app
+                .request(Method::DELETE, &format!("/v1/sessions/{id}"))
+                .send()
+                .await
+                .expect("send");
             assert_eq!(response.status(), 204);
             deleted.insert(id.to_owned());
         }
@@ -89,7 +97,12 @@ async fn every_session_is_seen_exactly_once_while_sessions_are_created_and_delet
 
     // The index now holds exactly the sessions that were not deleted.
     let (_, last) = app.get_json("/v1/sessions?limit=200").await;
-    let (_, rest) = app.get_json(&format!("/v1/sessions?limit=200&cursor={}", last["next_cursor"].as_str().expect("more"))).await;
+    let (_, rest) = app
+        .get_json(&format!(
+            "/v1/sessions?limit=200&cursor={}",
+            last["next_cursor"].as_str().expect("more")
+        ))
+        .await;
     assert_eq!(rest["next_cursor"], Value::Null, "no cursor at the end");
     let remaining = last["sessions"].as_array().expect("rows").len() + rest["sessions"].as_array().expect("rows").len();
     assert_eq!(remaining, all.len() - deleted.len());
@@ -113,18 +126,35 @@ async fn forged_altered_and_foreign_cursors_are_rejected() {
     let last = altered.len() - 3;
     altered[last] = if altered[last] == b'A' { b'B' } else { b'A' };
     let altered = String::from_utf8(altered).expect("ascii");
-    for bad in [altered.as_str(), "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "not*base64", ""] {
-        let response = app.request(Method::GET, &format!("/v1/sessions?cursor={bad}")).send().await.expect("send");
+    for bad in [
+        altered.as_str(),
+        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+        "not*base64",
+        "",
+    ] {
+        let response = app
+            .request(Method::GET, &format!("/v1/sessions?cursor={bad}"))
+            .send()
+            .await
+            .expect("send");
         expect_problem(response, 400, "invalid_cursor").await;
     }
 
     // A cursor signed by another deployment (another token) is refused.
     let other = TestApp::spawn().await;
-    let response = other.request(Method::GET, &format!("/v1/sessions?cursor={cursor}")).send().await.expect("send");
+    let response = other
+        .request(Method::GET, &format!("/v1/sessions?cursor={cursor}"))
+        .send()
+        .await
+        .expect("send");
     expect_problem(response, 400, "invalid_cursor").await;
 
     for limit in ["0", "201", "x"] {
-        let response = app.request(Method::GET, &format!("/v1/sessions?limit={limit}")).send().await.expect("send");
+        let response = app
+            .request(Method::GET, &format!("/v1/sessions?limit={limit}"))
+            .send()
+            .await
+            .expect("send");
         expect_problem(response, 400, "invalid_request").await;
     }
 }

@@ -34,10 +34,18 @@ async fn create_returns_the_pinned_agent_and_reads_back() {
     assert_eq!(read, created);
 
     // Without metadata: an empty object and no title.
-    let bare = app.request(Method::POST, "/v1/sessions").json(&json!({ "agent_id": "default" })).send().await.expect("send");
+    let bare = app
+        .request(Method::POST, "/v1/sessions")
+        .json(&json!({ "agent_id": "default" }))
+        .send()
+        .await
+        .expect("send");
     let (status, bare) = json(bare).await;
     assert_eq!(status, 201);
-    assert_eq!((bare["metadata"].clone(), bare["title"].clone()), (json!({}), serde_json::Value::Null));
+    assert_eq!(
+        (bare["metadata"].clone(), bare["title"].clone()),
+        (json!({}), serde_json::Value::Null)
+    );
 }
 
 #[tokio::test]
@@ -45,22 +53,59 @@ async fn bad_bodies_get_clear_problems() {
     let app = TestApp::spawn().await;
     let post = |body: serde_json::Value| app.request(Method::POST, "/v1/sessions").json(&body).send();
 
-    let body = expect_problem(post(json!({ "agent_id": "ghost" })).await.expect("send"), 422, "unknown_agent").await;
+    let body = expect_problem(
+        post(json!({ "agent_id": "ghost" })).await.expect("send"),
+        422,
+        "unknown_agent",
+    )
+    .await;
     assert_eq!(body["detail"], "no agent `ghost` is configured");
-    expect_problem(post(json!({ "agent_id": "default", "metadata": [1] })).await.expect("send"), 422, "validation_failed").await;
-    expect_problem(post(json!({ "agent_id": "default", "extra": 1 })).await.expect("send"), 422, "validation_failed").await;
+    expect_problem(
+        post(json!({ "agent_id": "default", "metadata": [1] }))
+            .await
+            .expect("send"),
+        422,
+        "validation_failed",
+    )
+    .await;
+    expect_problem(
+        post(json!({ "agent_id": "default", "extra": 1 })).await.expect("send"),
+        422,
+        "validation_failed",
+    )
+    .await;
     expect_problem(post(json!({})).await.expect("send"), 422, "validation_failed").await;
     let big = json!({ "agent_id": "default", "metadata": { "blob": "x".repeat(20_000) } });
     expect_problem(post(big).await.expect("send"), 422, "validation_failed").await;
 
-    let syntax = app.request(Method::POST, "/v1/sessions").header("content-type", "application/json").body("{").send();
+    let syntax = app
+        .request(Method::POST, "/v1/sessions")
+        .header("content-type", "application/json")
+        .body("{")
+        .send();
     expect_problem(syntax.await.expect("send"), 400, "invalid_request").await;
-    let no_type = app.request(Method::POST, "/v1/sessions").body(r#"{"agent_id":"default"}"#).send();
+    let no_type = app
+        .request(Method::POST, "/v1/sessions")
+        .body(r#"{"agent_id":"default"}"#)
+        .send();
     expect_problem(no_type.await.expect("send"), 415, "unsupported_media_type").await;
 
-    expect_problem(app.request(Method::GET, "/v1/sessions/not-a-uuid").send().await.expect("send"), 404, "session_not_found").await;
+    expect_problem(
+        app.request(Method::GET, "/v1/sessions/not-a-uuid")
+            .send()
+            .await
+            .expect("send"),
+        404,
+        "session_not_found",
+    )
+    .await;
     let unknown = format!("/v1/sessions/{}", uuid::Uuid::new_v4());
-    expect_problem(app.request(Method::GET, &unknown).send().await.expect("send"), 404, "session_not_found").await;
+    expect_problem(
+        app.request(Method::GET, &unknown).send().await.expect("send"),
+        404,
+        "session_not_found",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -74,8 +119,14 @@ async fn sessions_keep_their_agent_version_when_a_restart_changes_the_configurat
     let after = TestApp::spawn_on(db, Env::default().set("AGENT_MEMORY_API_ENABLED", "1")).await;
     let new = after.create_session(json!({})).await;
     assert_ne!(new["agent_version"], old_version.as_str());
-    let (_, reread) = after.get_json(&format!("/v1/sessions/{}", old["session_id"].as_str().expect("id"))).await;
-    assert_eq!(reread["agent_version"], old_version.as_str(), "an existing session keeps its pinned version");
+    let (_, reread) = after
+        .get_json(&format!("/v1/sessions/{}", old["session_id"].as_str().expect("id")))
+        .await;
+    assert_eq!(
+        reread["agent_version"],
+        old_version.as_str(),
+        "an existing session keeps its pinned version"
+    );
 
     // Both configurations stay recorded for the runs of their sessions.
     let versions: i64 = sqlx::query_scalar("SELECT count(*) FROM agent_versions WHERE agent_id = 'default'")
@@ -102,27 +153,65 @@ async fn delete_is_refused_during_an_active_run_and_safe_to_repeat() {
     let run = insert_run(&app.db, &id, "running").await.expect("insert run");
 
     let (_, indexed) = app.get_json(&path).await;
-    assert_eq!(indexed["last_run_id"], run.to_string(), "the session shows its last run");
+    assert_eq!(
+        indexed["last_run_id"],
+        run.to_string(),
+        "the session shows its last run"
+    );
 
-    let body = expect_problem(app.request(Method::DELETE, &path).send().await.expect("send"), 409, "session_has_active_run").await;
+    let body = expect_problem(
+        app.request(Method::DELETE, &path).send().await.expect("send"),
+        409,
+        "session_has_active_run",
+    )
+    .await;
     assert_eq!(body["run_id"], run.to_string());
     assert_eq!(app.get_json(&path).await.0, 200, "nothing was deleted");
 
-    sqlx::query("UPDATE runs SET state = 'completed' WHERE id = $1").bind(run).execute(&app.db.pool).await.expect("finish run");
-    let upload = app.request(Method::POST, &format!("{path}/artifacts?filename=a.txt")).body("hello").send().await.expect("send");
+    sqlx::query("UPDATE runs SET state = 'completed' WHERE id = $1")
+        .bind(run)
+        .execute(&app.db.pool)
+        .await
+        .expect("finish run");
+    let upload = app
+        .request(Method::POST, &format!("{path}/artifacts?filename=a.txt"))
+        .body("hello")
+        .send()
+        .await
+        .expect("send");
     assert_eq!(upload.status(), 201);
 
-    assert_eq!(app.request(Method::DELETE, &path).send().await.expect("send").status(), 204);
-    assert_eq!(app.request(Method::DELETE, &path).send().await.expect("send").status(), 204, "repeat delete succeeds");
-    expect_problem(app.request(Method::GET, &path).send().await.expect("send"), 404, "session_not_found").await;
+    assert_eq!(
+        app.request(Method::DELETE, &path).send().await.expect("send").status(),
+        204
+    );
+    assert_eq!(
+        app.request(Method::DELETE, &path).send().await.expect("send").status(),
+        204,
+        "repeat delete succeeds"
+    );
+    expect_problem(
+        app.request(Method::GET, &path).send().await.expect("send"),
+        404,
+        "session_not_found",
+    )
+    .await;
 
     // Irreversible: runs, artifacts and their bytes went with it.
     for table in ["runs", "artifacts", "artifact_chunks"] {
-        let count: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM {table}")).fetch_one(&app.db.pool).await.expect("count");
+        let count: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM {table}"))
+            .fetch_one(&app.db.pool)
+            .await
+            .expect("count");
         assert_eq!(count, 0, "{table}");
     }
     let never = format!("/v1/sessions/{}", uuid::Uuid::new_v4());
-    expect_problem(app.request(Method::DELETE, &never).send().await.expect("send"), 404, "session_not_found").await;
+    expect_problem(
+        app.request(Method::DELETE, &never).send().await.expect("send"),
+        404,
+        "session_not_found",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -134,9 +223,15 @@ async fn the_database_allows_one_active_run_per_session() {
         let first = insert_run(&app.db, id, active).await.expect("first active run");
         let second = insert_run(&app.db, id, "queued").await.expect_err("second active run");
         assert!(second.to_string().contains("runs_one_active_per_session"), "{second}");
-        sqlx::query("UPDATE runs SET state = 'cancelled' WHERE id = $1").bind(first).execute(&app.db.pool).await.expect("end run");
+        sqlx::query("UPDATE runs SET state = 'cancelled' WHERE id = $1")
+            .bind(first)
+            .execute(&app.db.pool)
+            .await
+            .expect("end run");
     }
     for terminal in ["completed", "failed", "cancelled"] {
-        insert_run(&app.db, id, terminal).await.expect("terminal runs never conflict");
+        insert_run(&app.db, id, terminal)
+            .await
+            .expect("terminal runs never conflict");
     }
 }

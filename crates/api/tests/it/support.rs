@@ -30,20 +30,36 @@ impl Drop for AbortOnDrop {
 /// A fresh random token of 43 URL-safe characters.
 pub fn random_token() -> String {
     let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let bytes = uuid::Uuid::new_v4().into_bytes().into_iter().chain(uuid::Uuid::new_v4().into_bytes());
-    bytes.take(32).map(|b| alphabet[(b % 64) as usize] as char).collect::<String>() + "-steward-test"
+    let bytes = uuid::Uuid::new_v4()
+        .into_bytes()
+        .into_iter()
+        .chain(uuid::Uuid::new_v4().into_bytes());
+    bytes
+        .take(32)
+        .map(|b| alphabet[(b % 64) as usize] as char)
+        .collect::<String>()
+        + "-steward-test"
 }
 
 /// Writes `contents` to `dir/name` with `mode`, returning the path.
 pub fn write_file(dir: &std::path::Path, name: &str, contents: &str, mode: u32) -> std::path::PathBuf {
     let path = dir.join(name);
-    let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&path).expect("create file");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&path)
+        .expect("create file");
     file.write_all(contents.as_bytes()).expect("write file");
     path
 }
 
 pub fn all_scopes() -> String {
-    Scope::ALL.iter().map(|scope| scope.as_str()).collect::<Vec<_>>().join(",")
+    Scope::ALL
+        .iter()
+        .map(|scope| scope.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Environment overrides for one app.
@@ -86,7 +102,14 @@ impl TestApp {
         let server = tokio::spawn(async move {
             let _ = api::serve(listener, app, std::future::pending()).await;
         });
-        TestApp { base, token, client: Client::new(), db, _dir: dir, _server: AbortOnDrop(server) }
+        TestApp {
+            base,
+            token,
+            client: Client::new(),
+            db,
+            _dir: dir,
+            _server: AbortOnDrop(server),
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -118,7 +141,11 @@ impl TestApp {
 pub async fn json(response: Response) -> (u16, Value) {
     let status = response.status().as_u16();
     let bytes = response.bytes().await.expect("body");
-    let value = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).expect("json body") };
+    let value = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes).expect("json body")
+    };
     (status, value)
 }
 

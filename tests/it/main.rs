@@ -1,0 +1,152 @@
+//! Architecture invariants, checked against the real dependency graph (`cargo metadata`).
+//!
+//! Each invariant is stated as an absence: a crate's normal (non-dev, non-build) dependency
+//! closure must not contain the listed packages. Adding such a dependency later fails here.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::path::Path;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+struct Graph {
+    /// Package id → (package name, ids of its normal dependencies).
+    nodes: HashMap<String, (String, Vec<String>)>,
+    /// Workspace member name → package id.
+    members: HashMap<String, String>,
+}
+
+fn graph() -> &'static Graph {
+    static GRAPH: OnceLock<Graph> = OnceLock::new();
+    GRAPH.get_or_init(|| {
+        let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
+        let output = Command::new(env!("CARGO"))
+            .args(["metadata", "--format-version", "1", "--locked", "--offline"])
+            .current_dir(workspace)
+            .output()
+            .expect("run cargo metadata");
+        assert!(
+            output.status.success(),
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let metadata: Value = serde_json::from_slice(&output.stdout).expect("metadata json");
+        let names: HashMap<&str, &str> = metadata["packages"]
+            .as_array()
+            .expect("packages")
+            .iter()
+            .map(|p| (p["id"].as_str().expect("id"), p["name"].as_str().expect("name")))
+            .collect();
+        let members = metadata["workspace_members"]
+            .as_array()
+            .expect("members")
+            .iter()
+            .map(|id| {
+                let id = id.as_str().expect("member id");
+                (names[id].to_owned(), id.to_owned())
+            })
+            .collect();
+        let nodes = metadata["resolve"]["nodes"]
+            .as_array()
+            .expect("resolve nodes")
+            .iter()
+            .map(|node| {
+                let id = node["id"].as_str().expect("node id");
+                let normal = node["deps"]
+                    .as_array()
+                    .expect("deps")
+                    .iter()
+                    .filter(|dep| {
+                        dep["dep_kinds"]
+                            .as_array()
+                            .is_some_and(|kinds| kinds.iter().any(|k| k["kind"].is_null()))
+                    })
+                    .map(|dep| dep["pkg"].as_str().expect("dep id").to_owned())
+                    .collect();
+                (id.to_owned(), (names[id].to_owned(), normal))
+            })
+            .collect();
+        Graph { nodes, members }
+    })
+}
+
+/// Names of every package `member` depends on at run time, directly or not.
+fn closure(member: &str) -> BTreeSet<String> {
+    let graph = graph();
+    let start = graph
+        .members
+        .get(member)
+        .unwrap_or_else(|| panic!("`{member}` is not a workspace member"));
+    let mut seen = BTreeSet::new();
+    let mut names = BTreeSet::new();
+    let mut queue = VecDeque::from([start.clone()]);
+    while let Some(id) = queue.pop_front() {
+        if !seen.insert(id.clone()) {
+            continue;
+        }
+        let (name, deps) = &graph.nodes[&id];
+        if &id != start {
+            names.insert(name.clone());
+        }
+        queue.extend(deps.iter().cloned());
+    }
+    names
+}
+
+fn assert_excludes(member: &str, forbidden: &[&str]) {
+    let closure = closure(member);
+    let found: Vec<&&str> = forbidden.iter().filter(|name| closure.contains(**name)).collect();
+    assert!(
+        found.is_empty(),
+        "`{member}` must not depend on {found:?} (its closure: {closure:?})"
+    );
+}
+
+#[test]
+fn domain_does_no_io() {
+    assert_excludes(
+        "domain",
+        &[
+            "tokio",
+            "sqlx",
+            "sqlx-core",
+            "reqwest",
+            "hyper",
+            "axum",
+            "mio",
+            "nix",
+            "store",
+        ],
+    );
+}
+
+#[test]
+fn hardening_and_pgcluster_stay_synchronous_and_small() {
+    // xtask links pgcluster: keeping it free of the async stack keeps `cargo xtask` quick to build.
+    for member in ["hardening", "pgcluster", "xtask"] {
+        assert_excludes(member, &["tokio", "sqlx", "sqlx-core", "reqwest", "hyper", "axum"]);
+    }
+}
+
+#[test]
+fn storage_knows_nothing_of_http() {
+    assert_excludes("store", &["axum", "hyper", "reqwest", "api"]);
+}
+
+#[test]
+fn nothing_links_openssl() {
+    for member in ["steward-api", "steward-migrate", "xtask"] {
+        assert_excludes(member, &["openssl", "openssl-sys", "native-tls"]);
+    }
+}
+
+#[test]
+fn the_closure_walk_finds_real_dependencies() {
+    // Guards the guard: if metadata parsing broke, every absence above would pass vacuously.
+    let api = closure("steward-api");
+    for expected in ["api", "store", "domain", "axum", "sqlx-core", "tokio"] {
+        assert!(api.contains(expected), "steward-api should depend on {expected}");
+    }
+    assert!(closure("domain").contains("serde"));
+}

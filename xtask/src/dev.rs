@@ -1,0 +1,186 @@
+//! `cargo xtask dev`: the whole service on this machine with nothing set up by hand.
+//!
+//! State lives under the git-ignored `var/`: the PostgreSQL cluster (`var/pg`), the API token
+//! (`var/api-token`, owner-only) and `var/dev.json` describing the running stack for tools.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::process::{Child, Command, ExitCode};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use nix::sys::signal::{SigSet, Signal, kill};
+use nix::unistd::Pid;
+use pgcluster::Cluster;
+
+const DEFAULT_PORT: u16 = 8080;
+/// Every scope of the implemented routes; extend `AUTH_SCOPES` in your environment to override.
+const DEV_SCOPES: &str = "sessions.read,sessions.write,memory.read,memory.write";
+
+struct Options {
+    port: u16,
+}
+
+fn parse(args: Vec<String>) -> anyhow::Result<Options> {
+    let mut options = Options { port: DEFAULT_PORT };
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--port" => {
+                let value = args.next().context("--port needs a value")?;
+                options.port = value
+                    .parse()
+                    .with_context(|| format!("--port `{value}` is not a port number"))?;
+            }
+            other => bail!("unknown argument `{other}` (usage: cargo xtask dev [--port N])"),
+        }
+    }
+    Ok(options)
+}
+
+pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
+    let options = parse(args)?;
+    let root = crate::workspace_root();
+    let var = root.join("var");
+    fs::create_dir_all(&var).context("create var/")?;
+    let binaries = crate::postgres::ensure_binaries()?;
+
+    let status = crate::cargo()
+        .args(["build", "--locked", "-p", "steward-api", "-p", "steward-migrate"])
+        .status()
+        .context("build the roles")?;
+    if !status.success() {
+        bail!("the build failed");
+    }
+    let bin = root.join("target/debug");
+
+    let mut cluster = Cluster::persistent(&binaries, &var.join("pg"))
+        .context("start the dev PostgreSQL cluster (is another `cargo xtask dev` running?)")?;
+    let database_url = cluster.url("steward");
+    let migrated = Command::new(bin.join("steward-migrate"))
+        .arg("--create-database")
+        .env("DATABASE_URL", &database_url)
+        .status()
+        .context("run steward-migrate")?;
+    if !migrated.success() {
+        bail!("migrations failed");
+    }
+
+    let token_file = var.join("api-token");
+    ensure_token(&token_file)?;
+    let listen: SocketAddr = ([127, 0, 0, 1], options.port).into();
+    let base_url = format!("http://{listen}");
+    let mut api = Command::new(bin.join("steward-api"))
+        .env("DATABASE_URL", &database_url)
+        .env("API_TOKEN_FILE", &token_file)
+        .env("API_LISTEN_ADDR", listen.to_string())
+        .env(
+            "AUTH_SCOPES",
+            std::env::var("AUTH_SCOPES").unwrap_or_else(|_| DEV_SCOPES.to_owned()),
+        )
+        .env(
+            "AGENT_RELEASE",
+            std::env::var("AGENT_RELEASE").unwrap_or_else(|_| "dev".to_owned()),
+        )
+        .spawn()
+        .context("start steward-api")?;
+
+    // From here on, Ctrl-C and SIGTERM are received by waiting for them, never by dying.
+    let mut signals = SigSet::empty();
+    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGCHLD] {
+        signals.add(signal);
+    }
+    signals.thread_block().context("block signals")?;
+
+    if let Err(error) = wait_ready(listen, &mut api) {
+        stop(&mut api);
+        let _ = cluster.stop();
+        return Err(error);
+    }
+    let description = format!(
+        "{{\n  \"base_url\": \"{base_url}\",\n  \"token_file\": \"{}\",\n  \"database_url\": \"{database_url}\"\n}}\n",
+        token_file.display()
+    );
+    fs::write(var.join("dev.json"), &description).context("write var/dev.json")?;
+    println!(
+        "\nsteward is ready\n  base URL:   {base_url}\n  token file: {}\n  described in var/dev.json; Ctrl-C stops everything\n",
+        token_file.display()
+    );
+
+    let outcome = loop {
+        match signals.wait().context("wait for signals")? {
+            Signal::SIGCHLD => {
+                if let Some(status) = api.try_wait().context("check steward-api")? {
+                    break Err(anyhow::anyhow!("steward-api exited on its own ({status})"));
+                }
+            }
+            _ => break Ok(()),
+        }
+    };
+    eprintln!("xtask: stopping");
+    stop(&mut api);
+    cluster.stop().context("stop PostgreSQL")?;
+    let _ = fs::remove_file(var.join("dev.json"));
+    outcome.map(|()| ExitCode::SUCCESS)
+}
+
+/// Creates an owner-only token of 64 hex characters from the kernel's random source, once.
+fn ensure_token(path: &Path) -> anyhow::Result<()> {
+    if path.exists() {
+        return Ok(());
+    }
+    let mut random = [0u8; 32];
+    fs::File::open("/dev/urandom")
+        .and_then(|mut source| source.read_exact(&mut random))
+        .context("read /dev/urandom")?;
+    let token: String = random.iter().map(|byte| format!("{byte:02x}")).collect();
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("create {}", path.display()))?;
+    writeln!(file, "{token}").context("write the token")?;
+    Ok(())
+}
+
+/// Polls `GET /health/ready` until it answers 200.
+fn wait_ready(listen: SocketAddr, api: &mut Child) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(status) = api.try_wait()? {
+            bail!(
+                "steward-api exited during startup ({status}); is port {} free? (try --port)",
+                listen.port()
+            );
+        }
+        if health_status(listen).is_some_and(|status| status == 200) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("steward-api did not become ready within 60 seconds");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn health_status(listen: SocketAddr) -> Option<u16> {
+    let mut stream = TcpStream::connect_timeout(&listen, Duration::from_secs(1)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    stream
+        .write_all(b"GET /health/ready HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).ok()?;
+    std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
+}
+
+fn stop(child: &mut Child) {
+    if matches!(child.try_wait(), Ok(None)) {
+        let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+    }
+    let _ = child.wait();
+}

@@ -1,0 +1,31 @@
+//! `cargo xtask test`: one throwaway cluster for the whole run, shared through `DATABASE_URL`
+//! (each test still gets its own database), removed afterwards.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use nix::sys::signal::{SigSet, Signal};
+use pgcluster::Cluster;
+
+pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
+    let binaries = crate::postgres::ensure_binaries()?;
+    let cluster = Cluster::temporary(&binaries).context("start the test cluster")?;
+    let mut child = crate::cargo()
+        .args(["test", "--workspace", "--locked"])
+        .args(&args)
+        .env("DATABASE_URL", cluster.url("postgres"))
+        .spawn()
+        .context("run cargo test")?;
+    // Ctrl-C reaches cargo test directly; we outlive it to remove the cluster.
+    let mut signals = SigSet::empty();
+    signals.add(Signal::SIGINT);
+    signals.add(Signal::SIGTERM);
+    signals.thread_block().context("block interrupts while tests run")?;
+    let status = child.wait().context("wait for cargo test")?;
+    drop(cluster);
+    Ok(match status.code() {
+        Some(0) => ExitCode::SUCCESS,
+        Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        None => ExitCode::FAILURE,
+    })
+}
