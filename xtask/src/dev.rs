@@ -46,8 +46,6 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     let root = crate::workspace_root();
     let var = root.join("var");
     fs::create_dir_all(&var).context("create var/")?;
-    let binaries = crate::postgres::ensure_binaries()?;
-
     let status = crate::cargo()
         .args(["build", "--locked", "-p", "steward-api", "-p", "steward-migrate"])
         .status()
@@ -57,9 +55,17 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     }
     let bin = root.join("target/debug");
 
-    let mut cluster = Cluster::persistent(&binaries, &var.join("pg"))
-        .context("start the dev PostgreSQL cluster (is another `cargo xtask dev` running?)")?;
-    let database_url = cluster.url("steward");
+    // DATABASE_URL points the stack at a server of your own instead of the private cluster.
+    let (mut cluster, database_url) = match std::env::var("DATABASE_URL").ok().filter(|url| !url.is_empty()) {
+        Some(url) => (None, url),
+        None => {
+            let binaries = crate::postgres::ensure_binaries()?;
+            let cluster = Cluster::persistent(&binaries, &var.join("pg"))
+                .context("start the dev PostgreSQL cluster (is another `cargo xtask dev` running?)")?;
+            let url = cluster.url("steward");
+            (Some(cluster), url)
+        }
+    };
     let migrated = Command::new(bin.join("steward-migrate"))
         .arg("--create-database")
         .env("DATABASE_URL", &database_url)
@@ -97,7 +103,9 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
 
     if let Err(error) = wait_ready(listen, &mut api) {
         stop(&mut api);
-        let _ = cluster.stop();
+        if let Some(cluster) = cluster.as_mut() {
+            let _ = cluster.stop();
+        }
         return Err(error);
     }
     let description = format!(
@@ -122,7 +130,9 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     };
     eprintln!("xtask: stopping");
     stop(&mut api);
-    cluster.stop().context("stop PostgreSQL")?;
+    if let Some(cluster) = cluster.as_mut() {
+        cluster.stop().context("stop PostgreSQL")?;
+    }
     let _ = fs::remove_file(var.join("dev.json"));
     outcome.map(|()| ExitCode::SUCCESS)
 }

@@ -10,6 +10,7 @@
 //! | `AGENT_RELEASE` | release identity reported by `/health/ready` | the build's version |
 //! | `AGENT_DEFINITIONS_FILE` | JSON array of agent definitions | the built-in `default` agent |
 //! | `API_MAX_ARTIFACT_BYTES` | largest artifact upload | `26214400` (25 MiB) |
+//! | `API_UPLOAD_IDLE_SECONDS` | an upload sending nothing this long is refused (408) | `30` |
 //! | `AGENT_*_ENABLED`, `AGENT_EMAIL_JUNK_FILTER_MODE` | feature flags | all off |
 
 use std::net::SocketAddr;
@@ -67,6 +68,7 @@ pub struct ApiConfig {
     pub flags: FeatureFlags,
     pub agents: AgentRegistry,
     pub artifact_max_bytes: u64,
+    pub upload_idle_timeout: std::time::Duration,
     pub release: String,
 }
 
@@ -112,6 +114,14 @@ impl ApiConfig {
             DEFAULT_ARTIFACT_MAX_BYTES,
         )?;
 
+        let upload_idle_seconds = parse_number("API_UPLOAD_IDLE_SECONDS", get("API_UPLOAD_IDLE_SECONDS"), 30u64)?;
+        if upload_idle_seconds == 0 {
+            return Err(ConfigError::Invalid {
+                variable: "API_UPLOAD_IDLE_SECONDS",
+                reason: "must be positive".into(),
+            });
+        }
+
         let token_path = PathBuf::from(get("API_TOKEN_FILE").ok_or(ConfigError::Missing("API_TOKEN_FILE"))?);
         let token = read_owner_only(&token_path)?;
         let token = token.strip_suffix(b"\n").unwrap_or(&token);
@@ -143,6 +153,7 @@ impl ApiConfig {
             flags,
             agents,
             artifact_max_bytes,
+            upload_idle_timeout: std::time::Duration::from_secs(upload_idle_seconds),
             release: get("AGENT_RELEASE").unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned()),
         })
     }

@@ -36,6 +36,7 @@ struct Settings {
     agents: AgentRegistry,
     cursors: CursorCodec,
     artifact_max_bytes: u64,
+    upload_idle_timeout: std::time::Duration,
     release: String,
     openapi_json: String,
 }
@@ -49,6 +50,7 @@ pub fn app(config: ApiConfig, store: Store) -> Router {
         agents: config.agents,
         cursors: config.cursors,
         artifact_max_bytes: config.artifact_max_bytes,
+        upload_idle_timeout: config.upload_idle_timeout,
         release: config.release,
         openapi_json,
     };

@@ -11,6 +11,7 @@ pub enum ErrorCode {
     MethodNotAllowed,
     InvalidRequest,
     InvalidCursor,
+    RequestTimeout,
     UnsupportedMediaType,
     ValidationFailed,
     UnknownAgent,
@@ -28,7 +29,8 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 20] = [
+    pub const ALL: [ErrorCode; 21] = [
+        ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
         ErrorCode::NotFound,
@@ -60,6 +62,7 @@ impl ErrorCode {
             ErrorCode::MethodNotAllowed => "method_not_allowed",
             ErrorCode::InvalidRequest => "invalid_request",
             ErrorCode::InvalidCursor => "invalid_cursor",
+            ErrorCode::RequestTimeout => "request_timeout",
             ErrorCode::UnsupportedMediaType => "unsupported_media_type",
             ErrorCode::ValidationFailed => "validation_failed",
             ErrorCode::UnknownAgent => "unknown_agent",
@@ -88,6 +91,7 @@ impl ErrorCode {
             | ErrorCode::ArtifactNotFound => 404,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::InvalidRequest | ErrorCode::InvalidCursor => 400,
+            ErrorCode::RequestTimeout => 408,
             ErrorCode::UnsupportedMediaType => 415,
             ErrorCode::ValidationFailed | ErrorCode::UnknownAgent | ErrorCode::UnknownFolder => 422,
             ErrorCode::SessionHasActiveRun | ErrorCode::FolderNameTaken | ErrorCode::ScheduledSessionNotFileable => 409,
@@ -106,6 +110,7 @@ impl ErrorCode {
             ErrorCode::MethodNotAllowed => "Method not allowed",
             ErrorCode::InvalidRequest => "Malformed request",
             ErrorCode::InvalidCursor => "Invalid pagination cursor",
+            ErrorCode::RequestTimeout => "Request body stalled",
             ErrorCode::UnsupportedMediaType => "Unsupported media type",
             ErrorCode::ValidationFailed => "Request failed validation",
             ErrorCode::UnknownAgent => "Unknown agent",

@@ -141,7 +141,17 @@ pub async fn upload(
     let mut size: u64 = 0;
     let mut pending = Vec::with_capacity(CHUNK_BYTES);
     let mut stream = body.into_data_stream();
-    while let Some(frame) = stream.next().await {
+    // An upload holds a database transaction open; one that stalls is dropped.
+    let idle = state.settings.upload_idle_timeout;
+    loop {
+        let frame = match tokio::time::timeout(idle, stream.next()).await {
+            Ok(Some(frame)) => frame,
+            Ok(None) => break,
+            Err(_) => {
+                return Err(ApiError::new(ErrorCode::RequestTimeout)
+                    .detail(format!("no upload data arrived for {} seconds", idle.as_secs())));
+            }
+        };
         let bytes = frame.map_err(|error| {
             ApiError::new(ErrorCode::InvalidRequest).detail(format!("the upload was interrupted: {error}"))
         })?;

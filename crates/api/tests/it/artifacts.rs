@@ -233,3 +233,28 @@ async fn uploads_need_an_existing_session_and_valid_names() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn a_stalled_upload_is_refused_and_leaves_nothing() {
+    let app = TestApp::spawn_with(Env::default().set("API_UPLOAD_IDLE_SECONDS", "1")).await;
+    let session = app.create_session(json!({})).await;
+    let path = format!(
+        "/v1/sessions/{}/artifacts?filename=slow.bin",
+        session["session_id"].as_str().expect("id")
+    );
+    // One chunk, then silence: the stream never ends.
+    let first = futures_util::stream::iter([Ok::<_, std::io::Error>(vec![1u8; 100])]);
+    let stalled = futures_util::StreamExt::chain(first, futures_util::stream::pending());
+    let response = app
+        .request(Method::POST, &path)
+        .body(reqwest::Body::wrap_stream(stalled))
+        .send()
+        .await
+        .expect("send");
+    expect_problem(response, 408, "request_timeout").await;
+    let chunks: i64 = sqlx::query_scalar("SELECT count(*) FROM artifact_chunks")
+        .fetch_one(&app.db.pool)
+        .await
+        .expect("count");
+    assert_eq!(chunks, 0);
+}
