@@ -167,15 +167,8 @@ async fn uploads_over_the_limit_are_refused_and_leave_nothing() {
         .expect("send");
     expect_problem(streamed, 413, "artifact_too_large").await;
 
-    let artifacts: i64 = sqlx::query_scalar("SELECT count(*) FROM artifacts")
-        .fetch_one(&app.db.pool)
-        .await
-        .expect("count");
-    let chunks: i64 = sqlx::query_scalar("SELECT count(*) FROM artifact_chunks")
-        .fetch_one(&app.db.pool)
-        .await
-        .expect("count");
-    assert_eq!((artifacts, chunks), (1, 1), "only the accepted upload is stored");
+    let stored = (app.count("artifacts").await, app.count("artifact_chunks").await);
+    assert_eq!(stored, (1, 1), "only the accepted upload is stored");
 }
 
 #[tokio::test]
@@ -242,8 +235,8 @@ async fn a_stalled_upload_is_refused_and_leaves_nothing() {
         "/v1/sessions/{}/artifacts?filename=slow.bin",
         session["session_id"].as_str().expect("id")
     );
-    // One chunk, then silence: the stream never ends.
-    let first = futures_util::stream::iter([Ok::<_, std::io::Error>(vec![1u8; 100])]);
+    // More than one storage chunk (so one is written), then silence: the stream never ends.
+    let first = futures_util::stream::iter([Ok::<_, std::io::Error>(vec![1u8; 300 * 1024])]);
     let stalled = futures_util::StreamExt::chain(first, futures_util::stream::pending());
     let response = app
         .request(Method::POST, &path)
@@ -252,9 +245,9 @@ async fn a_stalled_upload_is_refused_and_leaves_nothing() {
         .await
         .expect("send");
     expect_problem(response, 408, "request_timeout").await;
-    let chunks: i64 = sqlx::query_scalar("SELECT count(*) FROM artifact_chunks")
-        .fetch_one(&app.db.pool)
-        .await
-        .expect("count");
-    assert_eq!(chunks, 0);
+    assert_eq!(
+        app.count("artifact_chunks").await,
+        0,
+        "the chunk written before the stall was rolled back"
+    );
 }

@@ -199,11 +199,7 @@ async fn delete_is_refused_during_an_active_run_and_safe_to_repeat() {
 
     // Irreversible: runs, artifacts and their bytes went with it.
     for table in ["runs", "artifacts", "artifact_chunks"] {
-        let count: i64 = sqlx::query_scalar(&format!("SELECT count(*) FROM {table}"))
-            .fetch_one(&app.db.pool)
-            .await
-            .expect("count");
-        assert_eq!(count, 0, "{table}");
+        assert_eq!(app.count(table).await, 0, "{table}");
     }
     let never = format!("/v1/sessions/{}", uuid::Uuid::new_v4());
     expect_problem(

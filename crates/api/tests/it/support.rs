@@ -132,6 +132,14 @@ impl TestApp {
         response.json().await.expect("session json")
     }
 
+    /// Rows in `table` (a fixed name from the test, never input).
+    pub async fn count(&self, table: &str) -> i64 {
+        sqlx::query_scalar(&format!("SELECT count(*) FROM {table}"))
+            .fetch_one(&self.db.pool)
+            .await
+            .expect("count rows")
+    }
+
     pub async fn get_json(&self, path: &str) -> (u16, Value) {
         json(self.request(reqwest::Method::GET, path).send().await.expect("send")).await
     }
