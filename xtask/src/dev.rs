@@ -109,10 +109,12 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
         return Err(error);
     }
     let description = format!(
-        "{{\n  \"base_url\": \"{base_url}\",\n  \"token_file\": \"{}\",\n  \"database_url\": \"{database_url}\"\n}}\n",
-        token_file.display()
+        "{{\n  \"base_url\": {},\n  \"token_file\": {},\n  \"database_url\": {}\n}}\n",
+        json_string(&base_url),
+        json_string(&token_file.display().to_string()),
+        json_string(&database_url),
     );
-    fs::write(var.join("dev.json"), &description).context("write var/dev.json")?;
+    write_private(&var.join("dev.json"), &description).context("write var/dev.json")?;
     println!(
         "\nsteward is ready\n  base URL:   {base_url}\n  token file: {}\n  described in var/dev.json; Ctrl-C stops everything\n",
         token_file.display()
@@ -157,6 +159,33 @@ fn ensure_token(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A JSON string literal.
+fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Writes `contents` readable by the owner only: the database URL may hold a password.
+fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+    let _ = fs::remove_file(path);
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(contents.as_bytes())
+}
+
 /// Polls `GET /health/ready` until it answers 200.
 fn wait_ready(listen: SocketAddr, api: &mut Child) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -193,4 +222,19 @@ fn stop(child: &mut Child) {
         let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
     }
     let _ = child.wait();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_strings_are_escaped() {
+        assert_eq!(json_string(r#"a"b\c"#), r#""a\"b\\c""#);
+        assert_eq!(json_string("x\ny"), r#""x\u000ay""#);
+        assert_eq!(
+            json_string("postgres://u@h/db?host=/tmp/x"),
+            r#""postgres://u@h/db?host=/tmp/x""#
+        );
+    }
 }

@@ -15,16 +15,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let level = match std::env::var("LOG_LEVEL").as_deref() {
-        Ok("error") => tracing::Level::ERROR,
-        Ok("warn") => tracing::Level::WARN,
-        Ok("debug") => tracing::Level::DEBUG,
-        Ok("trace") => tracing::Level::TRACE,
-        _ => tracing::Level::INFO,
-    };
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
     tracing_subscriber::fmt()
-        .with_max_level(level)
+        .with_max_level(config.log_level)
         .with_target(false)
         .with_ansi(ansi)
         .init();

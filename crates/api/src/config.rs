@@ -12,6 +12,7 @@
 //! | `API_MAX_ARTIFACT_BYTES` | largest artifact upload | `26214400` (25 MiB) |
 //! | `API_UPLOAD_IDLE_SECONDS` | an upload sending nothing this long is refused (408) | `30` |
 //! | `AGENT_*_ENABLED`, `AGENT_EMAIL_JUNK_FILTER_MODE` | feature flags | all off |
+//! | `LOG_LEVEL` | `error`, `warn`, `info`, `debug` or `trace` | `info` |
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -70,6 +71,7 @@ pub struct ApiConfig {
     pub artifact_max_bytes: u64,
     pub upload_idle_timeout: std::time::Duration,
     pub release: String,
+    pub log_level: tracing::Level,
 }
 
 fn parse_number<T: std::str::FromStr>(
@@ -95,6 +97,13 @@ impl ApiConfig {
     pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<ApiConfig, ConfigError> {
         let get = |name: &str| lookup(name).filter(|value| !value.is_empty());
         let database_url = get("DATABASE_URL").ok_or(ConfigError::Missing("DATABASE_URL"))?;
+        // The parser's messages never repeat the URL, which may hold a password.
+        database_url
+            .parse::<sqlx::postgres::PgConnectOptions>()
+            .map_err(|error| ConfigError::Invalid {
+                variable: "DATABASE_URL",
+                reason: error.to_string(),
+            })?;
         let database_max_connections =
             parse_number("DATABASE_MAX_CONNECTIONS", get("DATABASE_MAX_CONNECTIONS"), 10u32)?;
         if database_max_connections == 0 {
@@ -121,6 +130,31 @@ impl ApiConfig {
                 reason: "must be positive".into(),
             });
         }
+
+        let release = get("AGENT_RELEASE").unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned());
+        if release.len() > 128
+            || !release
+                .bytes()
+                .all(|byte| byte == b' ' || (0x21..=0x7e).contains(&byte))
+        {
+            return Err(ConfigError::Invalid {
+                variable: "AGENT_RELEASE",
+                reason: "must be at most 128 printable ASCII characters".into(),
+            });
+        }
+        let log_level = match get("LOG_LEVEL").as_deref() {
+            None | Some("info") => tracing::Level::INFO,
+            Some("error") => tracing::Level::ERROR,
+            Some("warn") => tracing::Level::WARN,
+            Some("debug") => tracing::Level::DEBUG,
+            Some("trace") => tracing::Level::TRACE,
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    variable: "LOG_LEVEL",
+                    reason: format!("`{other}` is not one of error, warn, info, debug, trace"),
+                });
+            }
+        };
 
         let token_path = PathBuf::from(get("API_TOKEN_FILE").ok_or(ConfigError::Missing("API_TOKEN_FILE"))?);
         let token = read_owner_only(&token_path)?;
@@ -154,7 +188,8 @@ impl ApiConfig {
             agents,
             artifact_max_bytes,
             upload_idle_timeout: std::time::Duration::from_secs(upload_idle_seconds),
-            release: get("AGENT_RELEASE").unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned()),
+            release,
+            log_level,
         })
     }
 }

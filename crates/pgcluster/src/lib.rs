@@ -158,7 +158,13 @@ impl Cluster {
                 source: errno.into(),
             })?;
         }
-        let mut cluster = Cluster::start(binaries, identity, &root, Durability::Throwaway)?;
+        let mut cluster = match Cluster::start(binaries, identity, &root, Durability::Throwaway) {
+            Ok(cluster) => cluster,
+            Err(error) => {
+                let _ = fs::remove_dir_all(&root);
+                return Err(error);
+            }
+        };
         cluster.temporary = true;
         cluster.spawn_reaper()?;
         Ok(cluster)
@@ -258,9 +264,12 @@ impl Cluster {
                 .join("\n")
         };
         loop {
-            // Line 8 of postmaster.pid is the postmaster status; `ready` means accepting connections.
+            // postmaster.pid: line 1 is the server's pid (a stale file from an unclean stop names
+            // another), line 8 its status; `ready` means accepting connections.
             let status = fs::read_to_string(data.join("postmaster.pid")).unwrap_or_default();
-            if status.lines().nth(7).map(str::trim) == Some("ready") {
+            let ours = self.child.as_ref().map(|child| child.id().to_string());
+            let mut lines = status.lines().map(str::trim);
+            if lines.next().map(str::to_owned) == ours && lines.nth(6) == Some("ready") {
                 return Ok(());
             }
             if let Some(child) = self.child.as_mut()
@@ -280,7 +289,9 @@ impl Cluster {
     }
 
     /// A reaper in its own process group (so a terminal Ctrl-C does not reach it) that waits for
-    /// this process to exit, then stops PostgreSQL and removes the cluster directory.
+    /// this process to exit, then stops PostgreSQL and removes the cluster directory. It signals
+    /// only while the cluster's `postmaster.pid` still names the server, so after a normal drop
+    /// (which removes the directory) a reused pid is never signalled.
     fn spawn_reaper(&self) -> Result<(), ClusterError> {
         let Some(child) = self.child.as_ref() else {
             return Ok(());
@@ -290,9 +301,10 @@ impl Cluster {
             .arg("-c")
             .arg(
                 r#"while kill -0 "$1" 2>/dev/null; do sleep 0.3; done
-kill -INT "$2" 2>/dev/null
-n=0; while kill -0 "$2" 2>/dev/null && [ $n -lt 100 ]; do sleep 0.1; n=$((n+1)); done
-kill -KILL "$2" 2>/dev/null
+ours() { [ "$(head -n 1 "$3/data/postmaster.pid" 2>/dev/null)" = "$2" ]; }
+ours && kill -INT "$2" 2>/dev/null
+n=0; while ours && kill -0 "$2" 2>/dev/null && [ $n -lt 100 ]; do sleep 0.1; n=$((n+1)); done
+ours && kill -KILL "$2" 2>/dev/null
 rm -rf "$3""#,
             )
             .arg("steward-pg-reaper")

@@ -213,28 +213,33 @@ impl Store {
         folder: Option<FolderId>,
     ) -> Result<FileSession> {
         let mut tx = self.pool.begin().await?;
-        let schedule: Option<Option<Uuid>> =
-            sqlx::query_scalar("SELECT schedule_id FROM sessions WHERE id = $1 AND principal_id = $2 FOR UPDATE")
-                .bind(id.as_uuid())
-                .bind(principal.as_str())
-                .fetch_optional(&mut *tx)
-                .await?;
-        let Some(schedule) = schedule else {
-            return Ok(FileSession::SessionNotFound);
-        };
-        if let Some(folder) = folder {
-            if schedule.is_some() {
-                return Ok(FileSession::Scheduled);
-            }
-            let folder_exists = sqlx::query("SELECT 1 FROM folders WHERE id = $1 AND principal_id = $2 FOR KEY SHARE")
+        // Folder before session: the order a folder delete takes them in (the folder row, then
+        // its sessions through ON DELETE SET NULL), so the two never deadlock. NO KEY UPDATE
+        // leaves new runs and uploads, which only key-share the session, unblocked.
+        let folder_exists = match folder {
+            Some(folder) => sqlx::query("SELECT 1 FROM folders WHERE id = $1 AND principal_id = $2 FOR KEY SHARE")
                 .bind(folder.as_uuid())
                 .bind(principal.as_str())
                 .fetch_optional(&mut *tx)
                 .await?
-                .is_some();
-            if !folder_exists {
-                return Ok(FileSession::FolderNotFound);
-            }
+                .is_some(),
+            None => true,
+        };
+        let schedule: Option<Option<Uuid>> = sqlx::query_scalar(
+            "SELECT schedule_id FROM sessions WHERE id = $1 AND principal_id = $2 FOR NO KEY UPDATE",
+        )
+        .bind(id.as_uuid())
+        .bind(principal.as_str())
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(schedule) = schedule else {
+            return Ok(FileSession::SessionNotFound);
+        };
+        if folder.is_some() && schedule.is_some() {
+            return Ok(FileSession::Scheduled);
+        }
+        if !folder_exists {
+            return Ok(FileSession::FolderNotFound);
         }
         sqlx::query("UPDATE sessions SET folder_id = $2 WHERE id = $1")
             .bind(id.as_uuid())

@@ -13,6 +13,7 @@ use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use store::{ArtifactRow, NewArtifact, Store};
+use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
@@ -22,7 +23,7 @@ use crate::auth::Caller;
 use crate::extract::{Path, Query};
 use crate::problem::ApiError;
 
-/// Bytes are stored in chunks of this size as they arrive.
+/// Bytes are stored in chunks of this size.
 const CHUNK_BYTES: usize = 256 * 1024;
 const DEFAULT_MEDIA_TYPE: &str = "application/octet-stream";
 const DEFAULT_FILENAME: &str = "attachment";
@@ -95,8 +96,10 @@ fn media_type(headers: &HeaderMap) -> Result<String, ApiError> {
     Ok(text.to_owned())
 }
 
-/// Uploads one file as the raw request body, streamed into storage. Larger than the configured
-/// limit → 413 and nothing is stored.
+/// Uploads one file as the raw request body. The body is first spooled to an unlinked temporary
+/// file (hashing and counting as it arrives), then copied into storage in one short transaction,
+/// so a slow client never holds a database connection or a lock. Larger than the configured limit
+/// → 413 and nothing is stored.
 #[utoipa::path(
     post, path = "/v1/sessions/{session_id}/artifacts", tag = "artifacts",
     security(("bearer" = ["sessions.write"])),
@@ -105,6 +108,8 @@ fn media_type(headers: &HeaderMap) -> Result<String, ApiError> {
     responses(
         (status = 201, description = "Stored", body = Artifact, headers(("Location" = String), ("ETag" = String))),
         (status = 404, description = "No such session", body = crate::openapi::Problem, content_type = "application/problem+json"),
+        (status = 408, description = "The upload stalled (`request_timeout`)", body = crate::openapi::Problem,
+         content_type = "application/problem+json"),
         (status = 413, description = "Over the size limit (`artifact_too_large`)", body = crate::openapi::Problem,
          content_type = "application/problem+json"),
     )
@@ -131,57 +136,31 @@ pub async fn upload(
     if declared.is_some_and(|length| length > limit) {
         return Err(too_large(limit));
     }
+    // Refuse before receiving the bytes; checked again, under lock, when storing them.
+    if state.store.session(&caller.principal, session).await?.is_none() {
+        return Err(ApiError::new(ErrorCode::SessionNotFound));
+    }
+    let mut spooled = spool(body, limit, state.settings.upload_idle_timeout).await?;
+
     let mut upload = state
         .store
         .begin_artifact(&caller.principal, session)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::SessionNotFound))?;
-
-    let mut hasher = Sha256::new();
-    let mut size: u64 = 0;
-    let mut pending = Vec::with_capacity(CHUNK_BYTES);
-    let mut stream = body.into_data_stream();
-    // An upload holds a database transaction open; one that stalls is dropped.
-    let idle = state.settings.upload_idle_timeout;
+    let mut chunk = vec![0u8; CHUNK_BYTES];
     loop {
-        let frame = match tokio::time::timeout(idle, stream.next()).await {
-            Ok(Some(frame)) => frame,
-            Ok(None) => break,
-            Err(_) => {
-                return Err(ApiError::new(ErrorCode::RequestTimeout)
-                    .detail(format!("no upload data arrived for {} seconds", idle.as_secs())));
-            }
-        };
-        let bytes = frame.map_err(|error| {
-            ApiError::new(ErrorCode::InvalidRequest).detail(format!("the upload was interrupted: {error}"))
-        })?;
-        size += bytes.len() as u64;
-        if size > limit {
-            // Dropping the upload rolls back every chunk written so far.
-            return Err(too_large(limit));
+        let filled = fill(&mut spooled.file, &mut chunk).await.map_err(spool_failed)?;
+        if filled == 0 {
+            break;
         }
-        hasher.update(&bytes);
-        let mut rest = &bytes[..];
-        while !rest.is_empty() {
-            let take = rest.len().min(CHUNK_BYTES - pending.len());
-            pending.extend_from_slice(&rest[..take]);
-            rest = &rest[take..];
-            if pending.len() == CHUNK_BYTES {
-                upload.write_chunk(&pending).await?;
-                pending.clear();
-            }
-        }
+        upload.write_chunk(&chunk[..filled]).await?;
     }
-    if !pending.is_empty() {
-        upload.write_chunk(&pending).await?;
-    }
-    let sha256: String = hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect();
     let row = upload
         .finish(NewArtifact {
             filename: filename.as_str(),
             media_type: &media_type,
-            size_bytes: i64::try_from(size).unwrap_or(i64::MAX),
-            sha256: &sha256,
+            size_bytes: i64::try_from(spooled.size).unwrap_or(i64::MAX),
+            sha256: &spooled.sha256,
         })
         .await?;
     let location = format!("/v1/sessions/{}/artifacts/{}", row.session_id, row.id);
@@ -192,6 +171,69 @@ pub async fn upload(
         JsonResponse(Artifact::from(row)),
     )
         .into_response())
+}
+
+/// An upload received in full, rewound to its start.
+struct Spooled {
+    file: tokio::fs::File,
+    size: u64,
+    sha256: String,
+}
+
+fn spool_failed(error: std::io::Error) -> ApiError {
+    tracing::error!(%error, "spooling an upload failed");
+    ApiError::new(ErrorCode::Internal)
+}
+
+/// Receives the body into an unlinked temporary file (gone with the process, whatever happens),
+/// enforcing the size limit and the idle timeout as bytes arrive.
+async fn spool(body: Body, limit: u64, idle: std::time::Duration) -> Result<Spooled, ApiError> {
+    let file = tokio::task::spawn_blocking(tempfile::tempfile)
+        .await
+        .map_err(|error| spool_failed(std::io::Error::other(error)))?
+        .map_err(spool_failed)?;
+    let mut file = tokio::fs::File::from_std(file);
+    let mut hasher = Sha256::new();
+    let mut size: u64 = 0;
+    let mut stream = body.into_data_stream();
+    loop {
+        let bytes = match tokio::time::timeout(idle, stream.next()).await {
+            Ok(Some(Ok(bytes))) => bytes,
+            Ok(Some(Err(error))) => {
+                return Err(
+                    ApiError::new(ErrorCode::InvalidRequest).detail(format!("the upload was interrupted: {error}"))
+                );
+            }
+            Ok(None) => break,
+            Err(_) => {
+                return Err(ApiError::new(ErrorCode::RequestTimeout)
+                    .detail(format!("no upload data arrived for {} seconds", idle.as_secs())));
+            }
+        };
+        size += bytes.len() as u64;
+        if size > limit {
+            return Err(too_large(limit));
+        }
+        hasher.update(&bytes);
+        file.write_all(&bytes).await.map_err(spool_failed)?;
+    }
+    file.flush().await.map_err(spool_failed)?;
+    file.seek(std::io::SeekFrom::Start(0)).await.map_err(spool_failed)?;
+    let sha256 = hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect();
+    Ok(Spooled { file, size, sha256 })
+}
+
+/// Reads until `buffer` is full or the file ends; returns how many bytes were read.
+async fn fill(file: &mut tokio::fs::File, buffer: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buffer.len() {
+        let read = file.read(&mut buffer[filled..]).await?;
+        if read == 0 {
+            break;
+        }
+        filled += read;
+    }
+    Ok(filled)
 }
 
 async fn find(state: &AppState, caller: &Caller, session_id: &str, artifact_id: &str) -> Result<ArtifactRow, ApiError> {
@@ -266,6 +308,11 @@ pub async fn content(
     );
     response_headers.insert(header::CONTENT_LENGTH, HeaderValue::from(row.size_bytes));
     response_headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    // Uploaded HTML or SVG opened in a browser runs nothing and reaches nothing.
+    response_headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("sandbox; default-src 'none'"),
+    );
     if let Ok(value) = HeaderValue::from_str(&content_disposition(&row.filename)) {
         response_headers.insert(header::CONTENT_DISPOSITION, value);
     }

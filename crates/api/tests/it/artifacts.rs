@@ -69,6 +69,10 @@ async fn upload_read_back_and_conditional_get() {
     assert_eq!(content.headers()["content-type"], "image/png");
     assert_eq!(content.headers()["x-content-type-options"], "nosniff");
     assert_eq!(
+        content.headers()["content-security-policy"],
+        "sandbox; default-src 'none'"
+    );
+    assert_eq!(
         content.headers()["content-disposition"],
         "attachment; filename*=UTF-8''photo%20%C3%A9.png"
     );
@@ -169,6 +173,7 @@ async fn uploads_over_the_limit_are_refused_and_leave_nothing() {
 
     let stored = (app.count("artifacts").await, app.count("artifact_chunks").await);
     assert_eq!(stored, (1, 1), "only the accepted upload is stored");
+    app.assert_no_open_transactions().await;
 }
 
 #[tokio::test]
@@ -235,7 +240,7 @@ async fn a_stalled_upload_is_refused_and_leaves_nothing() {
         "/v1/sessions/{}/artifacts?filename=slow.bin",
         session["session_id"].as_str().expect("id")
     );
-    // More than one storage chunk (so one is written), then silence: the stream never ends.
+    // More than one storage chunk, then silence: the stream never ends.
     let first = futures_util::stream::iter([Ok::<_, std::io::Error>(vec![1u8; 300 * 1024])]);
     let stalled = futures_util::StreamExt::chain(first, futures_util::stream::pending());
     let response = app

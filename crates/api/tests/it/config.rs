@@ -23,6 +23,16 @@ fn token_file_must_exist_be_owner_only_regular_and_long_enough() {
         parse(&vars)
     };
     assert!(with(good).is_ok());
+    let bad_url = parse(&[
+        ("DATABASE_URL", "postgres://user:hunter2@host:notaport/db"),
+        ("API_TOKEN_FILE", good),
+    ]);
+    let error = bad_url.expect_err("malformed url");
+    assert!(error.to_string().starts_with("DATABASE_URL is invalid"), "{error}");
+    assert!(
+        !error.to_string().contains("hunter2"),
+        "the password is never echoed: {error}"
+    );
 
     assert!(matches!(parse(&base), Err(ConfigError::Missing("API_TOKEN_FILE"))));
     let missing = dir.path().join("absent");
@@ -82,6 +92,16 @@ fn scopes_and_flags_are_validated() {
 
     let error = with(&[("API_LISTEN_ADDR", "localhost")]).expect_err("bad address");
     assert!(error.to_string().starts_with("API_LISTEN_ADDR is invalid"), "{error}");
+
+    let error = with(&[("LOG_LEVEL", "verbose")]).expect_err("unknown log level");
+    assert!(error.to_string().starts_with("LOG_LEVEL is invalid"), "{error}");
+    let error = with(&[("AGENT_RELEASE", "line\nbreak")]).expect_err("release that cannot be a header");
+    assert!(error.to_string().starts_with("AGENT_RELEASE is invalid"), "{error}");
+    let error = with(&[("API_UPLOAD_IDLE_SECONDS", "0")]).expect_err("zero timeout");
+    assert!(
+        error.to_string().starts_with("API_UPLOAD_IDLE_SECONDS is invalid"),
+        "{error}"
+    );
 
     let config = with(&[("AUTH_SCOPES", "sessions.read"), ("API_MAX_ARTIFACT_BYTES", "1000")]).expect("valid");
     assert_eq!(config.artifact_max_bytes, 1000);

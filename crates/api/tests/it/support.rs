@@ -140,6 +140,18 @@ impl TestApp {
             .expect("count rows")
     }
 
+    /// Asserts no connection to this database sits inside an unfinished transaction.
+    pub async fn assert_no_open_transactions(&self) {
+        let open: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'",
+        )
+        .fetch_one(&self.db.pool)
+        .await
+        .expect("pg_stat_activity");
+        assert_eq!(open, 0, "a transaction was left open");
+    }
+
     pub async fn get_json(&self, path: &str) -> (u16, Value) {
         json(self.request(reqwest::Method::GET, path).send().await.expect("send")).await
     }
