@@ -12,6 +12,9 @@
 //! | `API_MAX_ARTIFACT_BYTES` | largest artifact upload | `26214400` (25 MiB) |
 //! | `API_UPLOAD_IDLE_SECONDS` | an upload sending nothing this long is refused (408) | `30` |
 //! | `AGENT_*_ENABLED`, `AGENT_EMAIL_JUNK_FILTER_MODE` | feature flags | all off |
+//! | `RUN_MAX_STEPS`, `RUN_MAX_MODEL_CALLS`, `RUN_MAX_TOOL_CALLS` | per-run caps of interactive runs | `16` each |
+//! | `RUN_MAX_COST` | per-run cost cap, a decimal | `1` |
+//! | `RUN_TIMEOUT_SECONDS` | per-run deadline | `300` |
 //! | `LOG_LEVEL` | `error`, `warn`, `info`, `debug` or `trace` | `info` |
 
 use std::net::SocketAddr;
@@ -21,6 +24,7 @@ use domain::agent::{AgentDefinition, AgentError, AgentRegistry};
 use domain::cursor::CursorCodec;
 use domain::flags::{FeatureFlags, FlagError};
 use domain::ids::PrincipalId;
+use domain::run::{Cost, RunLimits};
 use domain::scope::{ScopeError, ScopeSet};
 use hardening::secret_file::{SecretFileError, read_owner_only};
 use hmac::{Hmac, Mac};
@@ -72,6 +76,8 @@ pub struct ApiConfig {
     pub upload_idle_timeout: std::time::Duration,
     pub release: String,
     pub log_level: tracing::Level,
+    /// Limits given to every interactive run.
+    pub run_limits: RunLimits,
 }
 
 fn parse_number<T: std::str::FromStr>(
@@ -156,6 +162,31 @@ impl ApiConfig {
             }
         };
 
+        let defaults = RunLimits::default();
+        let positive = |variable: &'static str, default: u32| -> Result<u32, ConfigError> {
+            let value = parse_number(variable, get(variable), default)?;
+            if value == 0 {
+                return Err(ConfigError::Invalid {
+                    variable,
+                    reason: "must be positive".into(),
+                });
+            }
+            Ok(value)
+        };
+        let run_limits = RunLimits {
+            max_steps: positive("RUN_MAX_STEPS", defaults.max_steps)?,
+            max_model_calls: positive("RUN_MAX_MODEL_CALLS", defaults.max_model_calls)?,
+            max_tool_calls: positive("RUN_MAX_TOOL_CALLS", defaults.max_tool_calls)?,
+            max_cost: match get("RUN_MAX_COST") {
+                None => defaults.max_cost,
+                Some(text) => Cost::parse(&text).map_err(|error| ConfigError::Invalid {
+                    variable: "RUN_MAX_COST",
+                    reason: error.to_string(),
+                })?,
+            },
+            run_timeout_seconds: positive("RUN_TIMEOUT_SECONDS", defaults.run_timeout_seconds)?,
+        };
+
         let token_path = PathBuf::from(get("API_TOKEN_FILE").ok_or(ConfigError::Missing("API_TOKEN_FILE"))?);
         let token = read_owner_only(&token_path)?;
         let token = token.strip_suffix(b"\n").unwrap_or(&token);
@@ -190,6 +221,7 @@ impl ApiConfig {
             upload_idle_timeout: std::time::Duration::from_secs(upload_idle_seconds),
             release,
             log_level,
+            run_limits,
         })
     }
 }

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod config;
 mod extract;
 mod handlers;
+mod hub;
 pub mod openapi;
 pub mod problem;
 pub mod routes;
@@ -28,6 +29,7 @@ pub use config::ApiConfig;
 pub struct AppState {
     store: Store,
     settings: Arc<Settings>,
+    hub: Arc<hub::EventHub>,
 }
 
 #[derive(Debug)]
@@ -37,6 +39,7 @@ struct Settings {
     cursors: CursorCodec,
     artifact_max_bytes: u64,
     upload_idle_timeout: std::time::Duration,
+    run_limits: domain::run::RunLimits,
     release: String,
     openapi_json: String,
 }
@@ -51,12 +54,15 @@ pub fn app(config: ApiConfig, store: Store) -> Router {
         cursors: config.cursors,
         artifact_max_bytes: config.artifact_max_bytes,
         upload_idle_timeout: config.upload_idle_timeout,
+        run_limits: config.run_limits,
         release: config.release,
         openapi_json,
     };
+    let hub = hub::EventHub::start(store.pool().clone());
     let state = AppState {
         store,
         settings: Arc::new(settings),
+        hub,
     };
     routes::router(state, authenticator)
 }

@@ -11,7 +11,7 @@ use utoipa::openapi::{OpenApi as Document, PathItem};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::AppState;
-use crate::handlers::{artifacts, folders, health, memories, sessions};
+use crate::handlers::{artifacts, events, folders, health, memories, runs, sessions};
 use crate::routes::catalog;
 
 /// An RFC 9457 problem document, the body of every error answer.
@@ -57,6 +57,10 @@ impl Modify for BearerAuth {
         artifacts::upload,
         artifacts::metadata,
         artifacts::content,
+        runs::submit,
+        events::stream,
+        runs::get,
+        runs::cancel,
         folders::list,
         folders::create,
         folders::rename,

@@ -17,7 +17,7 @@ use domain::scope::Scope;
 
 use crate::AppState;
 use crate::auth::{self, Authenticator, Guard};
-use crate::handlers::{artifacts, folders, health, memories, sessions};
+use crate::handlers::{artifacts, events, folders, health, memories, runs, sessions};
 use crate::{openapi, problem};
 
 /// Who may call a route.
@@ -80,6 +80,10 @@ pub fn catalog() -> Vec<RouteDef> {
         route!(POST "/v1/sessions/{session_id}/artifacts", Scoped(SessionsWrite), None, artifacts::upload),
         route!(GET "/v1/sessions/{session_id}/artifacts/{artifact_id}", Scoped(SessionsRead), None, artifacts::metadata),
         route!(GET "/v1/sessions/{session_id}/artifacts/{artifact_id}/content", Scoped(SessionsRead), None, artifacts::content),
+        route!(POST "/v1/sessions/{session_id}/messages", Scoped(SessionsWrite), None, runs::submit),
+        route!(GET "/v1/sessions/{session_id}/events", Scoped(SessionsRead), None, events::stream),
+        route!(GET "/v1/runs/{run_id}", Scoped(SessionsRead), None, runs::get),
+        route!(POST "/v1/runs/{run_id}/cancel", Scoped(SessionsWrite), None, runs::cancel),
         route!(GET "/v1/folders", Scoped(SessionsRead), None, folders::list),
         route!(POST "/v1/folders", Scoped(SessionsWrite), None, folders::create),
         route!(PATCH "/v1/folders/{folder_id}", Scoped(SessionsWrite), None, folders::rename),

@@ -26,10 +26,17 @@ pub enum ErrorCode {
     ArtifactTooLarge,
     NotReady,
     Internal,
+    IdempotencyKeyRequired,
+    IdempotencyKeyReused,
+    IdempotencyKeyInFlight,
+    ActiveRunExists,
+    RunNotFound,
+    RunNotActive,
+    UnknownArtifact,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 21] = [
+    pub const ALL: [ErrorCode; 28] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -51,6 +58,13 @@ impl ErrorCode {
         ErrorCode::ArtifactTooLarge,
         ErrorCode::NotReady,
         ErrorCode::Internal,
+        ErrorCode::IdempotencyKeyRequired,
+        ErrorCode::IdempotencyKeyReused,
+        ErrorCode::IdempotencyKeyInFlight,
+        ErrorCode::ActiveRunExists,
+        ErrorCode::RunNotFound,
+        ErrorCode::RunNotActive,
+        ErrorCode::UnknownArtifact,
     ];
 
     /// The stable machine-readable code, the `code` member of a problem document.
@@ -77,6 +91,13 @@ impl ErrorCode {
             ErrorCode::ArtifactTooLarge => "artifact_too_large",
             ErrorCode::NotReady => "not_ready",
             ErrorCode::Internal => "internal_error",
+            ErrorCode::IdempotencyKeyRequired => "idempotency_key_required",
+            ErrorCode::IdempotencyKeyReused => "idempotency_key_reused",
+            ErrorCode::IdempotencyKeyInFlight => "idempotency_key_in_flight",
+            ErrorCode::ActiveRunExists => "active_run_exists",
+            ErrorCode::RunNotFound => "run_not_found",
+            ErrorCode::RunNotActive => "run_not_active",
+            ErrorCode::UnknownArtifact => "unknown_artifact",
         }
     }
 
@@ -98,6 +119,13 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge | ErrorCode::ArtifactTooLarge => 413,
             ErrorCode::NotReady => 503,
             ErrorCode::Internal => 500,
+            ErrorCode::IdempotencyKeyRequired => 400,
+            ErrorCode::IdempotencyKeyReused => 422,
+            ErrorCode::IdempotencyKeyInFlight => 409,
+            ErrorCode::ActiveRunExists => 409,
+            ErrorCode::RunNotFound => 404,
+            ErrorCode::RunNotActive => 409,
+            ErrorCode::UnknownArtifact => 422,
         }
     }
 
@@ -125,6 +153,13 @@ impl ErrorCode {
             ErrorCode::ArtifactTooLarge => "Artifact too large",
             ErrorCode::NotReady => "Service not ready",
             ErrorCode::Internal => "Internal error",
+            ErrorCode::IdempotencyKeyRequired => "Idempotency key required",
+            ErrorCode::IdempotencyKeyReused => "Idempotency key reused with a different request",
+            ErrorCode::IdempotencyKeyInFlight => "A request with this idempotency key is in progress",
+            ErrorCode::ActiveRunExists => "The session already has an active run",
+            ErrorCode::RunNotFound => "Run not found",
+            ErrorCode::RunNotActive => "The run has already finished",
+            ErrorCode::UnknownArtifact => "Unknown artifact",
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod cursor;
 pub mod error_code;
 pub mod flags;
 pub mod folder;
+pub mod idempotency;
 pub mod ids;
 pub mod run;
 pub mod scope;

@@ -40,6 +40,19 @@ impl RunState {
         RunState::ALL.into_iter().find(|state| state.as_str() == text)
     }
 
+    /// What the client shows under the title: `needs_approval`, `needs_answer`, `working` while
+    /// active; the state itself once terminal.
+    pub const fn client_status(self) -> &'static str {
+        match self {
+            RunState::Queued | RunState::Running => "working",
+            RunState::WaitingApproval => "needs_approval",
+            RunState::WaitingInput => "needs_answer",
+            RunState::Completed => "completed",
+            RunState::Failed => "failed",
+            RunState::Cancelled => "cancelled",
+        }
+    }
+
     /// Completed, failed and cancelled are terminal; every other state is active.
     pub const fn is_active(self) -> bool {
         !matches!(self, RunState::Completed | RunState::Failed | RunState::Cancelled)
@@ -61,5 +74,95 @@ mod tests {
         for state in RunState::ALL {
             assert_eq!(RunState::parse(state.as_str()), Some(state));
         }
+    }
+}
+
+/// A non-negative amount of money in millionths of a currency unit, parsed from a decimal string
+/// such as `"1"` or `"0.25"` (at most six fractional digits). Fixed-point, so limits compare
+/// exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct Cost(i64);
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("`{0}` is not a non-negative decimal with at most six fractional digits")]
+pub struct CostError(String);
+
+impl Cost {
+    pub const fn from_micros(micros: i64) -> Cost {
+        Cost(micros)
+    }
+
+    pub const fn micros(self) -> i64 {
+        self.0
+    }
+
+    pub fn parse(text: &str) -> Result<Cost, CostError> {
+        let error = || CostError(text.to_owned());
+        let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+        let digits = |part: &str| part.chars().all(|c| c.is_ascii_digit());
+        if whole.is_empty() || !digits(whole) || !digits(fraction) || fraction.len() > 6 || text.ends_with('.') {
+            return Err(error());
+        }
+        let whole: i64 = whole.parse().map_err(|_| error())?;
+        let fraction: i64 = format!("{fraction:0<6}").parse().map_err(|_| error())?;
+        whole
+            .checked_mul(1_000_000)
+            .and_then(|micros| micros.checked_add(fraction))
+            .map(Cost)
+            .ok_or_else(error)
+    }
+}
+
+impl std::fmt::Display for Cost {
+    /// The shortest decimal form: `1`, `0.25`, `0.000001`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (whole, fraction) = (self.0 / 1_000_000, self.0 % 1_000_000);
+        if fraction == 0 {
+            write!(f, "{whole}")
+        } else {
+            let fraction = format!("{fraction:06}");
+            write!(f, "{whole}.{}", fraction.trim_end_matches('0'))
+        }
+    }
+}
+
+/// Per-run limits. Exceeding the timeout cancels the run with reason `deadline`; exceeding any
+/// other limit fails it with a code naming the limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunLimits {
+    pub max_steps: u32,
+    pub max_model_calls: u32,
+    pub max_tool_calls: u32,
+    pub max_cost: Cost,
+    pub run_timeout_seconds: u32,
+}
+
+impl Default for RunLimits {
+    fn default() -> Self {
+        RunLimits {
+            max_steps: 16,
+            max_model_calls: 16,
+            max_tool_calls: 16,
+            max_cost: Cost::from_micros(1_000_000),
+            run_timeout_seconds: 300,
+        }
+    }
+}
+
+#[cfg(test)]
+mod cost_tests {
+    use super::*;
+
+    #[test]
+    fn costs_parse_exactly_and_print_shortest() {
+        assert_eq!(Cost::parse("1"), Ok(Cost::from_micros(1_000_000)));
+        assert_eq!(Cost::parse("0.25"), Ok(Cost::from_micros(250_000)));
+        assert_eq!(Cost::parse("12.000001"), Ok(Cost::from_micros(12_000_001)));
+        for bad in ["", "-1", "1.", ".5", "1.1234567", "1e3", "abc", "1.2.3", " 1"] {
+            assert!(Cost::parse(bad).is_err(), "{bad}");
+        }
+        assert_eq!(Cost::from_micros(250_000).to_string(), "0.25");
+        assert_eq!(Cost::from_micros(3_000_000).to_string(), "3");
+        assert_eq!(Cost::from_micros(1).to_string(), "0.000001");
     }
 }

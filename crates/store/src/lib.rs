@@ -3,11 +3,15 @@
 //! Every statement here is exercised by a test against a real PostgreSQL server.
 
 mod artifacts;
+mod events;
 mod folders;
+mod runs;
 mod sessions;
 
 pub use artifacts::{ArtifactRow, ArtifactUpload, NewArtifact};
+pub use events::{EVENTS_CHANNEL, EventRow};
 pub use folders::{FolderRow, RenameFolder};
+pub use runs::{CancelRun, IdempotencyClaim, NewMessage, RunRow, StoredResponse, Submit};
 pub use sessions::{DeleteSession, FileSession, NewSession, SessionPage, SessionRow};
 
 use sqlx::PgPool;
@@ -75,6 +79,33 @@ impl Store {
                 .all(|((version, success, checksum), migration)| {
                     *success && *version == migration.version && checksum.as_slice() == migration.checksum.as_ref()
                 }))
+    }
+}
+
+impl Store {
+    /// Runs `work` in a transaction, committing when `commit_if` approves its outcome and rolling
+    /// back explicitly otherwise (also on error). A merely dropped transaction only queues its
+    /// rollback for when the connection is next used, so its locks would outlive the request.
+    async fn transaction<T>(
+        &self,
+        work: impl AsyncFnOnce(&mut sqlx::PgConnection) -> Result<T>,
+        commit_if: impl FnOnce(&T) -> bool,
+    ) -> Result<T> {
+        let mut tx = self.pool.begin().await?;
+        match work(&mut tx).await {
+            Ok(outcome) if commit_if(&outcome) => {
+                tx.commit().await?;
+                Ok(outcome)
+            }
+            Ok(outcome) => {
+                tx.rollback().await?;
+                Ok(outcome)
+            }
+            Err(error) => {
+                let _ = tx.rollback().await;
+                Err(error)
+            }
+        }
     }
 }
 

@@ -3,13 +3,13 @@
 
 use domain::agent::{Agent, AgentVersion};
 use domain::ids::{FolderId, PrincipalId, RunId, ScheduleId, SessionId};
-use domain::run::RunState;
 use jiff::Timestamp;
 use serde_json::Value;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 use uuid::Uuid;
 
+use crate::runs::active_states_sql;
 use crate::{Result, Store, timestamp};
 
 /// A session as stored, with the id of its most recent run.
@@ -91,14 +91,6 @@ pub enum FileSession {
     Scheduled,
 }
 
-fn active_states() -> Vec<&'static str> {
-    RunState::ALL
-        .into_iter()
-        .filter(|state| state.is_active())
-        .map(RunState::as_str)
-        .collect()
-}
-
 impl Store {
     /// Creates a session pinned to the agent's current version, recording that version's
     /// configuration on first use so the pinned configuration always stays available.
@@ -163,46 +155,56 @@ impl Store {
 
     /// Deletes a session and everything in it, irreversibly, unless it has an active run.
     pub async fn delete_session(&self, principal: &PrincipalId, id: SessionId) -> Result<DeleteSession> {
-        let mut tx = self.pool.begin().await?;
-        // The row lock conflicts with the key-share lock a new run takes on its session, so no run
-        // can start between the check below and the delete.
-        let exists = sqlx::query("SELECT 1 FROM sessions WHERE id = $1 AND principal_id = $2 FOR UPDATE")
-            .bind(id.as_uuid())
-            .bind(principal.as_str())
-            .fetch_optional(&mut *tx)
-            .await?
-            .is_some();
-        if !exists {
-            let tombstone = sqlx::query("SELECT 1 FROM deleted_sessions WHERE session_id = $1 AND principal_id = $2")
+        self.transaction(
+            async |tx: &mut sqlx::PgConnection| {
+                // The row lock conflicts with the key-share lock a new run takes on its session, so no run
+                // can start between the check below and the delete.
+                let exists = sqlx::query("SELECT 1 FROM sessions WHERE id = $1 AND principal_id = $2 FOR UPDATE")
+                    .bind(id.as_uuid())
+                    .bind(principal.as_str())
+                    .fetch_optional(&mut *tx)
+                    .await?
+                    .is_some();
+                if !exists {
+                    let tombstone =
+                        sqlx::query("SELECT 1 FROM deleted_sessions WHERE session_id = $1 AND principal_id = $2")
+                            .bind(id.as_uuid())
+                            .bind(principal.as_str())
+                            .fetch_optional(&mut *tx)
+                            .await?;
+                    return Ok(if tombstone.is_some() {
+                        DeleteSession::AlreadyDeleted
+                    } else {
+                        DeleteSession::NotFound
+                    });
+                }
+                let sql = format!(
+                    "SELECT id FROM runs WHERE session_id = $1 AND state IN ({})",
+                    active_states_sql()
+                );
+                let active: Option<Uuid> = sqlx::query_scalar(&sql)
+                    .bind(id.as_uuid())
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                if let Some(run) = active {
+                    return Ok(DeleteSession::ActiveRun(RunId::from_uuid(run)));
+                }
+                sqlx::query("DELETE FROM sessions WHERE id = $1")
+                    .bind(id.as_uuid())
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query(
+                    "INSERT INTO deleted_sessions (session_id, principal_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                )
                 .bind(id.as_uuid())
                 .bind(principal.as_str())
-                .fetch_optional(&mut *tx)
+                .execute(&mut *tx)
                 .await?;
-            return Ok(if tombstone.is_some() {
-                DeleteSession::AlreadyDeleted
-            } else {
-                DeleteSession::NotFound
-            });
-        }
-        let active: Option<Uuid> = sqlx::query_scalar("SELECT id FROM runs WHERE session_id = $1 AND state = ANY($2)")
-            .bind(id.as_uuid())
-            .bind(active_states())
-            .fetch_optional(&mut *tx)
-            .await?;
-        if let Some(run) = active {
-            return Ok(DeleteSession::ActiveRun(RunId::from_uuid(run)));
-        }
-        sqlx::query("DELETE FROM sessions WHERE id = $1")
-            .bind(id.as_uuid())
-            .execute(&mut *tx)
-            .await?;
-        sqlx::query("INSERT INTO deleted_sessions (session_id, principal_id) VALUES ($1, $2) ON CONFLICT DO NOTHING")
-            .bind(id.as_uuid())
-            .bind(principal.as_str())
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(DeleteSession::Deleted)
+                Ok(DeleteSession::Deleted)
+            },
+            |outcome| *outcome == DeleteSession::Deleted,
+        )
+        .await
     }
 
     /// Moves a session into `folder`, or out of any folder when `folder` is `None`.
@@ -212,43 +214,49 @@ impl Store {
         id: SessionId,
         folder: Option<FolderId>,
     ) -> Result<FileSession> {
-        let mut tx = self.pool.begin().await?;
-        // Folder before session: the order a folder delete takes them in (the folder row, then
-        // its sessions through ON DELETE SET NULL), so the two never deadlock. NO KEY UPDATE
-        // leaves new runs and uploads, which only key-share the session, unblocked.
-        let folder_exists = match folder {
-            Some(folder) => sqlx::query("SELECT 1 FROM folders WHERE id = $1 AND principal_id = $2 FOR KEY SHARE")
-                .bind(folder.as_uuid())
+        self.transaction(
+            async |tx: &mut sqlx::PgConnection| {
+                // Folder before session: the order a folder delete takes them in (the folder row, then
+                // its sessions through ON DELETE SET NULL), so the two never deadlock. NO KEY UPDATE
+                // leaves new runs and uploads, which only key-share the session, unblocked.
+                let folder_exists = match folder {
+                    Some(folder) => {
+                        sqlx::query("SELECT 1 FROM folders WHERE id = $1 AND principal_id = $2 FOR KEY SHARE")
+                            .bind(folder.as_uuid())
+                            .bind(principal.as_str())
+                            .fetch_optional(&mut *tx)
+                            .await?
+                            .is_some()
+                    }
+                    None => true,
+                };
+                let schedule: Option<Option<Uuid>> = sqlx::query_scalar(
+                    "SELECT schedule_id FROM sessions WHERE id = $1 AND principal_id = $2 FOR NO KEY UPDATE",
+                )
+                .bind(id.as_uuid())
                 .bind(principal.as_str())
                 .fetch_optional(&mut *tx)
-                .await?
-                .is_some(),
-            None => true,
-        };
-        let schedule: Option<Option<Uuid>> = sqlx::query_scalar(
-            "SELECT schedule_id FROM sessions WHERE id = $1 AND principal_id = $2 FOR NO KEY UPDATE",
+                .await?;
+                let Some(schedule) = schedule else {
+                    return Ok(FileSession::SessionNotFound);
+                };
+                if folder.is_some() && schedule.is_some() {
+                    return Ok(FileSession::Scheduled);
+                }
+                if !folder_exists {
+                    return Ok(FileSession::FolderNotFound);
+                }
+                sqlx::query("UPDATE sessions SET folder_id = $2 WHERE id = $1")
+                    .bind(id.as_uuid())
+                    .bind(folder.map(|folder| folder.as_uuid()))
+                    .execute(&mut *tx)
+                    .await?;
+                let sql = format!("SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.id = $1");
+                let row = sqlx::query(&sql).bind(id.as_uuid()).fetch_one(&mut *tx).await?;
+                Ok(FileSession::Filed(Box::new(SessionRow::from_row(&row)?)))
+            },
+            |outcome| matches!(outcome, FileSession::Filed(_)),
         )
-        .bind(id.as_uuid())
-        .bind(principal.as_str())
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(schedule) = schedule else {
-            return Ok(FileSession::SessionNotFound);
-        };
-        if folder.is_some() && schedule.is_some() {
-            return Ok(FileSession::Scheduled);
-        }
-        if !folder_exists {
-            return Ok(FileSession::FolderNotFound);
-        }
-        sqlx::query("UPDATE sessions SET folder_id = $2 WHERE id = $1")
-            .bind(id.as_uuid())
-            .bind(folder.map(|folder| folder.as_uuid()))
-            .execute(&mut *tx)
-            .await?;
-        let sql = format!("SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.id = $1");
-        let row = sqlx::query(&sql).bind(id.as_uuid()).fetch_one(&mut *tx).await?;
-        tx.commit().await?;
-        Ok(FileSession::Filed(Box::new(SessionRow::from_row(&row)?)))
+        .await
     }
 }

@@ -1,9 +1,11 @@
 //! Request handlers, one module per resource.
 
 pub mod artifacts;
+pub mod events;
 pub mod folders;
 pub mod health;
 pub mod memories;
+pub mod runs;
 pub mod sessions;
 
 use domain::ErrorCode;

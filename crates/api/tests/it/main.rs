@@ -8,5 +8,7 @@ mod health;
 mod matrix;
 mod openapi;
 mod pagination;
+mod runs;
 mod sessions;
+mod stream;
 mod support;

@@ -137,11 +137,16 @@ async fn sessions_keep_their_agent_version_when_a_restart_changes_the_configurat
 }
 
 async fn insert_run(db: &TestDatabase, session: &str, state: &str) -> Result<uuid::Uuid, sqlx::Error> {
-    sqlx::query_scalar("INSERT INTO runs (id, session_id, state) VALUES (gen_random_uuid(), $1::uuid, $2) RETURNING id")
-        .bind(session)
-        .bind(state)
-        .fetch_one(&db.pool)
-        .await
+    sqlx::query_scalar(
+        "INSERT INTO runs (id, session_id, state, finished_at)
+         VALUES (gen_random_uuid(), $1::uuid, $2,
+                 CASE WHEN $2 IN ('completed', 'failed', 'cancelled') THEN now() END)
+         RETURNING id",
+    )
+    .bind(session)
+    .bind(state)
+    .fetch_one(&db.pool)
+    .await
 }
 
 #[tokio::test]
@@ -168,7 +173,7 @@ async fn delete_is_refused_during_an_active_run_and_safe_to_repeat() {
     assert_eq!(body["run_id"], run.to_string());
     assert_eq!(app.get_json(&path).await.0, 200, "nothing was deleted");
 
-    sqlx::query("UPDATE runs SET state = 'completed' WHERE id = $1")
+    sqlx::query("UPDATE runs SET state = 'completed', finished_at = now() WHERE id = $1")
         .bind(run)
         .execute(&app.db.pool)
         .await
@@ -219,7 +224,7 @@ async fn the_database_allows_one_active_run_per_session() {
         let first = insert_run(&app.db, id, active).await.expect("first active run");
         let second = insert_run(&app.db, id, "queued").await.expect_err("second active run");
         assert!(second.to_string().contains("runs_one_active_per_session"), "{second}");
-        sqlx::query("UPDATE runs SET state = 'cancelled' WHERE id = $1")
+        sqlx::query("UPDATE runs SET state = 'cancelled', finished_at = now() WHERE id = $1")
             .bind(first)
             .execute(&app.db.pool)
             .await

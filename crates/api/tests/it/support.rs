@@ -183,3 +183,89 @@ pub async fn expect_problem(response: Response, status: u16, code: &str) -> Valu
     assert!(body["title"].is_string());
     body
 }
+
+/// One server-sent event frame.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frame {
+    pub id: Option<i64>,
+    pub event: Option<String>,
+    pub data: String,
+}
+
+/// Reads SSE frames incrementally, keeping partial frames across chunks.
+pub struct SseReader {
+    stream: std::pin::Pin<Box<dyn futures_util::Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+    buffer: String,
+}
+
+impl SseReader {
+    pub fn new(response: Response) -> SseReader {
+        SseReader {
+            stream: Box::pin(response.bytes_stream()),
+            buffer: String::new(),
+        }
+    }
+
+    /// The next event frame (comments are skipped); `None` when the server closed the stream.
+    pub async fn next(&mut self) -> Option<Frame> {
+        use futures_util::StreamExt;
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let raw: String = self.buffer.drain(..end + 2).collect();
+                let mut frame = Frame {
+                    id: None,
+                    event: None,
+                    data: String::new(),
+                };
+                let mut meaningful = false;
+                for line in raw.lines() {
+                    if let Some(value) = line.strip_prefix("id:") {
+                        frame.id = Some(value.trim().parse().expect("numeric id"));
+                        meaningful = true;
+                    } else if let Some(value) = line.strip_prefix("event:") {
+                        frame.event = Some(value.trim().to_owned());
+                        meaningful = true;
+                    } else if let Some(value) = line.strip_prefix("data:") {
+                        frame.data.push_str(value.trim_start());
+                        meaningful = true;
+                    }
+                }
+                if meaningful {
+                    return Some(frame);
+                }
+                continue;
+            }
+            match self.stream.next().await {
+                Some(Ok(bytes)) => self.buffer.push_str(std::str::from_utf8(&bytes).expect("utf-8 stream")),
+                Some(Err(_)) | None => return None,
+            }
+        }
+    }
+}
+
+impl TestApp {
+    /// Submits `text` to `session` under `key`.
+    pub async fn submit(&self, session: &str, key: &str, body: Value) -> Response {
+        self.request(reqwest::Method::POST, &format!("/v1/sessions/{session}/messages"))
+            .header("idempotency-key", key)
+            .json(&body)
+            .send()
+            .await
+            .expect("send")
+    }
+
+    /// Opens the session's event stream after `after`.
+    pub async fn events(&self, session: &str, after: Option<i64>) -> SseReader {
+        let mut request = self.request(reqwest::Method::GET, &format!("/v1/sessions/{session}/events"));
+        if let Some(after) = after {
+            request = request.header("last-event-id", after.to_string());
+        }
+        let response = request.send().await.expect("send");
+        assert_eq!(response.status(), 200, "event stream");
+        SseReader::new(response)
+    }
+
+    pub fn store(&self) -> store::Store {
+        store::Store::from_pool(self.db.pool.clone())
+    }
+}

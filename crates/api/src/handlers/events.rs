@@ -1,0 +1,175 @@
+//! The session event stream (server-sent events).
+//!
+//! Persisted events are sent with their session sequence as the SSE `id`, so a client that
+//! reconnects with `Last-Event-ID` gets everything after it, replayed from the database. After
+//! catching up the stream follows live events, woken by the hub, and closes once the session
+//! has no active run (after a run's terminal event, or at once for an idle session). A comment
+//! heartbeat is sent at least every 15 seconds.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use domain::ErrorCode;
+use domain::ids::{PrincipalId, SessionId};
+use futures_util::Stream;
+use serde::Deserialize;
+use serde_json::json;
+use store::EventRow;
+use tokio::sync::broadcast;
+use utoipa::IntoParams;
+
+use super::parse_id;
+use crate::AppState;
+use crate::auth::Caller;
+use crate::extract::{Path, Query};
+use crate::hub::Wake;
+use crate::problem::ApiError;
+
+pub const HEARTBEAT: Duration = Duration::from_secs(15);
+const BATCH: u32 = 256;
+
+#[derive(Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct StreamParams {
+    /// Start after this sequence (the `Last-Event-ID` header, when present, wins).
+    after: Option<i64>,
+}
+
+/// The session's events as `text/event-stream`.
+#[utoipa::path(
+    get, path = "/v1/sessions/{session_id}/events", tag = "runs",
+    security(("bearer" = ["sessions.read"])),
+    params(("session_id" = uuid::Uuid, Path), StreamParams,
+           ("Last-Event-ID" = Option<String>, Header, description = "The last sequence received; replay starts after it")),
+    responses(
+        (status = 200, description = "Frames `id: <seq>`, `event: <kind>`, `data: {seq, kind, run_id, created_at, payload}`",
+         content_type = "text/event-stream", body = String),
+        (status = 400, description = "Malformed Last-Event-ID", body = crate::openapi::Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such session", body = crate::openapi::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn stream(
+    State(state): State<AppState>,
+    axum::Extension(caller): axum::Extension<Caller>,
+    Path(session_id): Path<String>,
+    Query(params): Query<StreamParams>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let session = parse_id(&session_id, SessionId::parse, ErrorCode::SessionNotFound)?;
+    let after = match headers.get("last-event-id") {
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|text| text.trim().parse::<i64>().ok())
+            .filter(|seq| *seq >= 0)
+            .ok_or_else(|| {
+                ApiError::new(ErrorCode::InvalidRequest).detail("Last-Event-ID must be an event sequence")
+            })?,
+        None => params.after.unwrap_or(0).max(0),
+    };
+    if state.store.session(&caller.principal, session).await?.is_none() {
+        return Err(ApiError::new(ErrorCode::SessionNotFound));
+    }
+    // Subscribe before the first read, so no wake-up between the read and the wait is missed.
+    let wakes = state.hub.subscribe();
+    let follower = Follower {
+        state,
+        principal: caller.principal,
+        session,
+        last: after,
+        wakes,
+        pending: VecDeque::new(),
+    };
+    let sse = Sse::new(follow(follower)).keep_alive(KeepAlive::new().interval(HEARTBEAT).text("heartbeat"));
+    let mut response = sse.into_response();
+    response
+        .headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+        .headers_mut()
+        .insert("cache-control", HeaderValue::from_static("no-cache"));
+    Ok(response)
+}
+
+struct Follower {
+    state: AppState,
+    principal: PrincipalId,
+    session: SessionId,
+    last: i64,
+    wakes: broadcast::Receiver<Wake>,
+    pending: VecDeque<EventRow>,
+}
+
+fn frame(event: &EventRow) -> Event {
+    let data = json!({
+        "seq": event.seq,
+        "kind": event.kind,
+        "run_id": event.run_id.map(|id| id.to_string()),
+        "created_at": event.created_at.to_string(),
+        "payload": event.payload,
+    });
+    Event::default()
+        .id(event.seq.to_string())
+        .event(&event.kind)
+        .data(data.to_string())
+}
+
+fn follow(follower: Follower) -> impl Stream<Item = Result<Event, Infallible>> {
+    futures_util::stream::unfold(follower, |mut follower| async move {
+        loop {
+            if let Some(event) = follower.pending.pop_front() {
+                follower.last = event.seq;
+                let frame = frame(&event);
+                return Some((Ok(frame), follower));
+            }
+            let store = &follower.state.store;
+            match store
+                .events_after(&follower.principal, follower.session, follower.last, BATCH)
+                .await
+            {
+                Ok(events) if !events.is_empty() => {
+                    follower.pending.extend(events);
+                    continue;
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "event stream cannot read events; closing");
+                    return None;
+                }
+            }
+            // Caught up: with no active run nothing more is coming.
+            match store.active_run(follower.session).await {
+                Ok(Some(_)) => {}
+                Ok(None) => return None,
+                Err(error) => {
+                    tracing::warn!(%error, "event stream cannot read the run state; closing");
+                    return None;
+                }
+            }
+            wait(&mut follower).await?;
+        }
+    })
+}
+
+/// Waits for a wake-up for this session (or everyone), or the periodic re-read.
+async fn wait(follower: &mut Follower) -> Option<()> {
+    let tick = tokio::time::sleep(HEARTBEAT);
+    tokio::pin!(tick);
+    loop {
+        tokio::select! {
+            received = follower.wakes.recv() => match received {
+                Ok(Wake::Session(session)) if session == follower.session => return Some(()),
+                Ok(Wake::Session(_)) => continue,
+                Ok(Wake::All) | Err(broadcast::error::RecvError::Lagged(_)) => return Some(()),
+                Err(broadcast::error::RecvError::Closed) => return None,
+            },
+            () = &mut tick => return Some(()),
+        }
+    }
+}

@@ -1,0 +1,276 @@
+//! Message submit (which starts a run), run reads and run cancel.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json as JsonResponse};
+use domain::ErrorCode;
+use domain::idempotency::IdempotencyKey;
+use domain::ids::{ArtifactId, RunId, SessionId};
+use domain::session::TITLE_MAX_CHARS;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use store::{CancelRun, IdempotencyClaim, NewMessage, RunRow, StoredResponse, Submit};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::parse_id;
+use crate::AppState;
+use crate::auth::Caller;
+use crate::extract::{Json, Path};
+use crate::problem::ApiError;
+
+pub const MESSAGE_MAX_CHARS: usize = 100_000;
+pub const MESSAGE_MAX_ATTACHMENTS: usize = 20;
+pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
+/// Set on a response that replays the one first given for the same idempotency key.
+pub const REPLAYED_HEADER: &str = "idempotent-replayed";
+
+#[derive(Serialize, ToSchema)]
+pub struct RunLimitsView {
+    max_steps: u32,
+    max_model_calls: u32,
+    max_tool_calls: u32,
+    /// A decimal string, e.g. `"1"` or `"0.25"`.
+    max_cost: String,
+    run_timeout_seconds: u32,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Run {
+    run_id: Uuid,
+    session_id: Uuid,
+    /// `queued`, `running`, `waiting_approval`, `waiting_input`, `completed`, `failed` or `cancelled`.
+    state: String,
+    /// For the client's status line: `working`, `needs_approval`, `needs_answer`, or the terminal state.
+    status: String,
+    /// Why a terminal run ended: `requested` or `deadline` when cancelled, a code when failed.
+    reason: Option<String>,
+    /// Sequence of the `user.message.created` event that started the run.
+    message_seq: Option<i64>,
+    limits: RunLimitsView,
+    #[schema(value_type = String, format = DateTime)]
+    deadline_at: jiff::Timestamp,
+    #[schema(value_type = String, format = DateTime)]
+    created_at: jiff::Timestamp,
+    #[schema(value_type = String, format = DateTime)]
+    updated_at: jiff::Timestamp,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    finished_at: Option<jiff::Timestamp>,
+}
+
+impl From<&RunRow> for Run {
+    fn from(row: &RunRow) -> Self {
+        Run {
+            run_id: row.id.as_uuid(),
+            session_id: row.session_id.as_uuid(),
+            state: row.state.as_str().to_owned(),
+            status: row.state.client_status().to_owned(),
+            reason: row.outcome_reason.clone(),
+            message_seq: row.message_seq,
+            limits: RunLimitsView {
+                max_steps: row.limits.max_steps,
+                max_model_calls: row.limits.max_model_calls,
+                max_tool_calls: row.limits.max_tool_calls,
+                max_cost: row.limits.max_cost.to_string(),
+                run_timeout_seconds: row.limits.run_timeout_seconds,
+            },
+            deadline_at: row.deadline_at,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+            finished_at: row.finished_at,
+        }
+    }
+}
+
+#[derive(Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubmitMessage {
+    /// The message text; may be omitted when the message is attachments alone.
+    #[serde(default)]
+    text: Option<String>,
+    /// Artifacts of this session to attach (at most 20).
+    #[serde(default)]
+    attachments: Vec<Uuid>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Accepted {
+    run: Run,
+}
+
+fn idempotency_key(headers: &HeaderMap) -> Result<IdempotencyKey, ApiError> {
+    let value = headers.get(IDEMPOTENCY_HEADER).ok_or_else(|| {
+        ApiError::new(ErrorCode::IdempotencyKeyRequired)
+            .detail("send an Idempotency-Key header, reused unchanged when retrying this request")
+    })?;
+    value
+        .to_str()
+        .ok()
+        .and_then(|text| IdempotencyKey::parse(text).ok())
+        .ok_or_else(|| {
+            ApiError::new(ErrorCode::InvalidRequest).detail("Idempotency-Key must be 1 to 255 visible ASCII characters")
+        })
+}
+
+fn replay(response: StoredResponse, replayed: bool) -> Response {
+    let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::OK);
+    let mut answer = (status, [(header::CONTENT_TYPE, "application/json")], response.body).into_response();
+    if replayed {
+        answer
+            .headers_mut()
+            .insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
+    }
+    answer
+}
+
+/// Submits a message to a session, starting one run. Requires `Idempotency-Key`: a retry with
+/// the same key and body gets the original response byte for byte (and `Idempotent-Replayed:
+/// true`) and starts nothing.
+#[utoipa::path(
+    post, path = "/v1/sessions/{session_id}/messages", tag = "runs",
+    security(("bearer" = ["sessions.write"])),
+    params(("session_id" = Uuid, Path),
+           ("Idempotency-Key" = String, Header, description = "The client's stable name for this message")),
+    request_body = SubmitMessage,
+    responses(
+        (status = 202, description = "Accepted: the message is stored and its run queued", body = Accepted),
+        (status = 400, description = "Missing Idempotency-Key (`idempotency_key_required`)", body = crate::openapi::Problem,
+         content_type = "application/problem+json"),
+        (status = 404, description = "No such session", body = crate::openapi::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "An active run exists (`active_run_exists`, with `run_id`), or a request with this key \
+                                      is in progress (`idempotency_key_in_flight`)",
+         body = crate::openapi::Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Key reused for another request (`idempotency_key_reused`), unknown attachment, or \
+                                      invalid message", body = crate::openapi::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn submit(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(session_id): Path<String>,
+    headers: HeaderMap,
+    Json(body): Json<SubmitMessage>,
+) -> Result<Response, ApiError> {
+    let session = parse_id(&session_id, SessionId::parse, ErrorCode::SessionNotFound)?;
+    let key = idempotency_key(&headers)?;
+    let text = body.text.as_deref().map(str::trim).filter(|text| !text.is_empty());
+    if text.is_none() && body.attachments.is_empty() {
+        return Err(ApiError::new(ErrorCode::ValidationFailed)
+            .detail("a message needs text, attachments or both")
+            .member("field", "text"));
+    }
+    if text.is_some_and(|text| text.chars().count() > MESSAGE_MAX_CHARS) {
+        return Err(ApiError::new(ErrorCode::ValidationFailed)
+            .detail(format!("text must be at most {MESSAGE_MAX_CHARS} characters"))
+            .member("field", "text"));
+    }
+    let mut attachments: Vec<ArtifactId> = Vec::with_capacity(body.attachments.len());
+    for id in &body.attachments {
+        let id = ArtifactId::from_uuid(*id);
+        if !attachments.contains(&id) {
+            attachments.push(id);
+        }
+    }
+    if attachments.len() > MESSAGE_MAX_ATTACHMENTS {
+        return Err(ApiError::new(ErrorCode::ValidationFailed)
+            .detail(format!("at most {MESSAGE_MAX_ATTACHMENTS} attachments"))
+            .member("field", "attachments"));
+    }
+    // The request as the key must match it: its session and canonical body.
+    let canonical = serde_json::to_vec(&(session.to_string(), &body)).unwrap_or_default();
+    let request_hash: String = Sha256::digest(&canonical).iter().map(|b| format!("{b:02x}")).collect();
+    let title = text
+        .and_then(|text| text.lines().map(str::trim).find(|line| !line.is_empty()))
+        .map(|line| line.chars().take(TITLE_MAX_CHARS).collect());
+
+    let outcome = state
+        .store
+        .submit_message(
+            NewMessage {
+                principal: &caller.principal,
+                session,
+                text,
+                attachments: &attachments,
+                limits: state.settings.run_limits,
+                title,
+                idempotency: IdempotencyClaim {
+                    key: &key,
+                    operation: "message.submit",
+                    request_hash: &request_hash,
+                },
+            },
+            |run, _seq| StoredResponse {
+                status: StatusCode::ACCEPTED.as_u16(),
+                body: serde_json::to_vec(&Accepted { run: Run::from(run) }).unwrap_or_default(),
+            },
+        )
+        .await?;
+    match outcome {
+        Submit::Accepted { response, .. } => Ok(replay(response, false)),
+        Submit::Replay(response) => Ok(replay(response, true)),
+        Submit::KeyReused => Err(ApiError::new(ErrorCode::IdempotencyKeyReused)
+            .detail("this Idempotency-Key was used for a different request; use a new key for a new message")),
+        Submit::KeyInFlight => Err(ApiError::new(ErrorCode::IdempotencyKeyInFlight)
+            .detail("a request with this Idempotency-Key is still being processed; retry shortly")),
+        Submit::SessionNotFound => Err(ApiError::new(ErrorCode::SessionNotFound)),
+        Submit::UnknownArtifact(id) => Err(ApiError::new(ErrorCode::UnknownArtifact)
+            .detail(format!("artifact {id} is not in this session"))
+            .member("field", "attachments")),
+        Submit::ActiveRun(run) => Err(ApiError::new(ErrorCode::ActiveRunExists)
+            .detail("the session has an active run; attach to it instead of submitting")
+            .member("run_id", run.to_string())),
+    }
+}
+
+/// Reads a run.
+#[utoipa::path(
+    get, path = "/v1/runs/{run_id}", tag = "runs",
+    security(("bearer" = ["sessions.read"])),
+    params(("run_id" = Uuid, Path)),
+    responses(
+        (status = 200, description = "The run", body = Run),
+        (status = 404, description = "No such run", body = crate::openapi::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn get(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(run_id): Path<String>,
+) -> Result<JsonResponse<Run>, ApiError> {
+    let id = parse_id(&run_id, RunId::parse, ErrorCode::RunNotFound)?;
+    let row = state
+        .store
+        .run(&caller.principal, id)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::RunNotFound))?;
+    Ok(JsonResponse(Run::from(&row)))
+}
+
+/// Cancels an active run: it ends `cancelled` with reason `requested`, and the session's event
+/// stream delivers `run.cancelled` and closes.
+#[utoipa::path(
+    post, path = "/v1/runs/{run_id}/cancel", tag = "runs",
+    security(("bearer" = ["sessions.write"])),
+    params(("run_id" = Uuid, Path)),
+    responses(
+        (status = 200, description = "Cancelled", body = Run),
+        (status = 404, description = "No such run", body = crate::openapi::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Already finished (`run_not_active`, with `state`)", body = crate::openapi::Problem,
+         content_type = "application/problem+json"),
+    )
+)]
+pub async fn cancel(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(run_id): Path<String>,
+) -> Result<JsonResponse<Run>, ApiError> {
+    let id = parse_id(&run_id, RunId::parse, ErrorCode::RunNotFound)?;
+    match state.store.cancel_run(&caller.principal, id).await? {
+        CancelRun::Cancelled(row) => Ok(JsonResponse(Run::from(row.as_ref()))),
+        CancelRun::NotActive(row) => Err(ApiError::new(ErrorCode::RunNotActive)
+            .detail(format!("the run already ended {}", row.state.as_str()))
+            .member("state", row.state.as_str())),
+        CancelRun::NotFound => Err(ApiError::new(ErrorCode::RunNotFound)),
+    }
+}

@@ -1,0 +1,254 @@
+//! Message submit: idempotency, one active run per session, attachments, cancel.
+
+use std::sync::Arc;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::support::{TestApp, expect_problem, json};
+
+async fn new_session(app: &TestApp) -> String {
+    app.create_session(json!({})).await["session_id"]
+        .as_str()
+        .expect("id")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_message_starts_one_queued_run_and_titles_the_session() {
+    let app = TestApp::spawn().await;
+    let session = new_session(&app).await;
+    let response = app
+        .submit(&session, "k-1", json!({ "text": "\n  Plan a trip to Lisbon\nin May" }))
+        .await;
+    assert_eq!(response.status(), 202);
+    assert!(response.headers().get("idempotent-replayed").is_none());
+    let (_, body) = json(response).await;
+    let run = &body["run"];
+    assert_eq!(
+        (run["state"].as_str(), run["status"].as_str()),
+        (Some("queued"), Some("working"))
+    );
+    assert_eq!(run["session_id"], session.as_str());
+    assert_eq!(run["message_seq"], 1);
+    assert_eq!(run["limits"]["max_cost"], "1");
+    assert_eq!(run["limits"]["run_timeout_seconds"], 300);
+
+    let (_, read) = app
+        .get_json(&format!("/v1/runs/{}", run["run_id"].as_str().expect("id")))
+        .await;
+    assert_eq!(read, *run);
+    let (_, indexed) = app.get_json(&format!("/v1/sessions/{session}")).await;
+    assert_eq!(
+        indexed["title"], "Plan a trip to Lisbon",
+        "the first line of the first message"
+    );
+    assert_eq!(indexed["last_run_id"], run["run_id"]);
+
+    let events = app
+        .store()
+        .events_after(
+            &domain::ids::PrincipalId::owner(),
+            domain::ids::SessionId::parse(&session).expect("id"),
+            0,
+            10,
+        )
+        .await
+        .expect("events");
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].kind, "user.message.created");
+    assert_eq!(events[0].payload["message"]["text"], "Plan a trip to Lisbon\nin May");
+    assert_eq!(events[0].payload["run_id"], run["run_id"]);
+}
+
+#[tokio::test]
+async fn same_key_and_body_replays_the_original_response_and_starts_nothing() {
+    let app = TestApp::spawn().await;
+    let session = new_session(&app).await;
+    let first = app.submit(&session, "retry-me", json!({ "text": "hello" })).await;
+    assert_eq!(first.status(), 202);
+    let original = first.bytes().await.expect("body");
+    for _ in 0..200 {
+        let again = app.submit(&session, "retry-me", json!({ "text": "hello" })).await;
+        assert_eq!(again.status(), 202);
+        assert_eq!(again.headers()["idempotent-replayed"], "true");
+        assert_eq!(again.bytes().await.expect("body"), original, "byte for byte");
+    }
+    assert_eq!(app.count("runs").await, 1);
+    assert_eq!(app.count("events").await, 1);
+
+    let reused = app.submit(&session, "retry-me", json!({ "text": "hello!" })).await;
+    expect_problem(reused, 422, "idempotency_key_reused").await;
+    let other_session = new_session(&app).await;
+    let elsewhere = app.submit(&other_session, "retry-me", json!({ "text": "hello" })).await;
+    expect_problem(elsewhere, 422, "idempotency_key_reused").await;
+}
+
+#[tokio::test]
+async fn concurrent_requests_with_one_key_start_one_run() {
+    let app = Arc::new(TestApp::spawn().await);
+    let session = new_session(&app).await;
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let (app, session) = (app.clone(), session.clone());
+        tasks.push(tokio::spawn(async move {
+            let response = app.submit(&session, "same-key", json!({ "text": "once" })).await;
+            json(response).await
+        }));
+    }
+    let mut accepted = Vec::new();
+    for task in tasks {
+        let (status, body) = task.await.expect("task");
+        match status {
+            202 => accepted.push(body),
+            409 => assert_eq!(body["code"], "idempotency_key_in_flight", "{body}"),
+            other => panic!("unexpected {other}: {body}"),
+        }
+    }
+    assert!(!accepted.is_empty());
+    assert!(
+        accepted.windows(2).all(|pair| pair[0] == pair[1]),
+        "every acceptance is the same response"
+    );
+    assert_eq!(app.count("runs").await, 1);
+    // After the dust settles, a retry replays.
+    let (status, body) = json(app.submit(&session, "same-key", json!({ "text": "once" })).await).await;
+    assert_eq!((status, &body), (202, &accepted[0]));
+}
+
+#[tokio::test]
+async fn concurrent_messages_to_one_session_start_exactly_one_run() {
+    let app = Arc::new(TestApp::spawn().await);
+    let session = new_session(&app).await;
+    let mut tasks = Vec::new();
+    for index in 0..50 {
+        let (app, session) = (app.clone(), session.clone());
+        tasks.push(tokio::spawn(async move {
+            json(
+                app.submit(
+                    &session,
+                    &format!("message-{index}"),
+                    json!({ "text": format!("message {index}") }),
+                )
+                .await,
+            )
+            .await
+        }));
+    }
+    let mut winners = Vec::new();
+    let mut named = Vec::new();
+    for task in tasks {
+        let (status, body) = task.await.expect("task");
+        match status {
+            202 => winners.push(body["run"]["run_id"].clone()),
+            409 => {
+                assert_eq!(body["code"], "active_run_exists", "{body}");
+                named.push(body["run_id"].clone());
+            }
+            other => panic!("unexpected {other}: {body}"),
+        }
+    }
+    assert_eq!(winners.len(), 1);
+    assert_eq!(named.len(), 49);
+    assert!(
+        named.iter().all(|run| *run == winners[0]),
+        "every refusal names the active run"
+    );
+    assert_eq!(app.count("runs").await, 1);
+    assert_eq!(app.count("events").await, 1, "refused messages leave no event");
+}
+
+#[tokio::test]
+async fn messages_may_be_attachments_alone_and_must_name_artifacts_of_the_session() {
+    let app = TestApp::spawn().await;
+    let session = new_session(&app).await;
+    let upload = app
+        .request(
+            Method::POST,
+            &format!("/v1/sessions/{session}/artifacts?filename=scan.pdf"),
+        )
+        .header("content-type", "application/pdf")
+        .body("%PDF-1.7")
+        .send()
+        .await
+        .expect("send");
+    let (_, artifact) = json(upload).await;
+    let id = artifact["artifact_id"].clone();
+
+    let unknown = app
+        .submit(&session, "a-1", json!({ "attachments": [uuid::Uuid::new_v4()] }))
+        .await;
+    let body = expect_problem(unknown, 422, "unknown_artifact").await;
+    assert_eq!(body["field"], "attachments");
+    let empty = app.submit(&session, "a-2", json!({ "text": "   " })).await;
+    expect_problem(empty, 422, "validation_failed").await;
+    let missing_key = app
+        .request(Method::POST, &format!("/v1/sessions/{session}/messages"))
+        .json(&json!({ "text": "hi" }))
+        .send()
+        .await
+        .expect("send");
+    expect_problem(missing_key, 400, "idempotency_key_required").await;
+    let nowhere = app
+        .submit(&uuid::Uuid::new_v4().to_string(), "a-3", json!({ "text": "hi" }))
+        .await;
+    expect_problem(nowhere, 404, "session_not_found").await;
+
+    let accepted = app.submit(&session, "a-4", json!({ "attachments": [id] })).await;
+    assert_eq!(accepted.status(), 202);
+    let events = app
+        .store()
+        .events_after(
+            &domain::ids::PrincipalId::owner(),
+            domain::ids::SessionId::parse(&session).expect("id"),
+            0,
+            10,
+        )
+        .await
+        .expect("events");
+    let message = &events[0].payload["message"];
+    assert_eq!(message["text"], Value::Null);
+    assert_eq!(message["attachments"][0]["filename"], "scan.pdf");
+    assert_eq!(message["attachments"][0]["media_type"], "application/pdf");
+}
+
+#[tokio::test]
+async fn cancel_ends_an_active_run_once() {
+    let app = TestApp::spawn().await;
+    let session = new_session(&app).await;
+    let (_, accepted) = json(app.submit(&session, "c-1", json!({ "text": "go" })).await).await;
+    let run = accepted["run"]["run_id"].as_str().expect("id").to_owned();
+
+    let cancelled = app
+        .request(Method::POST, &format!("/v1/runs/{run}/cancel"))
+        .send()
+        .await
+        .expect("send");
+    let (status, body) = json(cancelled).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        (body["state"].as_str(), body["reason"].as_str()),
+        (Some("cancelled"), Some("requested"))
+    );
+    assert!(body["finished_at"].is_string());
+
+    let again = app
+        .request(Method::POST, &format!("/v1/runs/{run}/cancel"))
+        .send()
+        .await
+        .expect("send");
+    let problem = expect_problem(again, 409, "run_not_active").await;
+    assert_eq!(problem["state"], "cancelled");
+    let unknown = app
+        .request(Method::POST, &format!("/v1/runs/{}/cancel", uuid::Uuid::new_v4()))
+        .send()
+        .await
+        .expect("send");
+    expect_problem(unknown, 404, "run_not_found").await;
+
+    // The session is free again.
+    assert_eq!(
+        app.submit(&session, "c-2", json!({ "text": "next" })).await.status(),
+        202
+    );
+}

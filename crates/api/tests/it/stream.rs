@@ -1,0 +1,168 @@
+//! The event stream: replay after Last-Event-ID, live events, closing after the run ends.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::support::{TestApp, expect_problem, json};
+
+/// xorshift64*, seeded per run and printed, so a failure can be replayed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % below
+    }
+}
+
+#[tokio::test]
+async fn reconnecting_at_random_points_loses_and_repeats_nothing() {
+    let app = TestApp::spawn().await;
+    let session = app.create_session(json!({})).await["session_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let (_, accepted) = json(app.submit(&session, "s-1", json!({ "text": "stream please" })).await).await;
+    let run = accepted["run"]["run_id"].as_str().expect("id").to_owned();
+    let run_id = domain::ids::RunId::parse(&run).expect("run id");
+    let session_id = domain::ids::SessionId::parse(&session).expect("session id");
+
+    const TOTAL: i64 = 1000;
+    // Events keep arriving while the client reads, drops and reconnects.
+    let store = app.store();
+    let producer = tokio::spawn(async move {
+        for n in 2..=TOTAL {
+            store
+                .append_event(session_id, Some(run_id), "test.tick", &json!({ "n": n }))
+                .await
+                .expect("append");
+            if n % 50 == 0 {
+                tokio::task::yield_now().await;
+            }
+        }
+    });
+
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1)
+        | 1;
+    println!("drop-point seed: {seed}");
+    let mut rng = Rng(seed);
+    let mut drops = std::collections::BTreeSet::new();
+    while drops.len() < 100 {
+        drops.insert(1 + rng.next(TOTAL as u64 - 1) as i64);
+    }
+
+    let mut seen: Vec<i64> = Vec::new();
+    let mut reconnects = 0;
+    let mut reader = app.events(&session, None).await;
+    loop {
+        let Some(frame) = reader.next().await else {
+            // Closed by the server: only once the run has ended and everything was delivered.
+            break;
+        };
+        let id = frame.id.expect("persisted events carry their sequence");
+        seen.push(id);
+        if id == TOTAL {
+            producer.is_finished();
+            let cancel = app
+                .request(Method::POST, &format!("/v1/runs/{run}/cancel"))
+                .send()
+                .await
+                .expect("send");
+            assert_eq!(cancel.status(), 200);
+        }
+        if drops.remove(&id) {
+            drop(reader);
+            reconnects += 1;
+            reader = app.events(&session, Some(id)).await;
+        }
+    }
+    producer.await.expect("producer");
+    assert_eq!(reconnects, 100);
+    let expected: Vec<i64> = (1..=TOTAL + 1).collect();
+    assert_eq!(seen, expected, "no gap and no duplicate (seed {seed})");
+}
+
+#[tokio::test]
+async fn a_stream_follows_the_live_run_and_closes_on_its_terminal_event() {
+    let app = TestApp::spawn().await;
+    let session = app.create_session(json!({})).await["session_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let (_, accepted) = json(app.submit(&session, "l-1", json!({ "text": "hi" })).await).await;
+    let run = accepted["run"]["run_id"].as_str().expect("id").to_owned();
+
+    let response = app
+        .request(Method::GET, &format!("/v1/sessions/{session}/events"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    assert_eq!(response.headers()["x-accel-buffering"], "no");
+    let mut reader = crate::support::SseReader::new(response);
+    let first = reader.next().await.expect("message event");
+    assert_eq!(
+        (first.id, first.event.as_deref()),
+        (Some(1), Some("user.message.created"))
+    );
+    let data: serde_json::Value = serde_json::from_str(&first.data).expect("json data");
+    assert_eq!(data["run_id"], run.as_str());
+    assert_eq!(data["payload"]["message"]["text"], "hi");
+
+    // The stream is live: a cancel arrives as the next frame, then the stream ends.
+    let cancel = app
+        .request(Method::POST, &format!("/v1/runs/{run}/cancel"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(cancel.status(), 200);
+    let terminal = tokio::time::timeout(std::time::Duration::from_secs(5), reader.next())
+        .await
+        .expect("live delivery");
+    let terminal = terminal.expect("cancel event");
+    assert_eq!(
+        (terminal.id, terminal.event.as_deref()),
+        (Some(2), Some("run.cancelled"))
+    );
+    let data: serde_json::Value = serde_json::from_str(&terminal.data).expect("json data");
+    assert_eq!(data["payload"]["reason"], "requested");
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_secs(5), reader.next())
+            .await
+            .expect("closes")
+            .is_none()
+    );
+
+    // An idle session replays from any cursor and closes.
+    let mut replay = app.events(&session, Some(1)).await;
+    assert_eq!(replay.next().await.and_then(|frame| frame.id), Some(2));
+    assert!(replay.next().await.is_none());
+}
+
+#[tokio::test]
+async fn stream_requests_are_checked() {
+    let app = TestApp::spawn().await;
+    let unknown = format!("/v1/sessions/{}/events", uuid::Uuid::new_v4());
+    expect_problem(
+        app.request(Method::GET, &unknown).send().await.expect("send"),
+        404,
+        "session_not_found",
+    )
+    .await;
+    let session = app.create_session(json!({})).await["session_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let bad = app
+        .request(Method::GET, &format!("/v1/sessions/{session}/events"))
+        .header("last-event-id", "yesterday")
+        .send()
+        .await
+        .expect("send");
+    expect_problem(bad, 400, "invalid_request").await;
+}

@@ -1,0 +1,108 @@
+//! The per-session event log. Sequences are contiguous per session: each append takes the next
+//! value of `sessions.last_event_seq` inside the writing transaction, so they commit in order.
+//! Every append raises a `NOTIFY` on [`EVENTS_CHANNEL`] (delivered at commit) as a wake-up hint;
+//! the table stays the source of truth.
+
+use domain::ids::{PrincipalId, RunId, SessionId};
+use jiff::Timestamp;
+use serde_json::Value;
+use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, Row};
+use uuid::Uuid;
+
+use crate::{Result, Store, timestamp};
+
+/// The notification channel; the payload is the session id.
+pub const EVENTS_CHANNEL: &str = "steward_events";
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventRow {
+    pub session_id: SessionId,
+    pub seq: i64,
+    pub run_id: Option<RunId>,
+    pub kind: String,
+    pub payload: Value,
+    pub created_at: Timestamp,
+}
+
+impl EventRow {
+    fn from_row(row: &PgRow) -> Result<EventRow> {
+        Ok(EventRow {
+            session_id: SessionId::from_uuid(row.try_get("session_id")?),
+            seq: row.try_get("seq")?,
+            run_id: row.try_get::<Option<Uuid>, _>("run_id")?.map(RunId::from_uuid),
+            kind: row.try_get("kind")?,
+            payload: row.try_get("payload")?,
+            created_at: timestamp(row.try_get("created_at")?),
+        })
+    }
+}
+
+/// Appends an event inside the caller's transaction and returns its sequence.
+pub(crate) async fn append(
+    conn: &mut PgConnection,
+    session: SessionId,
+    run: Option<RunId>,
+    kind: &str,
+    payload: &Value,
+) -> Result<i64> {
+    let seq: i64 = sqlx::query_scalar(
+        "UPDATE sessions SET last_event_seq = last_event_seq + 1 WHERE id = $1 RETURNING last_event_seq",
+    )
+    .bind(session.as_uuid())
+    .fetch_one(&mut *conn)
+    .await?;
+    sqlx::query("INSERT INTO events (session_id, seq, run_id, kind, payload) VALUES ($1, $2, $3, $4, $5)")
+        .bind(session.as_uuid())
+        .bind(seq)
+        .bind(run.map(|run| run.as_uuid()))
+        .bind(kind)
+        .bind(payload)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(EVENTS_CHANNEL)
+        .bind(session.to_string())
+        .execute(&mut *conn)
+        .await?;
+    Ok(seq)
+}
+
+impl Store {
+    /// Appends one event in its own transaction.
+    pub async fn append_event(
+        &self,
+        session: SessionId,
+        run: Option<RunId>,
+        kind: &str,
+        payload: &Value,
+    ) -> Result<i64> {
+        let mut tx = self.pool.begin().await?;
+        let seq = append(&mut tx, session, run, kind, payload).await?;
+        tx.commit().await?;
+        Ok(seq)
+    }
+
+    /// Up to `limit` events of a session of `principal` after sequence `after`, in order.
+    pub async fn events_after(
+        &self,
+        principal: &PrincipalId,
+        session: SessionId,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<EventRow>> {
+        let rows = sqlx::query(
+            "SELECT e.session_id, e.seq, e.run_id, e.kind, e.payload, e.created_at
+             FROM events e JOIN sessions s ON s.id = e.session_id
+             WHERE e.session_id = $1 AND s.principal_id = $2 AND e.seq > $3
+             ORDER BY e.seq LIMIT $4",
+        )
+        .bind(session.as_uuid())
+        .bind(principal.as_str())
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(EventRow::from_row).collect()
+    }
+}

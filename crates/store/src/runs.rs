@@ -1,0 +1,338 @@
+//! Runs: message submit (idempotent, one active run per session), point reads and cancel.
+
+use domain::idempotency::IdempotencyKey;
+use domain::ids::{ArtifactId, PrincipalId, RunId, SessionId};
+use domain::run::{Cost, RunLimits, RunState};
+use jiff::Timestamp;
+use serde_json::json;
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+use uuid::Uuid;
+
+use crate::events::append;
+use crate::{Result, Store, StoreError, timestamp};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunRow {
+    pub id: RunId,
+    pub session_id: SessionId,
+    pub state: RunState,
+    pub limits: RunLimits,
+    pub message_seq: Option<i64>,
+    pub deadline_at: Timestamp,
+    pub outcome_reason: Option<String>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub finished_at: Option<Timestamp>,
+}
+
+const RUN_COLUMNS: &str = "r.id, r.session_id, r.state, r.max_steps, r.max_model_calls, r.max_tool_calls,
+    r.max_cost_micros, r.run_timeout_seconds, r.message_seq, r.deadline_at, r.outcome_reason, r.created_at,
+    r.updated_at, r.finished_at";
+
+fn count(row: &PgRow, column: &str) -> Result<u32> {
+    let value: i32 = row.try_get(column)?;
+    u32::try_from(value).map_err(|_| StoreError::Corrupt(format!("runs.{column} is negative")))
+}
+
+impl RunRow {
+    fn from_row(row: &PgRow) -> Result<RunRow> {
+        let state: String = row.try_get("state")?;
+        Ok(RunRow {
+            id: RunId::from_uuid(row.try_get("id")?),
+            session_id: SessionId::from_uuid(row.try_get("session_id")?),
+            state: RunState::parse(&state).ok_or_else(|| StoreError::Corrupt(format!("run state `{state}`")))?,
+            limits: RunLimits {
+                max_steps: count(row, "max_steps")?,
+                max_model_calls: count(row, "max_model_calls")?,
+                max_tool_calls: count(row, "max_tool_calls")?,
+                max_cost: Cost::from_micros(row.try_get("max_cost_micros")?),
+                run_timeout_seconds: count(row, "run_timeout_seconds")?,
+            },
+            message_seq: row.try_get("message_seq")?,
+            deadline_at: timestamp(row.try_get("deadline_at")?),
+            outcome_reason: row.try_get("outcome_reason")?,
+            created_at: timestamp(row.try_get("created_at")?),
+            updated_at: timestamp(row.try_get("updated_at")?),
+            finished_at: row
+                .try_get::<Option<jiff_sqlx::Timestamp>, _>("finished_at")?
+                .map(timestamp),
+        })
+    }
+}
+
+/// The idempotency record a submit is made under.
+#[derive(Debug)]
+pub struct IdempotencyClaim<'a> {
+    pub key: &'a IdempotencyKey,
+    /// Which operation the key was used for; the same key for another operation is a reuse.
+    pub operation: &'static str,
+    /// Digest of the canonical request.
+    pub request_hash: &'a str,
+}
+
+/// A response exactly as it was first sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredResponse {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+/// A user message to submit.
+#[derive(Debug)]
+pub struct NewMessage<'a> {
+    pub principal: &'a PrincipalId,
+    pub session: SessionId,
+    pub text: Option<&'a str>,
+    pub attachments: &'a [ArtifactId],
+    pub limits: RunLimits,
+    /// The session's title if it has none yet.
+    pub title: Option<String>,
+    pub idempotency: IdempotencyClaim<'a>,
+}
+
+/// What became of a submit.
+#[derive(Debug, PartialEq)]
+pub enum Submit {
+    /// The message, its run and the idempotency record committed together.
+    Accepted {
+        run: Box<RunRow>,
+        response: StoredResponse,
+    },
+    /// The same key and request were accepted before: this is the original response.
+    Replay(StoredResponse),
+    /// The key was used before for a different request.
+    KeyReused,
+    /// Another request with this key is being processed right now.
+    KeyInFlight,
+    SessionNotFound,
+    UnknownArtifact(ArtifactId),
+    /// The session already has this active run.
+    ActiveRun(RunId),
+}
+
+/// The outcome of cancelling a run.
+#[derive(Debug, PartialEq)]
+pub enum CancelRun {
+    Cancelled(Box<RunRow>),
+    /// The run had already ended.
+    NotActive(Box<RunRow>),
+    NotFound,
+}
+
+/// The active run states as an SQL list, the same predicate as `runs_one_active_per_session`.
+pub(crate) fn active_states_sql() -> String {
+    RunState::ALL
+        .into_iter()
+        .filter(|state| state.is_active())
+        .map(|state| format!("'{}'", state.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl Store {
+    /// Submits a user message: the `user.message.created` event, the queued run and the
+    /// idempotency record (holding the response `render` builds) commit in one transaction.
+    pub async fn submit_message(
+        &self,
+        new: NewMessage<'_>,
+        render: impl Fn(&RunRow, i64) -> StoredResponse,
+    ) -> Result<Submit> {
+        loop {
+            if let Some(outcome) = self.try_submit(&new, &render).await? {
+                return Ok(outcome);
+            }
+            // Lost to an active run: name it. If it ended meanwhile, try again.
+            if let Some(run) = self.active_run(new.session).await? {
+                return Ok(Submit::ActiveRun(run));
+            }
+        }
+    }
+
+    /// One attempt; `None` when another active run holds the session.
+    async fn try_submit(
+        &self,
+        new: &NewMessage<'_>,
+        render: &impl Fn(&RunRow, i64) -> StoredResponse,
+    ) -> Result<Option<Submit>> {
+        self.transaction(
+            async |tx: &mut sqlx::PgConnection| {
+            let claim = &new.idempotency;
+            // A transaction-scoped lock on the key: a concurrent request with the same key sees it
+            // taken and answers "in flight" instead of waiting.
+            let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7))")
+                .bind(new.principal.as_str())
+                .bind(claim.key.as_str())
+                .fetch_one(&mut *tx)
+                .await?;
+            if !locked {
+                return Ok(Some(Submit::KeyInFlight));
+            }
+            let existing = sqlx::query(
+                "SELECT operation, request_hash, response_status, response_body FROM idempotency_keys
+                 WHERE principal_id = $1 AND key = $2",
+            )
+            .bind(new.principal.as_str())
+            .bind(claim.key.as_str())
+            .fetch_optional(&mut *tx)
+            .await?;
+            if let Some(row) = existing {
+                let operation: String = row.try_get("operation")?;
+                let hash: String = row.try_get("request_hash")?;
+                if operation != claim.operation || hash != claim.request_hash {
+                    return Ok(Some(Submit::KeyReused));
+                }
+                let status: i32 = row.try_get("response_status")?;
+                let status = u16::try_from(status).map_err(|_| StoreError::Corrupt("stored response status".into()))?;
+                return Ok(Some(Submit::Replay(StoredResponse { status, body: row.try_get("response_body")? })));
+            }
+
+            let session_exists = sqlx::query("SELECT 1 FROM sessions WHERE id = $1 AND principal_id = $2 FOR NO KEY UPDATE")
+                .bind(new.session.as_uuid())
+                .bind(new.principal.as_str())
+                .fetch_optional(&mut *tx)
+                .await?
+                .is_some();
+            if !session_exists {
+                return Ok(Some(Submit::SessionNotFound));
+            }
+
+            let ids: Vec<Uuid> = new.attachments.iter().map(|id| id.as_uuid()).collect();
+            let found = sqlx::query(
+                "SELECT id, filename, media_type, size_bytes FROM artifacts WHERE session_id = $1 AND id = ANY($2)",
+            )
+            .bind(new.session.as_uuid())
+            .bind(&ids)
+            .fetch_all(&mut *tx)
+            .await?;
+            let mut attachments = Vec::with_capacity(ids.len());
+            for id in new.attachments {
+                let Some(row) = found.iter().find(|row| row.try_get::<Uuid, _>("id").ok() == Some(id.as_uuid())) else {
+                    return Ok(Some(Submit::UnknownArtifact(*id)));
+                };
+                attachments.push(json!({
+                    "artifact_id": id.to_string(),
+                    "filename": row.try_get::<String, _>("filename")?,
+                    "media_type": row.try_get::<String, _>("media_type")?,
+                    "size_bytes": row.try_get::<i64, _>("size_bytes")?,
+                }));
+            }
+
+            // The partial unique index decides which of several concurrent submits gets the run.
+            let insert = format!(
+                "INSERT INTO runs (id, session_id, state, principal_id, max_steps, max_model_calls, max_tool_calls,
+                                   max_cost_micros, run_timeout_seconds, deadline_at)
+                 VALUES ($1, $2, 'queued', $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $8))
+                 ON CONFLICT (session_id) WHERE state IN ({}) DO NOTHING
+                 RETURNING id",
+                active_states_sql()
+            );
+            let limits = new.limits;
+            let signed = |value: u32| i32::try_from(value).unwrap_or(i32::MAX);
+            let run_id: Option<Uuid> = sqlx::query_scalar(&insert)
+                .bind(Uuid::now_v7())
+                .bind(new.session.as_uuid())
+                .bind(new.principal.as_str())
+                .bind(signed(limits.max_steps))
+                .bind(signed(limits.max_model_calls))
+                .bind(signed(limits.max_tool_calls))
+                .bind(limits.max_cost.micros())
+                .bind(signed(limits.run_timeout_seconds))
+                .fetch_optional(&mut *tx)
+                .await?;
+            let Some(run_id) = run_id else {
+                return Ok(None);
+            };
+            let run = RunId::from_uuid(run_id);
+
+            if let Some(title) = &new.title {
+                sqlx::query("UPDATE sessions SET title = $2 WHERE id = $1 AND title IS NULL")
+                    .bind(new.session.as_uuid())
+                    .bind(title)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            sqlx::query("UPDATE sessions SET updated_at = now() WHERE id = $1")
+                .bind(new.session.as_uuid())
+                .execute(&mut *tx)
+                .await?;
+            let payload = json!({
+                "run_id": run.to_string(),
+                "message": { "text": new.text, "attachments": attachments },
+            });
+            let seq = append(&mut *tx, new.session, Some(run), "user.message.created", &payload).await?;
+            let sql = format!("UPDATE runs r SET message_seq = $2 WHERE r.id = $1 RETURNING {RUN_COLUMNS}");
+            let row = sqlx::query(&sql).bind(run.as_uuid()).bind(seq).fetch_one(&mut *tx).await?;
+            let row = RunRow::from_row(&row)?;
+
+            let response = render(&row, seq);
+            sqlx::query(
+                "INSERT INTO idempotency_keys (principal_id, key, operation, request_hash, response_status, response_body)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(new.principal.as_str())
+            .bind(claim.key.as_str())
+            .bind(claim.operation)
+            .bind(claim.request_hash)
+            .bind(i32::from(response.status))
+            .bind(&response.body)
+            .execute(&mut *tx)
+            .await?;
+            Ok(Some(Submit::Accepted { run: Box::new(row), response }))
+            },
+            |outcome| matches!(outcome, Some(Submit::Accepted { .. })),
+        )
+        .await
+    }
+
+    /// The session's active run, if any.
+    pub async fn active_run(&self, session: SessionId) -> Result<Option<RunId>> {
+        let sql = format!(
+            "SELECT id FROM runs WHERE session_id = $1 AND state IN ({})",
+            active_states_sql()
+        );
+        let id: Option<Uuid> = sqlx::query_scalar(&sql)
+            .bind(session.as_uuid())
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(id.map(RunId::from_uuid))
+    }
+
+    pub async fn run(&self, principal: &PrincipalId, id: RunId) -> Result<Option<RunRow>> {
+        let sql = format!("SELECT {RUN_COLUMNS} FROM runs r WHERE r.id = $1 AND r.principal_id = $2");
+        let row = sqlx::query(&sql)
+            .bind(id.as_uuid())
+            .bind(principal.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(RunRow::from_row).transpose()
+    }
+
+    /// Ends an active run `cancelled` with reason `requested` and records `run.cancelled`.
+    pub async fn cancel_run(&self, principal: &PrincipalId, id: RunId) -> Result<CancelRun> {
+        self.transaction(
+            async |tx: &mut sqlx::PgConnection| {
+            let sql = format!("SELECT {RUN_COLUMNS} FROM runs r WHERE r.id = $1 AND r.principal_id = $2 FOR UPDATE");
+            let Some(row) = sqlx::query(&sql).bind(id.as_uuid()).bind(principal.as_str()).fetch_optional(&mut *tx).await?
+            else {
+                return Ok(CancelRun::NotFound);
+            };
+            let row = RunRow::from_row(&row)?;
+            if !row.state.is_active() {
+                return Ok(CancelRun::NotActive(Box::new(row)));
+            }
+            let sql = format!(
+                "UPDATE runs r SET state = 'cancelled', outcome_reason = 'requested', finished_at = now(), updated_at = now()
+                 WHERE r.id = $1 RETURNING {RUN_COLUMNS}"
+            );
+            let updated = sqlx::query(&sql).bind(id.as_uuid()).fetch_one(&mut *tx).await?;
+            let updated = RunRow::from_row(&updated)?;
+            let payload = json!({ "run_id": id.to_string(), "state": "cancelled", "reason": "requested" });
+            append(&mut *tx, row.session_id, Some(id), "run.cancelled", &payload).await?;
+            Ok(CancelRun::Cancelled(Box::new(updated)))
+            },
+            |outcome| matches!(outcome, CancelRun::Cancelled(_)),
+        )
+        .await
+    }
+}
