@@ -14,12 +14,21 @@ use sqlx::postgres::PgListener;
 use tokio::sync::{broadcast, oneshot};
 
 /// What a stream is woken for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Wake {
     Session(SessionId),
     /// Anything may have changed: every stream re-reads.
     All,
+    /// Transient output of a run (never persisted): the event kind and its JSON data.
+    Transient {
+        session: SessionId,
+        kind: String,
+        data: Arc<str>,
+    },
 }
+
+/// The channel workers publish transient deltas on (see the agent crate).
+pub const TRANSIENT_CHANNEL: &str = "steward_transient";
 
 #[derive(Debug)]
 pub struct EventHub {
@@ -61,7 +70,7 @@ async fn relay(pool: PgPool, sender: broadcast::Sender<Wake>) {
                 continue;
             }
         };
-        if let Err(error) = listener.listen(store::EVENTS_CHANNEL).await {
+        if let Err(error) = listener.listen_all([store::EVENTS_CHANNEL, TRANSIENT_CHANNEL]).await {
             tracing::warn!(%error, "event listener cannot LISTEN");
             tokio::time::sleep(Duration::from_secs(1)).await;
             continue;
@@ -69,6 +78,11 @@ async fn relay(pool: PgPool, sender: broadcast::Sender<Wake>) {
         let _ = sender.send(Wake::All);
         loop {
             match listener.try_recv().await {
+                Ok(Some(notification)) if notification.channel() == TRANSIENT_CHANNEL => {
+                    if let Some(wake) = transient(notification.payload()) {
+                        let _ = sender.send(wake);
+                    }
+                }
                 Ok(Some(notification)) => {
                     if let Some(session) = SessionId::parse(notification.payload()) {
                         let _ = sender.send(Wake::Session(session));
@@ -87,4 +101,19 @@ async fn relay(pool: PgPool, sender: broadcast::Sender<Wake>) {
             }
         }
     }
+}
+
+/// Parses a worker's transient payload `{session_id, run_id, kind, text}`.
+fn transient(payload: &str) -> Option<Wake> {
+    let value: serde_json::Value = serde_json::from_str(payload).ok()?;
+    let session = SessionId::parse(value["session_id"].as_str()?)?;
+    let kind = value["kind"]
+        .as_str()
+        .filter(|kind| matches!(*kind, "assistant.delta" | "reasoning.delta"))?;
+    let data = serde_json::json!({ "kind": kind, "run_id": value["run_id"], "text": value["text"] }).to_string();
+    Some(Wake::Transient {
+        session,
+        kind: kind.to_owned(),
+        data: Arc::from(data),
+    })
 }

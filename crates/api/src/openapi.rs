@@ -11,7 +11,7 @@ use utoipa::openapi::{OpenApi as Document, PathItem};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::AppState;
-use crate::handlers::{artifacts, events, folders, health, memories, runs, sessions};
+use crate::handlers::{approvals, artifacts, events, folders, health, memories, runs, sessions};
 use crate::routes::catalog;
 
 /// An RFC 9457 problem document, the body of every error answer.
@@ -61,6 +61,9 @@ impl Modify for BearerAuth {
         events::stream,
         runs::get,
         runs::cancel,
+        approvals::input,
+        approvals::pending,
+        approvals::decide,
         folders::list,
         folders::create,
         folders::rename,

@@ -17,7 +17,7 @@ use domain::scope::Scope;
 
 use crate::AppState;
 use crate::auth::{self, Authenticator, Guard};
-use crate::handlers::{artifacts, events, folders, health, memories, runs, sessions};
+use crate::handlers::{approvals, artifacts, events, folders, health, memories, runs, sessions};
 use crate::{openapi, problem};
 
 /// Who may call a route.
@@ -84,6 +84,9 @@ pub fn catalog() -> Vec<RouteDef> {
         route!(GET "/v1/sessions/{session_id}/events", Scoped(SessionsRead), None, events::stream),
         route!(GET "/v1/runs/{run_id}", Scoped(SessionsRead), None, runs::get),
         route!(POST "/v1/runs/{run_id}/cancel", Scoped(SessionsWrite), None, runs::cancel),
+        route!(POST "/v1/runs/{run_id}/input", Scoped(SessionsWrite), None, approvals::input),
+        route!(GET "/v1/sessions/{session_id}/approvals", Scoped(SessionsRead), None, approvals::pending),
+        route!(POST "/v1/approvals/{approval_id}/decision", Scoped(SessionsWrite), None, approvals::decide),
         route!(GET "/v1/folders", Scoped(SessionsRead), None, folders::list),
         route!(POST "/v1/folders", Scoped(SessionsWrite), None, folders::create),
         route!(PATCH "/v1/folders/{folder_id}", Scoped(SessionsWrite), None, folders::rename),

@@ -8,6 +8,8 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+use crate::run::Cost;
 use sha2::{Digest, Sha256};
 
 use crate::flags::{FeatureFlags, Flag};
@@ -67,6 +69,12 @@ pub struct ModelSettings {
     pub model: String,
     #[serde(default)]
     pub reasoning_effort: Option<String>,
+    /// Price of a million input tokens, a decimal (default 0): what `max_cost` is measured in.
+    #[serde(default)]
+    pub input_cost_per_mtok: Option<String>,
+    /// Price of a million output tokens, a decimal (default 0).
+    #[serde(default)]
+    pub output_cost_per_mtok: Option<String>,
 }
 
 /// One agent as the operator defines it.
@@ -76,6 +84,9 @@ pub struct AgentDefinition {
     pub id: AgentId,
     pub instructions: String,
     pub model: ModelSettings,
+    /// An operator-chosen URL the `webhook.post` tool may post to; the tool exists only when set.
+    #[serde(default)]
+    pub webhook_url: Option<String>,
 }
 
 impl AgentDefinition {
@@ -91,20 +102,39 @@ impl AgentDefinition {
                 provider: "scripted".to_owned(),
                 model: "scripted-1".to_owned(),
                 reasoning_effort: None,
+                input_cost_per_mtok: None,
+                output_cost_per_mtok: None,
             },
+            webhook_url: None,
         }
     }
 }
 
 /// The whole configuration an agent version identifies; stored with the version so that a pinned
 /// session can always be run with exactly what it was created with.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AgentConfiguration {
     pub id: AgentId,
     pub instructions: String,
     pub model: ModelSettings,
     /// The enabled flags that shape the agent's tool roster.
     pub features: Vec<Flag>,
+    /// The tools the agent may call, by name.
+    pub tools: Vec<String>,
+    pub webhook_url: Option<String>,
+}
+
+/// The tools every agent has.
+pub const CORE_TOOLS: [&str; 3] = ["notes.list", "notes.add", "owner.ask"];
+
+/// The roster for a definition under `flags`: the core tools, then those the flags and the
+/// definition add. Later features (mail, calling, schedules) add theirs here.
+pub fn tool_roster(definition: &AgentDefinition, _features: &[Flag]) -> Vec<String> {
+    let mut tools: Vec<String> = CORE_TOOLS.iter().map(|name| (*name).to_owned()).collect();
+    if definition.webhook_url.is_some() {
+        tools.push("webhook.post".to_owned());
+    }
+    tools
 }
 
 impl AgentConfiguration {
@@ -124,6 +154,14 @@ pub enum AgentError {
     Empty,
     #[error("agent `{0}` has empty instructions")]
     EmptyInstructions(String),
+    #[error("agent `{agent}`: {field} is not a decimal price: `{value}`")]
+    Price {
+        agent: String,
+        field: &'static str,
+        value: String,
+    },
+    #[error("agent `{0}`: webhook_url must be an http:// or https:// URL")]
+    WebhookUrl(String),
 }
 
 /// A configured agent and its current version.
@@ -150,11 +188,33 @@ impl AgentRegistry {
             if definition.instructions.trim().is_empty() {
                 return Err(AgentError::EmptyInstructions(definition.id.0));
             }
+            for (field, value) in [
+                ("input_cost_per_mtok", &definition.model.input_cost_per_mtok),
+                ("output_cost_per_mtok", &definition.model.output_cost_per_mtok),
+            ] {
+                if let Some(value) = value
+                    && Cost::parse(value).is_err()
+                {
+                    return Err(AgentError::Price {
+                        agent: definition.id.0.clone(),
+                        field,
+                        value: value.clone(),
+                    });
+                }
+            }
+            if let Some(url) = &definition.webhook_url
+                && !(url.starts_with("http://") || url.starts_with("https://"))
+            {
+                return Err(AgentError::WebhookUrl(definition.id.0.clone()));
+            }
+            let tools = tool_roster(&definition, &features);
             let configuration = AgentConfiguration {
                 id: definition.id.clone(),
                 instructions: definition.instructions,
                 model: definition.model,
                 features: features.clone(),
+                tools,
+                webhook_url: definition.webhook_url,
             };
             let agent = Agent {
                 version: configuration.version(),

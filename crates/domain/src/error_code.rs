@@ -33,10 +33,13 @@ pub enum ErrorCode {
     RunNotFound,
     RunNotActive,
     UnknownArtifact,
+    ApprovalNotFound,
+    ApprovalAlreadyResolved,
+    QuestionNotPending,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 28] = [
+    pub const ALL: [ErrorCode; 31] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -65,6 +68,9 @@ impl ErrorCode {
         ErrorCode::RunNotFound,
         ErrorCode::RunNotActive,
         ErrorCode::UnknownArtifact,
+        ErrorCode::ApprovalNotFound,
+        ErrorCode::ApprovalAlreadyResolved,
+        ErrorCode::QuestionNotPending,
     ];
 
     /// The stable machine-readable code, the `code` member of a problem document.
@@ -98,6 +104,9 @@ impl ErrorCode {
             ErrorCode::RunNotFound => "run_not_found",
             ErrorCode::RunNotActive => "run_not_active",
             ErrorCode::UnknownArtifact => "unknown_artifact",
+            ErrorCode::ApprovalNotFound => "approval_not_found",
+            ErrorCode::ApprovalAlreadyResolved => "approval_already_resolved",
+            ErrorCode::QuestionNotPending => "question_not_pending",
         }
     }
 
@@ -126,6 +135,9 @@ impl ErrorCode {
             ErrorCode::RunNotFound => 404,
             ErrorCode::RunNotActive => 409,
             ErrorCode::UnknownArtifact => 422,
+            ErrorCode::ApprovalNotFound => 404,
+            ErrorCode::ApprovalAlreadyResolved => 409,
+            ErrorCode::QuestionNotPending => 409,
         }
     }
 
@@ -160,6 +172,9 @@ impl ErrorCode {
             ErrorCode::RunNotFound => "Run not found",
             ErrorCode::RunNotActive => "The run has already finished",
             ErrorCode::UnknownArtifact => "Unknown artifact",
+            ErrorCode::ApprovalNotFound => "Approval not found",
+            ErrorCode::ApprovalAlreadyResolved => "The approval was already resolved",
+            ErrorCode::QuestionNotPending => "The run is not waiting for that question",
         }
     }
 }

@@ -3,10 +3,10 @@
 //! A route or tool whose flag is off does not exist: the API does not mount it and the agent's
 //! tool roster does not contain it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One on/off feature flag and the environment variable that sets it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Flag {
     Email,

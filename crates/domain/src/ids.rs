@@ -69,4 +69,9 @@ impl PrincipalId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Wraps a principal id read back from storage.
+    pub fn from_stored(id: String) -> Self {
+        Self(id)
+    }
 }

@@ -4,6 +4,7 @@
 //! environment values are parameters, so every rule is testable exactly.
 
 pub mod agent;
+pub mod approval;
 pub mod artifact;
 pub mod cursor;
 pub mod error_code;

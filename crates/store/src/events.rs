@@ -83,6 +83,19 @@ impl Store {
         Ok(seq)
     }
 
+    /// Every event of a session after `after`, for roles that act for the session's owner.
+    pub(crate) async fn events_after_unchecked(&self, session: SessionId, after: i64) -> Result<Vec<EventRow>> {
+        let rows = sqlx::query(
+            "SELECT session_id, seq, run_id, kind, payload, created_at FROM events
+             WHERE session_id = $1 AND seq > $2 ORDER BY seq",
+        )
+        .bind(session.as_uuid())
+        .bind(after)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(EventRow::from_row).collect()
+    }
+
     /// Up to `limit` events of a session of `principal` after sequence `after`, in order.
     pub async fn events_after(
         &self,

@@ -2,17 +2,22 @@
 //!
 //! Every statement here is exercised by a test against a real PostgreSQL server.
 
+mod approvals;
 mod artifacts;
 mod events;
 mod folders;
+mod notes;
 mod runs;
 mod sessions;
+mod work;
 
+pub use approvals::{Answer, ApprovalRow, Decide, Decision};
 pub use artifacts::{ArtifactRow, ArtifactUpload, NewArtifact};
 pub use events::{EVENTS_CHANNEL, EventRow};
 pub use folders::{FolderRow, RenameFolder};
 pub use runs::{CancelRun, IdempotencyClaim, NewMessage, RunRow, StoredResponse, Submit};
 pub use sessions::{DeleteSession, FileSession, NewSession, SessionPage, SessionRow};
+pub use work::{ClaimedRun, InvocationRow, Lease, ModelStep, NewCall, RUNS_CHANNEL, RunCounters};
 
 use sqlx::PgPool;
 use sqlx::migrate::Migrator;

@@ -26,7 +26,7 @@ pub struct RunRow {
     pub finished_at: Option<Timestamp>,
 }
 
-const RUN_COLUMNS: &str = "r.id, r.session_id, r.state, r.max_steps, r.max_model_calls, r.max_tool_calls,
+pub(crate) const RUN_COLUMNS: &str = "r.id, r.session_id, r.state, r.max_steps, r.max_model_calls, r.max_tool_calls,
     r.max_cost_micros, r.run_timeout_seconds, r.message_seq, r.deadline_at, r.outcome_reason, r.created_at,
     r.updated_at, r.finished_at";
 
@@ -36,7 +36,7 @@ fn count(row: &PgRow, column: &str) -> Result<u32> {
 }
 
 impl RunRow {
-    fn from_row(row: &PgRow) -> Result<RunRow> {
+    pub(crate) fn from_row(row: &PgRow) -> Result<RunRow> {
         let state: String = row.try_get("state")?;
         Ok(RunRow {
             id: RunId::from_uuid(row.try_get("id")?),
@@ -261,6 +261,11 @@ impl Store {
                 "message": { "text": new.text, "attachments": attachments },
             });
             let seq = append(&mut *tx, new.session, Some(run), "user.message.created", &payload).await?;
+                sqlx::query("SELECT pg_notify($1, $2)")
+                    .bind(crate::work::RUNS_CHANNEL)
+                    .bind(run.to_string())
+                    .execute(&mut *tx)
+                    .await?;
             let sql = format!("UPDATE runs r SET message_seq = $2 WHERE r.id = $1 RETURNING {RUN_COLUMNS}");
             let row = sqlx::query(&sql).bind(run.as_uuid()).bind(seq).fetch_one(&mut *tx).await?;
             let row = RunRow::from_row(&row)?;
@@ -312,24 +317,32 @@ impl Store {
     pub async fn cancel_run(&self, principal: &PrincipalId, id: RunId) -> Result<CancelRun> {
         self.transaction(
             async |tx: &mut sqlx::PgConnection| {
-            let sql = format!("SELECT {RUN_COLUMNS} FROM runs r WHERE r.id = $1 AND r.principal_id = $2 FOR UPDATE");
-            let Some(row) = sqlx::query(&sql).bind(id.as_uuid()).bind(principal.as_str()).fetch_optional(&mut *tx).await?
-            else {
-                return Ok(CancelRun::NotFound);
-            };
-            let row = RunRow::from_row(&row)?;
-            if !row.state.is_active() {
-                return Ok(CancelRun::NotActive(Box::new(row)));
-            }
-            let sql = format!(
-                "UPDATE runs r SET state = 'cancelled', outcome_reason = 'requested', finished_at = now(), updated_at = now()
-                 WHERE r.id = $1 RETURNING {RUN_COLUMNS}"
-            );
-            let updated = sqlx::query(&sql).bind(id.as_uuid()).fetch_one(&mut *tx).await?;
-            let updated = RunRow::from_row(&updated)?;
-            let payload = json!({ "run_id": id.to_string(), "state": "cancelled", "reason": "requested" });
-            append(&mut *tx, row.session_id, Some(id), "run.cancelled", &payload).await?;
-            Ok(CancelRun::Cancelled(Box::new(updated)))
+                let sql =
+                    format!("SELECT {RUN_COLUMNS} FROM runs r WHERE r.id = $1 AND r.principal_id = $2 FOR UPDATE");
+                let found = sqlx::query(&sql)
+                    .bind(id.as_uuid())
+                    .bind(principal.as_str())
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let Some(row) = found else {
+                    return Ok(CancelRun::NotFound);
+                };
+                let row = RunRow::from_row(&row)?;
+                if !row.state.is_active() {
+                    return Ok(CancelRun::NotActive(Box::new(row)));
+                }
+                // A worker executing the run loses its lease here and stops at its next step.
+                let sql = format!(
+                    "UPDATE runs r SET state = 'cancelled', outcome_reason = 'requested', finished_at = now(),
+                         updated_at = now(), lease_owner = NULL, lease_expires_at = NULL
+                     WHERE r.id = $1 RETURNING {RUN_COLUMNS}"
+                );
+                let updated = sqlx::query(&sql).bind(id.as_uuid()).fetch_one(&mut *tx).await?;
+                let updated = RunRow::from_row(&updated)?;
+                crate::work::close_open_items(tx, id, "CANCELLED").await?;
+                let payload = json!({ "run_id": id.to_string(), "state": "cancelled", "reason": "requested" });
+                append(&mut *tx, row.session_id, Some(id), "run.cancelled", &payload).await?;
+                Ok(CancelRun::Cancelled(Box::new(updated)))
             },
             |outcome| matches!(outcome, CancelRun::Cancelled(_)),
         )

@@ -3,7 +3,8 @@
 //! Persisted events are sent with their session sequence as the SSE `id`, so a client that
 //! reconnects with `Last-Event-ID` gets everything after it, replayed from the database. After
 //! catching up the stream follows live events, woken by the hub, and closes once the session
-//! has no active run (after a run's terminal event, or at once for an idle session). A comment
+//! has no active run (after a run's terminal event, or at once for an idle session). Transient
+//! output (`assistant.delta`, `reasoning.delta`) is relayed as it comes, without an id. A comment
 //! heartbeat is sent at least every 15 seconds.
 
 use std::collections::VecDeque;
@@ -85,6 +86,7 @@ pub async fn stream(
         last: after,
         wakes,
         pending: VecDeque::new(),
+        transient: VecDeque::new(),
     };
     let sse = Sse::new(follow(follower)).keep_alive(KeepAlive::new().interval(HEARTBEAT).text("heartbeat"));
     let mut response = sse.into_response();
@@ -104,6 +106,8 @@ struct Follower {
     last: i64,
     wakes: broadcast::Receiver<Wake>,
     pending: VecDeque<EventRow>,
+    /// Transient frames (no id) waiting to be sent.
+    transient: VecDeque<Event>,
 }
 
 fn frame(event: &EventRow) -> Event {
@@ -123,6 +127,9 @@ fn frame(event: &EventRow) -> Event {
 fn follow(follower: Follower) -> impl Stream<Item = Result<Event, Infallible>> {
     futures_util::stream::unfold(follower, |mut follower| async move {
         loop {
+            if let Some(frame) = follower.transient.pop_front() {
+                return Some((Ok(frame), follower));
+            }
             if let Some(event) = follower.pending.pop_front() {
                 follower.last = event.seq;
                 let frame = frame(&event);
@@ -165,7 +172,12 @@ async fn wait(follower: &mut Follower) -> Option<()> {
         tokio::select! {
             received = follower.wakes.recv() => match received {
                 Ok(Wake::Session(session)) if session == follower.session => return Some(()),
-                Ok(Wake::Session(_)) => continue,
+                Ok(Wake::Transient { session, kind, data }) if session == follower.session => {
+                    // Best effort and never persisted: no id, so it never moves the replay cursor.
+                    follower.transient.push_back(Event::default().event(kind).data(data.as_ref()));
+                    return Some(());
+                }
+                Ok(Wake::Session(_) | Wake::Transient { .. }) => continue,
                 Ok(Wake::All) | Err(broadcast::error::RecvError::Lagged(_)) => return Some(()),
                 Err(broadcast::error::RecvError::Closed) => return None,
             },

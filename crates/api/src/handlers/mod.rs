@@ -1,5 +1,6 @@
 //! Request handlers, one module per resource.
 
+pub mod approvals;
 pub mod artifacts;
 pub mod events;
 pub mod folders;

@@ -8,12 +8,13 @@ use reqwest::Method;
 
 use crate::support::{Env, TestApp, all_scopes, expect_problem};
 
+/// The route's path with every `{parameter}` replaced by a fresh id.
 fn sample_path(route: &RouteDef) -> String {
-    route
-        .path
-        .replace("{session_id}", &uuid::Uuid::new_v4().to_string())
-        .replace("{folder_id}", &uuid::Uuid::new_v4().to_string())
-        .replace("{artifact_id}", &uuid::Uuid::new_v4().to_string())
+    let mut path = route.path.to_owned();
+    while let (Some(start), Some(end)) = (path.find('{'), path.find('}')) {
+        path.replace_range(start..=end, &uuid::Uuid::new_v4().to_string());
+    }
+    path
 }
 
 fn every_flag_used() -> Env {

@@ -1,0 +1,140 @@
+//! The worker role's configuration, from its environment.
+//!
+//! | Variable | Meaning | Default |
+//! |---|---|---|
+//! | `DATABASE_URL` | PostgreSQL URL of the worker login | required |
+//! | `DATABASE_MAX_CONNECTIONS` | pool size | `10` |
+//! | `WORKER_ID` | this process's name in leases | `worker-<pid>-<random>` |
+//! | `WORKER_CONCURRENCY` | runs executed at once | `4` |
+//! | `WORKER_LEASE_SECONDS` | lease length; a dead worker's run resumes after it | `30` |
+//! | `OPENAI_BASE_URL` | base URL of an OpenAI-compatible API (enables provider `openai`) | unset |
+//! | `OPENAI_API_KEY_FILE` | owner-only file holding that API's key | unset |
+//! | `LOG_LEVEL` | `error`, `warn`, `info`, `debug`, `trace` | `info` |
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0} is required")]
+    Missing(&'static str),
+    #[error("{variable} is invalid: {reason}")]
+    Invalid { variable: &'static str, reason: String },
+    #[error("OPENAI_API_KEY_FILE: {0}")]
+    KeyFile(#[from] hardening::secret_file::SecretFileError),
+}
+
+/// The OpenAI-compatible endpoint, when configured.
+#[derive(Clone)]
+pub struct OpenAiEndpoint {
+    pub base_url: String,
+    pub api_key: Option<String>,
+}
+
+impl std::fmt::Debug for OpenAiEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiEndpoint")
+            .field("base_url", &self.base_url)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct WorkerConfig {
+    pub database_url: String,
+    pub database_max_connections: u32,
+    pub worker_id: String,
+    pub concurrency: usize,
+    pub lease_seconds: u32,
+    pub openai: Option<OpenAiEndpoint>,
+    pub log_level: tracing::Level,
+}
+
+fn positive(variable: &'static str, value: Option<String>, default: u32) -> Result<u32, ConfigError> {
+    let Some(text) = value else { return Ok(default) };
+    match text.trim().parse::<u32>() {
+        Ok(0) | Err(_) => Err(ConfigError::Invalid {
+            variable,
+            reason: format!("`{text}` is not a positive integer"),
+        }),
+        Ok(value) => Ok(value),
+    }
+}
+
+impl WorkerConfig {
+    pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<WorkerConfig, ConfigError> {
+        let get = |name: &str| lookup(name).filter(|value| !value.is_empty());
+        let database_url = get("DATABASE_URL").ok_or(ConfigError::Missing("DATABASE_URL"))?;
+        database_url
+            .parse::<sqlx::postgres::PgConnectOptions>()
+            .map_err(|error| ConfigError::Invalid {
+                variable: "DATABASE_URL",
+                reason: error.to_string(),
+            })?;
+        let openai = match get("OPENAI_BASE_URL") {
+            None => {
+                if get("OPENAI_API_KEY_FILE").is_some() {
+                    return Err(ConfigError::Invalid {
+                        variable: "OPENAI_API_KEY_FILE",
+                        reason: "set OPENAI_BASE_URL as well".into(),
+                    });
+                }
+                None
+            }
+            Some(base_url) => {
+                if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+                    return Err(ConfigError::Invalid {
+                        variable: "OPENAI_BASE_URL",
+                        reason: "must be an http(s) URL".into(),
+                    });
+                }
+                let api_key = match get("OPENAI_API_KEY_FILE") {
+                    None => None,
+                    Some(path) => {
+                        let bytes = hardening::secret_file::read_owner_only(std::path::Path::new(&path))?;
+                        let key = String::from_utf8(bytes).map_err(|_| ConfigError::Invalid {
+                            variable: "OPENAI_API_KEY_FILE",
+                            reason: "not UTF-8".into(),
+                        })?;
+                        Some(key.trim().to_owned())
+                    }
+                };
+                Some(OpenAiEndpoint {
+                    base_url: base_url.trim_end_matches('/').to_owned(),
+                    api_key,
+                })
+            }
+        };
+        if get("OPENAI_API_KEY").is_some() {
+            return Err(ConfigError::Invalid {
+                variable: "OPENAI_API_KEY",
+                reason: "inline keys are refused; put the key in a file named by OPENAI_API_KEY_FILE".into(),
+            });
+        }
+        let log_level = match get("LOG_LEVEL").as_deref() {
+            None | Some("info") => tracing::Level::INFO,
+            Some("error") => tracing::Level::ERROR,
+            Some("warn") => tracing::Level::WARN,
+            Some("debug") => tracing::Level::DEBUG,
+            Some("trace") => tracing::Level::TRACE,
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    variable: "LOG_LEVEL",
+                    reason: format!("`{other}` is not a level"),
+                });
+            }
+        };
+        Ok(WorkerConfig {
+            database_url,
+            database_max_connections: positive("DATABASE_MAX_CONNECTIONS", get("DATABASE_MAX_CONNECTIONS"), 10)?,
+            worker_id: get("WORKER_ID").unwrap_or_else(|| {
+                format!(
+                    "worker-{}-{}",
+                    std::process::id(),
+                    &uuid::Uuid::new_v4().simple().to_string()[..8]
+                )
+            }),
+            concurrency: positive("WORKER_CONCURRENCY", get("WORKER_CONCURRENCY"), 4)? as usize,
+            lease_seconds: positive("WORKER_LEASE_SECONDS", get("WORKER_LEASE_SECONDS"), 30)?,
+            openai,
+            log_level,
+        })
+    }
+}

@@ -1,0 +1,405 @@
+//! Executes one claimed run until it parks, ends, or is lost.
+//!
+//! Each pass settles the latest step's tool invocations in order, then asks the model again:
+//! - `dispatching` found on entry means a previous worker died mid-call: `outcome_unknown`,
+//!   never retried;
+//! - a queued read-only call runs at once; a queued call that needs approval parks the run;
+//!   `owner.ask` parks it on a question;
+//! - an approved call is committed as `dispatching` first, then run exactly once.
+//!
+//! Limits are checked before every model call and after every step; the deadline bounds the
+//! whole execution.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use domain::agent::AgentConfiguration;
+use domain::approval::{InvocationState, display_arguments};
+use domain::ids::{RunId, SessionId};
+use domain::run::Cost;
+use serde_json::{Value, json};
+use store::{ClaimedRun, InvocationRow, Lease, ModelStep, NewCall, RunCounters, Store, StoreError};
+use tokio::sync::mpsc;
+
+use crate::history;
+use crate::model::{ChatMessage, Deltas, ModelProvider, ModelRequest};
+use crate::scripted::Scripted;
+use crate::tools::{ASK_OWNER, ToolOutcome, Toolbox};
+
+/// The notification channel for transient output (text and reasoning deltas).
+pub const TRANSIENT_CHANNEL: &str = "steward_transient";
+/// `NOTIFY` payloads must stay under 8000 bytes.
+const TRANSIENT_MAX_BYTES: usize = 6000;
+
+/// The model providers this worker can reach.
+#[derive(Clone)]
+pub struct Providers {
+    scripted: Arc<Scripted>,
+    openai: Option<Arc<dyn ModelProvider>>,
+}
+
+impl std::fmt::Debug for Providers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Providers")
+            .field("openai", &self.openai.is_some())
+            .finish()
+    }
+}
+
+impl Providers {
+    pub fn new(openai: Option<Arc<dyn ModelProvider>>) -> Providers {
+        Providers {
+            scripted: Arc::new(Scripted),
+            openai,
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&dyn ModelProvider> {
+        match name {
+            "scripted" => Some(self.scripted.as_ref()),
+            "openai" => self.openai.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// How an execution ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Finish {
+    /// Waiting for the owner (approval or answer).
+    Parked,
+    /// Completed or failed.
+    Ended,
+    /// Cancelled, expired or taken by another worker meanwhile.
+    Lost,
+}
+
+#[derive(Clone, Debug)]
+pub struct Executor {
+    pub store: Store,
+    pub providers: Providers,
+    pub http: reqwest::Client,
+}
+
+/// Transient output, relayed to the API's streams through `NOTIFY`.
+struct TransientSink {
+    sender: mpsc::UnboundedSender<(&'static str, String)>,
+}
+
+impl Deltas for TransientSink {
+    fn text(&self, delta: &str) {
+        let _ = self.sender.send(("assistant.delta", delta.to_owned()));
+    }
+
+    fn reasoning(&self, delta: &str) {
+        let _ = self.sender.send(("reasoning.delta", delta.to_owned()));
+    }
+}
+
+async fn relay_transient(
+    store: Store,
+    session: SessionId,
+    run: RunId,
+    mut receiver: mpsc::UnboundedReceiver<(&'static str, String)>,
+) {
+    while let Some((kind, mut text)) = receiver.recv().await {
+        if text.len() > TRANSIENT_MAX_BYTES {
+            let mut cut = TRANSIENT_MAX_BYTES;
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            text.truncate(cut);
+        }
+        let payload =
+            json!({ "session_id": session.to_string(), "run_id": run.to_string(), "kind": kind, "text": text });
+        let sent = sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(TRANSIENT_CHANNEL)
+            .bind(payload.to_string())
+            .execute(store.pool())
+            .await;
+        if let Err(error) = sent {
+            // Transient output is best effort.
+            tracing::debug!(%error, "dropping a transient delta");
+        }
+    }
+}
+
+fn price(tokens: i64, per_million: Option<&String>) -> Cost {
+    let rate = per_million.and_then(|text| Cost::parse(text).ok()).unwrap_or_default();
+    let micros = i128::from(tokens) * i128::from(rate.micros());
+    Cost::from_micros(i64::try_from((micros + 999_999) / 1_000_000).unwrap_or(i64::MAX))
+}
+
+fn outcome_value(outcome: &ToolOutcome) -> (InvocationState, Value, Option<&'static str>) {
+    match outcome {
+        ToolOutcome::Succeeded(value) => (InvocationState::Succeeded, value.clone(), None),
+        ToolOutcome::Failed { code, message } => (InvocationState::Failed, json!({ "error": message }), Some(code)),
+        ToolOutcome::Uncertain { code, message } => {
+            (InvocationState::OutcomeUnknown, json!({ "error": message }), Some(code))
+        }
+    }
+}
+
+impl Executor {
+    /// Runs `claimed` until it parks, ends or is lost.
+    pub async fn execute(&self, claimed: ClaimedRun) -> Result<Finish, StoreError> {
+        let lease = claimed.lease.clone();
+        let configuration: AgentConfiguration = match serde_json::from_value(claimed.configuration.clone()) {
+            Ok(configuration) => configuration,
+            Err(error) => {
+                let detail = format!("the pinned agent configuration cannot be read: {error}");
+                return self
+                    .fail(&lease, "agent.configuration_unreadable", &detail, &claimed.counters)
+                    .await;
+            }
+        };
+        let Some(provider) = self.providers.get(&configuration.model.provider) else {
+            let detail = format!(
+                "model provider `{}` is not configured on this worker",
+                configuration.model.provider
+            );
+            return self
+                .fail(&lease, "model.provider_unavailable", &detail, &claimed.counters)
+                .await;
+        };
+        let toolbox = Toolbox::for_configuration(&configuration, self.http.clone());
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let relay = tokio::spawn(relay_transient(self.store.clone(), lease.session, lease.run, receiver));
+        let sink = TransientSink { sender };
+        let outcome = self.drive(&claimed, &configuration, provider, &toolbox, &sink).await;
+        drop(sink);
+        let _ = relay.await;
+        outcome
+    }
+
+    async fn fail(
+        &self,
+        lease: &Lease,
+        code: &str,
+        detail: &str,
+        counters: &RunCounters,
+    ) -> Result<Finish, StoreError> {
+        tracing::warn!(run = %lease.run, code, "run failed");
+        Ok(match self.store.fail_run(lease, code, detail, counters).await? {
+            Some(()) => Finish::Ended,
+            None => Finish::Lost,
+        })
+    }
+
+    async fn drive(
+        &self,
+        claimed: &ClaimedRun,
+        configuration: &AgentConfiguration,
+        provider: &dyn ModelProvider,
+        toolbox: &Toolbox,
+        sink: &TransientSink,
+    ) -> Result<Finish, StoreError> {
+        let lease = &claimed.lease;
+        let limits = claimed.run.limits;
+        let mut counters = claimed.counters;
+        loop {
+            // 1. Settle the latest step's invocations, in order.
+            for invocation in self.store.invocations(lease.run).await? {
+                if let Some(finish) = self.settle(claimed, toolbox, &invocation).await? {
+                    return Ok(finish);
+                }
+            }
+            // 2. Limits before asking the model again.
+            if counters.steps >= limits.max_steps {
+                return self
+                    .fail(lease, "limit.max_steps", "the run reached its step limit", &counters)
+                    .await;
+            }
+            if counters.model_calls >= limits.max_model_calls {
+                return self
+                    .fail(
+                        lease,
+                        "limit.max_model_calls",
+                        "the run reached its model call limit",
+                        &counters,
+                    )
+                    .await;
+            }
+            // 3. Ask the model.
+            let events = self.store.session_history(lease.session).await?;
+            let mut messages = vec![ChatMessage::System(configuration.instructions.clone())];
+            messages.extend(history::build(&events));
+            let request = ModelRequest {
+                model: configuration.model.model.clone(),
+                reasoning_effort: configuration.model.reasoning_effort.clone(),
+                messages,
+                tools: toolbox.specs(),
+            };
+            let response = match provider.complete(&request, sink).await {
+                Ok(response) => response,
+                Err(error) => return self.fail(lease, "model.error", &error.to_string(), &counters).await,
+            };
+            let cost = price(
+                response.usage.input_tokens,
+                configuration.model.input_cost_per_mtok.as_ref(),
+            )
+            .micros()
+            .saturating_add(
+                price(
+                    response.usage.output_tokens,
+                    configuration.model.output_cost_per_mtok.as_ref(),
+                )
+                .micros(),
+            );
+            let step = ModelStep {
+                text: &response.text,
+                calls: response
+                    .tool_calls
+                    .iter()
+                    .map(|call| NewCall {
+                        call_id: &call.id,
+                        tool: &call.name,
+                        arguments: &call.arguments,
+                    })
+                    .collect(),
+                input_tokens: response.usage.input_tokens,
+                output_tokens: response.usage.output_tokens,
+                cost: Cost::from_micros(cost),
+            };
+            let Some(invocations) = self.store.record_model_step(lease, step).await? else {
+                return Ok(Finish::Lost);
+            };
+            counters.steps += 1;
+            counters.model_calls += 1;
+            counters.tool_calls += u32::try_from(invocations.len()).unwrap_or(u32::MAX);
+            counters.cost = Cost::from_micros(counters.cost.micros().saturating_add(cost));
+            counters.input_tokens += response.usage.input_tokens;
+            counters.output_tokens += response.usage.output_tokens;
+            // 4. Limits after the step.
+            if counters.cost > limits.max_cost {
+                return self
+                    .fail(lease, "limit.max_cost", "the run exceeded its cost limit", &counters)
+                    .await;
+            }
+            if counters.tool_calls > limits.max_tool_calls {
+                return self
+                    .fail(
+                        lease,
+                        "limit.max_tool_calls",
+                        "the run exceeded its tool call limit",
+                        &counters,
+                    )
+                    .await;
+            }
+            if invocations.is_empty() {
+                return Ok(match self.store.complete_run(lease, &counters).await? {
+                    Some(()) => Finish::Ended,
+                    None => Finish::Lost,
+                });
+            }
+        }
+    }
+
+    /// Moves one invocation forward; `Some` when the execution stops here.
+    async fn settle(
+        &self,
+        claimed: &ClaimedRun,
+        toolbox: &Toolbox,
+        invocation: &InvocationRow,
+    ) -> Result<Option<Finish>, StoreError> {
+        let lease = &claimed.lease;
+        let lost = |recorded: Option<()>| recorded.is_none().then_some(Finish::Lost);
+        match invocation.state {
+            InvocationState::Dispatching => {
+                // A previous worker died (or lost the run) during this call: its effect may
+                // have happened, so it is never repeated.
+                tracing::warn!(run = %lease.run, invocation = %invocation.id, "invocation outcome unknown after a crash");
+                let result =
+                    json!({ "error": "the worker stopped while this action was in progress; it was not repeated" });
+                let recorded = self
+                    .store
+                    .settle_invocation(
+                        lease,
+                        invocation,
+                        InvocationState::OutcomeUnknown,
+                        &result,
+                        Some("tool.outcome_unknown"),
+                    )
+                    .await?;
+                Ok(lost(recorded))
+            }
+            InvocationState::Queued => {
+                let Some(tool) = toolbox.get(&invocation.tool) else {
+                    let result = json!({ "error": format!("no tool `{}` is available", invocation.tool) });
+                    let recorded = self
+                        .store
+                        .settle_invocation(
+                            lease,
+                            invocation,
+                            InvocationState::Failed,
+                            &result,
+                            Some("tool.unknown"),
+                        )
+                        .await?;
+                    return Ok(lost(recorded));
+                };
+                if tool.name == ASK_OWNER {
+                    let question = invocation.arguments["question"]
+                        .as_str()
+                        .map(str::trim)
+                        .unwrap_or_default();
+                    if question.is_empty() {
+                        let result = json!({ "error": "`question` must be a non-empty string" });
+                        let recorded = self
+                            .store
+                            .settle_invocation(
+                                lease,
+                                invocation,
+                                InvocationState::Failed,
+                                &result,
+                                Some("tool.invalid_arguments"),
+                            )
+                            .await?;
+                        return Ok(lost(recorded));
+                    }
+                    let parked = self.store.park_for_question(lease, invocation, question).await?;
+                    return Ok(Some(if parked.is_some() { Finish::Parked } else { Finish::Lost }));
+                }
+                if tool.needs_approval {
+                    let shown = display_arguments(&invocation.arguments);
+                    let parked = self
+                        .store
+                        .park_for_approval(lease, invocation, tool.risk, &shown)
+                        .await?;
+                    return Ok(Some(if parked.is_some() { Finish::Parked } else { Finish::Lost }));
+                }
+                let outcome = toolbox.execute(&self.store, &claimed.principal, invocation).await;
+                let (state, result, code) = outcome_value(&outcome);
+                let state = if state == InvocationState::OutcomeUnknown {
+                    InvocationState::Failed
+                } else {
+                    state
+                };
+                let recorded = self
+                    .store
+                    .settle_invocation(lease, invocation, state, &result, code)
+                    .await?;
+                Ok(lost(recorded))
+            }
+            InvocationState::Approved => {
+                if self.store.begin_dispatch(lease, invocation).await?.is_none() {
+                    return Ok(Some(Finish::Lost));
+                }
+                let outcome = toolbox.execute(&self.store, &claimed.principal, invocation).await;
+                let (state, result, code) = outcome_value(&outcome);
+                self.store
+                    .finish_dispatch(lease.session, invocation, state, &result, code)
+                    .await?;
+                Ok(None)
+            }
+            InvocationState::AwaitingApproval | InvocationState::AwaitingAnswer => Ok(Some(Finish::Parked)),
+            _ => Ok(None),
+        }
+    }
+}
+
+/// How long until `deadline`, zero when it passed.
+pub fn until(deadline: jiff::Timestamp) -> Duration {
+    let remaining = deadline.as_millisecond() - jiff::Timestamp::now().as_millisecond();
+    Duration::from_millis(u64::try_from(remaining).unwrap_or(0))
+}

@@ -1,0 +1,15 @@
+//! The agent loop. A worker claims queued runs (`FOR UPDATE SKIP LOCKED` with a lease), builds
+//! the model's context from the session's events, calls the model, and executes the tools it
+//! asks for: read-only tools at once, side-effecting ones only after the owner approved, each
+//! recorded as dispatching before it runs and never repeated.
+
+pub mod config;
+pub mod executor;
+pub mod history;
+pub mod model;
+pub mod openai;
+pub mod scripted;
+pub mod tools;
+pub mod worker;
+
+pub use config::WorkerConfig;

@@ -1,0 +1,217 @@
+//! The built-in tools and what each may do. The roster an agent gets is fixed by its pinned
+//! configuration; this box holds only tools in that roster.
+//!
+//! | Tool | Risk | Approval | Effect |
+//! |---|---|---|---|
+//! | `notes.list` | low | no | reads the owner's recent notes |
+//! | `notes.add` | medium | yes | saves a note (at most one per invocation) |
+//! | `owner.ask` | low | no | asks the owner a question; the run waits for the answer |
+//! | `webhook.post` | high | yes | POSTs a JSON body to the agent's configured `webhook_url` |
+
+use std::time::Duration;
+
+use domain::agent::AgentConfiguration;
+use domain::approval::Risk;
+use domain::ids::PrincipalId;
+use serde_json::{Value, json};
+use store::{InvocationRow, Store};
+
+use crate::model::ToolSpec;
+
+/// The question tool: handled by the executor, which parks the run.
+pub const ASK_OWNER: &str = "owner.ask";
+const NOTE_MAX_CHARS: usize = 10_000;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tool {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub parameters: Value,
+    /// The scope naming what the tool may do.
+    pub scope: &'static str,
+    pub risk: Risk,
+    pub needs_approval: bool,
+}
+
+fn catalog() -> Vec<Tool> {
+    vec![
+        Tool {
+            name: "notes.list",
+            description: "List the owner's most recent notes.",
+            parameters: json!({ "type": "object", "properties": {}, "additionalProperties": false }),
+            scope: "notes.read",
+            risk: Risk::Low,
+            needs_approval: false,
+        },
+        Tool {
+            name: "notes.add",
+            description: "Save a note for the owner. The owner approves each note first.",
+            parameters: json!({
+                "type": "object",
+                "properties": { "text": { "type": "string", "description": "The note" } },
+                "required": ["text"], "additionalProperties": false
+            }),
+            scope: "notes.write",
+            risk: Risk::Medium,
+            needs_approval: true,
+        },
+        Tool {
+            name: ASK_OWNER,
+            description: "Ask the owner a question and wait for the answer.",
+            parameters: json!({
+                "type": "object",
+                "properties": { "question": { "type": "string" } },
+                "required": ["question"], "additionalProperties": false
+            }),
+            scope: "owner.ask",
+            risk: Risk::Low,
+            needs_approval: false,
+        },
+        Tool {
+            name: "webhook.post",
+            description: "Post a JSON body to the owner's configured webhook. The owner approves each post first.",
+            parameters: json!({
+                "type": "object",
+                "properties": { "body": { "type": "object" } },
+                "required": ["body"], "additionalProperties": false
+            }),
+            scope: "webhook.post",
+            risk: Risk::High,
+            needs_approval: true,
+        },
+    ]
+}
+
+/// What running a tool came to.
+#[derive(Debug, PartialEq)]
+pub enum ToolOutcome {
+    Succeeded(Value),
+    /// It did not happen (or did nothing); the model is told why.
+    Failed {
+        code: &'static str,
+        message: String,
+    },
+    /// It may or may not have happened; never retried.
+    Uncertain {
+        code: &'static str,
+        message: String,
+    },
+}
+
+/// The tools of one pinned configuration.
+#[derive(Clone, Debug)]
+pub struct Toolbox {
+    tools: Vec<Tool>,
+    webhook_url: Option<String>,
+    http: reqwest::Client,
+}
+
+impl Toolbox {
+    pub fn for_configuration(configuration: &AgentConfiguration, http: reqwest::Client) -> Toolbox {
+        let tools = catalog()
+            .into_iter()
+            .filter(|tool| configuration.tools.iter().any(|name| name == tool.name))
+            .collect();
+        Toolbox {
+            tools,
+            webhook_url: configuration.webhook_url.clone(),
+            http,
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Tool> {
+        self.tools.iter().find(|tool| tool.name == name)
+    }
+
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools
+            .iter()
+            .map(|tool| ToolSpec {
+                name: tool.name.to_owned(),
+                description: tool.description.to_owned(),
+                parameters: tool.parameters.clone(),
+            })
+            .collect()
+    }
+
+    /// Runs a tool (never `owner.ask`, which parks the run instead).
+    pub async fn execute(&self, store: &Store, principal: &PrincipalId, invocation: &InvocationRow) -> ToolOutcome {
+        let arguments = &invocation.arguments;
+        match invocation.tool.as_str() {
+            "notes.list" => match store.recent_notes(principal, 50).await {
+                Ok(notes) => ToolOutcome::Succeeded(json!({ "notes": notes })),
+                Err(error) => failed("tool.storage", &error.to_string()),
+            },
+            "notes.add" => {
+                let Some(text) = arguments["text"]
+                    .as_str()
+                    .map(str::trim)
+                    .filter(|text| !text.is_empty())
+                else {
+                    return failed("tool.invalid_arguments", "`text` must be a non-empty string");
+                };
+                if text.chars().count() > NOTE_MAX_CHARS {
+                    return failed("tool.invalid_arguments", "a note is at most 10000 characters");
+                }
+                match store.add_note(principal, text, invocation.id).await {
+                    Ok(id) => ToolOutcome::Succeeded(json!({ "note_id": id.to_string() })),
+                    // The insert may have committed before the connection failed.
+                    Err(error) => ToolOutcome::Uncertain {
+                        code: "tool.outcome_unknown",
+                        message: error.to_string(),
+                    },
+                }
+            }
+            "webhook.post" => self.post_webhook(arguments).await,
+            other => failed("tool.unknown", &format!("no tool `{other}` is available")),
+        }
+    }
+
+    async fn post_webhook(&self, arguments: &Value) -> ToolOutcome {
+        let Some(url) = &self.webhook_url else {
+            return failed("tool.not_configured", "no webhook is configured for this agent");
+        };
+        let Some(body) = arguments.get("body").filter(|body| body.is_object()) else {
+            return failed("tool.invalid_arguments", "`body` must be a JSON object");
+        };
+        let sent = self
+            .http
+            .post(url)
+            .json(body)
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await;
+        match sent {
+            Ok(response) if response.status().is_success() => {
+                ToolOutcome::Succeeded(json!({ "status": response.status().as_u16() }))
+            }
+            Ok(response) if response.status().is_client_error() => failed(
+                "webhook.rejected",
+                &format!("the webhook refused the post with HTTP {}", response.status().as_u16()),
+            ),
+            Ok(response) => ToolOutcome::Uncertain {
+                code: "tool.outcome_unknown",
+                message: format!(
+                    "the webhook answered HTTP {}; the post may have taken effect",
+                    response.status().as_u16()
+                ),
+            },
+            // A refused connection proves nothing was sent; anything later might have been.
+            Err(error) if error.is_connect() => failed(
+                "webhook.unreachable",
+                "the webhook could not be reached; nothing was sent",
+            ),
+            Err(_) => ToolOutcome::Uncertain {
+                code: "tool.outcome_unknown",
+                message: "the webhook did not answer; the post may have taken effect".to_owned(),
+            },
+        }
+    }
+}
+
+fn failed(code: &'static str, message: &str) -> ToolOutcome {
+    ToolOutcome::Failed {
+        code,
+        message: message.to_owned(),
+    }
+}

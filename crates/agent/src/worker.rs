@@ -1,0 +1,133 @@
+//! The worker role's loop: claim runs up to the concurrency limit, keep their leases alive
+//! while executing, sweep overdue runs, and wake on `NOTIFY steward_runs` (with a polling
+//! fallback, since a notification is only a hint).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::postgres::PgListener;
+use store::{ClaimedRun, Lease, Store};
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::JoinSet;
+
+use crate::WorkerConfig;
+use crate::executor::{Executor, Finish, until};
+
+const POLL: Duration = Duration::from_secs(1);
+const SWEEP: Duration = Duration::from_millis(500);
+
+/// Runs the worker until `shutdown` resolves, then lets in-flight executions finish their
+/// current run for up to the lease duration.
+pub async fn run(config: WorkerConfig, executor: Executor, shutdown: impl std::future::Future<Output = ()>) {
+    let wake = Arc::new(Notify::new());
+    let listener = tokio::spawn(listen(executor.store.clone(), wake.clone()));
+    let sweeper = tokio::spawn(sweep(executor.store.clone(), wake.clone()));
+    let slots = Arc::new(Semaphore::new(config.concurrency));
+    let executor = Arc::new(executor);
+    let mut running = JoinSet::new();
+    tokio::pin!(shutdown);
+    tracing::info!(worker = %config.worker_id, concurrency = config.concurrency, "worker started");
+    loop {
+        let permit = tokio::select! {
+            permit = slots.clone().acquire_owned() => match permit { Ok(permit) => permit, Err(_) => break },
+            () = &mut shutdown => break,
+        };
+        match executor.store.claim_run(&config.worker_id, config.lease_seconds).await {
+            Ok(Some(claimed)) => {
+                let (executor, config) = (executor.clone(), config.clone());
+                running.spawn(async move {
+                    execute_with_lease(&executor, &config, claimed).await;
+                    drop(permit);
+                });
+                continue;
+            }
+            Ok(None) => drop(permit),
+            Err(error) => {
+                drop(permit);
+                tracing::warn!(%error, "cannot claim runs");
+            }
+        }
+        tokio::select! {
+            () = wake.notified() => {}
+            () = tokio::time::sleep(POLL) => {}
+            () = &mut shutdown => break,
+        }
+        while running.try_join_next().is_some() {}
+    }
+    tracing::info!("worker stopping");
+    let drain = async { while running.join_next().await.is_some() {} };
+    let _ = tokio::time::timeout(Duration::from_secs(u64::from(config.lease_seconds)), drain).await;
+    listener.abort();
+    sweeper.abort();
+}
+
+/// Executes a claimed run while renewing its lease; stops when the lease is lost or the run's
+/// deadline passes (the sweeper then records the cancellation).
+async fn execute_with_lease(executor: &Executor, config: &WorkerConfig, claimed: ClaimedRun) {
+    let lease = claimed.lease.clone();
+    let deadline = claimed.run.deadline_at;
+    let run = lease.run;
+    tracing::info!(%run, attempt = claimed.attempts, "executing run");
+    let outcome = tokio::select! {
+        outcome = executor.execute(claimed) => Some(outcome),
+        () = keep_lease(&executor.store, &lease, config.lease_seconds) => None,
+        () = tokio::time::sleep(until(deadline)) => {
+            let _ = executor.store.expire_overdue_runs(16).await;
+            None
+        }
+    };
+    match outcome {
+        Some(Ok(finish)) => tracing::info!(%run, ?finish, "run execution stopped"),
+        Some(Err(error)) => {
+            // The lease runs out and another worker resumes from the persisted state.
+            tracing::error!(%run, %error, "run execution failed; it will be resumed");
+        }
+        None => tracing::info!(%run, finish = ?Finish::Lost, "run execution stopped"),
+    }
+}
+
+/// Renews the lease every third of its length; returns when it is lost.
+async fn keep_lease(store: &Store, lease: &Lease, lease_seconds: u32) {
+    let period = Duration::from_millis(u64::from(lease_seconds) * 1000 / 3);
+    loop {
+        tokio::time::sleep(period).await;
+        match store.renew_lease(lease, lease_seconds).await {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(error) => tracing::warn!(%error, run = %lease.run, "cannot renew a lease; retrying"),
+        }
+    }
+}
+
+async fn sweep(store: Store, wake: Arc<Notify>) {
+    loop {
+        match store.expire_overdue_runs(64).await {
+            Ok(0) => {}
+            Ok(expired) => {
+                tracing::info!(expired, "cancelled runs past their deadline");
+                wake.notify_one();
+            }
+            Err(error) => tracing::warn!(%error, "cannot sweep overdue runs"),
+        }
+        tokio::time::sleep(SWEEP).await;
+    }
+}
+
+async fn listen(store: Store, wake: Arc<Notify>) {
+    loop {
+        let mut listener = match PgListener::connect_with(store.pool()).await {
+            Ok(listener) => listener,
+            Err(_) => {
+                tokio::time::sleep(POLL).await;
+                continue;
+            }
+        };
+        if listener.listen(store::RUNS_CHANNEL).await.is_err() {
+            tokio::time::sleep(POLL).await;
+            continue;
+        }
+        while listener.try_recv().await.is_ok() {
+            wake.notify_one();
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! Approvals and run input: what the owner decides for a parked run.
+
+use axum::extract::State;
+use axum::{Extension, Json as JsonResponse};
+use domain::ErrorCode;
+use domain::ids::{RunId, SessionId};
+use serde::{Deserialize, Serialize};
+use store::{Answer, ApprovalRow, Decide, Decision};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::parse_id;
+use super::runs::Run;
+use crate::AppState;
+use crate::auth::Caller;
+use crate::extract::{Json, Path};
+use crate::problem::ApiError;
+
+#[derive(Serialize, ToSchema)]
+pub struct Approval {
+    approval_id: Uuid,
+    run_id: Uuid,
+    session_id: Uuid,
+    invocation_id: Uuid,
+    tool: String,
+    /// `low`, `medium` or `high`.
+    risk: String,
+    /// The arguments, whole except strings over 512 characters, which are truncated.
+    #[schema(value_type = Object)]
+    arguments: serde_json::Value,
+    /// JSON Pointer of each truncated string → hex SHA-256 of its full value.
+    #[schema(value_type = Object)]
+    argument_digests: serde_json::Value,
+    /// `PENDING`, `APPROVED`, `DENIED`, `CANCELLED` or `EXPIRED`.
+    status: String,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    decided_at: Option<jiff::Timestamp>,
+    #[schema(value_type = String, format = DateTime)]
+    created_at: jiff::Timestamp,
+}
+
+impl From<&ApprovalRow> for Approval {
+    fn from(row: &ApprovalRow) -> Self {
+        Approval {
+            approval_id: row.id,
+            run_id: row.run_id.as_uuid(),
+            session_id: row.session_id.as_uuid(),
+            invocation_id: row.invocation_id,
+            tool: row.tool.clone(),
+            risk: row.risk.clone(),
+            arguments: row.arguments.clone(),
+            argument_digests: row.argument_digests.clone(),
+            status: row.status.as_str().to_owned(),
+            decided_at: row.decided_at,
+            created_at: row.created_at,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ApprovalList {
+    approvals: Vec<Approval>,
+}
+
+/// Pending approvals of a session, oldest first.
+#[utoipa::path(
+    get, path = "/v1/sessions/{session_id}/approvals", tag = "approvals",
+    security(("bearer" = ["sessions.read"])),
+    params(("session_id" = Uuid, Path)),
+    responses(
+        (status = 200, description = "Pending approvals", body = ApprovalList),
+        (status = 404, description = "No such session", body = crate::openapi::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn pending(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(session_id): Path<String>,
+) -> Result<JsonResponse<ApprovalList>, ApiError> {
+    let session = parse_id(&session_id, SessionId::parse, ErrorCode::SessionNotFound)?;
+    if state.store.session(&caller.principal, session).await?.is_none() {
+        return Err(ApiError::new(ErrorCode::SessionNotFound));
+    }
+    let rows = state.store.pending_approvals(&caller.principal, session).await?;
+    Ok(JsonResponse(ApprovalList {
+        approvals: rows.iter().map(Approval::from).collect(),
+    }))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionBody {
+    /// `approve_once` or `deny`.
+    decision: String,
+}
+
+/// Approves once or denies. The first stored resolution wins; a later decision gets
+/// `approval_already_resolved` and changes nothing.
+#[utoipa::path(
+    post, path = "/v1/approvals/{approval_id}/decision", tag = "approvals",
+    security(("bearer" = ["sessions.write"])),
+    params(("approval_id" = Uuid, Path)),
+    request_body = DecisionBody,
+    responses(
+        (status = 200, description = "Decided", body = Approval),
+        (status = 404, description = "No such approval", body = crate::openapi::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Already resolved (`approval_already_resolved`, with `status`)", body = crate::openapi::Problem,
+         content_type = "application/problem+json"),
+    )
+)]
+pub async fn decide(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(approval_id): Path<String>,
+    Json(body): Json<DecisionBody>,
+) -> Result<JsonResponse<Approval>, ApiError> {
+    let id = parse_id(
+        &approval_id,
+        |text| Uuid::try_parse(text).ok(),
+        ErrorCode::ApprovalNotFound,
+    )?;
+    let decision = match body.decision.as_str() {
+        "approve_once" => Decision::ApproveOnce,
+        "deny" => Decision::Deny,
+        _ => {
+            return Err(ApiError::new(ErrorCode::ValidationFailed)
+                .detail("decision must be `approve_once` or `deny`")
+                .member("field", "decision"));
+        }
+    };
+    match state.store.decide_approval(&caller.principal, id, decision).await? {
+        Decide::Decided(row) => Ok(JsonResponse(Approval::from(row.as_ref()))),
+        Decide::AlreadyResolved(row) => Err(ApiError::new(ErrorCode::ApprovalAlreadyResolved)
+            .detail(format!("the approval is already {}", row.status.as_str()))
+            .member("status", row.status.as_str())),
+        Decide::NotFound => Err(ApiError::new(ErrorCode::ApprovalNotFound)),
+    }
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunInput {
+    /// The id of the question the client displayed.
+    question_id: Uuid,
+    text: String,
+}
+
+/// Answers the question a waiting run asked; the run resumes.
+#[utoipa::path(
+    post, path = "/v1/runs/{run_id}/input", tag = "runs",
+    security(("bearer" = ["sessions.write"])),
+    params(("run_id" = Uuid, Path)),
+    request_body = RunInput,
+    responses(
+        (status = 200, description = "Answered; the run is queued again", body = Run),
+        (status = 404, description = "No such run", body = crate::openapi::Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The run is not waiting for that question (`question_not_pending`)",
+         body = crate::openapi::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn input(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(run_id): Path<String>,
+    Json(body): Json<RunInput>,
+) -> Result<JsonResponse<Run>, ApiError> {
+    let run = parse_id(&run_id, RunId::parse, ErrorCode::RunNotFound)?;
+    let text = body.text.trim();
+    if text.is_empty() || text.chars().count() > super::runs::MESSAGE_MAX_CHARS {
+        return Err(ApiError::new(ErrorCode::ValidationFailed)
+            .detail("text must be 1 to 100000 characters")
+            .member("field", "text"));
+    }
+    match state
+        .store
+        .answer_question(&caller.principal, run, body.question_id, text)
+        .await?
+    {
+        Answer::Answered => {}
+        Answer::RunNotFound => return Err(ApiError::new(ErrorCode::RunNotFound)),
+        Answer::NotPending => {
+            return Err(ApiError::new(ErrorCode::QuestionNotPending)
+                .detail("that question is not waiting for an answer in this run (wrong, stale or already answered)"));
+        }
+    }
+    let row = state
+        .store
+        .run(&caller.principal, run)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::RunNotFound))?;
+    Ok(JsonResponse(Run::from(&row)))
+}

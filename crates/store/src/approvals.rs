@@ -1,0 +1,255 @@
+//! The owner's side of parked runs: pending approvals, decisions (the first stored resolution
+//! wins) and answers to questions. A decision or answer re-queues the run for any worker.
+
+use domain::approval::{ApprovalStatus, InvocationState};
+use domain::ids::{PrincipalId, RunId, SessionId};
+use jiff::Timestamp;
+use serde_json::{Value, json};
+use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, Row};
+use uuid::Uuid;
+
+use crate::events::append;
+use crate::work::{InvocationRow, RUNS_CHANNEL, write_result};
+use crate::{Result, Store, StoreError, timestamp};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ApprovalRow {
+    pub id: Uuid,
+    pub run_id: RunId,
+    pub session_id: SessionId,
+    pub invocation_id: Uuid,
+    pub tool: String,
+    pub risk: String,
+    pub arguments: Value,
+    pub argument_digests: Value,
+    pub status: ApprovalStatus,
+    pub decided_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+}
+
+const APPROVAL_COLUMNS: &str = "a.id, a.run_id, a.session_id, a.invocation_id, a.tool, a.risk, a.arguments,
+    a.argument_digests, a.status, a.decided_at, a.created_at";
+
+impl ApprovalRow {
+    fn from_row(row: &PgRow) -> Result<ApprovalRow> {
+        let status: String = row.try_get("status")?;
+        Ok(ApprovalRow {
+            id: row.try_get("id")?,
+            run_id: RunId::from_uuid(row.try_get("run_id")?),
+            session_id: SessionId::from_uuid(row.try_get("session_id")?),
+            invocation_id: row.try_get("invocation_id")?,
+            tool: row.try_get("tool")?,
+            risk: row.try_get("risk")?,
+            arguments: row.try_get("arguments")?,
+            argument_digests: row.try_get("argument_digests")?,
+            status: ApprovalStatus::parse(&status)
+                .ok_or_else(|| StoreError::Corrupt(format!("approval status `{status}`")))?,
+            decided_at: row
+                .try_get::<Option<jiff_sqlx::Timestamp>, _>("decided_at")?
+                .map(timestamp),
+            created_at: timestamp(row.try_get("created_at")?),
+        })
+    }
+}
+
+/// The owner's decision on an approval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    ApproveOnce,
+    Deny,
+}
+
+#[derive(Debug, PartialEq)]
+pub enum Decide {
+    Decided(Box<ApprovalRow>),
+    /// Another resolution was stored first; nothing changed.
+    AlreadyResolved(Box<ApprovalRow>),
+    NotFound,
+}
+
+#[derive(Debug, PartialEq)]
+pub enum Answer {
+    Answered,
+    RunNotFound,
+    /// The run is not waiting for this question (wrong id, stale, or already answered).
+    NotPending,
+}
+
+/// Re-queues a parked run once nothing is left for the owner to decide.
+async fn requeue_if_settled(conn: &mut PgConnection, run: RunId) -> Result<()> {
+    let requeued = sqlx::query(
+        "UPDATE runs SET state = 'queued', updated_at = now()
+         WHERE id = $1 AND state IN ('waiting_approval', 'waiting_input')
+           AND NOT EXISTS (SELECT 1 FROM approvals WHERE run_id = $1 AND status = 'PENDING')
+           AND NOT EXISTS (SELECT 1 FROM questions WHERE run_id = $1 AND status = 'PENDING')",
+    )
+    .bind(run.as_uuid())
+    .execute(&mut *conn)
+    .await?;
+    if requeued.rows_affected() == 1 {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(RUNS_CHANNEL)
+            .bind(run.to_string())
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Pending approvals of a session, oldest first.
+    pub async fn pending_approvals(&self, principal: &PrincipalId, session: SessionId) -> Result<Vec<ApprovalRow>> {
+        let sql = format!(
+            "SELECT {APPROVAL_COLUMNS} FROM approvals a JOIN sessions s ON s.id = a.session_id
+             WHERE a.session_id = $1 AND s.principal_id = $2 AND a.status = 'PENDING' ORDER BY a.created_at, a.id"
+        );
+        let rows = sqlx::query(&sql)
+            .bind(session.as_uuid())
+            .bind(principal.as_str())
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(ApprovalRow::from_row).collect()
+    }
+
+    pub async fn approval(&self, principal: &PrincipalId, id: Uuid) -> Result<Option<ApprovalRow>> {
+        let sql = format!(
+            "SELECT {APPROVAL_COLUMNS} FROM approvals a JOIN sessions s ON s.id = a.session_id
+             WHERE a.id = $1 AND s.principal_id = $2"
+        );
+        let row = sqlx::query(&sql)
+            .bind(id)
+            .bind(principal.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(ApprovalRow::from_row).transpose()
+    }
+
+    /// Stores the owner's decision unless another resolution was stored first.
+    pub async fn decide_approval(&self, principal: &PrincipalId, id: Uuid, decision: Decision) -> Result<Decide> {
+        self.transaction(
+            async |tx: &mut PgConnection| {
+                let sql = format!(
+                    "SELECT {APPROVAL_COLUMNS} FROM approvals a JOIN sessions s ON s.id = a.session_id
+                     WHERE a.id = $1 AND s.principal_id = $2 FOR UPDATE OF a"
+                );
+                let found = sqlx::query(&sql).bind(id).bind(principal.as_str()).fetch_optional(&mut *tx).await?;
+                let Some(row) = found else { return Ok(Decide::NotFound) };
+                let approval = ApprovalRow::from_row(&row)?;
+                if approval.status != ApprovalStatus::Pending {
+                    return Ok(Decide::AlreadyResolved(Box::new(approval)));
+                }
+                let (status, invocation_state) = match decision {
+                    Decision::ApproveOnce => (ApprovalStatus::Approved, InvocationState::Approved),
+                    Decision::Deny => (ApprovalStatus::Denied, InvocationState::Denied),
+                };
+                let sql = format!(
+                    "UPDATE approvals a SET status = $2, decided_at = now() WHERE a.id = $1 RETURNING {APPROVAL_COLUMNS}"
+                );
+                let decided = sqlx::query(&sql).bind(id).bind(status.as_str()).fetch_one(&mut *tx).await?;
+                let decided = ApprovalRow::from_row(&decided)?;
+                sqlx::query(
+                    "UPDATE tool_invocations SET state = $2, updated_at = now() WHERE id = $1 AND state = 'awaiting_approval'",
+                )
+                .bind(approval.invocation_id)
+                .bind(invocation_state.as_str())
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query("UPDATE notification_outbox SET obsolete_at = now() WHERE approval_id = $1 AND obsolete_at IS NULL")
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                let payload = json!({
+                    "run_id": approval.run_id.to_string(),
+                    "approval_id": id.to_string(),
+                    "invocation_id": approval.invocation_id.to_string(),
+                    "tool": approval.tool,
+                    "status": status.as_str(),
+                });
+                append(tx, approval.session_id, Some(approval.run_id), "approval.resolved", &payload).await?;
+                if decision == Decision::Deny {
+                    // The model is told at once; the tool never runs.
+                    let row = sqlx::query(
+                        "SELECT id, run_id, step, position, call_id, tool, arguments, state, result, code
+                         FROM tool_invocations WHERE id = $1",
+                    )
+                    .bind(approval.invocation_id)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    let invocation = InvocationRow::from_row(&row)?;
+                    let result = json!({ "message": "The owner denied this action; it was not performed." });
+                    write_result(tx, approval.session_id, &invocation, InvocationState::Denied, &result, Some("approval.denied"))
+                        .await?;
+                }
+                requeue_if_settled(tx, approval.run_id).await?;
+                Ok(Decide::Decided(Box::new(decided)))
+            },
+            |outcome| matches!(outcome, Decide::Decided(_)),
+        )
+        .await
+    }
+
+    /// Answers the run's pending question `question`.
+    pub async fn answer_question(
+        &self,
+        principal: &PrincipalId,
+        run: RunId,
+        question: Uuid,
+        text: &str,
+    ) -> Result<Answer> {
+        self.transaction(
+            async |tx: &mut PgConnection| {
+                let session: Option<Uuid> =
+                    sqlx::query_scalar("SELECT session_id FROM runs WHERE id = $1 AND principal_id = $2 FOR UPDATE")
+                        .bind(run.as_uuid())
+                        .bind(principal.as_str())
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                let Some(session) = session.map(SessionId::from_uuid) else {
+                    return Ok(Answer::RunNotFound);
+                };
+                let invocation: Option<Uuid> = sqlx::query_scalar(
+                    "UPDATE questions SET status = 'ANSWERED', answer = $3, answered_at = now()
+                     WHERE id = $1 AND run_id = $2 AND status = 'PENDING' RETURNING invocation_id",
+                )
+                .bind(question)
+                .bind(run.as_uuid())
+                .bind(text)
+                .fetch_optional(&mut *tx)
+                .await?;
+                let Some(invocation) = invocation else {
+                    return Ok(Answer::NotPending);
+                };
+                sqlx::query(
+                    "UPDATE notification_outbox SET obsolete_at = now() WHERE question_id = $1 AND obsolete_at IS NULL",
+                )
+                .bind(question)
+                .execute(&mut *tx)
+                .await?;
+                let payload = json!({ "run_id": run.to_string(), "question_id": question.to_string(), "answer": text });
+                append(tx, session, Some(run), "question.answered", &payload).await?;
+                let row = sqlx::query(
+                    "SELECT id, run_id, step, position, call_id, tool, arguments, state, result, code
+                     FROM tool_invocations WHERE id = $1",
+                )
+                .bind(invocation)
+                .fetch_one(&mut *tx)
+                .await?;
+                let invocation = InvocationRow::from_row(&row)?;
+                write_result(
+                    tx,
+                    session,
+                    &invocation,
+                    InvocationState::Succeeded,
+                    &json!({ "answer": text }),
+                    None,
+                )
+                .await?;
+                requeue_if_settled(tx, run).await?;
+                Ok(Answer::Answered)
+            },
+            |outcome| *outcome == Answer::Answered,
+        )
+        .await
+    }
+}

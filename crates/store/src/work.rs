@@ -1,0 +1,657 @@
+//! The worker's side of runs: claims with leases, recorded model steps, tool invocations
+//! (dispatching is committed before any side effect), parking for approvals and questions, and
+//! run endings. Every transition but the end of a dispatch is guarded by the worker's lease: a
+//! worker that lost its run (cancelled, expired, claimed by another) can no longer write to it.
+
+use domain::approval::{DisplayedArguments, InvocationState, Risk};
+use domain::ids::{PrincipalId, RunId, SessionId};
+use domain::run::Cost;
+use serde_json::{Value, json};
+use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, Row};
+use uuid::Uuid;
+
+use crate::events::append;
+use crate::runs::{RUN_COLUMNS, RunRow, active_states_sql};
+use crate::{Result, Store, StoreError};
+
+/// The notification channel that wakes workers; the payload is the run id.
+pub const RUNS_CHANNEL: &str = "steward_runs";
+/// Push notifications for approvals and questions wait this long (the contract's delay).
+const PUSH_DELAY_SECONDS: f64 = 30.0;
+
+/// A worker's hold on a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lease {
+    pub run: RunId,
+    pub session: SessionId,
+    pub worker: String,
+}
+
+/// What a run has used so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunCounters {
+    pub steps: u32,
+    pub model_calls: u32,
+    pub tool_calls: u32,
+    pub cost: Cost,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+}
+
+/// A claimed run with everything needed to execute it.
+#[derive(Debug)]
+pub struct ClaimedRun {
+    pub lease: Lease,
+    pub run: RunRow,
+    pub principal: PrincipalId,
+    /// The pinned agent configuration, as stored in `agent_versions`.
+    pub configuration: Value,
+    pub counters: RunCounters,
+    pub attempts: u32,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct InvocationRow {
+    pub id: Uuid,
+    pub run_id: RunId,
+    pub step: i32,
+    pub position: i32,
+    pub call_id: String,
+    pub tool: String,
+    pub arguments: Value,
+    pub state: InvocationState,
+    pub result: Option<Value>,
+    pub code: Option<String>,
+}
+
+impl InvocationRow {
+    pub(crate) fn from_row(row: &PgRow) -> Result<InvocationRow> {
+        let state: String = row.try_get("state")?;
+        Ok(InvocationRow {
+            id: row.try_get("id")?,
+            run_id: RunId::from_uuid(row.try_get("run_id")?),
+            step: row.try_get("step")?,
+            position: row.try_get("position")?,
+            call_id: row.try_get("call_id")?,
+            tool: row.try_get("tool")?,
+            arguments: row.try_get("arguments")?,
+            state: InvocationState::parse(&state)
+                .ok_or_else(|| StoreError::Corrupt(format!("invocation state `{state}`")))?,
+            result: row.try_get("result")?,
+            code: row.try_get("code")?,
+        })
+    }
+}
+
+/// One tool call the model asked for.
+#[derive(Debug)]
+pub struct NewCall<'a> {
+    pub call_id: &'a str,
+    pub tool: &'a str,
+    pub arguments: &'a Value,
+}
+
+/// What one model call produced and used.
+#[derive(Debug)]
+pub struct ModelStep<'a> {
+    pub text: &'a str,
+    pub calls: Vec<NewCall<'a>>,
+    pub input_tokens: i64,
+    pub output_tokens: i64,
+    pub cost: Cost,
+}
+
+const INVOCATION_COLUMNS: &str = "id, run_id, step, position, call_id, tool, arguments, state, result, code";
+
+/// Holds the run for this lease, or `None` when the lease is lost.
+async fn hold(conn: &mut PgConnection, lease: &Lease) -> Result<bool> {
+    Ok(
+        sqlx::query("SELECT 1 FROM runs WHERE id = $1 AND lease_owner = $2 AND state = 'running' FOR UPDATE")
+            .bind(lease.run.as_uuid())
+            .bind(&lease.worker)
+            .fetch_optional(&mut *conn)
+            .await?
+            .is_some(),
+    )
+}
+
+async fn notify_run(conn: &mut PgConnection, run: RunId) -> Result<()> {
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(RUNS_CHANNEL)
+        .bind(run.to_string())
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// Closes a run's open items: pending approvals and questions get `status`, unsettled
+/// invocations are cancelled, their notifications become obsolete.
+pub(crate) async fn close_open_items(conn: &mut PgConnection, run: RunId, status: &str) -> Result<()> {
+    sqlx::query("UPDATE approvals SET status = $2, decided_at = now() WHERE run_id = $1 AND status = 'PENDING'")
+        .bind(run.as_uuid())
+        .bind(status)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query("UPDATE questions SET status = $2 WHERE run_id = $1 AND status = 'PENDING'")
+        .bind(run.as_uuid())
+        .bind(status)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query(
+        "UPDATE tool_invocations SET state = 'cancelled', updated_at = now()
+         WHERE run_id = $1 AND state IN ('queued', 'awaiting_approval', 'awaiting_answer', 'approved')",
+    )
+    .bind(run.as_uuid())
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query("UPDATE notification_outbox SET obsolete_at = now() WHERE run_id = $1 AND obsolete_at IS NULL")
+        .bind(run.as_uuid())
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+fn lost<T>() -> Result<Option<T>> {
+    Ok(None)
+}
+
+impl Store {
+    /// Claims the oldest queued run, or a running run whose worker's lease expired, for `worker`.
+    pub async fn claim_run(&self, worker: &str, lease_seconds: u32) -> Result<Option<ClaimedRun>> {
+        let sql = format!(
+            "UPDATE runs r SET state = 'running', lease_owner = $1,
+                 lease_expires_at = now() + make_interval(secs => $2), attempts = attempts + 1, updated_at = now()
+             WHERE r.id = (
+                 SELECT id FROM runs
+                 WHERE (state = 'queued' OR (state = 'running' AND lease_expires_at < now())) AND deadline_at > now()
+                 ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+             RETURNING {RUN_COLUMNS}, r.principal_id, r.attempts, r.steps, r.model_calls, r.tool_calls,
+                 r.cost_micros, r.input_tokens, r.output_tokens"
+        );
+        let Some(row) = sqlx::query(&sql)
+            .bind(worker)
+            .bind(f64::from(lease_seconds))
+            .fetch_optional(&self.pool)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let run = RunRow::from_row(&row)?;
+        let counter = |column: &str| -> Result<u32> {
+            u32::try_from(row.try_get::<i32, _>(column)?).map_err(|_| StoreError::Corrupt(format!("runs.{column}")))
+        };
+        let counters = RunCounters {
+            steps: counter("steps")?,
+            model_calls: counter("model_calls")?,
+            tool_calls: counter("tool_calls")?,
+            cost: Cost::from_micros(row.try_get("cost_micros")?),
+            input_tokens: row.try_get("input_tokens")?,
+            output_tokens: row.try_get("output_tokens")?,
+        };
+        let attempts = counter("attempts")?;
+        let principal: String = row.try_get("principal_id")?;
+        let configuration: Value = sqlx::query_scalar(
+            "SELECT v.configuration FROM sessions s
+             JOIN agent_versions v ON v.agent_id = s.agent_id AND v.version = s.agent_version WHERE s.id = $1",
+        )
+        .bind(run.session_id.as_uuid())
+        .fetch_one(&self.pool)
+        .await?;
+        let lease = Lease {
+            run: run.id,
+            session: run.session_id,
+            worker: worker.to_owned(),
+        };
+        Ok(Some(ClaimedRun {
+            lease,
+            run,
+            principal: PrincipalId::from_stored(principal),
+            configuration,
+            counters,
+            attempts,
+        }))
+    }
+
+    /// Extends the lease; false when it was lost.
+    pub async fn renew_lease(&self, lease: &Lease, lease_seconds: u32) -> Result<bool> {
+        let renewed = sqlx::query(
+            "UPDATE runs SET lease_expires_at = now() + make_interval(secs => $3)
+             WHERE id = $1 AND lease_owner = $2 AND state = 'running'",
+        )
+        .bind(lease.run.as_uuid())
+        .bind(&lease.worker)
+        .bind(f64::from(lease_seconds))
+        .execute(&self.pool)
+        .await?;
+        Ok(renewed.rows_affected() == 1)
+    }
+
+    /// Hands a run back to the queue (a worker shutting down between steps).
+    pub async fn release_run(&self, lease: &Lease) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "UPDATE runs SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+             WHERE id = $1 AND lease_owner = $2 AND state = 'running'",
+        )
+        .bind(lease.run.as_uuid())
+        .bind(&lease.worker)
+        .execute(&mut *tx)
+        .await?;
+        notify_run(&mut tx, lease.run).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Every event of a session, in order (the worker builds the model's context from them).
+    pub async fn session_history(&self, session: SessionId) -> Result<Vec<crate::EventRow>> {
+        self.events_after_unchecked(session, 0).await
+    }
+
+    pub async fn invocations(&self, run: RunId) -> Result<Vec<InvocationRow>> {
+        let sql =
+            format!("SELECT {INVOCATION_COLUMNS} FROM tool_invocations WHERE run_id = $1 ORDER BY step, position");
+        let rows = sqlx::query(&sql).bind(run.as_uuid()).fetch_all(&self.pool).await?;
+        rows.iter().map(InvocationRow::from_row).collect()
+    }
+
+    /// Records one model call: usage counters, the `assistant.message` event and the queued
+    /// invocations of its tool calls, together.
+    pub async fn record_model_step(&self, lease: &Lease, step: ModelStep<'_>) -> Result<Option<Vec<InvocationRow>>> {
+        self.transaction(
+            async |tx: &mut PgConnection| {
+                if !hold(tx, lease).await? {
+                    return lost();
+                }
+                let number: i32 = sqlx::query_scalar(
+                    "UPDATE runs SET steps = steps + 1, model_calls = model_calls + 1,
+                         tool_calls = tool_calls + $2, cost_micros = cost_micros + $3,
+                         input_tokens = input_tokens + $4, output_tokens = output_tokens + $5, updated_at = now()
+                     WHERE id = $1 RETURNING steps",
+                )
+                .bind(lease.run.as_uuid())
+                .bind(i32::try_from(step.calls.len()).unwrap_or(i32::MAX))
+                .bind(step.cost.micros())
+                .bind(step.input_tokens)
+                .bind(step.output_tokens)
+                .fetch_one(&mut *tx)
+                .await?;
+                let calls: Vec<Value> = step
+                    .calls
+                    .iter()
+                    .map(|call| json!({ "call_id": call.call_id, "tool": call.tool, "arguments": call.arguments }))
+                    .collect();
+                let payload = json!({
+                    "run_id": lease.run.to_string(),
+                    "step": number,
+                    "text": step.text,
+                    "tool_calls": calls,
+                    "usage": { "input_tokens": step.input_tokens, "output_tokens": step.output_tokens,
+                               "cost": step.cost.to_string() },
+                });
+                append(tx, lease.session, Some(lease.run), "assistant.message", &payload).await?;
+                let mut invocations = Vec::with_capacity(step.calls.len());
+                for (position, call) in step.calls.iter().enumerate() {
+                    let sql = format!(
+                        "INSERT INTO tool_invocations (id, run_id, session_id, step, position, call_id, tool, arguments, state)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued') RETURNING {INVOCATION_COLUMNS}"
+                    );
+                    let row = sqlx::query(&sql)
+                        .bind(Uuid::now_v7())
+                        .bind(lease.run.as_uuid())
+                        .bind(lease.session.as_uuid())
+                        .bind(number)
+                        .bind(i32::try_from(position).unwrap_or(i32::MAX))
+                        .bind(call.call_id)
+                        .bind(call.tool)
+                        .bind(call.arguments)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                    invocations.push(InvocationRow::from_row(&row)?);
+                }
+                Ok(Some(invocations))
+            },
+            |outcome| outcome.is_some(),
+        )
+        .await
+    }
+
+    /// Settles an invocation without dispatching it (read-only results, denials, unknown tools,
+    /// outcomes found unknown on resume) and records `tool.result`.
+    pub async fn settle_invocation(
+        &self,
+        lease: &Lease,
+        invocation: &InvocationRow,
+        state: InvocationState,
+        result: &Value,
+        code: Option<&str>,
+    ) -> Result<Option<()>> {
+        self.transaction(
+            async |tx: &mut PgConnection| {
+                if !hold(tx, lease).await? {
+                    return lost();
+                }
+                write_result(tx, lease.session, invocation, state, result, code).await?;
+                Ok(Some(()))
+            },
+            |outcome| outcome.is_some(),
+        )
+        .await
+    }
+
+    /// Commits `dispatching` before a side-effecting tool is called. From here on the invocation
+    /// is never dispatched again: if its outcome is not recorded, it becomes `outcome_unknown`.
+    pub async fn begin_dispatch(&self, lease: &Lease, invocation: &InvocationRow) -> Result<Option<()>> {
+        self.transaction(
+            async |tx: &mut PgConnection| {
+                if !hold(tx, lease).await? {
+                    return lost();
+                }
+                let started = sqlx::query(
+                    "UPDATE tool_invocations SET state = 'dispatching', updated_at = now()
+                     WHERE id = $1 AND state IN ('queued', 'approved')",
+                )
+                .bind(invocation.id)
+                .execute(&mut *tx)
+                .await?;
+                if started.rows_affected() != 1 {
+                    return lost();
+                }
+                let payload = json!({ "run_id": lease.run.to_string(), "invocation_id": invocation.id.to_string(),
+                                      "tool": invocation.tool });
+                append(tx, lease.session, Some(lease.run), "tool.started", &payload).await?;
+                Ok(Some(()))
+            },
+            |outcome| outcome.is_some(),
+        )
+        .await
+    }
+
+    /// Records the outcome of a dispatched invocation, whatever became of the run meanwhile; only
+    /// the first outcome counts.
+    pub async fn finish_dispatch(
+        &self,
+        session: SessionId,
+        invocation: &InvocationRow,
+        state: InvocationState,
+        result: &Value,
+        code: Option<&str>,
+    ) -> Result<bool> {
+        self.transaction(
+            async |tx: &mut PgConnection| {
+                let dispatching: Option<String> =
+                    sqlx::query_scalar("SELECT state FROM tool_invocations WHERE id = $1 FOR UPDATE")
+                        .bind(invocation.id)
+                        .fetch_optional(&mut *tx)
+                        .await?;
+                if dispatching.as_deref() != Some("dispatching") {
+                    return Ok(false);
+                }
+                write_result(tx, session, invocation, state, result, code).await?;
+                Ok(true)
+            },
+            |written| *written,
+        )
+        .await
+    }
+
+    /// Parks the run on an approval: the approval (PENDING), the parked state and the
+    /// notification commit together.
+    pub async fn park_for_approval(
+        &self,
+        lease: &Lease,
+        invocation: &InvocationRow,
+        risk: Risk,
+        shown: &DisplayedArguments,
+    ) -> Result<Option<Uuid>> {
+        self.transaction(
+            async |tx: &mut PgConnection| {
+                if !hold(tx, lease).await? {
+                    return lost();
+                }
+                let approval = Uuid::now_v7();
+                sqlx::query(
+                    "INSERT INTO approvals (id, run_id, session_id, invocation_id, tool, risk, arguments, argument_digests, status)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'PENDING')",
+                )
+                .bind(approval)
+                .bind(lease.run.as_uuid())
+                .bind(lease.session.as_uuid())
+                .bind(invocation.id)
+                .bind(&invocation.tool)
+                .bind(risk.as_str())
+                .bind(&shown.arguments)
+                .bind(Value::Object(shown.argument_digests.clone()))
+                .execute(&mut *tx)
+                .await?;
+                set_invocation_state(tx, invocation.id, InvocationState::AwaitingApproval).await?;
+                park(tx, lease, "waiting_approval").await?;
+                sqlx::query(
+                    "INSERT INTO notification_outbox (id, kind, session_id, run_id, approval_id, deliver_after)
+                     VALUES ($1, 'approval', $2, $3, $4, now() + make_interval(secs => $5))",
+                )
+                .bind(Uuid::now_v7())
+                .bind(lease.session.as_uuid())
+                .bind(lease.run.as_uuid())
+                .bind(approval)
+                .bind(PUSH_DELAY_SECONDS)
+                .execute(&mut *tx)
+                .await?;
+                let payload = json!({
+                    "run_id": lease.run.to_string(),
+                    "approval_id": approval.to_string(),
+                    "invocation_id": invocation.id.to_string(),
+                    "tool": invocation.tool,
+                    "risk": risk.as_str(),
+                    "arguments": shown.arguments,
+                    "argument_digests": shown.argument_digests,
+                    "status": "PENDING",
+                });
+                append(tx, lease.session, Some(lease.run), "approval.requested", &payload).await?;
+                Ok(Some(approval))
+            },
+            |outcome| outcome.is_some(),
+        )
+        .await
+    }
+
+    /// Parks the run on a question to the owner.
+    pub async fn park_for_question(
+        &self,
+        lease: &Lease,
+        invocation: &InvocationRow,
+        text: &str,
+    ) -> Result<Option<Uuid>> {
+        self.transaction(
+            async |tx: &mut PgConnection| {
+                if !hold(tx, lease).await? {
+                    return lost();
+                }
+                let question = Uuid::now_v7();
+                sqlx::query(
+                    "INSERT INTO questions (id, run_id, session_id, invocation_id, text, status)
+                     VALUES ($1, $2, $3, $4, $5, 'PENDING')",
+                )
+                .bind(question)
+                .bind(lease.run.as_uuid())
+                .bind(lease.session.as_uuid())
+                .bind(invocation.id)
+                .bind(text)
+                .execute(&mut *tx)
+                .await?;
+                set_invocation_state(tx, invocation.id, InvocationState::AwaitingAnswer).await?;
+                park(tx, lease, "waiting_input").await?;
+                sqlx::query(
+                    "INSERT INTO notification_outbox (id, kind, session_id, run_id, question_id, deliver_after)
+                     VALUES ($1, 'question', $2, $3, $4, now() + make_interval(secs => $5))",
+                )
+                .bind(Uuid::now_v7())
+                .bind(lease.session.as_uuid())
+                .bind(lease.run.as_uuid())
+                .bind(question)
+                .bind(PUSH_DELAY_SECONDS)
+                .execute(&mut *tx)
+                .await?;
+                let payload =
+                    json!({ "run_id": lease.run.to_string(), "question_id": question.to_string(), "text": text });
+                append(tx, lease.session, Some(lease.run), "question.asked", &payload).await?;
+                Ok(Some(question))
+            },
+            |outcome| outcome.is_some(),
+        )
+        .await
+    }
+
+    /// Ends the run `completed`.
+    pub async fn complete_run(&self, lease: &Lease, counters: &RunCounters) -> Result<Option<()>> {
+        self.end_run(
+            lease,
+            "completed",
+            None,
+            json!({ "usage": usage(counters) }),
+            "run.completed",
+        )
+        .await
+    }
+
+    /// Ends the run `failed` with `code`.
+    pub async fn fail_run(
+        &self,
+        lease: &Lease,
+        code: &str,
+        detail: &str,
+        counters: &RunCounters,
+    ) -> Result<Option<()>> {
+        let extra = json!({ "code": code, "detail": detail, "usage": usage(counters) });
+        self.end_run(lease, "failed", Some(code), extra, "run.failed").await
+    }
+
+    async fn end_run(
+        &self,
+        lease: &Lease,
+        state: &str,
+        reason: Option<&str>,
+        extra: Value,
+        kind: &str,
+    ) -> Result<Option<()>> {
+        self.transaction(
+            async |tx: &mut PgConnection| {
+                if !hold(tx, lease).await? {
+                    return lost();
+                }
+                sqlx::query(
+                    "UPDATE runs SET state = $2, outcome_reason = $3, finished_at = now(), updated_at = now(),
+                         lease_owner = NULL, lease_expires_at = NULL WHERE id = $1",
+                )
+                .bind(lease.run.as_uuid())
+                .bind(state)
+                .bind(reason)
+                .execute(&mut *tx)
+                .await?;
+                close_open_items(tx, lease.run, "CANCELLED").await?;
+                let mut payload = json!({ "run_id": lease.run.to_string(), "state": state });
+                if let (Value::Object(payload), Value::Object(extra)) = (&mut payload, extra) {
+                    payload.extend(extra);
+                }
+                append(tx, lease.session, Some(lease.run), kind, &payload).await?;
+                Ok(Some(()))
+            },
+            |outcome| outcome.is_some(),
+        )
+        .await
+    }
+
+    /// Cancels, with reason `deadline`, up to `limit` active runs whose deadline passed; pending
+    /// approvals and questions expire. Returns how many were cancelled.
+    pub async fn expire_overdue_runs(&self, limit: u32) -> Result<usize> {
+        self.transaction(
+            async |tx: &mut PgConnection| {
+                let sql = format!(
+                    "SELECT id, session_id FROM runs WHERE state IN ({}) AND deadline_at <= now()
+                     ORDER BY deadline_at LIMIT $1 FOR UPDATE SKIP LOCKED",
+                    active_states_sql()
+                );
+                let overdue: Vec<(Uuid, Uuid)> =
+                    sqlx::query_as(&sql).bind(i64::from(limit)).fetch_all(&mut *tx).await?;
+                for (run, session) in &overdue {
+                    let run = RunId::from_uuid(*run);
+                    sqlx::query(
+                        "UPDATE runs SET state = 'cancelled', outcome_reason = 'deadline', finished_at = now(),
+                             updated_at = now(), lease_owner = NULL, lease_expires_at = NULL WHERE id = $1",
+                    )
+                    .bind(run.as_uuid())
+                    .execute(&mut *tx)
+                    .await?;
+                    close_open_items(tx, run, "EXPIRED").await?;
+                    let payload = json!({ "run_id": run.to_string(), "state": "cancelled", "reason": "deadline" });
+                    append(tx, SessionId::from_uuid(*session), Some(run), "run.cancelled", &payload).await?;
+                }
+                Ok(overdue.len())
+            },
+            |_| true,
+        )
+        .await
+    }
+}
+
+fn usage(counters: &RunCounters) -> Value {
+    json!({
+        "steps": counters.steps,
+        "model_calls": counters.model_calls,
+        "tool_calls": counters.tool_calls,
+        "input_tokens": counters.input_tokens,
+        "output_tokens": counters.output_tokens,
+        "cost": counters.cost.to_string(),
+    })
+}
+
+async fn set_invocation_state(conn: &mut PgConnection, id: Uuid, state: InvocationState) -> Result<()> {
+    sqlx::query("UPDATE tool_invocations SET state = $2, updated_at = now() WHERE id = $1")
+        .bind(id)
+        .bind(state.as_str())
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+async fn park(conn: &mut PgConnection, lease: &Lease, state: &str) -> Result<()> {
+    sqlx::query(
+        "UPDATE runs SET state = $2, lease_owner = NULL, lease_expires_at = NULL, updated_at = now() WHERE id = $1",
+    )
+    .bind(lease.run.as_uuid())
+    .bind(state)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Settles an invocation and appends its `tool.result` event.
+pub(crate) async fn write_result(
+    conn: &mut PgConnection,
+    session: SessionId,
+    invocation: &InvocationRow,
+    state: InvocationState,
+    result: &Value,
+    code: Option<&str>,
+) -> Result<()> {
+    sqlx::query("UPDATE tool_invocations SET state = $2, result = $3, code = $4, updated_at = now() WHERE id = $1")
+        .bind(invocation.id)
+        .bind(state.as_str())
+        .bind(result)
+        .bind(code)
+        .execute(&mut *conn)
+        .await?;
+    let payload = json!({
+        "run_id": invocation.run_id.to_string(),
+        "invocation_id": invocation.id.to_string(),
+        "call_id": invocation.call_id,
+        "tool": invocation.tool,
+        "status": state.as_str(),
+        "code": code,
+        // Tool output is data, never instructions: clients render it as such.
+        "trust": "tool_output",
+        "result": result,
+    });
+    append(conn, session, Some(invocation.run_id), "tool.result", &payload).await?;
+    Ok(())
+}
