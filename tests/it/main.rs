@@ -21,8 +21,15 @@ fn graph() -> &'static Graph {
     static GRAPH: OnceLock<Graph> = OnceLock::new();
     GRAPH.get_or_init(|| {
         let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
+        // Resolved for this host only: other platforms' crates are never downloaded by a build,
+        // and the check must run offline.
+        let rustc = Command::new("rustc").arg("-vV").output().expect("run rustc -vV");
+        let host = String::from_utf8_lossy(&rustc.stdout)
+            .lines()
+            .find_map(|line| line.strip_prefix("host: ").map(str::to_owned))
+            .expect("rustc reports its host");
         let output = Command::new(env!("CARGO"))
-            .args(["metadata", "--format-version", "1", "--locked", "--offline"])
+            .args(["metadata", "--format-version", "1", "--locked", "--offline", "--filter-platform", &host])
             .current_dir(workspace)
             .output()
             .expect("run cargo metadata");
@@ -130,13 +137,19 @@ fn hardening_and_pgcluster_stay_synchronous_and_small() {
 }
 
 #[test]
+fn the_api_role_holds_no_model_client() {
+    // Model clients and their credentials live in the worker; the API never links them.
+    assert_excludes("steward-api", &["agent"]);
+}
+
+#[test]
 fn storage_knows_nothing_of_http() {
     assert_excludes("store", &["axum", "hyper", "reqwest", "api"]);
 }
 
 #[test]
 fn nothing_links_openssl() {
-    for member in ["steward-api", "steward-migrate", "xtask"] {
+    for member in ["steward-api", "steward-worker", "steward-migrate", "xtask"] {
         assert_excludes(member, &["openssl", "openssl-sys", "native-tls"]);
     }
 }

@@ -1,0 +1,116 @@
+//! Workers killed with SIGKILL: mid-dispatch the side effect is never repeated and ends
+//! `outcome_unknown`; at a safe point another worker completes the run.
+
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::Ordering;
+
+use serde_json::json;
+
+use crate::support::{FakeModel, FakeState, FakeWebhook, Stack, agent_definitions, arrival, json};
+
+fn spawn_worker(stack: &Stack, extra: &[(&str, &str)]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_steward-worker"))
+        .envs(stack.worker_env(extra))
+        .env("LOG_LEVEL", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start steward-worker")
+}
+
+fn kill_hard(mut child: Child) {
+    child.kill().expect("SIGKILL");
+    let status = child.wait().expect("wait");
+    assert_eq!(status.signal(), Some(9), "the worker died of SIGKILL");
+}
+
+#[tokio::test]
+async fn a_worker_killed_mid_dispatch_leaves_the_effect_at_most_once_and_the_outcome_unknown() {
+    let webhook = FakeWebhook::start(true).await;
+    let definitions = agent_definitions(
+        json!({ "provider": "scripted", "model": "scripted-1" }),
+        Some(&webhook.url),
+    );
+    let mut stack = Stack::api(&[("AGENT_DEFINITIONS", &definitions)]).await;
+    let worker = spawn_worker(&stack, &[]);
+
+    let session = stack.session().await;
+    let run = stack
+        .submit(&session, r#"/tool webhook.post {"body": {"lights": "off"}}"#)
+        .await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approval = stack.pending_approvals(&session).await.remove(0);
+    assert_eq!(approval["risk"], "high");
+    let (status, _) = json(
+        stack
+            .decide(approval["approval_id"].as_str().expect("id"), "approve_once")
+            .await,
+    )
+    .await;
+    assert_eq!(status, 200);
+
+    // The post reached the receiver, which holds it: the worker is between dispatching and completion.
+    arrival(&webhook.arrived, "the webhook post").await;
+    let state: String = stack.scalar("SELECT state FROM tool_invocations").await;
+    assert_eq!(state, "dispatching", "dispatching was committed before the side effect");
+    kill_hard(worker);
+
+    // Another worker takes over once the dead worker's lease expires.
+    stack.start_worker(&[]);
+    let done = stack.wait_for(&run, &["completed", "failed"]).await;
+    assert_eq!(done["state"], "completed", "{done}");
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(
+        webhook.hits.load(Ordering::SeqCst),
+        1,
+        "the side effect was never repeated"
+    );
+    let state: String = stack.scalar("SELECT state FROM tool_invocations").await;
+    assert_eq!(state, "outcome_unknown");
+    let events = stack.events(&session).await;
+    let result = events
+        .iter()
+        .find(|(kind, _)| kind == "tool.result")
+        .expect("tool result");
+    assert_eq!(
+        (result.1["status"].as_str(), result.1["code"].as_str()),
+        (Some("outcome_unknown"), Some("tool.outcome_unknown"))
+    );
+    assert_eq!(
+        stack.scalar::<i32>("SELECT attempts FROM runs").await,
+        3,
+        "claimed, re-claimed after approval, resumed"
+    );
+}
+
+#[tokio::test]
+async fn a_worker_killed_at_a_safe_point_is_replaced_and_the_run_completes() {
+    let model = FakeModel::start(FakeState {
+        hold_first: true,
+        ..FakeState::default()
+    })
+    .await;
+    let definitions = agent_definitions(json!({ "provider": "openai", "model": "gpt-test" }), None);
+    let mut stack = Stack::api(&[("AGENT_DEFINITIONS", &definitions)]).await;
+    let worker = spawn_worker(&stack, &[("OPENAI_BASE_URL", &model.url)]);
+
+    let session = stack.session().await;
+    let run = stack.submit(&session, "hello").await;
+    // The model call is in flight (the server holds it): nothing side-effecting has started.
+    arrival(&model.state.arrived, "the first model call").await;
+    assert_eq!(stack.run(&run).await["state"], "running");
+    kill_hard(worker);
+
+    stack.start_worker(&[("OPENAI_BASE_URL", &model.url)]);
+    let done = stack.wait_for(&run, &["completed", "failed"]).await;
+    assert_eq!(done["state"], "completed", "{done}");
+    assert_eq!(
+        model.requests().len(),
+        2,
+        "the model call was made again by the new worker"
+    );
+    let kinds: Vec<String> = stack.events(&session).await.into_iter().map(|(kind, _)| kind).collect();
+    assert_eq!(kinds, ["user.message.created", "assistant.message", "run.completed"]);
+    assert_eq!(stack.scalar::<i32>("SELECT attempts FROM runs").await, 2);
+}

@@ -1,0 +1,303 @@
+//! Runs driven by the scripted provider: approve, deny, questions, limits and deadlines.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::support::{Stack, json};
+
+#[tokio::test]
+async fn an_approved_tool_runs_exactly_once_and_the_run_completes() {
+    let mut stack = Stack::api(&[]).await;
+    stack.start_worker(&[]);
+    let session = stack.session().await;
+    let run = stack.submit(&session, r#"/tool notes.add {"text": "buy milk"}"#).await;
+
+    let parked = stack.wait_for(&run, &["waiting_approval"]).await;
+    assert_eq!(parked["status"], "needs_approval");
+    let approvals = stack.pending_approvals(&session).await;
+    assert_eq!(approvals.len(), 1);
+    let approval = &approvals[0];
+    assert_eq!(
+        (
+            approval["tool"].as_str(),
+            approval["status"].as_str(),
+            approval["risk"].as_str()
+        ),
+        (Some("notes.add"), Some("PENDING"), Some("medium"))
+    );
+    assert_eq!(approval["arguments"], json!({ "text": "buy milk" }));
+    assert_eq!(
+        stack.scalar::<i64>("SELECT count(*) FROM notes").await,
+        0,
+        "nothing happens before approval"
+    );
+    assert_eq!(
+        stack
+            .scalar::<i64>("SELECT count(*) FROM notification_outbox WHERE kind = 'approval' AND obsolete_at IS NULL")
+            .await,
+        1
+    );
+
+    let id = approval["approval_id"].as_str().expect("id");
+    let (status, decided) = json(stack.decide(id, "approve_once").await).await;
+    assert_eq!((status, decided["status"].as_str()), (200, Some("APPROVED")));
+    let late = stack.decide(id, "deny").await;
+    let (status, problem) = json(late).await;
+    assert_eq!(
+        (status, problem["code"].as_str(), problem["status"].as_str()),
+        (409, Some("approval_already_resolved"), Some("APPROVED"))
+    );
+
+    let done = stack.wait_for(&run, &["completed", "failed"]).await;
+    assert_eq!(done["state"], "completed", "{done}");
+    assert_eq!(
+        stack.scalar::<i64>("SELECT count(*) FROM notes").await,
+        1,
+        "the tool ran exactly once"
+    );
+    assert_eq!(
+        stack
+            .scalar::<i64>("SELECT count(*) FROM notification_outbox WHERE obsolete_at IS NULL")
+            .await,
+        0
+    );
+    let kinds: Vec<String> = stack.events(&session).await.into_iter().map(|(kind, _)| kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            "user.message.created",
+            "assistant.message",
+            "approval.requested",
+            "approval.resolved",
+            "tool.started",
+            "tool.result",
+            "assistant.message",
+            "run.completed"
+        ]
+    );
+    let events = stack.events(&session).await;
+    assert_eq!(events[5].1["status"], "succeeded");
+    assert!(
+        events[6].1["text"]
+            .as_str()
+            .expect("text")
+            .starts_with("notes.add returned:")
+    );
+    assert!(stack.pending_approvals(&session).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_denied_tool_never_runs_and_the_model_is_told() {
+    let mut stack = Stack::api(&[]).await;
+    stack.start_worker(&[]);
+    let session = stack.session().await;
+    let run = stack.submit(&session, r#"/tool notes.add {"text": "secret"}"#).await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approval = stack.pending_approvals(&session).await[0]["approval_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let (status, decided) = json(stack.decide(&approval, "deny").await).await;
+    assert_eq!((status, decided["status"].as_str()), (200, Some("DENIED")));
+
+    let done = stack.wait_for(&run, &["completed", "failed"]).await;
+    assert_eq!(done["state"], "completed");
+    assert_eq!(
+        stack.scalar::<i64>("SELECT count(*) FROM notes").await,
+        0,
+        "a denied tool never runs"
+    );
+    assert_eq!(
+        stack
+            .scalar::<i64>("SELECT count(*) FROM tool_invocations WHERE state = 'dispatching' OR state = 'succeeded'")
+            .await,
+        0
+    );
+    let events = stack.events(&session).await;
+    let result = events
+        .iter()
+        .find(|(kind, _)| kind == "tool.result")
+        .expect("tool result");
+    assert_eq!(
+        (result.1["status"].as_str(), result.1["code"].as_str()),
+        (Some("denied"), Some("approval.denied"))
+    );
+    let reply = events
+        .iter()
+        .rev()
+        .find(|(kind, _)| kind == "assistant.message")
+        .expect("reply");
+    assert!(
+        reply.1["text"].as_str().expect("text").contains("denied"),
+        "the model was told: {}",
+        reply.1
+    );
+}
+
+#[tokio::test]
+async fn a_question_waits_for_the_displayed_question_id() {
+    let mut stack = Stack::api(&[]).await;
+    stack.start_worker(&[]);
+    let session = stack.session().await;
+    let run = stack.submit(&session, "/ask Which day suits you?").await;
+    let waiting = stack.wait_for(&run, &["waiting_input"]).await;
+    assert_eq!(waiting["status"], "needs_answer");
+    let events = stack.events(&session).await;
+    let asked = events
+        .iter()
+        .find(|(kind, _)| kind == "question.asked")
+        .expect("question");
+    assert_eq!(asked.1["text"], "Which day suits you?");
+    let question = asked.1["question_id"].as_str().expect("id").to_owned();
+
+    let answer = |question_id: String| {
+        stack
+            .request(Method::POST, &format!("/v1/runs/{run}/input"))
+            .json(&json!({ "question_id": question_id, "text": "Tuesday" }))
+            .send()
+    };
+    let (status, problem) = json(answer(uuid::Uuid::new_v4().to_string()).await.expect("send")).await;
+    assert_eq!(
+        (status, problem["code"].as_str()),
+        (409, Some("question_not_pending")),
+        "a wrong id is refused"
+    );
+    let (status, resumed) = json(answer(question.clone()).await.expect("send")).await;
+    assert_eq!(status, 200);
+    assert!(["queued", "running", "completed"].contains(&resumed["state"].as_str().expect("state")));
+    let (status, problem) = json(answer(question).await.expect("send")).await;
+    assert_eq!(
+        (status, problem["code"].as_str()),
+        (409, Some("question_not_pending")),
+        "a stale id is refused"
+    );
+
+    let done = stack.wait_for(&run, &["completed", "failed"]).await;
+    assert_eq!(done["state"], "completed");
+    let reply = stack
+        .events(&session)
+        .await
+        .into_iter()
+        .rev()
+        .find(|(kind, _)| kind == "assistant.message")
+        .expect("reply");
+    assert!(
+        reply.1["text"].as_str().expect("text").contains("Tuesday"),
+        "{}",
+        reply.1
+    );
+}
+
+#[tokio::test]
+async fn read_only_tools_run_without_approval_and_plain_text_completes() {
+    let mut stack = Stack::api(&[]).await;
+    stack.start_worker(&[]);
+    let session = stack.session().await;
+    let run = stack.submit(&session, "/tool notes.list").await;
+    assert_eq!(
+        stack.wait_for(&run, &["completed", "failed"]).await["state"],
+        "completed"
+    );
+    assert!(stack.pending_approvals(&session).await.is_empty());
+
+    let run = stack.submit(&session, "hello there").await;
+    assert_eq!(
+        stack.wait_for(&run, &["completed", "failed"]).await["state"],
+        "completed"
+    );
+    let reply = stack
+        .events(&session)
+        .await
+        .into_iter()
+        .rev()
+        .find(|(kind, _)| kind == "assistant.message")
+        .expect("reply");
+    assert_eq!(reply.1["text"], "You said: hello there");
+
+    let run = stack.submit(&session, "/tool no.such.tool").await;
+    assert_eq!(
+        stack.wait_for(&run, &["completed", "failed"]).await["state"],
+        "completed"
+    );
+    let result = stack
+        .events(&session)
+        .await
+        .into_iter()
+        .rev()
+        .find(|(kind, _)| kind == "tool.result")
+        .expect("result");
+    assert_eq!(result.1["code"], "tool.unknown");
+}
+
+#[tokio::test]
+async fn limits_fail_the_run_with_a_code() {
+    let mut stack = Stack::api(&[("RUN_MAX_STEPS", "1")]).await;
+    stack.start_worker(&[]);
+    let session = stack.session().await;
+    let run = stack.submit(&session, "/tool notes.list").await;
+    let failed = stack.wait_for(&run, &["completed", "failed"]).await;
+    assert_eq!(
+        (failed["state"].as_str(), failed["reason"].as_str()),
+        (Some("failed"), Some("limit.max_steps"))
+    );
+    let last = stack.events(&session).await.pop().expect("event");
+    assert_eq!(
+        (last.0.as_str(), last.1["code"].as_str()),
+        ("run.failed", Some("limit.max_steps"))
+    );
+}
+
+#[tokio::test]
+async fn a_run_past_its_deadline_is_cancelled_with_reason_deadline() {
+    let mut stack = Stack::api(&[("RUN_TIMEOUT_SECONDS", "1")]).await;
+    stack.start_worker(&[]);
+    let session = stack.session().await;
+    let run = stack.submit(&session, r#"/tool notes.add {"text": "too late"}"#).await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approval = stack.pending_approvals(&session).await[0]["approval_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+
+    let cancelled = stack.wait_for(&run, &["cancelled", "completed", "failed"]).await;
+    assert_eq!(
+        (cancelled["state"].as_str(), cancelled["reason"].as_str()),
+        (Some("cancelled"), Some("deadline"))
+    );
+    let last = stack.events(&session).await.pop().expect("event");
+    assert_eq!(
+        (last.0.as_str(), last.1["reason"].as_str()),
+        ("run.cancelled", Some("deadline"))
+    );
+    let (status, problem) = json(stack.decide(&approval, "approve_once").await).await;
+    assert_eq!(
+        (status, problem["status"].as_str()),
+        (409, Some("EXPIRED")),
+        "a late decision executes nothing"
+    );
+    assert_eq!(stack.scalar::<i64>("SELECT count(*) FROM notes").await, 0);
+}
+
+#[tokio::test]
+async fn cancelling_a_parked_run_cancels_its_approval() {
+    let mut stack = Stack::api(&[]).await;
+    stack.start_worker(&[]);
+    let session = stack.session().await;
+    let run = stack.submit(&session, r#"/tool notes.add {"text": "never"}"#).await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approval = stack.pending_approvals(&session).await[0]["approval_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let cancel = stack
+        .request(Method::POST, &format!("/v1/runs/{run}/cancel"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(cancel.status(), 200);
+    let (status, problem) = json(stack.decide(&approval, "approve_once").await).await;
+    assert_eq!((status, problem["status"].as_str()), (409, Some("CANCELLED")));
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(stack.run(&run).await["state"], "cancelled");
+    assert_eq!(stack.scalar::<i64>("SELECT count(*) FROM notes").await, 0);
+}

@@ -1,0 +1,142 @@
+//! The worker against a real HTTP server speaking the OpenAI Chat Completions streaming format:
+//! tool calls assembled from fragments, usage and cost, approval and denial.
+
+use serde_json::json;
+
+use crate::support::{FakeModel, FakeState, Stack, agent_definitions, json};
+
+async fn stack_with_model(model: &FakeModel) -> Stack {
+    let definitions = agent_definitions(
+        json!({ "provider": "openai", "model": "gpt-test", "input_cost_per_mtok": "2", "output_cost_per_mtok": "8" }),
+        None,
+    );
+    let mut stack = Stack::api(&[("AGENT_DEFINITIONS", &definitions)]).await;
+    let key = stack.key_file("sk-test-123\n");
+    stack.start_worker(&[("OPENAI_BASE_URL", &model.url), ("OPENAI_API_KEY_FILE", &key)]);
+    stack
+}
+
+fn add_note_call() -> FakeState {
+    FakeState {
+        tool_call: Some(("notes__add".into(), r#"{"text": "from the model"}"#.into())),
+        ..FakeState::default()
+    }
+}
+
+#[tokio::test]
+async fn streamed_tool_calls_park_for_approval_then_run_once_with_usage_counted() {
+    let model = FakeModel::start(add_note_call()).await;
+    let stack = stack_with_model(&model).await;
+    let session = stack.session().await;
+    let run = stack.submit(&session, "Remember that I like tea").await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+
+    let requests = model.requests();
+    let (authorization, first) = &requests[0];
+    assert_eq!(authorization.as_deref(), Some("Bearer sk-test-123"));
+    assert_eq!(
+        (first["model"].as_str(), first["stream"].as_bool()),
+        (Some("gpt-test"), Some(true))
+    );
+    assert_eq!(first["stream_options"]["include_usage"], true);
+    assert_eq!(
+        first["messages"][0],
+        json!({ "role": "system", "content": "Be helpful." })
+    );
+    assert_eq!(
+        first["messages"][1],
+        json!({ "role": "user", "content": "Remember that I like tea" })
+    );
+    let names: Vec<&str> = first["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| t["function"]["name"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, ["notes__list", "notes__add", "owner__ask"]);
+
+    let approval = stack.pending_approvals(&session).await.remove(0);
+    assert_eq!(
+        (approval["tool"].as_str(), &approval["arguments"]),
+        (Some("notes.add"), &json!({ "text": "from the model" }))
+    );
+    let (status, _) = json(
+        stack
+            .decide(approval["approval_id"].as_str().expect("id"), "approve_once")
+            .await,
+    )
+    .await;
+    assert_eq!(status, 200);
+    let done = stack.wait_for(&run, &["completed", "failed"]).await;
+    assert_eq!(done["state"], "completed", "{done}");
+
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "one model call per step");
+    let second = &requests[1].1;
+    let messages = second["messages"].as_array().expect("messages");
+    assert_eq!(messages[2]["tool_calls"][0]["function"]["name"], "notes__add");
+    assert_eq!(messages[2]["tool_calls"][0]["id"], "call_abc");
+    assert_eq!(messages[3]["role"], "tool");
+    assert_eq!(messages[3]["tool_call_id"], "call_abc");
+    assert!(messages[3]["content"].as_str().expect("content").contains("succeeded"));
+
+    assert_eq!(stack.scalar::<String>("SELECT text FROM notes").await, "from the model");
+    let usage: (i64, i64, i64) = sqlx::query_as("SELECT input_tokens, output_tokens, cost_micros FROM runs")
+        .fetch_one(&stack.db.pool)
+        .await
+        .expect("usage");
+    // (50 + 100) input tokens at 2 per million, (10 + 20) output tokens at 8 per million.
+    assert_eq!(usage, (150, 30, 100 + 80 + 200 + 160));
+    let reply = stack
+        .events(&session)
+        .await
+        .into_iter()
+        .rev()
+        .find(|(kind, _)| kind == "assistant.message")
+        .expect("reply");
+    assert_eq!(reply.1["text"], "All done.");
+    assert_eq!(reply.1["usage"]["cost"], "0.00036");
+}
+
+#[tokio::test]
+async fn a_denial_reaches_the_model_and_nothing_runs() {
+    let model = FakeModel::start(add_note_call()).await;
+    let stack = stack_with_model(&model).await;
+    let session = stack.session().await;
+    let run = stack.submit(&session, "Remember that I like tea").await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approval = stack.pending_approvals(&session).await.remove(0);
+    let (status, _) = json(
+        stack
+            .decide(approval["approval_id"].as_str().expect("id"), "deny")
+            .await,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        stack.wait_for(&run, &["completed", "failed"]).await["state"],
+        "completed"
+    );
+    let told = &model.requests()[1].1["messages"][3];
+    assert_eq!(told["role"], "tool");
+    assert!(told["content"].as_str().expect("content").contains("denied"), "{told}");
+    assert_eq!(stack.scalar::<i64>("SELECT count(*) FROM notes").await, 0);
+}
+
+#[tokio::test]
+async fn a_provider_error_fails_the_run_with_a_code() {
+    // Nothing listens on this port: the provider cannot be reached.
+    let unused = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", unused.local_addr().expect("addr"));
+    drop(unused);
+    let definitions = agent_definitions(json!({ "provider": "openai", "model": "gpt-test" }), None);
+    let mut stack = Stack::api(&[("AGENT_DEFINITIONS", &definitions)]).await;
+    stack.start_worker(&[("OPENAI_BASE_URL", &url)]);
+    let session = stack.session().await;
+    let run = stack.submit(&session, "hello").await;
+    let failed = stack.wait_for(&run, &["completed", "failed"]).await;
+    assert_eq!(
+        (failed["state"].as_str(), failed["reason"].as_str()),
+        (Some("failed"), Some("model.error"))
+    );
+}

@@ -1,0 +1,397 @@
+//! A stack for one test: a fresh database, the API on 127.0.0.1, and workers in-process or as
+//! real `steward-worker` processes.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::time::{Duration, Instant};
+
+use reqwest::{Client, Method, Response};
+use serde_json::{Value, json};
+use testkit::TestDatabase;
+
+pub struct Stack {
+    pub base: String,
+    pub token: String,
+    pub client: Client,
+    pub db: TestDatabase,
+    pub dir: tempfile::TempDir,
+    _api: Abort,
+    workers: Vec<Abort>,
+}
+
+struct Abort(tokio::task::JoinHandle<()>);
+
+impl Drop for Abort {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn write_private(path: &std::path::Path, contents: &str) {
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .expect("create");
+    file.write_all(contents.as_bytes()).expect("write");
+}
+
+/// Agent definitions for the API: the default agent with `model` and an optional webhook.
+pub fn agent_definitions(model: Value, webhook_url: Option<&str>) -> String {
+    json!([{ "id": "default", "instructions": "Be helpful.", "model": model, "webhook_url": webhook_url }]).to_string()
+}
+
+impl Stack {
+    /// Starts the API with `api_env` overrides (no worker yet).
+    pub async fn api(api_env: &[(&str, &str)]) -> Stack {
+        let db = TestDatabase::new().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let token = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
+        let token_file = dir.path().join("api-token");
+        write_private(&token_file, &token);
+        let mut vars: HashMap<String, String> = HashMap::from([
+            ("DATABASE_URL".into(), db.url.clone()),
+            ("API_TOKEN_FILE".into(), token_file.display().to_string()),
+            ("AUTH_SCOPES".into(), "sessions.read,sessions.write".into()),
+        ]);
+        for (name, value) in api_env {
+            if *name == "AGENT_DEFINITIONS" {
+                let path = dir.path().join("agents.json");
+                std::fs::write(&path, value).expect("write agents");
+                vars.insert("AGENT_DEFINITIONS_FILE".into(), path.display().to_string());
+            } else {
+                vars.insert((*name).to_owned(), (*value).to_owned());
+            }
+        }
+        let config = api::ApiConfig::from_env(|name| vars.get(name).cloned()).expect("api config");
+        let app = api::app(config, store::Store::from_pool(db.pool.clone()));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        let server = tokio::spawn(async move {
+            let _ = api::serve(listener, app, std::future::pending()).await;
+        });
+        Stack {
+            base,
+            token,
+            client: Client::new(),
+            db,
+            dir,
+            _api: Abort(server),
+            workers: Vec::new(),
+        }
+    }
+
+    /// The worker environment for this stack.
+    pub fn worker_env(&self, extra: &[(&str, &str)]) -> HashMap<String, String> {
+        let mut vars: HashMap<String, String> = HashMap::from([
+            ("DATABASE_URL".into(), self.db.url.clone()),
+            ("WORKER_LEASE_SECONDS".into(), "2".into()),
+        ]);
+        for (name, value) in extra {
+            vars.insert((*name).to_owned(), (*value).to_owned());
+        }
+        vars
+    }
+
+    /// Starts an in-process worker.
+    pub fn start_worker(&mut self, extra: &[(&str, &str)]) {
+        let vars = self.worker_env(extra);
+        let config = agent::WorkerConfig::from_env(|name| vars.get(name).cloned()).expect("worker config");
+        let http = reqwest::Client::new();
+        let openai = config
+            .openai
+            .clone()
+            .map(|endpoint| agent::openai::provider(endpoint, http.clone()));
+        let executor = agent::executor::Executor {
+            store: store::Store::from_pool(self.db.pool.clone()),
+            providers: agent::executor::Providers::new(openai),
+            http,
+        };
+        let task = tokio::spawn(agent::worker::run(config, executor, std::future::pending()));
+        self.workers.push(Abort(task));
+    }
+
+    /// Writes an owner-only key file and returns its path.
+    pub fn key_file(&self, key: &str) -> String {
+        let path = self.dir.path().join("model-key");
+        write_private(&path, key);
+        path.display().to_string()
+    }
+
+    pub fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+        self.client
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+    }
+
+    pub async fn session(&self) -> String {
+        let response = self
+            .request(Method::POST, "/v1/sessions")
+            .json(&json!({ "agent_id": "default" }))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(response.status(), 201);
+        response.json::<Value>().await.expect("json")["session_id"]
+            .as_str()
+            .expect("id")
+            .to_owned()
+    }
+
+    /// Submits `text` and returns the run id.
+    pub async fn submit(&self, session: &str, text: &str) -> String {
+        let response = self
+            .request(Method::POST, &format!("/v1/sessions/{session}/messages"))
+            .header("idempotency-key", uuid::Uuid::new_v4().to_string())
+            .json(&json!({ "text": text }))
+            .send()
+            .await
+            .expect("send");
+        let (status, body) = json(response).await;
+        assert_eq!(status, 202, "{body}");
+        body["run"]["run_id"].as_str().expect("run id").to_owned()
+    }
+
+    pub async fn run(&self, run: &str) -> Value {
+        json(
+            self.request(Method::GET, &format!("/v1/runs/{run}"))
+                .send()
+                .await
+                .expect("send"),
+        )
+        .await
+        .1
+    }
+
+    /// Polls the run until its state is one of `states`.
+    pub async fn wait_for(&self, run: &str, states: &[&str]) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let current = self.run(run).await;
+            if states.iter().any(|state| current["state"] == *state) {
+                return current;
+            }
+            assert!(Instant::now() < deadline, "run never reached {states:?}: {current}");
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    }
+
+    pub async fn pending_approvals(&self, session: &str) -> Vec<Value> {
+        let (_, body) = json(
+            self.request(Method::GET, &format!("/v1/sessions/{session}/approvals"))
+                .send()
+                .await
+                .expect("send"),
+        )
+        .await;
+        body["approvals"].as_array().expect("approvals").clone()
+    }
+
+    pub async fn decide(&self, approval: &str, decision: &str) -> Response {
+        self.request(Method::POST, &format!("/v1/approvals/{approval}/decision"))
+            .json(&json!({ "decision": decision }))
+            .send()
+            .await
+            .expect("send")
+    }
+
+    /// Every persisted event of the session: (kind, payload).
+    pub async fn events(&self, session: &str) -> Vec<(String, Value)> {
+        let rows: Vec<(String, Value)> =
+            sqlx::query_as("SELECT kind, payload FROM events WHERE session_id = $1::uuid ORDER BY seq")
+                .bind(session)
+                .fetch_all(&self.db.pool)
+                .await
+                .expect("events");
+        rows
+    }
+
+    pub async fn scalar<T>(&self, sql: &str) -> T
+    where
+        T: for<'r> sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres> + Send + Unpin,
+    {
+        sqlx::query_scalar(sql).fetch_one(&self.db.pool).await.expect("scalar")
+    }
+}
+
+pub async fn json(response: Response) -> (u16, Value) {
+    let status = response.status().as_u16();
+    let bytes = response.bytes().await.expect("body");
+    (
+        status,
+        if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).expect("json")
+        },
+    )
+}
+
+/// What the fake model server has seen and how it behaves.
+#[derive(Default)]
+pub struct FakeState {
+    /// (Authorization header, request body) of every request.
+    pub requests: std::sync::Mutex<Vec<(Option<String>, Value)>>,
+    /// Never answer the first request (a worker is killed while it waits).
+    pub hold_first: bool,
+    /// The tool call to make when the last message is not a tool result: (wire name, arguments).
+    pub tool_call: Option<(String, String)>,
+    pub arrived: tokio::sync::Notify,
+}
+
+/// A real HTTP server speaking the OpenAI Chat Completions streaming wire format.
+pub struct FakeModel {
+    pub url: String,
+    pub state: std::sync::Arc<FakeState>,
+    _server: Abort,
+}
+
+fn sse(chunk: Value) -> String {
+    format!("data: {chunk}\n\n")
+}
+
+async fn completions(
+    axum::extract::State(state): axum::extract::State<std::sync::Arc<FakeState>>,
+    headers: axum::http::HeaderMap,
+    axum::Json(body): axum::Json<Value>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let authorization = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let number = {
+        let mut requests = state.requests.lock().expect("lock");
+        requests.push((authorization, body.clone()));
+        requests.len()
+    };
+    state.arrived.notify_one();
+    if state.hold_first && number == 1 {
+        std::future::pending::<()>().await;
+    }
+    let last_role = body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .map(|m| m["role"].clone())
+        .unwrap_or_default();
+    let mut chunks = vec![sse(
+        json!({ "choices": [{ "index": 0, "delta": { "role": "assistant", "reasoning_content": "Thinking it over." } }] }),
+    )];
+    match (&state.tool_call, last_role.as_str()) {
+        (Some((name, arguments)), Some(role)) if role != "tool" => {
+            let thirds = [
+                &arguments[..arguments.len() / 3],
+                &arguments[arguments.len() / 3..2 * arguments.len() / 3],
+                &arguments[2 * arguments.len() / 3..],
+            ];
+            chunks.push(sse(json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [
+                { "index": 0, "id": "call_abc", "type": "function", "function": { "name": name, "arguments": thirds[0] } }] } }] })));
+            for part in &thirds[1..] {
+                chunks.push(sse(json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [
+                    { "index": 0, "function": { "arguments": part } }] } }] })));
+            }
+            chunks.push(sse(
+                json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "tool_calls" }] }),
+            ));
+            chunks.push(sse(
+                json!({ "choices": [], "usage": { "prompt_tokens": 50, "completion_tokens": 10 } }),
+            ));
+        }
+        _ => {
+            for piece in ["All", " done", "."] {
+                chunks.push(sse(
+                    json!({ "choices": [{ "index": 0, "delta": { "content": piece } }] }),
+                ));
+            }
+            chunks.push(sse(
+                json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "stop" }] }),
+            ));
+            chunks.push(sse(
+                json!({ "choices": [], "usage": { "prompt_tokens": 100, "completion_tokens": 20 } }),
+            ));
+        }
+    }
+    chunks.push("data: [DONE]\n\n".to_owned());
+    let stream = futures_util::StreamExt::then(futures_util::stream::iter(chunks), |chunk| async move {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        Ok::<_, std::convert::Infallible>(chunk)
+    });
+    (
+        [("content-type", "text/event-stream")],
+        axum::body::Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+impl FakeModel {
+    pub async fn start(state: FakeState) -> FakeModel {
+        let state = std::sync::Arc::new(state);
+        let app = axum::Router::new()
+            .route("/v1/chat/completions", axum::routing::post(completions))
+            .with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FakeModel {
+            url,
+            state,
+            _server: Abort(server),
+        }
+    }
+
+    pub fn requests(&self) -> Vec<(Option<String>, Value)> {
+        self.state.requests.lock().expect("lock").clone()
+    }
+}
+
+/// A webhook receiver that counts posts and, when holding, never answers.
+pub struct FakeWebhook {
+    pub url: String,
+    pub hits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    pub arrived: std::sync::Arc<tokio::sync::Notify>,
+    _server: Abort,
+}
+
+impl FakeWebhook {
+    pub async fn start(hold: bool) -> FakeWebhook {
+        let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let arrived = std::sync::Arc::new(tokio::sync::Notify::new());
+        let (counter, signal) = (hits.clone(), arrived.clone());
+        let app = axum::Router::new().route(
+            "/hook",
+            axum::routing::post(move || {
+                let (counter, signal) = (counter.clone(), signal.clone());
+                async move {
+                    counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    signal.notify_one();
+                    if hold {
+                        std::future::pending::<()>().await;
+                    }
+                    "ok"
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let url = format!("http://{}/hook", listener.local_addr().expect("addr"));
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FakeWebhook {
+            url,
+            hits,
+            arrived,
+            _server: Abort(server),
+        }
+    }
+}
+
+/// Waits for `notify`, failing the test after 20 seconds.
+pub async fn arrival(notify: &tokio::sync::Notify, what: &str) {
+    tokio::time::timeout(Duration::from_secs(20), notify.notified())
+        .await
+        .unwrap_or_else(|_| panic!("{what} never arrived"));
+}
