@@ -29,7 +29,15 @@ fn graph() -> &'static Graph {
             .find_map(|line| line.strip_prefix("host: ").map(str::to_owned))
             .expect("rustc reports its host");
         let output = Command::new(env!("CARGO"))
-            .args(["metadata", "--format-version", "1", "--locked", "--offline", "--filter-platform", &host])
+            .args([
+                "metadata",
+                "--format-version",
+                "1",
+                "--locked",
+                "--offline",
+                "--filter-platform",
+                &host,
+            ])
             .current_dir(workspace)
             .output()
             .expect("run cargo metadata");

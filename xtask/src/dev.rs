@@ -1,4 +1,5 @@
-//! `cargo xtask dev`: the whole service on this machine with nothing set up by hand.
+//! `cargo xtask dev`: the whole service (api and worker roles) on this machine with nothing set
+//! up by hand.
 //!
 //! State lives under the git-ignored `var/`: the PostgreSQL cluster (`var/pg`), the API token
 //! (`var/api-token`, owner-only) and `var/dev.json` describing the running stack for tools.
@@ -47,7 +48,16 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     let var = root.join("var");
     fs::create_dir_all(&var).context("create var/")?;
     let status = crate::cargo()
-        .args(["build", "--locked", "-p", "steward-api", "-p", "steward-migrate"])
+        .args([
+            "build",
+            "--locked",
+            "-p",
+            "steward-api",
+            "-p",
+            "steward-worker",
+            "-p",
+            "steward-migrate",
+        ])
         .status()
         .context("build the roles")?;
     if !status.success() {
@@ -94,6 +104,11 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
         .spawn()
         .context("start steward-api")?;
 
+    let mut worker = Command::new(bin.join("steward-worker"))
+        .env("DATABASE_URL", &database_url)
+        .spawn()
+        .context("start steward-worker")?;
+
     // From here on, Ctrl-C and SIGTERM are received by waiting for them, never by dying.
     let mut signals = SigSet::empty();
     for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGCHLD] {
@@ -103,6 +118,7 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
 
     if let Err(error) = wait_ready(listen, &mut api) {
         stop(&mut api);
+        stop(&mut worker);
         if let Some(cluster) = cluster.as_mut() {
             let _ = cluster.stop();
         }
@@ -126,12 +142,16 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
                 if let Some(status) = api.try_wait().context("check steward-api")? {
                     break Err(anyhow::anyhow!("steward-api exited on its own ({status})"));
                 }
+                if let Some(status) = worker.try_wait().context("check steward-worker")? {
+                    break Err(anyhow::anyhow!("steward-worker exited on its own ({status})"));
+                }
             }
             _ => break Ok(()),
         }
     };
     eprintln!("xtask: stopping");
     stop(&mut api);
+    stop(&mut worker);
     if let Some(cluster) = cluster.as_mut() {
         cluster.stop().context("stop PostgreSQL")?;
     }

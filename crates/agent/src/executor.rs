@@ -81,28 +81,46 @@ pub struct Executor {
     pub http: reqwest::Client,
 }
 
+enum Relay {
+    Delta(&'static str, String),
+    /// Answered once every earlier delta was sent.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
 /// Transient output, relayed to the API's streams through `NOTIFY`.
 struct TransientSink {
-    sender: mpsc::UnboundedSender<(&'static str, String)>,
+    sender: mpsc::UnboundedSender<Relay>,
+}
+
+impl TransientSink {
+    /// Waits until every delta so far was published, so none trails the persisted step.
+    async fn flush(&self) {
+        let (done, flushed) = tokio::sync::oneshot::channel();
+        if self.sender.send(Relay::Flush(done)).is_ok() {
+            let _ = flushed.await;
+        }
+    }
 }
 
 impl Deltas for TransientSink {
     fn text(&self, delta: &str) {
-        let _ = self.sender.send(("assistant.delta", delta.to_owned()));
+        let _ = self.sender.send(Relay::Delta("assistant.delta", delta.to_owned()));
     }
 
     fn reasoning(&self, delta: &str) {
-        let _ = self.sender.send(("reasoning.delta", delta.to_owned()));
+        let _ = self.sender.send(Relay::Delta("reasoning.delta", delta.to_owned()));
     }
 }
 
-async fn relay_transient(
-    store: Store,
-    session: SessionId,
-    run: RunId,
-    mut receiver: mpsc::UnboundedReceiver<(&'static str, String)>,
-) {
-    while let Some((kind, mut text)) = receiver.recv().await {
+async fn relay_transient(store: Store, session: SessionId, run: RunId, mut receiver: mpsc::UnboundedReceiver<Relay>) {
+    while let Some(message) = receiver.recv().await {
+        let (kind, mut text) = match message {
+            Relay::Delta(kind, text) => (kind, text),
+            Relay::Flush(done) => {
+                let _ = done.send(());
+                continue;
+            }
+        };
         if text.len() > TRANSIENT_MAX_BYTES {
             let mut cut = TRANSIENT_MAX_BYTES;
             while !text.is_char_boundary(cut) {
@@ -234,6 +252,7 @@ impl Executor {
                 Ok(response) => response,
                 Err(error) => return self.fail(lease, "model.error", &error.to_string(), &counters).await,
             };
+            sink.flush().await;
             let cost = price(
                 response.usage.input_tokens,
                 configuration.model.input_cost_per_mtok.as_ref(),

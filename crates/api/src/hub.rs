@@ -16,7 +16,8 @@ use tokio::sync::{broadcast, oneshot};
 /// What a stream is woken for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Wake {
-    Session(SessionId),
+    /// The session's event with this sequence committed.
+    Session(SessionId, i64),
     /// Anything may have changed: every stream re-reads.
     All,
     /// Transient output of a run (never persisted): the event kind and its JSON data.
@@ -84,8 +85,12 @@ async fn relay(pool: PgPool, sender: broadcast::Sender<Wake>) {
                     }
                 }
                 Ok(Some(notification)) => {
-                    if let Some(session) = SessionId::parse(notification.payload()) {
-                        let _ = sender.send(Wake::Session(session));
+                    let announced = notification
+                        .payload()
+                        .split_once(' ')
+                        .and_then(|(session, seq)| Some(Wake::Session(SessionId::parse(session)?, seq.parse().ok()?)));
+                    if let Some(wake) = announced {
+                        let _ = sender.send(wake);
                     }
                 }
                 // The connection dropped and is re-established on the next call: hints may be lost.

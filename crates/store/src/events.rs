@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::{Result, Store, timestamp};
 
-/// The notification channel; the payload is the session id.
+/// The notification channel; the payload is `<session id> <sequence>`.
 pub const EVENTS_CHANNEL: &str = "steward_events";
 
 #[derive(Clone, Debug, PartialEq)]
@@ -62,7 +62,7 @@ pub(crate) async fn append(
         .await?;
     sqlx::query("SELECT pg_notify($1, $2)")
         .bind(EVENTS_CHANNEL)
-        .bind(session.to_string())
+        .bind(format!("{session} {seq}"))
         .execute(&mut *conn)
         .await?;
     Ok(seq)

@@ -301,3 +301,64 @@ async fn cancelling_a_parked_run_cancels_its_approval() {
     assert_eq!(stack.run(&run).await["state"], "cancelled");
     assert_eq!(stack.scalar::<i64>("SELECT count(*) FROM notes").await, 0);
 }
+
+#[tokio::test]
+async fn the_stream_carries_the_whole_run_with_transient_deltas_and_closes_after_it() {
+    let mut stack = Stack::api(&[]).await;
+    stack.start_worker(&[]);
+    let session = stack.session().await;
+    let run = stack.submit(&session, r#"/tool notes.add {"text": "stream it"}"#).await;
+    let mut stream = crate::support::Stream::open(&stack, &session).await;
+    let mut frames = Vec::new();
+    while let Some(frame) = stream.next().await {
+        let approval_requested = frame.1 == "approval.requested";
+        if approval_requested {
+            let id = frame.2["payload"]["approval_id"]
+                .as_str()
+                .expect("approval id")
+                .to_owned();
+            assert_eq!(stack.decide(&id, "approve_once").await.status(), 200);
+        }
+        frames.push(frame);
+    }
+    let persisted: Vec<(i64, &str)> = frames
+        .iter()
+        .filter_map(|(id, kind, _)| id.map(|id| (id, kind.as_str())))
+        .collect();
+    let ids: Vec<i64> = persisted.iter().map(|(id, _)| *id).collect();
+    assert_eq!(
+        ids,
+        (1..=ids.len() as i64).collect::<Vec<_>>(),
+        "contiguous, no gap, no duplicate"
+    );
+    assert_eq!(
+        persisted.last().map(|(_, kind)| *kind),
+        Some("run.completed"),
+        "the stream closes after the terminal event"
+    );
+    assert_eq!(stack.run(&run).await["state"], "completed");
+
+    // Transient deltas carry no id and arrive before the message they belong to is persisted.
+    let last_reply = frames
+        .iter()
+        .rposition(|(_, kind, _)| kind == "assistant.message")
+        .expect("reply");
+    let deltas: String = frames[..last_reply]
+        .iter()
+        .filter(|(id, kind, _)| kind == "assistant.delta" && id.is_none())
+        .map(|(_, _, data)| data["text"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(deltas.starts_with("notes.add returned:"), "deltas: {deltas:?}");
+    assert!(
+        frames
+            .iter()
+            .any(|(id, kind, _)| kind == "reasoning.delta" && id.is_none())
+    );
+    assert_eq!(
+        stack
+            .scalar::<i64>("SELECT count(*) FROM events WHERE kind LIKE '%delta'")
+            .await,
+        0,
+        "transient output is never persisted"
+    );
+}

@@ -395,3 +395,54 @@ pub async fn arrival(notify: &tokio::sync::Notify, what: &str) {
         .await
         .unwrap_or_else(|_| panic!("{what} never arrived"));
 }
+
+/// Reads the session's event stream until the server closes it: (id, event, data) per frame.
+pub struct Stream {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl Stream {
+    pub async fn open(stack: &Stack, session: &str) -> Stream {
+        let response = stack
+            .request(Method::GET, &format!("/v1/sessions/{session}/events"))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(response.status(), 200);
+        Stream {
+            response,
+            buffer: String::new(),
+        }
+    }
+
+    /// The next frame, or `None` once the server closed the stream.
+    pub async fn next(&mut self) -> Option<(Option<i64>, String, Value)> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let raw: String = self.buffer.drain(..end + 2).collect();
+                let (mut id, mut event, mut data) = (None, String::new(), String::new());
+                for line in raw.lines() {
+                    if let Some(value) = line.strip_prefix("id:") {
+                        id = value.trim().parse().ok();
+                    } else if let Some(value) = line.strip_prefix("event:") {
+                        event = value.trim().to_owned();
+                    } else if let Some(value) = line.strip_prefix("data:") {
+                        data.push_str(value.trim_start());
+                    }
+                }
+                if event.is_empty() {
+                    continue;
+                }
+                return Some((id, event, serde_json::from_str(&data).expect("json data")));
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(20), self.response.chunk())
+                .await
+                .expect("stream stalled");
+            match chunk {
+                Ok(Some(bytes)) => self.buffer.push_str(std::str::from_utf8(&bytes).expect("utf-8")),
+                _ => return None,
+            }
+        }
+    }
+}

@@ -85,6 +85,7 @@ pub async fn stream(
         session,
         last: after,
         wakes,
+        announced: i64::MAX,
         pending: VecDeque::new(),
         transient: VecDeque::new(),
     };
@@ -105,6 +106,10 @@ struct Follower {
     session: SessionId,
     last: i64,
     wakes: broadcast::Receiver<Wake>,
+    /// Persisted events up to this sequence may be sent. Raised by the hub's announcements, so
+    /// a transient delta published before a step is never overtaken by that step; lifted
+    /// entirely when a hint may have been lost (periodic re-read, listener reconnect, lag).
+    announced: i64,
     pending: VecDeque<EventRow>,
     /// Transient frames (no id) waiting to be sent.
     transient: VecDeque<Event>,
@@ -136,28 +141,40 @@ fn follow(follower: Follower) -> impl Stream<Item = Result<Event, Infallible>> {
                 return Some((Ok(frame), follower));
             }
             let store = &follower.state.store;
-            match store
-                .events_after(&follower.principal, follower.session, follower.last, BATCH)
-                .await
-            {
-                Ok(events) if !events.is_empty() => {
-                    follower.pending.extend(events);
-                    continue;
-                }
-                Ok(_) => {}
-                Err(error) => {
-                    tracing::warn!(%error, "event stream cannot read events; closing");
-                    return None;
-                }
-            }
-            // Caught up: with no active run nothing more is coming.
-            match store.active_run(follower.session).await {
-                Ok(Some(_)) => {}
-                Ok(None) => return None,
+            // Whether a run is active is read before the events: a run's terminal event commits
+            // with its state, so if it had ended by the first read, the second one returns it.
+            let idle = match store.active_run(follower.session).await {
+                Ok(active) => active.is_none(),
                 Err(error) => {
                     tracing::warn!(%error, "event stream cannot read the run state; closing");
                     return None;
                 }
+            };
+            let events = match store
+                .events_after(&follower.principal, follower.session, follower.last, BATCH)
+                .await
+            {
+                Ok(events) => events,
+                Err(error) => {
+                    tracing::warn!(%error, "event stream cannot read events; closing");
+                    return None;
+                }
+            };
+            let unsent = !events.is_empty();
+            let announced = follower.announced;
+            follower
+                .pending
+                .extend(events.into_iter().filter(|event| event.seq <= announced));
+            if !follower.pending.is_empty() {
+                continue;
+            }
+            if !unsent {
+                // Caught up with no active run: nothing more is coming.
+                if idle {
+                    return None;
+                }
+                // From here on only announced events are sent.
+                follower.announced = follower.last;
             }
             wait(&mut follower).await?;
         }
@@ -171,17 +188,26 @@ async fn wait(follower: &mut Follower) -> Option<()> {
     loop {
         tokio::select! {
             received = follower.wakes.recv() => match received {
-                Ok(Wake::Session(session)) if session == follower.session => return Some(()),
+                Ok(Wake::Session(session, seq)) if session == follower.session => {
+                    follower.announced = follower.announced.max(seq);
+                    return Some(());
+                }
                 Ok(Wake::Transient { session, kind, data }) if session == follower.session => {
                     // Best effort and never persisted: no id, so it never moves the replay cursor.
                     follower.transient.push_back(Event::default().event(kind).data(data.as_ref()));
                     return Some(());
                 }
-                Ok(Wake::Session(_) | Wake::Transient { .. }) => continue,
-                Ok(Wake::All) | Err(broadcast::error::RecvError::Lagged(_)) => return Some(()),
+                Ok(Wake::Session(..) | Wake::Transient { .. }) => continue,
+                Ok(Wake::All) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                    follower.announced = i64::MAX;
+                    return Some(());
+                }
                 Err(broadcast::error::RecvError::Closed) => return None,
             },
-            () = &mut tick => return Some(()),
+            () = &mut tick => {
+                follower.announced = i64::MAX;
+                return Some(());
+            }
         }
     }
 }
