@@ -4,7 +4,10 @@
 //!   cluster under `var/`, with a generated API token; Ctrl-C stops everything.
 //! - `cargo xtask test [ARGS...]`: the whole test suite against a throwaway cluster; ARGS go to
 //!   `cargo test`.
+//! - `cargo xtask bench [SAMPLES SESSIONS CLIENTS]`: release build of the API on a durable
+//!   temporary cluster; prints submit latency, submits per second and memory as a table.
 
+mod bench;
 mod dev;
 mod postgres;
 mod test;
@@ -12,13 +15,14 @@ mod test;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask dev [--port N] | cargo xtask test [CARGO-TEST-ARGS...]";
+const USAGE: &str = "usage: cargo xtask dev [--port N] | cargo xtask test [CARGO-TEST-ARGS...] | cargo xtask bench [SAMPLES SESSIONS CLIENTS]";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let result = match args.next().as_deref() {
         Some("dev") => dev::run(args.collect()),
         Some("test") => test::run(args.collect()),
+        Some("bench") => bench::run(args.collect()),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -149,6 +149,11 @@ impl Cluster {
     /// Starts a throwaway cluster in a fresh temporary directory, removed on drop or, if this
     /// process dies first, by a detached reaper.
     pub fn temporary(binaries: &Binaries) -> Result<Cluster, ClusterError> {
+        Cluster::temporary_with(binaries, Durability::Throwaway)
+    }
+
+    /// A temporary cluster with the given durability (benchmarks measure with fsync on).
+    pub fn temporary_with(binaries: &Binaries, durability: Durability) -> Result<Cluster, ClusterError> {
         let identity = Identity::current()?;
         let root = fresh_temp_dir()?;
         // The root itself must be traversable by the postgres user; its children are private.
@@ -158,7 +163,7 @@ impl Cluster {
                 source: errno.into(),
             })?;
         }
-        let mut cluster = match Cluster::start(binaries, identity, &root, Durability::Throwaway) {
+        let mut cluster = match Cluster::start(binaries, identity, &root, durability) {
             Ok(cluster) => cluster,
             Err(error) => {
                 let _ = fs::remove_dir_all(&root);

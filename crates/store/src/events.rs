@@ -38,7 +38,8 @@ impl EventRow {
     }
 }
 
-/// Appends an event inside the caller's transaction and returns its sequence.
+/// Appends an event inside the caller's transaction and returns its sequence: the next value
+/// of the session's counter, the row and the wake-up hint, in one statement.
 pub(crate) async fn append(
     conn: &mut PgConnection,
     session: SessionId,
@@ -47,24 +48,22 @@ pub(crate) async fn append(
     payload: &Value,
 ) -> Result<i64> {
     let seq: i64 = sqlx::query_scalar(
-        "UPDATE sessions SET last_event_seq = last_event_seq + 1 WHERE id = $1 RETURNING last_event_seq",
+        "WITH next AS (
+             UPDATE sessions SET last_event_seq = last_event_seq + 1 WHERE id = $1 RETURNING last_event_seq
+         ), event AS (
+             INSERT INTO events (session_id, seq, run_id, kind, payload)
+             SELECT $1, next.last_event_seq, $2, $3, $4 FROM next
+             RETURNING seq
+         )
+         SELECT event.seq FROM event, LATERAL (SELECT pg_notify($5, $1::text || ' ' || event.seq)) AS hint",
     )
     .bind(session.as_uuid())
+    .bind(run.map(|run| run.as_uuid()))
+    .bind(kind)
+    .bind(payload)
+    .bind(EVENTS_CHANNEL)
     .fetch_one(&mut *conn)
     .await?;
-    sqlx::query("INSERT INTO events (session_id, seq, run_id, kind, payload) VALUES ($1, $2, $3, $4, $5)")
-        .bind(session.as_uuid())
-        .bind(seq)
-        .bind(run.map(|run| run.as_uuid()))
-        .bind(kind)
-        .bind(payload)
-        .execute(&mut *conn)
-        .await?;
-    sqlx::query("SELECT pg_notify($1, $2)")
-        .bind(EVENTS_CHANNEL)
-        .bind(format!("{session} {seq}"))
-        .execute(&mut *conn)
-        .await?;
     Ok(seq)
 }
 

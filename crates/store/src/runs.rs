@@ -187,73 +187,77 @@ impl Store {
                 return Ok(Some(Submit::Replay(StoredResponse { status, body: row.try_get("response_body")? })));
             }
 
-            let session_exists = sqlx::query("SELECT 1 FROM sessions WHERE id = $1 AND principal_id = $2 FOR NO KEY UPDATE")
-                .bind(new.session.as_uuid())
-                .bind(new.principal.as_str())
-                .fetch_optional(&mut *tx)
-                .await?
-                .is_some();
-            if !session_exists {
-                return Ok(Some(Submit::SessionNotFound));
-            }
-
-            let ids: Vec<Uuid> = new.attachments.iter().map(|id| id.as_uuid()).collect();
-            let found = sqlx::query(
-                "SELECT id, filename, media_type, size_bytes FROM artifacts WHERE session_id = $1 AND id = ANY($2)",
+            // Locking the session fixes its next event sequence for this transaction.
+            let last_seq: Option<i64> = sqlx::query_scalar(
+                "SELECT last_event_seq FROM sessions WHERE id = $1 AND principal_id = $2 FOR NO KEY UPDATE",
             )
             .bind(new.session.as_uuid())
-            .bind(&ids)
-            .fetch_all(&mut *tx)
+            .bind(new.principal.as_str())
+            .fetch_optional(&mut *tx)
             .await?;
-            let mut attachments = Vec::with_capacity(ids.len());
-            for id in new.attachments {
-                let Some(row) = found.iter().find(|row| row.try_get::<Uuid, _>("id").ok() == Some(id.as_uuid())) else {
-                    return Ok(Some(Submit::UnknownArtifact(*id)));
-                };
-                attachments.push(json!({
-                    "artifact_id": id.to_string(),
-                    "filename": row.try_get::<String, _>("filename")?,
-                    "media_type": row.try_get::<String, _>("media_type")?,
-                    "size_bytes": row.try_get::<i64, _>("size_bytes")?,
-                }));
+            let Some(last_seq) = last_seq else { return Ok(Some(Submit::SessionNotFound)) };
+            let message_seq = last_seq + 1;
+
+            let mut attachments = Vec::with_capacity(new.attachments.len());
+            if !new.attachments.is_empty() {
+                let ids: Vec<Uuid> = new.attachments.iter().map(|id| id.as_uuid()).collect();
+                let found = sqlx::query(
+                    "SELECT id, filename, media_type, size_bytes FROM artifacts WHERE session_id = $1 AND id = ANY($2)",
+                )
+                .bind(new.session.as_uuid())
+                .bind(&ids)
+                .fetch_all(&mut *tx)
+                .await?;
+                for id in new.attachments {
+                    let Some(row) = found.iter().find(|row| row.try_get::<Uuid, _>("id").ok() == Some(id.as_uuid())) else {
+                        return Ok(Some(Submit::UnknownArtifact(*id)));
+                    };
+                    attachments.push(json!({
+                        "artifact_id": id.to_string(),
+                        "filename": row.try_get::<String, _>("filename")?,
+                        "media_type": row.try_get::<String, _>("media_type")?,
+                        "size_bytes": row.try_get::<i64, _>("size_bytes")?,
+                    }));
+                }
             }
 
-            // The partial unique index decides which of several concurrent submits gets the run.
+            // The partial unique index decides which of several concurrent submits gets the run;
+            // the winner wakes the workers.
             let insert = format!(
-                "INSERT INTO runs (id, session_id, state, principal_id, max_steps, max_model_calls, max_tool_calls,
-                                   max_cost_micros, run_timeout_seconds, deadline_at)
-                 VALUES ($1, $2, 'queued', $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $8))
-                 ON CONFLICT (session_id) WHERE state IN ({}) DO NOTHING
-                 RETURNING id",
+                "WITH r AS (
+                     INSERT INTO runs (id, session_id, state, principal_id, message_seq, max_steps, max_model_calls,
+                                       max_tool_calls, max_cost_micros, run_timeout_seconds, deadline_at)
+                     VALUES ($1, $2, 'queued', $3, $4, $5, $6, $7, $8, $9, now() + make_interval(secs => $9))
+                     ON CONFLICT (session_id) WHERE state IN ({}) DO NOTHING
+                     RETURNING *
+                 )
+                 SELECT {RUN_COLUMNS} FROM r, LATERAL (SELECT pg_notify($10, r.id::text)) AS wake",
                 active_states_sql()
             );
             let limits = new.limits;
             let signed = |value: u32| i32::try_from(value).unwrap_or(i32::MAX);
-            let run_id: Option<Uuid> = sqlx::query_scalar(&insert)
+            let row = sqlx::query(&insert)
                 .bind(Uuid::now_v7())
                 .bind(new.session.as_uuid())
                 .bind(new.principal.as_str())
+                .bind(message_seq)
                 .bind(signed(limits.max_steps))
                 .bind(signed(limits.max_model_calls))
                 .bind(signed(limits.max_tool_calls))
                 .bind(limits.max_cost.micros())
                 .bind(signed(limits.run_timeout_seconds))
+                .bind(crate::work::RUNS_CHANNEL)
                 .fetch_optional(&mut *tx)
                 .await?;
-            let Some(run_id) = run_id else {
+            let Some(row) = row else {
                 return Ok(None);
             };
-            let run = RunId::from_uuid(run_id);
+            let row = RunRow::from_row(&row)?;
+            let run = row.id;
 
-            if let Some(title) = &new.title {
-                sqlx::query("UPDATE sessions SET title = $2 WHERE id = $1 AND title IS NULL")
-                    .bind(new.session.as_uuid())
-                    .bind(title)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            sqlx::query("UPDATE sessions SET updated_at = now() WHERE id = $1")
+            sqlx::query("UPDATE sessions SET updated_at = now(), title = COALESCE(title, $2) WHERE id = $1")
                 .bind(new.session.as_uuid())
+                .bind(new.title.as_deref())
                 .execute(&mut *tx)
                 .await?;
             let payload = json!({
@@ -261,14 +265,9 @@ impl Store {
                 "message": { "text": new.text, "attachments": attachments },
             });
             let seq = append(&mut *tx, new.session, Some(run), "user.message.created", &payload).await?;
-                sqlx::query("SELECT pg_notify($1, $2)")
-                    .bind(crate::work::RUNS_CHANNEL)
-                    .bind(run.to_string())
-                    .execute(&mut *tx)
-                    .await?;
-            let sql = format!("UPDATE runs r SET message_seq = $2 WHERE r.id = $1 RETURNING {RUN_COLUMNS}");
-            let row = sqlx::query(&sql).bind(run.as_uuid()).bind(seq).fetch_one(&mut *tx).await?;
-            let row = RunRow::from_row(&row)?;
+            if seq != message_seq {
+                return Err(StoreError::Corrupt(format!("event sequence {seq} where {message_seq} was expected")));
+            }
 
             let response = render(&row, seq);
             sqlx::query(

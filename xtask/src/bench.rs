@@ -1,0 +1,118 @@
+//! `cargo xtask bench`: release builds of the API against a durable temporary cluster (fsync
+//! on, so the commit rate is PostgreSQL's real one), measured by `steward-bench` on loopback.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use pgcluster::{Cluster, Durability};
+
+pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
+    let root = crate::workspace_root();
+    let status = crate::cargo()
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "-p",
+            "steward-api",
+            "-p",
+            "steward-migrate",
+            "-p",
+            "steward-bench",
+        ])
+        .status()
+        .context("build release binaries")?;
+    if !status.success() {
+        bail!("the release build failed");
+    }
+    let bin = root.join("target/release");
+    let binaries = crate::postgres::ensure_binaries()?;
+    let cluster = Cluster::temporary_with(&binaries, Durability::Durable).context("start the benchmark cluster")?;
+    let database_url = cluster.url("steward_bench");
+    let migrated = Command::new(bin.join("steward-migrate"))
+        .arg("--create-database")
+        .env("DATABASE_URL", &database_url)
+        .status()
+        .context("migrate")?;
+    if !migrated.success() {
+        bail!("migrations failed");
+    }
+
+    let work = std::env::temp_dir().join(format!("steward-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&work).context("create the bench directory")?;
+    let token_file = work.join("api-token");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&token_file)?;
+    writeln!(file, "bench-token-{}-0123456789abcdef0123456789", std::process::id())?;
+    drop(file);
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let mut api = Command::new(bin.join("steward-api"))
+        .env("DATABASE_URL", &database_url)
+        .env("DATABASE_MAX_CONNECTIONS", "32")
+        .env("API_TOKEN_FILE", &token_file)
+        .env("API_LISTEN_ADDR", format!("127.0.0.1:{port}"))
+        .env("AUTH_SCOPES", "sessions.read,sessions.write")
+        .env("LOG_LEVEL", "warn")
+        .spawn()
+        .context("start steward-api")?;
+    let base = format!("http://127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if Instant::now() > deadline || api.try_wait()?.is_some() {
+            bail!("steward-api did not start");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let idle_rss = rss_kib(api.id());
+
+    let outcome = Command::new(bin.join("steward-bench"))
+        .arg(&base)
+        .arg(&token_file)
+        .args(&args)
+        .status();
+    let busy_rss = rss_kib(api.id());
+    let _ = kill(Pid::from_raw(api.id() as i32), Signal::SIGTERM);
+    let _ = api.wait();
+    drop(cluster);
+    let _ = std::fs::remove_dir_all(&work);
+    let outcome = outcome.context("run steward-bench")?;
+    if let (Some(idle), Some(busy)) = (idle_rss, busy_rss) {
+        println!(
+            "| steward-api resident memory, idle after start | {:.1} MiB |",
+            idle as f64 / 1024.0
+        );
+        println!(
+            "| steward-api resident memory, after the load | {:.1} MiB |",
+            busy as f64 / 1024.0
+        );
+    }
+    Ok(if outcome.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Resident set size of a process, from /proc.
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|line| {
+        line.strip_prefix("VmRSS:")?
+            .trim()
+            .strip_suffix("kB")?
+            .trim()
+            .parse()
+            .ok()
+    })
+}
