@@ -362,3 +362,97 @@ async fn the_stream_carries_the_whole_run_with_transient_deltas_and_closes_after
         "transient output is never persisted"
     );
 }
+
+#[tokio::test]
+async fn several_workers_share_the_queue_and_each_run_is_claimed_once() {
+    let mut stack = Stack::api(&[]).await;
+    stack.start_worker(&[("WORKER_CONCURRENCY", "2")]);
+    stack.start_worker(&[("WORKER_CONCURRENCY", "2")]);
+    stack.start_worker(&[("WORKER_CONCURRENCY", "2")]);
+    let mut runs = Vec::new();
+    for index in 0..24 {
+        let session = stack.session().await;
+        runs.push(stack.submit(&session, &format!("message {index}")).await);
+    }
+    for run in &runs {
+        assert_eq!(
+            stack.wait_for(run, &["completed", "failed"]).await["state"],
+            "completed"
+        );
+    }
+    assert_eq!(
+        stack
+            .scalar::<i64>("SELECT count(*) FROM runs WHERE attempts <> 1")
+            .await,
+        0,
+        "no run was claimed twice"
+    );
+    assert_eq!(
+        stack
+            .scalar::<i64>("SELECT count(*) FROM events WHERE kind = 'assistant.message'")
+            .await,
+        24
+    );
+    let owners: i64 = stack.scalar("SELECT count(DISTINCT lease_owner) FROM runs").await;
+    assert_eq!(owners, 0, "finished runs hold no lease");
+}
+
+#[tokio::test]
+async fn the_cost_limit_fails_the_run() {
+    let definitions = crate::support::agent_definitions(
+        json!({ "provider": "scripted", "model": "scripted-1", "input_cost_per_mtok": "1000", "output_cost_per_mtok": "1000" }),
+        None,
+    );
+    let mut stack = Stack::api(&[("AGENT_DEFINITIONS", &definitions), ("RUN_MAX_COST", "0.001")]).await;
+    stack.start_worker(&[]);
+    let session = stack.session().await;
+    let run = stack
+        .submit(
+            &session,
+            "a message long enough to cost more than a tenth of a cent at these prices",
+        )
+        .await;
+    let failed = stack.wait_for(&run, &["completed", "failed"]).await;
+    assert_eq!(
+        (failed["state"].as_str(), failed["reason"].as_str()),
+        (Some("failed"), Some("limit.max_cost"))
+    );
+    assert_eq!(failed["limits"]["max_cost"], "0.001");
+}
+
+#[tokio::test]
+async fn long_arguments_are_truncated_in_the_approval_with_a_digest_of_the_whole_value() {
+    let mut stack = Stack::api(&[]).await;
+    stack.start_worker(&[]);
+    let session = stack.session().await;
+    let long = "é".repeat(600);
+    let run = stack
+        .submit(&session, &format!(r#"/tool notes.add {{"text": "{long}"}}"#))
+        .await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approval = stack.pending_approvals(&session).await.remove(0);
+    assert_eq!(
+        approval["arguments"]["text"].as_str().map(|text| text.chars().count()),
+        Some(512)
+    );
+    let digest = approval["argument_digests"]["/text"]
+        .as_str()
+        .expect("digest")
+        .to_owned();
+    let expected: String = sha2::Digest::finalize(sha2::Digest::chain_update(
+        <sha2::Sha256 as sha2::Digest>::new(),
+        long.as_bytes(),
+    ))
+    .iter()
+    .map(|byte| format!("{byte:02x}"))
+    .collect();
+    assert_eq!(digest, expected);
+    // The tool still receives the whole value once approved.
+    let id = approval["approval_id"].as_str().expect("id").to_owned();
+    assert_eq!(stack.decide(&id, "approve_once").await.status(), 200);
+    assert_eq!(
+        stack.wait_for(&run, &["completed", "failed"]).await["state"],
+        "completed"
+    );
+    assert_eq!(stack.scalar::<String>("SELECT text FROM notes").await, long);
+}
