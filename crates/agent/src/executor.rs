@@ -29,7 +29,7 @@ use crate::tools::{ASK_OWNER, ToolOutcome, Toolbox};
 /// The notification channel for transient output (text and reasoning deltas).
 pub const TRANSIENT_CHANNEL: &str = "steward_transient";
 /// `NOTIFY` payloads must stay under 8000 bytes.
-const TRANSIENT_MAX_BYTES: usize = 6000;
+const TRANSIENT_MAX_BYTES: usize = 7800;
 
 /// The model providers this worker can reach.
 #[derive(Clone)]
@@ -59,6 +59,35 @@ impl Providers {
             "scripted" => Some(self.scripted.as_ref()),
             "openai" => self.openai.as_deref(),
             _ => None,
+        }
+    }
+}
+
+/// Asks an execution to stop at its next safe point.
+#[derive(Debug, Default)]
+pub struct Stop {
+    raised: std::sync::atomic::AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl Stop {
+    pub fn raise(&self) {
+        self.raised.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    pub fn is_raised(&self) -> bool {
+        self.raised.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Resolves once raised.
+    async fn raised(&self) {
+        loop {
+            let notified = self.notify.notified();
+            if self.is_raised() {
+                return;
+            }
+            notified.await;
         }
     }
 }
@@ -121,18 +150,23 @@ async fn relay_transient(store: Store, session: SessionId, run: RunId, mut recei
                 continue;
             }
         };
-        if text.len() > TRANSIENT_MAX_BYTES {
-            let mut cut = TRANSIENT_MAX_BYTES;
+        // The limit applies to the serialised payload: escaping can make text much longer.
+        let payload = loop {
+            let payload =
+                json!({ "session_id": session.to_string(), "run_id": run.to_string(), "kind": kind, "text": text })
+                    .to_string();
+            if payload.len() <= TRANSIENT_MAX_BYTES || text.is_empty() {
+                break payload;
+            }
+            let mut cut = text.len() / 2;
             while !text.is_char_boundary(cut) {
                 cut -= 1;
             }
             text.truncate(cut);
-        }
-        let payload =
-            json!({ "session_id": session.to_string(), "run_id": run.to_string(), "kind": kind, "text": text });
+        };
         let sent = sqlx::query("SELECT pg_notify($1, $2)")
             .bind(TRANSIENT_CHANNEL)
-            .bind(payload.to_string())
+            .bind(payload)
             .execute(store.pool())
             .await;
         if let Err(error) = sent {
@@ -160,7 +194,7 @@ fn outcome_value(outcome: &ToolOutcome) -> (InvocationState, Value, Option<&'sta
 
 impl Executor {
     /// Runs `claimed` until it parks, ends or is lost.
-    pub async fn execute(&self, claimed: ClaimedRun) -> Result<Finish, StoreError> {
+    pub async fn execute(&self, claimed: ClaimedRun, stop: &Stop) -> Result<Finish, StoreError> {
         let lease = claimed.lease.clone();
         let configuration: AgentConfiguration = match serde_json::from_value(claimed.configuration.clone()) {
             Ok(configuration) => configuration,
@@ -184,7 +218,9 @@ impl Executor {
         let (sender, receiver) = mpsc::unbounded_channel();
         let relay = tokio::spawn(relay_transient(self.store.clone(), lease.session, lease.run, receiver));
         let sink = TransientSink { sender };
-        let outcome = self.drive(&claimed, &configuration, provider, &toolbox, &sink).await;
+        let outcome = self
+            .drive(&claimed, &configuration, provider, &toolbox, &sink, stop)
+            .await;
         drop(sink);
         let _ = relay.await;
         outcome
@@ -211,6 +247,7 @@ impl Executor {
         provider: &dyn ModelProvider,
         toolbox: &Toolbox,
         sink: &TransientSink,
+        stop: &Stop,
     ) -> Result<Finish, StoreError> {
         let lease = &claimed.lease;
         let limits = claimed.run.limits;
@@ -218,9 +255,15 @@ impl Executor {
         loop {
             // 1. Settle the latest step's invocations, in order.
             for invocation in self.store.invocations(lease.run).await? {
+                if stop.is_raised() {
+                    return Ok(Finish::Lost);
+                }
                 if let Some(finish) = self.settle(claimed, toolbox, &invocation).await? {
                     return Ok(finish);
                 }
+            }
+            if stop.is_raised() {
+                return Ok(Finish::Lost);
             }
             // 2. Limits before asking the model again.
             if counters.steps >= limits.max_steps {
@@ -248,7 +291,12 @@ impl Executor {
                 messages,
                 tools: toolbox.specs(),
             };
-            let response = match provider.complete(&request, sink).await {
+            // A model call has no side effect: it is abandoned when the run is stopped.
+            let response = tokio::select! {
+                response = provider.complete(&request, sink) => response,
+                () = stop.raised() => return Ok(Finish::Lost),
+            };
+            let response = match response {
                 Ok(response) => response,
                 Err(error) => return self.fail(lease, "model.error", &error.to_string(), &counters).await,
             };

@@ -89,6 +89,9 @@ struct Assembly {
     text: String,
     calls: Vec<PartialCall>,
     usage: Usage,
+    /// Whether a choice reported why it finished; a stream that ends without it (or `[DONE]`)
+    /// was cut short.
+    finished: bool,
 }
 
 impl Assembly {
@@ -123,11 +126,16 @@ impl Assembly {
                 self.calls.push(PartialCall::default());
             }
             let call = &mut self.calls[index];
-            if let Some(id) = fragment["id"].as_str() {
-                call.id.push_str(id);
+            // Some servers repeat the id and name in every fragment: they are set once.
+            if let Some(id) = fragment["id"].as_str().filter(|id| !id.is_empty())
+                && call.id.is_empty()
+            {
+                call.id = id.to_owned();
             }
-            if let Some(name) = fragment["function"]["name"].as_str() {
-                call.name.push_str(name);
+            if let Some(name) = fragment["function"]["name"].as_str().filter(|name| !name.is_empty())
+                && call.name.is_empty()
+            {
+                call.name = name.to_owned();
             }
             if let Some(arguments) = fragment["function"]["arguments"].as_str() {
                 call.arguments.push_str(arguments);
@@ -192,14 +200,25 @@ impl ModelProvider for OpenAi {
                 });
             }
             let mut assembly = Assembly::default();
-            let mut pending = String::new();
+            // Bytes, not text, until a whole line is in: a multi-byte character may be split
+            // across network chunks.
+            let mut pending: Vec<u8> = Vec::new();
             let mut stream = response.bytes_stream();
-            while let Some(bytes) = stream.next().await {
-                let bytes = bytes.map_err(|error| ModelError::Transport(error.without_url().to_string()))?;
-                pending.push_str(&String::from_utf8_lossy(&bytes));
-                while let Some(end) = pending.find('\n') {
-                    let line: String = pending.drain(..=end).collect();
-                    let Some(data) = line.trim().strip_prefix("data:").map(str::trim) else {
+            loop {
+                let next = stream.next().await;
+                let ended = next.is_none();
+                if let Some(bytes) = next {
+                    let bytes = bytes.map_err(|error| ModelError::Transport(error.without_url().to_string()))?;
+                    pending.extend_from_slice(&bytes);
+                } else if !pending.is_empty() {
+                    pending.push(b'\n');
+                }
+                while let Some(end) = pending.iter().position(|byte| *byte == b'\n') {
+                    let line: Vec<u8> = pending.drain(..=end).collect();
+                    let line = std::str::from_utf8(&line)
+                        .map_err(|_| ModelError::Protocol("the stream is not UTF-8".into()))?
+                        .trim();
+                    let Some(data) = line.strip_prefix("data:").map(str::trim) else {
                         continue;
                     };
                     if data == "[DONE]" {
@@ -209,9 +228,19 @@ impl ModelProvider for OpenAi {
                         .map_err(|error| ModelError::Protocol(format!("a stream chunk is not JSON: {error}")))?;
                     assembly.chunk(&chunk, deltas)?;
                 }
+                if ended {
+                    break;
+                }
             }
-            // Some servers end the stream without [DONE].
-            assembly.finish(request)
+            // Servers that omit `[DONE]` still report a finish reason; without either the
+            // answer was cut short.
+            if assembly.finished {
+                assembly.finish(request)
+            } else {
+                Err(ModelError::Transport(
+                    "the stream ended before the answer was complete".into(),
+                ))
+            }
         })
     }
 }

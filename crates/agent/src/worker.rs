@@ -11,7 +11,7 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::WorkerConfig;
-use crate::executor::{Executor, Finish, until};
+use crate::executor::{Executor, Stop, until};
 
 const POLL: Duration = Duration::from_secs(1);
 const SWEEP: Duration = Duration::from_millis(500);
@@ -61,28 +61,42 @@ pub async fn run(config: WorkerConfig, executor: Executor, shutdown: impl std::f
     sweeper.abort();
 }
 
-/// Executes a claimed run while renewing its lease; stops when the lease is lost or the run's
-/// deadline passes (the sweeper then records the cancellation).
+/// Executes a claimed run while renewing its lease. Losing the lease or passing the deadline
+/// raises the stop signal, which the executor honours at safe points: a model call is
+/// abandoned, but a dispatched tool is always waited for and its outcome recorded.
 async fn execute_with_lease(executor: &Executor, config: &WorkerConfig, claimed: ClaimedRun) {
     let lease = claimed.lease.clone();
     let deadline = claimed.run.deadline_at;
     let run = lease.run;
     tracing::info!(%run, attempt = claimed.attempts, "executing run");
-    let outcome = tokio::select! {
-        outcome = executor.execute(claimed) => Some(outcome),
-        () = keep_lease(&executor.store, &lease, config.lease_seconds) => None,
-        () = tokio::time::sleep(until(deadline)) => {
-            let _ = executor.store.expire_overdue_runs(16).await;
-            None
+    let stop = Stop::default();
+    let execution = executor.execute(claimed, &stop);
+    tokio::pin!(execution);
+    let keeper = keep_lease(&executor.store, &lease, config.lease_seconds);
+    tokio::pin!(keeper);
+    let timer = tokio::time::sleep(until(deadline));
+    tokio::pin!(timer);
+    let (mut watching_lease, mut watching_deadline) = (true, true);
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut execution => break outcome,
+            () = &mut keeper, if watching_lease => {
+                watching_lease = false;
+                stop.raise();
+            }
+            () = &mut timer, if watching_deadline => {
+                watching_deadline = false;
+                stop.raise();
+                if let Err(error) = executor.store.expire_overdue_runs(16).await {
+                    tracing::warn!(%error, %run, "cannot expire an overdue run");
+                }
+            }
         }
     };
     match outcome {
-        Some(Ok(finish)) => tracing::info!(%run, ?finish, "run execution stopped"),
-        Some(Err(error)) => {
-            // The lease runs out and another worker resumes from the persisted state.
-            tracing::error!(%run, %error, "run execution failed; it will be resumed");
-        }
-        None => tracing::info!(%run, finish = ?Finish::Lost, "run execution stopped"),
+        Ok(finish) => tracing::info!(%run, ?finish, "run execution stopped"),
+        // The lease runs out and another worker resumes from the persisted state.
+        Err(error) => tracing::error!(%run, %error, "run execution failed; it will be resumed"),
     }
 }
 

@@ -65,6 +65,8 @@ pub enum Decide {
     Decided(Box<ApprovalRow>),
     /// Another resolution was stored first; nothing changed.
     AlreadyResolved(Box<ApprovalRow>),
+    /// The run's deadline had passed: the run was cancelled and the approval is `EXPIRED`.
+    Expired(Box<ApprovalRow>),
     NotFound,
 }
 
@@ -74,6 +76,22 @@ pub enum Answer {
     RunNotFound,
     /// The run is not waiting for this question (wrong id, stale, or already answered).
     NotPending,
+    /// The run's deadline had passed: it was cancelled and the question expired.
+    Expired,
+}
+
+/// Locks a run of `principal` (lock order: the run first); returns its session and whether its
+/// deadline has passed, or `None` when there is no such run.
+async fn lock_run(conn: &mut PgConnection, principal: &PrincipalId, run: RunId) -> Result<Option<(SessionId, bool)>> {
+    let row: Option<(Uuid, bool)> = sqlx::query_as(
+        "SELECT session_id, deadline_at <= now() AND state IN ('queued', 'running', 'waiting_approval', 'waiting_input')
+         FROM runs WHERE id = $1 AND principal_id = $2 FOR UPDATE",
+    )
+    .bind(run.as_uuid())
+    .bind(principal.as_str())
+    .fetch_optional(&mut *conn)
+    .await?;
+    Ok(row.map(|(session, overdue)| (SessionId::from_uuid(session), overdue)))
 }
 
 /// Re-queues a parked run once nothing is left for the owner to decide.
@@ -129,10 +147,30 @@ impl Store {
     pub async fn decide_approval(&self, principal: &PrincipalId, id: Uuid, decision: Decision) -> Result<Decide> {
         self.transaction(
             async |tx: &mut PgConnection| {
+                // The run is locked before the approval, in the same order cancel and the
+                // deadline sweep take them.
+                let run: Option<Uuid> = sqlx::query_scalar(
+                    "SELECT a.run_id FROM approvals a JOIN sessions s ON s.id = a.session_id
+                     WHERE a.id = $1 AND s.principal_id = $2",
+                )
+                .bind(id)
+                .bind(principal.as_str())
+                .fetch_optional(&mut *tx)
+                .await?;
+                let Some(run) = run.map(RunId::from_uuid) else { return Ok(Decide::NotFound) };
+                let Some((session, overdue)) = lock_run(tx, principal, run).await? else {
+                    return Ok(Decide::NotFound);
+                };
                 let sql = format!(
                     "SELECT {APPROVAL_COLUMNS} FROM approvals a JOIN sessions s ON s.id = a.session_id
                      WHERE a.id = $1 AND s.principal_id = $2 FOR UPDATE OF a"
                 );
+                if overdue {
+                    // Past the deadline: the run expires now (committed), whatever the sweep's timing.
+                    crate::work::expire_run(tx, run, session).await?;
+                    let row = sqlx::query(&sql).bind(id).bind(principal.as_str()).fetch_one(&mut *tx).await?;
+                    return Ok(Decide::Expired(Box::new(ApprovalRow::from_row(&row)?)));
+                }
                 let found = sqlx::query(&sql).bind(id).bind(principal.as_str()).fetch_optional(&mut *tx).await?;
                 let Some(row) = found else { return Ok(Decide::NotFound) };
                 let approval = ApprovalRow::from_row(&row)?;
@@ -184,7 +222,7 @@ impl Store {
                 requeue_if_settled(tx, approval.run_id).await?;
                 Ok(Decide::Decided(Box::new(decided)))
             },
-            |outcome| matches!(outcome, Decide::Decided(_)),
+            |outcome| matches!(outcome, Decide::Decided(_) | Decide::Expired(_)),
         )
         .await
     }
@@ -248,7 +286,7 @@ impl Store {
                 requeue_if_settled(tx, run).await?;
                 Ok(Answer::Answered)
             },
-            |outcome| *outcome == Answer::Answered,
+            |outcome| matches!(outcome, Answer::Answered | Answer::Expired),
         )
         .await
     }

@@ -91,6 +91,9 @@ impl Store {
     /// Runs `work` in a transaction, committing when `commit_if` approves its outcome and rolling
     /// back explicitly otherwise (also on error). A merely dropped transaction only queues its
     /// rollback for when the connection is next used, so its locks would outlive the request.
+    ///
+    /// Lock order, kept by every caller so transactions never deadlock: a run, then its
+    /// approvals, questions and invocations, then its session (which every event append locks).
     async fn transaction<T>(
         &self,
         work: impl AsyncFnOnce(&mut sqlx::PgConnection) -> Result<T>,

@@ -187,16 +187,17 @@ impl Store {
                 return Ok(Some(Submit::Replay(StoredResponse { status, body: row.try_get("response_body")? })));
             }
 
-            // Locking the session fixes its next event sequence for this transaction.
-            let last_seq: Option<i64> = sqlx::query_scalar(
-                "SELECT last_event_seq FROM sessions WHERE id = $1 AND principal_id = $2 FOR NO KEY UPDATE",
-            )
-            .bind(new.session.as_uuid())
-            .bind(new.principal.as_str())
-            .fetch_optional(&mut *tx)
-            .await?;
-            let Some(last_seq) = last_seq else { return Ok(Some(Submit::SessionNotFound)) };
-            let message_seq = last_seq + 1;
+            // No session lock yet: the run insert below may wait for a run being ended, and the
+            // transaction ending it locks the session last (lock order: run, then session).
+            let exists = sqlx::query("SELECT 1 FROM sessions WHERE id = $1 AND principal_id = $2")
+                .bind(new.session.as_uuid())
+                .bind(new.principal.as_str())
+                .fetch_optional(&mut *tx)
+                .await?
+                .is_some();
+            if !exists {
+                return Ok(Some(Submit::SessionNotFound));
+            }
 
             let mut attachments = Vec::with_capacity(new.attachments.len());
             if !new.attachments.is_empty() {
@@ -225,22 +226,21 @@ impl Store {
             // the winner wakes the workers.
             let insert = format!(
                 "WITH r AS (
-                     INSERT INTO runs (id, session_id, state, principal_id, message_seq, max_steps, max_model_calls,
+                     INSERT INTO runs (id, session_id, state, principal_id, max_steps, max_model_calls,
                                        max_tool_calls, max_cost_micros, run_timeout_seconds, deadline_at)
-                     VALUES ($1, $2, 'queued', $3, $4, $5, $6, $7, $8, $9, now() + make_interval(secs => $9))
+                     VALUES ($1, $2, 'queued', $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $8))
                      ON CONFLICT (session_id) WHERE state IN ({}) DO NOTHING
                      RETURNING *
                  )
-                 SELECT {RUN_COLUMNS} FROM r, LATERAL (SELECT pg_notify($10, r.id::text)) AS wake",
+                 SELECT r.id FROM r, LATERAL (SELECT pg_notify($9, r.id::text)) AS wake",
                 active_states_sql()
             );
             let limits = new.limits;
             let signed = |value: u32| i32::try_from(value).unwrap_or(i32::MAX);
-            let row = sqlx::query(&insert)
+            let inserted: Option<Uuid> = sqlx::query_scalar(&insert)
                 .bind(Uuid::now_v7())
                 .bind(new.session.as_uuid())
                 .bind(new.principal.as_str())
-                .bind(message_seq)
                 .bind(signed(limits.max_steps))
                 .bind(signed(limits.max_model_calls))
                 .bind(signed(limits.max_tool_calls))
@@ -249,11 +249,9 @@ impl Store {
                 .bind(crate::work::RUNS_CHANNEL)
                 .fetch_optional(&mut *tx)
                 .await?;
-            let Some(row) = row else {
+            let Some(run) = inserted.map(RunId::from_uuid) else {
                 return Ok(None);
             };
-            let row = RunRow::from_row(&row)?;
-            let run = row.id;
 
             sqlx::query("UPDATE sessions SET updated_at = now(), title = COALESCE(title, $2) WHERE id = $1")
                 .bind(new.session.as_uuid())
@@ -265,9 +263,9 @@ impl Store {
                 "message": { "text": new.text, "attachments": attachments },
             });
             let seq = append(&mut *tx, new.session, Some(run), "user.message.created", &payload).await?;
-            if seq != message_seq {
-                return Err(StoreError::Corrupt(format!("event sequence {seq} where {message_seq} was expected")));
-            }
+            let sql = format!("UPDATE runs r SET message_seq = $2 WHERE r.id = $1 RETURNING {RUN_COLUMNS}");
+            let row = sqlx::query(&sql).bind(run.as_uuid()).bind(seq).fetch_one(&mut *tx).await?;
+            let row = RunRow::from_row(&row)?;
 
             let response = render(&row, seq);
             sqlx::query(

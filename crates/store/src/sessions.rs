@@ -193,6 +193,12 @@ impl Store {
                     .bind(id.as_uuid())
                     .execute(&mut *tx)
                     .await?;
+                // Wakes the session's open streams so they notice it is gone.
+                sqlx::query("SELECT pg_notify($1, $2)")
+                    .bind(crate::EVENTS_CHANNEL)
+                    .bind(format!("{id} 0"))
+                    .execute(&mut *tx)
+                    .await?;
                 sqlx::query(
                     "INSERT INTO deleted_sessions (session_id, principal_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
                 )

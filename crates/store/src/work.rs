@@ -358,7 +358,7 @@ impl Store {
                     return lost();
                 }
                 let payload = json!({ "run_id": lease.run.to_string(), "invocation_id": invocation.id.to_string(),
-                                      "tool": invocation.tool });
+                                      "call_id": invocation.call_id, "tool": invocation.tool });
                 append(tx, lease.session, Some(lease.run), "tool.started", &payload).await?;
                 Ok(Some(()))
             },
@@ -550,8 +550,8 @@ impl Store {
                 .await?;
                 close_open_items(tx, lease.run, "CANCELLED").await?;
                 let mut payload = json!({ "run_id": lease.run.to_string(), "state": state });
-                if let (Value::Object(payload), Value::Object(extra)) = (&mut payload, extra) {
-                    payload.extend(extra);
+                if let (Value::Object(payload), Value::Object(extra)) = (&mut payload, &extra) {
+                    payload.extend(extra.clone());
                 }
                 append(tx, lease.session, Some(lease.run), kind, &payload).await?;
                 Ok(Some(()))
@@ -574,17 +574,7 @@ impl Store {
                 let overdue: Vec<(Uuid, Uuid)> =
                     sqlx::query_as(&sql).bind(i64::from(limit)).fetch_all(&mut *tx).await?;
                 for (run, session) in &overdue {
-                    let run = RunId::from_uuid(*run);
-                    sqlx::query(
-                        "UPDATE runs SET state = 'cancelled', outcome_reason = 'deadline', finished_at = now(),
-                             updated_at = now(), lease_owner = NULL, lease_expires_at = NULL WHERE id = $1",
-                    )
-                    .bind(run.as_uuid())
-                    .execute(&mut *tx)
-                    .await?;
-                    close_open_items(tx, run, "EXPIRED").await?;
-                    let payload = json!({ "run_id": run.to_string(), "state": "cancelled", "reason": "deadline" });
-                    append(tx, SessionId::from_uuid(*session), Some(run), "run.cancelled", &payload).await?;
+                    expire_run(tx, RunId::from_uuid(*run), SessionId::from_uuid(*session)).await?;
                 }
                 Ok(overdue.len())
             },
@@ -592,6 +582,21 @@ impl Store {
         )
         .await
     }
+}
+
+/// Cancels a run (locked by the caller) with reason `deadline`; its open items expire.
+pub(crate) async fn expire_run(conn: &mut PgConnection, run: RunId, session: SessionId) -> Result<()> {
+    sqlx::query(
+        "UPDATE runs SET state = 'cancelled', outcome_reason = 'deadline', finished_at = now(),
+             updated_at = now(), lease_owner = NULL, lease_expires_at = NULL WHERE id = $1",
+    )
+    .bind(run.as_uuid())
+    .execute(&mut *conn)
+    .await?;
+    close_open_items(conn, run, "EXPIRED").await?;
+    let payload = json!({ "run_id": run.to_string(), "state": "cancelled", "reason": "deadline" });
+    append(conn, session, Some(run), "run.cancelled", &payload).await?;
+    Ok(())
 }
 
 fn usage(counters: &RunCounters) -> Value {

@@ -114,3 +114,58 @@ async fn a_worker_killed_at_a_safe_point_is_replaced_and_the_run_completes() {
     assert_eq!(kinds, ["user.message.created", "assistant.message", "run.completed"]);
     assert_eq!(stack.scalar::<i32>("SELECT attempts FROM runs").await, 2);
 }
+
+#[tokio::test]
+async fn cancelling_during_a_dispatch_waits_for_the_tool_and_records_its_outcome() {
+    let webhook = FakeWebhook::start(true).await;
+    let definitions = agent_definitions(
+        json!({ "provider": "scripted", "model": "scripted-1" }),
+        Some(&webhook.url),
+    );
+    let mut stack = Stack::api(&[("AGENT_DEFINITIONS", &definitions)]).await;
+    stack.start_worker(&[]);
+    let session = stack.session().await;
+    let run = stack
+        .submit(&session, r#"/tool webhook.post {"body": {"door": "lock"}}"#)
+        .await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approval = stack.pending_approvals(&session).await.remove(0);
+    let (status, _) = json(
+        stack
+            .decide(approval["approval_id"].as_str().expect("id"), "approve_once")
+            .await,
+    )
+    .await;
+    assert_eq!(status, 200);
+    arrival(&webhook.arrived, "the webhook post").await;
+
+    // The owner stops the run while the post is in flight.
+    let cancel = stack
+        .request(reqwest::Method::POST, &format!("/v1/runs/{run}/cancel"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(cancel.status(), 200);
+    // The worker loses its lease, but waits for the call it dispatched.
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    webhook.release.notify_one();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let state: String = stack.scalar("SELECT state FROM tool_invocations").await;
+        if state != "dispatching" {
+            assert_eq!(state, "succeeded", "the real outcome is recorded, not guessed");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the dispatch was never settled");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(stack.run(&run).await["state"], "cancelled");
+    assert_eq!(webhook.hits.load(Ordering::SeqCst), 1);
+    let result = stack
+        .events(&session)
+        .await
+        .into_iter()
+        .find(|(kind, _)| kind == "tool.result")
+        .expect("tool result");
+    assert_eq!(result.1["status"], "succeeded");
+}

@@ -94,7 +94,10 @@ async fn streamed_tool_calls_park_for_approval_then_run_once_with_usage_counted(
         .rev()
         .find(|(kind, _)| kind == "assistant.message")
         .expect("reply");
-    assert_eq!(reply.1["text"], "All done.");
+    assert_eq!(
+        reply.1["text"], "All done ✓ — déjà.",
+        "multi-byte text split across chunks arrives whole"
+    );
     assert_eq!(reply.1["usage"]["cost"], "0.00036");
 }
 

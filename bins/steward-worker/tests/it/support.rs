@@ -286,11 +286,10 @@ async fn completions(
                 &arguments[arguments.len() / 3..2 * arguments.len() / 3],
                 &arguments[2 * arguments.len() / 3..],
             ];
-            chunks.push(sse(json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [
-                { "index": 0, "id": "call_abc", "type": "function", "function": { "name": name, "arguments": thirds[0] } }] } }] })));
-            for part in &thirds[1..] {
+            // Some servers repeat the id and name in every fragment.
+            for part in thirds {
                 chunks.push(sse(json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [
-                    { "index": 0, "function": { "arguments": part } }] } }] })));
+                    { "index": 0, "id": "call_abc", "type": "function", "function": { "name": name, "arguments": part } }] } }] })));
             }
             chunks.push(sse(
                 json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "tool_calls" }] }),
@@ -300,7 +299,7 @@ async fn completions(
             ));
         }
         _ => {
-            for piece in ["All", " done", "."] {
+            for piece in ["All", " done ✓", " — déjà."] {
                 chunks.push(sse(
                     json!({ "choices": [{ "index": 0, "delta": { "content": piece } }] }),
                 ));
@@ -314,9 +313,12 @@ async fn completions(
         }
     }
     chunks.push("data: [DONE]\n\n".to_owned());
-    let stream = futures_util::StreamExt::then(futures_util::stream::iter(chunks), |chunk| async move {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        Ok::<_, std::convert::Infallible>(chunk)
+    // Sent in 7-byte pieces: lines and multi-byte characters are split across network chunks.
+    let bytes = chunks.concat().into_bytes();
+    let pieces: Vec<Vec<u8>> = bytes.chunks(7).map(<[u8]>::to_vec).collect();
+    let stream = futures_util::StreamExt::then(futures_util::stream::iter(pieces), |piece| async move {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        Ok::<_, std::convert::Infallible>(piece)
     });
     (
         [("content-type", "text/event-stream")],
@@ -348,11 +350,12 @@ impl FakeModel {
     }
 }
 
-/// A webhook receiver that counts posts and, when holding, never answers.
+/// A webhook receiver that counts posts and, when holding, answers only once released.
 pub struct FakeWebhook {
     pub url: String,
     pub hits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     pub arrived: std::sync::Arc<tokio::sync::Notify>,
+    pub release: std::sync::Arc<tokio::sync::Notify>,
     _server: Abort,
 }
 
@@ -360,16 +363,17 @@ impl FakeWebhook {
     pub async fn start(hold: bool) -> FakeWebhook {
         let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let arrived = std::sync::Arc::new(tokio::sync::Notify::new());
-        let (counter, signal) = (hits.clone(), arrived.clone());
+        let release = std::sync::Arc::new(tokio::sync::Notify::new());
+        let (counter, signal, gate) = (hits.clone(), arrived.clone(), release.clone());
         let app = axum::Router::new().route(
             "/hook",
             axum::routing::post(move || {
-                let (counter, signal) = (counter.clone(), signal.clone());
+                let (counter, signal, gate) = (counter.clone(), signal.clone(), gate.clone());
                 async move {
                     counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                     signal.notify_one();
                     if hold {
-                        std::future::pending::<()>().await;
+                        gate.notified().await;
                     }
                     "ok"
                 }
@@ -384,6 +388,7 @@ impl FakeWebhook {
             url,
             hits,
             arrived,
+            release,
             _server: Abort(server),
         }
     }

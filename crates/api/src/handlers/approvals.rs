@@ -130,7 +130,7 @@ pub async fn decide(
     };
     match state.store.decide_approval(&caller.principal, id, decision).await? {
         Decide::Decided(row) => Ok(JsonResponse(Approval::from(row.as_ref()))),
-        Decide::AlreadyResolved(row) => Err(ApiError::new(ErrorCode::ApprovalAlreadyResolved)
+        Decide::AlreadyResolved(row) | Decide::Expired(row) => Err(ApiError::new(ErrorCode::ApprovalAlreadyResolved)
             .detail(format!("the approval is already {}", row.status.as_str()))
             .member("status", row.status.as_str())),
         Decide::NotFound => Err(ApiError::new(ErrorCode::ApprovalNotFound)),
@@ -178,7 +178,7 @@ pub async fn input(
     {
         Answer::Answered => {}
         Answer::RunNotFound => return Err(ApiError::new(ErrorCode::RunNotFound)),
-        Answer::NotPending => {
+        Answer::NotPending | Answer::Expired => {
             return Err(ApiError::new(ErrorCode::QuestionNotPending)
                 .detail("that question is not waiting for an answer in this run (wrong, stale or already answered)"));
         }

@@ -2,8 +2,8 @@
 //!
 //! Persisted events are sent with their session sequence as the SSE `id`, so a client that
 //! reconnects with `Last-Event-ID` gets everything after it, replayed from the database. After
-//! catching up the stream follows live events, woken by the hub, and closes once the session
-//! has no active run (after a run's terminal event, or at once for an idle session). Transient
+//! catching up the stream follows live events, woken by the hub, and closes right after a run's
+//! terminal event once no run is active; on an idle session it stays open for the next run. Transient
 //! output (`assistant.delta`, `reasoning.delta`) is relayed as it comes, without an id. A comment
 //! heartbeat is sent at least every 15 seconds.
 
@@ -87,6 +87,7 @@ pub async fn stream(
         wakes,
         announced: i64::MAX,
         pending: VecDeque::new(),
+        ended: false,
         transient: VecDeque::new(),
     };
     let sse = Sse::new(follow(follower)).keep_alive(KeepAlive::new().interval(HEARTBEAT).text("heartbeat"));
@@ -111,6 +112,8 @@ struct Follower {
     /// entirely when a hint may have been lost (periodic re-read, listener reconnect, lag).
     announced: i64,
     pending: VecDeque<EventRow>,
+    /// Whether the last persisted event sent ended a run.
+    ended: bool,
     /// Transient frames (no id) waiting to be sent.
     transient: VecDeque<Event>,
 }
@@ -137,6 +140,7 @@ fn follow(follower: Follower) -> impl Stream<Item = Result<Event, Infallible>> {
             }
             if let Some(event) = follower.pending.pop_front() {
                 follower.last = event.seq;
+                follower.ended = matches!(event.kind.as_str(), "run.completed" | "run.failed" | "run.cancelled");
                 let frame = frame(&event);
                 return Some((Ok(frame), follower));
             }
@@ -169,8 +173,13 @@ fn follow(follower: Follower) -> impl Stream<Item = Result<Event, Infallible>> {
                 continue;
             }
             if !unsent {
-                // Caught up with no active run: nothing more is coming.
-                if idle {
+                // Caught up with no active run, right after a run's terminal event: the run is
+                // over and so is the stream. An idle session otherwise keeps its stream open
+                // for the next run (the logical stream survives between runs).
+                if idle && follower.ended {
+                    return None;
+                }
+                if idle && !matches!(store.session(&follower.principal, follower.session).await, Ok(Some(_))) {
                     return None;
                 }
                 // From here on only announced events are sent.

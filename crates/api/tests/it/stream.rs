@@ -138,10 +138,63 @@ async fn a_stream_follows_the_live_run_and_closes_on_its_terminal_event() {
             .is_none()
     );
 
-    // An idle session replays from any cursor and closes.
+    // Replaying up to a run's terminal event closes after it.
     let mut replay = app.events(&session, Some(1)).await;
     assert_eq!(replay.next().await.and_then(|frame| frame.id), Some(2));
     assert!(replay.next().await.is_none());
+
+    // A stream on an idle session with nothing new stays open for the next run.
+    let mut idle = app.events(&session, Some(2)).await;
+    let waited = tokio::time::timeout(std::time::Duration::from_millis(700), idle.next()).await;
+    assert!(waited.is_err(), "the idle stream stayed open");
+    let (_, next) = json(app.submit(&session, "l-2", json!({ "text": "again" })).await).await;
+    let frame = tokio::time::timeout(std::time::Duration::from_secs(5), idle.next())
+        .await
+        .expect("live")
+        .expect("frame");
+    assert_eq!(
+        (frame.id, frame.event.as_deref()),
+        (Some(3), Some("user.message.created"))
+    );
+    let next_run = next["run"]["run_id"].as_str().expect("id").to_owned();
+    app.request(Method::POST, &format!("/v1/runs/{next_run}/cancel"))
+        .send()
+        .await
+        .expect("send");
+    let frame = tokio::time::timeout(std::time::Duration::from_secs(5), idle.next())
+        .await
+        .expect("live")
+        .expect("frame");
+    assert_eq!(frame.event.as_deref(), Some("run.cancelled"));
+    assert!(
+        tokio::time::timeout(std::time::Duration::from_secs(5), idle.next())
+            .await
+            .expect("closes")
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn a_deleted_session_ends_its_idle_stream() {
+    let app = TestApp::spawn().await;
+    let session = app.create_session(json!({})).await["session_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let mut idle = app.events(&session, None).await;
+    assert_eq!(
+        app.request(Method::DELETE, &format!("/v1/sessions/{session}"))
+            .send()
+            .await
+            .expect("send")
+            .status(),
+        204
+    );
+    // Woken by the periodic re-read at the latest.
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(20), idle.next())
+        .await
+        .expect("closes");
+    assert!(ended.is_none());
 }
 
 #[tokio::test]
