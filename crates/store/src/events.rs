@@ -47,9 +47,30 @@ pub(crate) async fn append(
     kind: &str,
     payload: &Value,
 ) -> Result<i64> {
+    append_touching(conn, session, run, kind, payload, None).await
+}
+
+/// How an appended event also marks its session: new activity, and a title if it has none.
+#[derive(Debug)]
+pub(crate) struct Touch<'a> {
+    pub title: Option<&'a str>,
+}
+
+/// [`append`], also updating the session's activity time and first title when `touch` is given.
+pub(crate) async fn append_touching(
+    conn: &mut PgConnection,
+    session: SessionId,
+    run: Option<RunId>,
+    kind: &str,
+    payload: &Value,
+    touch: Option<Touch<'_>>,
+) -> Result<i64> {
     let seq: i64 = sqlx::query_scalar(
         "WITH next AS (
-             UPDATE sessions SET last_event_seq = last_event_seq + 1 WHERE id = $1 RETURNING last_event_seq
+             UPDATE sessions SET last_event_seq = last_event_seq + 1,
+                 updated_at = CASE WHEN $6 THEN now() ELSE updated_at END,
+                 title = COALESCE(title, $7)
+             WHERE id = $1 RETURNING last_event_seq
          ), event AS (
              INSERT INTO events (session_id, seq, run_id, kind, payload)
              SELECT $1, next.last_event_seq, $2, $3, $4 FROM next
@@ -62,6 +83,8 @@ pub(crate) async fn append(
     .bind(kind)
     .bind(payload)
     .bind(EVENTS_CHANNEL)
+    .bind(touch.is_some())
+    .bind(touch.and_then(|touch| touch.title))
     .fetch_one(&mut *conn)
     .await?;
     Ok(seq)

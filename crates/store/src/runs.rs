@@ -9,7 +9,7 @@ use sqlx::Row;
 use sqlx::postgres::PgRow;
 use uuid::Uuid;
 
-use crate::events::append;
+use crate::events::{Touch, append, append_touching};
 use crate::{Result, Store, StoreError, timestamp};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -120,6 +120,18 @@ pub enum CancelRun {
     NotFound,
 }
 
+/// Whether the submit's session exists for its principal (read on the failure paths only).
+async fn session_exists(conn: &mut sqlx::PgConnection, new: &NewMessage<'_>) -> Result<bool> {
+    Ok(
+        sqlx::query("SELECT 1 FROM sessions WHERE id = $1 AND principal_id = $2")
+            .bind(new.session.as_uuid())
+            .bind(new.principal.as_str())
+            .fetch_optional(&mut *conn)
+            .await?
+            .is_some(),
+    )
+}
+
 /// The active run states as an SQL list, the same predicate as `runs_one_active_per_session`.
 pub(crate) fn active_states_sql() -> String {
     RunState::ALL
@@ -187,31 +199,25 @@ impl Store {
                 return Ok(Some(Submit::Replay(StoredResponse { status, body: row.try_get("response_body")? })));
             }
 
-            // No session lock yet: the run insert below may wait for a run being ended, and the
-            // transaction ending it locks the session last (lock order: run, then session).
-            let exists = sqlx::query("SELECT 1 FROM sessions WHERE id = $1 AND principal_id = $2")
-                .bind(new.session.as_uuid())
-                .bind(new.principal.as_str())
-                .fetch_optional(&mut *tx)
-                .await?
-                .is_some();
-            if !exists {
-                return Ok(Some(Submit::SessionNotFound));
-            }
-
             let mut attachments = Vec::with_capacity(new.attachments.len());
             if !new.attachments.is_empty() {
                 let ids: Vec<Uuid> = new.attachments.iter().map(|id| id.as_uuid()).collect();
                 let found = sqlx::query(
-                    "SELECT id, filename, media_type, size_bytes FROM artifacts WHERE session_id = $1 AND id = ANY($2)",
+                    "SELECT a.id, a.filename, a.media_type, a.size_bytes FROM artifacts a JOIN sessions s ON s.id = a.session_id
+                     WHERE a.session_id = $1 AND s.principal_id = $2 AND a.id = ANY($3)",
                 )
                 .bind(new.session.as_uuid())
+                .bind(new.principal.as_str())
                 .bind(&ids)
                 .fetch_all(&mut *tx)
                 .await?;
                 for id in new.attachments {
                     let Some(row) = found.iter().find(|row| row.try_get::<Uuid, _>("id").ok() == Some(id.as_uuid())) else {
-                        return Ok(Some(Submit::UnknownArtifact(*id)));
+                        return Ok(Some(if session_exists(tx, new).await? {
+                            Submit::UnknownArtifact(*id)
+                        } else {
+                            Submit::SessionNotFound
+                        }));
                     };
                     attachments.push(json!({
                         "artifact_id": id.to_string(),
@@ -223,21 +229,24 @@ impl Store {
             }
 
             // The partial unique index decides which of several concurrent submits gets the run;
-            // the winner wakes the workers.
+            // the winner wakes the workers. No session lock is taken before this insert: it may
+            // wait for a run being ended, and that transaction locks the session last (lock
+            // order: run, then session).
             let insert = format!(
                 "WITH r AS (
                      INSERT INTO runs (id, session_id, state, principal_id, max_steps, max_model_calls,
                                        max_tool_calls, max_cost_micros, run_timeout_seconds, deadline_at)
-                     VALUES ($1, $2, 'queued', $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $8))
+                     SELECT $1, $2, 'queued', $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $8)
+                     WHERE EXISTS (SELECT 1 FROM sessions WHERE id = $2 AND principal_id = $3)
                      ON CONFLICT (session_id) WHERE state IN ({}) DO NOTHING
                      RETURNING *
                  )
-                 SELECT r.id FROM r, LATERAL (SELECT pg_notify($9, r.id::text)) AS wake",
+                 SELECT {RUN_COLUMNS} FROM r, LATERAL (SELECT pg_notify($9, r.id::text)) AS wake",
                 active_states_sql()
             );
             let limits = new.limits;
             let signed = |value: u32| i32::try_from(value).unwrap_or(i32::MAX);
-            let inserted: Option<Uuid> = sqlx::query_scalar(&insert)
+            let inserted = sqlx::query(&insert)
                 .bind(Uuid::now_v7())
                 .bind(new.session.as_uuid())
                 .bind(new.principal.as_str())
@@ -249,27 +258,25 @@ impl Store {
                 .bind(crate::work::RUNS_CHANNEL)
                 .fetch_optional(&mut *tx)
                 .await?;
-            let Some(run) = inserted.map(RunId::from_uuid) else {
-                return Ok(None);
+            let Some(row) = inserted else {
+                return Ok(if session_exists(tx, new).await? { None } else { Some(Submit::SessionNotFound) });
             };
+            let mut row = RunRow::from_row(&row)?;
+            let run = row.id;
 
-            sqlx::query("UPDATE sessions SET updated_at = now(), title = COALESCE(title, $2) WHERE id = $1")
-                .bind(new.session.as_uuid())
-                .bind(new.title.as_deref())
-                .execute(&mut *tx)
-                .await?;
             let payload = json!({
                 "run_id": run.to_string(),
                 "message": { "text": new.text, "attachments": attachments },
             });
-            let seq = append(&mut *tx, new.session, Some(run), "user.message.created", &payload).await?;
-            let sql = format!("UPDATE runs r SET message_seq = $2 WHERE r.id = $1 RETURNING {RUN_COLUMNS}");
-            let row = sqlx::query(&sql).bind(run.as_uuid()).bind(seq).fetch_one(&mut *tx).await?;
-            let row = RunRow::from_row(&row)?;
+            let touch = Touch { title: new.title.as_deref() };
+            let seq = append_touching(&mut *tx, new.session, Some(run), "user.message.created", &payload, Some(touch))
+                .await?;
+            row.message_seq = Some(seq);
 
             let response = render(&row, seq);
             sqlx::query(
-                "INSERT INTO idempotency_keys (principal_id, key, operation, request_hash, response_status, response_body)
+                "WITH run AS (UPDATE runs SET message_seq = $7 WHERE id = $8)
+                 INSERT INTO idempotency_keys (principal_id, key, operation, request_hash, response_status, response_body)
                  VALUES ($1, $2, $3, $4, $5, $6)",
             )
             .bind(new.principal.as_str())
@@ -278,10 +285,12 @@ impl Store {
             .bind(claim.request_hash)
             .bind(i32::from(response.status))
             .bind(&response.body)
+            .bind(seq)
+            .bind(run.as_uuid())
             .execute(&mut *tx)
             .await?;
             Ok(Some(Submit::Accepted { run: Box::new(row), response }))
-            },
+        },
             |outcome| matches!(outcome, Some(Submit::Accepted { .. })),
         )
         .await
