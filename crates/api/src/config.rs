@@ -15,6 +15,7 @@
 //! | `RUN_MAX_STEPS`, `RUN_MAX_MODEL_CALLS`, `RUN_MAX_TOOL_CALLS` | per-run caps of interactive runs | `16` each |
 //! | `RUN_MAX_COST` | per-run cost cap, a decimal | `1` |
 //! | `RUN_TIMEOUT_SECONDS` | per-run deadline | `300` |
+//! | `API_STREAM_HEARTBEAT_SECONDS` | heartbeat comment interval of event streams, 1 to 15 | `15` |
 //! | `LOG_LEVEL` | `error`, `warn`, `info`, `debug` or `trace` | `info` |
 
 use std::net::SocketAddr;
@@ -78,6 +79,7 @@ pub struct ApiConfig {
     pub log_level: tracing::Level,
     /// Limits given to every interactive run.
     pub run_limits: RunLimits,
+    pub stream_heartbeat: std::time::Duration,
 }
 
 fn parse_number<T: std::str::FromStr>(
@@ -187,6 +189,18 @@ impl ApiConfig {
             run_timeout_seconds: positive("RUN_TIMEOUT_SECONDS", defaults.run_timeout_seconds)?,
         };
 
+        let heartbeat = parse_number(
+            "API_STREAM_HEARTBEAT_SECONDS",
+            get("API_STREAM_HEARTBEAT_SECONDS"),
+            15u64,
+        )?;
+        if !(1..=15).contains(&heartbeat) {
+            return Err(ConfigError::Invalid {
+                variable: "API_STREAM_HEARTBEAT_SECONDS",
+                reason: "must be between 1 and 15".into(),
+            });
+        }
+
         let token_path = PathBuf::from(get("API_TOKEN_FILE").ok_or(ConfigError::Missing("API_TOKEN_FILE"))?);
         let token = read_owner_only(&token_path)?;
         let token = token.strip_suffix(b"\n").unwrap_or(&token);
@@ -222,6 +236,7 @@ impl ApiConfig {
             release,
             log_level,
             run_limits,
+            stream_heartbeat: std::time::Duration::from_secs(heartbeat),
         })
     }
 }

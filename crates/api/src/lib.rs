@@ -40,6 +40,7 @@ struct Settings {
     artifact_max_bytes: u64,
     upload_idle_timeout: std::time::Duration,
     run_limits: domain::run::RunLimits,
+    stream_heartbeat: std::time::Duration,
     release: String,
     openapi_json: String,
 }
@@ -55,6 +56,7 @@ pub fn app(config: ApiConfig, store: Store) -> Router {
         artifact_max_bytes: config.artifact_max_bytes,
         upload_idle_timeout: config.upload_idle_timeout,
         run_limits: config.run_limits,
+        stream_heartbeat: config.stream_heartbeat,
         release: config.release,
         openapi_json,
     };

@@ -143,3 +143,46 @@ async fn a_provider_error_fails_the_run_with_a_code() {
         (Some("failed"), Some("model.error"))
     );
 }
+
+#[tokio::test]
+async fn tool_and_model_call_limits_fail_the_run_with_their_codes() {
+    let model = FakeModel::start(FakeState {
+        tool_call: Some(("notes__list".into(), "{}".into())),
+        calls_per_response: 2,
+        ..FakeState::default()
+    })
+    .await;
+    let definitions = agent_definitions(json!({ "provider": "openai", "model": "gpt-test" }), None);
+    let mut stack = Stack::api(&[("AGENT_DEFINITIONS", &definitions), ("RUN_MAX_TOOL_CALLS", "1")]).await;
+    stack.start_worker(&[("OPENAI_BASE_URL", &model.url)]);
+    let session = stack.session().await;
+    let run = stack.submit(&session, "list my notes twice").await;
+    let failed = stack.wait_for(&run, &["completed", "failed"]).await;
+    assert_eq!(
+        (failed["state"].as_str(), failed["reason"].as_str()),
+        (Some("failed"), Some("limit.max_tool_calls"))
+    );
+    assert_eq!(
+        stack
+            .scalar::<i64>("SELECT count(*) FROM tool_invocations WHERE state = 'succeeded'")
+            .await,
+        0,
+        "no call ran"
+    );
+
+    let model = FakeModel::start(FakeState {
+        tool_call: Some(("notes__list".into(), "{}".into())),
+        ..FakeState::default()
+    })
+    .await;
+    let mut stack = Stack::api(&[("AGENT_DEFINITIONS", &definitions), ("RUN_MAX_MODEL_CALLS", "1")]).await;
+    stack.start_worker(&[("OPENAI_BASE_URL", &model.url)]);
+    let session = stack.session().await;
+    let run = stack.submit(&session, "list my notes").await;
+    let failed = stack.wait_for(&run, &["completed", "failed"]).await;
+    assert_eq!(
+        (failed["state"].as_str(), failed["reason"].as_str()),
+        (Some("failed"), Some("limit.max_model_calls"))
+    );
+    assert_eq!(model.requests().len(), 1, "no second model call");
+}

@@ -238,6 +238,8 @@ pub struct FakeState {
     pub hold_first: bool,
     /// The tool call to make when the last message is not a tool result: (wire name, arguments).
     pub tool_call: Option<(String, String)>,
+    /// How many copies of that call one response carries (default one).
+    pub calls_per_response: usize,
     pub arrived: tokio::sync::Notify,
 }
 
@@ -287,9 +289,16 @@ async fn completions(
                 &arguments[2 * arguments.len() / 3..],
             ];
             // Some servers repeat the id and name in every fragment.
-            for part in thirds {
-                chunks.push(sse(json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [
-                    { "index": 0, "id": "call_abc", "type": "function", "function": { "name": name, "arguments": part } }] } }] })));
+            for index in 0..state.calls_per_response.max(1) {
+                let id = if index == 0 {
+                    "call_abc".to_owned()
+                } else {
+                    format!("call_abc_{index}")
+                };
+                for part in thirds {
+                    chunks.push(sse(json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [
+                        { "index": index, "id": id, "type": "function", "function": { "name": name, "arguments": part } }] } }] })));
+                }
             }
             chunks.push(sse(
                 json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "tool_calls" }] }),

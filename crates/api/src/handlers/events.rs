@@ -31,7 +31,6 @@ use crate::extract::{Path, Query};
 use crate::hub::Wake;
 use crate::problem::ApiError;
 
-pub const HEARTBEAT: Duration = Duration::from_secs(15);
 const BATCH: u32 = 256;
 
 #[derive(Deserialize, IntoParams)]
@@ -90,7 +89,8 @@ pub async fn stream(
         ended: false,
         transient: VecDeque::new(),
     };
-    let sse = Sse::new(follow(follower)).keep_alive(KeepAlive::new().interval(HEARTBEAT).text("heartbeat"));
+    let heartbeat = follower.state.settings.stream_heartbeat;
+    let sse = Sse::new(follow(follower)).keep_alive(KeepAlive::new().interval(heartbeat).text("heartbeat"));
     let mut response = sse.into_response();
     response
         .headers_mut()
@@ -192,7 +192,7 @@ fn follow(follower: Follower) -> impl Stream<Item = Result<Event, Infallible>> {
 
 /// Waits for a wake-up for this session (or everyone), or the periodic re-read.
 async fn wait(follower: &mut Follower) -> Option<()> {
-    let tick = tokio::time::sleep(HEARTBEAT);
+    let tick = tokio::time::sleep(follower.state.settings.stream_heartbeat);
     tokio::pin!(tick);
     loop {
         tokio::select! {

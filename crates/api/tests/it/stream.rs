@@ -219,3 +219,28 @@ async fn stream_requests_are_checked() {
         .expect("send");
     expect_problem(bad, 400, "invalid_request").await;
 }
+
+#[tokio::test]
+async fn an_idle_stream_carries_heartbeat_comments() {
+    let app = TestApp::spawn_with(crate::support::Env::default().set("API_STREAM_HEARTBEAT_SECONDS", "1")).await;
+    let session = app.create_session(json!({})).await["session_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let mut response = app
+        .request(Method::GET, &format!("/v1/sessions/{session}/events"))
+        .send()
+        .await
+        .expect("send");
+    let mut seen = String::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !seen.contains(": heartbeat\n") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no heartbeat within 5 s: {seen:?}"
+        );
+        if let Ok(Ok(Some(chunk))) = tokio::time::timeout(std::time::Duration::from_secs(5), response.chunk()).await {
+            seen.push_str(std::str::from_utf8(&chunk).expect("utf-8"));
+        }
+    }
+}
