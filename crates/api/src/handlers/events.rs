@@ -9,7 +9,6 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
-use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue};
