@@ -15,24 +15,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
-    tracing_subscriber::fmt()
-        .with_max_level(config.log_level)
-        .with_target(false)
-        .with_ansi(ansi)
-        .init();
-    let result = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("start the async runtime")
-        .and_then(|runtime| runtime.block_on(work(config)));
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => {
-            tracing::error!("{error:#}");
-            ExitCode::FAILURE
-        }
-    }
+    role::run(config.log_level, work(config))
 }
 
 async fn work(config: WorkerConfig) -> anyhow::Result<()> {
@@ -48,21 +31,6 @@ async fn work(config: WorkerConfig) -> anyhow::Result<()> {
         providers: Providers::new(openai),
         http,
     };
-    agent::worker::run(config, executor, shutdown_signal()).await;
+    agent::worker::run(config, executor, role::shutdown_signal()).await;
     Ok(())
-}
-
-async fn shutdown_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
-    }
 }

@@ -108,19 +108,10 @@ impl WorkerConfig {
                 reason: "inline keys are refused; put the key in a file named by OPENAI_API_KEY_FILE".into(),
             });
         }
-        let log_level = match get("LOG_LEVEL").as_deref() {
-            None | Some("info") => tracing::Level::INFO,
-            Some("error") => tracing::Level::ERROR,
-            Some("warn") => tracing::Level::WARN,
-            Some("debug") => tracing::Level::DEBUG,
-            Some("trace") => tracing::Level::TRACE,
-            Some(other) => {
-                return Err(ConfigError::Invalid {
-                    variable: "LOG_LEVEL",
-                    reason: format!("`{other}` is not a level"),
-                });
-            }
-        };
+        let log_level = role::log_level(get("LOG_LEVEL").as_deref()).map_err(|reason| ConfigError::Invalid {
+            variable: "LOG_LEVEL",
+            reason,
+        })?;
         Ok(WorkerConfig {
             database_url,
             database_max_connections: positive("DATABASE_MAX_CONNECTIONS", get("DATABASE_MAX_CONNECTIONS"), 10)?,

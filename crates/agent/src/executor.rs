@@ -362,6 +362,22 @@ impl Executor {
         }
     }
 
+    /// Settles an invocation as failed without running it; the model is told why.
+    async fn refuse(
+        &self,
+        lease: &Lease,
+        invocation: &InvocationRow,
+        code: &str,
+        message: &str,
+    ) -> Result<Option<Finish>, StoreError> {
+        let result = json!({ "error": message });
+        let recorded = self
+            .store
+            .settle_invocation(lease, invocation, InvocationState::Failed, &result, Some(code))
+            .await?;
+        Ok(recorded.is_none().then_some(Finish::Lost))
+    }
+
     /// Moves one invocation forward; `Some` when the execution stops here.
     async fn settle(
         &self,
@@ -392,18 +408,8 @@ impl Executor {
             }
             InvocationState::Queued => {
                 let Some(tool) = toolbox.get(&invocation.tool) else {
-                    let result = json!({ "error": format!("no tool `{}` is available", invocation.tool) });
-                    let recorded = self
-                        .store
-                        .settle_invocation(
-                            lease,
-                            invocation,
-                            InvocationState::Failed,
-                            &result,
-                            Some("tool.unknown"),
-                        )
-                        .await?;
-                    return Ok(lost(recorded));
+                    let message = format!("no tool `{}` is available", invocation.tool);
+                    return self.refuse(lease, invocation, "tool.unknown", &message).await;
                 };
                 if tool.name == ASK_OWNER {
                     let question = invocation.arguments["question"]
@@ -411,18 +417,8 @@ impl Executor {
                         .map(str::trim)
                         .unwrap_or_default();
                     if question.is_empty() {
-                        let result = json!({ "error": "`question` must be a non-empty string" });
-                        let recorded = self
-                            .store
-                            .settle_invocation(
-                                lease,
-                                invocation,
-                                InvocationState::Failed,
-                                &result,
-                                Some("tool.invalid_arguments"),
-                            )
-                            .await?;
-                        return Ok(lost(recorded));
+                        let message = "`question` must be a non-empty string";
+                        return self.refuse(lease, invocation, "tool.invalid_arguments", message).await;
                     }
                     let parked = self.store.park_for_question(lease, invocation, question).await?;
                     return Ok(Some(if parked.is_some() { Finish::Parked } else { Finish::Lost }));

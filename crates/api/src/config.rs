@@ -150,19 +150,10 @@ impl ApiConfig {
                 reason: "must be at most 128 printable ASCII characters".into(),
             });
         }
-        let log_level = match get("LOG_LEVEL").as_deref() {
-            None | Some("info") => tracing::Level::INFO,
-            Some("error") => tracing::Level::ERROR,
-            Some("warn") => tracing::Level::WARN,
-            Some("debug") => tracing::Level::DEBUG,
-            Some("trace") => tracing::Level::TRACE,
-            Some(other) => {
-                return Err(ConfigError::Invalid {
-                    variable: "LOG_LEVEL",
-                    reason: format!("`{other}` is not one of error, warn, info, debug, trace"),
-                });
-            }
-        };
+        let log_level = role::log_level(get("LOG_LEVEL").as_deref()).map_err(|reason| ConfigError::Invalid {
+            variable: "LOG_LEVEL",
+            reason,
+        })?;
 
         let defaults = RunLimits::default();
         let positive = |variable: &'static str, default: u32| -> Result<u32, ConfigError> {
