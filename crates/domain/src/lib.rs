@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod approval;
 pub mod artifact;
+pub mod cadence;
 pub mod cursor;
 pub mod error_code;
 pub mod flags;
