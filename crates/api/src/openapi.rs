@@ -11,7 +11,7 @@ use utoipa::openapi::{OpenApi as Document, PathItem};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::AppState;
-use crate::handlers::{approvals, artifacts, events, folders, health, memories, runs, sessions};
+use crate::handlers::{approvals, artifacts, events, folders, health, memories, runs, schedules, sessions};
 use crate::routes::catalog;
 
 /// An RFC 9457 problem document, the body of every error answer.
@@ -64,6 +64,11 @@ impl Modify for BearerAuth {
         approvals::input,
         approvals::pending,
         approvals::decide,
+        schedules::create,
+        schedules::list,
+        schedules::get,
+        schedules::cancel,
+        schedules::occurrences,
         folders::list,
         folders::create,
         folders::rename,

@@ -17,7 +17,7 @@ use domain::scope::Scope;
 
 use crate::AppState;
 use crate::auth::{self, Authenticator, Guard};
-use crate::handlers::{approvals, artifacts, events, folders, health, memories, runs, sessions};
+use crate::handlers::{approvals, artifacts, events, folders, health, memories, runs, schedules, sessions};
 use crate::{openapi, problem};
 
 /// Who may call a route.
@@ -68,7 +68,7 @@ macro_rules! route {
 /// Every route the API can serve.
 pub fn catalog() -> Vec<RouteDef> {
     use Access::{Public, Scoped};
-    use Scope::{MemoryRead, SessionsRead, SessionsWrite};
+    use Scope::{MemoryRead, SchedulesRead, SchedulesWrite, SessionsRead, SessionsWrite};
     vec![
         route!(GET "/health/ready", Public, None, health::ready),
         route!(GET "/v1/openapi.json", Public, None, openapi::serve),
@@ -87,6 +87,11 @@ pub fn catalog() -> Vec<RouteDef> {
         route!(POST "/v1/runs/{run_id}/input", Scoped(SessionsWrite), None, approvals::input),
         route!(GET "/v1/sessions/{session_id}/approvals", Scoped(SessionsRead), None, approvals::pending),
         route!(POST "/v1/approvals/{approval_id}/decision", Scoped(SessionsWrite), None, approvals::decide),
+        route!(POST "/v1/schedules", Scoped(SchedulesWrite), None, schedules::create),
+        route!(GET "/v1/schedules", Scoped(SchedulesRead), None, schedules::list),
+        route!(GET "/v1/schedules/{schedule_id}", Scoped(SchedulesRead), None, schedules::get),
+        route!(DELETE "/v1/schedules/{schedule_id}", Scoped(SchedulesWrite), None, schedules::cancel),
+        route!(GET "/v1/schedules/{schedule_id}/occurrences", Scoped(SchedulesRead), None, schedules::occurrences),
         route!(GET "/v1/folders", Scoped(SessionsRead), None, folders::list),
         route!(POST "/v1/folders", Scoped(SessionsWrite), None, folders::create),
         route!(PATCH "/v1/folders/{folder_id}", Scoped(SessionsWrite), None, folders::rename),

@@ -12,6 +12,9 @@ use jiff::Timestamp;
 use jiff::civil::{Date, Time};
 use jiff::tz::{AmbiguousOffset, TimeZone};
 
+/// The tool scopes a schedule may request: the mail read and write use scopes.
+pub const SCHEDULE_SCOPES: [&str; 2] = ["mcp.mail_read.use", "mcp.mail_write.use"];
+
 /// A `local_time` in `HH:MM:SS`.
 pub fn parse_local_time(text: &str) -> Option<Time> {
     let bytes = text.as_bytes();

@@ -36,10 +36,13 @@ pub enum ErrorCode {
     ApprovalNotFound,
     ApprovalAlreadyResolved,
     QuestionNotPending,
+    ScheduleNotFound,
+    RevisionMismatch,
+    UnknownAgentVersion,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 31] = [
+    pub const ALL: [ErrorCode; 34] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -71,6 +74,9 @@ impl ErrorCode {
         ErrorCode::ApprovalNotFound,
         ErrorCode::ApprovalAlreadyResolved,
         ErrorCode::QuestionNotPending,
+        ErrorCode::ScheduleNotFound,
+        ErrorCode::RevisionMismatch,
+        ErrorCode::UnknownAgentVersion,
     ];
 
     /// The stable machine-readable code, the `code` member of a problem document.
@@ -107,6 +113,9 @@ impl ErrorCode {
             ErrorCode::ApprovalNotFound => "approval_not_found",
             ErrorCode::ApprovalAlreadyResolved => "approval_already_resolved",
             ErrorCode::QuestionNotPending => "question_not_pending",
+            ErrorCode::ScheduleNotFound => "schedule_not_found",
+            ErrorCode::RevisionMismatch => "revision_mismatch",
+            ErrorCode::UnknownAgentVersion => "unknown_agent_version",
         }
     }
 
@@ -138,6 +147,9 @@ impl ErrorCode {
             ErrorCode::ApprovalNotFound => 404,
             ErrorCode::ApprovalAlreadyResolved => 409,
             ErrorCode::QuestionNotPending => 409,
+            ErrorCode::ScheduleNotFound => 404,
+            ErrorCode::RevisionMismatch => 409,
+            ErrorCode::UnknownAgentVersion => 422,
         }
     }
 
@@ -175,6 +187,9 @@ impl ErrorCode {
             ErrorCode::ApprovalNotFound => "Approval not found",
             ErrorCode::ApprovalAlreadyResolved => "The approval was already resolved",
             ErrorCode::QuestionNotPending => "The run is not waiting for that question",
+            ErrorCode::ScheduleNotFound => "Schedule not found",
+            ErrorCode::RevisionMismatch => "The resource is at another revision",
+            ErrorCode::UnknownAgentVersion => "Unknown agent version",
         }
     }
 }

@@ -11,6 +11,10 @@ pub enum Scope {
     SessionsRead,
     /// Create and delete sessions, organise folders, upload artifacts.
     SessionsWrite,
+    /// Read schedules and their occurrences.
+    SchedulesRead,
+    /// Create and cancel schedules.
+    SchedulesWrite,
     MemoryRead,
     MemoryWrite,
     EmailRead,
@@ -25,9 +29,11 @@ pub enum Scope {
 }
 
 impl Scope {
-    pub const ALL: [Scope; 13] = [
+    pub const ALL: [Scope; 15] = [
         Scope::SessionsRead,
         Scope::SessionsWrite,
+        Scope::SchedulesRead,
+        Scope::SchedulesWrite,
         Scope::MemoryRead,
         Scope::MemoryWrite,
         Scope::EmailRead,
@@ -45,6 +51,8 @@ impl Scope {
         match self {
             Scope::SessionsRead => "sessions.read",
             Scope::SessionsWrite => "sessions.write",
+            Scope::SchedulesRead => "schedules.read",
+            Scope::SchedulesWrite => "schedules.write",
             Scope::MemoryRead => "memory.read",
             Scope::MemoryWrite => "memory.write",
             Scope::EmailRead => "email.read",

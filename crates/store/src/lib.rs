@@ -6,8 +6,10 @@ mod approvals;
 mod artifacts;
 mod events;
 mod folders;
+mod idempotency;
 mod notes;
 mod runs;
+mod schedules;
 mod sessions;
 mod work;
 
@@ -15,7 +17,9 @@ pub use approvals::{Answer, ApprovalRow, Decide, Decision};
 pub use artifacts::{ArtifactRow, ArtifactUpload, NewArtifact};
 pub use events::{EVENTS_CHANNEL, EventRow};
 pub use folders::{FolderRow, RenameFolder};
-pub use runs::{CancelRun, IdempotencyClaim, NewMessage, RunRow, StoredResponse, Submit};
+pub use idempotency::{IdempotencyClaim, Prior, StoredResponse};
+pub use runs::{CancelRun, NewMessage, RunRow, Submit};
+pub use schedules::{CancelSchedule, CreateSchedule, NewSchedule, OccurrenceRow, ScheduleRow};
 pub use sessions::{DeleteSession, FileSession, NewSession, SessionPage, SessionRow};
 pub use work::{ClaimedRun, InvocationRow, Lease, ModelStep, NewCall, RUNS_CHANNEL, RunCounters};
 

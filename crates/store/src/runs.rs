@@ -1,6 +1,5 @@
 //! Runs: message submit (idempotent, one active run per session), point reads and cancel.
 
-use domain::idempotency::IdempotencyKey;
 use domain::ids::{ArtifactId, PrincipalId, RunId, SessionId};
 use domain::run::{Cost, RunLimits, RunState};
 use jiff::Timestamp;
@@ -10,6 +9,7 @@ use sqlx::postgres::PgRow;
 use uuid::Uuid;
 
 use crate::events::{Touch, append, append_touching};
+use crate::idempotency::{self, IdempotencyClaim, Prior, StoredResponse};
 use crate::{Result, Store, StoreError, timestamp};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -59,23 +59,6 @@ impl RunRow {
                 .map(timestamp),
         })
     }
-}
-
-/// The idempotency record a submit is made under.
-#[derive(Debug)]
-pub struct IdempotencyClaim<'a> {
-    pub key: &'a IdempotencyKey,
-    /// Which operation the key was used for; the same key for another operation is a reuse.
-    pub operation: &'static str,
-    /// Digest of the canonical request.
-    pub request_hash: &'a str,
-}
-
-/// A response exactly as it was first sent.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoredResponse {
-    pub status: u16,
-    pub body: Vec<u8>,
 }
 
 /// A user message to submit.
@@ -169,34 +152,11 @@ impl Store {
     ) -> Result<Option<Submit>> {
         self.transaction(
             async |tx: &mut sqlx::PgConnection| {
-            let claim = &new.idempotency;
-            // A transaction-scoped lock on the key: a concurrent request with the same key sees it
-            // taken and answers "in flight" instead of waiting.
-            let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_xact_lock(hashtextextended($1 || chr(31) || $2, 7))")
-                .bind(new.principal.as_str())
-                .bind(claim.key.as_str())
-                .fetch_one(&mut *tx)
-                .await?;
-            if !locked {
-                return Ok(Some(Submit::KeyInFlight));
-            }
-            let existing = sqlx::query(
-                "SELECT operation, request_hash, response_status, response_body FROM idempotency_keys
-                 WHERE principal_id = $1 AND key = $2",
-            )
-            .bind(new.principal.as_str())
-            .bind(claim.key.as_str())
-            .fetch_optional(&mut *tx)
-            .await?;
-            if let Some(row) = existing {
-                let operation: String = row.try_get("operation")?;
-                let hash: String = row.try_get("request_hash")?;
-                if operation != claim.operation || hash != claim.request_hash {
-                    return Ok(Some(Submit::KeyReused));
-                }
-                let status: i32 = row.try_get("response_status")?;
-                let status = u16::try_from(status).map_err(|_| StoreError::Corrupt("stored response status".into()))?;
-                return Ok(Some(Submit::Replay(StoredResponse { status, body: row.try_get("response_body")? })));
+            match idempotency::check(tx, new.principal, &new.idempotency).await? {
+                Some(Prior::Replay(response)) => return Ok(Some(Submit::Replay(response))),
+                Some(Prior::KeyReused) => return Ok(Some(Submit::KeyReused)),
+                Some(Prior::KeyInFlight) => return Ok(Some(Submit::KeyInFlight)),
+                None => {}
             }
 
             let mut attachments = Vec::with_capacity(new.attachments.len());
@@ -273,22 +233,13 @@ impl Store {
                 .await?;
             row.message_seq = Some(seq);
 
+            sqlx::query("UPDATE runs SET message_seq = $2 WHERE id = $1")
+                .bind(run.as_uuid())
+                .bind(seq)
+                .execute(&mut *tx)
+                .await?;
             let response = render(&row, seq);
-            sqlx::query(
-                "WITH run AS (UPDATE runs SET message_seq = $7 WHERE id = $8)
-                 INSERT INTO idempotency_keys (principal_id, key, operation, request_hash, response_status, response_body)
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(new.principal.as_str())
-            .bind(claim.key.as_str())
-            .bind(claim.operation)
-            .bind(claim.request_hash)
-            .bind(i32::from(response.status))
-            .bind(&response.body)
-            .bind(seq)
-            .bind(run.as_uuid())
-            .execute(&mut *tx)
-            .await?;
+            idempotency::record(tx, new.principal, &new.idempotency, &response).await?;
             Ok(Some(Submit::Accepted { run: Box::new(row), response }))
         },
             |outcome| matches!(outcome, Some(Submit::Accepted { .. })),

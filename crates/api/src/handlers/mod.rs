@@ -7,6 +7,7 @@ pub mod folders;
 pub mod health;
 pub mod memories;
 pub mod runs;
+pub mod schedules;
 pub mod sessions;
 
 use domain::ErrorCode;

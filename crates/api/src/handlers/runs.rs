@@ -99,7 +99,7 @@ pub struct Accepted {
     run: Run,
 }
 
-fn idempotency_key(headers: &HeaderMap) -> Result<IdempotencyKey, ApiError> {
+pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<IdempotencyKey, ApiError> {
     let value = headers.get(IDEMPOTENCY_HEADER).ok_or_else(|| {
         ApiError::new(ErrorCode::IdempotencyKeyRequired)
             .detail("send an Idempotency-Key header, reused unchanged when retrying this request")

@@ -9,6 +9,7 @@ mod matrix;
 mod openapi;
 mod pagination;
 mod runs;
+mod schedules;
 mod sessions;
 mod stream;
 mod support;

@@ -1,0 +1,295 @@
+//! Schedules: idempotent creation pinned to an agent version, reads, occurrences, and cancel
+//! with an expected revision.
+
+use domain::ids::{PrincipalId, RunId, ScheduleId, SessionId};
+use domain::run::{Cost, RunLimits};
+use jiff::Timestamp;
+use sqlx::postgres::PgRow;
+use sqlx::{PgConnection, Row};
+use uuid::Uuid;
+
+use crate::idempotency::{self, IdempotencyClaim, Prior, StoredResponse};
+use crate::{Result, Store, StoreError, timestamp};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScheduleRow {
+    pub id: ScheduleId,
+    pub revision: i32,
+    pub title: String,
+    pub instruction: String,
+    pub agent_id: String,
+    pub agent_version: String,
+    pub policy_profile: String,
+    pub requested_scopes: Vec<String>,
+    pub limits: RunLimits,
+    pub local_time: String,
+    pub timezone: String,
+    pub misfire_grace_seconds: i32,
+    pub max_consecutive_failures: i32,
+    /// `active`, `cancelled` or `stopped`.
+    pub state: String,
+    pub consecutive_failures: i32,
+    pub next_fire_at: Option<Timestamp>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub cancelled_at: Option<Timestamp>,
+}
+
+const SCHEDULE_COLUMNS: &str = "id, revision, title, instruction, agent_id, agent_version, policy_profile,
+    requested_scopes, max_steps, max_model_calls, max_tool_calls, max_cost_micros, run_timeout_seconds, local_time,
+    timezone, misfire_grace_seconds, max_consecutive_failures, state, consecutive_failures, next_fire_at, created_at,
+    updated_at, cancelled_at";
+
+fn positive(row: &PgRow, column: &str) -> Result<u32> {
+    u32::try_from(row.try_get::<i32, _>(column)?).map_err(|_| StoreError::Corrupt(format!("schedules.{column}")))
+}
+
+fn optional_timestamp(row: &PgRow, column: &str) -> Result<Option<Timestamp>> {
+    Ok(row.try_get::<Option<jiff_sqlx::Timestamp>, _>(column)?.map(timestamp))
+}
+
+impl ScheduleRow {
+    fn from_row(row: &PgRow) -> Result<ScheduleRow> {
+        Ok(ScheduleRow {
+            id: ScheduleId::from_uuid(row.try_get("id")?),
+            revision: row.try_get("revision")?,
+            title: row.try_get("title")?,
+            instruction: row.try_get("instruction")?,
+            agent_id: row.try_get("agent_id")?,
+            agent_version: row.try_get("agent_version")?,
+            policy_profile: row.try_get("policy_profile")?,
+            requested_scopes: row.try_get("requested_scopes")?,
+            limits: RunLimits {
+                max_steps: positive(row, "max_steps")?,
+                max_model_calls: positive(row, "max_model_calls")?,
+                max_tool_calls: positive(row, "max_tool_calls")?,
+                max_cost: Cost::from_micros(row.try_get("max_cost_micros")?),
+                run_timeout_seconds: positive(row, "run_timeout_seconds")?,
+            },
+            local_time: row.try_get("local_time")?,
+            timezone: row.try_get("timezone")?,
+            misfire_grace_seconds: row.try_get("misfire_grace_seconds")?,
+            max_consecutive_failures: row.try_get("max_consecutive_failures")?,
+            state: row.try_get("state")?,
+            consecutive_failures: row.try_get("consecutive_failures")?,
+            next_fire_at: optional_timestamp(row, "next_fire_at")?,
+            created_at: timestamp(row.try_get("created_at")?),
+            updated_at: timestamp(row.try_get("updated_at")?),
+            cancelled_at: optional_timestamp(row, "cancelled_at")?,
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct OccurrenceRow {
+    pub id: Uuid,
+    pub schedule_id: ScheduleId,
+    pub scheduled_for: Timestamp,
+    pub schedule_revision: i32,
+    pub state: String,
+    pub reason: Option<String>,
+    pub session_id: Option<SessionId>,
+    pub run_id: Option<RunId>,
+    pub created_at: Timestamp,
+}
+
+impl OccurrenceRow {
+    fn from_row(row: &PgRow) -> Result<OccurrenceRow> {
+        Ok(OccurrenceRow {
+            id: row.try_get("id")?,
+            schedule_id: ScheduleId::from_uuid(row.try_get("schedule_id")?),
+            scheduled_for: timestamp(row.try_get("scheduled_for")?),
+            schedule_revision: row.try_get("schedule_revision")?,
+            state: row.try_get("state")?,
+            reason: row.try_get("reason")?,
+            session_id: row.try_get::<Option<Uuid>, _>("session_id")?.map(SessionId::from_uuid),
+            run_id: row.try_get::<Option<Uuid>, _>("run_id")?.map(RunId::from_uuid),
+            created_at: timestamp(row.try_get("created_at")?),
+        })
+    }
+}
+
+/// A validated schedule definition.
+#[derive(Debug)]
+pub struct NewSchedule<'a> {
+    pub principal: &'a PrincipalId,
+    pub title: &'a str,
+    pub instruction: &'a str,
+    pub agent_id: &'a str,
+    pub agent_version: &'a str,
+    pub policy_profile: &'a str,
+    pub requested_scopes: &'a [String],
+    pub limits: RunLimits,
+    pub local_time: &'a str,
+    pub timezone: &'a str,
+    pub misfire_grace_seconds: u32,
+    pub max_consecutive_failures: u32,
+    pub next_fire_at: Timestamp,
+    pub idempotency: IdempotencyClaim<'a>,
+}
+
+#[derive(Debug, PartialEq)]
+pub enum CreateSchedule {
+    Created {
+        schedule: Box<ScheduleRow>,
+        response: StoredResponse,
+    },
+    Earlier(Prior),
+    /// No session was ever pinned to this agent version.
+    UnknownAgentVersion,
+}
+
+#[derive(Debug, PartialEq)]
+pub enum CancelSchedule {
+    Cancelled(Box<ScheduleRow>),
+    /// The schedule is at another revision than expected; nothing changed.
+    RevisionMismatch(Box<ScheduleRow>),
+    NotFound,
+}
+
+fn signed(value: u32) -> i32 {
+    i32::try_from(value).unwrap_or(i32::MAX)
+}
+
+async fn version_exists(conn: &mut PgConnection, agent_id: &str, version: &str) -> Result<bool> {
+    Ok(
+        sqlx::query("SELECT 1 FROM agent_versions WHERE agent_id = $1 AND version = $2")
+            .bind(agent_id)
+            .bind(version)
+            .fetch_optional(&mut *conn)
+            .await?
+            .is_some(),
+    )
+}
+
+impl Store {
+    /// Creates a schedule at revision 1, recording the response under its idempotency key.
+    pub async fn create_schedule(
+        &self,
+        new: NewSchedule<'_>,
+        render: impl FnOnce(&ScheduleRow) -> StoredResponse,
+    ) -> Result<CreateSchedule> {
+        self.transaction(
+            async |tx: &mut PgConnection| {
+                if let Some(prior) = idempotency::check(tx, new.principal, &new.idempotency).await? {
+                    return Ok(CreateSchedule::Earlier(prior));
+                }
+                if !version_exists(tx, new.agent_id, new.agent_version).await? {
+                    return Ok(CreateSchedule::UnknownAgentVersion);
+                }
+                let limits = new.limits;
+                let sql = format!(
+                    "INSERT INTO schedules (id, principal_id, title, instruction, agent_id, agent_version, policy_profile,
+                         requested_scopes, max_steps, max_model_calls, max_tool_calls, max_cost_micros,
+                         run_timeout_seconds, cadence_kind, local_time, timezone, misfire_grace_seconds,
+                         max_consecutive_failures, state, next_fire_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'DAILY', $14, $15, $16, $17,
+                         'active', $18)
+                     RETURNING {SCHEDULE_COLUMNS}"
+                );
+                let row = sqlx::query(&sql)
+                    .bind(Uuid::now_v7())
+                    .bind(new.principal.as_str())
+                    .bind(new.title)
+                    .bind(new.instruction)
+                    .bind(new.agent_id)
+                    .bind(new.agent_version)
+                    .bind(new.policy_profile)
+                    .bind(new.requested_scopes)
+                    .bind(signed(limits.max_steps))
+                    .bind(signed(limits.max_model_calls))
+                    .bind(signed(limits.max_tool_calls))
+                    .bind(limits.max_cost.micros())
+                    .bind(signed(limits.run_timeout_seconds))
+                    .bind(new.local_time)
+                    .bind(new.timezone)
+                    .bind(signed(new.misfire_grace_seconds))
+                    .bind(signed(new.max_consecutive_failures))
+                    .bind(jiff_sqlx::Timestamp::from(new.next_fire_at))
+                    .fetch_one(&mut *tx)
+                    .await?;
+                let schedule = ScheduleRow::from_row(&row)?;
+                let response = render(&schedule);
+                idempotency::record(tx, new.principal, &new.idempotency, &response).await?;
+                Ok(CreateSchedule::Created { schedule: Box::new(schedule), response })
+            },
+            |outcome| matches!(outcome, CreateSchedule::Created { .. }),
+        )
+        .await
+    }
+
+    /// Every schedule of `principal`, oldest first.
+    pub async fn schedules(&self, principal: &PrincipalId) -> Result<Vec<ScheduleRow>> {
+        let sql = format!("SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE principal_id = $1 ORDER BY created_at, id");
+        let rows = sqlx::query(&sql).bind(principal.as_str()).fetch_all(&self.pool).await?;
+        rows.iter().map(ScheduleRow::from_row).collect()
+    }
+
+    pub async fn schedule(&self, principal: &PrincipalId, id: ScheduleId) -> Result<Option<ScheduleRow>> {
+        let sql = format!("SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE id = $1 AND principal_id = $2");
+        let row = sqlx::query(&sql)
+            .bind(id.as_uuid())
+            .bind(principal.as_str())
+            .fetch_optional(&self.pool)
+            .await?;
+        row.as_ref().map(ScheduleRow::from_row).transpose()
+    }
+
+    /// The schedule's occurrences, newest first; `None` when there is no such schedule.
+    pub async fn occurrences(&self, principal: &PrincipalId, id: ScheduleId) -> Result<Option<Vec<OccurrenceRow>>> {
+        if self.schedule(principal, id).await?.is_none() {
+            return Ok(None);
+        }
+        let rows = sqlx::query(
+            "SELECT id, schedule_id, scheduled_for, schedule_revision, state, reason, session_id, run_id, created_at
+             FROM schedule_occurrences WHERE schedule_id = $1 ORDER BY scheduled_for DESC",
+        )
+        .bind(id.as_uuid())
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(OccurrenceRow::from_row)
+            .collect::<Result<Vec<_>>>()
+            .map(Some)
+    }
+
+    /// Cancels the schedule if it is at `expected_revision`; the revision then increases and it
+    /// never fires again. Cancelling a cancelled schedule at its current revision changes nothing.
+    pub async fn cancel_schedule(
+        &self,
+        principal: &PrincipalId,
+        id: ScheduleId,
+        expected_revision: i32,
+    ) -> Result<CancelSchedule> {
+        self.transaction(
+            async |tx: &mut PgConnection| {
+                let sql =
+                    format!("SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE id = $1 AND principal_id = $2 FOR UPDATE");
+                let found = sqlx::query(&sql)
+                    .bind(id.as_uuid())
+                    .bind(principal.as_str())
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let Some(row) = found else {
+                    return Ok(CancelSchedule::NotFound);
+                };
+                let current = ScheduleRow::from_row(&row)?;
+                if current.revision != expected_revision {
+                    return Ok(CancelSchedule::RevisionMismatch(Box::new(current)));
+                }
+                if current.state == "cancelled" {
+                    return Ok(CancelSchedule::Cancelled(Box::new(current)));
+                }
+                let sql = format!(
+                    "UPDATE schedules SET state = 'cancelled', revision = revision + 1, next_fire_at = NULL,
+                         cancelled_at = now(), updated_at = now()
+                     WHERE id = $1 RETURNING {SCHEDULE_COLUMNS}"
+                );
+                let row = sqlx::query(&sql).bind(id.as_uuid()).fetch_one(&mut *tx).await?;
+                Ok(CancelSchedule::Cancelled(Box::new(ScheduleRow::from_row(&row)?)))
+            },
+            |outcome| matches!(outcome, CancelSchedule::Cancelled(_)),
+        )
+        .await
+    }
+}
