@@ -87,82 +87,54 @@ async fn creation_is_idempotent_and_pins_the_agent_version() {
 async fn every_field_is_validated_and_named() {
     let app = TestApp::spawn().await;
     let valid = definition(&app).await;
-    let cases: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
-        ("surprise", Box::new(|b: &mut Value| b["surprise"] = json!(1))),
-        ("title", Box::new(|b: &mut Value| b["title"] = json!(""))),
-        (
-            "instruction",
-            Box::new(|b: &mut Value| {
-                b.as_object_mut()
-                    .expect("object")
-                    .remove("instruction")
-                    .map(drop)
-                    .unwrap_or(())
-            }),
-        ),
-        (
-            "policy_profile",
-            Box::new(|b: &mut Value| b["policy_profile"] = json!("permissive")),
-        ),
+    // (field named in the answer, JSON pointer to change, new value; `None` removes it).
+    let cases: Vec<(&str, &str, Option<Value>)> = vec![
+        ("surprise", "/surprise", Some(json!(1))),
+        ("title", "/title", Some(json!(""))),
+        ("instruction", "/instruction", None),
+        ("policy_profile", "/policy_profile", Some(json!("permissive"))),
         (
             "requested_scopes",
-            Box::new(|b: &mut Value| b["requested_scopes"] = json!(["mcp.mail_send_all.use"])),
+            "/requested_scopes",
+            Some(json!(["mcp.mail_send_all.use"])),
         ),
-        (
-            "limits.max_steps",
-            Box::new(|b: &mut Value| b["limits"]["max_steps"] = json!(0)),
-        ),
-        (
-            "limits.max_tool_calls",
-            Box::new(|b: &mut Value| b["limits"]["max_tool_calls"] = json!(-2)),
-        ),
-        (
-            "limits.max_cost",
-            Box::new(|b: &mut Value| b["limits"]["max_cost"] = json!("1,5")),
-        ),
-        (
-            "limits.max_cost",
-            Box::new(|b: &mut Value| b["limits"]["max_cost"] = json!(1)),
-        ),
-        (
-            "limits.extra",
-            Box::new(|b: &mut Value| b["limits"]["extra"] = json!(1)),
-        ),
-        (
-            "run_timeout_seconds",
-            Box::new(|b: &mut Value| b["run_timeout_seconds"] = json!(0)),
-        ),
-        (
-            "cadence.kind",
-            Box::new(|b: &mut Value| b["cadence"]["kind"] = json!("WEEKLY")),
-        ),
-        (
-            "cadence.local_time",
-            Box::new(|b: &mut Value| b["cadence"]["local_time"] = json!("7:30")),
-        ),
-        (
-            "cadence.local_time",
-            Box::new(|b: &mut Value| b["cadence"]["local_time"] = json!("25:00:00")),
-        ),
+        ("limits.max_steps", "/limits/max_steps", Some(json!(0))),
+        ("limits.max_tool_calls", "/limits/max_tool_calls", Some(json!(-2))),
+        ("limits.max_cost", "/limits/max_cost", Some(json!("1,5"))),
+        ("limits.max_cost", "/limits/max_cost", Some(json!(1))),
+        ("limits.extra", "/limits/extra", Some(json!(1))),
+        ("run_timeout_seconds", "/run_timeout_seconds", Some(json!(0))),
+        ("cadence.kind", "/cadence/kind", Some(json!("WEEKLY"))),
+        ("cadence.local_time", "/cadence/local_time", Some(json!("7:30"))),
+        ("cadence.local_time", "/cadence/local_time", Some(json!("25:00:00"))),
         (
             "cadence.timezone",
-            Box::new(|b: &mut Value| b["cadence"]["timezone"] = json!("Mars/Olympus_Mons")),
+            "/cadence/timezone",
+            Some(json!("Mars/Olympus_Mons")),
         ),
-        (
-            "misfire_grace_seconds",
-            Box::new(|b: &mut Value| b["misfire_grace_seconds"] = json!(-1)),
-        ),
-        (
-            "max_consecutive_failures",
-            Box::new(|b: &mut Value| b["max_consecutive_failures"] = json!(0)),
-        ),
+        ("misfire_grace_seconds", "/misfire_grace_seconds", Some(json!(-1))),
+        ("max_consecutive_failures", "/max_consecutive_failures", Some(json!(0))),
     ];
-    for (index, (field, mutate)) in cases.iter().enumerate() {
+    for (index, (field, pointer, value)) in cases.into_iter().enumerate() {
         let mut body = valid.clone();
-        mutate(&mut body);
+        let (parent, name) = pointer.rsplit_once('/').expect("pointer");
+        let target = if parent.is_empty() {
+            &mut body
+        } else {
+            body.pointer_mut(parent).expect("parent")
+        };
+        let object = target.as_object_mut().expect("object");
+        match value {
+            Some(value) => {
+                object.insert(name.to_owned(), value);
+            }
+            None => {
+                object.remove(name);
+            }
+        }
         let response = post(&app, Some(&format!("bad-{index}")), &body).await;
         let problem = expect_problem(response, 422, "validation_failed").await;
-        assert_eq!(problem["field"], *field, "{problem}");
+        assert_eq!(problem["field"], field, "{problem}");
     }
     assert_eq!(app.count("schedules").await, 0, "nothing invalid was stored");
 }
