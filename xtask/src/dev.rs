@@ -1,4 +1,4 @@
-//! `cargo xtask dev`: the whole service (api and worker roles) on this machine with nothing set
+//! `cargo xtask dev`: the whole service (api, worker and schedule roles) on this machine with nothing set
 //! up by hand.
 //!
 //! State lives under the git-ignored `var/`: the PostgreSQL cluster (`var/pg`), the API token
@@ -108,6 +108,10 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
         .env("DATABASE_URL", &database_url)
         .spawn()
         .context("start steward-worker")?;
+    let mut scheduler = Command::new(bin.join("steward-schedule"))
+        .env("DATABASE_URL", &database_url)
+        .spawn()
+        .context("start steward-schedule")?;
 
     // From here on, Ctrl-C and SIGTERM are received by waiting for them, never by dying.
     let mut signals = SigSet::empty();
@@ -119,6 +123,7 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     if let Err(error) = wait_ready(listen, &mut api) {
         stop(&mut api);
         stop(&mut worker);
+        stop(&mut scheduler);
         if let Some(cluster) = cluster.as_mut() {
             let _ = cluster.stop();
         }
@@ -145,6 +150,9 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
                 if let Some(status) = worker.try_wait().context("check steward-worker")? {
                     break Err(anyhow::anyhow!("steward-worker exited on its own ({status})"));
                 }
+                if let Some(status) = scheduler.try_wait().context("check steward-schedule")? {
+                    break Err(anyhow::anyhow!("steward-schedule exited on its own ({status})"));
+                }
             }
             _ => break Ok(()),
         }
@@ -152,6 +160,7 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     eprintln!("xtask: stopping");
     stop(&mut api);
     stop(&mut worker);
+    stop(&mut scheduler);
     if let Some(cluster) = cluster.as_mut() {
         cluster.stop().context("stop PostgreSQL")?;
     }

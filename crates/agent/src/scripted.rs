@@ -3,7 +3,8 @@
 //! It answers the latest turn by these rules:
 //! - after a tool result: `<tool> returned: <result JSON>` (and calls nothing);
 //! - a user message `/tool <name> <JSON arguments>`: calls tool `<name>` with those arguments
-//!   (`{}` when omitted);
+//!   (`{}` when omitted); several such lines call their tools one per step, in order, and the
+//!   answer after the last result follows the first rule;
 //! - a user message `/ask <question>`: asks the owner `<question>` (the `owner.ask` tool);
 //! - any other user message: `You said: <text>`.
 //!
@@ -39,6 +40,24 @@ impl Scripted {
             .filter(|m| matches!(m, ChatMessage::Assistant { .. }))
             .count()
             + 1;
+        let last_user = request.messages.iter().rposition(|m| matches!(m, ChatMessage::User(_)));
+        let tool_lines: Vec<&str> = match last_user.map(|index| &request.messages[index]) {
+            Some(ChatMessage::User(text)) => text
+                .lines()
+                .map(str::trim)
+                .filter(|line| line.starts_with("/tool "))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let answered = last_user.map_or(0, |index| {
+            request.messages[index..]
+                .iter()
+                .filter(|m| matches!(m, ChatMessage::Tool { .. }))
+                .count()
+        });
+        if answered > 0 && answered < tool_lines.len() {
+            return (String::new(), vec![Scripted::tool_call(tool_lines[answered], step)]);
+        }
         match request.messages.last() {
             Some(ChatMessage::Tool { call_id, content }) => {
                 let tool = request
@@ -57,15 +76,8 @@ impl Scripted {
             }
             Some(ChatMessage::User(text)) => {
                 let text = text.trim();
-                if let Some(rest) = text.strip_prefix("/tool ") {
-                    let (name, arguments) = rest.trim().split_once(' ').unwrap_or((rest.trim(), "{}"));
-                    let arguments: Value = serde_json::from_str(arguments).unwrap_or_else(|_| json!({}));
-                    let call = ToolCall {
-                        id: format!("call_{step}_1"),
-                        name: name.to_owned(),
-                        arguments,
-                    };
-                    (String::new(), vec![call])
+                if let Some(first) = tool_lines.first() {
+                    (String::new(), vec![Scripted::tool_call(first, step)])
                 } else if let Some(question) = text.strip_prefix("/ask ") {
                     let call = ToolCall {
                         id: format!("call_{step}_1"),
@@ -78,6 +90,18 @@ impl Scripted {
                 }
             }
             _ => ("Nothing to answer.".to_owned(), Vec::new()),
+        }
+    }
+
+    /// The call a `/tool <name> <JSON>` line asks for.
+    fn tool_call(line: &str, step: usize) -> ToolCall {
+        let rest = line.trim_start_matches("/tool ").trim();
+        let (name, arguments) = rest.split_once(' ').unwrap_or((rest, "{}"));
+        let arguments: Value = serde_json::from_str(arguments).unwrap_or_else(|_| json!({}));
+        ToolCall {
+            id: format!("call_{step}_1"),
+            name: name.to_owned(),
+            arguments,
         }
     }
 }
@@ -148,6 +172,29 @@ mod tests {
                 name: "notes.add".into(),
                 arguments: json!({ "text": "milk" })
             }]
+        );
+
+        let two = "/tool notes.list\n/tool notes.add {\"text\": \"b\"}";
+        let list = ToolCall {
+            id: "call_1_1".into(),
+            name: "notes.list".into(),
+            arguments: json!({}),
+        };
+        let (_, calls) = Scripted::respond(&request(vec![
+            ChatMessage::User(two.into()),
+            ChatMessage::Assistant {
+                text: String::new(),
+                tool_calls: vec![list],
+            },
+            ChatMessage::Tool {
+                call_id: "call_1_1".into(),
+                content: "{}".into(),
+            },
+        ]));
+        assert_eq!(
+            (calls[0].name.as_str(), &calls[0].arguments),
+            ("notes.add", &json!({ "text": "b" })),
+            "the second line next"
         );
 
         let (_, calls) = Scripted::respond(&request(vec![ChatMessage::User("/ask Which day?".into())]));

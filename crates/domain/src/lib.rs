@@ -13,6 +13,7 @@ pub mod flags;
 pub mod folder;
 pub mod idempotency;
 pub mod ids;
+pub mod manifest;
 pub mod run;
 pub mod scope;
 pub mod session;

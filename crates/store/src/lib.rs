@@ -10,6 +10,7 @@ mod idempotency;
 mod notes;
 mod runs;
 mod schedules;
+mod scheduling;
 mod sessions;
 mod work;
 
@@ -20,6 +21,7 @@ pub use folders::{FolderRow, RenameFolder};
 pub use idempotency::{IdempotencyClaim, Prior, StoredResponse};
 pub use runs::{CancelRun, NewMessage, RunRow, Submit};
 pub use schedules::{CancelSchedule, CreateSchedule, NewSchedule, OccurrenceRow, ScheduleRow};
+pub use scheduling::{AUTHORIZATION_FAILED, Firing, MISFIRE};
 pub use sessions::{DeleteSession, FileSession, NewSession, SessionPage, SessionRow};
 pub use work::{ClaimedRun, InvocationRow, Lease, ModelStep, NewCall, RUNS_CHANNEL, RunCounters};
 

@@ -297,6 +297,7 @@ impl Store {
                 let updated = sqlx::query(&sql).bind(id.as_uuid()).fetch_one(&mut *tx).await?;
                 let updated = RunRow::from_row(&updated)?;
                 crate::work::close_open_items(tx, id, "CANCELLED").await?;
+                crate::scheduling::settle_occurrence(tx, id, "cancelled", Some("requested")).await?;
                 let payload = json!({ "run_id": id.to_string(), "state": "cancelled", "reason": "requested" });
                 append(&mut *tx, row.session_id, Some(id), "run.cancelled", &payload).await?;
                 Ok(CancelRun::Cancelled(Box::new(updated)))

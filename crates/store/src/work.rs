@@ -549,6 +549,7 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
                 close_open_items(tx, lease.run, "CANCELLED").await?;
+                crate::scheduling::settle_occurrence(tx, lease.run, state, reason).await?;
                 let mut payload = json!({ "run_id": lease.run.to_string(), "state": state });
                 if let (Value::Object(payload), Value::Object(extra)) = (&mut payload, &extra) {
                     payload.extend(extra.clone());
@@ -594,6 +595,7 @@ pub(crate) async fn expire_run(conn: &mut PgConnection, run: RunId, session: Ses
     .execute(&mut *conn)
     .await?;
     close_open_items(conn, run, "EXPIRED").await?;
+    crate::scheduling::settle_occurrence(conn, run, "cancelled", Some("deadline")).await?;
     let payload = json!({ "run_id": run.to_string(), "state": "cancelled", "reason": "deadline" });
     append(conn, session, Some(run), "run.cancelled", &payload).await?;
     Ok(())

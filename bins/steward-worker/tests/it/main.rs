@@ -4,4 +4,5 @@
 mod crash;
 mod flows;
 mod openai;
+mod schedules;
 mod support;

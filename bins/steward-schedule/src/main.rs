@@ -1,0 +1,97 @@
+//! The schedule role: fires due schedules until SIGTERM or SIGINT.
+//!
+//! | Variable | Meaning | Default |
+//! |---|---|---|
+//! | `DATABASE_URL` | PostgreSQL URL of the schedule login | required |
+//! | `AGENT_EMAIL_ENABLED` | `1` when mail is connected | `0` |
+//! | `MAIL_ACCOUNTS_FILE` | the accounts manifest; read for account ids at each firing | unset |
+//! | `SCHEDULE_POLL_MILLISECONDS` | how often due schedules are looked for | `1000` |
+//! | `LOG_LEVEL` | as for the other roles | `info` |
+//!
+//! The manifest is read for ids only; this role never opens a credential document.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use domain::manifest::AccountIds;
+use store::Store;
+
+struct Config {
+    database_url: String,
+    mail_accounts: Option<std::path::PathBuf>,
+    poll: Duration,
+    log_level: tracing::Level,
+}
+
+fn config() -> Result<Config, String> {
+    let get = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
+    let database_url = get("DATABASE_URL").ok_or("DATABASE_URL is required")?;
+    let email = match get("AGENT_EMAIL_ENABLED").as_deref() {
+        None | Some("0") => false,
+        Some("1") => true,
+        Some(other) => return Err(format!("AGENT_EMAIL_ENABLED must be 0 or 1, got `{other}`")),
+    };
+    let mail_accounts = get("MAIL_ACCOUNTS_FILE").map(std::path::PathBuf::from);
+    if email != mail_accounts.is_some() {
+        return Err("AGENT_EMAIL_ENABLED=1 and MAIL_ACCOUNTS_FILE go together".into());
+    }
+    let poll = match get("SCHEDULE_POLL_MILLISECONDS") {
+        None => 1000,
+        Some(text) => text
+            .parse::<u64>()
+            .ok()
+            .filter(|ms| *ms > 0)
+            .ok_or("SCHEDULE_POLL_MILLISECONDS must be positive")?,
+    };
+    let log_level =
+        role::log_level(get("LOG_LEVEL").as_deref()).map_err(|reason| format!("LOG_LEVEL is invalid: {reason}"))?;
+    Ok(Config {
+        database_url,
+        mail_accounts,
+        poll: Duration::from_millis(poll),
+        log_level,
+    })
+}
+
+fn main() -> ExitCode {
+    let config = match config() {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("steward-schedule: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    role::run(config.log_level, fire(config))
+}
+
+/// The connected accounts' ids, read fresh for each firing batch.
+fn accounts(path: Option<&std::path::Path>) -> anyhow::Result<Option<AccountIds>> {
+    let Some(path) = path else { return Ok(None) };
+    let bytes = std::fs::read(path).with_context(|| format!("read {}", path.display()))?;
+    Ok(Some(AccountIds::parse(&bytes)?))
+}
+
+async fn fire(config: Config) -> anyhow::Result<()> {
+    let store = Store::connect_lazy(&config.database_url, 4).context("configure the database pool")?;
+    let shutdown = role::shutdown_signal();
+    tokio::pin!(shutdown);
+    tracing::info!("steward-schedule started");
+    loop {
+        match accounts(config.mail_accounts.as_deref()) {
+            Ok(accounts) => match store.fire_due(jiff::Timestamp::now(), accounts.as_ref(), 100).await {
+                Ok(fired) => {
+                    for firing in fired {
+                        tracing::info!(?firing, "schedule fired");
+                    }
+                }
+                Err(error) => tracing::warn!(%error, "cannot fire schedules"),
+            },
+            Err(error) => tracing::warn!("{error:#}; firings wait for a readable manifest"),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(config.poll) => {}
+            () = &mut shutdown => return Ok(()),
+        }
+    }
+}

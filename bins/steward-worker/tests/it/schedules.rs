@@ -1,0 +1,318 @@
+//! Schedules end to end with an injected clock: the acceptance flow, exactly-once firing by two
+//! schedulers, misfires and authorization failures.
+
+use std::collections::HashSet;
+
+use domain::manifest::AccountIds;
+use jiff::{Timestamp, ToSpan};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::support::{Stack, json};
+
+const MANIFEST: &str = r#"{"version": 1, "default_account": "personal", "accounts": [
+    {"account_id": "personal", "read_credential_file": "/nonexistent/r.json",
+     "write_credential_file": "/nonexistent/w.json", "send_credential_file": "/nonexistent/s.json"}]}"#;
+
+fn accounts() -> AccountIds {
+    AccountIds::parse(MANIFEST.as_bytes()).expect("manifest")
+}
+
+/// Creates a schedule through the API and returns it.
+async fn create(stack: &Stack, instruction: &str, scopes: Value, local_time: &str, grace: u32, failures: u32) -> Value {
+    let session = stack.session().await;
+    let pinned = stack
+        .request(Method::GET, &format!("/v1/sessions/{session}"))
+        .send()
+        .await
+        .expect("send");
+    let pinned: Value = pinned.json().await.expect("json");
+    let body = json!({
+        "title": "Smoke schedule",
+        "instruction": instruction,
+        "agent_id": pinned["agent_id"],
+        "agent_version": pinned["agent_version"],
+        "policy_profile": "default",
+        "requested_scopes": scopes,
+        "limits": { "max_steps": 8, "max_model_calls": 8, "max_tool_calls": 8, "max_cost": "1" },
+        "run_timeout_seconds": 300,
+        "cadence": { "kind": "DAILY", "local_time": local_time, "timezone": "Europe/London" },
+        "misfire_grace_seconds": grace,
+        "max_consecutive_failures": failures
+    });
+    let response = stack
+        .request(Method::POST, "/v1/schedules")
+        .header("idempotency-key", uuid::Uuid::new_v4().to_string())
+        .json(&body)
+        .send()
+        .await
+        .expect("send");
+    let (status, created) = json(response).await;
+    assert_eq!(status, 201, "{created}");
+    created["schedule"].clone()
+}
+
+fn next_fire(schedule: &Value) -> Timestamp {
+    schedule["next_fire_at"]
+        .as_str()
+        .expect("next fire")
+        .parse()
+        .expect("instant")
+}
+
+#[tokio::test]
+async fn the_schedule_acceptance_flow() {
+    let mut stack = Stack::api(&[(
+        "AUTH_SCOPES",
+        "sessions.read,sessions.write,schedules.read,schedules.write",
+    )])
+    .await;
+    stack.start_worker(&[]);
+    let store = stack_store(&stack);
+    // Reads without approval, then parks before the write (notes.add stands in for create_draft).
+    let instruction = "/tool notes.list\n/tool notes.add {\"text\": \"draft reply\"}";
+    let schedule = create(
+        &stack,
+        instruction,
+        json!(["mcp.mail_read.use", "mcp.mail_write.use"]),
+        "07:00:00",
+        60,
+        3,
+    )
+    .await;
+    let id = schedule["id"].as_str().expect("id").to_owned();
+    let due = next_fire(&schedule);
+
+    let fired = store
+        .fire_due(due + 5.seconds(), Some(&accounts()), 10)
+        .await
+        .expect("fire");
+    let [store::Firing::Started { run, session, .. }] = fired.as_slice() else {
+        panic!("one start expected: {fired:?}")
+    };
+    let (run, session) = (run.to_string(), session.to_string());
+    let session_row: Value = stack
+        .request(Method::GET, &format!("/v1/sessions/{session}"))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(session_row["schedule_id"], id.as_str());
+    assert_eq!(
+        session_row["agent_version"], schedule["agent_version"],
+        "pinned to the schedule's agent version"
+    );
+
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let events = stack.events(&session).await;
+    let read = events
+        .iter()
+        .find(|(kind, payload)| kind == "tool.result" && payload["tool"] == "notes.list")
+        .expect("read");
+    assert_eq!(read.1["status"], "succeeded", "the read needed no approval");
+    let approvals = stack.pending_approvals(&session).await;
+    assert_eq!((approvals.len(), approvals[0]["tool"].as_str()), (1, Some("notes.add")));
+    // The approval notification is a row of ids: nothing of the draft is in it.
+    let notification: (String, Option<uuid::Uuid>) =
+        sqlx::query_as("SELECT kind, approval_id FROM notification_outbox WHERE kind = 'approval'")
+            .fetch_one(&stack.db.pool)
+            .await
+            .expect("approval notification");
+    assert_eq!(
+        notification.1.map(|id| id.to_string()),
+        approvals[0]["approval_id"].as_str().map(str::to_owned)
+    );
+
+    let (status, _) = json(
+        stack
+            .decide(approvals[0]["approval_id"].as_str().expect("id"), "approve_once")
+            .await,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        stack.wait_for(&run, &["completed", "failed"]).await["state"],
+        "completed"
+    );
+    let occurrences: Value = stack
+        .request(Method::GET, &format!("/v1/schedules/{id}/occurrences"))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(occurrences["occurrences"][0]["state"], "completed");
+    assert_eq!(occurrences["occurrences"][0]["run_id"], run.as_str());
+    assert_eq!(
+        stack
+            .scalar::<i64>("SELECT count(*) FROM notification_outbox WHERE kind = 'schedule_outcome'")
+            .await,
+        1
+    );
+
+    // The smoke schedule is cancelled and does not fire the next day.
+    let cancel = stack
+        .request(Method::DELETE, &format!("/v1/schedules/{id}?expected_revision=1"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(cancel.status(), 200);
+    let next_day = store
+        .fire_due(due + 25.hours(), Some(&accounts()), 10)
+        .await
+        .expect("fire");
+    assert!(next_day.is_empty(), "{next_day:?}");
+    assert_eq!(
+        stack.scalar::<i64>("SELECT count(*) FROM schedule_occurrences").await,
+        1
+    );
+}
+
+fn stack_store(stack: &Stack) -> store::Store {
+    store::Store::from_pool(stack.db.pool.clone())
+}
+
+#[tokio::test]
+async fn two_schedulers_fire_each_occurrence_exactly_once() {
+    let stack = Stack::api(&[(
+        "AUTH_SCOPES",
+        "sessions.read,sessions.write,schedules.read,schedules.write",
+    )])
+    .await;
+    let mut schedules = Vec::new();
+    for index in 0..100 {
+        let local_time = format!("{:02}:{:02}:00", 6 + index / 60, index % 60);
+        schedules.push(create(&stack, "hello", json!([]), &local_time, 86_400, 3).await);
+    }
+    let start = schedules.iter().map(next_fire).min().expect("schedules");
+    // Two schedule processes (separate pools) run through ten days of firing times together.
+    let options: sqlx::postgres::PgConnectOptions = stack.db.url.parse().expect("url");
+    let first = store::Store::from_pool(sqlx::PgPool::connect_with(options.clone()).await.expect("pool"));
+    let second = store::Store::from_pool(sqlx::PgPool::connect_with(options).await.expect("pool"));
+    let mut fired = 0;
+    // Day 0 to day 9 of firing times (all within 100 minutes of each other), with room for a
+    // DST shift; day 10's firings fall outside.
+    for hour in 0..(9 * 24 + 4) {
+        let now = start + (hour * 60).minutes();
+        let (a, b) = tokio::join!(first.fire_due(now, None, 1000), second.fire_due(now, None, 1000));
+        fired += a.expect("fire").len() + b.expect("fire").len();
+    }
+    let total: i64 = stack.scalar("SELECT count(*) FROM schedule_occurrences").await;
+    let distinct: i64 = stack
+        .scalar("SELECT count(DISTINCT (schedule_id, scheduled_for)) FROM schedule_occurrences")
+        .await;
+    assert_eq!(
+        (total, distinct, fired as i64),
+        (1000, 1000, 1000),
+        "ten firings of each of 100 schedules, once each"
+    );
+    let runs: i64 = stack
+        .scalar("SELECT count(*) FROM runs WHERE occurrence_id IS NOT NULL")
+        .await;
+    assert_eq!(runs, 1000);
+    let per_schedule: HashSet<i64> =
+        sqlx::query_scalar("SELECT count(*) FROM schedule_occurrences GROUP BY schedule_id")
+            .fetch_all(&stack.db.pool)
+            .await
+            .expect("counts")
+            .into_iter()
+            .collect();
+    assert_eq!(per_schedule, HashSet::from([10]));
+}
+
+#[tokio::test]
+async fn a_late_firing_is_skipped_with_a_reason_and_notified() {
+    let stack = Stack::api(&[(
+        "AUTH_SCOPES",
+        "sessions.read,sessions.write,schedules.read,schedules.write",
+    )])
+    .await;
+    let schedule = create(&stack, "hello", json!([]), "07:00:00", 60, 3).await;
+    let due = next_fire(&schedule);
+    let fired = stack_store(&stack)
+        .fire_due(due + 61.seconds(), None, 10)
+        .await
+        .expect("fire");
+    assert!(
+        matches!(fired.as_slice(), [store::Firing::Skipped { reason: "misfire", .. }]),
+        "{fired:?}"
+    );
+    let id = schedule["id"].as_str().expect("id");
+    let occurrences: Value = stack
+        .request(Method::GET, &format!("/v1/schedules/{id}/occurrences"))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(occurrences["occurrences"][0]["state"], "skipped");
+    assert_eq!(occurrences["occurrences"][0]["reason"], "misfire");
+    assert_eq!(
+        stack
+            .scalar::<i64>("SELECT count(*) FROM notification_outbox WHERE kind = 'schedule_outcome'")
+            .await,
+        1
+    );
+    assert_eq!(stack.scalar::<i64>("SELECT count(*) FROM runs").await, 0, "nothing ran");
+    // The schedule moved on to the next day.
+    let read: Value = stack
+        .request(Method::GET, &format!("/v1/schedules/{id}"))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert!(next_fire(&read["schedule"]) > due);
+}
+
+#[tokio::test]
+async fn unauthorized_firings_fail_and_enough_of_them_stop_the_schedule() {
+    let stack = Stack::api(&[(
+        "AUTH_SCOPES",
+        "sessions.read,sessions.write,schedules.read,schedules.write",
+    )])
+    .await;
+    let schedule = create(
+        &stack,
+        "read my mail",
+        json!(["mcp.mail_read.use"]),
+        "07:00:00",
+        86_400,
+        2,
+    )
+    .await;
+    let id = schedule["id"].as_str().expect("id");
+    let store = stack_store(&stack);
+    let due = next_fire(&schedule);
+    // Mail is not connected: the requested scope cannot be derived at firing time.
+    for day in 0..3 {
+        store
+            .fire_due(due + (day * 24).hours() + 1.seconds(), None, 10)
+            .await
+            .expect("fire");
+    }
+    let read: Value = stack
+        .request(Method::GET, &format!("/v1/schedules/{id}"))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(read["schedule"]["state"], "stopped", "two failures in a row stop it");
+    assert_eq!(read["schedule"]["next_fire_at"], Value::Null);
+    let failed: Vec<String> = sqlx::query_scalar("SELECT reason FROM schedule_occurrences ORDER BY scheduled_for")
+        .fetch_all(&stack.db.pool)
+        .await
+        .expect("reasons");
+    assert_eq!(
+        failed,
+        ["schedule.authorization_failed", "schedule.authorization_failed"]
+    );
+    assert_eq!(stack.scalar::<i64>("SELECT count(*) FROM runs").await, 0);
+}

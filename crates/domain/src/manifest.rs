@@ -1,0 +1,130 @@
+//! The mail accounts manifest, as the schedule role reads it: account ids only. It never holds
+//! or opens a credential document; the paths it names are not even kept.
+
+use serde::Deserialize;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ManifestError {
+    #[error("the accounts manifest is not valid JSON of the expected shape: {0}")]
+    Shape(String),
+    #[error("the accounts manifest must have version 1")]
+    Version,
+    #[error("account id `{0}` must be lowercase letters, digits, `-` or `_`")]
+    AccountId(String),
+    #[error("default_account `{0}` is not one of the accounts")]
+    DefaultAccount(String),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAccount {
+    account_id: String,
+    #[allow(dead_code)]
+    read_credential_file: String,
+    #[allow(dead_code)]
+    write_credential_file: String,
+    #[allow(dead_code)]
+    send_credential_file: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawManifest {
+    version: u32,
+    default_account: String,
+    accounts: Vec<RawAccount>,
+}
+
+/// The connected accounts' ids.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccountIds {
+    pub default_account: String,
+    pub accounts: Vec<String>,
+}
+
+impl AccountIds {
+    pub fn parse(bytes: &[u8]) -> Result<AccountIds, ManifestError> {
+        let raw: RawManifest =
+            serde_json::from_slice(bytes).map_err(|error| ManifestError::Shape(error.to_string()))?;
+        if raw.version != 1 {
+            return Err(ManifestError::Version);
+        }
+        let accounts: Vec<String> = raw.accounts.into_iter().map(|account| account.account_id).collect();
+        for id in &accounts {
+            let valid = !id.is_empty()
+                && id
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+            if !valid {
+                return Err(ManifestError::AccountId(id.clone()));
+            }
+        }
+        if !accounts.contains(&raw.default_account) {
+            return Err(ManifestError::DefaultAccount(raw.default_account));
+        }
+        Ok(AccountIds {
+            default_account: raw.default_account,
+            accounts,
+        })
+    }
+
+    /// The server-use scopes the accounts make available: the default account's mail read and
+    /// write use scopes (named accounts add theirs with the mail integration).
+    pub fn derivable_scopes(&self) -> Vec<String> {
+        vec!["mcp.mail_read.use".to_owned(), "mcp.mail_write.use".to_owned()]
+    }
+}
+
+/// Whether `requested` scopes can be granted to a schedule's run, given the connected accounts
+/// (`None` when mail is not enabled).
+pub fn authorize(requested: &[String], accounts: Option<&AccountIds>) -> bool {
+    let available = accounts.map(AccountIds::derivable_scopes).unwrap_or_default();
+    requested.iter().all(|scope| available.contains(scope))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MANIFEST: &str = r#"{"version": 1, "default_account": "personal", "accounts": [
+        {"account_id": "personal", "read_credential_file": "/etc/x/r.json", "write_credential_file": "/etc/x/w.json",
+         "send_credential_file": "/etc/x/s.json"}]}"#;
+
+    #[test]
+    fn reads_ids_only_and_checks_the_shape() {
+        let ids = AccountIds::parse(MANIFEST.as_bytes()).expect("valid");
+        assert_eq!(
+            ids,
+            AccountIds {
+                default_account: "personal".into(),
+                accounts: vec!["personal".into()]
+            }
+        );
+        assert_eq!(
+            AccountIds::parse(MANIFEST.replace("\"version\": 1", "\"version\": 2").as_bytes()),
+            Err(ManifestError::Version)
+        );
+        assert!(matches!(
+            AccountIds::parse(
+                MANIFEST
+                    .replace("\"default_account\": \"personal\"", "\"default_account\": \"work\"")
+                    .as_bytes()
+            ),
+            Err(ManifestError::DefaultAccount(_))
+        ));
+        assert!(matches!(
+            AccountIds::parse(MANIFEST.replace("personal", "Personal").as_bytes()),
+            Err(ManifestError::AccountId(_))
+        ));
+    }
+
+    #[test]
+    fn requested_scopes_must_be_derivable() {
+        let ids = AccountIds::parse(MANIFEST.as_bytes()).expect("valid");
+        let mail = vec!["mcp.mail_read.use".to_owned(), "mcp.mail_write.use".to_owned()];
+        assert!(authorize(&[], None), "no scopes need no accounts");
+        assert!(authorize(&mail, Some(&ids)));
+        assert!(!authorize(&mail, None), "mail scopes without mail enabled");
+        assert!(!authorize(&["mcp.mail_send.use".to_owned()], Some(&ids)));
+    }
+}

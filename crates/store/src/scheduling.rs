@@ -1,0 +1,260 @@
+//! The schedule role's side of schedules: firing due occurrences exactly once, and settling an
+//! occurrence when its run ends.
+//!
+//! A due schedule is locked with `SKIP LOCKED`, so two schedule processes never fire the same
+//! one; its occurrence is unique per (schedule, instant) as a second guard. Firing creates the
+//! fresh session, its first message and the queued run in the transaction that records the
+//! occurrence and advances the schedule.
+
+use domain::cadence::{Daily, parse_local_time};
+use domain::ids::{RunId, ScheduleId, SessionId};
+use domain::manifest::{AccountIds, authorize};
+use jiff::Timestamp;
+use serde_json::json;
+use sqlx::{PgConnection, Row};
+use uuid::Uuid;
+
+use crate::events::{Touch, append_touching};
+use crate::work::RUNS_CHANNEL;
+use crate::{Result, Store, StoreError};
+
+/// Outcome notifications wait this long before push delivery, like approvals.
+const PUSH_DELAY_SECONDS: f64 = 30.0;
+/// Why an occurrence did not run because it fired too late.
+pub const MISFIRE: &str = "misfire";
+/// Why an occurrence failed its firing-time authorization.
+pub const AUTHORIZATION_FAILED: &str = "schedule.authorization_failed";
+
+/// What one firing did.
+#[derive(Debug, PartialEq)]
+pub enum Firing {
+    Started {
+        schedule: ScheduleId,
+        occurrence: Uuid,
+        session: SessionId,
+        run: RunId,
+    },
+    Skipped {
+        schedule: ScheduleId,
+        occurrence: Uuid,
+        reason: &'static str,
+    },
+    Failed {
+        schedule: ScheduleId,
+        occurrence: Uuid,
+        reason: &'static str,
+    },
+}
+
+async fn notify_outcome(
+    conn: &mut PgConnection,
+    session: Option<Uuid>,
+    run: Option<Uuid>,
+    occurrence: Uuid,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO notification_outbox (id, kind, session_id, run_id, occurrence_id, deliver_after)
+         VALUES ($1, 'schedule_outcome', $2, $3, $4, now() + make_interval(secs => $5))",
+    )
+    .bind(Uuid::now_v7())
+    .bind(session)
+    .bind(run)
+    .bind(occurrence)
+    .bind(PUSH_DELAY_SECONDS)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Counts a failed occurrence; the schedule stops at `max_consecutive_failures` in a row.
+async fn count_failure(conn: &mut PgConnection, schedule: Uuid) -> Result<()> {
+    sqlx::query(
+        "UPDATE schedules SET consecutive_failures = consecutive_failures + 1, updated_at = now(),
+             state = CASE WHEN consecutive_failures + 1 >= max_consecutive_failures AND state = 'active'
+                          THEN 'stopped' ELSE state END,
+             next_fire_at = CASE WHEN consecutive_failures + 1 >= max_consecutive_failures THEN NULL ELSE next_fire_at END
+         WHERE id = $1",
+    )
+    .bind(schedule)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Settles the occurrence of a run that just ended (the run is locked by the caller): its state,
+/// the schedule's failure count, and the outcome notification.
+pub(crate) async fn settle_occurrence(
+    conn: &mut PgConnection,
+    run: RunId,
+    state: &str,
+    reason: Option<&str>,
+) -> Result<()> {
+    let settled: Option<(Uuid, Uuid, Option<Uuid>)> = sqlx::query_as(
+        "UPDATE schedule_occurrences o SET state = $2, reason = $3, updated_at = now()
+         FROM runs r WHERE r.id = $1 AND o.id = r.occurrence_id AND o.state = 'started'
+         RETURNING o.id, o.schedule_id, o.session_id",
+    )
+    .bind(run.as_uuid())
+    .bind(state)
+    .bind(reason)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some((occurrence, schedule, session)) = settled else {
+        return Ok(());
+    };
+    if state == "completed" {
+        sqlx::query("UPDATE schedules SET consecutive_failures = 0, updated_at = now() WHERE id = $1")
+            .bind(schedule)
+            .execute(&mut *conn)
+            .await?;
+    } else if state == "failed" || reason == Some("deadline") {
+        count_failure(conn, schedule).await?;
+    }
+    notify_outcome(conn, session, Some(run.as_uuid()), occurrence).await
+}
+
+impl Store {
+    /// Fires every active schedule due at `now` (at most `limit`), each in its own transaction.
+    /// `accounts` are the connected mail accounts (ids only), `None` when mail is off.
+    pub async fn fire_due(&self, now: Timestamp, accounts: Option<&AccountIds>, limit: u32) -> Result<Vec<Firing>> {
+        let mut fired = Vec::new();
+        while fired.len() < limit as usize {
+            let Some(firing) = self.fire_one(now, accounts).await? else {
+                break;
+            };
+            fired.push(firing);
+        }
+        Ok(fired)
+    }
+
+    async fn fire_one(&self, now: Timestamp, accounts: Option<&AccountIds>) -> Result<Option<Firing>> {
+        self.transaction(
+            async |tx: &mut PgConnection| {
+                let due = sqlx::query(
+                    "SELECT id, principal_id, revision, title, instruction, agent_id, agent_version, requested_scopes,
+                            max_steps, max_model_calls, max_tool_calls, max_cost_micros, run_timeout_seconds,
+                            local_time, timezone, misfire_grace_seconds, next_fire_at
+                     FROM schedules WHERE state = 'active' AND next_fire_at <= $1
+                     ORDER BY next_fire_at LIMIT 1 FOR UPDATE SKIP LOCKED",
+                )
+                .bind(jiff_sqlx::Timestamp::from(now))
+                .fetch_optional(&mut *tx)
+                .await?;
+                let Some(row) = due else { return Ok(None) };
+                let schedule: Uuid = row.try_get("id")?;
+                let scheduled_for = crate::timestamp(row.try_get("next_fire_at")?);
+                let local_time: String = row.try_get("local_time")?;
+                let timezone: String = row.try_get("timezone")?;
+                let zone = jiff::tz::TimeZone::get(&timezone)
+                    .map_err(|error| StoreError::Corrupt(format!("schedule time zone `{timezone}`: {error}")))?;
+                let local_time = parse_local_time(&local_time)
+                    .ok_or_else(|| StoreError::Corrupt(format!("schedule local time `{local_time}`")))?;
+                let next = Daily { local_time, zone }.next_after(scheduled_for.max(now));
+                sqlx::query("UPDATE schedules SET next_fire_at = $2, updated_at = now() WHERE id = $1")
+                    .bind(schedule)
+                    .bind(jiff_sqlx::Timestamp::from(next))
+                    .execute(&mut *tx)
+                    .await?;
+
+                let occurrence = Uuid::now_v7();
+                let revision: i32 = row.try_get("revision")?;
+                let inserted = sqlx::query(
+                    "INSERT INTO schedule_occurrences (id, schedule_id, scheduled_for, schedule_revision, state)
+                     VALUES ($1, $2, $3, $4, 'started') ON CONFLICT (schedule_id, scheduled_for) DO NOTHING",
+                )
+                .bind(occurrence)
+                .bind(schedule)
+                .bind(jiff_sqlx::Timestamp::from(scheduled_for))
+                .bind(revision)
+                .execute(&mut *tx)
+                .await?;
+                let schedule_id = ScheduleId::from_uuid(schedule);
+                if inserted.rows_affected() == 0 {
+                    // Already fired for this instant: only the schedule moved on.
+                    return Ok(Some(Firing::Skipped { schedule: schedule_id, occurrence, reason: "duplicate" }));
+                }
+
+                let grace: i32 = row.try_get("misfire_grace_seconds")?;
+                let lateness = now.as_second() - scheduled_for.as_second();
+                let settle = async |tx: &mut PgConnection, state: &str, reason: &'static str| -> Result<()> {
+                    sqlx::query("UPDATE schedule_occurrences SET state = $2, reason = $3 WHERE id = $1")
+                        .bind(occurrence)
+                        .bind(state)
+                        .bind(reason)
+                        .execute(&mut *tx)
+                        .await?;
+                    Ok(())
+                };
+                if lateness > i64::from(grace) {
+                    settle(tx, "skipped", MISFIRE).await?;
+                    notify_outcome(tx, None, None, occurrence).await?;
+                    return Ok(Some(Firing::Skipped { schedule: schedule_id, occurrence, reason: MISFIRE }));
+                }
+                let requested: Vec<String> = row.try_get("requested_scopes")?;
+                if !authorize(&requested, accounts) {
+                    settle(tx, "failed", AUTHORIZATION_FAILED).await?;
+                    count_failure(tx, schedule).await?;
+                    notify_outcome(tx, None, None, occurrence).await?;
+                    return Ok(Some(Firing::Failed { schedule: schedule_id, occurrence, reason: AUTHORIZATION_FAILED }));
+                }
+
+                // A fresh session pinned to the schedule's agent version, then the run.
+                let principal: String = row.try_get("principal_id")?;
+                let session: Uuid = sqlx::query_scalar(
+                    "WITH position AS (
+                         UPDATE session_index_clock SET position = position + 1 RETURNING position
+                     )
+                     INSERT INTO sessions (id, principal_id, index_position, agent_id, agent_version, title, schedule_id)
+                     SELECT $1, $2, position.position, $3, $4, $5, $6 FROM position RETURNING id",
+                )
+                .bind(Uuid::now_v7())
+                .bind(&principal)
+                .bind(row.try_get::<String, _>("agent_id")?)
+                .bind(row.try_get::<String, _>("agent_version")?)
+                .bind(row.try_get::<String, _>("title")?)
+                .bind(schedule)
+                .fetch_one(&mut *tx)
+                .await?;
+                let run: Uuid = sqlx::query_scalar(
+                    "INSERT INTO runs (id, session_id, state, principal_id, max_steps, max_model_calls, max_tool_calls,
+                                       max_cost_micros, run_timeout_seconds, deadline_at, occurrence_id, requested_scopes)
+                     VALUES ($1, $2, 'queued', $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $8), $9, $10)
+                     RETURNING id",
+                )
+                .bind(Uuid::now_v7())
+                .bind(session)
+                .bind(&principal)
+                .bind(row.try_get::<i32, _>("max_steps")?)
+                .bind(row.try_get::<i32, _>("max_model_calls")?)
+                .bind(row.try_get::<i32, _>("max_tool_calls")?)
+                .bind(row.try_get::<i64, _>("max_cost_micros")?)
+                .bind(row.try_get::<i32, _>("run_timeout_seconds")?)
+                .bind(occurrence)
+                .bind(&requested)
+                .fetch_one(&mut *tx)
+                .await?;
+                let (session_id, run_id) = (SessionId::from_uuid(session), RunId::from_uuid(run));
+                let instruction: String = row.try_get("instruction")?;
+                let payload = json!({
+                    "run_id": run_id.to_string(),
+                    "message": { "text": instruction, "attachments": [] },
+                    "schedule": { "schedule_id": schedule.to_string(), "occurrence_id": occurrence.to_string(),
+                                  "scheduled_for": scheduled_for.to_string() },
+                });
+                let seq = append_touching(tx, session_id, Some(run_id), "user.message.created", &payload, Some(Touch { title: None }))
+                    .await?;
+                sqlx::query("UPDATE runs SET message_seq = $2 WHERE id = $1").bind(run).bind(seq).execute(&mut *tx).await?;
+                sqlx::query("UPDATE schedule_occurrences SET session_id = $2, run_id = $3 WHERE id = $1")
+                    .bind(occurrence)
+                    .bind(session)
+                    .bind(run)
+                    .execute(&mut *tx)
+                    .await?;
+                sqlx::query("SELECT pg_notify($1, $2)").bind(RUNS_CHANNEL).bind(run.to_string()).execute(&mut *tx).await?;
+                Ok(Some(Firing::Started { schedule: schedule_id, occurrence, session: session_id, run: run_id }))
+            },
+            |_| true,
+        )
+        .await
+    }
+}
