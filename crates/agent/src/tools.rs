@@ -7,6 +7,7 @@
 //! | `notes.add` | medium | yes | saves a note (at most one per invocation) |
 //! | `owner.ask` | low | no | asks the owner a question; the run waits for the answer |
 //! | `webhook.post` | high | yes | POSTs a JSON body to the agent's configured `webhook_url` |
+//! | `schedule.create` | medium | yes | schedules this conversation's agent daily; never with scopes |
 
 use std::time::Duration;
 
@@ -66,6 +67,24 @@ fn catalog() -> Vec<Tool> {
             scope: "owner.ask",
             risk: Risk::Low,
             needs_approval: false,
+        },
+        Tool {
+            name: "schedule.create",
+            description: "Create a daily schedule that runs an instruction with this agent. Schedules made here \
+                          never get mail scopes; those are granted only through the schedules API.",
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "title": { "type": "string" },
+                    "instruction": { "type": "string" },
+                    "local_time": { "type": "string", "description": "HH:MM:SS" },
+                    "timezone": { "type": "string", "description": "IANA time zone, e.g. Europe/London" }
+                },
+                "required": ["title", "instruction", "local_time", "timezone"]
+            }),
+            scope: "schedules.write",
+            risk: Risk::Medium,
+            needs_approval: true,
         },
         Tool {
             name: "webhook.post",
@@ -136,6 +155,9 @@ impl Toolbox {
 
     /// Runs a tool (never `owner.ask`, which parks the run instead).
     pub async fn execute(&self, store: &Store, principal: &PrincipalId, invocation: &InvocationRow) -> ToolOutcome {
+        if invocation.tool == "schedule.create" {
+            return create_schedule(store, principal, invocation).await;
+        }
         let arguments = &invocation.arguments;
         match invocation.tool.as_str() {
             "notes.list" => match store.recent_notes(principal, 50).await {
@@ -213,5 +235,90 @@ fn failed(code: &'static str, message: &str) -> ToolOutcome {
     ToolOutcome::Failed {
         code,
         message: message.to_owned(),
+    }
+}
+
+/// `schedule.create`: a schedule pinned to the conversation's agent version, always with an empty
+/// `requested_scopes` (mail scopes are granted only through the schedules API). The invocation
+/// id is the idempotency key, so a repeated dispatch cannot create a second schedule.
+async fn create_schedule(store: &Store, principal: &PrincipalId, invocation: &InvocationRow) -> ToolOutcome {
+    let arguments = &invocation.arguments;
+    let field = |name: &str| {
+        arguments[name]
+            .as_str()
+            .map(str::trim)
+            .filter(|value| !value.is_empty())
+    };
+    let (Some(title), Some(instruction), Some(local_time), Some(timezone)) = (
+        field("title"),
+        field("instruction"),
+        field("local_time"),
+        field("timezone"),
+    ) else {
+        return failed(
+            "tool.invalid_arguments",
+            "title, instruction, local_time and timezone are required",
+        );
+    };
+    let Some(time) = domain::cadence::parse_local_time(local_time) else {
+        return failed("tool.invalid_arguments", "local_time must be HH:MM:SS");
+    };
+    let Ok(zone) = jiff::tz::TimeZone::get(timezone) else {
+        return failed("tool.invalid_arguments", "timezone must be an IANA time zone");
+    };
+    let session = match store.run_session(invocation.run_id).await {
+        Ok(Some(session)) => session,
+        Ok(None) => return failed("tool.storage", "the conversation is gone"),
+        Err(error) => return failed("tool.storage", &error.to_string()),
+    };
+    let key = match domain::idempotency::IdempotencyKey::parse(&format!("tool-{}", invocation.id)) {
+        Ok(key) => key,
+        Err(_) => return failed("tool.storage", "cannot form an idempotency key"),
+    };
+    let hash = invocation.id.to_string();
+    let next_fire_at = domain::cadence::Daily { local_time: time, zone }.next_after(jiff::Timestamp::now());
+    let limits = domain::run::RunLimits::default();
+    let created = store
+        .create_schedule(
+            store::NewSchedule {
+                principal,
+                title,
+                instruction,
+                agent_id: &session.agent_id,
+                agent_version: session.agent_version.as_str(),
+                policy_profile: "default",
+                requested_scopes: &[],
+                limits,
+                local_time,
+                timezone,
+                misfire_grace_seconds: 60,
+                max_consecutive_failures: 3,
+                next_fire_at,
+                idempotency: store::IdempotencyClaim {
+                    key: &key,
+                    operation: "schedule.create.tool",
+                    request_hash: &hash,
+                },
+            },
+            |row| store::StoredResponse {
+                status: 201,
+                body: row.id.to_string().into_bytes(),
+            },
+        )
+        .await;
+    match created {
+        Ok(store::CreateSchedule::Created { schedule, .. }) => ToolOutcome::Succeeded(json!({
+            "schedule_id": schedule.id.to_string(),
+            "next_fire_at": schedule.next_fire_at.map(|at| at.to_string()),
+            "requested_scopes": schedule.requested_scopes,
+        })),
+        Ok(store::CreateSchedule::Earlier(store::Prior::Replay(response))) => {
+            ToolOutcome::Succeeded(json!({ "schedule_id": String::from_utf8_lossy(&response.body) }))
+        }
+        Ok(other) => failed("tool.storage", &format!("the schedule was not created: {other:?}")),
+        Err(error) => ToolOutcome::Uncertain {
+            code: "tool.outcome_unknown",
+            message: error.to_string(),
+        },
     }
 }

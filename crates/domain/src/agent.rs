@@ -125,7 +125,7 @@ pub struct AgentConfiguration {
 }
 
 /// The tools every agent has.
-pub const CORE_TOOLS: [&str; 3] = ["notes.list", "notes.add", "owner.ask"];
+pub const CORE_TOOLS: [&str; 4] = ["notes.list", "notes.add", "owner.ask", "schedule.create"];
 
 /// The roster for a definition under `flags`: the core tools, then those the flags and the
 /// definition add. Later features (mail, calling, schedules) add theirs here.

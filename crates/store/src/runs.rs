@@ -247,6 +247,20 @@ impl Store {
         .await
     }
 
+    /// The session a run belongs to.
+    pub async fn run_session(&self, run: RunId) -> Result<Option<crate::SessionRow>> {
+        let principal_and_session: Option<(String, Uuid)> =
+            sqlx::query_as("SELECT principal_id, session_id FROM runs WHERE id = $1")
+                .bind(run.as_uuid())
+                .fetch_optional(&self.pool)
+                .await?;
+        let Some((principal, session)) = principal_and_session else {
+            return Ok(None);
+        };
+        self.session(&PrincipalId::from_stored(principal), SessionId::from_uuid(session))
+            .await
+    }
+
     /// The session's active run, if any.
     pub async fn active_run(&self, session: SessionId) -> Result<Option<RunId>> {
         let sql = format!(

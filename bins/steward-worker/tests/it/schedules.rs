@@ -316,3 +316,49 @@ async fn unauthorized_firings_fail_and_enough_of_them_stop_the_schedule() {
     );
     assert_eq!(stack.scalar::<i64>("SELECT count(*) FROM runs").await, 0);
 }
+
+#[tokio::test]
+async fn the_conversational_tool_always_creates_schedules_without_scopes() {
+    let mut stack = Stack::api(&[]).await;
+    stack.start_worker(&[]);
+    let session = stack.session().await;
+    // The model asks for mail scopes too; the tool ignores them.
+    let run = stack
+        .submit(
+            &session,
+            r#"/tool schedule.create {"title": "Daily digest", "instruction": "Summarise my notes.", "local_time": "08:00:00", "timezone": "Asia/Kolkata", "requested_scopes": ["mcp.mail_read.use"]}"#,
+        )
+        .await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approval = stack.pending_approvals(&session).await.remove(0);
+    assert_eq!(
+        (approval["tool"].as_str(), approval["risk"].as_str()),
+        (Some("schedule.create"), Some("medium"))
+    );
+    let (status, _) = json(
+        stack
+            .decide(approval["approval_id"].as_str().expect("id"), "approve_once")
+            .await,
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        stack.wait_for(&run, &["completed", "failed"]).await["state"],
+        "completed"
+    );
+
+    let (title, scopes, version): (String, Vec<String>, String) =
+        sqlx::query_as("SELECT title, requested_scopes, agent_version FROM schedules")
+            .fetch_one(&stack.db.pool)
+            .await
+            .expect("schedule");
+    assert_eq!(title, "Daily digest");
+    assert!(
+        scopes.is_empty(),
+        "schedule.create always fixes requested_scopes to an empty set"
+    );
+    let pinned: String = stack
+        .scalar(&format!("SELECT agent_version FROM sessions WHERE id = '{session}'"))
+        .await;
+    assert_eq!(version, pinned, "pinned to the conversation's agent version");
+}
