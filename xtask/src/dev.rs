@@ -19,7 +19,7 @@ use pgcluster::Cluster;
 
 const DEFAULT_PORT: u16 = 8080;
 /// Every scope of the implemented routes; extend `AUTH_SCOPES` in your environment to override.
-const DEV_SCOPES: &str = "sessions.read,sessions.write,schedules.read,schedules.write,memory.read,memory.write";
+const DEV_SCOPES: &str = "sessions.read,sessions.write,schedules.read,schedules.write,notifications.read,notifications.write,memory.read,memory.write";
 
 struct Options {
     port: u16,

@@ -11,7 +11,9 @@ use utoipa::openapi::{OpenApi as Document, PathItem};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::AppState;
-use crate::handlers::{approvals, artifacts, events, folders, health, memories, runs, schedules, sessions};
+use crate::handlers::{
+    approvals, artifacts, events, folders, health, memories, notifications, runs, schedules, sessions,
+};
 use crate::routes::catalog;
 
 /// An RFC 9457 problem document, the body of every error answer.
@@ -74,6 +76,10 @@ impl Modify for BearerAuth {
         folders::rename,
         folders::delete,
         memories::list,
+        notifications::pending,
+        notifications::acknowledge,
+        notifications::register,
+        notifications::revoke,
     ),
     components(schemas(Problem)),
     modifiers(&BearerAuth),

@@ -17,7 +17,9 @@ use domain::scope::Scope;
 
 use crate::AppState;
 use crate::auth::{self, Authenticator, Guard};
-use crate::handlers::{approvals, artifacts, events, folders, health, memories, runs, schedules, sessions};
+use crate::handlers::{
+    approvals, artifacts, events, folders, health, memories, notifications, runs, schedules, sessions,
+};
 use crate::{openapi, problem};
 
 /// Who may call a route.
@@ -68,7 +70,9 @@ macro_rules! route {
 /// Every route the API can serve.
 pub fn catalog() -> Vec<RouteDef> {
     use Access::{Public, Scoped};
-    use Scope::{MemoryRead, SchedulesRead, SchedulesWrite, SessionsRead, SessionsWrite};
+    use Scope::{
+        MemoryRead, NotificationsRead, NotificationsWrite, SchedulesRead, SchedulesWrite, SessionsRead, SessionsWrite,
+    };
     vec![
         route!(GET "/health/ready", Public, None, health::ready),
         route!(GET "/v1/openapi.json", Public, None, openapi::serve),
@@ -97,6 +101,20 @@ pub fn catalog() -> Vec<RouteDef> {
         route!(PATCH "/v1/folders/{folder_id}", Scoped(SessionsWrite), None, folders::rename),
         route!(DELETE "/v1/folders/{folder_id}", Scoped(SessionsWrite), None, folders::delete),
         route!(GET "/v1/memories", Scoped(MemoryRead), Some(Flag::MemoryApi), memories::list),
+        route!(GET "/v1/notifications", Scoped(NotificationsRead), Some(Flag::NotificationApi), notifications::pending),
+        route!(
+            POST "/v1/notifications/{notification_id}/acknowledge",
+            Scoped(NotificationsWrite),
+            Some(Flag::NotificationApi),
+            notifications::acknowledge
+        ),
+        route!(POST "/v1/devices", Scoped(NotificationsWrite), Some(Flag::NotificationApi), notifications::register),
+        route!(
+            DELETE "/v1/devices/{client_device_id}",
+            Scoped(NotificationsWrite),
+            Some(Flag::NotificationApi),
+            notifications::revoke
+        ),
     ]
 }
 

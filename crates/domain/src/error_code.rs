@@ -39,10 +39,12 @@ pub enum ErrorCode {
     ScheduleNotFound,
     RevisionMismatch,
     UnknownAgentVersion,
+    NotificationNotFound,
+    DeviceNotFound,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 34] = [
+    pub const ALL: [ErrorCode; 36] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -77,6 +79,8 @@ impl ErrorCode {
         ErrorCode::ScheduleNotFound,
         ErrorCode::RevisionMismatch,
         ErrorCode::UnknownAgentVersion,
+        ErrorCode::NotificationNotFound,
+        ErrorCode::DeviceNotFound,
     ];
 
     /// The stable machine-readable code, the `code` member of a problem document.
@@ -116,6 +120,8 @@ impl ErrorCode {
             ErrorCode::ScheduleNotFound => "schedule_not_found",
             ErrorCode::RevisionMismatch => "revision_mismatch",
             ErrorCode::UnknownAgentVersion => "unknown_agent_version",
+            ErrorCode::NotificationNotFound => "notification_not_found",
+            ErrorCode::DeviceNotFound => "device_not_found",
         }
     }
 
@@ -150,6 +156,8 @@ impl ErrorCode {
             ErrorCode::ScheduleNotFound => 404,
             ErrorCode::RevisionMismatch => 409,
             ErrorCode::UnknownAgentVersion => 422,
+            ErrorCode::NotificationNotFound => 404,
+            ErrorCode::DeviceNotFound => 404,
         }
     }
 
@@ -190,6 +198,8 @@ impl ErrorCode {
             ErrorCode::ScheduleNotFound => "Schedule not found",
             ErrorCode::RevisionMismatch => "The resource is at another revision",
             ErrorCode::UnknownAgentVersion => "Unknown agent version",
+            ErrorCode::NotificationNotFound => "Notification not found",
+            ErrorCode::DeviceNotFound => "Device not found",
         }
     }
 }

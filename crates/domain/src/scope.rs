@@ -15,6 +15,10 @@ pub enum Scope {
     SchedulesRead,
     /// Create and cancel schedules.
     SchedulesWrite,
+    /// Read pending notifications.
+    NotificationsRead,
+    /// Register and revoke devices, acknowledge notifications.
+    NotificationsWrite,
     MemoryRead,
     MemoryWrite,
     EmailRead,
@@ -29,11 +33,13 @@ pub enum Scope {
 }
 
 impl Scope {
-    pub const ALL: [Scope; 15] = [
+    pub const ALL: [Scope; 17] = [
         Scope::SessionsRead,
         Scope::SessionsWrite,
         Scope::SchedulesRead,
         Scope::SchedulesWrite,
+        Scope::NotificationsRead,
+        Scope::NotificationsWrite,
         Scope::MemoryRead,
         Scope::MemoryWrite,
         Scope::EmailRead,
@@ -53,6 +59,8 @@ impl Scope {
             Scope::SessionsWrite => "sessions.write",
             Scope::SchedulesRead => "schedules.read",
             Scope::SchedulesWrite => "schedules.write",
+            Scope::NotificationsRead => "notifications.read",
+            Scope::NotificationsWrite => "notifications.write",
             Scope::MemoryRead => "memory.read",
             Scope::MemoryWrite => "memory.write",
             Scope::EmailRead => "email.read",

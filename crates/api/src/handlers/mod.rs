@@ -6,6 +6,7 @@ pub mod events;
 pub mod folders;
 pub mod health;
 pub mod memories;
+pub mod notifications;
 pub mod runs;
 pub mod schedules;
 pub mod sessions;

@@ -6,6 +6,7 @@ mod config;
 mod folders;
 mod health;
 mod matrix;
+mod notifications;
 mod openapi;
 mod pagination;
 mod runs;

@@ -22,6 +22,10 @@ fn every_flag_used() -> Env {
     for flag in catalog().iter().filter_map(|route| route.flag) {
         env = env.set(flag.variable(), "1");
     }
+    // The two notification flags always hold the same value.
+    if env.0.contains_key(Flag::NotificationApi.variable()) {
+        env = env.set(Flag::NotificationDispatch.variable(), "1");
+    }
     env
 }
 

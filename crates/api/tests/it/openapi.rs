@@ -62,7 +62,12 @@ async fn document_matches_the_router_with_flags_off_and_on() {
 fn every_catalog_route_is_annotated() {
     // Even routes behind flags must be described, so turning a flag on never mounts an
     // undocumented route.
-    let all_on = FeatureFlags::with(&[domain::flags::Flag::MemoryApi]).expect("flags");
+    let all_on = FeatureFlags::with(&[
+        domain::flags::Flag::MemoryApi,
+        domain::flags::Flag::NotificationApi,
+        domain::flags::Flag::NotificationDispatch,
+    ])
+    .expect("flags");
     let document = api::openapi::document(&all_on);
     for route in catalog() {
         let item = document.paths.paths.get(route.path);

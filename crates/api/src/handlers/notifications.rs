@@ -1,0 +1,197 @@
+//! Notifications for offline recovery and acknowledgement, and device registration. Mounted
+//! only with `AGENT_NOTIFICATION_API_ENABLED=1` (otherwise 404, which the client reads as
+//! "notifications unavailable").
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json as JsonResponse};
+use domain::ErrorCode;
+use serde::{Deserialize, Serialize};
+use store::{DeviceRow, NotificationRow};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::parse_id;
+use crate::AppState;
+use crate::auth::Caller;
+use crate::extract::{Json, Path};
+use crate::problem::ApiError;
+
+#[derive(Serialize, ToSchema)]
+pub struct Notification {
+    notification_id: Uuid,
+    /// `approval`, `question` or `schedule_outcome`.
+    kind: String,
+    /// The closed version-1 tap dictionary, the same as in the push payload: kind and ids only.
+    #[schema(value_type = Object)]
+    payload: serde_json::Value,
+    #[schema(value_type = String, format = DateTime)]
+    created_at: jiff::Timestamp,
+}
+
+impl From<&NotificationRow> for Notification {
+    fn from(row: &NotificationRow) -> Self {
+        let payload = serde_json::to_value(row.payload()).unwrap_or_default();
+        Notification {
+            notification_id: row.id,
+            kind: payload["kind"].as_str().unwrap_or_default().to_owned(),
+            payload,
+            created_at: row.created_at,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct NotificationList {
+    notifications: Vec<Notification>,
+}
+
+/// Pending notifications (neither obsolete nor acknowledged), oldest first: the offline
+/// authority the client reconciles with.
+#[utoipa::path(
+    get, path = "/v1/notifications", tag = "notifications",
+    security(("bearer" = ["notifications.read"])),
+    responses((status = 200, description = "Pending notifications", body = NotificationList))
+)]
+pub async fn pending(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> Result<JsonResponse<NotificationList>, ApiError> {
+    let rows = state.store.pending_notifications(&caller.principal).await?;
+    Ok(JsonResponse(NotificationList {
+        notifications: rows.iter().map(Notification::from).collect(),
+    }))
+}
+
+/// Acknowledges a notification on every device; repeating it is harmless.
+#[utoipa::path(
+    post, path = "/v1/notifications/{notification_id}/acknowledge", tag = "notifications",
+    security(("bearer" = ["notifications.write"])),
+    params(("notification_id" = Uuid, Path)),
+    responses(
+        (status = 204, description = "Acknowledged"),
+        (status = 404, description = "No such notification", body = crate::openapi::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn acknowledge(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(notification_id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let id = parse_id(
+        &notification_id,
+        |text| Uuid::try_parse(text).ok(),
+        ErrorCode::NotificationNotFound,
+    )?;
+    if state.store.acknowledge_notification(&caller.principal, id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::new(ErrorCode::NotificationNotFound))
+    }
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceRegistration {
+    /// The client's own stable id for this installation (1 to 128 visible characters).
+    client_device_id: String,
+    /// The push token, as hexadecimal.
+    push_token: String,
+    /// `sandbox` or `production`, from the client build.
+    environment: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct Device {
+    device_id: Uuid,
+    client_device_id: String,
+    environment: String,
+    active: bool,
+    #[schema(value_type = String, format = DateTime)]
+    created_at: jiff::Timestamp,
+    #[schema(value_type = String, format = DateTime)]
+    updated_at: jiff::Timestamp,
+}
+
+impl From<DeviceRow> for Device {
+    fn from(row: DeviceRow) -> Self {
+        Device {
+            device_id: row.id,
+            client_device_id: row.client_device_id,
+            environment: row.environment,
+            active: row.active,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+    }
+}
+
+fn invalid(field: &str, detail: &str) -> ApiError {
+    ApiError::new(ErrorCode::ValidationFailed)
+        .detail(detail)
+        .member("field", field)
+}
+
+/// Registers a device, or rotates its token; posting the same registration again is harmless.
+#[utoipa::path(
+    post, path = "/v1/devices", tag = "notifications",
+    security(("bearer" = ["notifications.write"])),
+    request_body = DeviceRegistration,
+    responses(
+        (status = 201, description = "Registered", body = Device),
+        (status = 200, description = "Already registered: token and environment updated", body = Device),
+        (status = 422, description = "Invalid field", body = crate::openapi::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn register(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Json(body): Json<DeviceRegistration>,
+) -> Result<Response, ApiError> {
+    let id = body.client_device_id.trim();
+    if id.is_empty() || id.len() > 128 || !id.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
+        return Err(invalid(
+            "client_device_id",
+            "client_device_id must be 1 to 128 visible ASCII characters",
+        ));
+    }
+    let token = body.push_token.trim();
+    if token.len() < 32 || token.len() > 400 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(invalid(
+            "push_token",
+            "push_token must be the device token in hexadecimal",
+        ));
+    }
+    if !matches!(body.environment.as_str(), "sandbox" | "production") {
+        return Err(invalid("environment", "environment must be `sandbox` or `production`"));
+    }
+    let (row, created) = state
+        .store
+        .register_device(&caller.principal, id, &token.to_ascii_lowercase(), &body.environment)
+        .await?;
+    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, JsonResponse(Device::from(row))).into_response())
+}
+
+/// Revokes a device: it gets no further pushes.
+#[utoipa::path(
+    delete, path = "/v1/devices/{client_device_id}", tag = "notifications",
+    security(("bearer" = ["notifications.write"])),
+    params(("client_device_id" = String, Path)),
+    responses(
+        (status = 204, description = "Revoked"),
+        (status = 404, description = "No such device", body = crate::openapi::Problem, content_type = "application/problem+json"),
+    )
+)]
+pub async fn revoke(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(client_device_id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    if state.store.revoke_device(&caller.principal, &client_device_id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::new(ErrorCode::DeviceNotFound))
+    }
+}

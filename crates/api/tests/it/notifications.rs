@@ -1,0 +1,162 @@
+//! Notifications and devices: flag-gated, pending for offline recovery, acknowledged across
+//! devices, obsolete once resolved; devices register idempotently and revoke.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::support::{Env, TestApp, expect_problem, json};
+
+fn enabled() -> Env {
+    Env::default()
+        .set("AGENT_NOTIFICATION_API_ENABLED", "1")
+        .set("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1")
+}
+
+#[tokio::test]
+async fn the_routes_exist_only_with_the_notification_flags() {
+    let off = TestApp::spawn().await;
+    for (method, path) in [(Method::GET, "/v1/notifications"), (Method::POST, "/v1/devices")] {
+        expect_problem(off.request(method, path).send().await.expect("send"), 404, "not_found").await;
+    }
+    let on = TestApp::spawn_with(enabled()).await;
+    expect_problem(
+        on.client.get(on.url("/v1/notifications")).send().await.expect("send"),
+        401,
+        "unauthenticated",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn pending_notifications_carry_ids_only_and_settle_on_acknowledgement_or_resolution() {
+    let app = TestApp::spawn_with(enabled()).await;
+    let session = app.create_session(json!({})).await["session_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    // Two raised notifications (as the worker raises them with an approval), one of them
+    // resolved meanwhile.
+    for obsolete in [false, true] {
+        sqlx::query(
+            "INSERT INTO notification_outbox (id, kind, session_id, deliver_after, obsolete_at)
+             VALUES (gen_random_uuid(), 'question', $1::uuid, now(), CASE WHEN $2 THEN now() END)",
+        )
+        .bind(&session)
+        .bind(obsolete)
+        .execute(&app.db.pool)
+        .await
+        .expect("outbox row");
+    }
+    let (status, pending) = app.get_json("/v1/notifications").await;
+    assert_eq!(status, 200);
+    let items = pending["notifications"].as_array().expect("list");
+    assert_eq!(items.len(), 1, "obsolete notifications are not pending");
+    let payload = &items[0]["payload"];
+    assert_eq!(payload["v"], 1);
+    assert_eq!(payload["kind"], "question");
+    assert_eq!(payload["session_id"], session.as_str());
+    let keys: Vec<&str> = payload
+        .as_object()
+        .expect("payload")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert!(
+        keys.iter()
+            .all(|key| ["v", "kind", "notification_id", "session_id"].contains(key)),
+        "{keys:?}"
+    );
+
+    let id = items[0]["notification_id"].as_str().expect("id").to_owned();
+    let acknowledge = || {
+        app.request(Method::POST, &format!("/v1/notifications/{id}/acknowledge"))
+            .send()
+    };
+    assert_eq!(acknowledge().await.expect("send").status(), 204);
+    assert_eq!(
+        acknowledge().await.expect("send").status(),
+        204,
+        "acknowledging again is harmless"
+    );
+    let (_, pending) = app.get_json("/v1/notifications").await;
+    assert_eq!(
+        pending,
+        json!({ "notifications": [] }),
+        "acknowledged on one device, settled on all"
+    );
+    let unknown = format!("/v1/notifications/{}/acknowledge", uuid::Uuid::new_v4());
+    expect_problem(
+        app.request(Method::POST, &unknown).send().await.expect("send"),
+        404,
+        "notification_not_found",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn devices_register_idempotently_rotate_and_revoke() {
+    let app = TestApp::spawn_with(enabled()).await;
+    let token = "a".repeat(64);
+    let register = |token: String, environment: &'static str| {
+        app.request(Method::POST, "/v1/devices")
+            .json(&json!({ "client_device_id": "phone-1", "push_token": token, "environment": environment }))
+            .send()
+    };
+    let (status, first) = json(register(token.clone(), "sandbox").await.expect("send")).await;
+    assert_eq!(
+        (status, first["environment"].as_str(), first["active"].as_bool()),
+        (201, Some("sandbox"), Some(true))
+    );
+    let (status, again) = json(register(token.clone(), "sandbox").await.expect("send")).await;
+    assert_eq!(
+        (status, &again["device_id"]),
+        (200, &first["device_id"]),
+        "the same registration again"
+    );
+    let (status, rotated) = json(register("b".repeat(64), "production").await.expect("send")).await;
+    assert_eq!((status, rotated["environment"].as_str()), (200, Some("production")));
+    let stored: (String, i64) = sqlx::query_as("SELECT push_token, count(*) OVER () FROM devices")
+        .fetch_one(&app.db.pool)
+        .await
+        .expect("device");
+    assert_eq!(stored, ("b".repeat(64), 1), "rotation replaced the token");
+
+    let bad = app
+        .request(Method::POST, "/v1/devices")
+        .json(&json!({ "client_device_id": "phone-1", "push_token": "not hex", "environment": "sandbox" }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(
+        expect_problem(bad, 422, "validation_failed").await["field"],
+        "push_token"
+    );
+    let bad = register(token, "staging").await.expect("send");
+    assert_eq!(
+        expect_problem(bad, 422, "validation_failed").await["field"],
+        "environment"
+    );
+
+    assert_eq!(
+        app.request(Method::DELETE, "/v1/devices/phone-1")
+            .send()
+            .await
+            .expect("send")
+            .status(),
+        204
+    );
+    let active: bool = sqlx::query_scalar("SELECT active FROM devices")
+        .fetch_one(&app.db.pool)
+        .await
+        .expect("device");
+    assert!(!active);
+    expect_problem(
+        app.request(Method::DELETE, "/v1/devices/tablet-9")
+            .send()
+            .await
+            .expect("send"),
+        404,
+        "device_not_found",
+    )
+    .await;
+}

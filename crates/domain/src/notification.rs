@@ -1,0 +1,146 @@
+//! Notifications: what a push alert may carry. The tap payload is a closed, version-1
+//! dictionary of a kind and ids; alert text names the next action and, for approvals, the tool.
+//! Neither can hold message text, recipients, subjects, bodies, instructions, results or
+//! failure details: the types below have no field that could.
+
+use serde::Serialize;
+use uuid::Uuid;
+
+/// What a notification is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotificationKind {
+    Approval,
+    Question,
+    ScheduleOutcome,
+}
+
+impl NotificationKind {
+    pub fn parse(text: &str) -> Option<NotificationKind> {
+        match text {
+            "approval" => Some(NotificationKind::Approval),
+            "question" => Some(NotificationKind::Question),
+            "schedule_outcome" => Some(NotificationKind::ScheduleOutcome),
+            _ => None,
+        }
+    }
+}
+
+/// The version-1 tap payload: a kind and ids, nothing else.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TapPayload {
+    pub v: u8,
+    pub kind: NotificationKind,
+    pub notification_id: Uuid,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval_id: Option<Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub question_id: Option<Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub occurrence_id: Option<Uuid>,
+}
+
+/// What the alert says: the next action, and for approvals the tool's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Alert<'a> {
+    Approval {
+        tool: &'a str,
+    },
+    Question,
+    /// A schedule outcome: `completed`, `failed`, `cancelled` or `skipped`, with the skip or
+    /// failure reason code when there is one.
+    ScheduleOutcome {
+        state: &'a str,
+        reason: Option<&'a str>,
+    },
+}
+
+/// Tool names are identifiers; anything else is not shown.
+fn tool_name(tool: &str) -> &str {
+    let identifier = !tool.is_empty()
+        && tool.len() <= 64
+        && tool
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if identifier { tool } else { "a tool" }
+}
+
+impl Alert<'_> {
+    pub fn text(&self) -> String {
+        match self {
+            Alert::Approval { tool } => format!("Approval needed: {}", tool_name(tool)),
+            Alert::Question => "Your agent has a question".to_owned(),
+            Alert::ScheduleOutcome {
+                state: "skipped",
+                reason: Some("misfire"),
+            } => "Scheduled run skipped: it started too late".to_owned(),
+            Alert::ScheduleOutcome { state: "skipped", .. } => "Scheduled run skipped".to_owned(),
+            Alert::ScheduleOutcome { state: "completed", .. } => "Scheduled run completed".to_owned(),
+            Alert::ScheduleOutcome {
+                state: "failed",
+                reason: Some("schedule.authorization_failed"),
+            } => "Scheduled run not authorized".to_owned(),
+            Alert::ScheduleOutcome { state: "cancelled", .. } => "Scheduled run cancelled".to_owned(),
+            Alert::ScheduleOutcome { .. } => "Scheduled run failed".to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tap_payload_is_ids_only() {
+        let id = Uuid::nil();
+        let payload = TapPayload {
+            v: 1,
+            kind: NotificationKind::Approval,
+            notification_id: id,
+            session_id: Some(id),
+            run_id: None,
+            approval_id: Some(id),
+            question_id: None,
+            occurrence_id: None,
+        };
+        let json = serde_json::to_value(&payload).expect("json");
+        let keys: Vec<&str> = json.as_object().expect("object").keys().map(String::as_str).collect();
+        assert_eq!(keys.len(), 5);
+        for key in keys {
+            assert!(
+                ["v", "kind", "notification_id", "session_id", "approval_id"].contains(&key),
+                "{key}"
+            );
+        }
+    }
+
+    #[test]
+    fn alert_text_never_shows_anything_but_an_identifier() {
+        assert_eq!(
+            Alert::Approval {
+                tool: "mcp.mail_send.send_message"
+            }
+            .text(),
+            "Approval needed: mcp.mail_send.send_message"
+        );
+        assert_eq!(
+            Alert::Approval {
+                tool: "Dear Bob, the password is hunter2"
+            }
+            .text(),
+            "Approval needed: a tool"
+        );
+        assert_eq!(
+            Alert::ScheduleOutcome {
+                state: "skipped",
+                reason: Some("misfire")
+            }
+            .text(),
+            "Scheduled run skipped: it started too late"
+        );
+    }
+}

@@ -1,0 +1,151 @@
+//! Notifications for offline recovery and acknowledgement, and the devices that receive them.
+
+use domain::ids::PrincipalId;
+use domain::notification::{NotificationKind, TapPayload};
+use jiff::Timestamp;
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+use uuid::Uuid;
+
+use crate::{Result, Store, StoreError, timestamp};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct NotificationRow {
+    pub id: Uuid,
+    pub kind: NotificationKind,
+    pub session_id: Option<Uuid>,
+    pub run_id: Option<Uuid>,
+    pub approval_id: Option<Uuid>,
+    pub question_id: Option<Uuid>,
+    pub occurrence_id: Option<Uuid>,
+    pub deliver_after: Timestamp,
+    pub created_at: Timestamp,
+}
+
+impl NotificationRow {
+    fn from_row(row: &PgRow) -> Result<NotificationRow> {
+        let kind: String = row.try_get("kind")?;
+        Ok(NotificationRow {
+            id: row.try_get("id")?,
+            kind: NotificationKind::parse(&kind)
+                .ok_or_else(|| StoreError::Corrupt(format!("notification kind `{kind}`")))?,
+            session_id: row.try_get("session_id")?,
+            run_id: row.try_get("run_id")?,
+            approval_id: row.try_get("approval_id")?,
+            question_id: row.try_get("question_id")?,
+            occurrence_id: row.try_get("occurrence_id")?,
+            deliver_after: timestamp(row.try_get("deliver_after")?),
+            created_at: timestamp(row.try_get("created_at")?),
+        })
+    }
+
+    /// The closed, content-free tap payload.
+    pub fn payload(&self) -> TapPayload {
+        TapPayload {
+            v: 1,
+            kind: self.kind,
+            notification_id: self.id,
+            session_id: self.session_id,
+            run_id: self.run_id,
+            approval_id: self.approval_id,
+            question_id: self.question_id,
+            occurrence_id: self.occurrence_id,
+        }
+    }
+}
+
+/// Notifications belong to the principal of their session, or of their schedule.
+const OWNED: &str = "FROM notification_outbox o
+     LEFT JOIN sessions s ON s.id = o.session_id
+     LEFT JOIN schedule_occurrences so ON so.id = o.occurrence_id
+     LEFT JOIN schedules sc ON sc.id = so.schedule_id
+     WHERE COALESCE(s.principal_id, sc.principal_id) = $1";
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceRow {
+    pub id: Uuid,
+    pub client_device_id: String,
+    pub environment: String,
+    pub active: bool,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+}
+
+impl DeviceRow {
+    fn from_row(row: &PgRow) -> Result<DeviceRow> {
+        Ok(DeviceRow {
+            id: row.try_get("id")?,
+            client_device_id: row.try_get("client_device_id")?,
+            environment: row.try_get("environment")?,
+            active: row.try_get("active")?,
+            created_at: timestamp(row.try_get("created_at")?),
+            updated_at: timestamp(row.try_get("updated_at")?),
+        })
+    }
+}
+
+impl Store {
+    /// Notifications still pending: neither obsolete nor acknowledged, oldest first.
+    pub async fn pending_notifications(&self, principal: &PrincipalId) -> Result<Vec<NotificationRow>> {
+        let sql = format!(
+            "SELECT o.id, o.kind, o.session_id, o.run_id, o.approval_id, o.question_id, o.occurrence_id,
+                    o.deliver_after, o.created_at
+             {OWNED} AND o.obsolete_at IS NULL AND o.acknowledged_at IS NULL ORDER BY o.created_at, o.id"
+        );
+        let rows = sqlx::query(&sql).bind(principal.as_str()).fetch_all(&self.pool).await?;
+        rows.iter().map(NotificationRow::from_row).collect()
+    }
+
+    /// Acknowledges a notification for every device; repeating it changes nothing. False when
+    /// there is no such notification.
+    pub async fn acknowledge_notification(&self, principal: &PrincipalId, id: Uuid) -> Result<bool> {
+        let sql = format!(
+            "UPDATE notification_outbox SET acknowledged_at = COALESCE(acknowledged_at, now())
+             WHERE id = (SELECT o.id {OWNED} AND o.id = $2)"
+        );
+        let updated = sqlx::query(&sql)
+            .bind(principal.as_str())
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(updated.rows_affected() == 1)
+    }
+
+    /// Registers a device, or rotates its token and environment; returns it and whether it is new.
+    pub async fn register_device(
+        &self,
+        principal: &PrincipalId,
+        client_device_id: &str,
+        push_token: &str,
+        environment: &str,
+    ) -> Result<(DeviceRow, bool)> {
+        let row = sqlx::query(
+            "INSERT INTO devices (id, principal_id, client_device_id, push_token, environment)
+             VALUES ($1, $2, $3, $4, $5)
+             ON CONFLICT (principal_id, client_device_id) DO UPDATE SET push_token = excluded.push_token,
+                 environment = excluded.environment, active = true, deactivated_reason = NULL, updated_at = now()
+             RETURNING id, client_device_id, environment, active, created_at, updated_at, (xmax = 0) AS inserted",
+        )
+        .bind(Uuid::now_v7())
+        .bind(principal.as_str())
+        .bind(client_device_id)
+        .bind(push_token)
+        .bind(environment)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok((DeviceRow::from_row(&row)?, row.try_get("inserted")?))
+    }
+
+    /// Revokes a device; false when there is no such device.
+    pub async fn revoke_device(&self, principal: &PrincipalId, client_device_id: &str) -> Result<bool> {
+        let revoked = sqlx::query(
+            "UPDATE devices SET active = false, deactivated_reason = 'revoked', updated_at = now()
+             WHERE principal_id = $1 AND client_device_id = $2",
+        )
+        .bind(principal.as_str())
+        .bind(client_device_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(revoked.rows_affected() == 1)
+    }
+}
