@@ -285,9 +285,18 @@ impl Executor {
             let events = self.store.session_history(lease.session).await?;
             let mut messages = vec![ChatMessage::System(configuration.instructions.clone())];
             messages.extend(history::build(&events));
+            // The owner's model settings at submit time win over the agent's defaults; the
+            // provider stays the agent's.
+            let (model, reasoning_effort) = match &claimed.chat_model {
+                Some((model, effort)) => (model.clone(), (effort != "none").then(|| effort.clone())),
+                None => (
+                    configuration.model.model.clone(),
+                    configuration.model.reasoning_effort.clone(),
+                ),
+            };
             let request = ModelRequest {
-                model: configuration.model.model.clone(),
-                reasoning_effort: configuration.model.reasoning_effort.clone(),
+                model,
+                reasoning_effort,
                 messages,
                 tools: toolbox.specs(),
             };

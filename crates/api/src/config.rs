@@ -15,6 +15,7 @@
 //! | `RUN_MAX_STEPS`, `RUN_MAX_MODEL_CALLS`, `RUN_MAX_TOOL_CALLS` | per-run caps of interactive runs | `16` each |
 //! | `RUN_MAX_COST` | per-run cost cap, a decimal | `1` |
 //! | `RUN_TIMEOUT_SECONDS` | per-run deadline | `300` |
+//! | `MODEL_SETTINGS_FILE` | JSON `{"chat": [{"model", "reasoning_efforts"}], "memory": [...]}`: the offered models | the scripted model |
 //! | `API_STREAM_HEARTBEAT_SECONDS` | heartbeat comment interval of event streams, 1 to 15 | `15` |
 //! | `LOG_LEVEL` | `error`, `warn`, `info`, `debug` or `trace` | `info` |
 
@@ -80,6 +81,8 @@ pub struct ApiConfig {
     /// Limits given to every interactive run.
     pub run_limits: RunLimits,
     pub stream_heartbeat: std::time::Duration,
+    /// The model combinations offered in the settings.
+    pub offered_models: domain::models::Offered,
 }
 
 fn parse_number<T: std::str::FromStr>(
@@ -192,6 +195,21 @@ impl ApiConfig {
             });
         }
 
+        let offered_models = match get("MODEL_SETTINGS_FILE") {
+            None => domain::models::Offered::scripted(),
+            Some(path) => {
+                let invalid = |reason: String| ConfigError::Invalid {
+                    variable: "MODEL_SETTINGS_FILE",
+                    reason,
+                };
+                let bytes = std::fs::read(&path).map_err(|error| invalid(format!("{path}: {error}")))?;
+                let offered: domain::models::Offered =
+                    serde_json::from_slice(&bytes).map_err(|error| invalid(format!("{path}: {error}")))?;
+                offered.check().map_err(|error| invalid(error.to_string()))?;
+                offered
+            }
+        };
+
         let token_path = PathBuf::from(get("API_TOKEN_FILE").ok_or(ConfigError::Missing("API_TOKEN_FILE"))?);
         let token = read_owner_only(&token_path)?;
         let token = token.strip_suffix(b"\n").unwrap_or(&token);
@@ -228,6 +246,7 @@ impl ApiConfig {
             log_level,
             run_limits,
             stream_heartbeat: std::time::Duration::from_secs(heartbeat),
+            offered_models,
         })
     }
 }

@@ -41,6 +41,7 @@ struct Settings {
     upload_idle_timeout: std::time::Duration,
     run_limits: domain::run::RunLimits,
     stream_heartbeat: std::time::Duration,
+    offered_models: domain::models::Offered,
     release: String,
     openapi_json: String,
 }
@@ -57,6 +58,7 @@ pub fn app(config: ApiConfig, store: Store) -> Router {
         upload_idle_timeout: config.upload_idle_timeout,
         run_limits: config.run_limits,
         stream_heartbeat: config.stream_heartbeat,
+        offered_models: config.offered_models,
         release: config.release,
         openapi_json,
     };

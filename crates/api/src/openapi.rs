@@ -12,7 +12,7 @@ use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::AppState;
 use crate::handlers::{
-    approvals, artifacts, events, folders, health, memories, notifications, runs, schedules, sessions,
+    approvals, artifacts, events, folders, health, memories, notifications, runs, schedules, sessions, settings,
 };
 use crate::routes::catalog;
 
@@ -71,6 +71,8 @@ impl Modify for BearerAuth {
         schedules::get,
         schedules::cancel,
         schedules::occurrences,
+        settings::get,
+        settings::save,
         folders::list,
         folders::create,
         folders::rename,

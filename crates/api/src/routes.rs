@@ -18,7 +18,7 @@ use domain::scope::Scope;
 use crate::AppState;
 use crate::auth::{self, Authenticator, Guard};
 use crate::handlers::{
-    approvals, artifacts, events, folders, health, memories, notifications, runs, schedules, sessions,
+    approvals, artifacts, events, folders, health, memories, notifications, runs, schedules, sessions, settings,
 };
 use crate::{openapi, problem};
 
@@ -72,6 +72,7 @@ pub fn catalog() -> Vec<RouteDef> {
     use Access::{Public, Scoped};
     use Scope::{
         MemoryRead, NotificationsRead, NotificationsWrite, SchedulesRead, SchedulesWrite, SessionsRead, SessionsWrite,
+        SettingsRead, SettingsWrite,
     };
     vec![
         route!(GET "/health/ready", Public, None, health::ready),
@@ -96,6 +97,8 @@ pub fn catalog() -> Vec<RouteDef> {
         route!(GET "/v1/schedules/{schedule_id}", Scoped(SchedulesRead), None, schedules::get),
         route!(DELETE "/v1/schedules/{schedule_id}", Scoped(SchedulesWrite), None, schedules::cancel),
         route!(GET "/v1/schedules/{schedule_id}/occurrences", Scoped(SchedulesRead), None, schedules::occurrences),
+        route!(GET "/v1/settings/models", Scoped(SettingsRead), None, settings::get),
+        route!(PUT "/v1/settings/models", Scoped(SettingsWrite), None, settings::save),
         route!(GET "/v1/folders", Scoped(SessionsRead), None, folders::list),
         route!(POST "/v1/folders", Scoped(SessionsWrite), None, folders::create),
         route!(PATCH "/v1/folders/{folder_id}", Scoped(SessionsWrite), None, folders::rename),

@@ -41,10 +41,11 @@ pub enum ErrorCode {
     UnknownAgentVersion,
     NotificationNotFound,
     DeviceNotFound,
+    UnsupportedModelChoice,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 36] = [
+    pub const ALL: [ErrorCode; 37] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -81,6 +82,7 @@ impl ErrorCode {
         ErrorCode::UnknownAgentVersion,
         ErrorCode::NotificationNotFound,
         ErrorCode::DeviceNotFound,
+        ErrorCode::UnsupportedModelChoice,
     ];
 
     /// The stable machine-readable code, the `code` member of a problem document.
@@ -122,6 +124,7 @@ impl ErrorCode {
             ErrorCode::UnknownAgentVersion => "unknown_agent_version",
             ErrorCode::NotificationNotFound => "notification_not_found",
             ErrorCode::DeviceNotFound => "device_not_found",
+            ErrorCode::UnsupportedModelChoice => "unsupported_model_choice",
         }
     }
 
@@ -158,6 +161,7 @@ impl ErrorCode {
             ErrorCode::UnknownAgentVersion => 422,
             ErrorCode::NotificationNotFound => 404,
             ErrorCode::DeviceNotFound => 404,
+            ErrorCode::UnsupportedModelChoice => 422,
         }
     }
 
@@ -200,6 +204,7 @@ impl ErrorCode {
             ErrorCode::UnknownAgentVersion => "Unknown agent version",
             ErrorCode::NotificationNotFound => "Notification not found",
             ErrorCode::DeviceNotFound => "Device not found",
+            ErrorCode::UnsupportedModelChoice => "Model combination not offered",
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod folder;
 pub mod idempotency;
 pub mod ids;
 pub mod manifest;
+pub mod models;
 pub mod notification;
 pub mod run;
 pub mod scope;

@@ -7,6 +7,7 @@ mod artifacts;
 mod events;
 mod folders;
 mod idempotency;
+mod model_settings;
 mod notes;
 mod notifications;
 mod runs;

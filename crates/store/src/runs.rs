@@ -195,8 +195,12 @@ impl Store {
             let insert = format!(
                 "WITH r AS (
                      INSERT INTO runs (id, session_id, state, principal_id, max_steps, max_model_calls,
-                                       max_tool_calls, max_cost_micros, run_timeout_seconds, deadline_at)
-                     SELECT $1, $2, 'queued', $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $8)
+                                       max_tool_calls, max_cost_micros, run_timeout_seconds, deadline_at,
+                                       chat_model, chat_reasoning_effort)
+                     SELECT $1, $2, 'queued', $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $8),
+                            settings.chat_model, settings.chat_reasoning_effort
+                     FROM (SELECT 1) AS one
+                     LEFT JOIN model_settings settings ON settings.principal_id = $3
                      WHERE EXISTS (SELECT 1 FROM sessions WHERE id = $2 AND principal_id = $3)
                      ON CONFLICT (session_id) WHERE state IN ({}) DO NOTHING
                      RETURNING *

@@ -49,6 +49,8 @@ pub struct ClaimedRun {
     pub configuration: Value,
     pub counters: RunCounters,
     pub attempts: u32,
+    /// The chat model and reasoning effort the owner's settings held when the run was submitted.
+    pub chat_model: Option<(String, String)>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -167,7 +169,7 @@ impl Store {
                  WHERE (state = 'queued' OR (state = 'running' AND lease_expires_at < now())) AND deadline_at > now()
                  ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
              RETURNING {RUN_COLUMNS}, r.principal_id, r.attempts, r.steps, r.model_calls, r.tool_calls,
-                 r.cost_micros, r.input_tokens, r.output_tokens"
+                 r.cost_micros, r.input_tokens, r.output_tokens, r.chat_model, r.chat_reasoning_effort"
         );
         let Some(row) = sqlx::query(&sql)
             .bind(worker)
@@ -190,6 +192,8 @@ impl Store {
             output_tokens: row.try_get("output_tokens")?,
         };
         let attempts = counter("attempts")?;
+        let chat_model: Option<String> = row.try_get("chat_model")?;
+        let chat_effort: Option<String> = row.try_get("chat_reasoning_effort")?;
         let principal: String = row.try_get("principal_id")?;
         let configuration: Value = sqlx::query_scalar(
             "SELECT v.configuration FROM sessions s
@@ -210,6 +214,7 @@ impl Store {
             configuration,
             counters,
             attempts,
+            chat_model: chat_model.zip(chat_effort),
         }))
     }
 

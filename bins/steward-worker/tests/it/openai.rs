@@ -186,3 +186,53 @@ async fn tool_and_model_call_limits_fail_the_run_with_their_codes() {
     );
     assert_eq!(model.requests().len(), 1, "no second model call");
 }
+
+#[tokio::test]
+async fn the_owners_model_settings_choose_the_model_of_the_next_message() {
+    let model = FakeModel::start(FakeState::default()).await;
+    let definitions = agent_definitions(json!({ "provider": "openai", "model": "gpt-test" }), None);
+    let offer = r#"{"chat": [{"model": "gpt-test", "reasoning_efforts": ["none"]},
+                             {"model": "gpt-better", "reasoning_efforts": ["high"]}],
+                    "memory": [{"model": "gpt-test", "reasoning_efforts": ["none"]}]}"#;
+    let mut stack = Stack::api(&[
+        ("AGENT_DEFINITIONS", &definitions),
+        ("MODEL_SETTINGS", offer),
+        (
+            "AUTH_SCOPES",
+            "sessions.read,sessions.write,settings.read,settings.write",
+        ),
+    ])
+    .await;
+    stack.start_worker(&[("OPENAI_BASE_URL", &model.url)]);
+    let session = stack.session().await;
+    let run = stack.submit(&session, "first").await;
+    assert_eq!(
+        stack.wait_for(&run, &["completed", "failed"]).await["state"],
+        "completed"
+    );
+
+    let saved = stack
+        .request(reqwest::Method::PUT, "/v1/settings/models")
+        .json(&json!({ "chat_model": "gpt-better", "chat_reasoning_effort": "high",
+                       "memory_model": "gpt-test", "memory_reasoning_effort": "none" }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(saved.status(), 200);
+    let run = stack.submit(&session, "second").await;
+    assert_eq!(
+        stack.wait_for(&run, &["completed", "failed"]).await["state"],
+        "completed"
+    );
+
+    let requests = model.requests();
+    assert_eq!(
+        (requests[0].1["model"].as_str(), requests[0].1.get("reasoning_effort")),
+        (Some("gpt-test"), None)
+    );
+    assert_eq!(
+        requests[1].1["model"], "gpt-better",
+        "the existing chat's next message uses the new settings"
+    );
+    assert_eq!(requests[1].1["reasoning_effort"], "high");
+}

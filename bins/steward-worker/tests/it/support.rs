@@ -61,6 +61,10 @@ impl Stack {
                 let path = dir.path().join("agents.json");
                 std::fs::write(&path, value).expect("write agents");
                 vars.insert("AGENT_DEFINITIONS_FILE".into(), path.display().to_string());
+            } else if *name == "MODEL_SETTINGS" {
+                let path = dir.path().join("models.json");
+                std::fs::write(&path, value).expect("write model offer");
+                vars.insert("MODEL_SETTINGS_FILE".into(), path.display().to_string());
             } else {
                 vars.insert((*name).to_owned(), (*value).to_owned());
             }

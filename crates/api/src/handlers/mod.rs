@@ -10,6 +10,7 @@ pub mod notifications;
 pub mod runs;
 pub mod schedules;
 pub mod sessions;
+pub mod settings;
 
 use domain::ErrorCode;
 

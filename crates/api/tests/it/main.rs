@@ -12,5 +12,6 @@ mod pagination;
 mod runs;
 mod schedules;
 mod sessions;
+mod settings;
 mod stream;
 mod support;

@@ -1,0 +1,70 @@
+//! Model settings: offered combinations only; saved settings reach the next message's run.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::support::{Env, TestApp, expect_problem, json};
+
+const OFFER: &str = r#"{"chat": [{"model": "gpt-fast", "reasoning_efforts": ["none"]},
+                                 {"model": "gpt-deep", "reasoning_efforts": ["low", "high"]}],
+                        "memory": [{"model": "gpt-mini", "reasoning_efforts": ["none"]}]}"#;
+
+#[tokio::test]
+async fn settings_offer_choose_and_apply_to_the_next_message() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let offer = dir.path().join("models.json");
+    std::fs::write(&offer, OFFER).expect("write offer");
+    let app = TestApp::spawn_with(Env::default().set("MODEL_SETTINGS_FILE", offer.to_str().expect("path"))).await;
+
+    let (status, current) = app.get_json("/v1/settings/models").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        (
+            current["chat_model"].as_str(),
+            current["chat_reasoning_effort"].as_str()
+        ),
+        (Some("gpt-fast"), Some("none"))
+    );
+    assert_eq!(
+        current["offered"]["chat"][1]["reasoning_efforts"],
+        json!(["low", "high"])
+    );
+
+    let save = |chat_model: &str, effort: &str| {
+        app.request(Method::PUT, "/v1/settings/models")
+            .json(&json!({ "chat_model": chat_model, "chat_reasoning_effort": effort,
+                           "memory_model": "gpt-mini", "memory_reasoning_effort": "none" }))
+            .send()
+    };
+    let problem = expect_problem(
+        save("gpt-deep", "medium").await.expect("send"),
+        422,
+        "unsupported_model_choice",
+    )
+    .await;
+    assert_eq!(problem["field"], "chat_reasoning_effort");
+    let problem = expect_problem(
+        save("gpt-9", "low").await.expect("send"),
+        422,
+        "unsupported_model_choice",
+    )
+    .await;
+    assert_eq!(problem["field"], "chat_model");
+    let (status, saved) = json(save("gpt-deep", "high").await.expect("send")).await;
+    assert_eq!((status, saved["chat_model"].as_str()), (200, Some("gpt-deep")));
+    let (_, current) = app.get_json("/v1/settings/models").await;
+    assert_eq!(current["chat_reasoning_effort"], "high");
+
+    // The next message's run carries the choice.
+    let session = app.create_session(json!({})).await["session_id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    assert_eq!(app.submit(&session, "m-1", json!({ "text": "hi" })).await.status(), 202);
+    let snapshot: (Option<String>, Option<String>) =
+        sqlx::query_as("SELECT chat_model, chat_reasoning_effort FROM runs")
+            .fetch_one(&app.db.pool)
+            .await
+            .expect("run");
+    assert_eq!(snapshot, (Some("gpt-deep".into()), Some("high".into())));
+}
