@@ -78,16 +78,19 @@ async fn fire(config: Config) -> anyhow::Result<()> {
     tokio::pin!(shutdown);
     tracing::info!("steward-schedule started");
     loop {
-        match accounts(config.mail_accounts.as_deref()) {
-            Ok(accounts) => match store.fire_due(jiff::Timestamp::now(), accounts.as_ref(), 100).await {
-                Ok(fired) => {
-                    for firing in fired {
-                        tracing::info!(?firing, "schedule fired");
-                    }
+        // An unreadable manifest means mail is unavailable: schedules without mail scopes still
+        // fire, and mail-scoped ones fail their authorization.
+        let accounts = accounts(config.mail_accounts.as_deref()).unwrap_or_else(|error| {
+            tracing::warn!("{error:#}; mail scopes cannot be granted");
+            None
+        });
+        match store.fire_due(jiff::Timestamp::now(), accounts.as_ref(), 100).await {
+            Ok(fired) => {
+                for firing in fired {
+                    tracing::info!(?firing, "schedule fired");
                 }
-                Err(error) => tracing::warn!(%error, "cannot fire schedules"),
-            },
-            Err(error) => tracing::warn!("{error:#}; firings wait for a readable manifest"),
+            }
+            Err(error) => tracing::warn!(%error, "cannot fire schedules"),
         }
         tokio::select! {
             () = tokio::time::sleep(config.poll) => {}

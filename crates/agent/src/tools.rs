@@ -260,6 +260,9 @@ async fn create_schedule(store: &Store, principal: &PrincipalId, invocation: &In
             "title, instruction, local_time and timezone are required",
         );
     };
+    if title.chars().count() > 200 {
+        return failed("tool.invalid_arguments", "title must be at most 200 characters");
+    }
     let Some(time) = domain::cadence::parse_local_time(local_time) else {
         return failed("tool.invalid_arguments", "local_time must be HH:MM:SS");
     };

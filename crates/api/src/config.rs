@@ -195,21 +195,6 @@ impl ApiConfig {
             });
         }
 
-        let offered_models = match get("MODEL_SETTINGS_FILE") {
-            None => domain::models::Offered::scripted(),
-            Some(path) => {
-                let invalid = |reason: String| ConfigError::Invalid {
-                    variable: "MODEL_SETTINGS_FILE",
-                    reason,
-                };
-                let bytes = std::fs::read(&path).map_err(|error| invalid(format!("{path}: {error}")))?;
-                let offered: domain::models::Offered =
-                    serde_json::from_slice(&bytes).map_err(|error| invalid(format!("{path}: {error}")))?;
-                offered.check().map_err(|error| invalid(error.to_string()))?;
-                offered
-            }
-        };
-
         let token_path = PathBuf::from(get("API_TOKEN_FILE").ok_or(ConfigError::Missing("API_TOKEN_FILE"))?);
         let token = read_owner_only(&token_path)?;
         let token = token.strip_suffix(b"\n").unwrap_or(&token);
@@ -231,6 +216,29 @@ impl ApiConfig {
             }
         };
         let agents = AgentRegistry::compose(definitions, &flags)?;
+
+        let offered_models = match get("MODEL_SETTINGS_FILE") {
+            // Without an operator offer, the default agent's own model is the only choice.
+            None => {
+                let agent = agents.get("default").or_else(|| agents.iter().next());
+                let model = agent.map(|agent| &agent.configuration.model);
+                domain::models::Offered::only(
+                    model.map_or("scripted-1", |m| m.model.as_str()),
+                    model.and_then(|m| m.reasoning_effort.as_deref()),
+                )
+            }
+            Some(path) => {
+                let invalid = |reason: String| ConfigError::Invalid {
+                    variable: "MODEL_SETTINGS_FILE",
+                    reason,
+                };
+                let bytes = std::fs::read(&path).map_err(|error| invalid(format!("{path}: {error}")))?;
+                let offered: domain::models::Offered =
+                    serde_json::from_slice(&bytes).map_err(|error| invalid(format!("{path}: {error}")))?;
+                offered.check().map_err(|error| invalid(error.to_string()))?;
+                offered
+            }
+        };
 
         Ok(ApiConfig {
             listen_addr,

@@ -37,16 +37,23 @@ pub enum OfferError {
 }
 
 impl Offered {
-    /// The offline default: the scripted model, without reasoning effort.
-    pub fn scripted() -> Offered {
-        let scripted = OfferedModel {
-            model: "scripted-1".to_owned(),
-            reasoning_efforts: vec!["none".to_owned()],
+    /// The offer when the operator configures none: just the given agent model and effort.
+    pub fn only(model: &str, reasoning_effort: Option<&str>) -> Offered {
+        let offered = OfferedModel {
+            model: model.to_owned(),
+            reasoning_efforts: vec![reasoning_effort.unwrap_or("none").to_owned()],
         };
         Offered {
-            chat: vec![scripted.clone()],
-            memory: vec![scripted],
+            chat: vec![offered.clone()],
+            memory: vec![offered],
         }
+    }
+
+    /// What applies: the stored choice while the offer still includes it, else the default.
+    pub fn effective(&self, stored: Option<ModelChoice>) -> ModelChoice {
+        stored
+            .filter(|choice| self.refuse(choice).is_none())
+            .unwrap_or_else(|| self.default_choice())
     }
 
     pub fn check(&self) -> Result<(), OfferError> {
@@ -150,6 +157,15 @@ mod tests {
             .check(),
             Err(OfferError::Empty("chat"))
         );
-        assert!(Offered::scripted().check().is_ok());
+        assert!(Offered::only("scripted-1", None).check().is_ok());
+        let stale = ModelChoice {
+            chat_model: "gone".into(),
+            ..offered.default_choice()
+        };
+        assert_eq!(
+            offered.effective(Some(stale)),
+            offered.default_choice(),
+            "a withdrawn model falls back"
+        );
     }
 }

@@ -24,7 +24,7 @@ pub use idempotency::{IdempotencyClaim, Prior, StoredResponse};
 pub use notifications::{DeviceRow, NotificationRow};
 pub use runs::{CancelRun, NewMessage, RunRow, Submit};
 pub use schedules::{CancelSchedule, CreateSchedule, NewSchedule, OccurrenceRow, ScheduleRow};
-pub use scheduling::{AUTHORIZATION_FAILED, Firing, MISFIRE};
+pub use scheduling::{AUTHORIZATION_FAILED, Firing, INVALID_CADENCE, MISFIRE};
 pub use sessions::{DeleteSession, FileSession, NewSession, SessionPage, SessionRow};
 pub use work::{ClaimedRun, InvocationRow, Lease, ModelStep, NewCall, RUNS_CHANNEL, RunCounters};
 

@@ -71,6 +71,8 @@ pub struct NewMessage<'a> {
     pub limits: RunLimits,
     /// The session's title if it has none yet.
     pub title: Option<String>,
+    /// The chat model and reasoning effort in force (the owner's effective model settings).
+    pub chat_model: (&'a str, &'a str),
     pub idempotency: IdempotencyClaim<'a>,
 }
 
@@ -197,10 +199,7 @@ impl Store {
                      INSERT INTO runs (id, session_id, state, principal_id, max_steps, max_model_calls,
                                        max_tool_calls, max_cost_micros, run_timeout_seconds, deadline_at,
                                        chat_model, chat_reasoning_effort)
-                     SELECT $1, $2, 'queued', $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $8),
-                            settings.chat_model, settings.chat_reasoning_effort
-                     FROM (SELECT 1) AS one
-                     LEFT JOIN model_settings settings ON settings.principal_id = $3
+                     SELECT $1, $2, 'queued', $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $8), $10, $11
                      WHERE EXISTS (SELECT 1 FROM sessions WHERE id = $2 AND principal_id = $3)
                      ON CONFLICT (session_id) WHERE state IN ({}) DO NOTHING
                      RETURNING *
@@ -220,6 +219,8 @@ impl Store {
                 .bind(limits.max_cost.micros())
                 .bind(signed(limits.run_timeout_seconds))
                 .bind(crate::work::RUNS_CHANNEL)
+                .bind(new.chat_model.0)
+                .bind(new.chat_model.1)
                 .fetch_optional(&mut *tx)
                 .await?;
             let Some(row) = inserted else {

@@ -274,11 +274,13 @@ impl Store {
                     return Ok(CancelSchedule::NotFound);
                 };
                 let current = ScheduleRow::from_row(&row)?;
+                // A retried cancel whose first answer was lost is answered the same way.
+                let retried = current.state == "cancelled" && expected_revision == current.revision - 1;
+                if current.state == "cancelled" && (retried || expected_revision == current.revision) {
+                    return Ok(CancelSchedule::Cancelled(Box::new(current)));
+                }
                 if current.revision != expected_revision {
                     return Ok(CancelSchedule::RevisionMismatch(Box::new(current)));
-                }
-                if current.state == "cancelled" {
-                    return Ok(CancelSchedule::Cancelled(Box::new(current)));
                 }
                 let sql = format!(
                     "UPDATE schedules SET state = 'cancelled', revision = revision + 1, next_fire_at = NULL,

@@ -16,12 +16,14 @@ use uuid::Uuid;
 
 use crate::events::{Touch, append_touching};
 use crate::work::RUNS_CHANNEL;
-use crate::{Result, Store, StoreError};
+use crate::{Result, Store};
 
 /// Outcome notifications wait this long before push delivery, like approvals.
 const PUSH_DELAY_SECONDS: f64 = 30.0;
 /// Why an occurrence did not run because it fired too late.
 pub const MISFIRE: &str = "misfire";
+/// Why a schedule stopped: its time zone or local time cannot be used on this host.
+pub const INVALID_CADENCE: &str = "schedule.invalid_cadence";
 /// Why an occurrence failed its firing-time authorization.
 pub const AUTHORIZATION_FAILED: &str = "schedule.authorization_failed";
 
@@ -145,11 +147,28 @@ impl Store {
                 let scheduled_for = crate::timestamp(row.try_get("next_fire_at")?);
                 let local_time: String = row.try_get("local_time")?;
                 let timezone: String = row.try_get("timezone")?;
-                let zone = jiff::tz::TimeZone::get(&timezone)
-                    .map_err(|error| StoreError::Corrupt(format!("schedule time zone `{timezone}`: {error}")))?;
-                let local_time = parse_local_time(&local_time)
-                    .ok_or_else(|| StoreError::Corrupt(format!("schedule local time `{local_time}`")))?;
-                let next = Daily { local_time, zone }.next_after(scheduled_for.max(now));
+                let cadence = jiff::tz::TimeZone::get(&timezone)
+                    .ok()
+                    .zip(parse_local_time(&local_time))
+                    .map(|(zone, local_time)| Daily { local_time, zone });
+                let Some(cadence) = cadence else {
+                    // The zone is no longer known here (tzdata changed, or hosts differ): stop this
+                    // schedule rather than retry it ahead of every other due schedule forever.
+                    sqlx::query(
+                        "UPDATE schedules SET state = 'stopped', next_fire_at = NULL, updated_at = now() WHERE id = $1",
+                    )
+                    .bind(schedule)
+                    .execute(&mut *tx)
+                    .await?;
+                    return Ok(Some(Firing::Failed {
+                        schedule: ScheduleId::from_uuid(schedule),
+                        occurrence: Uuid::nil(),
+                        reason: INVALID_CADENCE,
+                    }));
+                };
+                // One instant at a time: each missed instant is recorded (skipped when too late)
+                // and the loop comes back for the next one, so the on-time firing still fires.
+                let next = cadence.next_after(scheduled_for);
                 sqlx::query("UPDATE schedules SET next_fire_at = $2, updated_at = now() WHERE id = $1")
                     .bind(schedule)
                     .bind(jiff_sqlx::Timestamp::from(next))

@@ -18,8 +18,20 @@ fn accounts() -> AccountIds {
     AccountIds::parse(MANIFEST.as_bytes()).expect("manifest")
 }
 
-/// Creates a schedule through the API and returns it.
+/// Creates a schedule (Europe/London) through the API and returns it.
 async fn create(stack: &Stack, instruction: &str, scopes: Value, local_time: &str, grace: u32, failures: u32) -> Value {
+    create_in(stack, "Europe/London", instruction, scopes, local_time, grace, failures).await
+}
+
+async fn create_in(
+    stack: &Stack,
+    timezone: &str,
+    instruction: &str,
+    scopes: Value,
+    local_time: &str,
+    grace: u32,
+    failures: u32,
+) -> Value {
     let session = stack.session().await;
     let pinned = stack
         .request(Method::GET, &format!("/v1/sessions/{session}"))
@@ -36,7 +48,7 @@ async fn create(stack: &Stack, instruction: &str, scopes: Value, local_time: &st
         "requested_scopes": scopes,
         "limits": { "max_steps": 8, "max_model_calls": 8, "max_tool_calls": 8, "max_cost": "1" },
         "run_timeout_seconds": 300,
-        "cadence": { "kind": "DAILY", "local_time": local_time, "timezone": "Europe/London" },
+        "cadence": { "kind": "DAILY", "local_time": local_time, "timezone": timezone },
         "misfire_grace_seconds": grace,
         "max_consecutive_failures": failures
     });
@@ -361,4 +373,87 @@ async fn the_conversational_tool_always_creates_schedules_without_scopes() {
         .scalar(&format!("SELECT agent_version FROM sessions WHERE id = '{session}'"))
         .await;
     assert_eq!(version, pinned, "pinned to the conversation's agent version");
+}
+
+#[tokio::test]
+async fn after_downtime_each_missed_day_is_skipped_and_the_on_time_firing_runs() {
+    let stack = Stack::api(&[(
+        "AUTH_SCOPES",
+        "sessions.read,sessions.write,schedules.read,schedules.write",
+    )])
+    .await;
+    let schedule = create_in(&stack, "UTC", "hello", json!([]), "07:00:00", 60, 3).await;
+    let due = next_fire(&schedule);
+    // The scheduler was down for three days and comes back 30 seconds after the fourth firing time.
+    let fired = stack_store(&stack)
+        .fire_due(due + 72.hours() + 30.seconds(), None, 10)
+        .await
+        .expect("fire");
+    let summary: Vec<&str> = fired
+        .iter()
+        .map(|firing| match firing {
+            store::Firing::Skipped { reason, .. } => *reason,
+            store::Firing::Started { .. } => "started",
+            store::Firing::Failed { reason, .. } => *reason,
+        })
+        .collect();
+    assert_eq!(summary, ["misfire", "misfire", "misfire", "started"]);
+    assert_eq!(
+        stack
+            .scalar::<i64>("SELECT count(*) FROM notification_outbox WHERE kind = 'schedule_outcome'")
+            .await,
+        3
+    );
+    let id = schedule["id"].as_str().expect("id");
+    let read: Value = stack
+        .request(Method::GET, &format!("/v1/schedules/{id}"))
+        .send()
+        .await
+        .expect("send")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(next_fire(&read["schedule"]), due + 96.hours(), "next: the day after");
+}
+
+#[tokio::test]
+async fn a_schedule_whose_zone_is_unknown_stops_without_blocking_the_others() {
+    let stack = Stack::api(&[(
+        "AUTH_SCOPES",
+        "sessions.read,sessions.write,schedules.read,schedules.write",
+    )])
+    .await;
+    let good = create_in(&stack, "UTC", "hello", json!([]), "07:00:00", 60, 3).await;
+    let broken = create_in(&stack, "UTC", "hello", json!([]), "06:00:00", 60, 3).await;
+    // As if this host's tz database lost the zone after the schedule was created.
+    sqlx::query("UPDATE schedules SET timezone = 'Nowhere/Atlantis' WHERE id = $1::uuid")
+        .bind(broken["id"].as_str().expect("id"))
+        .execute(&stack.db.pool)
+        .await
+        .expect("break the zone");
+    let fired = stack_store(&stack)
+        .fire_due(next_fire(&good) + 5.seconds(), None, 10)
+        .await
+        .expect("fire");
+    assert!(
+        fired.iter().any(|f| matches!(
+            f,
+            store::Firing::Failed {
+                reason: "schedule.invalid_cadence",
+                ..
+            }
+        )),
+        "{fired:?}"
+    );
+    assert!(
+        fired.iter().any(|f| matches!(f, store::Firing::Started { .. })),
+        "the good schedule still fired: {fired:?}"
+    );
+    let state: String = stack
+        .scalar(&format!(
+            "SELECT state FROM schedules WHERE id = '{}'",
+            broken["id"].as_str().expect("id")
+        ))
+        .await;
+    assert_eq!(state, "stopped");
 }

@@ -184,10 +184,16 @@ pub async fn submit(
         .and_then(|text| text.lines().map(str::trim).find(|line| !line.is_empty()))
         .map(|line| line.chars().take(TITLE_MAX_CHARS).collect());
 
+    // The model settings in force now apply to this message's run.
+    let choice = state
+        .settings
+        .offered_models
+        .effective(state.store.model_settings(&caller.principal).await?);
     let outcome = state
         .store
         .submit_message(
             NewMessage {
+                chat_model: (&choice.chat_model, &choice.chat_reasoning_effort),
                 principal: &caller.principal,
                 session,
                 text,

@@ -264,7 +264,17 @@ fn validate(body: &Value) -> Result<Definition, ApiError> {
         max_model_calls: integer(limits, "max_model_calls", "limits.max_model_calls", 1)?,
         max_tool_calls: integer(limits, "max_tool_calls", "limits.max_tool_calls", 1)?,
         max_cost,
-        run_timeout_seconds: integer(body, "run_timeout_seconds", "run_timeout_seconds", 1)?,
+        run_timeout_seconds: {
+            let timeout = integer(body, "run_timeout_seconds", "run_timeout_seconds", 1)?;
+            // A run ends before the next daily firing, so two never overlap.
+            if timeout > 86_400 {
+                return Err(invalid(
+                    "run_timeout_seconds",
+                    "`run_timeout_seconds` must be at most 86400",
+                ));
+            }
+            timeout
+        },
     };
     let cadence = object(body, "cadence", "cadence")?;
     only(cadence, "cadence.", &["kind", "local_time", "timezone"])?;
