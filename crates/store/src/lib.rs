@@ -4,6 +4,7 @@
 
 mod approvals;
 mod artifacts;
+mod delivery;
 mod events;
 mod folders;
 mod idempotency;
@@ -18,6 +19,7 @@ mod work;
 
 pub use approvals::{Answer, ApprovalRow, Decide, Decision};
 pub use artifacts::{ArtifactRow, ArtifactUpload, NewArtifact};
+pub use delivery::{DeviceTarget, DueNotification};
 pub use events::{EVENTS_CHANNEL, EventRow};
 pub use folders::{FolderRow, RenameFolder};
 pub use idempotency::{IdempotencyClaim, Prior, StoredResponse};

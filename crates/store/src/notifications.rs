@@ -23,7 +23,7 @@ pub struct NotificationRow {
 }
 
 impl NotificationRow {
-    fn from_row(row: &PgRow) -> Result<NotificationRow> {
+    pub(crate) fn from_row(row: &PgRow) -> Result<NotificationRow> {
         let kind: String = row.try_get("kind")?;
         Ok(NotificationRow {
             id: row.try_get("id")?,
