@@ -145,9 +145,18 @@ fn hardening_and_pgcluster_stay_synchronous_and_small() {
 }
 
 #[test]
-fn the_api_role_holds_no_model_client() {
-    // Model clients and their credentials live in the worker; the API never links them.
-    assert_excludes("steward-api", &["agent"]);
+fn only_the_worker_holds_model_clients() {
+    // Model clients and their credentials live in the worker; no other role links them.
+    for member in ["steward-api", "steward-schedule", "steward-notify"] {
+        assert_excludes(member, &["agent"]);
+    }
+}
+
+#[test]
+fn only_the_notify_role_holds_the_push_client() {
+    for member in ["steward-api", "steward-worker", "steward-schedule"] {
+        assert_excludes(member, &["notify", "jsonwebtoken"]);
+    }
 }
 
 #[test]
@@ -157,7 +166,14 @@ fn storage_knows_nothing_of_http() {
 
 #[test]
 fn nothing_links_openssl() {
-    for member in ["steward-api", "steward-worker", "steward-migrate", "xtask"] {
+    for member in [
+        "steward-api",
+        "steward-worker",
+        "steward-schedule",
+        "steward-notify",
+        "steward-migrate",
+        "xtask",
+    ] {
         assert_excludes(member, &["openssl", "openssl-sys", "native-tls"]);
     }
 }

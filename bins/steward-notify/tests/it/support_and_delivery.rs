@@ -1,4 +1,4 @@
-//! The dispatcher against a real HTTP/2 TLS server speaking the APNs provider API: provider
+//! Delivery against a real HTTP/2 TLS server speaking the APNs provider API: provider
 //! token signature, headers, payload size and shape, device deactivation, retries and
 //! withdrawals. Keys and certificates are generated when the test runs.
 
@@ -18,7 +18,7 @@ use testkit::TestDatabase;
 
 /// One request the fake APNs received.
 #[derive(Clone, Debug)]
-struct Received {
+pub(crate) struct Received {
     path: String,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
@@ -26,7 +26,7 @@ struct Received {
 }
 
 impl Received {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(key, _)| key == name)
@@ -34,13 +34,15 @@ impl Received {
     }
 }
 
-struct FakeApns {
-    url: String,
-    ca_pem: String,
-    received: Arc<Mutex<Vec<Received>>>,
+pub(crate) struct FakeApns {
+    pub(crate) url: String,
+    pub(crate) ca_pem: String,
+    pub(crate) received: Arc<Mutex<Vec<Received>>>,
+    /// While set, the server holds every request without answering.
+    pub(crate) hold: Arc<std::sync::atomic::AtomicBool>,
 }
 
-async fn start_fake(public_key_pem: String, team: &'static str, key_id: &'static str) -> FakeApns {
+pub(crate) async fn start_fake(public_key_pem: String, team: &'static str, key_id: &'static str) -> FakeApns {
     let ca_key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("ca key");
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -66,17 +68,25 @@ async fn start_fake(public_key_pem: String, team: &'static str, key_id: &'static
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let port = listener.local_addr().expect("addr").port();
     let received = Arc::new(Mutex::new(Vec::new()));
+    let hold = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let log = received.clone();
+    let holding = hold.clone();
     let decoding = DecodingKey::from_ec_pem(public_key_pem.as_bytes()).expect("public key");
     tokio::spawn(async move {
         loop {
             let Ok((tcp, _)) = listener.accept().await else { return };
-            let (acceptor, log, decoding) = (acceptor.clone(), log.clone(), decoding.clone());
+            let (acceptor, log, decoding, holding) = (acceptor.clone(), log.clone(), decoding.clone(), holding.clone());
             tokio::spawn(async move {
                 let Ok(tls) = acceptor.accept(tcp).await else { return };
                 let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-                    let (log, decoding) = (log.clone(), decoding.clone());
-                    async move { Ok::<_, Infallible>(answer(request, &log, &decoding, team, key_id).await) }
+                    let (log, decoding, holding) = (log.clone(), decoding.clone(), holding.clone());
+                    async move {
+                        let answered = answer(request, &log, &decoding, team, key_id).await;
+                        while holding.load(std::sync::atomic::Ordering::SeqCst) {
+                            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                        }
+                        Ok::<_, Infallible>(answered)
+                    }
                 });
                 let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
                     .serve_connection(TokioIo::new(tls), service)
@@ -88,6 +98,7 @@ async fn start_fake(public_key_pem: String, team: &'static str, key_id: &'static
         url: format!("https://localhost:{port}"),
         ca_pem: ca.pem(),
         received,
+        hold,
     }
 }
 
@@ -146,14 +157,15 @@ async fn answer(
         .expect("response")
 }
 
-struct Setup {
-    db: TestDatabase,
-    fake: FakeApns,
-    dispatcher: Dispatcher,
-    session: uuid::Uuid,
+pub(crate) struct Setup {
+    pub(crate) db: TestDatabase,
+    pub(crate) fake: FakeApns,
+    pub(crate) dispatcher: Dispatcher,
+    pub(crate) session: uuid::Uuid,
+    pub(crate) signing_pem: String,
 }
 
-async fn setup() -> Setup {
+pub(crate) async fn setup() -> Setup {
     let signing = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("signing key");
     let fake = start_fake(signing.public_key_pem(), "TEAM123456", "KEY1234567").await;
     let db = TestDatabase::new().await;
@@ -192,10 +204,11 @@ async fn setup() -> Setup {
         fake,
         dispatcher,
         session: session.id.as_uuid(),
+        signing_pem: signing.serialize_pem(),
     }
 }
 
-async fn device(setup: &Setup, client: &str, token: &str, environment: &str) {
+pub(crate) async fn device(setup: &Setup, client: &str, token: &str, environment: &str) {
     setup
         .dispatcher
         .store
@@ -204,7 +217,7 @@ async fn device(setup: &Setup, client: &str, token: &str, environment: &str) {
         .expect("device");
 }
 
-async fn notification(setup: &Setup, kind: &str) -> uuid::Uuid {
+pub(crate) async fn notification(setup: &Setup, kind: &str) -> uuid::Uuid {
     sqlx::query_scalar(
         "INSERT INTO notification_outbox (id, kind, session_id, deliver_after) VALUES (gen_random_uuid(), $1, $2, now())
          RETURNING id",
@@ -216,7 +229,7 @@ async fn notification(setup: &Setup, kind: &str) -> uuid::Uuid {
     .expect("outbox row")
 }
 
-fn received(setup: &Setup) -> Vec<Received> {
+pub(crate) fn received(setup: &Setup) -> Vec<Received> {
     setup.fake.received.lock().expect("lock").clone()
 }
 
@@ -369,4 +382,12 @@ fn no_message_text_can_reach_a_payload() {
         assert!(!text.contains("hunter2"), "{secret:?} leaked into {text}");
         assert!(text.len() <= 4096);
     }
+}
+
+#[tokio::test]
+async fn the_provider_token_is_reused_not_signed_per_push() {
+    let setup = setup().await;
+    let first = setup.dispatcher.apns.provider_token().expect("token");
+    let second = setup.dispatcher.apns.provider_token().expect("token");
+    assert_eq!(first, second, "reused within the 20 to 60 minute window");
 }

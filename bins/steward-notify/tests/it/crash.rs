@@ -1,0 +1,112 @@
+//! The notify role killed with SIGKILL in the middle of a batch loses nothing.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, Stdio};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::support_and_delivery::{device, notification, received, setup};
+
+fn private_file(dir: &std::path::Path, name: &str, contents: &str) -> String {
+    let path = dir.join(name);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .expect("create");
+    file.write_all(contents.as_bytes()).expect("write");
+    path.display().to_string()
+}
+
+#[tokio::test]
+async fn a_notifier_killed_mid_batch_loses_no_notification() {
+    let setup = setup().await;
+    device(&setup, "phone", &"a".repeat(64), "sandbox").await;
+    let mut ids = HashSet::new();
+    for _ in 0..20 {
+        ids.insert(notification(&setup, "question").await);
+    }
+    let dir = tempfile_dir();
+    let key_file = private_file(&dir, "apns.p8", &setup.signing_pem);
+    let ca_file = private_file(&dir, "ca.pem", &setup.fake.ca_pem);
+
+    // The provider holds the first push: the notifier has claimed the batch and is mid-send.
+    setup.fake.hold.store(true, Ordering::SeqCst);
+    let mut notifier = Command::new(env!("CARGO_BIN_EXE_steward-notify"))
+        .env("DATABASE_URL", &setup.db.url)
+        .env("AGENT_NOTIFICATION_API_ENABLED", "1")
+        .env("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1")
+        .env("APNS_TEAM_ID", "TEAM123456")
+        .env("APNS_KEY_ID", "KEY1234567")
+        .env("APNS_KEY_FILE", &key_file)
+        .env("APNS_TOPIC", "dev.steward.client")
+        .env("APNS_SANDBOX_URL", format!("{}/sandbox", setup.fake.url))
+        .env("APNS_PRODUCTION_URL", format!("{}/production", setup.fake.url))
+        .env("APNS_CA_FILE", &ca_file)
+        .env("NOTIFY_LEASE_SECONDS", "2")
+        .env("NOTIFY_POLL_MILLISECONDS", "100")
+        .env("LOG_LEVEL", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start steward-notify");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while received(&setup).is_empty() {
+        assert!(Instant::now() < deadline, "the notifier never pushed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let claimed: i64 = sqlx::query_scalar("SELECT count(*) FROM notification_outbox WHERE claimed_by IS NOT NULL")
+        .fetch_one(&setup.db.pool)
+        .await
+        .expect("claims");
+    assert!(claimed > 1, "the kill lands mid-batch: {claimed} notifications claimed");
+    notifier.kill().expect("SIGKILL");
+    assert_eq!(notifier.wait().expect("wait").signal(), Some(9));
+    setup.fake.hold.store(false, Ordering::SeqCst);
+
+    // Another notifier picks the batch up once the dead one's claims expire.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        setup.dispatcher.pass(jiff::Timestamp::now()).await.expect("pass");
+        let undelivered: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM notification_outbox WHERE delivered_at IS NULL")
+                .fetch_one(&setup.db.pool)
+                .await
+                .expect("count");
+        if undelivered == 0 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{undelivered} notifications were never delivered"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let rows: i64 = sqlx::query_scalar("SELECT count(*) FROM notification_outbox")
+        .fetch_one(&setup.db.pool)
+        .await
+        .expect("count");
+    assert_eq!(rows, 20, "no outbox row was lost");
+    let pushes = received(&setup);
+    let delivered: HashSet<uuid::Uuid> = pushes
+        .iter()
+        .filter_map(|r| r.header("apns-collapse-id").and_then(|id| id.parse().ok()))
+        .collect();
+    assert_eq!(delivered, ids, "every notification reached the device");
+    assert!(
+        pushes.len() <= 21,
+        "only the push in flight at the kill may repeat: {} pushes",
+        pushes.len()
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn tempfile_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("steward-notify-test-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir(&dir).expect("temp dir");
+    dir
+}
