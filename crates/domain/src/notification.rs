@@ -13,6 +13,8 @@ pub enum NotificationKind {
     Approval,
     Question,
     ScheduleOutcome,
+    /// A call finished (after reconciliation); delivered without delay.
+    CallFinished,
 }
 
 impl NotificationKind {
@@ -21,6 +23,7 @@ impl NotificationKind {
             "approval" => Some(NotificationKind::Approval),
             "question" => Some(NotificationKind::Question),
             "schedule_outcome" => Some(NotificationKind::ScheduleOutcome),
+            "call_finished" => Some(NotificationKind::CallFinished),
             _ => None,
         }
     }
@@ -42,6 +45,8 @@ pub struct TapPayload {
     pub question_id: Option<Uuid>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub occurrence_id: Option<Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<Uuid>,
 }
 
 /// What the alert says: the next action, and for approvals the tool's name.
@@ -57,6 +62,8 @@ pub enum Alert<'a> {
         state: &'a str,
         reason: Option<&'a str>,
     },
+    /// A call finished: `New call result`.
+    CallFinished,
 }
 
 /// Tool names are identifiers; anything else is not shown.
@@ -86,6 +93,7 @@ impl Alert<'_> {
             } => "Scheduled run not authorized".to_owned(),
             Alert::ScheduleOutcome { state: "cancelled", .. } => "Scheduled run cancelled".to_owned(),
             Alert::ScheduleOutcome { .. } => "Scheduled run failed".to_owned(),
+            Alert::CallFinished => "New call result".to_owned(),
         }
     }
 }
@@ -106,6 +114,7 @@ mod tests {
             approval_id: Some(id),
             question_id: None,
             occurrence_id: None,
+            call_id: None,
         };
         let json = serde_json::to_value(&payload).expect("json");
         let keys: Vec<&str> = json.as_object().expect("object").keys().map(String::as_str).collect();

@@ -36,6 +36,7 @@ impl DueNotification {
                 tool: self.tool.as_deref().unwrap_or_default(),
             },
             NotificationKind::Question => Alert::Question,
+            NotificationKind::CallFinished => Alert::CallFinished,
             NotificationKind::ScheduleOutcome => {
                 let (state, reason) = self
                     .outcome
@@ -89,7 +90,7 @@ impl Store {
         let mut due = Vec::with_capacity(claimed.len());
         for id in claimed {
             let sql = format!(
-                "SELECT o.id, o.kind, o.session_id, o.run_id, o.approval_id, o.question_id, o.occurrence_id,
+                "SELECT o.id, o.kind, o.session_id, o.run_id, o.approval_id, o.question_id, o.occurrence_id, o.call_id,
                         o.deliver_after, o.created_at, {OWNER} AS owner, a.tool, so.state AS outcome_state,
                         so.reason AS outcome_reason
                  FROM notification_outbox o {OWNERSHIP} LEFT JOIN approvals a ON a.id = o.approval_id

@@ -18,6 +18,7 @@ pub struct NotificationRow {
     pub approval_id: Option<Uuid>,
     pub question_id: Option<Uuid>,
     pub occurrence_id: Option<Uuid>,
+    pub call_id: Option<Uuid>,
     pub deliver_after: Timestamp,
     pub created_at: Timestamp,
 }
@@ -34,6 +35,7 @@ impl NotificationRow {
             approval_id: row.try_get("approval_id")?,
             question_id: row.try_get("question_id")?,
             occurrence_id: row.try_get("occurrence_id")?,
+            call_id: row.try_get("call_id")?,
             deliver_after: timestamp(row.try_get("deliver_after")?),
             created_at: timestamp(row.try_get("created_at")?),
         })
@@ -50,6 +52,7 @@ impl NotificationRow {
             approval_id: self.approval_id,
             question_id: self.question_id,
             occurrence_id: self.occurrence_id,
+            call_id: self.call_id,
         }
     }
 }
@@ -88,7 +91,7 @@ impl Store {
     /// Notifications still pending: neither obsolete nor acknowledged, oldest first.
     pub async fn pending_notifications(&self, principal: &PrincipalId) -> Result<Vec<NotificationRow>> {
         let sql = format!(
-            "SELECT o.id, o.kind, o.session_id, o.run_id, o.approval_id, o.question_id, o.occurrence_id,
+            "SELECT o.id, o.kind, o.session_id, o.run_id, o.approval_id, o.question_id, o.occurrence_id, o.call_id,
                     o.deliver_after, o.created_at
              {OWNED} AND o.obsolete_at IS NULL AND o.acknowledged_at IS NULL ORDER BY o.created_at, o.id"
         );

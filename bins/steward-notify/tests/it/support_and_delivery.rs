@@ -368,6 +368,7 @@ fn no_message_text_can_reach_a_payload() {
             approval_id: None,
             question_id: None,
             occurrence_id: None,
+            call_id: None,
             deliver_after: jiff::Timestamp::UNIX_EPOCH,
             created_at: jiff::Timestamp::UNIX_EPOCH,
         };
@@ -390,4 +391,36 @@ async fn the_provider_token_is_reused_not_signed_per_push() {
     let first = setup.dispatcher.apns.provider_token().expect("token");
     let second = setup.dispatcher.apns.provider_token().expect("token");
     assert_eq!(first, second, "reused within the 20 to 60 minute window");
+}
+
+#[tokio::test]
+async fn a_finished_call_is_announced_as_a_new_call_result() {
+    let setup = setup().await;
+    device(&setup, "phone", &"a".repeat(64), "sandbox").await;
+    let call = uuid::Uuid::new_v4();
+    let id: uuid::Uuid = sqlx::query_scalar(
+        "INSERT INTO notification_outbox (id, kind, session_id, call_id, deliver_after)
+         VALUES (gen_random_uuid(), 'call_finished', $1, $2, now()) RETURNING id",
+    )
+    .bind(setup.session)
+    .bind(call)
+    .fetch_one(&setup.db.pool)
+    .await
+    .expect("outbox row");
+    assert_eq!(
+        setup
+            .dispatcher
+            .pass(jiff::Timestamp::now())
+            .await
+            .expect("pass")
+            .delivered,
+        1
+    );
+    let push = received(&setup).pop().expect("push");
+    let payload: Value = serde_json::from_slice(&push.body).expect("json");
+    assert_eq!(payload["aps"]["alert"]["body"], "New call result");
+    assert_eq!(
+        payload["steward"],
+        json!({ "v": 1, "kind": "call_finished", "notification_id": id, "session_id": setup.session, "call_id": call })
+    );
 }
