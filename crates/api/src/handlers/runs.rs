@@ -113,7 +113,8 @@ pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<IdempotencyKey, Api
         })
 }
 
-fn replay(response: StoredResponse, replayed: bool) -> Response {
+/// A stored idempotent response, marked when it replays the first one.
+pub(crate) fn replay(response: StoredResponse, replayed: bool) -> Response {
     let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::OK);
     let mut answer = (status, [(header::CONTENT_TYPE, "application/json")], response.body).into_response();
     if replayed {

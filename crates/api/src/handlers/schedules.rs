@@ -1,8 +1,8 @@
 //! Schedules: create (idempotent, every field validated), list, read, occurrences, cancel.
 
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use axum::{Extension, Json as JsonResponse};
 use domain::ErrorCode;
 use domain::cadence::{Daily, SCHEDULE_SCOPES, parse_local_time};
@@ -18,7 +18,7 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::parse_id;
-use super::runs::{REPLAYED_HEADER, idempotency_key};
+use super::runs::{idempotency_key, replay};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::extract::{Path, Query};
@@ -316,17 +316,6 @@ fn validate(body: &Value) -> Result<Definition, ApiError> {
     })
 }
 
-fn stored(response: StoredResponse, replayed: bool) -> Response {
-    let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::OK);
-    let mut answer = (status, [(header::CONTENT_TYPE, "application/json")], response.body).into_response();
-    if replayed {
-        answer
-            .headers_mut()
-            .insert(REPLAYED_HEADER, HeaderValue::from_static("true"));
-    }
-    answer
-}
-
 /// Creates a schedule (revision 1) from the schedule definition. Requires `Idempotency-Key`.
 /// Every field is validated; a failure names it in `field`. `agent_id` and `agent_version` must
 /// name a version a session was created with; the schedule pins it.
@@ -390,8 +379,8 @@ pub async fn create(
         )
         .await?;
     match outcome {
-        CreateSchedule::Created { response, .. } => Ok(stored(response, false)),
-        CreateSchedule::Earlier(Prior::Replay(response)) => Ok(stored(response, true)),
+        CreateSchedule::Created { response, .. } => Ok(replay(response, false)),
+        CreateSchedule::Earlier(Prior::Replay(response)) => Ok(replay(response, true)),
         CreateSchedule::Earlier(Prior::KeyReused) => Err(ApiError::new(ErrorCode::IdempotencyKeyReused)
             .detail("this Idempotency-Key was used for a different request")),
         CreateSchedule::Earlier(Prior::KeyInFlight) => Err(ApiError::new(ErrorCode::IdempotencyKeyInFlight)
