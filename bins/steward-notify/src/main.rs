@@ -41,15 +41,8 @@ fn config() -> Result<Config, String> {
     if !flags.is_on(Flag::NotificationDispatch) {
         return Err("AGENT_NOTIFICATION_DISPATCH_ENABLED is not 1: notification delivery is off".into());
     }
-    let number = |name: &'static str, default: u32| -> Result<u32, String> {
-        match get(name) {
-            None => Ok(default),
-            Some(text) => text
-                .parse::<u32>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or(format!("{name} must be a positive integer")),
-        }
+    let number = |name: &'static str, default: u32| {
+        role::positive(get(name).as_deref(), default).map_err(|reason| format!("{name} is invalid: {reason}"))
     };
     let key_path = required("APNS_KEY_FILE")?;
     let key_pem = hardening::secret_file::read_owner_only(Path::new(&key_path))

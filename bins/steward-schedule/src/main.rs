@@ -36,20 +36,14 @@ fn config() -> Result<Config, String> {
     if email != mail_accounts.is_some() {
         return Err("AGENT_EMAIL_ENABLED=1 and MAIL_ACCOUNTS_FILE go together".into());
     }
-    let poll = match get("SCHEDULE_POLL_MILLISECONDS") {
-        None => 1000,
-        Some(text) => text
-            .parse::<u64>()
-            .ok()
-            .filter(|ms| *ms > 0)
-            .ok_or("SCHEDULE_POLL_MILLISECONDS must be positive")?,
-    };
+    let poll = role::positive(get("SCHEDULE_POLL_MILLISECONDS").as_deref(), 1000)
+        .map_err(|reason| format!("SCHEDULE_POLL_MILLISECONDS is invalid: {reason}"))?;
     let log_level =
         role::log_level(get("LOG_LEVEL").as_deref()).map_err(|reason| format!("LOG_LEVEL is invalid: {reason}"))?;
     Ok(Config {
         database_url,
         mail_accounts,
-        poll: Duration::from_millis(poll),
+        poll: Duration::from_millis(u64::from(poll)),
         log_level,
     })
 }

@@ -48,14 +48,7 @@ pub struct WorkerConfig {
 }
 
 fn positive(variable: &'static str, value: Option<String>, default: u32) -> Result<u32, ConfigError> {
-    let Some(text) = value else { return Ok(default) };
-    match text.trim().parse::<u32>() {
-        Ok(0) | Err(_) => Err(ConfigError::Invalid {
-            variable,
-            reason: format!("`{text}` is not a positive integer"),
-        }),
-        Ok(value) => Ok(value),
-    }
+    role::positive(value.as_deref(), default).map_err(|reason| ConfigError::Invalid { variable, reason })
 }
 
 impl WorkerConfig {

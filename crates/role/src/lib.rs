@@ -16,6 +16,18 @@ pub fn log_level(value: Option<&str>) -> Result<tracing::Level, String> {
     }
 }
 
+/// Parses a positive integer setting (unset means `default`); the error says why, for the
+/// caller to prefix with the variable's name.
+pub fn positive(value: Option<&str>, default: u32) -> Result<u32, String> {
+    match value {
+        None => Ok(default),
+        Some(text) => match text.trim().parse::<u32>() {
+            Ok(value) if value > 0 => Ok(value),
+            _ => Err(format!("`{text}` is not a positive integer")),
+        },
+    }
+}
+
 /// Sets up logging at `level`, then runs `work` on a multi-threaded runtime; a failure is
 /// logged as one line and the process exits non-zero.
 pub fn run(level: tracing::Level, work: impl Future<Output = anyhow::Result<()>>) -> ExitCode {
@@ -67,5 +79,8 @@ mod tests {
         assert_eq!(log_level(None), Ok(tracing::Level::INFO));
         assert_eq!(log_level(Some("debug")), Ok(tracing::Level::DEBUG));
         assert!(log_level(Some("verbose")).is_err());
+        assert_eq!(positive(None, 30), Ok(30));
+        assert_eq!(positive(Some("5"), 30), Ok(5));
+        assert!(positive(Some("0"), 30).is_err() && positive(Some("x"), 30).is_err());
     }
 }

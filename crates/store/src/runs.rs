@@ -84,12 +84,8 @@ pub enum Submit {
         run: Box<RunRow>,
         response: StoredResponse,
     },
-    /// The same key and request were accepted before: this is the original response.
-    Replay(StoredResponse),
-    /// The key was used before for a different request.
-    KeyReused,
-    /// Another request with this key is being processed right now.
-    KeyInFlight,
+    /// The key was used before: the original response, a reuse, or a request in flight.
+    Earlier(Prior),
     SessionNotFound,
     UnknownArtifact(ArtifactId),
     /// The session already has this active run.
@@ -154,11 +150,8 @@ impl Store {
     ) -> Result<Option<Submit>> {
         self.transaction(
             async |tx: &mut sqlx::PgConnection| {
-            match idempotency::check(tx, new.principal, &new.idempotency).await? {
-                Some(Prior::Replay(response)) => return Ok(Some(Submit::Replay(response))),
-                Some(Prior::KeyReused) => return Ok(Some(Submit::KeyReused)),
-                Some(Prior::KeyInFlight) => return Ok(Some(Submit::KeyInFlight)),
-                None => {}
+            if let Some(prior) = idempotency::check(tx, new.principal, &new.idempotency).await? {
+                return Ok(Some(Submit::Earlier(prior)));
             }
 
             let mut attachments = Vec::with_capacity(new.attachments.len());
@@ -250,20 +243,6 @@ impl Store {
             |outcome| matches!(outcome, Some(Submit::Accepted { .. })),
         )
         .await
-    }
-
-    /// The session a run belongs to.
-    pub async fn run_session(&self, run: RunId) -> Result<Option<crate::SessionRow>> {
-        let principal_and_session: Option<(String, Uuid)> =
-            sqlx::query_as("SELECT principal_id, session_id FROM runs WHERE id = $1")
-                .bind(run.as_uuid())
-                .fetch_optional(&self.pool)
-                .await?;
-        let Some((principal, session)) = principal_and_session else {
-            return Ok(None);
-        };
-        self.session(&PrincipalId::from_stored(principal), SessionId::from_uuid(session))
-            .await
     }
 
     /// The session's active run, if any.

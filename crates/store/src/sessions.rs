@@ -134,6 +134,15 @@ impl Store {
         row.as_ref().map(SessionRow::from_row).transpose()
     }
 
+    /// The session a run belongs to.
+    pub async fn run_session(&self, run: RunId) -> Result<Option<SessionRow>> {
+        let sql = format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions s JOIN runs owner ON owner.session_id = s.id WHERE owner.id = $1"
+        );
+        let row = sqlx::query(&sql).bind(run.as_uuid()).fetch_optional(&self.pool).await?;
+        row.as_ref().map(SessionRow::from_row).transpose()
+    }
+
     /// Up to `limit` sessions after `after` in index order (creation commit order, oldest first).
     pub async fn session_page(&self, principal: &PrincipalId, after: Option<i64>, limit: u32) -> Result<SessionPage> {
         let sql = format!(

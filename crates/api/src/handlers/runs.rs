@@ -10,7 +10,7 @@ use domain::ids::{ArtifactId, RunId, SessionId};
 use domain::session::TITLE_MAX_CHARS;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use store::{CancelRun, IdempotencyClaim, NewMessage, RunRow, StoredResponse, Submit};
+use store::{CancelRun, IdempotencyClaim, NewMessage, Prior, RunRow, StoredResponse, Submit};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
@@ -111,6 +111,17 @@ pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<IdempotencyKey, Api
         .ok_or_else(|| {
             ApiError::new(ErrorCode::InvalidRequest).detail("Idempotency-Key must be 1 to 255 visible ASCII characters")
         })
+}
+
+/// The answer to a request whose idempotency key was used before.
+pub(crate) fn earlier(prior: Prior) -> Result<Response, ApiError> {
+    match prior {
+        Prior::Replay(response) => Ok(replay(response, true)),
+        Prior::KeyReused => Err(ApiError::new(ErrorCode::IdempotencyKeyReused)
+            .detail("this Idempotency-Key was used for a different request; use a new key for a new request")),
+        Prior::KeyInFlight => Err(ApiError::new(ErrorCode::IdempotencyKeyInFlight)
+            .detail("a request with this Idempotency-Key is still being processed; retry shortly")),
+    }
 }
 
 /// A stored idempotent response, marked when it replays the first one.
@@ -215,11 +226,7 @@ pub async fn submit(
         .await?;
     match outcome {
         Submit::Accepted { response, .. } => Ok(replay(response, false)),
-        Submit::Replay(response) => Ok(replay(response, true)),
-        Submit::KeyReused => Err(ApiError::new(ErrorCode::IdempotencyKeyReused)
-            .detail("this Idempotency-Key was used for a different request; use a new key for a new message")),
-        Submit::KeyInFlight => Err(ApiError::new(ErrorCode::IdempotencyKeyInFlight)
-            .detail("a request with this Idempotency-Key is still being processed; retry shortly")),
+        Submit::Earlier(prior) => earlier(prior),
         Submit::SessionNotFound => Err(ApiError::new(ErrorCode::SessionNotFound)),
         Submit::UnknownArtifact(id) => Err(ApiError::new(ErrorCode::UnknownArtifact)
             .detail(format!("artifact {id} is not in this session"))

@@ -12,13 +12,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 use store::{
-    CancelSchedule, CreateSchedule, IdempotencyClaim, NewSchedule, OccurrenceRow, Prior, ScheduleRow, StoredResponse,
+    CancelSchedule, CreateSchedule, IdempotencyClaim, NewSchedule, OccurrenceRow, ScheduleRow, StoredResponse,
 };
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::parse_id;
-use super::runs::{idempotency_key, replay};
+use super::runs::{earlier, idempotency_key, replay};
 use crate::AppState;
 use crate::auth::Caller;
 use crate::extract::{Path, Query};
@@ -380,11 +380,7 @@ pub async fn create(
         .await?;
     match outcome {
         CreateSchedule::Created { response, .. } => Ok(replay(response, false)),
-        CreateSchedule::Earlier(Prior::Replay(response)) => Ok(replay(response, true)),
-        CreateSchedule::Earlier(Prior::KeyReused) => Err(ApiError::new(ErrorCode::IdempotencyKeyReused)
-            .detail("this Idempotency-Key was used for a different request")),
-        CreateSchedule::Earlier(Prior::KeyInFlight) => Err(ApiError::new(ErrorCode::IdempotencyKeyInFlight)
-            .detail("a request with this Idempotency-Key is still being processed; retry shortly")),
+        CreateSchedule::Earlier(prior) => earlier(prior),
         CreateSchedule::UnknownAgentVersion => Err(ApiError::new(ErrorCode::UnknownAgentVersion)
             .detail("no session was created with this agent id and version; take both from a fresh session")
             .member("field", "agent_version")),
