@@ -115,14 +115,11 @@ impl ApiConfig {
                 variable: "DATABASE_URL",
                 reason: error.to_string(),
             })?;
-        let database_max_connections =
-            parse_number("DATABASE_MAX_CONNECTIONS", get("DATABASE_MAX_CONNECTIONS"), 10u32)?;
-        if database_max_connections == 0 {
-            return Err(ConfigError::Invalid {
-                variable: "DATABASE_MAX_CONNECTIONS",
-                reason: "must be positive".into(),
-            });
-        }
+        let positive = |variable: &'static str, default: u32| -> Result<u32, ConfigError> {
+            role::positive(get(variable).as_deref(), default)
+                .map_err(|reason| ConfigError::Invalid { variable, reason })
+        };
+        let database_max_connections = positive("DATABASE_MAX_CONNECTIONS", 10)?;
         let listen_addr = get("API_LISTEN_ADDR").unwrap_or_else(|| DEFAULT_LISTEN_ADDR.to_owned());
         let listen_addr = listen_addr.parse().map_err(|_| ConfigError::Invalid {
             variable: "API_LISTEN_ADDR",
@@ -134,13 +131,7 @@ impl ApiConfig {
             DEFAULT_ARTIFACT_MAX_BYTES,
         )?;
 
-        let upload_idle_seconds = parse_number("API_UPLOAD_IDLE_SECONDS", get("API_UPLOAD_IDLE_SECONDS"), 30u64)?;
-        if upload_idle_seconds == 0 {
-            return Err(ConfigError::Invalid {
-                variable: "API_UPLOAD_IDLE_SECONDS",
-                reason: "must be positive".into(),
-            });
-        }
+        let upload_idle_seconds = positive("API_UPLOAD_IDLE_SECONDS", 30)?;
 
         let release = get("AGENT_RELEASE").unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned());
         if release.len() > 128
@@ -159,16 +150,6 @@ impl ApiConfig {
         })?;
 
         let defaults = RunLimits::default();
-        let positive = |variable: &'static str, default: u32| -> Result<u32, ConfigError> {
-            let value = parse_number(variable, get(variable), default)?;
-            if value == 0 {
-                return Err(ConfigError::Invalid {
-                    variable,
-                    reason: "must be positive".into(),
-                });
-            }
-            Ok(value)
-        };
         let run_limits = RunLimits {
             max_steps: positive("RUN_MAX_STEPS", defaults.max_steps)?,
             max_model_calls: positive("RUN_MAX_MODEL_CALLS", defaults.max_model_calls)?,
@@ -249,7 +230,7 @@ impl ApiConfig {
             flags,
             agents,
             artifact_max_bytes,
-            upload_idle_timeout: std::time::Duration::from_secs(upload_idle_seconds),
+            upload_idle_timeout: std::time::Duration::from_secs(u64::from(upload_idle_seconds)),
             release,
             log_level,
             run_limits,

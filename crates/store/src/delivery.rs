@@ -1,6 +1,8 @@
 //! The notify role's side of notifications: claiming due ones with a lease, recording each
 //! device delivered to, deactivating devices the push provider rejects, and withdrawals.
 
+use std::collections::HashMap;
+
 use domain::notification::{Alert, NotificationKind};
 use jiff::Timestamp;
 use sqlx::Row;
@@ -87,37 +89,40 @@ impl Store {
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
-        let mut due = Vec::with_capacity(claimed.len());
-        for id in claimed {
-            let sql = format!(
-                "SELECT o.id, o.kind, o.session_id, o.run_id, o.approval_id, o.question_id, o.occurrence_id, o.call_id,
-                        o.deliver_after, o.created_at, {OWNER} AS owner, a.tool, so.state AS outcome_state,
-                        so.reason AS outcome_reason
-                 FROM notification_outbox o {OWNERSHIP} LEFT JOIN approvals a ON a.id = o.approval_id
-                 WHERE o.id = $1"
-            );
-            let row = sqlx::query(&sql).bind(id).fetch_one(&self.pool).await?;
+        let sql = format!(
+            "SELECT o.id, o.kind, o.session_id, o.run_id, o.approval_id, o.question_id, o.occurrence_id, o.call_id,
+                    o.deliver_after, o.created_at, a.tool, so.state AS outcome_state, so.reason AS outcome_reason
+             FROM notification_outbox o {OWNERSHIP} LEFT JOIN approvals a ON a.id = o.approval_id
+             WHERE o.id = ANY($1) ORDER BY o.deliver_after, o.id"
+        );
+        let rows = sqlx::query(&sql).bind(&claimed).fetch_all(&self.pool).await?;
+        // The owner's active devices not yet delivered to, for every claimed notification at once.
+        let sql = format!(
+            "SELECT o.id AS notification_id, d.id, d.push_token, d.environment
+             FROM notification_outbox o {OWNERSHIP} JOIN devices d ON d.principal_id = {OWNER} AND d.active
+             WHERE o.id = ANY($1)
+               AND NOT EXISTS (SELECT 1 FROM notification_deliveries x WHERE x.notification_id = o.id AND x.device_id = d.id)
+             ORDER BY d.created_at"
+        );
+        let mut devices: HashMap<Uuid, Vec<DeviceTarget>> = HashMap::new();
+        for row in sqlx::query(&sql).bind(&claimed).fetch_all(&self.pool).await? {
+            devices
+                .entry(row.try_get("notification_id")?)
+                .or_default()
+                .push(device(&row)?);
+        }
+        let mut due = Vec::with_capacity(rows.len());
+        for row in rows {
             let notification = NotificationRow::from_row(&row)?;
-            let owner: Option<String> = row.try_get("owner")?;
-            let devices = sqlx::query(
-                "SELECT d.id, d.push_token, d.environment FROM devices d
-                 WHERE d.principal_id = $1 AND d.active
-                   AND NOT EXISTS (SELECT 1 FROM notification_deliveries x WHERE x.notification_id = $2 AND x.device_id = d.id)
-                 ORDER BY d.created_at",
-            )
-            .bind(owner)
-            .bind(id)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(device)
-            .collect::<Result<Vec<_>>>()?;
             let outcome_state: Option<String> = row.try_get("outcome_state")?;
             due.push(DueNotification {
+                devices: devices.remove(&notification.id).unwrap_or_default(),
                 notification,
-                devices,
                 tool: row.try_get("tool")?,
-                outcome: outcome_state.map(|state| (state, row.try_get("outcome_reason").ok().flatten())),
+                outcome: match outcome_state {
+                    None => None,
+                    Some(state) => Some((state, row.try_get("outcome_reason")?)),
+                },
             });
         }
         Ok(due)
@@ -185,27 +190,31 @@ impl Store {
     /// Delivered notifications that became obsolete or were acknowledged and were not yet
     /// withdrawn, with the devices they reached.
     pub async fn pending_withdrawals(&self, limit: u32) -> Result<Vec<(Uuid, Vec<DeviceTarget>)>> {
-        let ids: Vec<Uuid> = sqlx::query_scalar(
-            "SELECT id FROM notification_outbox
-             WHERE delivered_at IS NOT NULL AND withdrawn_at IS NULL AND (obsolete_at IS NOT NULL OR acknowledged_at IS NOT NULL)
-             ORDER BY delivered_at LIMIT $1",
+        // One row per (notification, active device it reached); a notification whose devices are
+        // all gone comes once with no device, so it is still marked withdrawn.
+        let rows = sqlx::query(
+            "SELECT o.id AS notification_id, d.id, d.push_token, d.environment
+             FROM (SELECT id, delivered_at FROM notification_outbox
+                   WHERE delivered_at IS NOT NULL AND withdrawn_at IS NULL
+                     AND (obsolete_at IS NOT NULL OR acknowledged_at IS NOT NULL)
+                   ORDER BY delivered_at LIMIT $1) o
+             LEFT JOIN notification_deliveries x ON x.notification_id = o.id
+             LEFT JOIN devices d ON d.id = x.device_id AND d.active
+             ORDER BY o.delivered_at, o.id",
         )
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
-        let mut withdrawals = Vec::with_capacity(ids.len());
-        for id in ids {
-            let devices = sqlx::query(
-                "SELECT d.id, d.push_token, d.environment FROM notification_deliveries x JOIN devices d ON d.id = x.device_id
-                 WHERE x.notification_id = $1 AND d.active",
-            )
-            .bind(id)
-            .fetch_all(&self.pool)
-            .await?
-            .iter()
-            .map(device)
-            .collect::<Result<Vec<_>>>()?;
-            withdrawals.push((id, devices));
+        let mut withdrawals: Vec<(Uuid, Vec<DeviceTarget>)> = Vec::new();
+        for row in rows {
+            let id: Uuid = row.try_get("notification_id")?;
+            if withdrawals.last().is_none_or(|(last, _)| *last != id) {
+                withdrawals.push((id, Vec::new()));
+            }
+            if row.try_get::<Option<Uuid>, _>("id")?.is_some() {
+                let (_, devices) = withdrawals.last_mut().expect("pushed above");
+                devices.push(device(&row)?);
+            }
         }
         Ok(withdrawals)
     }

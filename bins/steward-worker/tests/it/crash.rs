@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use serde_json::json;
 
-use crate::support::{FakeModel, FakeState, FakeWebhook, Stack, agent_definitions, arrival, json};
+use crate::support::{FakeModel, FakeState, FakeWebhook, Stack, agent_definitions, arrival};
 
 fn spawn_worker(stack: &Stack, extra: &[(&str, &str)]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_steward-worker"))
@@ -42,13 +42,7 @@ async fn a_worker_killed_mid_dispatch_leaves_the_effect_at_most_once_and_the_out
     stack.wait_for(&run, &["waiting_approval"]).await;
     let approval = stack.pending_approvals(&session).await.remove(0);
     assert_eq!(approval["risk"], "high");
-    let (status, _) = json(
-        stack
-            .decide(approval["approval_id"].as_str().expect("id"), "approve_once")
-            .await,
-    )
-    .await;
-    assert_eq!(status, 200);
+    stack.decide_ok(&approval, "approve_once").await;
 
     // The post reached the receiver, which holds it: the worker is between dispatching and completion.
     arrival(&webhook.arrived, "the webhook post").await;
@@ -58,8 +52,7 @@ async fn a_worker_killed_mid_dispatch_leaves_the_effect_at_most_once_and_the_out
 
     // Another worker takes over once the dead worker's lease expires.
     stack.start_worker(&[]);
-    let done = stack.wait_for(&run, &["completed", "failed"]).await;
-    assert_eq!(done["state"], "completed", "{done}");
+    stack.completes(&run).await;
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert_eq!(
         webhook.hits.load(Ordering::SeqCst),
@@ -103,8 +96,7 @@ async fn a_worker_killed_at_a_safe_point_is_replaced_and_the_run_completes() {
     kill_hard(worker);
 
     stack.start_worker(&[("OPENAI_BASE_URL", &model.url)]);
-    let done = stack.wait_for(&run, &["completed", "failed"]).await;
-    assert_eq!(done["state"], "completed", "{done}");
+    stack.completes(&run).await;
     assert_eq!(
         model.requests().len(),
         2,
@@ -130,13 +122,7 @@ async fn cancelling_during_a_dispatch_waits_for_the_tool_and_records_its_outcome
         .await;
     stack.wait_for(&run, &["waiting_approval"]).await;
     let approval = stack.pending_approvals(&session).await.remove(0);
-    let (status, _) = json(
-        stack
-            .decide(approval["approval_id"].as_str().expect("id"), "approve_once")
-            .await,
-    )
-    .await;
-    assert_eq!(status, 200);
+    stack.decide_ok(&approval, "approve_once").await;
     arrival(&webhook.arrived, "the webhook post").await;
 
     // The owner stops the run while the post is in flight.

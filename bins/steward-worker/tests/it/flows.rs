@@ -48,8 +48,7 @@ async fn an_approved_tool_runs_exactly_once_and_the_run_completes() {
         (409, Some("approval_already_resolved"), Some("APPROVED"))
     );
 
-    let done = stack.wait_for(&run, &["completed", "failed"]).await;
-    assert_eq!(done["state"], "completed", "{done}");
+    stack.completes(&run).await;
     assert_eq!(
         stack.scalar::<i64>("SELECT count(*) FROM notes").await,
         1,
@@ -100,8 +99,7 @@ async fn a_denied_tool_never_runs_and_the_model_is_told() {
     let (status, decided) = json(stack.decide(&approval, "deny").await).await;
     assert_eq!((status, decided["status"].as_str()), (200, Some("DENIED")));
 
-    let done = stack.wait_for(&run, &["completed", "failed"]).await;
-    assert_eq!(done["state"], "completed");
+    stack.completes(&run).await;
     assert_eq!(
         stack.scalar::<i64>("SELECT count(*) FROM notes").await,
         0,
@@ -122,15 +120,11 @@ async fn a_denied_tool_never_runs_and_the_model_is_told() {
         (result.1["status"].as_str(), result.1["code"].as_str()),
         (Some("denied"), Some("approval.denied"))
     );
-    let reply = events
-        .iter()
-        .rev()
-        .find(|(kind, _)| kind == "assistant.message")
-        .expect("reply");
+    let reply = stack.reply(&session).await;
     assert!(
-        reply.1["text"].as_str().expect("text").contains("denied"),
+        reply["text"].as_str().expect("text").contains("denied"),
         "the model was told: {}",
-        reply.1
+        reply
     );
 }
 
@@ -172,20 +166,9 @@ async fn a_question_waits_for_the_displayed_question_id() {
         "a stale id is refused"
     );
 
-    let done = stack.wait_for(&run, &["completed", "failed"]).await;
-    assert_eq!(done["state"], "completed");
-    let reply = stack
-        .events(&session)
-        .await
-        .into_iter()
-        .rev()
-        .find(|(kind, _)| kind == "assistant.message")
-        .expect("reply");
-    assert!(
-        reply.1["text"].as_str().expect("text").contains("Tuesday"),
-        "{}",
-        reply.1
-    );
+    stack.completes(&run).await;
+    let reply = stack.reply(&session).await;
+    assert!(reply["text"].as_str().expect("text").contains("Tuesday"), "{}", reply);
 }
 
 #[tokio::test]
@@ -194,31 +177,16 @@ async fn read_only_tools_run_without_approval_and_plain_text_completes() {
     stack.start_worker(&[]);
     let session = stack.session().await;
     let run = stack.submit(&session, "/tool notes.list").await;
-    assert_eq!(
-        stack.wait_for(&run, &["completed", "failed"]).await["state"],
-        "completed"
-    );
+    stack.completes(&run).await;
     assert!(stack.pending_approvals(&session).await.is_empty());
 
     let run = stack.submit(&session, "hello there").await;
-    assert_eq!(
-        stack.wait_for(&run, &["completed", "failed"]).await["state"],
-        "completed"
-    );
-    let reply = stack
-        .events(&session)
-        .await
-        .into_iter()
-        .rev()
-        .find(|(kind, _)| kind == "assistant.message")
-        .expect("reply");
-    assert_eq!(reply.1["text"], "You said: hello there");
+    stack.completes(&run).await;
+    let reply = stack.reply(&session).await;
+    assert_eq!(reply["text"], "You said: hello there");
 
     let run = stack.submit(&session, "/tool no.such.tool").await;
-    assert_eq!(
-        stack.wait_for(&run, &["completed", "failed"]).await["state"],
-        "completed"
-    );
+    stack.completes(&run).await;
     let result = stack
         .events(&session)
         .await
@@ -375,10 +343,7 @@ async fn several_workers_share_the_queue_and_each_run_is_claimed_once() {
         runs.push(stack.submit(&session, &format!("message {index}")).await);
     }
     for run in &runs {
-        assert_eq!(
-            stack.wait_for(run, &["completed", "failed"]).await["state"],
-            "completed"
-        );
+        stack.completes(run).await;
     }
     assert_eq!(
         stack
@@ -450,9 +415,6 @@ async fn long_arguments_are_truncated_in_the_approval_with_a_digest_of_the_whole
     // The tool still receives the whole value once approved.
     let id = approval["approval_id"].as_str().expect("id").to_owned();
     assert_eq!(stack.decide(&id, "approve_once").await.status(), 200);
-    assert_eq!(
-        stack.wait_for(&run, &["completed", "failed"]).await["state"],
-        "completed"
-    );
+    stack.completes(&run).await;
     assert_eq!(stack.scalar::<String>("SELECT text FROM notes").await, long);
 }

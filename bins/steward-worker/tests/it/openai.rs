@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::support::{FakeModel, FakeState, Stack, agent_definitions, json};
+use crate::support::{FakeModel, FakeState, Stack, agent_definitions};
 
 async fn stack_with_model(model: &FakeModel) -> Stack {
     let definitions = agent_definitions(
@@ -60,15 +60,8 @@ async fn streamed_tool_calls_park_for_approval_then_run_once_with_usage_counted(
         (approval["tool"].as_str(), &approval["arguments"]),
         (Some("notes.add"), &json!({ "text": "from the model" }))
     );
-    let (status, _) = json(
-        stack
-            .decide(approval["approval_id"].as_str().expect("id"), "approve_once")
-            .await,
-    )
-    .await;
-    assert_eq!(status, 200);
-    let done = stack.wait_for(&run, &["completed", "failed"]).await;
-    assert_eq!(done["state"], "completed", "{done}");
+    stack.decide_ok(&approval, "approve_once").await;
+    stack.completes(&run).await;
 
     let requests = model.requests();
     assert_eq!(requests.len(), 2, "one model call per step");
@@ -87,18 +80,12 @@ async fn streamed_tool_calls_park_for_approval_then_run_once_with_usage_counted(
         .expect("usage");
     // (50 + 100) input tokens at 2 per million, (10 + 20) output tokens at 8 per million.
     assert_eq!(usage, (150, 30, 100 + 80 + 200 + 160));
-    let reply = stack
-        .events(&session)
-        .await
-        .into_iter()
-        .rev()
-        .find(|(kind, _)| kind == "assistant.message")
-        .expect("reply");
+    let reply = stack.reply(&session).await;
     assert_eq!(
-        reply.1["text"], "All done ✓ — déjà.",
+        reply["text"], "All done ✓ — déjà.",
         "multi-byte text split across chunks arrives whole"
     );
-    assert_eq!(reply.1["usage"]["cost"], "0.00036");
+    assert_eq!(reply["usage"]["cost"], "0.00036");
 }
 
 #[tokio::test]
@@ -109,17 +96,8 @@ async fn a_denial_reaches_the_model_and_nothing_runs() {
     let run = stack.submit(&session, "Remember that I like tea").await;
     stack.wait_for(&run, &["waiting_approval"]).await;
     let approval = stack.pending_approvals(&session).await.remove(0);
-    let (status, _) = json(
-        stack
-            .decide(approval["approval_id"].as_str().expect("id"), "deny")
-            .await,
-    )
-    .await;
-    assert_eq!(status, 200);
-    assert_eq!(
-        stack.wait_for(&run, &["completed", "failed"]).await["state"],
-        "completed"
-    );
+    stack.decide_ok(&approval, "deny").await;
+    stack.completes(&run).await;
     let told = &model.requests()[1].1["messages"][3];
     assert_eq!(told["role"], "tool");
     assert!(told["content"].as_str().expect("content").contains("denied"), "{told}");
@@ -206,10 +184,7 @@ async fn the_owners_model_settings_choose_the_model_of_the_next_message() {
     stack.start_worker(&[("OPENAI_BASE_URL", &model.url)]);
     let session = stack.session().await;
     let run = stack.submit(&session, "first").await;
-    assert_eq!(
-        stack.wait_for(&run, &["completed", "failed"]).await["state"],
-        "completed"
-    );
+    stack.completes(&run).await;
 
     let saved = stack
         .request(reqwest::Method::PUT, "/v1/settings/models")
@@ -220,10 +195,7 @@ async fn the_owners_model_settings_choose_the_model_of_the_next_message() {
         .expect("send");
     assert_eq!(saved.status(), 200);
     let run = stack.submit(&session, "second").await;
-    assert_eq!(
-        stack.wait_for(&run, &["completed", "failed"]).await["state"],
-        "completed"
-    );
+    stack.completes(&run).await;
 
     let requests = model.requests();
     assert_eq!(

@@ -33,12 +33,7 @@ async fn create_in(
     failures: u32,
 ) -> Value {
     let session = stack.session().await;
-    let pinned = stack
-        .request(Method::GET, &format!("/v1/sessions/{session}"))
-        .send()
-        .await
-        .expect("send");
-    let pinned: Value = pinned.json().await.expect("json");
+    let pinned = stack.get(&format!("/v1/sessions/{session}")).await;
     let body = json!({
         "title": "Smoke schedule",
         "instruction": instruction,
@@ -64,6 +59,21 @@ async fn create_in(
     created["schedule"].clone()
 }
 
+/// A stack whose token may read and write sessions and schedules.
+async fn scheduling_stack() -> Stack {
+    Stack::api(&[(
+        "AUTH_SCOPES",
+        "sessions.read,sessions.write,schedules.read,schedules.write",
+    )])
+    .await
+}
+
+async fn outcome_notifications(stack: &Stack) -> i64 {
+    stack
+        .scalar("SELECT count(*) FROM notification_outbox WHERE kind = 'schedule_outcome'")
+        .await
+}
+
 fn next_fire(schedule: &Value) -> Timestamp {
     schedule["next_fire_at"]
         .as_str()
@@ -74,11 +84,7 @@ fn next_fire(schedule: &Value) -> Timestamp {
 
 #[tokio::test]
 async fn the_schedule_acceptance_flow() {
-    let mut stack = Stack::api(&[(
-        "AUTH_SCOPES",
-        "sessions.read,sessions.write,schedules.read,schedules.write",
-    )])
-    .await;
+    let mut stack = scheduling_stack().await;
     stack.start_worker(&[]);
     let store = stack_store(&stack);
     // Reads without approval, then parks before the write (notes.add stands in for create_draft).
@@ -103,14 +109,7 @@ async fn the_schedule_acceptance_flow() {
         panic!("one start expected: {fired:?}")
     };
     let (run, session) = (run.to_string(), session.to_string());
-    let session_row: Value = stack
-        .request(Method::GET, &format!("/v1/sessions/{session}"))
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json");
+    let session_row = stack.get(&format!("/v1/sessions/{session}")).await;
     assert_eq!(session_row["schedule_id"], id.as_str());
     assert_eq!(
         session_row["agent_version"], schedule["agent_version"],
@@ -137,33 +136,12 @@ async fn the_schedule_acceptance_flow() {
         approvals[0]["approval_id"].as_str().map(str::to_owned)
     );
 
-    let (status, _) = json(
-        stack
-            .decide(approvals[0]["approval_id"].as_str().expect("id"), "approve_once")
-            .await,
-    )
-    .await;
-    assert_eq!(status, 200);
-    assert_eq!(
-        stack.wait_for(&run, &["completed", "failed"]).await["state"],
-        "completed"
-    );
-    let occurrences: Value = stack
-        .request(Method::GET, &format!("/v1/schedules/{id}/occurrences"))
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json");
+    stack.decide_ok(&approvals[0], "approve_once").await;
+    stack.completes(&run).await;
+    let occurrences = stack.get(&format!("/v1/schedules/{id}/occurrences")).await;
     assert_eq!(occurrences["occurrences"][0]["state"], "completed");
     assert_eq!(occurrences["occurrences"][0]["run_id"], run.as_str());
-    assert_eq!(
-        stack
-            .scalar::<i64>("SELECT count(*) FROM notification_outbox WHERE kind = 'schedule_outcome'")
-            .await,
-        1
-    );
+    assert_eq!(outcome_notifications(&stack).await, 1);
 
     // The smoke schedule is cancelled and does not fire the next day.
     let cancel = stack
@@ -189,11 +167,7 @@ fn stack_store(stack: &Stack) -> store::Store {
 
 #[tokio::test]
 async fn two_schedulers_fire_each_occurrence_exactly_once() {
-    let stack = Stack::api(&[(
-        "AUTH_SCOPES",
-        "sessions.read,sessions.write,schedules.read,schedules.write",
-    )])
-    .await;
+    let stack = scheduling_stack().await;
     let mut schedules = Vec::new();
     for index in 0..100 {
         let local_time = format!("{:02}:{:02}:00", 6 + index / 60, index % 60);
@@ -237,11 +211,7 @@ async fn two_schedulers_fire_each_occurrence_exactly_once() {
 
 #[tokio::test]
 async fn a_late_firing_is_skipped_with_a_reason_and_notified() {
-    let stack = Stack::api(&[(
-        "AUTH_SCOPES",
-        "sessions.read,sessions.write,schedules.read,schedules.write",
-    )])
-    .await;
+    let stack = scheduling_stack().await;
     let schedule = create(&stack, "hello", json!([]), "07:00:00", 60, 3).await;
     let due = next_fire(&schedule);
     let fired = stack_store(&stack)
@@ -253,42 +223,19 @@ async fn a_late_firing_is_skipped_with_a_reason_and_notified() {
         "{fired:?}"
     );
     let id = schedule["id"].as_str().expect("id");
-    let occurrences: Value = stack
-        .request(Method::GET, &format!("/v1/schedules/{id}/occurrences"))
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json");
+    let occurrences = stack.get(&format!("/v1/schedules/{id}/occurrences")).await;
     assert_eq!(occurrences["occurrences"][0]["state"], "skipped");
     assert_eq!(occurrences["occurrences"][0]["reason"], "misfire");
-    assert_eq!(
-        stack
-            .scalar::<i64>("SELECT count(*) FROM notification_outbox WHERE kind = 'schedule_outcome'")
-            .await,
-        1
-    );
+    assert_eq!(outcome_notifications(&stack).await, 1);
     assert_eq!(stack.scalar::<i64>("SELECT count(*) FROM runs").await, 0, "nothing ran");
     // The schedule moved on to the next day.
-    let read: Value = stack
-        .request(Method::GET, &format!("/v1/schedules/{id}"))
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json");
+    let read = stack.get(&format!("/v1/schedules/{id}")).await;
     assert!(next_fire(&read["schedule"]) > due);
 }
 
 #[tokio::test]
 async fn unauthorized_firings_fail_and_enough_of_them_stop_the_schedule() {
-    let stack = Stack::api(&[(
-        "AUTH_SCOPES",
-        "sessions.read,sessions.write,schedules.read,schedules.write",
-    )])
-    .await;
+    let stack = scheduling_stack().await;
     let schedule = create(
         &stack,
         "read my mail",
@@ -308,14 +255,7 @@ async fn unauthorized_firings_fail_and_enough_of_them_stop_the_schedule() {
             .await
             .expect("fire");
     }
-    let read: Value = stack
-        .request(Method::GET, &format!("/v1/schedules/{id}"))
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json");
+    let read = stack.get(&format!("/v1/schedules/{id}")).await;
     assert_eq!(read["schedule"]["state"], "stopped", "two failures in a row stop it");
     assert_eq!(read["schedule"]["next_fire_at"], Value::Null);
     let failed: Vec<String> = sqlx::query_scalar("SELECT reason FROM schedule_occurrences ORDER BY scheduled_for")
@@ -347,17 +287,8 @@ async fn the_conversational_tool_always_creates_schedules_without_scopes() {
         (approval["tool"].as_str(), approval["risk"].as_str()),
         (Some("schedule.create"), Some("medium"))
     );
-    let (status, _) = json(
-        stack
-            .decide(approval["approval_id"].as_str().expect("id"), "approve_once")
-            .await,
-    )
-    .await;
-    assert_eq!(status, 200);
-    assert_eq!(
-        stack.wait_for(&run, &["completed", "failed"]).await["state"],
-        "completed"
-    );
+    stack.decide_ok(&approval, "approve_once").await;
+    stack.completes(&run).await;
 
     let (title, scopes, version): (String, Vec<String>, String) =
         sqlx::query_as("SELECT title, requested_scopes, agent_version FROM schedules")
@@ -377,11 +308,7 @@ async fn the_conversational_tool_always_creates_schedules_without_scopes() {
 
 #[tokio::test]
 async fn after_downtime_each_missed_day_is_skipped_and_the_on_time_firing_runs() {
-    let stack = Stack::api(&[(
-        "AUTH_SCOPES",
-        "sessions.read,sessions.write,schedules.read,schedules.write",
-    )])
-    .await;
+    let stack = scheduling_stack().await;
     let schedule = create_in(&stack, "UTC", "hello", json!([]), "07:00:00", 60, 3).await;
     let due = next_fire(&schedule);
     // The scheduler was down for three days and comes back 30 seconds after the fourth firing time.
@@ -398,31 +325,15 @@ async fn after_downtime_each_missed_day_is_skipped_and_the_on_time_firing_runs()
         })
         .collect();
     assert_eq!(summary, ["misfire", "misfire", "misfire", "started"]);
-    assert_eq!(
-        stack
-            .scalar::<i64>("SELECT count(*) FROM notification_outbox WHERE kind = 'schedule_outcome'")
-            .await,
-        3
-    );
+    assert_eq!(outcome_notifications(&stack).await, 3);
     let id = schedule["id"].as_str().expect("id");
-    let read: Value = stack
-        .request(Method::GET, &format!("/v1/schedules/{id}"))
-        .send()
-        .await
-        .expect("send")
-        .json()
-        .await
-        .expect("json");
+    let read = stack.get(&format!("/v1/schedules/{id}")).await;
     assert_eq!(next_fire(&read["schedule"]), due + 96.hours(), "next: the day after");
 }
 
 #[tokio::test]
 async fn a_schedule_whose_zone_is_unknown_stops_without_blocking_the_others() {
-    let stack = Stack::api(&[(
-        "AUTH_SCOPES",
-        "sessions.read,sessions.write,schedules.read,schedules.write",
-    )])
-    .await;
+    let stack = scheduling_stack().await;
     let good = create_in(&stack, "UTC", "hello", json!([]), "07:00:00", 60, 3).await;
     let broken = create_in(&stack, "UTC", "hello", json!([]), "06:00:00", 60, 3).await;
     // As if this host's tz database lost the zone after the schedule was created.

@@ -158,15 +158,15 @@ impl Stack {
         body["run"]["run_id"].as_str().expect("run id").to_owned()
     }
 
+    /// The JSON body of a GET of `path`.
+    pub async fn get(&self, path: &str) -> Value {
+        json(self.request(Method::GET, path).send().await.expect("send"))
+            .await
+            .1
+    }
+
     pub async fn run(&self, run: &str) -> Value {
-        json(
-            self.request(Method::GET, &format!("/v1/runs/{run}"))
-                .send()
-                .await
-                .expect("send"),
-        )
-        .await
-        .1
+        self.get(&format!("/v1/runs/{run}")).await
     }
 
     /// Polls the run until its state is one of `states`.
@@ -182,14 +182,15 @@ impl Stack {
         }
     }
 
+    /// Waits for the run to finish and asserts that it completed.
+    pub async fn completes(&self, run: &str) -> Value {
+        let done = self.wait_for(run, &["completed", "failed", "cancelled"]).await;
+        assert_eq!(done["state"], "completed", "{done}");
+        done
+    }
+
     pub async fn pending_approvals(&self, session: &str) -> Vec<Value> {
-        let (_, body) = json(
-            self.request(Method::GET, &format!("/v1/sessions/{session}/approvals"))
-                .send()
-                .await
-                .expect("send"),
-        )
-        .await;
+        let body = self.get(&format!("/v1/sessions/{session}/approvals")).await;
         body["approvals"].as_array().expect("approvals").clone()
     }
 
@@ -199,6 +200,24 @@ impl Stack {
             .send()
             .await
             .expect("send")
+    }
+
+    /// Decides `approval` (an approval as listed) and asserts the decision was taken.
+    pub async fn decide_ok(&self, approval: &Value, decision: &str) {
+        let id = approval["approval_id"].as_str().expect("approval id");
+        let (status, body) = json(self.decide(id, decision).await).await;
+        assert_eq!(status, 200, "{body}");
+    }
+
+    /// The payload of the session's last assistant message.
+    pub async fn reply(&self, session: &str) -> Value {
+        let events = self.events(session).await;
+        let (_, payload) = events
+            .into_iter()
+            .rev()
+            .find(|(kind, _)| kind == "assistant.message")
+            .expect("reply");
+        payload
     }
 
     /// Every persisted event of the session: (kind, payload).

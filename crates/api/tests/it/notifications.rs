@@ -30,10 +30,7 @@ async fn the_routes_exist_only_with_the_notification_flags() {
 #[tokio::test]
 async fn pending_notifications_carry_ids_only_and_settle_on_acknowledgement_or_resolution() {
     let app = TestApp::spawn_with(enabled()).await;
-    let session = app.create_session(json!({})).await["session_id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let session = app.new_session().await;
     // Two raised notifications (as the worker raises them with an approval), one of them
     // resolved meanwhile.
     for obsolete in [false, true] {

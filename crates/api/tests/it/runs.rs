@@ -7,17 +7,10 @@ use serde_json::{Value, json};
 
 use crate::support::{TestApp, expect_problem, json};
 
-async fn new_session(app: &TestApp) -> String {
-    app.create_session(json!({})).await["session_id"]
-        .as_str()
-        .expect("id")
-        .to_owned()
-}
-
 #[tokio::test]
 async fn a_message_starts_one_queued_run_and_titles_the_session() {
     let app = TestApp::spawn().await;
-    let session = new_session(&app).await;
+    let session = app.new_session().await;
     let response = app
         .submit(&session, "k-1", json!({ "text": "\n  Plan a trip to Lisbon\nin May" }))
         .await;
@@ -64,7 +57,7 @@ async fn a_message_starts_one_queued_run_and_titles_the_session() {
 #[tokio::test]
 async fn same_key_and_body_replays_the_original_response_and_starts_nothing() {
     let app = TestApp::spawn().await;
-    let session = new_session(&app).await;
+    let session = app.new_session().await;
     let first = app.submit(&session, "retry-me", json!({ "text": "hello" })).await;
     assert_eq!(first.status(), 202);
     let original = first.bytes().await.expect("body");
@@ -79,7 +72,7 @@ async fn same_key_and_body_replays_the_original_response_and_starts_nothing() {
 
     let reused = app.submit(&session, "retry-me", json!({ "text": "hello!" })).await;
     expect_problem(reused, 422, "idempotency_key_reused").await;
-    let other_session = new_session(&app).await;
+    let other_session = app.new_session().await;
     let elsewhere = app.submit(&other_session, "retry-me", json!({ "text": "hello" })).await;
     expect_problem(elsewhere, 422, "idempotency_key_reused").await;
 }
@@ -87,7 +80,7 @@ async fn same_key_and_body_replays_the_original_response_and_starts_nothing() {
 #[tokio::test]
 async fn concurrent_requests_with_one_key_start_one_run() {
     let app = Arc::new(TestApp::spawn().await);
-    let session = new_session(&app).await;
+    let session = app.new_session().await;
     let mut tasks = Vec::new();
     for _ in 0..20 {
         let (app, session) = (app.clone(), session.clone());
@@ -119,7 +112,7 @@ async fn concurrent_requests_with_one_key_start_one_run() {
 #[tokio::test]
 async fn concurrent_messages_to_one_session_start_exactly_one_run() {
     let app = Arc::new(TestApp::spawn().await);
-    let session = new_session(&app).await;
+    let session = app.new_session().await;
     let mut tasks = Vec::new();
     for index in 0..50 {
         let (app, session) = (app.clone(), session.clone());
@@ -161,7 +154,7 @@ async fn concurrent_messages_to_one_session_start_exactly_one_run() {
 #[tokio::test]
 async fn messages_may_be_attachments_alone_and_must_name_artifacts_of_the_session() {
     let app = TestApp::spawn().await;
-    let session = new_session(&app).await;
+    let session = app.new_session().await;
     let upload = app
         .request(
             Method::POST,
@@ -215,7 +208,7 @@ async fn messages_may_be_attachments_alone_and_must_name_artifacts_of_the_sessio
 #[tokio::test]
 async fn cancel_ends_an_active_run_once() {
     let app = TestApp::spawn().await;
-    let session = new_session(&app).await;
+    let session = app.new_session().await;
     let (_, accepted) = json(app.submit(&session, "c-1", json!({ "text": "go" })).await).await;
     let run = accepted["run"]["run_id"].as_str().expect("id").to_owned();
 

@@ -163,10 +163,7 @@ async fn schedules_are_listed_read_and_link_their_occurrences_to_runs() {
     assert_eq!(occurrences, json!({ "occurrences": [] }));
 
     // An occurrence the schedule role recorded, with its run.
-    let session = app.create_session(json!({})).await["session_id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let session = app.new_session().await;
     let run: uuid::Uuid = sqlx::query_scalar(
         "INSERT INTO runs (id, session_id, state) VALUES (gen_random_uuid(), $1::uuid, 'queued') RETURNING id",
     )

@@ -56,10 +56,7 @@ async fn settings_offer_choose_and_apply_to_the_next_message() {
     assert_eq!(current["chat_reasoning_effort"], "high");
 
     // The next message's run carries the choice.
-    let session = app.create_session(json!({})).await["session_id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let session = app.new_session().await;
     assert_eq!(app.submit(&session, "m-1", json!({ "text": "hi" })).await.status(), 202);
     let snapshot: (Option<String>, Option<String>) =
         sqlx::query_as("SELECT chat_model, chat_reasoning_effort FROM runs")

@@ -20,10 +20,7 @@ impl Rng {
 #[tokio::test]
 async fn reconnecting_at_random_points_loses_and_repeats_nothing() {
     let app = TestApp::spawn().await;
-    let session = app.create_session(json!({})).await["session_id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let session = app.new_session().await;
     let (_, accepted) = json(app.submit(&session, "s-1", json!({ "text": "stream please" })).await).await;
     let run = accepted["run"]["run_id"].as_str().expect("id").to_owned();
     let run_id = domain::ids::RunId::parse(&run).expect("run id");
@@ -67,7 +64,6 @@ async fn reconnecting_at_random_points_loses_and_repeats_nothing() {
         let id = frame.id.expect("persisted events carry their sequence");
         seen.push(id);
         if id == TOTAL {
-            producer.is_finished();
             let cancel = app
                 .request(Method::POST, &format!("/v1/runs/{run}/cancel"))
                 .send()
@@ -90,10 +86,7 @@ async fn reconnecting_at_random_points_loses_and_repeats_nothing() {
 #[tokio::test]
 async fn a_stream_follows_the_live_run_and_closes_on_its_terminal_event() {
     let app = TestApp::spawn().await;
-    let session = app.create_session(json!({})).await["session_id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let session = app.new_session().await;
     let (_, accepted) = json(app.submit(&session, "l-1", json!({ "text": "hi" })).await).await;
     let run = accepted["run"]["run_id"].as_str().expect("id").to_owned();
 
@@ -177,10 +170,7 @@ async fn a_stream_follows_the_live_run_and_closes_on_its_terminal_event() {
 #[tokio::test]
 async fn a_deleted_session_ends_its_idle_stream() {
     let app = TestApp::spawn().await;
-    let session = app.create_session(json!({})).await["session_id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let session = app.new_session().await;
     let mut idle = app.events(&session, None).await;
     assert_eq!(
         app.request(Method::DELETE, &format!("/v1/sessions/{session}"))
@@ -207,10 +197,7 @@ async fn stream_requests_are_checked() {
         "session_not_found",
     )
     .await;
-    let session = app.create_session(json!({})).await["session_id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let session = app.new_session().await;
     let bad = app
         .request(Method::GET, &format!("/v1/sessions/{session}/events"))
         .header("last-event-id", "yesterday")
@@ -223,10 +210,7 @@ async fn stream_requests_are_checked() {
 #[tokio::test]
 async fn an_idle_stream_carries_heartbeat_comments() {
     let app = TestApp::spawn_with(crate::support::Env::default().set("API_STREAM_HEARTBEAT_SECONDS", "1")).await;
-    let session = app.create_session(json!({})).await["session_id"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let session = app.new_session().await;
     let mut response = app
         .request(Method::GET, &format!("/v1/sessions/{session}/events"))
         .send()

@@ -132,6 +132,14 @@ impl TestApp {
         response.json().await.expect("session json")
     }
 
+    /// Creates a session without metadata and returns its id.
+    pub async fn new_session(&self) -> String {
+        self.create_session(serde_json::json!({})).await["session_id"]
+            .as_str()
+            .expect("id")
+            .to_owned()
+    }
+
     /// Rows in `table` (a fixed name from the test, never input).
     pub async fn count(&self, table: &str) -> i64 {
         sqlx::query_scalar(&format!("SELECT count(*) FROM {table}"))
