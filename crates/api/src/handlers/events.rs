@@ -87,6 +87,7 @@ pub async fn stream(
         pending: VecDeque::new(),
         ended: false,
         transient: VecDeque::new(),
+        stale: true,
     };
     let heartbeat = follower.state.settings.stream_heartbeat;
     let sse = Sse::new(follow(follower)).keep_alive(KeepAlive::new().interval(heartbeat).text("heartbeat"));
@@ -115,6 +116,9 @@ struct Follower {
     ended: bool,
     /// Transient frames (no id) waiting to be sent.
     transient: VecDeque<Event>,
+    /// Whether the database may hold something not yet read: set by every wake-up except a
+    /// transient frame, so streamed deltas cost no queries.
+    stale: bool,
 }
 
 fn frame(event: &EventRow) -> Event {
@@ -143,46 +147,50 @@ fn follow(follower: Follower) -> impl Stream<Item = Result<Event, Infallible>> {
                 let frame = frame(&event);
                 return Some((Ok(frame), follower));
             }
-            let store = &follower.state.store;
-            // Whether a run is active is read before the events: a run's terminal event commits
-            // with its state, so if it had ended by the first read, the second one returns it.
-            let idle = match store.active_run(follower.session).await {
-                Ok(active) => active.is_none(),
-                Err(error) => {
-                    tracing::warn!(%error, "event stream cannot read the run state; closing");
-                    return None;
+            if follower.stale {
+                let store = &follower.state.store;
+                // Whether a run is active is read before the events: a run's terminal event commits
+                // with its state, so if it had ended by the first read, the second one returns it.
+                let idle = match store.active_run(follower.session).await {
+                    Ok(active) => active.is_none(),
+                    Err(error) => {
+                        tracing::warn!(%error, "event stream cannot read the run state; closing");
+                        return None;
+                    }
+                };
+                let events = match store
+                    .events_after(&follower.principal, follower.session, follower.last, BATCH)
+                    .await
+                {
+                    Ok(events) => events,
+                    Err(error) => {
+                        tracing::warn!(%error, "event stream cannot read events; closing");
+                        return None;
+                    }
+                };
+                let unsent = !events.is_empty();
+                let announced = follower.announced;
+                follower
+                    .pending
+                    .extend(events.into_iter().filter(|event| event.seq <= announced));
+                if !follower.pending.is_empty() {
+                    // Stays stale: a full batch may have more behind it.
+                    continue;
                 }
-            };
-            let events = match store
-                .events_after(&follower.principal, follower.session, follower.last, BATCH)
-                .await
-            {
-                Ok(events) => events,
-                Err(error) => {
-                    tracing::warn!(%error, "event stream cannot read events; closing");
-                    return None;
+                if !unsent {
+                    // Caught up with no active run, right after a run's terminal event: the run is
+                    // over and so is the stream. An idle session otherwise keeps its stream open
+                    // for the next run (the logical stream survives between runs).
+                    if idle && follower.ended {
+                        return None;
+                    }
+                    if idle && !matches!(store.session(&follower.principal, follower.session).await, Ok(Some(_))) {
+                        return None;
+                    }
+                    // From here on only announced events are sent.
+                    follower.announced = follower.last;
                 }
-            };
-            let unsent = !events.is_empty();
-            let announced = follower.announced;
-            follower
-                .pending
-                .extend(events.into_iter().filter(|event| event.seq <= announced));
-            if !follower.pending.is_empty() {
-                continue;
-            }
-            if !unsent {
-                // Caught up with no active run, right after a run's terminal event: the run is
-                // over and so is the stream. An idle session otherwise keeps its stream open
-                // for the next run (the logical stream survives between runs).
-                if idle && follower.ended {
-                    return None;
-                }
-                if idle && !matches!(store.session(&follower.principal, follower.session).await, Ok(Some(_))) {
-                    return None;
-                }
-                // From here on only announced events are sent.
-                follower.announced = follower.last;
+                follower.stale = false;
             }
             wait(&mut follower).await?;
         }
@@ -198,6 +206,7 @@ async fn wait(follower: &mut Follower) -> Option<()> {
             received = follower.wakes.recv() => match received {
                 Ok(Wake::Session(session, seq)) if session == follower.session => {
                     follower.announced = follower.announced.max(seq);
+                    follower.stale = true;
                     return Some(());
                 }
                 Ok(Wake::Transient { session, kind, data }) if session == follower.session => {
@@ -208,12 +217,14 @@ async fn wait(follower: &mut Follower) -> Option<()> {
                 Ok(Wake::Session(..) | Wake::Transient { .. }) => continue,
                 Ok(Wake::All) | Err(broadcast::error::RecvError::Lagged(_)) => {
                     follower.announced = i64::MAX;
+                    follower.stale = true;
                     return Some(());
                 }
                 Err(broadcast::error::RecvError::Closed) => return None,
             },
             () = &mut tick => {
                 follower.announced = i64::MAX;
+                follower.stale = true;
                 return Some(());
             }
         }
