@@ -34,14 +34,7 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     let binaries = crate::postgres::ensure_binaries()?;
     let cluster = Cluster::temporary_with(&binaries, Durability::Durable).context("start the benchmark cluster")?;
     let database_url = cluster.url("steward_bench");
-    let migrated = Command::new(bin.join("steward-migrate"))
-        .arg("--create-database")
-        .env("DATABASE_URL", &database_url)
-        .status()
-        .context("migrate")?;
-    if !migrated.success() {
-        bail!("migrations failed");
-    }
+    crate::postgres::prepare_database(&bin, &database_url)?;
 
     let work = std::env::temp_dir().join(format!("steward-bench-{}", std::process::id()));
     std::fs::create_dir_all(&work).context("create the bench directory")?;
@@ -57,7 +50,8 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
 
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let mut api = Command::new(bin.join("steward-api"))
-        .env("DATABASE_URL", &database_url)
+        .env("DATABASE_URL", crate::postgres::login_url(&database_url, "steward_api"))
+        .env(crate::postgres::ALLOW_ROOT.0, crate::postgres::ALLOW_ROOT.1)
         .env("DATABASE_MAX_CONNECTIONS", "32")
         .env("API_TOKEN_FILE", &token_file)
         .env("API_LISTEN_ADDR", format!("127.0.0.1:{port}"))

@@ -56,6 +56,8 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
             "-p",
             "steward-worker",
             "-p",
+            "steward-schedule",
+            "-p",
             "steward-migrate",
         ])
         .status()
@@ -76,21 +78,19 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
             (Some(cluster), url)
         }
     };
-    let migrated = Command::new(bin.join("steward-migrate"))
-        .arg("--create-database")
-        .env("DATABASE_URL", &database_url)
-        .status()
-        .context("run steward-migrate")?;
-    if !migrated.success() {
-        bail!("migrations failed");
-    }
+    // As at deploy time: logins and the database, then migrations and grants as the owner; each
+    // role then connects with its own login.
+    crate::postgres::prepare_database(&bin, &database_url)?;
+    let login = |name: &str| crate::postgres::login_url(&database_url, name);
+    let (allow_root, allow) = crate::postgres::ALLOW_ROOT;
 
     let token_file = var.join("api-token");
     ensure_token(&token_file)?;
     let listen: SocketAddr = ([127, 0, 0, 1], options.port).into();
     let base_url = format!("http://{listen}");
     let mut api = Command::new(bin.join("steward-api"))
-        .env("DATABASE_URL", &database_url)
+        .env("DATABASE_URL", login("steward_api"))
+        .env(allow_root, allow)
         .env("API_TOKEN_FILE", &token_file)
         .env("API_LISTEN_ADDR", listen.to_string())
         .env(
@@ -105,11 +105,13 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
         .context("start steward-api")?;
 
     let mut worker = Command::new(bin.join("steward-worker"))
-        .env("DATABASE_URL", &database_url)
+        .env("DATABASE_URL", login("steward_worker"))
+        .env(allow_root, allow)
         .spawn()
         .context("start steward-worker")?;
     let mut scheduler = Command::new(bin.join("steward-schedule"))
-        .env("DATABASE_URL", &database_url)
+        .env("DATABASE_URL", login("steward_schedule"))
+        .env(allow_root, allow)
         .spawn()
         .context("start steward-schedule")?;
 

@@ -37,3 +37,36 @@ pub fn ensure_binaries() -> anyhow::Result<Binaries> {
     }
     Binaries::locate().context("PostgreSQL was installed but its binaries are still not found")
 }
+
+/// Lets the roles run as root on a development machine (they refuse root otherwise).
+pub const ALLOW_ROOT: (&str, &str) = ("STEWARD_DEV_ALLOW_ROOT", "1");
+
+/// Provisions the logins and the database named by `admin_url` (an administrator's URL), then
+/// migrates and applies the grants as the migration owner: what an operator does at deploy time.
+pub fn prepare_database(bin: &Path, admin_url: &str) -> anyhow::Result<()> {
+    let steps: [(&[&str], String, &str); 2] = [
+        (
+            &["provision"],
+            admin_url.to_owned(),
+            "provision the logins and the database",
+        ),
+        (&[], login_url(admin_url, "steward_owner"), "migrate and grant"),
+    ];
+    for (args, url, what) in steps {
+        let status = Command::new(bin.join("steward-migrate"))
+            .args(args)
+            .env("DATABASE_URL", url)
+            .env(ALLOW_ROOT.0, ALLOW_ROOT.1)
+            .status()
+            .with_context(|| format!("run steward-migrate to {what}"))?;
+        if !status.success() {
+            bail!("steward-migrate could not {what}");
+        }
+    }
+    Ok(())
+}
+
+/// `admin_url` for `login` (each role connects with its own).
+pub fn login_url(admin_url: &str, login: &str) -> String {
+    pgcluster::with_user(admin_url, login)
+}

@@ -7,13 +7,13 @@ use api::ApiConfig;
 use store::Store;
 
 fn main() -> ExitCode {
-    // Configuration is validated before the runtime exists: a bad environment is one clear line.
-    let config = match ApiConfig::from_env(|name| std::env::var(name).ok()) {
+    // Hardening and configuration happen before the runtime exists: a bad environment is one
+    // clear line.
+    let config = match role::prepare("steward-api", role::RoleKind::Application, || {
+        ApiConfig::from_env(|name| std::env::var(name).ok())
+    }) {
         Ok(config) => config,
-        Err(error) => {
-            eprintln!("steward-api: {error}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     role::run(config.log_level, serve(config))
 }
@@ -25,6 +25,7 @@ async fn serve(config: ApiConfig) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("listen on {}", config.listen_addr))?;
     tracing::info!(addr = %listener.local_addr()?, release = %config.release, "steward-api listening");
+    role::ready();
     api::serve(listener, api::app(config, store), role::shutdown_signal())
         .await
         .context("serve http")

@@ -1,37 +1,88 @@
-//! Applies the schema migrations. Runs as the migration owner login (`DATABASE_URL`); the daemon
-//! roles never hold migration rights.
+//! Applies the schema migrations and the role privileges, or provisions the logins and the
+//! database.
 //!
-//! Usage: `steward-migrate [--create-database]`. With `--create-database` the database named by
-//! the URL is created first when it does not exist (dev stacks; production creates it by hand).
+//! | Usage | `DATABASE_URL` names | Does |
+//! |---|---|---|
+//! | `steward-migrate` | the database, as the migration owner login (`steward_owner`) | applies pending migrations, then `policies/grants.sql` (every role's privileges and row security) in one transaction |
+//! | `steward-migrate provision` | the database, as an administrator (superuser or CREATEROLE and CREATEDB) | applies `policies/logins.sql` (cluster-wide), creates the database owned by `steward_owner` when missing, and hands an existing schema to that owner |
+//!
+//! `AGENT_CALL_NOTIFICATIONS_ENABLED=1` grants the call login what enqueuing call notifications
+//! needs. The daemon roles never hold migration rights.
 
 use std::process::ExitCode;
 
 use anyhow::Context;
-use sqlx::migrate::MigrateDatabase;
+use sqlx::postgres::PgConnectOptions;
+use sqlx::{ConnectOptions, Connection, Executor};
+use store::policies::{self, GrantOptions, OWNER_LOGIN};
 
-fn main() -> ExitCode {
-    let mut create = false;
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Migrate,
+    Provision,
+}
+
+struct Config {
+    action: Action,
+    database: PgConnectOptions,
+    grants: GrantOptions,
+}
+
+fn config() -> Result<Config, String> {
+    let mut action = Action::Migrate;
     for argument in std::env::args().skip(1) {
         match argument.as_str() {
-            "--create-database" => create = true,
+            "provision" if action == Action::Migrate => action = Action::Provision,
             other => {
-                eprintln!("steward-migrate: unknown argument `{other}` (usage: steward-migrate [--create-database])");
-                return ExitCode::from(2);
+                return Err(format!(
+                    "unexpected argument `{other}` (usage: steward-migrate [provision])"
+                ));
             }
         }
     }
-    let Some(url) = std::env::var("DATABASE_URL").ok().filter(|url| !url.is_empty()) else {
-        eprintln!("steward-migrate: DATABASE_URL is required");
-        return ExitCode::from(2);
+    let url = std::env::var("DATABASE_URL")
+        .ok()
+        .filter(|url| !url.is_empty())
+        .ok_or("DATABASE_URL is required")?;
+    let database = url
+        .parse::<PgConnectOptions>()
+        .map_err(|error| format!("DATABASE_URL is invalid: {error}"))?;
+    let call_notifications = match std::env::var("AGENT_CALL_NOTIFICATIONS_ENABLED").ok().as_deref() {
+        None | Some("" | "0") => false,
+        Some("1") => true,
+        Some(other) => {
+            return Err(format!(
+                "AGENT_CALL_NOTIFICATIONS_ENABLED must be 0 or 1, got `{other}`"
+            ));
+        }
+    };
+    Ok(Config {
+        action,
+        database,
+        grants: GrantOptions { call_notifications },
+    })
+}
+
+fn main() -> ExitCode {
+    let config = match role::prepare("steward-migrate", role::RoleKind::Application, config) {
+        Ok(config) => config,
+        Err(code) => return code,
     };
     let result = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("start the async runtime")
-        .and_then(|runtime| runtime.block_on(migrate(&url, create)));
+        .and_then(|runtime| {
+            runtime.block_on(async {
+                match config.action {
+                    Action::Migrate => migrate(&config).await,
+                    Action::Provision => provision(&config).await,
+                }
+            })
+        });
     match result {
-        Ok(applied) => {
-            println!("steward-migrate: schema current ({applied} migrations applied in total)");
+        Ok(report) => {
+            println!("steward-migrate: {report}");
             ExitCode::SUCCESS
         }
         Err(error) => {
@@ -41,22 +92,97 @@ fn main() -> ExitCode {
     }
 }
 
-async fn migrate(url: &str, create: bool) -> anyhow::Result<usize> {
-    if create
-        && !sqlx::Postgres::database_exists(url)
-            .await
-            .context("check whether the database exists")?
-    {
-        sqlx::Postgres::create_database(url)
-            .await
-            .context("create the database")?;
-    }
-    let pool = sqlx::PgPool::connect(url).await.context("connect to the database")?;
-    store::MIGRATOR.run(&pool).await.context("apply migrations")?;
+async fn migrate(config: &Config) -> anyhow::Result<String> {
+    let mut connection = config
+        .database
+        .connect()
+        .await
+        .context("connect to the database as the migration owner")?;
+    store::MIGRATOR.run(&mut connection).await.context("apply migrations")?;
+    policies::apply_grants(&mut connection, config.grants)
+        .await
+        .context("apply policies/grants.sql")?;
     let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations WHERE success")
-        .fetch_one(&pool)
+        .fetch_one(&mut connection)
         .await
         .context("count applied migrations")?;
-    pool.close().await;
-    Ok(usize::try_from(applied).unwrap_or_default())
+    connection.close().await.context("disconnect")?;
+    Ok(format!(
+        "schema current ({applied} migrations applied in total), role privileges applied"
+    ))
+}
+
+async fn provision(config: &Config) -> anyhow::Result<String> {
+    let name = config
+        .database
+        .get_database()
+        .context("DATABASE_URL names no database")?
+        .to_owned();
+    let mut admin = config
+        .database
+        .clone()
+        .database("postgres")
+        .connect()
+        .await
+        .context("connect to the `postgres` database as an administrator")?;
+    policies::apply_logins(&mut admin)
+        .await
+        .context("apply policies/logins.sql")?;
+    let owner: Option<String> =
+        sqlx::query_scalar("SELECT pg_get_userbyid(datdba)::text FROM pg_database WHERE datname = $1")
+            .bind(&name)
+            .fetch_optional(&mut admin)
+            .await
+            .context("look up the database")?;
+    let created = match owner.as_deref() {
+        None => {
+            admin
+                .execute(format!("CREATE DATABASE {} OWNER {OWNER_LOGIN}", quote(&name)).as_str())
+                .await
+                .context("create the database")?;
+            true
+        }
+        Some(OWNER_LOGIN) => false,
+        Some(_) => {
+            admin
+                .execute(format!("ALTER DATABASE {} OWNER TO {OWNER_LOGIN}", quote(&name)).as_str())
+                .await
+                .context("hand the database to the migration owner")?;
+            false
+        }
+    };
+    admin.close().await.context("disconnect")?;
+    // A schema made before the owner login existed is handed to it, so migrations can go on.
+    let mut database = config.database.connect().await.context("connect to the database")?;
+    sqlx::raw_sql(ADOPT_SCHEMA)
+        .execute(&mut database)
+        .await
+        .context("hand the schema's tables to the migration owner")?;
+    database.close().await.context("disconnect")?;
+    Ok(if created {
+        format!("logins provisioned; database `{name}` created, owned by {OWNER_LOGIN}")
+    } else {
+        format!("logins provisioned; database `{name}` is owned by {OWNER_LOGIN}")
+    })
+}
+
+/// Gives every table in `public` that another role owns to the migration owner.
+const ADOPT_SCHEMA: &str = r"
+DO $adopt$
+DECLARE relation record;
+BEGIN
+    FOR relation IN
+        SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')
+          AND pg_get_userbyid(c.relowner) <> 'steward_owner'
+    LOOP
+        EXECUTE format('ALTER TABLE public.%I OWNER TO steward_owner', relation.relname);
+    END LOOP;
+END
+$adopt$;
+";
+
+/// An SQL identifier, quoted.
+fn quote(identifier: &str) -> String {
+    format!("\"{}\"", identifier.replace('"', "\"\""))
 }

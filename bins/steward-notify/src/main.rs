@@ -71,12 +71,9 @@ fn config() -> Result<Config, String> {
 }
 
 fn main() -> ExitCode {
-    let config = match config() {
+    let config = match role::prepare("steward-notify", role::RoleKind::Application, config) {
         Ok(config) => config,
-        Err(error) => {
-            eprintln!("steward-notify: {error}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     role::run(config.log_level, deliver(config))
 }
@@ -93,6 +90,7 @@ async fn deliver(config: Config) -> anyhow::Result<()> {
     let shutdown = role::shutdown_signal();
     tokio::pin!(shutdown);
     tracing::info!("steward-notify started");
+    role::ready();
     loop {
         match dispatcher.pass(jiff::Timestamp::now()).await {
             Ok(pass) if pass != notify::dispatch::Pass::default() => tracing::info!(?pass, "delivered"),

@@ -49,12 +49,9 @@ fn config() -> Result<Config, String> {
 }
 
 fn main() -> ExitCode {
-    let config = match config() {
+    let config = match role::prepare("steward-schedule", role::RoleKind::Application, config) {
         Ok(config) => config,
-        Err(error) => {
-            eprintln!("steward-schedule: {error}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     role::run(config.log_level, fire(config))
 }
@@ -71,6 +68,7 @@ async fn fire(config: Config) -> anyhow::Result<()> {
     let shutdown = role::shutdown_signal();
     tokio::pin!(shutdown);
     tracing::info!("steward-schedule started");
+    role::ready();
     loop {
         // An unreadable manifest means mail is unavailable: schedules without mail scopes still
         // fire, and mail-scoped ones fail their authorization.

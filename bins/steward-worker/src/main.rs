@@ -8,12 +8,11 @@ use anyhow::Context;
 use store::Store;
 
 fn main() -> ExitCode {
-    let config = match WorkerConfig::from_env(|name| std::env::var(name).ok()) {
+    let config = match role::prepare("steward-worker", role::RoleKind::Application, || {
+        WorkerConfig::from_env(|name| std::env::var(name).ok())
+    }) {
         Ok(config) => config,
-        Err(error) => {
-            eprintln!("steward-worker: {error}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     role::run(config.log_level, work(config))
 }
@@ -31,6 +30,7 @@ async fn work(config: WorkerConfig) -> anyhow::Result<()> {
         providers: Providers::new(openai),
         http,
     };
+    role::ready();
     agent::worker::run(config, executor, role::shutdown_signal()).await;
     Ok(())
 }

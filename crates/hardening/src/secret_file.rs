@@ -1,7 +1,10 @@
 //! Secret files (tokens, keys) are checked before their bytes are trusted.
 //!
 //! The file is opened with `O_NOFOLLOW` and checked through the opened descriptor, so a symlink
-//! swapped in between the check and the read cannot redirect it.
+//! swapped in between the check and the read cannot redirect it. A secret must be a regular file
+//! owned by the running user with mode `0600` (or `0400`, as systemd's `LoadCredential=` copies
+//! are) and no extended ACL entries: an ACL can grant another identity read access that the mode
+//! bits do not show.
 
 use std::fs::{File, OpenOptions};
 use std::io::{ErrorKind, Read};
@@ -23,6 +26,10 @@ pub enum SecretFileError {
     NotRegular(PathBuf),
     #[error("secret file {path} must be owner-only (mode 0600), found mode {mode:04o}")]
     NotOwnerOnly { path: PathBuf, mode: u32 },
+    #[error(
+        "secret file {path} has extended ACL entries ({entries}); only the owner, group and other entries are allowed"
+    )]
+    ExtendedAcl { path: PathBuf, entries: String },
     #[error("secret file {path} is owned by uid {owner}, not by the running user (uid {running})")]
     WrongOwner { path: PathBuf, owner: u32, running: u32 },
     #[error("secret file {0} is larger than {SECRET_FILE_MAX_BYTES} bytes")]
@@ -32,7 +39,7 @@ pub enum SecretFileError {
 }
 
 /// Opens `path` without following symlinks and checks it is a regular file, owned by the running
-/// user, with no group or other permission bits, before reading it.
+/// user, with mode 0600 or 0400 and only base ACL entries, before reading it.
 pub fn read_owner_only(path: &Path) -> Result<Vec<u8>, SecretFileError> {
     let io = |source: std::io::Error| SecretFileError::Io {
         path: path.to_owned(),
@@ -65,10 +72,17 @@ pub fn read_owner_only(path: &Path) -> Result<Vec<u8>, SecretFileError> {
         });
     }
     let mode = meta.mode() & 0o7777;
-    if mode & 0o077 != 0 {
+    if mode != 0o600 && mode != 0o400 {
         return Err(SecretFileError::NotOwnerOnly {
             path: path.to_owned(),
             mode,
+        });
+    }
+    let extended = crate::acl::extended_entries(path).map_err(io)?;
+    if !extended.is_empty() {
+        return Err(SecretFileError::ExtendedAcl {
+            path: path.to_owned(),
+            entries: extended.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
         });
     }
     if meta.len() > SECRET_FILE_MAX_BYTES {
@@ -96,6 +110,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = write(dir.path(), "token", 0o600);
         assert_eq!(read_owner_only(&path).expect("readable"), b"secret");
+        let credential = write(dir.path(), "credential", 0o400);
+        assert_eq!(read_owner_only(&credential).expect("readable"), b"secret");
     }
 
     #[test]
@@ -110,6 +126,12 @@ mod tests {
         let err = read_owner_only(&shared).expect_err("group-readable");
         assert!(matches!(err, SecretFileError::NotOwnerOnly { mode: 0o640, .. }));
         assert!(err.to_string().contains("must be owner-only"));
+
+        let executable = write(dir.path(), "executable", 0o700);
+        assert!(matches!(
+            read_owner_only(&executable),
+            Err(SecretFileError::NotOwnerOnly { mode: 0o700, .. })
+        ));
 
         let target = write(dir.path(), "target", 0o600);
         let link = dir.path().join("link");

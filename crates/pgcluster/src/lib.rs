@@ -116,9 +116,18 @@ impl Identity {
     /// Creates `dir` (and parents) owned by the cluster's identity with mode 0700.
     fn make_private_dir(&self, dir: &Path) -> Result<(), ClusterError> {
         fs::create_dir_all(dir).map_err(io(format!("create {}", dir.display())))?;
-        fs::set_permissions(dir, fs::Permissions::from_mode(0o700)).map_err(io(format!("chmod {}", dir.display())))?;
+        self.hand_over(dir, 0o700)
+    }
+
+    /// Gives `dir` to the cluster's identity. When that is `postgres` (we are root), the
+    /// directory's group becomes ours with `mode`: our processes reach the socket through group
+    /// permissions, because the roles drop every capability (root included) at startup and
+    /// could not otherwise traverse a directory that `postgres` owns.
+    fn hand_over(&self, dir: &Path, mode: u32) -> Result<(), ClusterError> {
+        fs::set_permissions(dir, fs::Permissions::from_mode(mode)).map_err(io(format!("chmod {}", dir.display())))?;
         if let Some((uid, gid)) = self.switch_to {
-            chown(dir, Some(uid), Some(gid)).map_err(|errno| ClusterError::Io {
+            let group = if mode & 0o070 == 0 { gid } else { nix::unistd::getegid() };
+            chown(dir, Some(uid), Some(group)).map_err(|errno| ClusterError::Io {
                 action: format!("chown {}", dir.display()),
                 source: errno.into(),
             })?;
@@ -156,13 +165,8 @@ impl Cluster {
     pub fn temporary_with(binaries: &Binaries, durability: Durability) -> Result<Cluster, ClusterError> {
         let identity = Identity::current()?;
         let root = fresh_temp_dir()?;
-        // The root itself must be traversable by the postgres user; its children are private.
-        if let Some((uid, gid)) = identity.switch_to {
-            chown(&root, Some(uid), Some(gid)).map_err(|errno| ClusterError::Io {
-                action: format!("chown {}", root.display()),
-                source: errno.into(),
-            })?;
-        }
+        // The root must be traversable by the postgres user and by us (through its group).
+        identity.hand_over(&root, 0o750)?;
         let mut cluster = match Cluster::start(binaries, identity, &root, durability) {
             Ok(cluster) => cluster,
             Err(error) => {
@@ -192,7 +196,8 @@ impl Cluster {
         let data = root.join("data");
         let socket_dir = root.join("run");
         let log_path = root.join("postgres.log");
-        identity.make_private_dir(&socket_dir)?;
+        fs::create_dir_all(&socket_dir).map_err(io(format!("create {}", socket_dir.display())))?;
+        identity.hand_over(&socket_dir, 0o750)?;
         if !data.join("PG_VERSION").is_file() {
             identity.make_private_dir(&data)?;
             let mut initdb = identity.command(&binaries.dir.join("initdb"), root);
@@ -325,7 +330,8 @@ rm -rf "$3""#,
         Ok(())
     }
 
-    /// A connection URL for `database` over the cluster's Unix socket, as the `postgres` superuser.
+    /// A connection URL for `database` over the cluster's Unix socket, as the `postgres` superuser
+    /// (see [`with_user`] for the role logins).
     pub fn url(&self, database: &str) -> String {
         format!(
             "postgres://postgres@localhost:{PORT}/{database}?host={}",
@@ -401,4 +407,45 @@ fn fresh_temp_dir() -> Result<PathBuf, ClusterError> {
         action: "create a temporary directory".into(),
         detail: "every candidate name was taken".into(),
     })
+}
+
+/// `url` with its user replaced by `user` and any password dropped: the role logins
+/// authenticate by peer (production) or trust on a private socket (dev and tests), never by a
+/// password in a URL.
+pub fn with_user(url: &str, user: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        return url.to_owned();
+    };
+    let rest = &url[scheme_end..];
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let host = match rest[..authority_end].rfind('@') {
+        Some(at) => &rest[at + 1..],
+        None => rest,
+    };
+    format!("{}{user}@{host}", &url[..scheme_end])
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::with_user;
+
+    #[test]
+    fn replaces_the_user_and_drops_the_password() {
+        assert_eq!(
+            with_user(
+                "postgres://postgres@localhost:5432/steward?host=/tmp/run",
+                "steward_api"
+            ),
+            "postgres://steward_api@localhost:5432/steward?host=/tmp/run"
+        );
+        assert_eq!(
+            with_user("postgres://admin:s3cret@db.internal/app", "steward_owner"),
+            "postgres://steward_owner@db.internal/app"
+        );
+        assert_eq!(with_user("postgres://db/app", "u"), "postgres://u@db/app");
+        assert_eq!(
+            with_user("postgres:///app?host=/run/postgresql", "u"),
+            "postgres://u@/app?host=/run/postgresql"
+        );
+    }
 }

@@ -1,8 +1,76 @@
-//! What every role's thin `main` shares: parsing `LOG_LEVEL`, setting up logging, running the
-//! async runtime, and waiting for SIGTERM or SIGINT.
+//! What every role's thin `main` shares: startup hardening and configuration ([`prepare`]),
+//! parsing `LOG_LEVEL`, setting up logging, running the async runtime, telling systemd the role
+//! is ready and feeding its watchdog ([`ready`]), and waiting for SIGTERM or SIGINT.
 
+use std::fmt::Display;
 use std::future::Future;
 use std::process::ExitCode;
+use std::time::Duration;
+
+pub use hardening::environment::RoleKind;
+use hardening::process::ALLOW_ROOT_VARIABLE;
+
+/// Exit status of a role whose environment or host is refused before it starts.
+pub const EXIT_CONFIG: u8 = 2;
+
+/// Everything a role does before its runtime exists, in this order: refuse an environment that
+/// holds what this kind of role must never hold; refuse root (unless `STEWARD_DEV_ALLOW_ROOT=1`);
+/// set the umask to 0027, `no_new_privs`, not-dumpable, and drop every capability; then parse
+/// the environment into a typed config (secret files are read, after their checks, with the
+/// process already hardened). Any failure is one line on stderr, `<role>: <reason>`, and exit
+/// status 2.
+pub fn prepare<C, E: Display>(
+    role: &str,
+    kind: RoleKind,
+    config: impl FnOnce() -> Result<C, E>,
+) -> Result<C, ExitCode> {
+    let refuse = |reason: &dyn Display| {
+        eprintln!("{role}: {reason}");
+        ExitCode::from(EXIT_CONFIG)
+    };
+    let variables: Vec<(String, String)> = std::env::vars_os()
+        .map(|(name, value)| {
+            (
+                name.to_string_lossy().into_owned(),
+                value.to_string_lossy().into_owned(),
+            )
+        })
+        .collect();
+    if let Some((name, reason)) = hardening::environment::refused(
+        kind,
+        variables.iter().map(|(name, value)| (name.as_str(), value.as_str())),
+    ) {
+        return Err(refuse(&format!("{name} is set: {reason}")));
+    }
+    let allow_root = match std::env::var(ALLOW_ROOT_VARIABLE).ok().as_deref() {
+        None | Some("" | "0") => false,
+        Some("1") => true,
+        Some(other) => return Err(refuse(&format!("{ALLOW_ROOT_VARIABLE} must be 0 or 1, got `{other}`"))),
+    };
+    hardening::process::harden(allow_root).map_err(|error| refuse(&error))?;
+    config().map_err(|error| refuse(&error))
+}
+
+/// Tells the service manager the role is ready (`READY=1`) and, when the unit sets
+/// `WatchdogSec=`, feeds the watchdog at half its interval for as long as the runtime lives.
+/// Without `NOTIFY_SOCKET` (not under systemd) it does nothing. Call from inside the runtime,
+/// once the role is serving.
+pub fn ready() {
+    if let Err(error) = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]) {
+        tracing::warn!("cannot notify the service manager: {error}");
+    }
+    let mut microseconds = 0;
+    if sd_notify::watchdog_enabled(false, &mut microseconds) && microseconds > 0 {
+        let period = Duration::from_micros(microseconds / 2);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(period);
+            loop {
+                ticks.tick().await;
+                let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Watchdog]);
+            }
+        });
+    }
+}
 
 /// Parses `LOG_LEVEL` (unset means `info`).
 pub fn log_level(value: Option<&str>) -> Result<tracing::Level, String> {

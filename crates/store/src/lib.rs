@@ -11,6 +11,7 @@ mod idempotency;
 mod model_settings;
 mod notes;
 mod notifications;
+pub mod policies;
 mod runs;
 mod schedules;
 mod scheduling;

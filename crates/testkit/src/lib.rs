@@ -11,6 +11,7 @@ use pgcluster::{Binaries, Cluster};
 use sha2::{Digest, Sha256};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, Executor, PgConnection, PgPool};
+use store::policies::{self, GrantOptions};
 
 struct Server {
     admin_url: String,
@@ -51,13 +52,15 @@ pub fn with_database(url: &str, database: &str) -> String {
     }
 }
 
-/// The template's name changes whenever the migrations do.
+/// The template's name changes whenever the migrations or the policies do.
 fn template_name() -> String {
     let mut hasher = Sha256::new();
     for migration in store::MIGRATOR.iter() {
         hasher.update(migration.version.to_be_bytes());
         hasher.update(&migration.checksum);
     }
+    hasher.update(policies::LOGINS_SQL);
+    hasher.update(policies::GRANTS_SQL);
     let digest = hasher.finalize();
     format!(
         "steward_template_{}",
@@ -77,21 +80,29 @@ async fn ensure_template(admin: &mut PgConnection, template: &str) {
         .await
         .expect("look up the template");
     if !exists {
+        // As in production: the logins exist cluster-wide, the migration owner owns the
+        // database and runs the migrations, then applies the grants.
+        policies::apply_logins(admin).await.expect("apply policies/logins.sql");
         admin
-            .execute(format!("CREATE DATABASE {template}").as_str())
+            .execute(format!("CREATE DATABASE {template} OWNER {}", policies::OWNER_LOGIN).as_str())
             .await
             .expect("create the template");
-        let url = with_database(&server().admin_url, template);
+        let url = pgcluster::with_user(&with_database(&server().admin_url, template), policies::OWNER_LOGIN);
         let mut connection = PgConnection::connect(&url).await.expect("connect to the template");
-        if let Err(error) = store::MIGRATOR.run(&mut connection).await {
-            let _ = connection.close().await;
+        let migrated = match store::MIGRATOR.run(&mut connection).await {
+            Ok(()) => policies::apply_grants(&mut connection, GrantOptions::default())
+                .await
+                .map_err(|error| error.to_string()),
+            Err(error) => Err(error.to_string()),
+        };
+        let _ = connection.close().await;
+        if let Err(error) = migrated {
             admin
                 .execute(format!("DROP DATABASE {template}").as_str())
                 .await
                 .expect("drop the broken template");
-            panic!("migrations failed: {error}");
+            panic!("migrations or grants failed: {error}");
         }
-        connection.close().await.expect("disconnect from the template");
     }
     admin
         .execute("SELECT pg_advisory_unlock(72410001)")
@@ -99,7 +110,10 @@ async fn ensure_template(admin: &mut PgConnection, template: &str) {
         .expect("release the template lock");
 }
 
-/// A fresh database holding the current migrations, dropped when this value is dropped.
+/// A fresh database holding the current migrations and grants, dropped when this value is
+/// dropped. `pool` and `url` connect as a superuser (for setting up and checking rows); a role
+/// under test connects with its own login through [`TestDatabase::url_as`] or
+/// [`TestDatabase::store_as`], so its privileges are exercised as in production.
 #[derive(Debug)]
 pub struct TestDatabase {
     pub pool: PgPool,
@@ -108,6 +122,27 @@ pub struct TestDatabase {
 }
 
 impl TestDatabase {
+    /// The URL of this database for `role`'s login (`api`, `worker`, `schedule`, ...), or for
+    /// the migration owner with `owner`.
+    pub fn url_as(&self, role: &str) -> String {
+        let login = match role {
+            "owner" => policies::OWNER_LOGIN,
+            _ => policies::login(role).unwrap_or_else(|| panic!("`{role}` is not a role")),
+        };
+        pgcluster::with_user(&self.url, login)
+    }
+
+    /// A store connected with `role`'s login.
+    pub async fn store_as(&self, role: &str) -> store::Store {
+        let options: PgConnectOptions = self.url_as(role).parse().expect("role url");
+        let pool = PgPoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await
+            .unwrap_or_else(|error| panic!("connect as {role}: {error}"));
+        store::Store::from_pool(pool)
+    }
+
     pub async fn new() -> TestDatabase {
         let admin_url = &server().admin_url;
         let template = template_name();
@@ -117,7 +152,13 @@ impl TestDatabase {
         ensure_template(&mut admin, &template).await;
         let name = format!("steward_test_{}", uuid::Uuid::new_v4().simple());
         admin
-            .execute(format!("CREATE DATABASE {name} TEMPLATE {template}").as_str())
+            .execute(
+                format!(
+                    "CREATE DATABASE {name} TEMPLATE {template} OWNER {}",
+                    policies::OWNER_LOGIN
+                )
+                .as_str(),
+            )
             .await
             .expect("create the test database");
         let _ = admin.close().await;

@@ -37,7 +37,8 @@ async fn a_notifier_killed_mid_batch_loses_no_notification() {
     // The provider holds the first push: the notifier has claimed the batch and is mid-send.
     setup.fake.hold.store(true, Ordering::SeqCst);
     let mut notifier = Command::new(env!("CARGO_BIN_EXE_steward-notify"))
-        .env("DATABASE_URL", &setup.db.url)
+        .env("DATABASE_URL", setup.db.url_as("notify"))
+        .env("STEWARD_DEV_ALLOW_ROOT", "1")
         .env("AGENT_NOTIFICATION_API_ENABLED", "1")
         .env("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1")
         .env("APNS_TEAM_ID", "TEAM123456")

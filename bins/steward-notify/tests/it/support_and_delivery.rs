@@ -169,6 +169,7 @@ pub(crate) async fn setup() -> Setup {
     let signing = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("signing key");
     let fake = start_fake(signing.public_key_pem(), "TEAM123456", "KEY1234567").await;
     let db = TestDatabase::new().await;
+    // Sessions are set up as the api would make them; the dispatcher uses the notify login.
     let store = store::Store::from_pool(db.pool.clone());
     let flags = domain::flags::FeatureFlags::default();
     let agents = domain::agent::AgentRegistry::compose(vec![domain::agent::AgentDefinition::builtin_default()], &flags)
@@ -194,7 +195,7 @@ pub(crate) async fn setup() -> Setup {
     })
     .expect("apns client");
     let dispatcher = Dispatcher {
-        store,
+        store: db.store_as("notify").await,
         apns,
         worker: "notify-test".into(),
         lease_seconds: 30,
@@ -209,9 +210,8 @@ pub(crate) async fn setup() -> Setup {
 }
 
 pub(crate) async fn device(setup: &Setup, client: &str, token: &str, environment: &str) {
-    setup
-        .dispatcher
-        .store
+    // Devices are registered through the api; the notify login may only deactivate them.
+    store::Store::from_pool(setup.db.pool.clone())
         .register_device(&domain::ids::PrincipalId::owner(), client, token, environment)
         .await
         .expect("device");

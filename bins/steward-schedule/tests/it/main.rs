@@ -35,7 +35,8 @@ async fn two_schedule_processes_fire_each_occurrence_exactly_once() {
 
     let spawn = || {
         Command::new(env!("CARGO_BIN_EXE_steward-schedule"))
-            .env("DATABASE_URL", &db.url)
+            .env("DATABASE_URL", db.url_as("schedule"))
+            .env("STEWARD_DEV_ALLOW_ROOT", "1")
             .env("SCHEDULE_POLL_MILLISECONDS", "50")
             .env("LOG_LEVEL", "warn")
             .stdout(Stdio::null())

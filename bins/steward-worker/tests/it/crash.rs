@@ -51,7 +51,7 @@ async fn a_worker_killed_mid_dispatch_leaves_the_effect_at_most_once_and_the_out
     kill_hard(worker);
 
     // Another worker takes over once the dead worker's lease expires.
-    stack.start_worker(&[]);
+    stack.start_worker(&[]).await;
     stack.completes(&run).await;
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert_eq!(
@@ -95,7 +95,7 @@ async fn a_worker_killed_at_a_safe_point_is_replaced_and_the_run_completes() {
     assert_eq!(stack.run(&run).await["state"], "running");
     kill_hard(worker);
 
-    stack.start_worker(&[("OPENAI_BASE_URL", &model.url)]);
+    stack.start_worker(&[("OPENAI_BASE_URL", &model.url)]).await;
     stack.completes(&run).await;
     assert_eq!(
         model.requests().len(),
@@ -115,7 +115,7 @@ async fn cancelling_during_a_dispatch_waits_for_the_tool_and_records_its_outcome
         Some(&webhook.url),
     );
     let mut stack = Stack::api(&[("AGENT_DEFINITIONS", &definitions)]).await;
-    stack.start_worker(&[]);
+    stack.start_worker(&[]).await;
     let session = stack.session().await;
     let run = stack
         .submit(&session, r#"/tool webhook.post {"body": {"door": "lock"}}"#)

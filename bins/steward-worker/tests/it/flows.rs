@@ -8,7 +8,7 @@ use crate::support::{Stack, json};
 #[tokio::test]
 async fn an_approved_tool_runs_exactly_once_and_the_run_completes() {
     let mut stack = Stack::api(&[]).await;
-    stack.start_worker(&[]);
+    stack.start_worker(&[]).await;
     let session = stack.session().await;
     let run = stack.submit(&session, r#"/tool notes.add {"text": "buy milk"}"#).await;
 
@@ -88,7 +88,7 @@ async fn an_approved_tool_runs_exactly_once_and_the_run_completes() {
 #[tokio::test]
 async fn a_denied_tool_never_runs_and_the_model_is_told() {
     let mut stack = Stack::api(&[]).await;
-    stack.start_worker(&[]);
+    stack.start_worker(&[]).await;
     let session = stack.session().await;
     let run = stack.submit(&session, r#"/tool notes.add {"text": "secret"}"#).await;
     stack.wait_for(&run, &["waiting_approval"]).await;
@@ -131,7 +131,7 @@ async fn a_denied_tool_never_runs_and_the_model_is_told() {
 #[tokio::test]
 async fn a_question_waits_for_the_displayed_question_id() {
     let mut stack = Stack::api(&[]).await;
-    stack.start_worker(&[]);
+    stack.start_worker(&[]).await;
     let session = stack.session().await;
     let run = stack.submit(&session, "/ask Which day suits you?").await;
     let waiting = stack.wait_for(&run, &["waiting_input"]).await;
@@ -174,7 +174,7 @@ async fn a_question_waits_for_the_displayed_question_id() {
 #[tokio::test]
 async fn read_only_tools_run_without_approval_and_plain_text_completes() {
     let mut stack = Stack::api(&[]).await;
-    stack.start_worker(&[]);
+    stack.start_worker(&[]).await;
     let session = stack.session().await;
     let run = stack.submit(&session, "/tool notes.list").await;
     stack.completes(&run).await;
@@ -200,7 +200,7 @@ async fn read_only_tools_run_without_approval_and_plain_text_completes() {
 #[tokio::test]
 async fn limits_fail_the_run_with_a_code() {
     let mut stack = Stack::api(&[("RUN_MAX_STEPS", "1")]).await;
-    stack.start_worker(&[]);
+    stack.start_worker(&[]).await;
     let session = stack.session().await;
     let run = stack.submit(&session, "/tool notes.list").await;
     let failed = stack.wait_for(&run, &["completed", "failed"]).await;
@@ -218,7 +218,7 @@ async fn limits_fail_the_run_with_a_code() {
 #[tokio::test]
 async fn a_run_past_its_deadline_is_cancelled_with_reason_deadline() {
     let mut stack = Stack::api(&[("RUN_TIMEOUT_SECONDS", "1")]).await;
-    stack.start_worker(&[]);
+    stack.start_worker(&[]).await;
     let session = stack.session().await;
     let run = stack.submit(&session, r#"/tool notes.add {"text": "too late"}"#).await;
     stack.wait_for(&run, &["waiting_approval"]).await;
@@ -249,7 +249,7 @@ async fn a_run_past_its_deadline_is_cancelled_with_reason_deadline() {
 #[tokio::test]
 async fn cancelling_a_parked_run_cancels_its_approval() {
     let mut stack = Stack::api(&[]).await;
-    stack.start_worker(&[]);
+    stack.start_worker(&[]).await;
     let session = stack.session().await;
     let run = stack.submit(&session, r#"/tool notes.add {"text": "never"}"#).await;
     stack.wait_for(&run, &["waiting_approval"]).await;
@@ -273,7 +273,7 @@ async fn cancelling_a_parked_run_cancels_its_approval() {
 #[tokio::test]
 async fn the_stream_carries_the_whole_run_with_transient_deltas_and_closes_after_it() {
     let mut stack = Stack::api(&[]).await;
-    stack.start_worker(&[]);
+    stack.start_worker(&[]).await;
     let session = stack.session().await;
     let run = stack.submit(&session, r#"/tool notes.add {"text": "stream it"}"#).await;
     let mut stream = crate::support::Stream::open(&stack, &session).await;
@@ -334,9 +334,9 @@ async fn the_stream_carries_the_whole_run_with_transient_deltas_and_closes_after
 #[tokio::test]
 async fn several_workers_share_the_queue_and_each_run_is_claimed_once() {
     let mut stack = Stack::api(&[]).await;
-    stack.start_worker(&[("WORKER_CONCURRENCY", "2")]);
-    stack.start_worker(&[("WORKER_CONCURRENCY", "2")]);
-    stack.start_worker(&[("WORKER_CONCURRENCY", "2")]);
+    stack.start_worker(&[("WORKER_CONCURRENCY", "2")]).await;
+    stack.start_worker(&[("WORKER_CONCURRENCY", "2")]).await;
+    stack.start_worker(&[("WORKER_CONCURRENCY", "2")]).await;
     let mut runs = Vec::new();
     for index in 0..24 {
         let session = stack.session().await;
@@ -369,7 +369,7 @@ async fn the_cost_limit_fails_the_run() {
         None,
     );
     let mut stack = Stack::api(&[("AGENT_DEFINITIONS", &definitions), ("RUN_MAX_COST", "0.001")]).await;
-    stack.start_worker(&[]);
+    stack.start_worker(&[]).await;
     let session = stack.session().await;
     let run = stack
         .submit(
@@ -388,7 +388,7 @@ async fn the_cost_limit_fails_the_run() {
 #[tokio::test]
 async fn long_arguments_are_truncated_in_the_approval_with_a_digest_of_the_whole_value() {
     let mut stack = Stack::api(&[]).await;
-    stack.start_worker(&[]);
+    stack.start_worker(&[]).await;
     let session = stack.session().await;
     let long = "é".repeat(600);
     let run = stack

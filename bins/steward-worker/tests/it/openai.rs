@@ -12,7 +12,9 @@ async fn stack_with_model(model: &FakeModel) -> Stack {
     );
     let mut stack = Stack::api(&[("AGENT_DEFINITIONS", &definitions)]).await;
     let key = stack.key_file("sk-test-123\n");
-    stack.start_worker(&[("OPENAI_BASE_URL", &model.url), ("OPENAI_API_KEY_FILE", &key)]);
+    stack
+        .start_worker(&[("OPENAI_BASE_URL", &model.url), ("OPENAI_API_KEY_FILE", &key)])
+        .await;
     stack
 }
 
@@ -112,7 +114,7 @@ async fn a_provider_error_fails_the_run_with_a_code() {
     drop(unused);
     let definitions = agent_definitions(json!({ "provider": "openai", "model": "gpt-test" }), None);
     let mut stack = Stack::api(&[("AGENT_DEFINITIONS", &definitions)]).await;
-    stack.start_worker(&[("OPENAI_BASE_URL", &url)]);
+    stack.start_worker(&[("OPENAI_BASE_URL", &url)]).await;
     let session = stack.session().await;
     let run = stack.submit(&session, "hello").await;
     let failed = stack.wait_for(&run, &["completed", "failed"]).await;
@@ -132,7 +134,7 @@ async fn tool_and_model_call_limits_fail_the_run_with_their_codes() {
     .await;
     let definitions = agent_definitions(json!({ "provider": "openai", "model": "gpt-test" }), None);
     let mut stack = Stack::api(&[("AGENT_DEFINITIONS", &definitions), ("RUN_MAX_TOOL_CALLS", "1")]).await;
-    stack.start_worker(&[("OPENAI_BASE_URL", &model.url)]);
+    stack.start_worker(&[("OPENAI_BASE_URL", &model.url)]).await;
     let session = stack.session().await;
     let run = stack.submit(&session, "list my notes twice").await;
     let failed = stack.wait_for(&run, &["completed", "failed"]).await;
@@ -154,7 +156,7 @@ async fn tool_and_model_call_limits_fail_the_run_with_their_codes() {
     })
     .await;
     let mut stack = Stack::api(&[("AGENT_DEFINITIONS", &definitions), ("RUN_MAX_MODEL_CALLS", "1")]).await;
-    stack.start_worker(&[("OPENAI_BASE_URL", &model.url)]);
+    stack.start_worker(&[("OPENAI_BASE_URL", &model.url)]).await;
     let session = stack.session().await;
     let run = stack.submit(&session, "list my notes").await;
     let failed = stack.wait_for(&run, &["completed", "failed"]).await;
@@ -181,7 +183,7 @@ async fn the_owners_model_settings_choose_the_model_of_the_next_message() {
         ),
     ])
     .await;
-    stack.start_worker(&[("OPENAI_BASE_URL", &model.url)]);
+    stack.start_worker(&[("OPENAI_BASE_URL", &model.url)]).await;
     let session = stack.session().await;
     let run = stack.submit(&session, "first").await;
     stack.completes(&run).await;

@@ -85,8 +85,8 @@ fn next_fire(schedule: &Value) -> Timestamp {
 #[tokio::test]
 async fn the_schedule_acceptance_flow() {
     let mut stack = scheduling_stack().await;
-    stack.start_worker(&[]);
-    let store = stack_store(&stack);
+    stack.start_worker(&[]).await;
+    let store = stack_store(&stack).await;
     // Reads without approval, then parks before the write (notes.add stands in for create_draft).
     let instruction = "/tool notes.list\n/tool notes.add {\"text\": \"draft reply\"}";
     let schedule = create(
@@ -161,8 +161,9 @@ async fn the_schedule_acceptance_flow() {
     );
 }
 
-fn stack_store(stack: &Stack) -> store::Store {
-    store::Store::from_pool(stack.db.pool.clone())
+/// The schedule role's view of the stack: its own login.
+async fn stack_store(stack: &Stack) -> store::Store {
+    stack.db.store_as("schedule").await
 }
 
 #[tokio::test]
@@ -175,9 +176,8 @@ async fn two_schedulers_fire_each_occurrence_exactly_once() {
     }
     let start = schedules.iter().map(next_fire).min().expect("schedules");
     // Two schedule processes (separate pools) run through ten days of firing times together.
-    let options: sqlx::postgres::PgConnectOptions = stack.db.url.parse().expect("url");
-    let first = store::Store::from_pool(sqlx::PgPool::connect_with(options.clone()).await.expect("pool"));
-    let second = store::Store::from_pool(sqlx::PgPool::connect_with(options).await.expect("pool"));
+    let first = stack.db.store_as("schedule").await;
+    let second = stack.db.store_as("schedule").await;
     let mut fired = 0;
     // Day 0 to day 9 of firing times (all within 100 minutes of each other), with room for a
     // DST shift; day 10's firings fall outside.
@@ -215,6 +215,7 @@ async fn a_late_firing_is_skipped_with_a_reason_and_notified() {
     let schedule = create(&stack, "hello", json!([]), "07:00:00", 60, 3).await;
     let due = next_fire(&schedule);
     let fired = stack_store(&stack)
+        .await
         .fire_due(due + 61.seconds(), None, 10)
         .await
         .expect("fire");
@@ -246,7 +247,7 @@ async fn unauthorized_firings_fail_and_enough_of_them_stop_the_schedule() {
     )
     .await;
     let id = schedule["id"].as_str().expect("id");
-    let store = stack_store(&stack);
+    let store = stack_store(&stack).await;
     let due = next_fire(&schedule);
     // Mail is not connected: the requested scope cannot be derived at firing time.
     for day in 0..3 {
@@ -272,7 +273,7 @@ async fn unauthorized_firings_fail_and_enough_of_them_stop_the_schedule() {
 #[tokio::test]
 async fn the_conversational_tool_always_creates_schedules_without_scopes() {
     let mut stack = Stack::api(&[]).await;
-    stack.start_worker(&[]);
+    stack.start_worker(&[]).await;
     let session = stack.session().await;
     // The model asks for mail scopes too; the tool ignores them.
     let run = stack
@@ -313,6 +314,7 @@ async fn after_downtime_each_missed_day_is_skipped_and_the_on_time_firing_runs()
     let due = next_fire(&schedule);
     // The scheduler was down for three days and comes back 30 seconds after the fourth firing time.
     let fired = stack_store(&stack)
+        .await
         .fire_due(due + 72.hours() + 30.seconds(), None, 10)
         .await
         .expect("fire");
@@ -343,6 +345,7 @@ async fn a_schedule_whose_zone_is_unknown_stops_without_blocking_the_others() {
         .await
         .expect("break the zone");
     let fired = stack_store(&stack)
+        .await
         .fire_due(next_fire(&good) + 5.seconds(), None, 10)
         .await
         .expect("fire");

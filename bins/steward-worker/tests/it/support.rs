@@ -52,7 +52,7 @@ impl Stack {
         let token_file = dir.path().join("api-token");
         write_private(&token_file, &token);
         let mut vars: HashMap<String, String> = HashMap::from([
-            ("DATABASE_URL".into(), db.url.clone()),
+            ("DATABASE_URL".into(), db.url_as("api")),
             ("API_TOKEN_FILE".into(), token_file.display().to_string()),
             ("AUTH_SCOPES".into(), "sessions.read,sessions.write".into()),
         ]);
@@ -70,7 +70,7 @@ impl Stack {
             }
         }
         let config = api::ApiConfig::from_env(|name| vars.get(name).cloned()).expect("api config");
-        let app = api::app(config, store::Store::from_pool(db.pool.clone()));
+        let app = api::app(config, db.store_as("api").await);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("addr"));
         let server = tokio::spawn(async move {
@@ -90,8 +90,10 @@ impl Stack {
     /// The worker environment for this stack.
     pub fn worker_env(&self, extra: &[(&str, &str)]) -> HashMap<String, String> {
         let mut vars: HashMap<String, String> = HashMap::from([
-            ("DATABASE_URL".into(), self.db.url.clone()),
+            ("DATABASE_URL".into(), self.db.url_as("worker")),
             ("WORKER_LEASE_SECONDS".into(), "2".into()),
+            // Spawned worker processes run as root here; the in-process worker ignores it.
+            ("STEWARD_DEV_ALLOW_ROOT".into(), "1".into()),
         ]);
         for (name, value) in extra {
             vars.insert((*name).to_owned(), (*value).to_owned());
@@ -100,7 +102,7 @@ impl Stack {
     }
 
     /// Starts an in-process worker.
-    pub fn start_worker(&mut self, extra: &[(&str, &str)]) {
+    pub async fn start_worker(&mut self, extra: &[(&str, &str)]) {
         let vars = self.worker_env(extra);
         let config = agent::WorkerConfig::from_env(|name| vars.get(name).cloned()).expect("worker config");
         let http = reqwest::Client::new();
@@ -109,7 +111,7 @@ impl Stack {
             .clone()
             .map(|endpoint| agent::openai::provider(endpoint, http.clone()));
         let executor = agent::executor::Executor {
-            store: store::Store::from_pool(self.db.pool.clone()),
+            store: self.db.store_as("worker").await,
             providers: agent::executor::Providers::new(openai),
             http,
         };

@@ -31,7 +31,7 @@ async fn not_ready_when_migrations_are_not_current() {
 #[tokio::test]
 async fn not_ready_when_the_database_is_unreachable() {
     let app = TestApp::spawn().await;
-    app.db.pool.close().await;
+    app.app_store.pool().close().await;
     let body = expect_problem(
         app.client.get(app.url("/health/ready")).send().await.expect("send"),
         503,

@@ -14,6 +14,8 @@ pub struct TestApp {
     pub token: String,
     pub client: Client,
     pub db: TestDatabase,
+    /// The app's own store (the api login).
+    pub app_store: store::Store,
     _dir: tempfile::TempDir,
     _server: AbortOnDrop,
 }
@@ -88,15 +90,16 @@ impl TestApp {
         let token = random_token();
         let token_file = write_file(dir.path(), "api-token", &format!("{token}\n"), 0o600);
         let mut vars: HashMap<String, String> = HashMap::from([
-            ("DATABASE_URL".into(), db.url.clone()),
+            ("DATABASE_URL".into(), db.url_as("api")),
             ("API_TOKEN_FILE".into(), token_file.display().to_string()),
             ("AUTH_SCOPES".into(), all_scopes()),
             ("AGENT_RELEASE".into(), "test-release".into()),
         ]);
         vars.extend(env.0);
         let config = api::ApiConfig::from_env(|name| vars.get(name).cloned()).expect("valid test configuration");
-        let store = store::Store::from_pool(db.pool.clone());
-        let app = api::app(config, store);
+        // The app connects with the api login, so its privileges are exercised as deployed.
+        let app_store = db.store_as("api").await;
+        let app = api::app(config, app_store.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("addr"));
         let server = tokio::spawn(async move {
@@ -107,6 +110,7 @@ impl TestApp {
             token,
             client: Client::new(),
             db,
+            app_store,
             _dir: dir,
             _server: AbortOnDrop(server),
         }

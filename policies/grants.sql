@@ -1,0 +1,81 @@
+-- Steward's table privileges and row security, for the logins of policies/logins.sql. Applied
+-- by `steward-migrate` as the migration owner after the migrations, in one transaction, every
+-- time: everything is revoked and granted again, so the database always holds exactly what this
+-- file says (the expected matrix is policies/privileges.md, and a test compares the two).
+--
+-- By hand: psql -v ON_ERROR_STOP=1 -1 -f policies/grants.sql, as the migration owner; set
+-- PGOPTIONS='-c steward.call_notifications=on' when AGENT_CALL_NOTIFICATIONS_ENABLED=1.
+--
+-- The spec's `alembic_version` is this project's `_sqlx_migrations`. No login needs a sequence
+-- (ids are made by the client or by gen_random_uuid()).
+
+-- Nobody but the owner creates anything in the schema, or temporary tables in the database.
+REVOKE ALL ON SCHEMA public FROM PUBLIC;
+DO $db$ BEGIN
+    EXECUTE format('REVOKE TEMPORARY ON DATABASE %I FROM PUBLIC', current_database());
+END $db$;
+GRANT USAGE ON SCHEMA public TO steward_api, steward_worker, steward_async_worker, steward_schedule,
+    steward_notify, steward_maintenance, steward_call, steward_ingress;
+
+REVOKE ALL ON ALL TABLES IN SCHEMA public FROM PUBLIC, steward_api, steward_worker,
+    steward_async_worker, steward_schedule, steward_notify, steward_maintenance, steward_call,
+    steward_ingress;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM PUBLIC, steward_api, steward_worker,
+    steward_async_worker, steward_schedule, steward_notify, steward_maintenance, steward_call,
+    steward_ingress;
+
+-- api: serves /v1. Deleting a session cascades (as the owner) to its runs, events and the rest.
+GRANT SELECT ON _sqlx_migrations TO steward_api;
+GRANT SELECT, INSERT ON agent_versions, deleted_sessions, artifacts, artifact_chunks, events,
+    idempotency_keys TO steward_api;
+GRANT SELECT, INSERT, UPDATE, DELETE ON folders, sessions TO steward_api;
+GRANT SELECT, UPDATE ON session_index_clock, tool_invocations, approvals, questions,
+    schedule_occurrences TO steward_api;
+GRANT SELECT, INSERT, UPDATE ON runs, notification_outbox, schedules, devices, model_settings
+    TO steward_api;
+
+-- worker: runs the agent loop; its `schedule.create` tool writes schedules.
+GRANT SELECT ON agent_versions TO steward_worker;
+GRANT SELECT, UPDATE ON sessions, runs, schedule_occurrences TO steward_worker;
+GRANT SELECT, INSERT ON events, idempotency_keys, notes TO steward_worker;
+GRANT SELECT, INSERT, UPDATE ON tool_invocations, approvals, questions, notification_outbox,
+    schedules TO steward_worker;
+
+-- schedule: fires schedules into fresh sessions and records outcomes.
+GRANT SELECT, UPDATE ON session_index_clock, schedules TO steward_schedule;
+GRANT SELECT, INSERT, UPDATE ON sessions, runs, schedule_occurrences TO steward_schedule;
+GRANT SELECT, INSERT ON events TO steward_schedule;
+GRANT INSERT ON notification_outbox TO steward_schedule;
+
+-- notify: delivers the outbox; reads what it needs to address and word an alert.
+GRANT SELECT ON sessions, approvals, schedules, schedule_occurrences TO steward_notify;
+GRANT SELECT, UPDATE ON notification_outbox, devices TO steward_notify;
+GRANT SELECT, INSERT ON notification_deliveries TO steward_notify;
+
+-- async-worker and maintenance: no tables until their duties land (their grants arrive with them).
+
+-- call: the spec's table, for the tables this schema has (see policies/privileges.md).
+GRANT SELECT ON _sqlx_migrations, sessions TO steward_call;
+GRANT SELECT, INSERT, UPDATE ON call_records TO steward_call;
+GRANT SELECT, UPDATE ON events, tool_invocations, runs, artifacts TO steward_call;
+DO $call_notifications$ BEGIN
+    IF current_setting('steward.call_notifications', true) = 'on' THEN
+        GRANT SELECT, INSERT ON notification_outbox TO steward_call;
+    END IF;
+END $call_notifications$;
+
+-- ingress: receipts only, enforced by row security below.
+GRANT SELECT ON _sqlx_migrations TO steward_ingress;
+GRANT SELECT, INSERT, UPDATE ON call_records TO steward_ingress;
+
+-- Row security on call records (enabled and forced by migration 0010): one tenant, the owner's
+-- principal; the ingress login is further restricted to receipt rows for every command. A
+-- restrictive policy grants nothing by itself, so ingress also gets the permissive tenant one.
+DROP POLICY IF EXISTS call_records_tenant ON call_records;
+CREATE POLICY call_records_tenant ON call_records AS PERMISSIVE FOR ALL
+    TO steward_call, steward_ingress
+    USING (principal_id = 'owner') WITH CHECK (principal_id = 'owner');
+DROP POLICY IF EXISTS call_records_ingress_receipts ON call_records;
+CREATE POLICY call_records_ingress_receipts ON call_records AS RESTRICTIVE FOR ALL
+    TO steward_ingress
+    USING (kind = 'receipt') WITH CHECK (kind = 'receipt');
