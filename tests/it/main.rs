@@ -1,7 +1,10 @@
-//! Architecture invariants, checked against the real dependency graph (`cargo metadata`).
+//! Architecture invariants: dependency closures, checked against the real dependency graph
+//! (`cargo metadata`), here; database privileges in `privileges`.
 //!
 //! Each invariant is stated as an absence: a crate's normal (non-dev, non-build) dependency
 //! closure must not contain the listed packages. Adding such a dependency later fails here.
+
+mod privileges;
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::path::Path;

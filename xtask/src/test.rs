@@ -10,8 +10,11 @@ use pgcluster::Cluster;
 pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     let binaries = crate::postgres::ensure_binaries()?;
     let cluster = Cluster::temporary(&binaries).context("start the test cluster")?;
+    // `-p <crate>` narrows the run; otherwise the whole workspace is tested.
+    let narrowed = args.iter().any(|arg| arg == "-p" || arg.starts_with("--package"));
     let mut child = crate::cargo()
-        .args(["test", "--workspace", "--locked"])
+        .args(["test", "--locked"])
+        .args((!narrowed).then_some("--workspace"))
         .args(&args)
         .env("DATABASE_URL", cluster.url("postgres"))
         .spawn()

@@ -163,6 +163,15 @@ impl TestDatabase {
             .expect("create the test database");
         let _ = admin.close().await;
         let url = with_database(admin_url, &name);
+        // A database's own privileges (TEMPORARY) are not copied from its template: the grants
+        // are applied again, as a deployment applies them to its database.
+        let mut owner = PgConnection::connect(&pgcluster::with_user(&url, policies::OWNER_LOGIN))
+            .await
+            .expect("connect as the migration owner");
+        policies::apply_grants(&mut owner, GrantOptions::default())
+            .await
+            .expect("apply the grants");
+        let _ = owner.close().await;
         let options: PgConnectOptions = url.parse().expect("test database url");
         let pool = PgPoolOptions::new()
             .max_connections(8)
