@@ -150,15 +150,73 @@ fn hardening_and_pgcluster_stay_synchronous_and_small() {
 #[test]
 fn only_the_worker_holds_model_clients() {
     // Model clients and their credentials live in the worker; no other role links them.
-    for member in ["steward-api", "steward-schedule", "steward-notify"] {
+    for member in [
+        "steward-api",
+        "steward-schedule",
+        "steward-notify",
+        "steward-call-ingress",
+    ] {
         assert_excludes(member, &["agent"]);
     }
 }
 
 #[test]
 fn only_the_notify_role_holds_the_push_client() {
-    for member in ["steward-api", "steward-worker", "steward-schedule"] {
+    for member in [
+        "steward-api",
+        "steward-worker",
+        "steward-schedule",
+        "steward-call-ingress",
+    ] {
         assert_excludes(member, &["notify", "jsonwebtoken"]);
+    }
+}
+
+#[test]
+fn the_call_ingress_listener_cannot_hold_keys_models_mail_or_push() {
+    // Separate crates, not cargo features: a feature would be unified across a workspace build.
+    assert_excludes(
+        "steward-call-ingress",
+        &[
+            "callprov",
+            "agent",
+            "mail-mcp",
+            "notify",
+            "reqwest",
+            "jsonwebtoken",
+            "hyper-rustls",
+            "rustls",
+            "api",
+        ],
+    );
+}
+
+#[test]
+fn the_scheduler_cannot_load_mail_credentials() {
+    // It authorizes from the accounts manifest (domain::manifest) and never opens a credential.
+    assert_excludes("steward-schedule", &["mail-mcp", "agent", "reqwest", "api"]);
+}
+
+/// The workspace crates each role may link; anything else (a new internal dependency) fails
+/// until it is argued for here.
+#[test]
+fn each_role_links_only_the_workspace_crates_it_needs() {
+    let workspace: BTreeSet<String> = graph().members.keys().cloned().collect();
+    let allowed: [(&str, &[&str]); 6] = [
+        ("steward-api", &["api", "store", "domain", "hardening", "role"]),
+        ("steward-worker", &["agent", "store", "domain", "hardening", "role"]),
+        ("steward-schedule", &["store", "domain", "hardening", "role"]),
+        ("steward-notify", &["notify", "store", "domain", "hardening", "role"]),
+        ("steward-migrate", &["store", "domain", "hardening", "role"]),
+        ("steward-call-ingress", &["store", "domain", "hardening", "role"]),
+    ];
+    for (role, allowed) in allowed {
+        let linked: Vec<String> = closure(role).intersection(&workspace).cloned().collect();
+        let extra: Vec<&String> = linked.iter().filter(|name| !allowed.contains(&name.as_str())).collect();
+        assert!(
+            extra.is_empty(),
+            "`{role}` links workspace crates it should not: {extra:?}"
+        );
     }
 }
 
@@ -175,6 +233,7 @@ fn nothing_links_openssl() {
         "steward-schedule",
         "steward-notify",
         "steward-migrate",
+        "steward-call-ingress",
         "xtask",
     ] {
         assert_excludes(member, &["openssl", "openssl-sys", "native-tls"]);
@@ -189,4 +248,11 @@ fn the_closure_walk_finds_real_dependencies() {
         assert!(api.contains(expected), "steward-api should depend on {expected}");
     }
     assert!(closure("domain").contains("serde"));
+    let ingress = closure("steward-call-ingress");
+    for expected in ["store", "axum", "hmac", "role"] {
+        assert!(
+            ingress.contains(expected),
+            "steward-call-ingress should depend on {expected}"
+        );
+    }
 }

@@ -4,6 +4,7 @@
 
 mod approvals;
 mod artifacts;
+mod call_receipts;
 mod delivery;
 mod events;
 mod folders;
@@ -20,6 +21,7 @@ mod work;
 
 pub use approvals::{Answer, ApprovalRow, Decide, Decision};
 pub use artifacts::{ArtifactRow, ArtifactUpload, NewArtifact};
+pub use call_receipts::{CALL_RECEIPTS_CHANNEL, Receipt};
 pub use delivery::{DeviceTarget, DueNotification};
 pub use events::{EVENTS_CHANNEL, EventRow};
 pub use folders::{FolderRow, RenameFolder};

@@ -1,5 +1,5 @@
 //! Two `steward-schedule` processes against one database fire each of 1,000 due occurrences
-//! exactly once.
+//! exactly once; the role refuses the environments it must never start with.
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
@@ -81,4 +81,56 @@ async fn two_schedule_processes_fire_each_occurrence_exactly_once() {
         (1000, 1000, 1000),
         "each occurrence fired exactly once"
     );
+}
+
+/// Runs `steward-schedule` with exactly `variables` and expects a refusal: status 2, one line.
+fn refusal(variables: &[(&str, &str)]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_steward-schedule"))
+        .env_clear()
+        .envs(variables.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run steward-schedule");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("steward-schedule: "), "{stderr}");
+    stderr
+}
+
+#[test]
+fn refuses_an_inline_call_provider_key() {
+    let stderr = refusal(&[
+        ("DATABASE_URL", "postgres://steward_schedule@localhost/steward"),
+        ("STEWARD_DEV_ALLOW_ROOT", "1"),
+        ("CALLPROV_API_KEY", "inline-key"),
+    ]);
+    assert!(
+        stderr.contains("CALLPROV_API_KEY is set: an inline call-provider key is refused"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn refuses_an_invalid_environment_in_one_line() {
+    let stderr = refusal(&[("STEWARD_DEV_ALLOW_ROOT", "1")]);
+    assert!(stderr.contains("DATABASE_URL is required"), "{stderr}");
+    let stderr = refusal(&[
+        ("DATABASE_URL", "postgres://steward_schedule@localhost/steward"),
+        ("STEWARD_DEV_ALLOW_ROOT", "1"),
+        ("MAIL_ACCOUNTS_FILE", "/etc/steward/mail/accounts.json"),
+    ]);
+    assert!(
+        stderr.contains("AGENT_EMAIL_ENABLED=1 and MAIL_ACCOUNTS_FILE go together"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn refuses_root_without_the_development_override() {
+    if !nix::unistd::Uid::effective().is_root() {
+        return; // Only root can be refused for being root.
+    }
+    let stderr = refusal(&[("DATABASE_URL", "postgres://steward_schedule@localhost/steward")]);
+    assert!(stderr.contains("refusing to run as root"), "{stderr}");
 }
