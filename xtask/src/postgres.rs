@@ -1,4 +1,5 @@
-//! Makes sure PostgreSQL server binaries exist, installing Debian's package when we can.
+//! Makes sure PostgreSQL server binaries (and the host tools the tests use) exist, installing
+//! Debian's packages when we can.
 
 use std::path::Path;
 use std::process::Command;
@@ -6,36 +7,59 @@ use std::process::Command;
 use anyhow::{Context, bail};
 use pgcluster::{Binaries, ClusterError};
 
-const INSTALL: &str = "apt-get install -y --no-install-recommends postgresql";
-
 pub fn ensure_binaries() -> anyhow::Result<Binaries> {
     match Binaries::locate() {
         Ok(binaries) => return Ok(binaries),
         Err(ClusterError::BinariesMissing) => {}
         Err(error) => return Err(error.into()),
     }
+    install(&["postgresql"], "PostgreSQL server binaries")?;
+    Binaries::locate().context("PostgreSQL was installed but its binaries are still not found")
+}
+
+/// The host tools the test suite drives: `systemd-analyze` (unit exposure scores) and
+/// `setfacl`/`getfacl` (ACL checks of secrets and preflight).
+pub fn ensure_test_tools() -> anyhow::Result<()> {
+    let on_path = |tool: &str| {
+        std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()))
+    };
+    let mut packages = Vec::new();
+    if !on_path("systemd-analyze") {
+        packages.push("systemd");
+    }
+    if !on_path("setfacl") || !on_path("getfacl") {
+        packages.push("acl");
+    }
+    if packages.is_empty() {
+        return Ok(());
+    }
+    install(&packages, "test tools")
+}
+
+/// Installs Debian `packages` with apt when we are root, else says how.
+fn install(packages: &[&str], what: &str) -> anyhow::Result<()> {
+    let command = format!("apt-get install -y --no-install-recommends {}", packages.join(" "));
     let root = nix::unistd::Uid::effective().is_root();
     if !root || !Path::new("/usr/bin/apt-get").exists() {
-        bail!("PostgreSQL server binaries were not found; install them with: sudo {INSTALL}");
+        bail!("{what} were not found; install them with: sudo {command}");
     }
-    eprintln!("xtask: PostgreSQL server binaries are missing; installing Debian's postgresql package");
-    for args in [
-        &["update"][..],
-        &["install", "-y", "--no-install-recommends", "postgresql"][..],
-    ] {
+    eprintln!("xtask: {what} are missing; installing {}", packages.join(", "));
+    let mut install = vec!["install", "-y", "--no-install-recommends"];
+    install.extend_from_slice(packages);
+    for args in [vec!["update"], install] {
         let status = Command::new("apt-get")
-            .args(args)
+            .args(&args)
             .env("DEBIAN_FRONTEND", "noninteractive")
             .status()
             .with_context(|| format!("run apt-get {}", args.join(" ")))?;
         if !status.success() {
             bail!(
-                "apt-get {} failed ({status}); install PostgreSQL with: {INSTALL}",
+                "apt-get {} failed ({status}); install them with: {command}",
                 args.join(" ")
             );
         }
     }
-    Binaries::locate().context("PostgreSQL was installed but its binaries are still not found")
+    Ok(())
 }
 
 /// Lets the roles run as root on a development machine (they refuse root otherwise).

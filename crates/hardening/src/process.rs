@@ -62,10 +62,18 @@ fn drop_capabilities() -> Result<(), HardeningError> {
             caps::drop(None, CapSet::Bounding, capability).map_err(failed("drop from the bounding set"))?;
         }
     }
-    caps::clear(None, CapSet::Ambient).map_err(failed("clear the ambient set"))?;
-    caps::clear(None, CapSet::Inheritable).map_err(failed("clear the inheritable set"))?;
-    caps::clear(None, CapSet::Effective).map_err(failed("clear the effective set"))?;
-    caps::clear(None, CapSet::Permitted).map_err(failed("clear the permitted set"))?;
+    // Only sets that hold something are written: under systemd the unit's empty bounding set has
+    // emptied them already, and `capset` itself may be filtered out (`~@privileged`).
+    for (set, action) in [
+        (CapSet::Ambient, "clear the ambient set"),
+        (CapSet::Inheritable, "clear the inheritable set"),
+        (CapSet::Effective, "clear the effective set"),
+        (CapSet::Permitted, "clear the permitted set"),
+    ] {
+        if !caps::read(None, set).map_err(failed("read capabilities"))?.is_empty() {
+            caps::clear(None, set).map_err(failed(action))?;
+        }
+    }
     let remaining: Vec<String> = [
         CapSet::Effective,
         CapSet::Permitted,

@@ -143,4 +143,20 @@ mod tests {
             Err(SecretFileError::NotRegular(_))
         ));
     }
+
+    #[test]
+    fn refuses_extended_acl_entries_even_when_masked() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = write(dir.path(), "acl", 0o600);
+        // A named user entry with an empty mask grants nothing today, and is still refused.
+        let status = std::process::Command::new("setfacl")
+            .args(["-m", "u:65534:r,m::---"])
+            .arg(&path)
+            .status()
+            .expect("run setfacl (cargo xtask test installs the acl package)");
+        assert!(status.success());
+        let err = read_owner_only(&path).expect_err("extended ACL");
+        assert!(matches!(err, SecretFileError::ExtendedAcl { .. }), "{err}");
+        assert!(err.to_string().contains("user:65534"), "{err}");
+    }
 }
