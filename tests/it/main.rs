@@ -143,7 +143,8 @@ fn domain_does_no_io() {
 #[test]
 fn hardening_and_pgcluster_stay_synchronous_and_small() {
     // xtask links pgcluster: keeping it free of the async stack keeps `cargo xtask` quick to build.
-    for member in ["hardening", "pgcluster", "xtask"] {
+    // steward-preflight runs on hosts as the deploy user: synchronous, no database, no network.
+    for member in ["hardening", "pgcluster", "xtask", "preflight", "steward-preflight"] {
         assert_excludes(member, &["tokio", "sqlx", "sqlx-core", "reqwest", "hyper", "axum"]);
     }
 }
@@ -235,6 +236,7 @@ fn nothing_links_openssl() {
         "steward-notify",
         "steward-migrate",
         "steward-call-ingress",
+        "steward-preflight",
         "xtask",
     ] {
         assert_excludes(member, &["openssl", "openssl-sys", "native-tls"]);

@@ -6,6 +6,8 @@
 //!   `cargo test`.
 //! - `cargo xtask bench [SAMPLES SESSIONS CLIENTS]`: release build of the API on a durable
 //!   temporary cluster; prints submit latency, submits per second and memory as a table.
+//! - `cargo xtask preflight [ARGS...]`: the host preflight (`steward-preflight`, whose ARGS it
+//!   takes), run as the current user; exits non-zero when any check fails.
 
 mod bench;
 mod dev;
@@ -15,7 +17,7 @@ mod test;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask dev [--port N] | cargo xtask test [CARGO-TEST-ARGS...] | cargo xtask bench [SAMPLES SESSIONS CLIENTS]";
+const USAGE: &str = "usage: cargo xtask dev [--port N] | cargo xtask test [CARGO-TEST-ARGS...] | cargo xtask bench [SAMPLES SESSIONS CLIENTS] | cargo xtask preflight [PREFLIGHT-ARGS...]";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -23,6 +25,7 @@ fn main() -> ExitCode {
         Some("dev") => dev::run(args.collect()),
         Some("test") => test::run(args.collect()),
         Some("bench") => bench::run(args.collect()),
+        Some("preflight") => preflight(args.collect()),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -37,6 +40,20 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Builds and runs `steward-preflight` with `args`, passing its exit status on.
+fn preflight(args: Vec<String>) -> anyhow::Result<ExitCode> {
+    let status = cargo()
+        .args(["run", "--quiet", "--locked", "-p", "steward-preflight", "--"])
+        .args(&args)
+        .status()
+        .map_err(|error| anyhow::anyhow!("run steward-preflight: {error}"))?;
+    Ok(match status.code() {
+        Some(0) => ExitCode::SUCCESS,
+        Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        None => ExitCode::FAILURE,
+    })
 }
 
 /// The workspace root (xtask lives one level below it).

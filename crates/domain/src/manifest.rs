@@ -1,5 +1,6 @@
-//! The mail accounts manifest, as the schedule role reads it: account ids only. It never holds
-//! or opens a credential document; the paths it names are not even kept.
+//! The mail accounts manifest. The schedule role reads account ids only ([`AccountIds`]): it
+//! never holds or opens a credential document, and the paths are not even kept. Preflight reads
+//! the paths too ([`AccountFiles`]), to inspect each document without opening it.
 
 use serde::Deserialize;
 
@@ -19,11 +20,8 @@ pub enum ManifestError {
 #[serde(deny_unknown_fields)]
 struct RawAccount {
     account_id: String,
-    #[allow(dead_code)]
     read_credential_file: String,
-    #[allow(dead_code)]
     write_credential_file: String,
-    #[allow(dead_code)]
     send_credential_file: String,
 }
 
@@ -42,29 +40,62 @@ pub struct AccountIds {
     pub accounts: Vec<String>,
 }
 
+fn validated(bytes: &[u8]) -> Result<RawManifest, ManifestError> {
+    let raw: RawManifest = serde_json::from_slice(bytes).map_err(|error| ManifestError::Shape(error.to_string()))?;
+    if raw.version != 1 {
+        return Err(ManifestError::Version);
+    }
+    for account in &raw.accounts {
+        let id = &account.account_id;
+        let valid = !id.is_empty()
+            && id
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
+        if !valid {
+            return Err(ManifestError::AccountId(id.clone()));
+        }
+    }
+    if !raw
+        .accounts
+        .iter()
+        .any(|account| account.account_id == raw.default_account)
+    {
+        return Err(ManifestError::DefaultAccount(raw.default_account));
+    }
+    Ok(raw)
+}
+
+/// One account's three credential documents, as paths (never opened here).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccountFiles {
+    pub account_id: String,
+    pub read: String,
+    pub write: String,
+    pub send: String,
+}
+
+impl AccountFiles {
+    /// Every account's credential paths, in manifest order.
+    pub fn parse(bytes: &[u8]) -> Result<Vec<AccountFiles>, ManifestError> {
+        Ok(validated(bytes)?
+            .accounts
+            .into_iter()
+            .map(|account| AccountFiles {
+                account_id: account.account_id,
+                read: account.read_credential_file,
+                write: account.write_credential_file,
+                send: account.send_credential_file,
+            })
+            .collect())
+    }
+}
+
 impl AccountIds {
     pub fn parse(bytes: &[u8]) -> Result<AccountIds, ManifestError> {
-        let raw: RawManifest =
-            serde_json::from_slice(bytes).map_err(|error| ManifestError::Shape(error.to_string()))?;
-        if raw.version != 1 {
-            return Err(ManifestError::Version);
-        }
-        let accounts: Vec<String> = raw.accounts.into_iter().map(|account| account.account_id).collect();
-        for id in &accounts {
-            let valid = !id.is_empty()
-                && id
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
-            if !valid {
-                return Err(ManifestError::AccountId(id.clone()));
-            }
-        }
-        if !accounts.contains(&raw.default_account) {
-            return Err(ManifestError::DefaultAccount(raw.default_account));
-        }
+        let raw = validated(bytes)?;
         Ok(AccountIds {
             default_account: raw.default_account,
-            accounts,
+            accounts: raw.accounts.into_iter().map(|account| account.account_id).collect(),
         })
     }
 

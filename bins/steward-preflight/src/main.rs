@@ -1,0 +1,51 @@
+//! `steward-preflight`: the host preflight as an installed binary (`cargo xtask preflight` runs
+//! the same). Run it as the unprivileged deploy user before (re)starting roles; it prints one
+//! `OK` or `FAIL` line per check, then the verdict, and exits 1 when any check failed.
+//!
+//! Usage: `steward-preflight [--config-dir DIR] [--credentials-dir DIR] [--release DIR]
+//! [--service-user NAME] [--service-group NAME] [--ingress-user NAME]` (defaults:
+//! `/etc/steward`, `/etc/steward/credentials`, `/opt/steward/current`, `steward`, `steward`,
+//! `steward-ingress`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: steward-preflight [--config-dir DIR] [--credentials-dir DIR] [--release DIR] \
+[--service-user NAME] [--service-group NAME] [--ingress-user NAME]";
+
+fn host(args: impl IntoIterator<Item = String>) -> Result<preflight::Host, String> {
+    let mut host = preflight::Host::default();
+    let mut credentials_dir = None;
+    let mut args = args.into_iter();
+    while let Some(flag) = args.next() {
+        let mut value = || args.next().ok_or(format!("{flag} needs a value; {USAGE}"));
+        match flag.as_str() {
+            "--config-dir" => host.config_dir = PathBuf::from(value()?),
+            "--credentials-dir" => credentials_dir = Some(PathBuf::from(value()?)),
+            "--release" => host.release = PathBuf::from(value()?),
+            "--service-user" => host.service_user = value()?,
+            "--service-group" => host.service_group = value()?,
+            "--ingress-user" => host.ingress_user = value()?,
+            other => return Err(format!("unknown argument `{other}`; {USAGE}")),
+        }
+    }
+    host.credentials_dir = credentials_dir.unwrap_or_else(|| host.config_dir.join("credentials"));
+    Ok(host)
+}
+
+fn main() -> ExitCode {
+    let host = match host(std::env::args().skip(1)) {
+        Ok(host) => host,
+        Err(error) => {
+            eprintln!("steward-preflight: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let report = preflight::run(&host);
+    print!("{}", report.render());
+    if report.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
