@@ -361,9 +361,16 @@ async fn refuses_an_inline_call_provider_key() {
 }
 
 #[tokio::test]
-async fn refuses_the_owner_bearer_and_scopes() {
+async fn refuses_the_owner_bearer() {
     let line = refused_with(&[("API_TOKEN_FILE", "/etc/steward/api-token")]).await;
-    assert!(line.contains("API_TOKEN_FILE is set"), "{line}");
+    assert!(
+        line.contains("API_TOKEN_FILE is set: a call role never holds the owner's bearer token"),
+        "{line}"
+    );
+}
+
+#[tokio::test]
+async fn refuses_scopes() {
     let line = refused_with(&[("AUTH_SCOPES", "call.read")]).await;
     assert!(line.contains("AUTH_SCOPES is set: a call role has no scopes"), "{line}");
 }
