@@ -13,6 +13,7 @@ pub mod flags;
 pub mod folder;
 pub mod idempotency;
 pub mod ids;
+pub mod mail_environment;
 pub mod manifest;
 pub mod models;
 pub mod notification;

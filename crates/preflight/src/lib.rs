@@ -11,6 +11,7 @@ use std::io::ErrorKind;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use domain::mail_environment::MailEnvironment;
 use hardening::environment::{RoleKind, refused};
 use nix::unistd::{AccessFlags, Gid, Group, Uid, User, access};
 
@@ -35,11 +36,6 @@ pub const ROLES: [&str; 8] = [
 ];
 const CALL_ROLES: [&str; 2] = ["call-worker", "call-ingress"];
 const APPLICATION_MAIL_ROLES: [&str; 4] = ["api", "worker", "async-worker", "maintenance"];
-const LEGACY_MAIL_PATHS: [&str; 3] = [
-    "MAIL_READ_CREDENTIAL_FILE",
-    "MAIL_WRITE_CREDENTIAL_FILE",
-    "MAIL_SEND_CREDENTIAL_FILE",
-];
 const NOTIFICATION_FLAGS: [&str; 2] = ["AGENT_NOTIFICATION_API_ENABLED", "AGENT_NOTIFICATION_DISPATCH_ENABLED"];
 
 /// Where things live on the host, and who owns them.
@@ -384,48 +380,20 @@ fn environment_rules(environments: &Environments, report: &mut Report) {
 
     // Mail: one atomic configuration in every application environment.
     let mut failures = Vec::new();
-    let mut application_mail: Option<(&str, bool, String)> = None;
+    let mut application_mail: Option<(&str, MailEnvironment)> = None;
     for role in APPLICATION_MAIL_ROLES {
         let Some(environment) = environments.get(role) else {
             continue;
         };
-        let enabled = flag_on(environment, "AGENT_EMAIL_ENABLED");
-        let manifest = value(environment, "MAIL_ACCOUNTS_FILE");
-        let legacy: Vec<&str> = LEGACY_MAIL_PATHS.iter().map(|name| value(environment, name)).collect();
-        let legacy_set = legacy.iter().filter(|path| !path.is_empty()).count();
-        for (name, path) in LEGACY_MAIL_PATHS
-            .iter()
-            .zip(&legacy)
-            .chain([(&"MAIL_ACCOUNTS_FILE", &manifest)])
-        {
-            if !path.is_empty() && !path.starts_with('/') {
-                failures.push(format!(
-                    "{role}: {name} must be an absolute path, never JSON or token material"
-                ));
-            }
-        }
-        if enabled {
-            match (manifest.is_empty(), legacy_set) {
-                (false, 0) | (true, 3) => {}
-                (false, _) => failures.push(format!(
-                    "{role}: MAIL_ACCOUNTS_FILE and the legacy credential paths are mutually exclusive"
-                )),
-                (true, _) => failures.push(format!(
-                    "{role}: partial mail enablement: AGENT_EMAIL_ENABLED=1 needs MAIL_ACCOUNTS_FILE or all three credential paths"
-                )),
-            }
-        } else if !manifest.is_empty() || legacy_set > 0 {
-            failures.push(format!(
-                "{role}: mail paths are configured while AGENT_EMAIL_ENABLED is off"
-            ));
-        }
-        match &application_mail {
-            None => application_mail = Some((role, enabled, manifest.to_owned())),
-            Some((first, first_enabled, first_manifest)) => {
-                if *first_enabled != enabled || *first_manifest != manifest {
+        match MailEnvironment::parse(|name| environment.get(name).cloned()) {
+            Err(error) => failures.push(format!("{role}: {error}")),
+            Ok(mail) => match &application_mail {
+                None => application_mail = Some((role, mail)),
+                Some((first, first_mail)) if *first_mail != mail => {
                     failures.push(format!("{role}'s mail configuration differs from {first}'s"));
                 }
-            }
+                Some(_) => {}
+            },
         }
     }
     report.check(
@@ -447,10 +415,14 @@ fn environment_rules(environments: &Environments, report: &mut Report) {
                 failures.push(format!("{name} does not belong in the scheduler environment"));
             }
         }
-        if let Some((role, enabled, manifest)) = &application_mail {
-            if flag_on(schedule, "AGENT_EMAIL_ENABLED") != *enabled {
+        if let Some((role, mail)) = &application_mail {
+            if flag_on(schedule, "AGENT_EMAIL_ENABLED") != mail.enabled() {
                 failures.push(format!("AGENT_EMAIL_ENABLED differs from {role}'s"));
             }
+            let manifest = match mail {
+                MailEnvironment::Manifest(path) => path.as_str(),
+                MailEnvironment::Off | MailEnvironment::Legacy(_) => "",
+            };
             if value(schedule, "MAIL_ACCOUNTS_FILE") != manifest {
                 failures.push(format!(
                     "MAIL_ACCOUNTS_FILE differs from {role}'s (the legacy form leaves it empty)"
@@ -608,13 +580,16 @@ fn mail_credentials(identities: &Identities, environments: &Environments, report
     };
     let service = identities.service.as_ref().map(|user| (user.uid, user.name.as_str()));
     let mut accounts: Vec<(String, [String; 3])> = Vec::new();
-    let manifest = value(environment, "MAIL_ACCOUNTS_FILE");
-    if manifest.is_empty() {
-        let paths = LEGACY_MAIL_PATHS.map(|name| value(environment, name).to_owned());
-        if paths.iter().all(|path| !path.is_empty()) {
+    let manifest = match MailEnvironment::parse(|name| environment.get(name).cloned()) {
+        Ok(MailEnvironment::Legacy(paths)) => {
             accounts.push(("default".into(), paths));
+            None
         }
-    } else {
+        Ok(MailEnvironment::Manifest(path)) => Some(path),
+        // Already reported by the environment rules.
+        Ok(MailEnvironment::Off) | Err(_) => None,
+    };
+    if let Some(manifest) = manifest.as_deref() {
         let path = Path::new(manifest);
         let mut failures = Vec::new();
         match std::fs::symlink_metadata(path) {
