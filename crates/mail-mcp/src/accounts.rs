@@ -1,0 +1,284 @@
+//! The connected accounts, loaded fail-closed at role start from the mail environment: every
+//! account's three documents (read, write, send) are checked and parsed before the role serves,
+//! so a missing, shared, symlinked, mis-scoped or mis-tagged document stops the role instead of
+//! surfacing later as a tool failure.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use domain::mail_environment::{MailEnvironment, MailEnvironmentError};
+use domain::manifest::AccountFiles;
+
+use crate::document::{CredentialDocument, DocumentError, MailScope};
+
+/// The account id of the legacy single-account form.
+pub const LEGACY_ACCOUNT_ID: &str = "default";
+
+/// One connected account and its three credential documents.
+#[derive(Clone, Debug)]
+pub struct Account {
+    pub account_id: String,
+    pub read: CredentialDocument,
+    pub write: CredentialDocument,
+    pub send: CredentialDocument,
+}
+
+/// Every connected account, the default first.
+#[derive(Clone, Debug)]
+pub struct MailAccounts {
+    pub default_account: String,
+    pub accounts: Vec<Account>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AccountsError {
+    #[error("{0}")]
+    Environment(#[from] MailEnvironmentError),
+    #[error("MAIL_ACCOUNTS_FILE {path}: {reason}")]
+    Manifest { path: PathBuf, reason: String },
+    #[error("mail account `{account}`, {file}: {source}")]
+    Document {
+        account: String,
+        file: PathBuf,
+        source: DocumentError,
+    },
+    #[error("mail account `{0}`: its three documents must share one directory of their own")]
+    Directory(String),
+}
+
+impl MailAccounts {
+    /// Loads the accounts the environment (read through `get`) configures; `None` when mail
+    /// is off.
+    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Option<MailAccounts>, AccountsError> {
+        match MailEnvironment::parse(get)? {
+            MailEnvironment::Off => Ok(None),
+            MailEnvironment::Legacy([read, write, send]) => {
+                let files = AccountFiles {
+                    account_id: LEGACY_ACCOUNT_ID.into(),
+                    read,
+                    write,
+                    send,
+                };
+                Ok(Some(MailAccounts {
+                    default_account: LEGACY_ACCOUNT_ID.into(),
+                    accounts: vec![load_account(&files, false)?],
+                }))
+            }
+            MailEnvironment::Manifest(path) => load_manifest(Path::new(&path)).map(Some),
+        }
+    }
+
+    /// The default account.
+    pub fn default(&self) -> &Account {
+        self.accounts
+            .iter()
+            .find(|account| account.account_id == self.default_account)
+            .unwrap_or(&self.accounts[0])
+    }
+}
+
+fn load_manifest(path: &Path) -> Result<MailAccounts, AccountsError> {
+    let refuse = |reason: String| AccountsError::Manifest {
+        path: path.to_owned(),
+        reason,
+    };
+    let meta = std::fs::symlink_metadata(path).map_err(|error| refuse(error.to_string()))?;
+    if meta.file_type().is_symlink() {
+        return Err(refuse("is a symbolic link".into()));
+    }
+    if !meta.is_file() {
+        return Err(refuse("is not a regular file".into()));
+    }
+    if meta.permissions().mode() & 0o022 != 0 {
+        return Err(refuse(format!(
+            "must not be group- or world-writable (mode {:04o})",
+            meta.mode() & 0o7777
+        )));
+    }
+    let bytes = std::fs::read(path).map_err(|error| refuse(error.to_string()))?;
+    let ids = domain::manifest::AccountIds::parse(&bytes).map_err(|error| refuse(error.to_string()))?;
+    let files = AccountFiles::parse(&bytes).map_err(|error| refuse(error.to_string()))?;
+    let mut directories = std::collections::BTreeSet::new();
+    let mut accounts = Vec::new();
+    for account in &files {
+        let loaded = load_account(account, true)?;
+        let directory = Path::new(&account.read)
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        if !directories.insert(directory) {
+            return Err(AccountsError::Directory(account.account_id.clone()));
+        }
+        accounts.push(loaded);
+    }
+    // Default first: tools are composed in this order.
+    accounts.sort_by_key(|account| account.account_id != ids.default_account);
+    Ok(MailAccounts {
+        default_account: ids.default_account,
+        accounts,
+    })
+}
+
+fn load_account(files: &AccountFiles, tagged_check: bool) -> Result<Account, AccountsError> {
+    let parents: Vec<Option<&Path>> = [&files.read, &files.write, &files.send]
+        .iter()
+        .map(|path| Path::new(path.as_str()).parent())
+        .collect();
+    if parents.iter().any(|parent| *parent != parents[0]) {
+        return Err(AccountsError::Directory(files.account_id.clone()));
+    }
+    // The legacy form has no configured id to hold a tag against.
+    let account = tagged_check.then_some(files.account_id.as_str());
+    let load = |path: &str, scope: MailScope| {
+        CredentialDocument::load(Path::new(path), scope, account).map_err(|source| AccountsError::Document {
+            account: files.account_id.clone(),
+            file: PathBuf::from(path),
+            source,
+        })
+    };
+    Ok(Account {
+        account_id: files.account_id.clone(),
+        read: load(&files.read, MailScope::Read)?,
+        write: load(&files.write, MailScope::Write)?,
+        send: load(&files.send, MailScope::Send)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn write_document(dir: &Path, scope: MailScope, tag: Option<&str>) -> String {
+        let mut value = serde_json::json!({
+            "client_id": "client", "client_secret": "secret", "refresh_token": "refresh", "scope": scope.url(),
+        });
+        if let Some(tag) = tag {
+            value["account_id"] = tag.into();
+        }
+        let path = dir.join(scope.file_name());
+        std::fs::write(&path, value.to_string()).expect("write");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        path.display().to_string()
+    }
+
+    fn account_dir(root: &Path, id: &str, tag: Option<&str>) -> [String; 3] {
+        let dir = root.join(id);
+        std::fs::create_dir(&dir).expect("dir");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        MailScope::ALL.map(|scope| write_document(&dir, scope, tag))
+    }
+
+    fn manifest(root: &Path, accounts: &[(&str, &[String; 3])], default: &str) -> String {
+        let accounts: Vec<_> = accounts
+            .iter()
+            .map(|(id, [read, write, send])| {
+                serde_json::json!({"account_id": id, "read_credential_file": read,
+                    "write_credential_file": write, "send_credential_file": send})
+            })
+            .collect();
+        let path = root.join("accounts.json");
+        std::fs::write(
+            &path,
+            serde_json::json!({"version": 1, "default_account": default, "accounts": accounts}).to_string(),
+        )
+        .expect("manifest");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        path.display().to_string()
+    }
+
+    fn load(vars: &[(&str, &str)]) -> Result<Option<MailAccounts>, AccountsError> {
+        let vars: HashMap<String, String> = vars.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect();
+        MailAccounts::from_env(|name| vars.get(name).cloned())
+    }
+
+    #[test]
+    fn loads_the_manifest_with_the_default_account_first() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let personal = account_dir(root.path(), "personal", Some("personal"));
+        let work = account_dir(root.path(), "work", None);
+        let path = manifest(root.path(), &[("work", &work), ("personal", &personal)], "personal");
+        let accounts = load(&[("AGENT_EMAIL_ENABLED", "1"), ("MAIL_ACCOUNTS_FILE", &path)])
+            .expect("loads")
+            .expect("mail on");
+        let ids: Vec<&str> = accounts.accounts.iter().map(|a| a.account_id.as_str()).collect();
+        assert_eq!(ids, ["personal", "work"]);
+        assert_eq!(accounts.default().send.scope, MailScope::Send);
+        assert!(load(&[]).expect("off").is_none());
+    }
+
+    #[test]
+    fn loads_the_legacy_form_as_the_default_account() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let [read, write, send] = account_dir(root.path(), "legacy", None);
+        let accounts = load(&[
+            ("AGENT_EMAIL_ENABLED", "1"),
+            ("MAIL_READ_CREDENTIAL_FILE", &read),
+            ("MAIL_WRITE_CREDENTIAL_FILE", &write),
+            ("MAIL_SEND_CREDENTIAL_FILE", &send),
+        ])
+        .expect("loads")
+        .expect("mail on");
+        assert_eq!(accounts.default().account_id, LEGACY_ACCOUNT_ID);
+    }
+
+    #[test]
+    fn fails_closed_on_every_bad_configuration() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let work = account_dir(root.path(), "work", Some("work"));
+        let path = manifest(root.path(), &[("work", &work)], "work");
+        let on = |path: &str| load(&[("AGENT_EMAIL_ENABLED", "1"), ("MAIL_ACCOUNTS_FILE", path)]);
+
+        // A tag for another account.
+        let home = account_dir(root.path(), "home", Some("work"));
+        let mismatched = manifest(root.path(), &[("home", &home)], "home");
+        let error = on(&mismatched).expect_err("tag mismatch").to_string();
+        assert!(error.contains("configured account id rejected"), "{error}");
+
+        // A missing document while the flag is on.
+        let path_ok = manifest(root.path(), &[("work", &work)], "work");
+        std::fs::remove_file(&work[2]).expect("remove");
+        let error = on(&path_ok).expect_err("missing").to_string();
+        assert!(error.contains("does not exist"), "{error}");
+        write_document(&root.path().join("work"), MailScope::Send, Some("work"));
+
+        // A shared document, a symlinked one.
+        std::fs::set_permissions(&work[0], std::fs::Permissions::from_mode(0o640)).expect("chmod");
+        assert!(
+            on(&path)
+                .expect_err("shared")
+                .to_string()
+                .contains("must be owner-only")
+        );
+        std::fs::set_permissions(&work[0], std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        let link = root.path().join("work/link.json");
+        std::os::unix::fs::symlink(&work[1], &link).expect("symlink");
+        let linked = [work[0].clone(), link.display().to_string(), work[2].clone()];
+        let with_link = manifest(root.path(), &[("work", &linked)], "work");
+        assert!(
+            on(&with_link)
+                .expect_err("symlink")
+                .to_string()
+                .contains("symbolic link")
+        );
+
+        // A writable manifest, partial enablement, paths while off.
+        let good = manifest(root.path(), &[("work", &work)], "work");
+        std::fs::set_permissions(&good, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+        assert!(
+            on(&good)
+                .expect_err("writable")
+                .to_string()
+                .contains("group- or world-writable")
+        );
+        assert!(matches!(
+            load(&[("AGENT_EMAIL_ENABLED", "1"), ("MAIL_READ_CREDENTIAL_FILE", &work[0])]),
+            Err(AccountsError::Environment(MailEnvironmentError::Partial))
+        ));
+        assert!(matches!(
+            load(&[("MAIL_ACCOUNTS_FILE", &good)]),
+            Err(AccountsError::Environment(MailEnvironmentError::PathsWhileOff))
+        ));
+    }
+}
