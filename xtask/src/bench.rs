@@ -50,7 +50,7 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
 
     let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
     let mut api = Command::new(bin.join("steward-api"))
-        .env("DATABASE_URL", crate::postgres::login_url(&database_url, "steward_api"))
+        .env("DATABASE_URL", pgcluster::with_user(&database_url, "steward_api"))
         .env(crate::postgres::ALLOW_ROOT.0, crate::postgres::ALLOW_ROOT.1)
         .env("DATABASE_MAX_CONNECTIONS", "32")
         .env("API_TOKEN_FILE", &token_file)

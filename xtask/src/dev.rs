@@ -81,7 +81,7 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     // As at deploy time: logins and the database, then migrations and grants as the owner; each
     // role then connects with its own login.
     crate::postgres::prepare_database(&bin, &database_url)?;
-    let login = |name: &str| crate::postgres::login_url(&database_url, name);
+    let login = |name: &str| pgcluster::with_user(&database_url, name);
     let (allow_root, allow) = crate::postgres::ALLOW_ROOT;
 
     let token_file = var.join("api-token");

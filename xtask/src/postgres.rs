@@ -74,7 +74,11 @@ pub fn prepare_database(bin: &Path, admin_url: &str) -> anyhow::Result<()> {
             admin_url.to_owned(),
             "provision the logins and the database",
         ),
-        (&[], login_url(admin_url, "steward_owner"), "migrate and grant"),
+        (
+            &[],
+            pgcluster::with_user(admin_url, "steward_owner"),
+            "migrate and grant",
+        ),
     ];
     for (args, url, what) in steps {
         let status = Command::new(bin.join("steward-migrate"))
@@ -88,9 +92,4 @@ pub fn prepare_database(bin: &Path, admin_url: &str) -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-/// `admin_url` for `login` (each role connects with its own).
-pub fn login_url(admin_url: &str, login: &str) -> String {
-    pgcluster::with_user(admin_url, login)
 }

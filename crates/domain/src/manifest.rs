@@ -1,6 +1,6 @@
 //! The mail accounts manifest. The schedule role reads account ids only ([`AccountIds`]): it
-//! never holds or opens a credential document, and the paths are not even kept. Preflight reads
-//! the paths too ([`AccountFiles`]), to inspect each document without opening it.
+//! never holds or opens a credential document, and the paths are not even kept. Preflight and
+//! the mail roles read the whole [`Manifest`], with every account's [`AccountFiles`].
 
 use serde::Deserialize;
 
@@ -74,19 +74,30 @@ pub struct AccountFiles {
     pub send: String,
 }
 
-impl AccountFiles {
-    /// Every account's credential paths, in manifest order.
-    pub fn parse(bytes: &[u8]) -> Result<Vec<AccountFiles>, ManifestError> {
-        Ok(validated(bytes)?
-            .accounts
-            .into_iter()
-            .map(|account| AccountFiles {
-                account_id: account.account_id,
-                read: account.read_credential_file,
-                write: account.write_credential_file,
-                send: account.send_credential_file,
-            })
-            .collect())
+/// The whole manifest: the default account and every account's credential paths.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Manifest {
+    pub default_account: String,
+    /// In manifest order.
+    pub accounts: Vec<AccountFiles>,
+}
+
+impl Manifest {
+    pub fn parse(bytes: &[u8]) -> Result<Manifest, ManifestError> {
+        let raw = validated(bytes)?;
+        Ok(Manifest {
+            default_account: raw.default_account,
+            accounts: raw
+                .accounts
+                .into_iter()
+                .map(|account| AccountFiles {
+                    account_id: account.account_id,
+                    read: account.read_credential_file,
+                    write: account.write_credential_file,
+                    send: account.send_credential_file,
+                })
+                .collect(),
+        })
     }
 }
 

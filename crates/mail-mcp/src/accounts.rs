@@ -7,7 +7,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use domain::mail_environment::{MailEnvironment, MailEnvironmentError};
-use domain::manifest::AccountFiles;
+use domain::manifest::{AccountFiles, Manifest};
 
 use crate::document::{CredentialDocument, DocumentError, MailScope};
 
@@ -96,11 +96,10 @@ fn load_manifest(path: &Path) -> Result<MailAccounts, AccountsError> {
         )));
     }
     let bytes = std::fs::read(path).map_err(|error| refuse(error.to_string()))?;
-    let ids = domain::manifest::AccountIds::parse(&bytes).map_err(|error| refuse(error.to_string()))?;
-    let files = AccountFiles::parse(&bytes).map_err(|error| refuse(error.to_string()))?;
+    let manifest = Manifest::parse(&bytes).map_err(|error| refuse(error.to_string()))?;
     let mut directories = std::collections::BTreeSet::new();
     let mut accounts = Vec::new();
-    for account in &files {
+    for account in &manifest.accounts {
         let loaded = load_account(account, true)?;
         let directory = Path::new(&account.read)
             .parent()
@@ -112,9 +111,9 @@ fn load_manifest(path: &Path) -> Result<MailAccounts, AccountsError> {
         accounts.push(loaded);
     }
     // Default first: tools are composed in this order.
-    accounts.sort_by_key(|account| account.account_id != ids.default_account);
+    accounts.sort_by_key(|account| account.account_id != manifest.default_account);
     Ok(MailAccounts {
-        default_account: ids.default_account,
+        default_account: manifest.default_account,
         accounts,
     })
 }

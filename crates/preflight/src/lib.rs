@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use domain::mail_environment::MailEnvironment;
 use hardening::environment::{RoleKind, refused};
-use nix::unistd::{AccessFlags, Gid, Group, Uid, User, access};
+use nix::unistd::{AccessFlags, Group, Uid, User, access};
 
 pub use env_file::parse_env_file;
 
@@ -603,10 +603,11 @@ fn mail_credentials(identities: &Identities, environments: &Environments, report
                 }
                 match std::fs::read(path)
                     .map_err(|error| error.to_string())
-                    .and_then(|bytes| domain::manifest::AccountFiles::parse(&bytes).map_err(|error| error.to_string()))
+                    .and_then(|bytes| domain::manifest::Manifest::parse(&bytes).map_err(|error| error.to_string()))
                 {
-                    Ok(files) => accounts.extend(
-                        files
+                    Ok(manifest) => accounts.extend(
+                        manifest
+                            .accounts
                             .into_iter()
                             .map(|account| (account.account_id, [account.read, account.write, account.send])),
                     ),
@@ -659,9 +660,4 @@ fn mail_credentials(identities: &Identities, environments: &Environments, report
             failures,
         );
     }
-}
-
-/// Which gid the service group has, for callers building host trees.
-pub fn group_gid(name: &str) -> Option<Gid> {
-    Group::from_name(name).ok().flatten().map(|group| group.gid)
 }

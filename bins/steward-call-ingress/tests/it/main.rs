@@ -254,21 +254,9 @@ async fn the_running_listener_is_hardened_and_tells_systemd_it_is_ready() {
     for set in ["CapInh:", "CapPrm:", "CapEff:", "CapAmb:"] {
         assert_eq!(field(set), "0000000000000000", "{set}");
     }
-    if nix_is_root() {
+    if hardening::process::is_root() {
         assert_eq!(field("CapBnd:"), "0000000000000000", "the bounding set is emptied too");
     }
-}
-
-fn nix_is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| {
-            status
-                .lines()
-                .find_map(|line| line.strip_prefix("Uid:"))
-                .map(|uids| uids.split_whitespace().next() == Some("0"))
-        })
-        .unwrap_or(false)
 }
 
 /// Runs the listener with `variables` and expects it to refuse to start: exit status 2 and one
@@ -377,7 +365,7 @@ async fn refuses_scopes() {
 
 #[tokio::test]
 async fn refuses_root_without_the_development_override() {
-    if !nix_is_root() {
+    if !hardening::process::is_root() {
         return; // Only root can be refused for being root.
     }
     let line = refused_with(&[("STEWARD_DEV_ALLOW_ROOT", "0")]).await;
