@@ -39,7 +39,7 @@ GRANT SELECT ON agent_versions TO steward_worker;
 GRANT SELECT, UPDATE ON sessions, runs, schedule_occurrences TO steward_worker;
 GRANT SELECT, INSERT ON events, idempotency_keys, notes TO steward_worker;
 GRANT SELECT, INSERT, UPDATE ON tool_invocations, approvals, questions, notification_outbox,
-    schedules TO steward_worker;
+    schedules, mail_reconciliations TO steward_worker;
 
 -- schedule: fires schedules into fresh sessions and records outcomes.
 GRANT SELECT, UPDATE ON session_index_clock, schedules TO steward_schedule;

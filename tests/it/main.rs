@@ -206,7 +206,10 @@ fn each_role_links_only_the_workspace_crates_it_needs() {
     let workspace: BTreeSet<String> = graph().members.keys().cloned().collect();
     let allowed: [(&str, &[&str]); 6] = [
         ("steward-api", &["api", "store", "domain", "hardening", "role"]),
-        ("steward-worker", &["agent", "store", "domain", "hardening", "role"]),
+        (
+            "steward-worker",
+            &["agent", "mail-mcp", "store", "domain", "hardening", "role"],
+        ),
         ("steward-schedule", &["store", "domain", "hardening", "role"]),
         ("steward-notify", &["notify", "store", "domain", "hardening", "role"]),
         ("steward-migrate", &["store", "domain", "hardening", "role"]),
@@ -230,6 +233,7 @@ fn storage_knows_nothing_of_http() {
 #[test]
 fn nothing_links_openssl() {
     for member in [
+        "mail-mcp-cli",
         "steward-api",
         "steward-worker",
         "steward-schedule",

@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | `DATABASE_URL` | PostgreSQL URL of the schedule login | required |
 //! | `AGENT_EMAIL_ENABLED` | `1` when mail is connected | `0` |
-//! | `MAIL_ACCOUNTS_FILE` | the accounts manifest; read for account ids at each firing | unset |
+//! | `MAIL_ACCOUNTS_FILE` | the accounts manifest; read for account ids at each firing (blank with mail on: the legacy single `default` account) | unset |
 //! | `SCHEDULE_POLL_MILLISECONDS` | how often due schedules are looked for | `1000` |
 //! | `LOG_LEVEL` | as for the other roles | `info` |
 //!
@@ -17,9 +17,17 @@ use anyhow::Context;
 use domain::manifest::AccountIds;
 use store::Store;
 
+/// Where the connected accounts' ids come from.
+enum MailAccounts {
+    Off,
+    /// The legacy three-path form: the one `default` account (its paths never reach this role).
+    Legacy,
+    Manifest(std::path::PathBuf),
+}
+
 struct Config {
     database_url: String,
-    mail_accounts: Option<std::path::PathBuf>,
+    mail_accounts: MailAccounts,
     poll: Duration,
     log_level: tracing::Level,
 }
@@ -32,10 +40,12 @@ fn config() -> Result<Config, String> {
         Some("1") => true,
         Some(other) => return Err(format!("AGENT_EMAIL_ENABLED must be 0 or 1, got `{other}`")),
     };
-    let mail_accounts = get("MAIL_ACCOUNTS_FILE").map(std::path::PathBuf::from);
-    if email != mail_accounts.is_some() {
-        return Err("AGENT_EMAIL_ENABLED=1 and MAIL_ACCOUNTS_FILE go together".into());
-    }
+    let mail_accounts = match (email, get("MAIL_ACCOUNTS_FILE")) {
+        (false, None) => MailAccounts::Off,
+        (false, Some(_)) => return Err("MAIL_ACCOUNTS_FILE is set while AGENT_EMAIL_ENABLED is off".into()),
+        (true, None) => MailAccounts::Legacy,
+        (true, Some(path)) => MailAccounts::Manifest(path.into()),
+    };
     let poll = role::positive(get("SCHEDULE_POLL_MILLISECONDS").as_deref(), 1000)
         .map_err(|reason| format!("SCHEDULE_POLL_MILLISECONDS is invalid: {reason}"))?;
     let log_level =
@@ -57,10 +67,15 @@ fn main() -> ExitCode {
 }
 
 /// The connected accounts' ids, read fresh for each firing batch.
-fn accounts(path: Option<&std::path::Path>) -> anyhow::Result<Option<AccountIds>> {
-    let Some(path) = path else { return Ok(None) };
-    let bytes = std::fs::read(path).with_context(|| format!("read {}", path.display()))?;
-    Ok(Some(AccountIds::parse(&bytes)?))
+fn accounts(mail: &MailAccounts) -> anyhow::Result<Option<AccountIds>> {
+    match mail {
+        MailAccounts::Off => Ok(None),
+        MailAccounts::Legacy => Ok(Some(AccountIds::legacy())),
+        MailAccounts::Manifest(path) => {
+            let bytes = std::fs::read(path).with_context(|| format!("read {}", path.display()))?;
+            Ok(Some(AccountIds::parse(&bytes)?))
+        }
+    }
 }
 
 async fn fire(config: Config) -> anyhow::Result<()> {
@@ -72,7 +87,7 @@ async fn fire(config: Config) -> anyhow::Result<()> {
     loop {
         // An unreadable manifest means mail is unavailable: schedules without mail scopes still
         // fire, and mail-scoped ones fail their authorization.
-        let accounts = accounts(config.mail_accounts.as_deref()).unwrap_or_else(|error| {
+        let accounts = accounts(&config.mail_accounts).unwrap_or_else(|error| {
             tracing::warn!("{error:#}; mail scopes cannot be granted");
             None
         });

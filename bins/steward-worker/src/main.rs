@@ -25,10 +25,15 @@ async fn work(config: WorkerConfig) -> anyhow::Result<()> {
         .openai
         .clone()
         .map(|endpoint| agent::openai::provider(endpoint, http.clone()));
+    let mail = config.mail.clone().map(|accounts| {
+        let client = mail_mcp::gmail::GmailClient::new(http.clone(), config.mail_endpoints.clone());
+        std::sync::Arc::new(mail_mcp::tools::MailService::new(accounts, client))
+    });
     let executor = Executor {
         store,
         providers: Providers::new(openai),
         http,
+        mail,
     };
     role::ready();
     agent::worker::run(config, executor, role::shutdown_signal()).await;

@@ -9,7 +9,14 @@
 //! | `WORKER_LEASE_SECONDS` | lease length; a dead worker's run resumes after it | `30` |
 //! | `OPENAI_BASE_URL` | base URL of an OpenAI-compatible API (enables provider `openai`) | unset |
 //! | `OPENAI_API_KEY_FILE` | owner-only file holding that API's key | unset |
+//! | `AGENT_EMAIL_ENABLED` | `1` composes the mail tools of the connected accounts | `0` |
+//! | `MAIL_ACCOUNTS_FILE` | the accounts manifest (or the legacy `MAIL_READ_CREDENTIAL_FILE`, `MAIL_WRITE_CREDENTIAL_FILE`, `MAIL_SEND_CREDENTIAL_FILE`) | unset |
+//! | `MAIL_API_BASE_URL` | the mail provider's REST API | `https://gmail.googleapis.com` |
+//! | `MAIL_OAUTH_TOKEN_URL` | the provider's OAuth token endpoint | `https://oauth2.googleapis.com/token` |
 //! | `LOG_LEVEL` | `error`, `warn`, `info`, `debug`, `trace` | `info` |
+//!
+//! With mail on, every credential document is checked and parsed before the role serves: a
+//! missing, shared, symlinked, mis-scoped or mis-tagged document stops it (fail closed).
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -19,6 +26,8 @@ pub enum ConfigError {
     Invalid { variable: &'static str, reason: String },
     #[error("OPENAI_API_KEY_FILE: {0}")]
     KeyFile(#[from] hardening::secret_file::SecretFileError),
+    #[error("{0}")]
+    Mail(#[from] mail_mcp::accounts::AccountsError),
 }
 
 /// The OpenAI-compatible endpoint, when configured.
@@ -44,6 +53,9 @@ pub struct WorkerConfig {
     pub concurrency: usize,
     pub lease_seconds: u32,
     pub openai: Option<OpenAiEndpoint>,
+    /// The connected mail accounts (credentials loaded), when mail is on.
+    pub mail: Option<mail_mcp::accounts::MailAccounts>,
+    pub mail_endpoints: mail_mcp::gmail::Endpoints,
     pub log_level: tracing::Level,
 }
 
@@ -101,6 +113,22 @@ impl WorkerConfig {
                 reason: "inline keys are refused; put the key in a file named by OPENAI_API_KEY_FILE".into(),
             });
         }
+        let mail = mail_mcp::accounts::MailAccounts::from_env(&lookup)?;
+        let mut mail_endpoints = mail_mcp::gmail::Endpoints::default();
+        for (variable, target) in [
+            ("MAIL_API_BASE_URL", &mut mail_endpoints.api_base_url),
+            ("MAIL_OAUTH_TOKEN_URL", &mut mail_endpoints.token_url),
+        ] {
+            if let Some(url) = get(variable) {
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(ConfigError::Invalid {
+                        variable,
+                        reason: "must be an http(s) URL".into(),
+                    });
+                }
+                *target = url;
+            }
+        }
         let log_level = role::log_level(get("LOG_LEVEL").as_deref()).map_err(|reason| ConfigError::Invalid {
             variable: "LOG_LEVEL",
             reason,
@@ -118,6 +146,8 @@ impl WorkerConfig {
             concurrency: positive("WORKER_CONCURRENCY", get("WORKER_CONCURRENCY"), 4)? as usize,
             lease_seconds: positive("WORKER_LEASE_SECONDS", get("WORKER_LEASE_SECONDS"), 30)?,
             openai,
+            mail,
+            mail_endpoints,
             log_level,
         })
     }

@@ -24,7 +24,9 @@ use tokio::sync::mpsc;
 use crate::history;
 use crate::model::{ChatMessage, Deltas, ModelProvider, ModelRequest};
 use crate::scripted::Scripted;
-use crate::tools::{ASK_OWNER, ToolOutcome, Toolbox};
+use crate::tools::{ASK_OWNER, RunTools, ToolOutcome, Toolbox};
+use mail_mcp::tools::{MailService, Reconciliation};
+use store::NewReconciliation;
 
 /// The notification channel for transient output (text and reasoning deltas).
 pub const TRANSIENT_CHANNEL: &str = "steward_transient";
@@ -108,6 +110,8 @@ pub struct Executor {
     pub store: Store,
     pub providers: Providers,
     pub http: reqwest::Client,
+    /// The connected mail accounts, when mail is on.
+    pub mail: Option<Arc<MailService>>,
 }
 
 enum Relay {
@@ -186,9 +190,18 @@ fn outcome_value(outcome: &ToolOutcome) -> (InvocationState, Value, Option<&'sta
     match outcome {
         ToolOutcome::Succeeded(value) => (InvocationState::Succeeded, value.clone(), None),
         ToolOutcome::Failed { code, message } => (InvocationState::Failed, json!({ "error": message }), Some(code)),
-        ToolOutcome::Uncertain { code, message } => {
+        ToolOutcome::Uncertain { code, message, .. } => {
             (InvocationState::OutcomeUnknown, json!({ "error": message }), Some(code))
         }
+    }
+}
+
+/// The stored form of a mail reconciliation.
+fn new_reconciliation(reconciliation: &Reconciliation) -> NewReconciliation<'_> {
+    NewReconciliation {
+        account_id: &reconciliation.account_id,
+        operation: reconciliation.operation.as_str(),
+        message_id: &reconciliation.message_id,
     }
 }
 
@@ -214,7 +227,11 @@ impl Executor {
                 .fail(&lease, "model.provider_unavailable", &detail, &claimed.counters)
                 .await;
         };
-        let toolbox = Toolbox::for_configuration(&configuration, self.http.clone());
+        let run_tools = RunTools {
+            configuration: &configuration,
+            scheduled_scopes: claimed.scheduled_scopes.as_deref(),
+        };
+        let toolbox = Toolbox::for_run(run_tools, self.http.clone(), self.mail.clone());
         let (sender, receiver) = mpsc::unbounded_channel();
         let relay = tokio::spawn(relay_transient(self.store.clone(), lease.session, lease.run, receiver));
         let sink = TransientSink { sender };
@@ -382,7 +399,7 @@ impl Executor {
         let result = json!({ "error": message });
         let recorded = self
             .store
-            .settle_invocation(lease, invocation, InvocationState::Failed, &result, Some(code))
+            .settle_invocation(lease, invocation, InvocationState::Failed, &result, Some(code), None)
             .await?;
         Ok(recorded.is_none().then_some(Finish::Lost))
     }
@@ -403,6 +420,13 @@ impl Executor {
                 tracing::warn!(run = %lease.run, invocation = %invocation.id, "invocation outcome unknown after a crash");
                 let result =
                     json!({ "error": "the worker stopped while this action was in progress; it was not repeated" });
+                // A mail write or send is looked for in the mailbox; anything else stays unknown.
+                let reconciliation = toolbox.reconciliation_for(invocation);
+                let code = if reconciliation.is_some() {
+                    "mail.outcome_unknown"
+                } else {
+                    "tool.outcome_unknown"
+                };
                 let recorded = self
                     .store
                     .settle_invocation(
@@ -410,7 +434,8 @@ impl Executor {
                         invocation,
                         InvocationState::OutcomeUnknown,
                         &result,
-                        Some("tool.outcome_unknown"),
+                        Some(code),
+                        reconciliation.as_ref().map(new_reconciliation).as_ref(),
                     )
                     .await?;
                 Ok(lost(recorded))
@@ -449,7 +474,7 @@ impl Executor {
                 };
                 let recorded = self
                     .store
-                    .settle_invocation(lease, invocation, state, &result, code)
+                    .settle_invocation(lease, invocation, state, &result, code, None)
                     .await?;
                 Ok(lost(recorded))
             }
@@ -459,8 +484,15 @@ impl Executor {
                 }
                 let outcome = toolbox.execute(&self.store, &claimed.principal, invocation).await;
                 let (state, result, code) = outcome_value(&outcome);
+                let reconciliation = match &outcome {
+                    ToolOutcome::Uncertain {
+                        reconciliation: Some(reconciliation),
+                        ..
+                    } => Some(new_reconciliation(reconciliation)),
+                    _ => None,
+                };
                 self.store
-                    .finish_dispatch(lease.session, invocation, state, &result, code)
+                    .finish_dispatch(lease.session, invocation, state, &result, code, reconciliation.as_ref())
                     .await?;
                 Ok(None)
             }

@@ -8,12 +8,17 @@
 //! | `owner.ask` | low | no | asks the owner a question; the run waits for the answer |
 //! | `webhook.post` | high | yes | POSTs a JSON body to the agent's configured `webhook_url` |
 //! | `schedule.create` | medium | yes | schedules this conversation's agent daily; never with scopes |
+//! | `mcp.mail_*` | low / medium / high | writes and sends | the connected accounts' mail tools (`mail_mcp::tools`) |
+//!
+//! A scheduled run gets only the scoped tools (mail) its schedule requested scopes for.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use domain::agent::AgentConfiguration;
 use domain::approval::Risk;
 use domain::ids::PrincipalId;
+use mail_mcp::tools::{MailOutcome, MailService, Reconciliation};
 use serde_json::{Value, json};
 use store::{InvocationRow, Store};
 
@@ -25,11 +30,11 @@ const NOTE_MAX_CHARS: usize = 10_000;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Tool {
-    pub name: &'static str,
-    pub description: &'static str,
+    pub name: String,
+    pub description: String,
     pub parameters: Value,
     /// The scope naming what the tool may do.
-    pub scope: &'static str,
+    pub scope: String,
     pub risk: Risk,
     pub needs_approval: bool,
 }
@@ -37,41 +42,42 @@ pub struct Tool {
 fn catalog() -> Vec<Tool> {
     vec![
         Tool {
-            name: "notes.list",
-            description: "List the owner's most recent notes.",
+            name: "notes.list".into(),
+            description: "List the owner's most recent notes.".into(),
             parameters: json!({ "type": "object", "properties": {}, "additionalProperties": false }),
-            scope: "notes.read",
+            scope: "notes.read".into(),
             risk: Risk::Low,
             needs_approval: false,
         },
         Tool {
-            name: "notes.add",
-            description: "Save a note for the owner. The owner approves each note first.",
+            name: "notes.add".into(),
+            description: "Save a note for the owner. The owner approves each note first.".into(),
             parameters: json!({
                 "type": "object",
                 "properties": { "text": { "type": "string", "description": "The note" } },
                 "required": ["text"], "additionalProperties": false
             }),
-            scope: "notes.write",
+            scope: "notes.write".into(),
             risk: Risk::Medium,
             needs_approval: true,
         },
         Tool {
-            name: ASK_OWNER,
-            description: "Ask the owner a question and wait for the answer.",
+            name: ASK_OWNER.into(),
+            description: "Ask the owner a question and wait for the answer.".into(),
             parameters: json!({
                 "type": "object",
                 "properties": { "question": { "type": "string" } },
                 "required": ["question"], "additionalProperties": false
             }),
-            scope: "owner.ask",
+            scope: "owner.ask".into(),
             risk: Risk::Low,
             needs_approval: false,
         },
         Tool {
-            name: "schedule.create",
+            name: "schedule.create".into(),
             description: "Create a daily schedule that runs an instruction with this agent. Schedules made here \
-                          never get mail scopes; those are granted only through the schedules API.",
+                          never get mail scopes; those are granted only through the schedules API."
+                .into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
@@ -82,19 +88,20 @@ fn catalog() -> Vec<Tool> {
                 },
                 "required": ["title", "instruction", "local_time", "timezone"]
             }),
-            scope: "schedules.write",
+            scope: "schedules.write".into(),
             risk: Risk::Medium,
             needs_approval: true,
         },
         Tool {
-            name: "webhook.post",
-            description: "Post a JSON body to the owner's configured webhook. The owner approves each post first.",
+            name: "webhook.post".into(),
+            description: "Post a JSON body to the owner's configured webhook. The owner approves each post first."
+                .into(),
             parameters: json!({
                 "type": "object",
                 "properties": { "body": { "type": "object" } },
                 "required": ["body"], "additionalProperties": false
             }),
-            scope: "webhook.post",
+            scope: "webhook.post".into(),
             risk: Risk::High,
             needs_approval: true,
         },
@@ -110,10 +117,12 @@ pub enum ToolOutcome {
         code: &'static str,
         message: String,
     },
-    /// It may or may not have happened; never retried.
+    /// It may or may not have happened; never retried. A mail write or send carries what its
+    /// read-only reconciliation needs.
     Uncertain {
         code: &'static str,
         message: String,
+        reconciliation: Option<Reconciliation>,
     },
 }
 
@@ -123,18 +132,44 @@ pub struct Toolbox {
     tools: Vec<Tool>,
     webhook_url: Option<String>,
     http: reqwest::Client,
+    mail: Option<Arc<MailService>>,
+}
+
+/// What a run's tool box is built from.
+#[derive(Clone, Copy, Debug)]
+pub struct RunTools<'a> {
+    /// The pinned configuration: its roster names every tool the run may have.
+    pub configuration: &'a AgentConfiguration,
+    /// A scheduled run's requested scopes; `None` for an interactive run.
+    pub scheduled_scopes: Option<&'a [String]>,
 }
 
 impl Toolbox {
-    pub fn for_configuration(configuration: &AgentConfiguration, http: reqwest::Client) -> Toolbox {
+    /// The tools of the pinned roster that this worker can run: the built-in ones, and the mail
+    /// tools of the accounts it holds credentials for. A scheduled run's mail tools are limited
+    /// to its requested scopes.
+    pub fn for_run(run: RunTools<'_>, http: reqwest::Client, mail: Option<Arc<MailService>>) -> Toolbox {
+        let mail_tools = mail
+            .iter()
+            .flat_map(|mail| mail.specs())
+            .filter(|tool| run.scheduled_scopes.is_none_or(|scopes| scopes.contains(&tool.scope)));
         let tools = catalog()
             .into_iter()
-            .filter(|tool| configuration.tools.iter().any(|name| name == tool.name))
+            .chain(mail_tools.map(|tool| Tool {
+                name: tool.name,
+                description: tool.description,
+                parameters: tool.parameters,
+                scope: tool.scope,
+                risk: tool.risk,
+                needs_approval: tool.needs_approval,
+            }))
+            .filter(|tool| run.configuration.tools.contains(&tool.name))
             .collect();
         Toolbox {
             tools,
-            webhook_url: configuration.webhook_url.clone(),
+            webhook_url: run.configuration.webhook_url.clone(),
             http,
+            mail,
         }
     }
 
@@ -146,17 +181,43 @@ impl Toolbox {
         self.tools
             .iter()
             .map(|tool| ToolSpec {
-                name: tool.name.to_owned(),
-                description: tool.description.to_owned(),
+                name: tool.name.clone(),
+                description: tool.description.clone(),
                 parameters: tool.parameters.clone(),
             })
             .collect()
     }
 
-    /// Runs a tool (never `owner.ask`, which parks the run instead).
+    /// What reconciling `invocation` needs when it is a mail write or send of this box.
+    pub fn reconciliation_for(&self, invocation: &InvocationRow) -> Option<Reconciliation> {
+        self.get(&invocation.tool)?;
+        self.mail.as_ref()?.reconciliation_for(&invocation.tool, invocation.id)
+    }
+
+    /// Runs a tool of this box (never `owner.ask`, which parks the run instead).
     pub async fn execute(&self, store: &Store, principal: &PrincipalId, invocation: &InvocationRow) -> ToolOutcome {
+        if self.get(&invocation.tool).is_none() {
+            return failed("tool.unknown", &format!("no tool `{}` is available", invocation.tool));
+        }
         if invocation.tool == "schedule.create" {
             return create_schedule(store, principal, invocation).await;
+        }
+        if let Some(mail) = self.mail.as_ref().filter(|mail| mail.tool(&invocation.tool).is_some()) {
+            return match mail
+                .execute(&invocation.tool, &invocation.arguments, invocation.id)
+                .await
+            {
+                MailOutcome::Succeeded(value) => ToolOutcome::Succeeded(value),
+                MailOutcome::Failed { code, message } => ToolOutcome::Failed { code, message },
+                MailOutcome::Uncertain {
+                    message,
+                    reconciliation,
+                } => ToolOutcome::Uncertain {
+                    code: "mail.outcome_unknown",
+                    message,
+                    reconciliation: Some(reconciliation),
+                },
+            };
         }
         let arguments = &invocation.arguments;
         match invocation.tool.as_str() {
@@ -181,6 +242,7 @@ impl Toolbox {
                     Err(error) => ToolOutcome::Uncertain {
                         code: "tool.outcome_unknown",
                         message: error.to_string(),
+                        reconciliation: None,
                     },
                 }
             }
@@ -217,6 +279,7 @@ impl Toolbox {
                     "the webhook answered HTTP {}; the post may have taken effect",
                     response.status().as_u16()
                 ),
+                reconciliation: None,
             },
             // A refused connection proves nothing was sent; anything later might have been.
             Err(error) if error.is_connect() => failed(
@@ -226,6 +289,7 @@ impl Toolbox {
             Err(_) => ToolOutcome::Uncertain {
                 code: "tool.outcome_unknown",
                 message: "the webhook did not answer; the post may have taken effect".to_owned(),
+                reconciliation: None,
             },
         }
     }
@@ -322,6 +386,7 @@ async fn create_schedule(store: &Store, principal: &PrincipalId, invocation: &In
         Err(error) => ToolOutcome::Uncertain {
             code: "tool.outcome_unknown",
             message: error.to_string(),
+            reconciliation: None,
         },
     }
 }

@@ -5,8 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use domain::mail_tools::MailOperation;
+use mail_mcp::tools::{MailService, Reconciliation};
 use sqlx::postgres::PgListener;
-use store::{ClaimedRun, Lease, Store};
+use store::{ClaimedRun, Lease, Reconciled, Store};
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 
@@ -15,6 +17,11 @@ use crate::executor::{Executor, Stop, until};
 
 const POLL: Duration = Duration::from_secs(1);
 const SWEEP: Duration = Duration::from_millis(500);
+/// How often pending mail reconciliations are looked for; a new one is searched for at once.
+const RECONCILE_POLL: Duration = Duration::from_secs(1);
+/// Searches per reconciliation before it settles `not_found`, the n-th waiting n × this long.
+const RECONCILE_ATTEMPTS: u32 = 6;
+const RECONCILE_SPACING_SECONDS: u32 = 30;
 
 /// Runs the worker until `shutdown` resolves, then lets in-flight executions finish their
 /// current run for up to the lease duration.
@@ -22,6 +29,10 @@ pub async fn run(config: WorkerConfig, executor: Executor, shutdown: impl std::f
     let wake = Arc::new(Notify::new());
     let listener = tokio::spawn(listen(executor.store.clone(), wake.clone()));
     let sweeper = tokio::spawn(sweep(executor.store.clone(), wake.clone()));
+    let reconciler = executor
+        .mail
+        .clone()
+        .map(|mail| tokio::spawn(reconcile(executor.store.clone(), mail)));
     let slots = Arc::new(Semaphore::new(config.concurrency));
     let executor = Arc::new(executor);
     let mut running = JoinSet::new();
@@ -59,6 +70,50 @@ pub async fn run(config: WorkerConfig, executor: Executor, shutdown: impl std::f
     let _ = tokio::time::timeout(Duration::from_secs(u64::from(config.lease_seconds)), drain).await;
     listener.abort();
     sweeper.abort();
+    if let Some(reconciler) = reconciler {
+        reconciler.abort();
+    }
+}
+
+/// Settles mail writes and sends of unknown outcome by searching the mailbox (read-only, with
+/// the account's read document) for the message's `Message-ID`. Never re-dispatches anything.
+async fn reconcile(store: Store, mail: Arc<MailService>) {
+    loop {
+        match store.claim_due_reconciliations(8, RECONCILE_SPACING_SECONDS).await {
+            Ok(due) => {
+                for item in due {
+                    let Some(operation) = MailOperation::parse(&item.operation) else {
+                        continue;
+                    };
+                    let wanted = Reconciliation {
+                        account_id: item.account_id.clone(),
+                        operation,
+                        message_id: item.message_id.clone(),
+                    };
+                    let outcome = match mail.reconcile(&wanted).await {
+                        Ok(Some(thread)) => Some(thread),
+                        Ok(None) => None,
+                        Err(error) => {
+                            tracing::warn!(invocation = %item.invocation_id, code = error.code(), "mail reconciliation search failed");
+                            None
+                        }
+                    };
+                    let settled = match &outcome {
+                        Some(thread_id) => Some(Reconciled::Found { thread_id }),
+                        None if item.attempts >= RECONCILE_ATTEMPTS => Some(Reconciled::NotFound),
+                        None => None,
+                    };
+                    if let Some(settled) = settled
+                        && let Err(error) = store.settle_reconciliation(&item, settled).await
+                    {
+                        tracing::warn!(%error, invocation = %item.invocation_id, "cannot settle a mail reconciliation");
+                    }
+                }
+            }
+            Err(error) => tracing::warn!(%error, "cannot claim mail reconciliations"),
+        }
+        tokio::time::sleep(RECONCILE_POLL).await;
+    }
 }
 
 /// Executes a claimed run while renewing its lease. Losing the lease or passing the deadline

@@ -17,6 +17,7 @@
 //! | `RUN_TIMEOUT_SECONDS` | per-run deadline | `300` |
 //! | `MODEL_SETTINGS_FILE` | JSON `{"chat": [{"model", "reasoning_efforts"}], "memory": [...]}`: the offered models | the scripted model |
 //! | `API_STREAM_HEARTBEAT_SECONDS` | heartbeat comment interval of event streams, 1 to 15 | `15` |
+//! | `AGENT_EMAIL_ENABLED` with `MAIL_ACCOUNTS_FILE` (or the three `MAIL_*_CREDENTIAL_FILE`) | mail: the accounts' ids shape the rosters; no credential is opened here | off |
 //! | `LOG_LEVEL` | `error`, `warn`, `info`, `debug` or `trace` | `info` |
 
 use std::net::SocketAddr;
@@ -26,6 +27,8 @@ use domain::agent::{AgentDefinition, AgentError, AgentRegistry};
 use domain::cursor::CursorCodec;
 use domain::flags::{FeatureFlags, FlagError};
 use domain::ids::PrincipalId;
+use domain::mail_environment::{MailEnvironment, MailEnvironmentError};
+use domain::manifest::AccountIds;
 use domain::run::{Cost, RunLimits};
 use domain::scope::{ScopeError, ScopeSet};
 use hardening::secret_file::{SecretFileError, read_owner_only};
@@ -56,6 +59,10 @@ pub enum ConfigError {
     Scopes(#[from] ScopeError),
     #[error("AGENT_DEFINITIONS_FILE: {0}")]
     Agents(String),
+    #[error("{0}")]
+    MailEnvironment(#[from] MailEnvironmentError),
+    #[error("MAIL_ACCOUNTS_FILE {path}: {reason}")]
+    MailAccounts { path: String, reason: String },
 }
 
 impl From<AgentError> for ConfigError {
@@ -196,7 +203,8 @@ impl ApiConfig {
                 serde_json::from_slice(&text).map_err(|error| ConfigError::Agents(format!("{path}: {error}")))?
             }
         };
-        let agents = AgentRegistry::compose(definitions, &flags)?;
+        let mail = mail_accounts(&lookup)?;
+        let agents = AgentRegistry::compose(definitions, &flags, mail.as_ref())?;
 
         let offered_models = match get("MODEL_SETTINGS_FILE") {
             // Without an operator offer, the default agent's own model is the only choice.
@@ -237,6 +245,26 @@ impl ApiConfig {
             stream_heartbeat: std::time::Duration::from_secs(heartbeat),
             offered_models,
         })
+    }
+}
+
+/// The connected mail accounts' ids, for the agents' rosters: the API reads the manifest's ids
+/// only and never opens a credential document (the worker does, with the credentials it uses).
+/// A partial or contradictory mail configuration stops the role.
+fn mail_accounts(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<AccountIds>, ConfigError> {
+    match MailEnvironment::parse(lookup)? {
+        MailEnvironment::Off => Ok(None),
+        MailEnvironment::Legacy(_) => Ok(Some(AccountIds::legacy())),
+        MailEnvironment::Manifest(path) => {
+            let refuse = |reason: String| ConfigError::MailAccounts {
+                path: path.clone(),
+                reason,
+            };
+            let bytes = std::fs::read(&path).map_err(|error| refuse(error.to_string()))?;
+            AccountIds::parse(&bytes)
+                .map(Some)
+                .map_err(|error| refuse(error.to_string()))
+        }
     }
 }
 

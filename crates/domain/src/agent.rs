@@ -13,6 +13,7 @@ use crate::run::Cost;
 use sha2::{Digest, Sha256};
 
 use crate::flags::{FeatureFlags, Flag};
+use crate::manifest::AccountIds;
 
 /// An agent's routing id: lowercase ASCII letters, digits, `-` and `_`, 1 to 64 characters,
 /// starting with a letter or digit.
@@ -127,12 +128,15 @@ pub struct AgentConfiguration {
 /// The tools every agent has.
 pub const CORE_TOOLS: [&str; 4] = ["notes.list", "notes.add", "owner.ask", "schedule.create"];
 
-/// The roster for a definition under `flags`: the core tools, then those the flags and the
-/// definition add. Later features (mail, calling, schedules) add theirs here.
-pub fn tool_roster(definition: &AgentDefinition, _features: &[Flag]) -> Vec<String> {
+/// The roster for a definition under `features`: the core tools, then those the definition and
+/// the features add: with mail on, every connected account's mail tools (`mail_tools::tools`).
+pub fn tool_roster(definition: &AgentDefinition, features: &[Flag], mail: Option<&AccountIds>) -> Vec<String> {
     let mut tools: Vec<String> = CORE_TOOLS.iter().map(|name| (*name).to_owned()).collect();
     if definition.webhook_url.is_some() {
         tools.push("webhook.post".to_owned());
+    }
+    if let Some(accounts) = mail.filter(|_| features.contains(&Flag::Email)) {
+        tools.extend(crate::mail_tools::tools(accounts).into_iter().map(|tool| tool.name));
     }
     tools
 }
@@ -178,7 +182,13 @@ pub struct AgentRegistry {
 }
 
 impl AgentRegistry {
-    pub fn compose(definitions: Vec<AgentDefinition>, flags: &FeatureFlags) -> Result<Self, AgentError> {
+    /// The agents of `definitions` under `flags`; `mail` names the connected accounts when the
+    /// mail flag is on (their tools join every roster, so the version changes with them).
+    pub fn compose(
+        definitions: Vec<AgentDefinition>,
+        flags: &FeatureFlags,
+        mail: Option<&AccountIds>,
+    ) -> Result<Self, AgentError> {
         if definitions.is_empty() {
             return Err(AgentError::Empty);
         }
@@ -207,7 +217,7 @@ impl AgentRegistry {
             {
                 return Err(AgentError::WebhookUrl(definition.id.0.clone()));
             }
-            let tools = tool_roster(&definition, &features);
+            let tools = tool_roster(&definition, &features, mail);
             let configuration = AgentConfiguration {
                 id: definition.id.clone(),
                 instructions: definition.instructions,
@@ -242,7 +252,7 @@ mod tests {
 
     fn registry(flags: &[Flag]) -> AgentRegistry {
         let flags = FeatureFlags::with(flags).expect("valid flags");
-        AgentRegistry::compose(vec![AgentDefinition::builtin_default()], &flags).expect("valid registry")
+        AgentRegistry::compose(vec![AgentDefinition::builtin_default()], &flags, None).expect("valid registry")
     }
 
     #[test]
@@ -269,6 +279,37 @@ mod tests {
     }
 
     #[test]
+    fn mail_tools_join_the_roster_only_with_the_flag_and_follow_the_accounts() {
+        let roster = |flags: &[Flag], accounts: Option<&AccountIds>| {
+            let flags = FeatureFlags::with(flags).expect("valid flags");
+            let registry = AgentRegistry::compose(vec![AgentDefinition::builtin_default()], &flags, accounts)
+                .expect("valid registry");
+            registry.get("default").expect("default agent").clone()
+        };
+        let one = AccountIds::legacy();
+        let two = AccountIds {
+            default_account: "default".into(),
+            accounts: vec!["default".into(), "work".into()],
+        };
+        let off = roster(&[], Some(&one));
+        assert!(!off.configuration.tools.iter().any(|tool| tool.starts_with("mcp.mail")));
+        let on = roster(&[Flag::Email], Some(&one));
+        assert!(
+            on.configuration
+                .tools
+                .contains(&"mcp.mail_send.send_message".to_owned())
+        );
+        assert!(!on.configuration.tools.iter().any(|tool| tool.contains("mail_work")));
+        let both = roster(&[Flag::Email], Some(&two));
+        assert!(
+            both.configuration
+                .tools
+                .contains(&"mcp.mail_work_read.search_threads".to_owned())
+        );
+        assert_ne!(on.version, both.version, "a new account is a new agent version");
+    }
+
+    #[test]
     fn version_changes_with_instructions_and_model() {
         let flags = FeatureFlags::default();
         let base = AgentDefinition::builtin_default();
@@ -279,7 +320,7 @@ mod tests {
         let versions: Vec<AgentVersion> = [base, reworded, other_model]
             .into_iter()
             .map(|definition| {
-                AgentRegistry::compose(vec![definition], &flags)
+                AgentRegistry::compose(vec![definition], &flags, None)
                     .expect("valid")
                     .iter()
                     .next()
@@ -297,10 +338,13 @@ mod tests {
         let flags = FeatureFlags::default();
         let twice = vec![AgentDefinition::builtin_default(), AgentDefinition::builtin_default()];
         assert_eq!(
-            AgentRegistry::compose(twice, &flags).err(),
+            AgentRegistry::compose(twice, &flags, None).err(),
             Some(AgentError::Duplicate("default".into()))
         );
-        assert_eq!(AgentRegistry::compose(vec![], &flags).err(), Some(AgentError::Empty));
+        assert_eq!(
+            AgentRegistry::compose(vec![], &flags, None).err(),
+            Some(AgentError::Empty)
+        );
         assert!(AgentId::parse("Default").is_none());
         assert!(AgentId::parse("").is_none());
         assert!(AgentId::parse("-x").is_none());

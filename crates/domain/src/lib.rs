@@ -14,6 +14,7 @@ pub mod folder;
 pub mod idempotency;
 pub mod ids;
 pub mod mail_environment;
+pub mod mail_tools;
 pub mod manifest;
 pub mod models;
 pub mod notification;

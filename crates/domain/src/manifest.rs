@@ -4,6 +4,11 @@
 
 use serde::Deserialize;
 
+use crate::mail_tools::{self, MailCapability};
+
+/// The account id of the legacy single-account form (the three `MAIL_*_CREDENTIAL_FILE` paths).
+pub const LEGACY_ACCOUNT_ID: &str = "default";
+
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ManifestError {
     #[error("the accounts manifest is not valid JSON of the expected shape: {0}")]
@@ -110,10 +115,25 @@ impl AccountIds {
         })
     }
 
-    /// The server-use scopes the accounts make available: the default account's mail read and
-    /// write use scopes (named accounts add theirs with the mail integration).
+    /// The single account of the legacy three-path form.
+    pub fn legacy() -> AccountIds {
+        AccountIds {
+            default_account: LEGACY_ACCOUNT_ID.to_owned(),
+            accounts: vec![LEGACY_ACCOUNT_ID.to_owned()],
+        }
+    }
+
+    /// The server-use scopes the accounts make available to schedules: every account's mail
+    /// read and write use scopes (`mcp.mail_read.use`, `mcp.mail_work_write.use`, …). Sending is
+    /// never derivable: a schedule cannot send.
     pub fn derivable_scopes(&self) -> Vec<String> {
-        vec!["mcp.mail_read.use".to_owned(), "mcp.mail_write.use".to_owned()]
+        self.accounts
+            .iter()
+            .flat_map(|account| {
+                [MailCapability::Read, MailCapability::Write]
+                    .map(|capability| mail_tools::scope(account, &self.default_account, capability))
+            })
+            .collect()
     }
 }
 
@@ -168,5 +188,12 @@ mod tests {
         assert!(authorize(&mail, Some(&ids)));
         assert!(!authorize(&mail, None), "mail scopes without mail enabled");
         assert!(!authorize(&["mcp.mail_send.use".to_owned()], Some(&ids)));
+        let two = AccountIds {
+            default_account: "personal".into(),
+            accounts: vec!["personal".into(), "work".into()],
+        };
+        assert!(authorize(&["mcp.mail_work_write.use".to_owned()], Some(&two)));
+        assert!(!authorize(&["mcp.mail_work_send.use".to_owned()], Some(&two)));
+        assert!(authorize(&mail, Some(&AccountIds::legacy())));
     }
 }

@@ -29,6 +29,11 @@ pub enum HardeningError {
     CapabilitiesRemain(String),
 }
 
+/// The running user's effective uid (owner checks of files this process creates or reads).
+pub fn effective_uid() -> u32 {
+    geteuid().as_raw()
+}
+
 /// Whether the process runs with any root identity (real, effective, or their groups).
 pub fn is_root() -> bool {
     getuid().is_root() || geteuid().is_root() || getgid().as_raw() == 0 || getegid().as_raw() == 0

@@ -7,12 +7,11 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use domain::mail_environment::{MailEnvironment, MailEnvironmentError};
-use domain::manifest::{AccountFiles, Manifest};
+use domain::manifest::{AccountFiles, AccountIds, Manifest};
 
 use crate::document::{CredentialDocument, DocumentError, MailScope};
 
-/// The account id of the legacy single-account form.
-pub const LEGACY_ACCOUNT_ID: &str = "default";
+pub use domain::manifest::LEGACY_ACCOUNT_ID;
 
 /// One connected account and its three credential documents.
 #[derive(Clone, Debug)]
@@ -65,6 +64,14 @@ impl MailAccounts {
                 }))
             }
             MailEnvironment::Manifest(path) => load_manifest(Path::new(&path)).map(Some),
+        }
+    }
+
+    /// The accounts' ids, as the API and the scheduler read them from the manifest.
+    pub fn ids(&self) -> AccountIds {
+        AccountIds {
+            default_account: self.default_account.clone(),
+            accounts: self.accounts.iter().map(|account| account.account_id.clone()).collect(),
         }
     }
 

@@ -1,8 +1,13 @@
-//! The mail integration. So far: the owner-only credential documents ([`document`]), one per
-//! account and scope, and the connected accounts loaded fail-closed at role start
-//! ([`accounts`]). The Gmail client, the per-account mail tools and the `mail-mcp bootstrap`
-//! operator CLI build on it. Only the roles that use mail link this crate: the scheduler and
-//! the call roles never do (`tests/it/main.rs` checks it).
+//! The mail integration: the owner-only credential documents ([`document`]), the connected
+//! accounts loaded fail-closed at role start ([`accounts`]), the Gmail REST client ([`gmail`]),
+//! the messages the write and send tools build ([`message`]), the per-account mail tools with
+//! their read-only reconciliation ([`tools`]) and the operator's consent ceremony
+//! ([`bootstrap`], the `mail-mcp bootstrap` command). Only the roles that use mail link this
+//! crate: the scheduler and the call roles never do (`tests/it/main.rs` checks it).
 
 pub mod accounts;
+pub mod bootstrap;
 pub mod document;
+pub mod gmail;
+pub mod message;
+pub mod tools;

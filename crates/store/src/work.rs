@@ -12,6 +12,7 @@ use sqlx::{PgConnection, Row};
 use uuid::Uuid;
 
 use crate::events::append;
+use crate::mail::NewReconciliation;
 use crate::runs::{RUN_COLUMNS, RunRow, active_states_sql};
 use crate::{Result, Store, StoreError};
 
@@ -51,6 +52,9 @@ pub struct ClaimedRun {
     pub attempts: u32,
     /// The chat model and reasoning effort the owner's settings held when the run was submitted.
     pub chat_model: Option<(String, String)>,
+    /// A scheduled run's requested scopes (`None` for an interactive run): its scoped tools
+    /// (mail) are limited to these.
+    pub scheduled_scopes: Option<Vec<String>>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -169,7 +173,8 @@ impl Store {
                  WHERE (state = 'queued' OR (state = 'running' AND lease_expires_at < now())) AND deadline_at > now()
                  ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
              RETURNING {RUN_COLUMNS}, r.principal_id, r.attempts, r.steps, r.model_calls, r.tool_calls,
-                 r.cost_micros, r.input_tokens, r.output_tokens, r.chat_model, r.chat_reasoning_effort"
+                 r.cost_micros, r.input_tokens, r.output_tokens, r.chat_model, r.chat_reasoning_effort,
+                 r.occurrence_id, r.requested_scopes"
         );
         let Some(row) = sqlx::query(&sql)
             .bind(worker)
@@ -195,6 +200,12 @@ impl Store {
         let chat_model: Option<String> = row.try_get("chat_model")?;
         let chat_effort: Option<String> = row.try_get("chat_reasoning_effort")?;
         let principal: String = row.try_get("principal_id")?;
+        let scheduled = row.try_get::<Option<Uuid>, _>("occurrence_id")?.is_some();
+        let scheduled_scopes = if scheduled {
+            Some(row.try_get::<Vec<String>, _>("requested_scopes")?)
+        } else {
+            None
+        };
         let configuration: Value = sqlx::query_scalar(
             "SELECT v.configuration FROM sessions s
              JOIN agent_versions v ON v.agent_id = s.agent_id AND v.version = s.agent_version WHERE s.id = $1",
@@ -215,6 +226,7 @@ impl Store {
             counters,
             attempts,
             chat_model: chat_model.zip(chat_effort),
+            scheduled_scopes,
         }))
     }
 
@@ -323,6 +335,8 @@ impl Store {
 
     /// Settles an invocation without dispatching it (read-only results, denials, unknown tools,
     /// outcomes found unknown on resume) and records `tool.result`.
+    /// A `reconciliation` is recorded with the result (a mail write or send found with no
+    /// recorded outcome).
     pub async fn settle_invocation(
         &self,
         lease: &Lease,
@@ -330,6 +344,7 @@ impl Store {
         state: InvocationState,
         result: &Value,
         code: Option<&str>,
+        reconciliation: Option<&NewReconciliation<'_>>,
     ) -> Result<Option<()>> {
         self.transaction(
             async |tx: &mut PgConnection| {
@@ -337,6 +352,9 @@ impl Store {
                     return lost();
                 }
                 write_result(tx, lease.session, invocation, state, result, code).await?;
+                if let Some(reconciliation) = reconciliation {
+                    crate::mail::open(tx, lease.session, invocation, reconciliation).await?;
+                }
                 Ok(Some(()))
             },
             |outcome| outcome.is_some(),
@@ -373,7 +391,8 @@ impl Store {
     }
 
     /// Records the outcome of a dispatched invocation, whatever became of the run meanwhile; only
-    /// the first outcome counts.
+    /// the first outcome counts. A `reconciliation` (a mail write or send of unknown outcome) is
+    /// recorded with it.
     pub async fn finish_dispatch(
         &self,
         session: SessionId,
@@ -381,6 +400,7 @@ impl Store {
         state: InvocationState,
         result: &Value,
         code: Option<&str>,
+        reconciliation: Option<&NewReconciliation<'_>>,
     ) -> Result<bool> {
         self.transaction(
             async |tx: &mut PgConnection| {
@@ -393,6 +413,9 @@ impl Store {
                     return Ok(false);
                 }
                 write_result(tx, session, invocation, state, result, code).await?;
+                if let Some(reconciliation) = reconciliation {
+                    crate::mail::open(tx, session, invocation, reconciliation).await?;
+                }
                 Ok(true)
             },
             |written| *written,

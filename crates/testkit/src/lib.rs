@@ -4,6 +4,9 @@
 //! run and sets it); otherwise a private throwaway cluster is started once per test binary and
 //! removed when the binary exits. Each test's database is copied from a template that holds the
 //! current migrations, so a new database costs a file copy rather than a migration run.
+//! [`gmail`] is a mail provider on 127.0.0.1 speaking the Gmail wire format.
+
+pub mod gmail;
 
 use std::sync::OnceLock;
 

@@ -172,8 +172,9 @@ pub(crate) async fn setup() -> Setup {
     // Sessions are set up as the api would make them; the dispatcher uses the notify login.
     let store = store::Store::from_pool(db.pool.clone());
     let flags = domain::flags::FeatureFlags::default();
-    let agents = domain::agent::AgentRegistry::compose(vec![domain::agent::AgentDefinition::builtin_default()], &flags)
-        .expect("agents");
+    let agents =
+        domain::agent::AgentRegistry::compose(vec![domain::agent::AgentDefinition::builtin_default()], &flags, None)
+            .expect("agents");
     let owner = domain::ids::PrincipalId::owner();
     let session = store
         .create_session(store::NewSession {

@@ -11,8 +11,9 @@ use testkit::TestDatabase;
 async fn two_schedule_processes_fire_each_occurrence_exactly_once() {
     let db = TestDatabase::new().await;
     let flags = domain::flags::FeatureFlags::default();
-    let agents = domain::agent::AgentRegistry::compose(vec![domain::agent::AgentDefinition::builtin_default()], &flags)
-        .expect("agents");
+    let agents =
+        domain::agent::AgentRegistry::compose(vec![domain::agent::AgentDefinition::builtin_default()], &flags, None)
+            .expect("agents");
     let agent = agents.get("default").expect("agent");
     sqlx::query("INSERT INTO agent_versions (agent_id, version, configuration) VALUES ('default', $1, '{}')")
         .bind(agent.version.as_str())
@@ -121,7 +122,7 @@ fn refuses_an_invalid_environment_in_one_line() {
         ("MAIL_ACCOUNTS_FILE", "/etc/steward/mail/accounts.json"),
     ]);
     assert!(
-        stderr.contains("AGENT_EMAIL_ENABLED=1 and MAIL_ACCOUNTS_FILE go together"),
+        stderr.contains("MAIL_ACCOUNTS_FILE is set while AGENT_EMAIL_ENABLED is off"),
         "{stderr}"
     );
 }

@@ -110,10 +110,15 @@ impl Stack {
             .openai
             .clone()
             .map(|endpoint| agent::openai::provider(endpoint, http.clone()));
+        let mail = config.mail.clone().map(|accounts| {
+            let client = mail_mcp::gmail::GmailClient::new(http.clone(), config.mail_endpoints.clone());
+            std::sync::Arc::new(mail_mcp::tools::MailService::new(accounts, client))
+        });
         let executor = agent::executor::Executor {
             store: self.db.store_as("worker").await,
             providers: agent::executor::Providers::new(openai),
             http,
+            mail,
         };
         let task = tokio::spawn(agent::worker::run(config, executor, std::future::pending()));
         self.workers.push(Abort(task));

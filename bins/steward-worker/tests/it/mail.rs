@@ -1,0 +1,500 @@
+//! The mail acceptance (activation rule 3) end to end: the real API and worker, the scripted
+//! model, and a provider speaking the Gmail wire format (`testkit::gmail`). Two accounts: the
+//! default `personal` and the named `work`, each with its own three single-scope documents.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use serde_json::{Value, json};
+use sha2::Digest;
+use testkit::gmail::{FakeGmail, MODIFY, READONLY, SEND, SendFault};
+
+use crate::support::Stack;
+
+struct Mail {
+    gmail: FakeGmail,
+    manifest: String,
+    /// The refresh tokens per account: read, write, send.
+    grants: Vec<(String, [String; 3])>,
+    _dir: tempfile::TempDir,
+}
+
+fn write_document(dir: &Path, file: &str, refresh_token: &str, scope: &str, account: &str) -> String {
+    let path = dir.join(file);
+    let document = json!({ "client_id": "steward-test.apps.example", "client_secret": "client-secret-value",
+                           "refresh_token": refresh_token, "scope": scope, "account_id": account });
+    std::fs::write(&path, document.to_string()).expect("write document");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    path.display().to_string()
+}
+
+impl Mail {
+    /// The provider with the owner's two mailboxes and a recipient's, and a manifest for them.
+    async fn start() -> Mail {
+        let gmail = FakeGmail::start().await;
+        gmail.mailbox("personal", "owner@example.com");
+        gmail.mailbox("work", "owner@work.example");
+        gmail.mailbox("ada", "ada@example.org");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut accounts = Vec::new();
+        let mut grants = Vec::new();
+        for account in ["personal", "work"] {
+            let directory = dir.path().join(account);
+            std::fs::create_dir(&directory).expect("mkdir");
+            std::fs::set_permissions(&directory, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+            let tokens = [READONLY, MODIFY, SEND].map(|scope| gmail.grant(account, scope));
+            let paths: Vec<String> = ["mail-read.json", "mail-write.json", "mail-send.json"]
+                .iter()
+                .zip([READONLY, MODIFY, SEND])
+                .zip(&tokens)
+                .map(|((file, scope), token)| write_document(&directory, file, token, scope, account))
+                .collect();
+            accounts.push(json!({ "account_id": account, "read_credential_file": paths[0],
+                                  "write_credential_file": paths[1], "send_credential_file": paths[2] }));
+            grants.push((account.to_owned(), tokens));
+        }
+        let manifest = dir.path().join("accounts.json");
+        std::fs::write(
+            &manifest,
+            json!({ "version": 1, "default_account": "personal", "accounts": accounts }).to_string(),
+        )
+        .expect("manifest");
+        Mail {
+            gmail,
+            manifest: manifest.display().to_string(),
+            grants,
+            _dir: dir,
+        }
+    }
+
+    fn refresh_token(&self, account: &str, index: usize) -> &str {
+        let (_, tokens) = self.grants.iter().find(|(id, _)| id == account).expect("account");
+        &tokens[index]
+    }
+
+    /// The API and one in-process worker with mail on.
+    async fn stack(&self) -> Stack {
+        self.stack_with_scopes("sessions.read,sessions.write,notifications.read")
+            .await
+    }
+
+    async fn stack_with_scopes(&self, scopes: &str) -> Stack {
+        let mut stack = Stack::api(&[
+            ("AGENT_EMAIL_ENABLED", "1"),
+            ("MAIL_ACCOUNTS_FILE", &self.manifest),
+            ("AGENT_NOTIFICATION_API_ENABLED", "1"),
+            ("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1"),
+            ("AUTH_SCOPES", scopes),
+        ])
+        .await;
+        let token_url = self.gmail.token_url();
+        stack
+            .start_worker(&[
+                ("AGENT_EMAIL_ENABLED", "1"),
+                ("MAIL_ACCOUNTS_FILE", &self.manifest),
+                ("MAIL_API_BASE_URL", &self.gmail.base_url),
+                ("MAIL_OAUTH_TOKEN_URL", &token_url),
+            ])
+            .await;
+        stack
+    }
+}
+
+/// The `tool.result` payloads of the session, in order.
+async fn results(stack: &Stack, session: &str) -> Vec<Value> {
+    stack
+        .events(session)
+        .await
+        .into_iter()
+        .filter(|(kind, _)| kind == "tool.result")
+        .map(|(_, payload)| payload)
+        .collect()
+}
+
+/// The thread subjects a search result found.
+fn subjects(result: &Value) -> Vec<String> {
+    result["result"]["threads"]
+        .as_array()
+        .expect("threads")
+        .iter()
+        .flat_map(|thread| thread["messages"].as_array().cloned().unwrap_or_default())
+        .filter_map(|message| message["subject"].as_str().map(str::to_owned))
+        .collect()
+}
+
+fn sends(gmail: &FakeGmail) -> usize {
+    gmail
+        .calls()
+        .iter()
+        .filter(|(_, _, call)| call == "POST messages/send")
+        .count()
+}
+
+#[tokio::test]
+async fn mail_acceptance_reads_freely_drafts_and_sends_once_each_after_one_approval() {
+    let mail = Mail::start().await;
+    mail.gmail.deliver(
+        "personal",
+        "news@example.net",
+        "Harmless newsletter",
+        "Nothing to do here.",
+        &["INBOX"],
+    );
+    let stack = mail.stack().await;
+
+    // (a) A read without approval finds the harmless message and lists labels.
+    let session = stack.session().await;
+    let run = stack
+        .submit(
+            &session,
+            "/tool mcp.mail_read.search_threads {\"query\": \"subject:\\\"Harmless newsletter\\\"\"}\n\
+             /tool mcp.mail_read.list_labels {}",
+        )
+        .await;
+    stack.completes(&run).await;
+    let read = results(&stack, &session).await;
+    assert_eq!(read.len(), 2, "{read:?}");
+    assert_eq!(read[0]["status"], "succeeded", "{}", read[0]);
+    assert_eq!(subjects(&read[0]), ["Harmless newsletter"]);
+    assert_eq!(read[0]["trust"], "tool_output");
+    let labels: Vec<&str> = read[1]["result"]["labels"]
+        .as_array()
+        .expect("labels")
+        .iter()
+        .filter_map(|label| label["name"].as_str())
+        .collect();
+    assert!(labels.contains(&"INBOX") && labels.contains(&"Receipts"), "{labels:?}");
+    assert!(
+        stack.pending_approvals(&session).await.is_empty(),
+        "reads need no approval"
+    );
+    assert!(
+        mail.gmail
+            .calls()
+            .iter()
+            .all(|(mailbox, scope, _)| mailbox == "personal" && scope == READONLY),
+        "reads use the read document only: {:?}",
+        mail.gmail.calls()
+    );
+
+    // (b) A draft parks; its notification holds no recipient, subject or body; one approval
+    // creates exactly one unsent draft.
+    let draft = json!({ "to": "ada@example.org", "subject": "Acceptance draft 7d1", "body": "Draft body: the plan." });
+    let run = stack
+        .submit(&session, &format!("/tool mcp.mail_write.create_draft {draft}"))
+        .await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approvals = stack.pending_approvals(&session).await;
+    assert_eq!(approvals.len(), 1);
+    assert_eq!(approvals[0]["tool"], "mcp.mail_write.create_draft");
+    assert_eq!(approvals[0]["arguments"], draft, "the approval shows the whole message");
+    assert!(
+        mail.gmail.messages("personal", "DRAFT").is_empty(),
+        "nothing before approval"
+    );
+    let notifications = stack.get("/v1/notifications").await;
+    let listed = notifications.to_string();
+    assert!(listed.contains("\"approval\""), "{listed}");
+    for secret in ["ada@example.org", "Acceptance draft", "Draft body"] {
+        assert!(!listed.contains(secret), "the notification leaks `{secret}`: {listed}");
+    }
+    let outbox: Vec<Value> = sqlx::query_scalar("SELECT to_jsonb(o) FROM notification_outbox o")
+        .fetch_all(&stack.db.pool)
+        .await
+        .expect("outbox");
+    assert!(!outbox.is_empty());
+    for row in &outbox {
+        for secret in ["ada@example.org", "Acceptance draft", "Draft body"] {
+            assert!(
+                !row.to_string().contains(secret),
+                "the outbox row leaks `{secret}`: {row}"
+            );
+        }
+    }
+    stack.decide_ok(&approvals[0], "approve_once").await;
+    stack.completes(&run).await;
+    let drafts = mail.gmail.messages("personal", "DRAFT");
+    assert_eq!(drafts.len(), 1, "exactly one draft");
+    assert_eq!(
+        (
+            drafts[0].subject.as_str(),
+            drafts[0].to.as_slice(),
+            drafts[0].body.as_str()
+        ),
+        (
+            "Acceptance draft 7d1",
+            ["ada@example.org".to_owned()].as_slice(),
+            "Draft body: the plan."
+        )
+    );
+    assert!(
+        mail.gmail.messages("personal", "SENT").is_empty(),
+        "the draft was not sent"
+    );
+    assert!(mail.gmail.messages("ada", "INBOX").is_empty());
+    let created = results(&stack, &session).await.pop().expect("draft result");
+    assert_eq!(
+        (created["status"].as_str(), created["result"]["sent"].as_bool()),
+        (Some("succeeded"), Some(false))
+    );
+
+    // (c) A send proposal shows its full arguments; one approval sends exactly one message.
+    let long_body = format!("Hello Ada,\n{}\nBest", "All details follow. ".repeat(40));
+    let message = json!({ "to": ["ada@example.org"], "subject": "Acceptance send 7d1", "body": long_body });
+    let run = stack
+        .submit(&session, &format!("/tool mcp.mail_send.send_message {message}"))
+        .await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approvals = stack.pending_approvals(&session).await;
+    let proposal = &approvals[0];
+    assert_eq!(
+        (proposal["tool"].as_str(), proposal["risk"].as_str()),
+        (Some("mcp.mail_send.send_message"), Some("high"))
+    );
+    assert_eq!(proposal["arguments"]["to"], json!(["ada@example.org"]));
+    assert_eq!(proposal["arguments"]["subject"], "Acceptance send 7d1");
+    // A body over 512 characters is shown truncated, with the digest proving the whole value.
+    let shown = proposal["arguments"]["body"].as_str().expect("body");
+    assert!(long_body.starts_with(shown) && shown.chars().count() == 512, "{shown}");
+    let digest: String = sha2::Sha256::digest(long_body.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    assert_eq!(proposal["argument_digests"]["/body"], digest, "{proposal}");
+    assert_eq!(sends(&mail.gmail), 0);
+    stack.decide_ok(proposal, "approve_once").await;
+    stack.completes(&run).await;
+    let arrived = mail.gmail.messages("ada", "INBOX");
+    assert_eq!(arrived.len(), 1, "exactly one message arrives");
+    assert_eq!(arrived[0].subject, "Acceptance send 7d1");
+    assert_eq!(arrived[0].body, long_body.trim_end());
+    assert_eq!(sends(&mail.gmail), 1);
+    assert!(
+        mail.gmail
+            .calls()
+            .iter()
+            .filter(|(_, _, call)| call.starts_with("POST"))
+            .all(|(mailbox, scope, call)| mailbox == "personal"
+                && (call != "POST messages/send" || scope == SEND)
+                && (call != "POST drafts" || scope == MODIFY)),
+        "each tool used its own document: {:?}",
+        mail.gmail.calls()
+    );
+}
+
+#[tokio::test]
+async fn a_named_accounts_draft_is_found_through_its_own_read_tool_only() {
+    let mail = Mail::start().await;
+    let stack = mail.stack().await;
+    let session = stack.session().await;
+    let draft = json!({ "to": "ada@example.org", "subject": "Work acceptance 5c2", "body": "From the work account." });
+    let run = stack
+        .submit(&session, &format!("/tool mcp.mail_work_write.create_draft {draft}"))
+        .await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approvals = stack.pending_approvals(&session).await;
+    assert_eq!(approvals[0]["tool"], "mcp.mail_work_write.create_draft");
+    stack.decide_ok(&approvals[0], "approve_once").await;
+    stack.completes(&run).await;
+    assert_eq!(mail.gmail.messages("work", "DRAFT").len(), 1);
+    assert!(mail.gmail.messages("personal", "DRAFT").is_empty());
+
+    let query = "{\"query\": \"in:drafts subject:\\\"Work acceptance 5c2\\\"\"}";
+    let run = stack
+        .submit(
+            &session,
+            &format!("/tool mcp.mail_work_read.search_threads {query}\n/tool mcp.mail_read.search_threads {query}"),
+        )
+        .await;
+    stack.completes(&run).await;
+    let found = results(&stack, &session).await;
+    let (work, default) = (&found[found.len() - 2], &found[found.len() - 1]);
+    assert_eq!(work["tool"], "mcp.mail_work_read.search_threads");
+    assert_eq!(
+        subjects(work),
+        ["Work acceptance 5c2"],
+        "the named account's own read tool finds it"
+    );
+    assert_eq!(default["tool"], "mcp.mail_read.search_threads");
+    assert!(
+        subjects(default).is_empty(),
+        "the default account's tool does not: {default}"
+    );
+}
+
+#[tokio::test]
+async fn an_uncertain_send_is_never_repeated_and_reconciliation_finds_it_in_sent() {
+    let mail = Mail::start().await;
+    let stack = mail.stack().await;
+    let session = stack.session().await;
+    mail.gmail.fail_next_send(SendFault::DropConnection);
+    let message = json!({ "to": "ada@example.org", "subject": "Uncertain 9f4", "body": "Sent once." });
+    let run = stack
+        .submit(&session, &format!("/tool mcp.mail_send.send_message {message}"))
+        .await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approvals = stack.pending_approvals(&session).await;
+    stack.decide_ok(&approvals[0], "approve_once").await;
+    stack.completes(&run).await;
+
+    let result = results(&stack, &session).await.pop().expect("send result");
+    assert_eq!(
+        (result["status"].as_str(), result["code"].as_str()),
+        (Some("outcome_unknown"), Some("mail.outcome_unknown")),
+        "{result}"
+    );
+    // The reconciliation searches Sent, read-only, and settles.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let reconciled = loop {
+        let events = stack.events(&session).await;
+        if let Some((_, payload)) = events.iter().find(|(kind, _)| kind == "mail.reconciled") {
+            break payload.clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "never reconciled: {events:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let events = stack.events(&session).await;
+    let unknown: Vec<&Value> = events
+        .iter()
+        .filter(|(kind, _)| kind == "mail.outcome_unknown")
+        .map(|(_, payload)| payload)
+        .collect();
+    assert_eq!(unknown.len(), 1, "one mail.outcome_unknown");
+    assert_eq!(
+        (unknown[0]["account_id"].as_str(), unknown[0]["operation"].as_str()),
+        (Some("personal"), Some("send_message"))
+    );
+    let sent = mail.gmail.messages("personal", "SENT");
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        (reconciled["state"].as_str(), reconciled["thread_id"].as_str()),
+        (Some("found"), Some(sent[0].thread_id.as_str()))
+    );
+    assert_eq!(sends(&mail.gmail), 1, "zero repeats");
+    assert_eq!(mail.gmail.messages("ada", "INBOX").len(), 1);
+    let searches: Vec<(String, String, String)> = mail
+        .gmail
+        .calls()
+        .into_iter()
+        .filter(|(_, _, call)| call == "GET threads")
+        .collect();
+    assert!(
+        !searches.is_empty() && searches.iter().all(|(_, scope, _)| scope == READONLY),
+        "reconciliation is read-only: {searches:?}"
+    );
+    // Nothing of the message is kept for the reconciliation.
+    let row: Value = sqlx::query_scalar("SELECT to_jsonb(m) FROM mail_reconciliations m")
+        .fetch_one(&stack.db.pool)
+        .await
+        .expect("reconciliation");
+    assert!(
+        !row.to_string().contains("Uncertain 9f4") && !row.to_string().contains("ada@example.org"),
+        "{row}"
+    );
+    assert_eq!(row["state"], "found");
+}
+
+#[tokio::test]
+async fn a_revoked_grant_is_reported_as_rejected_and_throttled_reads_back_off() {
+    let mail = Mail::start().await;
+    mail.gmail
+        .deliver("personal", "news@example.net", "Quota check", "Body.", &["INBOX"]);
+    let stack = mail.stack().await;
+    let session = stack.session().await;
+
+    mail.gmail.throttle_reads(2);
+    let run = stack
+        .submit(&session, "/tool mcp.mail_read.search_threads {\"query\": \"Quota\"}")
+        .await;
+    stack.completes(&run).await;
+    let result = results(&stack, &session).await.pop().expect("result");
+    assert_eq!(result["status"], "succeeded", "two 429s are waited out: {result}");
+    assert_eq!(subjects(&result), ["Quota check"]);
+    assert_eq!(mail.gmail.token_requests(), 1, "the access token is cached");
+
+    mail.gmail.revoke(mail.refresh_token("personal", 0));
+    let run = stack
+        .submit(&session, "/tool mcp.mail_read.search_threads {\"query\": \"Quota\"}")
+        .await;
+    stack.completes(&run).await;
+    let result = results(&stack, &session).await.pop().expect("result");
+    assert_eq!(
+        (result["status"].as_str(), result["code"].as_str()),
+        (Some("failed"), Some("mail.credential_rejected")),
+        "{result}"
+    );
+}
+
+#[tokio::test]
+async fn a_scheduled_run_with_read_and_write_scopes_reads_drafts_after_approval_and_cannot_send() {
+    use jiff::ToSpan;
+
+    let mail = Mail::start().await;
+    mail.gmail.deliver(
+        "personal",
+        "ada@example.org",
+        "Weekly plan",
+        "Can you confirm?",
+        &["INBOX"],
+    );
+    let stack = mail
+        .stack_with_scopes("sessions.read,sessions.write,schedules.read,schedules.write")
+        .await;
+    let session = stack.session().await;
+    let pinned = stack.get(&format!("/v1/sessions/{session}")).await;
+    let instruction = "/tool mcp.mail_read.search_threads {\"query\": \"Weekly plan\"}\n\
+        /tool mcp.mail_write.create_draft {\"to\": \"ada@example.org\", \"subject\": \"Re: Weekly plan\", \"body\": \"Confirmed.\"}\n\
+        /tool mcp.mail_send.send_message {\"to\": \"ada@example.org\", \"subject\": \"Re: Weekly plan\", \"body\": \"Confirmed.\"}";
+    let response = stack
+        .request(reqwest::Method::POST, "/v1/schedules")
+        .header("idempotency-key", "mail-smoke-schedule")
+        .json(&json!({
+            "title": "Mail smoke", "instruction": instruction, "agent_id": pinned["agent_id"],
+            "agent_version": pinned["agent_version"], "policy_profile": "default",
+            "requested_scopes": ["mcp.mail_read.use", "mcp.mail_write.use"],
+            "limits": { "max_steps": 8, "max_model_calls": 8, "max_tool_calls": 8, "max_cost": "1" },
+            "run_timeout_seconds": 300,
+            "cadence": { "kind": "DAILY", "local_time": "07:00:00", "timezone": "Europe/London" },
+            "misfire_grace_seconds": 60, "max_consecutive_failures": 3
+        }))
+        .send()
+        .await
+        .expect("send");
+    let (status, created) = crate::support::json(response).await;
+    assert_eq!(status, 201, "{created}");
+    let due: jiff::Timestamp = created["schedule"]["next_fire_at"]
+        .as_str()
+        .expect("next fire")
+        .parse()
+        .expect("instant");
+    let manifest = std::fs::read(&mail.manifest).expect("manifest");
+    let ids = domain::manifest::AccountIds::parse(&manifest).expect("ids");
+    let fired = stack
+        .db
+        .store_as("schedule")
+        .await
+        .fire_due(due + 5.seconds(), Some(&ids), 10)
+        .await
+        .expect("fire");
+    let [store::Firing::Started { run, session, .. }] = fired.as_slice() else {
+        panic!("one start expected: {fired:?}")
+    };
+    let (run, session) = (run.to_string(), session.to_string());
+
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let read = results(&stack, &session).await;
+    assert_eq!(subjects(&read[0]), ["Weekly plan"], "the read needed no approval");
+    let approvals = stack.pending_approvals(&session).await;
+    assert_eq!(approvals[0]["tool"], "mcp.mail_write.create_draft");
+    stack.decide_ok(&approvals[0], "approve_once").await;
+    stack.completes(&run).await;
+
+    assert_eq!(mail.gmail.messages("personal", "DRAFT").len(), 1);
+    let last = results(&stack, &session).await.pop().expect("send result");
+    assert_eq!(
+        (last["tool"].as_str(), last["status"].as_str(), last["code"].as_str()),
+        (Some("mcp.mail_send.send_message"), Some("failed"), Some("tool.unknown")),
+        "a schedule cannot send: {last}"
+    );
+    assert_eq!(sends(&mail.gmail), 0);
+}

@@ -1,0 +1,180 @@
+//! Mail tool names and scopes, derived from the connected accounts' ids, so the API (which
+//! composes an agent's roster and pins it in the agent version) and the worker (which runs the
+//! tools with the credentials) always agree.
+//!
+//! The default account's tools are `mcp.mail_read.*`, `mcp.mail_write.*` and `mcp.mail_send.*`;
+//! a named account that is not the default gets `mcp.mail_<account_id>_read.*` and so on. Each
+//! tool's scope is its prefix with `.use` (`mcp.mail_read.use`, `mcp.mail_work_send.use`). The
+//! contract names the read and write scopes; the send scope `mcp.mail_send.use` is this
+//! project's choice, following the same rule.
+
+use crate::manifest::AccountIds;
+
+/// Which of an account's three credential documents a tool uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MailCapability {
+    Read,
+    Write,
+    Send,
+}
+
+impl MailCapability {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            MailCapability::Read => "read",
+            MailCapability::Write => "write",
+            MailCapability::Send => "send",
+        }
+    }
+}
+
+/// The mail tools' operations. None downloads an attachment or deletes anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MailOperation {
+    /// Searches threads with a provider query (`in:drafts subject:"…"`); no approval.
+    SearchThreads,
+    /// Lists the mailbox's labels; no approval.
+    ListLabels,
+    /// Creates one unsent draft; approval required.
+    CreateDraft,
+    /// Sends one message; approval required.
+    SendMessage,
+}
+
+impl MailOperation {
+    pub const ALL: [MailOperation; 4] = [
+        MailOperation::SearchThreads,
+        MailOperation::ListLabels,
+        MailOperation::CreateDraft,
+        MailOperation::SendMessage,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            MailOperation::SearchThreads => "search_threads",
+            MailOperation::ListLabels => "list_labels",
+            MailOperation::CreateDraft => "create_draft",
+            MailOperation::SendMessage => "send_message",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<MailOperation> {
+        MailOperation::ALL
+            .into_iter()
+            .find(|operation| operation.as_str() == text)
+    }
+
+    pub const fn capability(self) -> MailCapability {
+        match self {
+            MailOperation::SearchThreads | MailOperation::ListLabels => MailCapability::Read,
+            MailOperation::CreateDraft => MailCapability::Write,
+            MailOperation::SendMessage => MailCapability::Send,
+        }
+    }
+
+    /// Whether the operation changes the mailbox or sends (and so needs the owner's approval and
+    /// is never repeated after an uncertain outcome).
+    pub const fn has_effect(self) -> bool {
+        !matches!(self.capability(), MailCapability::Read)
+    }
+}
+
+/// One mail tool of one account.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MailTool {
+    /// `mcp.mail_read.search_threads`, `mcp.mail_work_send.send_message`, …
+    pub name: String,
+    /// `mcp.mail_read.use`, `mcp.mail_work_send.use`, …
+    pub scope: String,
+    pub account_id: String,
+    pub operation: MailOperation,
+}
+
+/// The prefix of an account's tools for one capability.
+fn prefix(account_id: &str, default_account: &str, capability: MailCapability) -> String {
+    if account_id == default_account {
+        format!("mcp.mail_{}", capability.as_str())
+    } else {
+        format!("mcp.mail_{account_id}_{}", capability.as_str())
+    }
+}
+
+/// The scope that grants `capability` on `account_id`.
+pub fn scope(account_id: &str, default_account: &str, capability: MailCapability) -> String {
+    format!("{}.use", prefix(account_id, default_account, capability))
+}
+
+/// Every mail tool of the connected accounts: the default account first, then the others in
+/// manifest order; per account read, write, send.
+pub fn tools(accounts: &AccountIds) -> Vec<MailTool> {
+    let default = accounts.default_account.as_str();
+    let ordered =
+        std::iter::once(default).chain(accounts.accounts.iter().map(String::as_str).filter(|id| *id != default));
+    ordered
+        .flat_map(|account_id| {
+            MailOperation::ALL.into_iter().map(move |operation| {
+                let prefix = prefix(account_id, default, operation.capability());
+                MailTool {
+                    name: format!("{prefix}.{}", operation.as_str()),
+                    scope: format!("{prefix}.use"),
+                    account_id: account_id.to_owned(),
+                    operation,
+                }
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accounts(default: &str, ids: &[&str]) -> AccountIds {
+        AccountIds {
+            default_account: default.into(),
+            accounts: ids.iter().map(|id| (*id).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn the_default_account_has_the_plain_names_and_others_carry_their_id() {
+        let tools = tools(&accounts("personal", &["work", "personal"]));
+        let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "mcp.mail_read.search_threads",
+                "mcp.mail_read.list_labels",
+                "mcp.mail_write.create_draft",
+                "mcp.mail_send.send_message",
+                "mcp.mail_work_read.search_threads",
+                "mcp.mail_work_read.list_labels",
+                "mcp.mail_work_write.create_draft",
+                "mcp.mail_work_send.send_message",
+            ]
+        );
+        let scopes: Vec<&str> = tools.iter().map(|tool| tool.scope.as_str()).collect();
+        assert_eq!(
+            &scopes[..4],
+            [
+                "mcp.mail_read.use",
+                "mcp.mail_read.use",
+                "mcp.mail_write.use",
+                "mcp.mail_send.use"
+            ]
+        );
+        assert_eq!(scopes[7], "mcp.mail_work_send.use");
+        assert!(tools[..4].iter().all(|tool| tool.account_id == "personal"));
+        assert!(tools[4..].iter().all(|tool| tool.account_id == "work"));
+    }
+
+    #[test]
+    fn only_writes_and_sends_have_effects() {
+        let effects: Vec<bool> = MailOperation::ALL.iter().map(|op| op.has_effect()).collect();
+        assert_eq!(effects, [false, false, true, true]);
+        assert_eq!(MailOperation::parse("send_message"), Some(MailOperation::SendMessage));
+        assert_eq!(MailOperation::parse("delete_message"), None);
+        assert_eq!(scope("work", "home", MailCapability::Write), "mcp.mail_work_write.use");
+        assert_eq!(scope("home", "home", MailCapability::Send), "mcp.mail_send.use");
+    }
+}

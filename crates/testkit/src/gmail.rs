@@ -1,0 +1,532 @@
+//! A mail provider for tests: a real HTTP server on 127.0.0.1 speaking the Gmail REST and OAuth
+//! token wire formats the service uses — the refresh-token grant, `labels.list`, `threads.list`
+//! (with `q`), `threads.get` (`format=metadata`), `drafts.create` and `messages.send` (both
+//! with a base64url RFC 5322 `raw`). Each refresh token is a grant of one scope on one mailbox;
+//! every call is checked against the scopes Google documents for it, so a tool that used the
+//! wrong credential document fails here as it would there.
+//!
+//! Faults are scripted per test: drop the connection after a send was stored, answer reads with
+//! 429, revoke a grant.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Form, Json, Router};
+use base64::Engine;
+use serde_json::{Value, json};
+
+pub const READONLY: &str = "https://www.googleapis.com/auth/gmail.readonly";
+pub const MODIFY: &str = "https://www.googleapis.com/auth/gmail.modify";
+pub const SEND: &str = "https://www.googleapis.com/auth/gmail.send";
+
+/// One stored message.
+#[derive(Clone, Debug)]
+pub struct StoredMessage {
+    pub id: String,
+    pub thread_id: String,
+    pub label_ids: Vec<String>,
+    pub message_id: String,
+    pub subject: String,
+    pub from: String,
+    pub to: Vec<String>,
+    pub body: String,
+}
+
+#[derive(Debug, Default)]
+struct Mailbox {
+    address: String,
+    messages: Vec<StoredMessage>,
+    drafts: Vec<(String, String)>,
+}
+
+/// What the next send does after it is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendFault {
+    /// Close the connection without answering.
+    DropConnection,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    mailboxes: HashMap<String, Mailbox>,
+    /// refresh token → (mailbox, scope)
+    grants: HashMap<String, (String, String)>,
+    /// access token → (mailbox, scope)
+    access: HashMap<String, (String, String)>,
+    token_requests: usize,
+    /// (mailbox, scope, method and path) of every authorized API call.
+    calls: Vec<(String, String, String)>,
+    send_fault: Option<SendFault>,
+    read_throttles: usize,
+    next_id: u64,
+}
+
+/// The running provider. Dropping it stops the server.
+pub struct FakeGmail {
+    pub base_url: String,
+    inner: Arc<Mutex<Inner>>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeGmail {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+type Shared = Arc<Mutex<Inner>>;
+
+fn lock(inner: &Shared) -> MutexGuard<'_, Inner> {
+    inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn error(status: StatusCode, message: &str) -> Response {
+    (
+        status,
+        Json(json!({ "error": { "code": status.as_u16(), "message": message, "status": "ERROR" } })),
+    )
+        .into_response()
+}
+
+/// A refused request, answered as the provider's error document.
+struct Refused(StatusCode, &'static str);
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        error(self.0, self.1)
+    }
+}
+
+impl FakeGmail {
+    pub async fn start() -> FakeGmail {
+        let inner: Shared = Arc::default();
+        let app = Router::new()
+            .route("/token", post(token))
+            .route("/gmail/v1/users/me/labels", get(labels))
+            .route("/gmail/v1/users/me/threads", get(threads))
+            .route("/gmail/v1/users/me/threads/{id}", get(thread))
+            .route("/gmail/v1/users/me/drafts", post(create_draft))
+            .route("/gmail/v1/users/me/messages/send", post(send))
+            .with_state(inner.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let base_url = format!("http://{}", listener.local_addr().expect("addr"));
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FakeGmail {
+            base_url,
+            inner,
+            server,
+        }
+    }
+
+    /// The token endpoint's URL.
+    pub fn token_url(&self) -> String {
+        format!("{}/token", self.base_url)
+    }
+
+    /// Creates a mailbox for `address`.
+    pub fn mailbox(&self, name: &str, address: &str) {
+        lock(&self.inner).mailboxes.insert(
+            name.to_owned(),
+            Mailbox {
+                address: address.to_owned(),
+                ..Mailbox::default()
+            },
+        );
+    }
+
+    /// Grants `scope` on `mailbox`; returns the refresh token.
+    pub fn grant(&self, mailbox: &str, scope: &str) -> String {
+        let token = format!("refresh-{mailbox}-{}", uuid::Uuid::new_v4().simple());
+        lock(&self.inner)
+            .grants
+            .insert(token.clone(), (mailbox.to_owned(), scope.to_owned()));
+        token
+    }
+
+    /// Revokes a grant and every access token issued from it.
+    pub fn revoke(&self, refresh_token: &str) {
+        let mut inner = lock(&self.inner);
+        if let Some(grant) = inner.grants.remove(refresh_token) {
+            inner.access.retain(|_, issued| *issued != grant);
+        }
+    }
+
+    /// Stores a message in `mailbox` with `labels` (an incoming one: `["INBOX"]`).
+    pub fn deliver(&self, mailbox: &str, from: &str, subject: &str, body: &str, labels: &[&str]) -> String {
+        let mut inner = lock(&self.inner);
+        let id = inner.id();
+        let to = inner
+            .mailboxes
+            .get(mailbox)
+            .map(|m| m.address.clone())
+            .unwrap_or_default();
+        let message = StoredMessage {
+            id: id.clone(),
+            thread_id: id.clone(),
+            label_ids: labels.iter().map(|label| (*label).to_owned()).collect(),
+            message_id: format!("{id}@example.org"),
+            subject: subject.to_owned(),
+            from: from.to_owned(),
+            to: vec![to],
+            body: body.to_owned(),
+        };
+        inner
+            .mailboxes
+            .get_mut(mailbox)
+            .expect("mailbox")
+            .messages
+            .push(message);
+        id
+    }
+
+    /// The messages of `mailbox` carrying `label`.
+    pub fn messages(&self, mailbox: &str, label: &str) -> Vec<StoredMessage> {
+        lock(&self.inner)
+            .mailboxes
+            .get(mailbox)
+            .map(|mailbox| {
+                mailbox
+                    .messages
+                    .iter()
+                    .filter(|message| message.label_ids.iter().any(|l| l == label))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    pub fn token_requests(&self) -> usize {
+        lock(&self.inner).token_requests
+    }
+
+    /// Every authorized API call: (mailbox, scope, "METHOD path").
+    pub fn calls(&self) -> Vec<(String, String, String)> {
+        lock(&self.inner).calls.clone()
+    }
+
+    pub fn fail_next_send(&self, fault: SendFault) {
+        lock(&self.inner).send_fault = Some(fault);
+    }
+
+    /// Answers the next `count` reads with 429.
+    pub fn throttle_reads(&self, count: usize) {
+        lock(&self.inner).read_throttles = count;
+    }
+}
+
+impl Inner {
+    fn id(&mut self) -> String {
+        self.next_id += 1;
+        format!("{:016x}", 0x18c0_0000_0000_0000_u64 + self.next_id)
+    }
+
+    /// The mailbox and scope of the request's bearer token, if the scope may make this call.
+    fn authorize(&mut self, headers: &HeaderMap, allowed: &[&str], call: &str) -> Result<String, Refused> {
+        let token = headers
+            .get("authorization")
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .ok_or(Refused(
+                StatusCode::UNAUTHORIZED,
+                "Request is missing required authentication credential.",
+            ))?;
+        let (mailbox, scope) = self.access.get(token).cloned().ok_or(Refused(
+            StatusCode::UNAUTHORIZED,
+            "Request had invalid authentication credentials.",
+        ))?;
+        if !allowed.contains(&scope.as_str()) {
+            return Err(Refused(
+                StatusCode::FORBIDDEN,
+                "Request had insufficient authentication scopes.",
+            ));
+        }
+        self.calls.push((mailbox.clone(), scope, call.to_owned()));
+        Ok(mailbox)
+    }
+}
+
+async fn token(State(inner): State<Shared>, Form(form): Form<HashMap<String, String>>) -> Response {
+    let mut inner = lock(&inner);
+    inner.token_requests += 1;
+    let field = |name: &str| form.get(name).map(String::as_str).unwrap_or_default();
+    if field("grant_type") != "refresh_token" || field("client_id").is_empty() || field("client_secret").is_empty() {
+        return (StatusCode::BAD_REQUEST, Json(json!({ "error": "invalid_request" }))).into_response();
+    }
+    let Some(grant) = inner.grants.get(field("refresh_token")).cloned() else {
+        return (
+            StatusCode::BAD_REQUEST,
+            Json(json!({ "error": "invalid_grant", "error_description": "Token has been expired or revoked." })),
+        )
+            .into_response();
+    };
+    let access = format!("access-{}", uuid::Uuid::new_v4().simple());
+    let scope = grant.1.clone();
+    inner.access.insert(access.clone(), grant);
+    Json(json!({ "access_token": access, "expires_in": 3599, "scope": scope, "token_type": "Bearer" })).into_response()
+}
+
+fn throttled(inner: &mut Inner) -> Option<Response> {
+    if inner.read_throttles > 0 {
+        inner.read_throttles -= 1;
+        return Some(error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many concurrent requests for user.",
+        ));
+    }
+    None
+}
+
+async fn labels(State(inner): State<Shared>, headers: HeaderMap) -> Response {
+    let mut inner = lock(&inner);
+    if let Some(response) = throttled(&mut inner) {
+        return response;
+    }
+    if let Err(refused) = inner.authorize(&headers, &[READONLY, MODIFY], "GET labels") {
+        return refused.into_response();
+    }
+    let labels: Vec<Value> = ["INBOX", "SENT", "DRAFT", "SPAM", "TRASH", "UNREAD"]
+        .iter()
+        .map(|id| json!({ "id": id, "name": id, "type": "system" }))
+        .chain(std::iter::once(
+            json!({ "id": "Label_1", "name": "Receipts", "type": "user" }),
+        ))
+        .collect();
+    Json(json!({ "labels": labels })).into_response()
+}
+
+/// Whether `message` matches one search term of the provider's query language (the subset the
+/// service uses: `in:`, `label:`, `subject:`, `rfc822msgid:`, `from:`, `to:` and plain words).
+fn matches(message: &StoredMessage, term: &str) -> bool {
+    let contains = |haystack: &str, needle: &str| haystack.to_lowercase().contains(&needle.to_lowercase());
+    let has_label = |label: &str| message.label_ids.iter().any(|l| l.eq_ignore_ascii_case(label));
+    match term.split_once(':') {
+        Some(("in", folder)) => match folder.to_lowercase().as_str() {
+            "drafts" => has_label("DRAFT"),
+            "sent" => has_label("SENT"),
+            "inbox" => has_label("INBOX"),
+            "anywhere" => true,
+            other => has_label(other),
+        },
+        Some(("label", label)) => has_label(label),
+        Some(("subject", words)) => contains(&message.subject, words),
+        Some(("rfc822msgid", id)) => message.message_id.trim_matches(['<', '>']) == id.trim_matches(['<', '>']),
+        Some(("from", who)) => contains(&message.from, who),
+        Some(("to", who)) => message.to.iter().any(|to| contains(to, who)),
+        _ => contains(&message.subject, term) || contains(&message.body, term),
+    }
+}
+
+/// Splits a query into terms, keeping quoted phrases (`subject:"a b"`) whole.
+fn terms(query: &str) -> Vec<String> {
+    let mut terms = Vec::new();
+    let mut current = String::new();
+    let mut quoted = false;
+    for c in query.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            c if c.is_whitespace() && !quoted => {
+                if !current.is_empty() {
+                    terms.push(std::mem::take(&mut current));
+                }
+            }
+            c => current.push(c),
+        }
+    }
+    if !current.is_empty() {
+        terms.push(current);
+    }
+    terms
+}
+
+async fn threads(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Query(query): Query<Vec<(String, String)>>,
+) -> Response {
+    let mut inner = lock(&inner);
+    if let Some(response) = throttled(&mut inner) {
+        return response;
+    }
+    let mailbox = match inner.authorize(&headers, &[READONLY, MODIFY], "GET threads") {
+        Ok(mailbox) => mailbox,
+        Err(refused) => return refused.into_response(),
+    };
+    let q = query
+        .iter()
+        .find(|(k, _)| k == "q")
+        .map(|(_, v)| v.as_str())
+        .unwrap_or_default();
+    let max: usize = query
+        .iter()
+        .find(|(k, _)| k == "maxResults")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(100);
+    let terms = terms(q);
+    let mut seen = Vec::new();
+    let mut found = Vec::new();
+    for message in inner.mailboxes[&mailbox].messages.iter().rev() {
+        // Like the provider, drafts and sent mail are found only when asked for.
+        let hidden = (message
+            .label_ids
+            .iter()
+            .any(|l| l == "DRAFT" || l == "SPAM" || l == "TRASH"))
+            && !terms
+                .iter()
+                .any(|term| term.starts_with("in:") || term.starts_with("label:"));
+        if hidden || seen.contains(&message.thread_id) || !terms.iter().all(|term| matches(message, term)) {
+            continue;
+        }
+        seen.push(message.thread_id.clone());
+        found.push(
+            json!({ "id": message.thread_id, "snippet": message.body.chars().take(100).collect::<String>(),
+                           "historyId": "1" }),
+        );
+    }
+    let estimate = found.len();
+    found.truncate(max);
+    if found.is_empty() {
+        return Json(json!({ "resultSizeEstimate": 0 })).into_response();
+    }
+    Json(json!({ "threads": found, "resultSizeEstimate": estimate })).into_response()
+}
+
+async fn thread(State(inner): State<Shared>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    let mut inner = lock(&inner);
+    let mailbox = match inner.authorize(&headers, &[READONLY, MODIFY], "GET threads/{id}") {
+        Ok(mailbox) => mailbox,
+        Err(refused) => return refused.into_response(),
+    };
+    let messages: Vec<Value> = inner.mailboxes[&mailbox]
+        .messages
+        .iter()
+        .filter(|message| message.thread_id == id)
+        .map(|message| {
+            json!({
+                "id": message.id, "threadId": message.thread_id, "labelIds": message.label_ids,
+                "snippet": message.body.chars().take(100).collect::<String>(),
+                "payload": { "headers": [
+                    { "name": "From", "value": message.from },
+                    { "name": "To", "value": message.to.join(", ") },
+                    { "name": "Subject", "value": message.subject },
+                    { "name": "Message-ID", "value": format!("<{}>", message.message_id) },
+                ]}
+            })
+        })
+        .collect();
+    if messages.is_empty() {
+        return error(StatusCode::NOT_FOUND, "Requested entity was not found.");
+    }
+    Json(json!({ "id": id, "historyId": "1", "messages": messages })).into_response()
+}
+
+/// Parses a base64url RFC 5322 `raw` into a stored message of `mailbox`.
+fn parse_raw(inner: &mut Inner, mailbox: &str, raw: &str, label: &str) -> Result<StoredMessage, Refused> {
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(raw.trim_end_matches('='))
+        .map_err(|_| Refused(StatusCode::BAD_REQUEST, "Invalid value for ByteString"))?;
+    let parsed = mail_parser::MessageParser::default()
+        .parse(&bytes)
+        .ok_or(Refused(StatusCode::BAD_REQUEST, "Invalid RFC 5322 message"))?;
+    let to: Vec<String> = parsed
+        .to()
+        .map(|to| to.iter().filter_map(|a| a.address()).map(str::to_owned).collect())
+        .unwrap_or_default();
+    if to.is_empty() {
+        return Err(Refused(StatusCode::BAD_REQUEST, "Invalid To header"));
+    }
+    let id = inner.id();
+    Ok(StoredMessage {
+        id: id.clone(),
+        thread_id: id,
+        label_ids: vec![label.to_owned()],
+        message_id: parsed.message_id().unwrap_or_default().to_owned(),
+        subject: parsed.subject().unwrap_or_default().to_owned(),
+        from: inner.mailboxes[mailbox].address.clone(),
+        to,
+        body: parsed
+            .body_text(0)
+            .map(|text| text.replace("\r\n", "\n").trim_end().to_owned())
+            .unwrap_or_default(),
+    })
+}
+
+async fn create_draft(State(inner): State<Shared>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
+    let mut inner = lock(&inner);
+    let mailbox = match inner.authorize(&headers, &[MODIFY], "POST drafts") {
+        Ok(mailbox) => mailbox,
+        Err(refused) => return refused.into_response(),
+    };
+    let Some(raw) = body["message"]["raw"].as_str() else {
+        return error(StatusCode::BAD_REQUEST, "Missing draft message");
+    };
+    let message = match parse_raw(&mut inner, &mailbox, raw, "DRAFT") {
+        Ok(message) => message,
+        Err(refused) => return refused.into_response(),
+    };
+    let draft_id = format!("r{}", inner.id());
+    let answer = json!({ "id": draft_id, "message": { "id": message.id, "threadId": message.thread_id,
+                                                      "labelIds": ["DRAFT"] } });
+    let mailbox = inner.mailboxes.get_mut(&mailbox).expect("mailbox");
+    mailbox.drafts.push((draft_id, message.id.clone()));
+    mailbox.messages.push(message);
+    Json(answer).into_response()
+}
+
+async fn send(State(inner): State<Shared>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
+    let fault = {
+        let mut inner = lock(&inner);
+        let mailbox = match inner.authorize(&headers, &[SEND, MODIFY], "POST messages/send") {
+            Ok(mailbox) => mailbox,
+            Err(refused) => return refused.into_response(),
+        };
+        let Some(raw) = body["raw"].as_str() else {
+            return error(
+                StatusCode::BAD_REQUEST,
+                "'raw' RFC822 payload message string is required",
+            );
+        };
+        let message = match parse_raw(&mut inner, &mailbox, raw, "SENT") {
+            Ok(message) => message,
+            Err(refused) => return refused.into_response(),
+        };
+        // Delivered to every mailbox of a recipient, as an incoming message.
+        let recipients: Vec<String> = inner
+            .mailboxes
+            .iter()
+            .filter(|(_, mailbox)| message.to.contains(&mailbox.address))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in recipients {
+            let id = inner.id();
+            let copy = StoredMessage {
+                id: id.clone(),
+                thread_id: id,
+                label_ids: vec!["INBOX".into(), "UNREAD".into()],
+                ..message.clone()
+            };
+            inner.mailboxes.get_mut(&name).expect("mailbox").messages.push(copy);
+        }
+        let answer = json!({ "id": message.id, "threadId": message.thread_id, "labelIds": ["SENT"] });
+        inner
+            .mailboxes
+            .get_mut(&mailbox)
+            .expect("mailbox")
+            .messages
+            .push(message);
+        match inner.send_fault.take() {
+            None => return Json(answer).into_response(),
+            Some(fault) => fault,
+        }
+    };
+    match fault {
+        // Unwinding the connection's task closes it without an answer (and without the panic
+        // hook's report).
+        SendFault::DropConnection => std::panic::resume_unwind(Box::new("connection dropped on purpose")),
+    }
+}
