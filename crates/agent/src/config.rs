@@ -13,6 +13,8 @@
 //! | `MAIL_ACCOUNTS_FILE` | the accounts manifest (or the legacy `MAIL_READ_CREDENTIAL_FILE`, `MAIL_WRITE_CREDENTIAL_FILE`, `MAIL_SEND_CREDENTIAL_FILE`) | unset |
 //! | `MAIL_API_BASE_URL` | the mail provider's REST API | `https://gmail.googleapis.com` |
 //! | `MAIL_OAUTH_TOKEN_URL` | the provider's OAuth token endpoint | `https://oauth2.googleapis.com/token` |
+//! | `MAIL_RECONCILE_ATTEMPTS` | searches for an uncertain write or send before it settles `not_found` | `6` |
+//! | `MAIL_RECONCILE_SPACING_SECONDS` | the n-th search waits n × this long after the previous | `30` |
 //! | `LOG_LEVEL` | `error`, `warn`, `info`, `debug`, `trace` | `info` |
 //!
 //! With mail on, every credential document is checked and parsed before the role serves: a
@@ -45,6 +47,15 @@ impl std::fmt::Debug for OpenAiEndpoint {
     }
 }
 
+/// How uncertain mail writes and sends are looked for: the first search at once, the n-th
+/// `n × spacing_seconds` after the one before; after `attempts` searches without finding the
+/// message it settles `not_found` (which proves nothing; the action is never repeated).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReconcilePolicy {
+    pub attempts: u32,
+    pub spacing_seconds: u32,
+}
+
 #[derive(Clone, Debug)]
 pub struct WorkerConfig {
     pub database_url: String,
@@ -56,6 +67,7 @@ pub struct WorkerConfig {
     /// The connected mail accounts (credentials loaded), when mail is on.
     pub mail: Option<mail_mcp::accounts::MailAccounts>,
     pub mail_endpoints: mail_mcp::gmail::Endpoints,
+    pub reconcile: ReconcilePolicy,
     pub log_level: tracing::Level,
 }
 
@@ -148,6 +160,16 @@ impl WorkerConfig {
             openai,
             mail,
             mail_endpoints,
+            reconcile: ReconcilePolicy {
+                attempts: positive("MAIL_RECONCILE_ATTEMPTS", get("MAIL_RECONCILE_ATTEMPTS"), 6)?,
+                spacing_seconds: match get("MAIL_RECONCILE_SPACING_SECONDS") {
+                    None => 30,
+                    Some(text) => text.trim().parse().map_err(|_| ConfigError::Invalid {
+                        variable: "MAIL_RECONCILE_SPACING_SECONDS",
+                        reason: "must be a whole number of seconds".into(),
+                    })?,
+                },
+            },
             log_level,
         })
     }

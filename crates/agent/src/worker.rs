@@ -19,9 +19,6 @@ const POLL: Duration = Duration::from_secs(1);
 const SWEEP: Duration = Duration::from_millis(500);
 /// How often pending mail reconciliations are looked for; a new one is searched for at once.
 const RECONCILE_POLL: Duration = Duration::from_secs(1);
-/// Searches per reconciliation before it settles `not_found`, the n-th waiting n × this long.
-const RECONCILE_ATTEMPTS: u32 = 6;
-const RECONCILE_SPACING_SECONDS: u32 = 30;
 
 /// Runs the worker until `shutdown` resolves, then lets in-flight executions finish their
 /// current run for up to the lease duration.
@@ -32,7 +29,7 @@ pub async fn run(config: WorkerConfig, executor: Executor, shutdown: impl std::f
     let reconciler = executor
         .mail
         .clone()
-        .map(|mail| tokio::spawn(reconcile(executor.store.clone(), mail)));
+        .map(|mail| tokio::spawn(reconcile(executor.store.clone(), mail, config.reconcile)));
     let slots = Arc::new(Semaphore::new(config.concurrency));
     let executor = Arc::new(executor);
     let mut running = JoinSet::new();
@@ -77,9 +74,9 @@ pub async fn run(config: WorkerConfig, executor: Executor, shutdown: impl std::f
 
 /// Settles mail writes and sends of unknown outcome by searching the mailbox (read-only, with
 /// the account's read document) for the message's `Message-ID`. Never re-dispatches anything.
-async fn reconcile(store: Store, mail: Arc<MailService>) {
+async fn reconcile(store: Store, mail: Arc<MailService>, policy: crate::config::ReconcilePolicy) {
     loop {
-        match store.claim_due_reconciliations(8, RECONCILE_SPACING_SECONDS).await {
+        match store.claim_due_reconciliations(8, policy.spacing_seconds).await {
             Ok(due) => {
                 for item in due {
                     let Some(operation) = MailOperation::parse(&item.operation) else {
@@ -100,7 +97,7 @@ async fn reconcile(store: Store, mail: Arc<MailService>) {
                     };
                     let settled = match &outcome {
                         Some(thread_id) => Some(Reconciled::Found { thread_id }),
-                        None if item.attempts >= RECONCILE_ATTEMPTS => Some(Reconciled::NotFound),
+                        None if item.attempts >= policy.attempts => Some(Reconciled::NotFound),
                         None => None,
                     };
                     if let Some(settled) = settled

@@ -2,6 +2,12 @@
 //! account's three documents (read, write, send) are checked and parsed before the role serves,
 //! so a missing, shared, symlinked, mis-scoped or mis-tagged document stops the role instead of
 //! surfacing later as a tool failure.
+//!
+//! Under systemd the worker runs as its own user and cannot read the service user's 0700
+//! account directories: the unit loads each document as a credential named
+//! `mail-<account_id>-<read|write|send>` (`LoadCredential=`, a private 0400 copy), and a
+//! document found under that name in `$CREDENTIALS_DIRECTORY` is read instead of the manifest's
+//! path.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -49,6 +55,10 @@ impl MailAccounts {
     /// Loads the accounts the environment (read through `get`) configures; `None` when mail
     /// is off.
     pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Option<MailAccounts>, AccountsError> {
+        let credentials = get("CREDENTIALS_DIRECTORY")
+            .filter(|directory| !directory.is_empty())
+            .map(PathBuf::from);
+        let credentials = credentials.as_deref();
         match MailEnvironment::parse(get)? {
             MailEnvironment::Off => Ok(None),
             MailEnvironment::Legacy([read, write, send]) => {
@@ -60,10 +70,10 @@ impl MailAccounts {
                 };
                 Ok(Some(MailAccounts {
                     default_account: LEGACY_ACCOUNT_ID.into(),
-                    accounts: vec![load_account(&files, false)?],
+                    accounts: vec![load_account(&files, false, credentials)?],
                 }))
             }
-            MailEnvironment::Manifest(path) => load_manifest(Path::new(&path)).map(Some),
+            MailEnvironment::Manifest(path) => load_manifest(Path::new(&path), credentials).map(Some),
         }
     }
 
@@ -84,7 +94,7 @@ impl MailAccounts {
     }
 }
 
-fn load_manifest(path: &Path) -> Result<MailAccounts, AccountsError> {
+fn load_manifest(path: &Path, credentials: Option<&Path>) -> Result<MailAccounts, AccountsError> {
     let refuse = |reason: String| AccountsError::Manifest {
         path: path.to_owned(),
         reason,
@@ -107,7 +117,7 @@ fn load_manifest(path: &Path) -> Result<MailAccounts, AccountsError> {
     let mut directories = std::collections::BTreeSet::new();
     let mut accounts = Vec::new();
     for account in &manifest.accounts {
-        let loaded = load_account(account, true)?;
+        let loaded = load_account(account, true, credentials)?;
         let directory = Path::new(&account.read)
             .parent()
             .map(Path::to_path_buf)
@@ -125,7 +135,21 @@ fn load_manifest(path: &Path) -> Result<MailAccounts, AccountsError> {
     })
 }
 
-fn load_account(files: &AccountFiles, tagged_check: bool) -> Result<Account, AccountsError> {
+/// The systemd credential name of an account's document.
+pub fn credential_name(account_id: &str, scope: MailScope) -> String {
+    let kind = match scope {
+        MailScope::Read => "read",
+        MailScope::Write => "write",
+        MailScope::Send => "send",
+    };
+    format!("mail-{account_id}-{kind}")
+}
+
+fn load_account(
+    files: &AccountFiles,
+    tagged_check: bool,
+    credentials: Option<&Path>,
+) -> Result<Account, AccountsError> {
     let parents: Vec<Option<&Path>> = [&files.read, &files.write, &files.send]
         .iter()
         .map(|path| Path::new(path.as_str()).parent())
@@ -136,9 +160,13 @@ fn load_account(files: &AccountFiles, tagged_check: bool) -> Result<Account, Acc
     // The legacy form has no configured id to hold a tag against.
     let account = tagged_check.then_some(files.account_id.as_str());
     let load = |path: &str, scope: MailScope| {
-        CredentialDocument::load(Path::new(path), scope, account).map_err(|source| AccountsError::Document {
+        let loaded = credentials
+            .map(|directory| directory.join(credential_name(&files.account_id, scope)))
+            .filter(|copy| std::fs::symlink_metadata(copy).is_ok())
+            .unwrap_or_else(|| PathBuf::from(path));
+        CredentialDocument::load(&loaded, scope, account).map_err(|source| AccountsError::Document {
             account: files.account_id.clone(),
-            file: PathBuf::from(path),
+            file: loaded,
             source,
         })
     };
@@ -212,6 +240,35 @@ mod tests {
         assert_eq!(ids, ["personal", "work"]);
         assert_eq!(accounts.default().send.scope, MailScope::Send);
         assert!(load(&[]).expect("off").is_none());
+    }
+
+    #[test]
+    fn a_systemd_credential_copy_is_read_instead_of_the_manifest_path() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let work = account_dir(root.path(), "work", Some("work"));
+        let path = manifest(root.path(), &[("work", &work)], "work");
+        // Under systemd the role cannot read the host's documents; it reads the copies.
+        let credentials = root.path().join("credentials");
+        std::fs::create_dir(&credentials).expect("mkdir");
+        for scope in MailScope::ALL {
+            let copy = credentials.join(credential_name("work", scope));
+            std::fs::copy(root.path().join("work").join(scope.file_name()), &copy).expect("copy");
+            std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o400)).expect("chmod");
+        }
+        std::fs::remove_file(&work[1]).expect("the host copy is not needed");
+        let credentials = credentials.display().to_string();
+        let accounts = load(&[
+            ("AGENT_EMAIL_ENABLED", "1"),
+            ("MAIL_ACCOUNTS_FILE", &path),
+            ("CREDENTIALS_DIRECTORY", &credentials),
+        ])
+        .expect("loads")
+        .expect("mail on");
+        assert_eq!(accounts.default().write.scope, MailScope::Write);
+        // Without the credentials, the missing host document stops the role.
+        let error = load(&[("AGENT_EMAIL_ENABLED", "1"), ("MAIL_ACCOUNTS_FILE", &path)]).expect_err("missing");
+        assert!(error.to_string().contains("does not exist"), "{error}");
+        assert_eq!(credential_name("work", MailScope::Send), "mail-work-send");
     }
 
     #[test]

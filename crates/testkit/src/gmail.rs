@@ -48,6 +48,10 @@ struct Mailbox {
 pub enum SendFault {
     /// Close the connection without answering.
     DropConnection,
+    /// Never answer (a client that gives up or dies leaves the outcome unknown).
+    Hold,
+    /// Close the connection without storing or answering: the send did not happen.
+    DropUnsent,
 }
 
 #[derive(Debug, Default)]
@@ -491,6 +495,11 @@ async fn send(State(inner): State<Shared>, headers: HeaderMap, Json(body): Json<
                 "'raw' RFC822 payload message string is required",
             );
         };
+        if inner.send_fault == Some(SendFault::DropUnsent) {
+            inner.send_fault = None;
+            drop(inner);
+            std::panic::resume_unwind(Box::new("connection dropped on purpose"));
+        }
         let message = match parse_raw(&mut inner, &mailbox, raw, "SENT") {
             Ok(message) => message,
             Err(refused) => return refused.into_response(),
@@ -525,8 +534,11 @@ async fn send(State(inner): State<Shared>, headers: HeaderMap, Json(body): Json<
         }
     };
     match fault {
+        SendFault::Hold => std::future::pending().await,
         // Unwinding the connection's task closes it without an answer (and without the panic
         // hook's report).
-        SendFault::DropConnection => std::panic::resume_unwind(Box::new("connection dropped on purpose")),
+        SendFault::DropConnection | SendFault::DropUnsent => {
+            std::panic::resume_unwind(Box::new("connection dropped on purpose"))
+        }
     }
 }

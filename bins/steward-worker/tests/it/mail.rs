@@ -79,24 +79,33 @@ impl Mail {
     }
 
     async fn stack_with_scopes(&self, scopes: &str) -> Stack {
-        let mut stack = Stack::api(&[
+        let mut stack = self.api(scopes).await;
+        let vars = self.worker_vars();
+        let vars: Vec<(&str, &str)> = vars.iter().map(|(name, value)| (*name, value.as_str())).collect();
+        stack.start_worker(&vars).await;
+        stack
+    }
+
+    /// The API alone, with mail on.
+    async fn api(&self, scopes: &str) -> Stack {
+        Stack::api(&[
             ("AGENT_EMAIL_ENABLED", "1"),
             ("MAIL_ACCOUNTS_FILE", &self.manifest),
             ("AGENT_NOTIFICATION_API_ENABLED", "1"),
             ("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1"),
             ("AUTH_SCOPES", scopes),
         ])
-        .await;
-        let token_url = self.gmail.token_url();
-        stack
-            .start_worker(&[
-                ("AGENT_EMAIL_ENABLED", "1"),
-                ("MAIL_ACCOUNTS_FILE", &self.manifest),
-                ("MAIL_API_BASE_URL", &self.gmail.base_url),
-                ("MAIL_OAUTH_TOKEN_URL", &token_url),
-            ])
-            .await;
-        stack
+        .await
+    }
+
+    /// A worker's mail environment, pointed at the stand-in provider.
+    fn worker_vars(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AGENT_EMAIL_ENABLED", "1".to_owned()),
+            ("MAIL_ACCOUNTS_FILE", self.manifest.clone()),
+            ("MAIL_API_BASE_URL", self.gmail.base_url.clone()),
+            ("MAIL_OAUTH_TOKEN_URL", self.gmail.token_url()),
+        ]
     }
 }
 
@@ -497,4 +506,256 @@ async fn a_scheduled_run_with_read_and_write_scopes_reads_drafts_after_approval_
         "a schedule cannot send: {last}"
     );
     assert_eq!(sends(&mail.gmail), 0);
+}
+
+/// Starts `steward-worker` with only `vars` (and the development root override) and returns its
+/// one-line refusal.
+fn worker_refusal(vars: &[(&str, &str)]) -> String {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_steward-worker"))
+        .env_clear()
+        .env("DATABASE_URL", "postgres://steward_worker@localhost/steward")
+        .env("STEWARD_DEV_ALLOW_ROOT", "1")
+        .envs(vars.iter().copied())
+        .output()
+        .expect("run steward-worker");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("steward-worker: "), "{stderr}");
+    stderr
+}
+
+#[tokio::test]
+async fn the_worker_and_the_api_refuse_to_start_on_any_bad_mail_configuration() {
+    let mail = Mail::start().await;
+    let manifest: Value = serde_json::from_str(&std::fs::read_to_string(&mail.manifest).expect("read")).expect("json");
+    let personal = &manifest["accounts"][0];
+    let read = personal["read_credential_file"].as_str().expect("path").to_owned();
+    let write = personal["write_credential_file"].as_str().expect("path").to_owned();
+    let secret = mail.refresh_token("personal", 0).to_owned();
+    let on = ("AGENT_EMAIL_ENABLED", "1");
+
+    let mut cases: Vec<(Vec<(&str, String)>, &str)> = vec![
+        (
+            vec![("MAIL_READ_CREDENTIAL_FILE", read.clone())],
+            "partial mail enablement",
+        ),
+        (
+            vec![("MAIL_ACCOUNTS_FILE", mail.manifest.clone())],
+            "mail paths are configured while AGENT_EMAIL_ENABLED is off",
+        ),
+        (
+            vec![(
+                "MAIL_READ_CREDENTIAL_FILE",
+                format!("{{\"refresh_token\": \"{secret}\"}}"),
+            )],
+            "MAIL_READ_CREDENTIAL_FILE must be an absolute path, never JSON or token material",
+        ),
+        (
+            vec![
+                ("MAIL_ACCOUNTS_FILE", mail.manifest.clone()),
+                ("MAIL_READ_CREDENTIAL_FILE", read.clone()),
+            ],
+            "mutually exclusive",
+        ),
+    ];
+    // The flag with the documents: each broken in turn.
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The copied documents are tagged `personal`: listed under `account_id`.
+    let broken = |name: &str, account_id: &str, edit: &dyn Fn(&Path)| -> String {
+        let account = dir.path().join(name);
+        std::fs::create_dir(&account).expect("mkdir");
+        for (file, source) in [("mail-read.json", &read), ("mail-write.json", &write)] {
+            std::fs::copy(source, account.join(file)).expect("copy");
+        }
+        let send = personal["send_credential_file"].as_str().expect("path");
+        std::fs::copy(send, account.join("mail-send.json")).expect("copy");
+        edit(&account);
+        let documents = ["mail-read.json", "mail-write.json", "mail-send.json"]
+            .map(|file| account.join(file).display().to_string());
+        let manifest = dir.path().join(format!("{name}.json"));
+        std::fs::write(
+            &manifest,
+            json!({ "version": 1, "default_account": account_id, "accounts": [{ "account_id": account_id,
+                "read_credential_file": documents[0], "write_credential_file": documents[1],
+                "send_credential_file": documents[2] }] })
+            .to_string(),
+        )
+        .expect("manifest");
+        manifest.display().to_string()
+    };
+    let tagged_elsewhere = broken("home", "home", &|_| {});
+    let shared = broken("shared", "personal", &|account| {
+        std::fs::set_permissions(account.join("mail-send.json"), std::fs::Permissions::from_mode(0o644))
+            .expect("chmod");
+    });
+    let linked = broken("linked", "personal", &|account| {
+        std::fs::remove_file(account.join("mail-write.json")).expect("remove");
+        std::os::unix::fs::symlink(account.join("mail-read.json"), account.join("mail-write.json")).expect("link");
+    });
+    let missing = broken("missing", "personal", &|account| {
+        std::fs::remove_file(account.join("mail-read.json")).expect("remove")
+    });
+    cases.extend([
+        (
+            vec![("MAIL_ACCOUNTS_FILE", tagged_elsewhere)],
+            "configured account id rejected",
+        ),
+        (vec![("MAIL_ACCOUNTS_FILE", shared)], "must be owner-only"),
+        (vec![("MAIL_ACCOUNTS_FILE", linked)], "symbolic link"),
+        (vec![("MAIL_ACCOUNTS_FILE", missing)], "does not exist"),
+    ]);
+    for (index, (vars, expected)) in cases.iter().enumerate() {
+        let mut vars: Vec<(&str, &str)> = vars.iter().map(|(name, value)| (*name, value.as_str())).collect();
+        // The second case is the flag off with a path; every other one has the flag on.
+        if index != 1 {
+            vars.push(on);
+        }
+        let stderr = worker_refusal(&vars);
+        assert!(
+            stderr.contains(expected),
+            "case {index}: expected `{expected}` in {stderr}"
+        );
+        assert!(
+            !stderr.contains(&secret),
+            "a refusal must not echo token material: {stderr}"
+        );
+    }
+
+    // The API reads the same rules (and never opens a document).
+    let token_dir = tempfile::tempdir().expect("tempdir");
+    let token_file = token_dir.path().join("token");
+    std::fs::write(&token_file, "t".repeat(40)).expect("token");
+    std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let token_path = token_file.display().to_string();
+    for (vars, expected) in [
+        (
+            vec![on, ("MAIL_WRITE_CREDENTIAL_FILE", write.as_str())],
+            "partial mail enablement",
+        ),
+        (
+            vec![("MAIL_ACCOUNTS_FILE", mail.manifest.as_str())],
+            "while AGENT_EMAIL_ENABLED is off",
+        ),
+    ] {
+        let mut all = vec![
+            ("DATABASE_URL", "postgres://steward_api@localhost/steward"),
+            ("API_TOKEN_FILE", token_path.as_str()),
+        ];
+        all.extend(vars);
+        let error =
+            api::ApiConfig::from_env(|name| all.iter().find(|(key, _)| *key == name).map(|(_, v)| (*v).to_owned()))
+                .expect_err("refused");
+        assert!(error.to_string().contains(expected), "{error}");
+    }
+}
+
+#[tokio::test]
+async fn a_worker_killed_mid_send_leaves_it_unrepeated_and_reconciled() {
+    use std::os::unix::process::ExitStatusExt;
+
+    let mail = Mail::start().await;
+    let mut stack = mail.api("sessions.read,sessions.write").await;
+    let mut worker = std::process::Command::new(env!("CARGO_BIN_EXE_steward-worker"))
+        .envs(stack.worker_env(&[]))
+        .envs(mail.worker_vars())
+        .env("LOG_LEVEL", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start steward-worker");
+    mail.gmail.fail_next_send(SendFault::Hold);
+    let session = stack.session().await;
+    let message = json!({ "to": "ada@example.org", "subject": "Held 3e8", "body": "Once." });
+    let run = stack
+        .submit(&session, &format!("/tool mcp.mail_send.send_message {message}"))
+        .await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approvals = stack.pending_approvals(&session).await;
+    stack.decide_ok(&approvals[0], "approve_once").await;
+
+    // The provider stored the message and holds its answer: the worker is mid-dispatch.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while mail.gmail.messages("personal", "SENT").is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the send never arrived");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let state: String = stack.scalar("SELECT state FROM tool_invocations").await;
+    assert_eq!(state, "dispatching");
+    worker.kill().expect("SIGKILL");
+    assert_eq!(worker.wait().expect("wait").signal(), Some(9));
+
+    let vars = mail.worker_vars();
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    stack.start_worker(&vars).await;
+    stack.completes(&run).await;
+    let result = results(&stack, &session).await.pop().expect("result");
+    assert_eq!(
+        (result["status"].as_str(), result["code"].as_str()),
+        (Some("outcome_unknown"), Some("mail.outcome_unknown")),
+        "{result}"
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let events = stack.events(&session).await;
+        if let Some((_, reconciled)) = events.iter().find(|(kind, _)| kind == "mail.reconciled") {
+            assert_eq!(reconciled["state"], "found", "{reconciled}");
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never reconciled: {events:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(sends(&mail.gmail), 1, "the send was never repeated");
+    assert_eq!(mail.gmail.messages("ada", "INBOX").len(), 1);
+}
+
+#[tokio::test]
+async fn an_uncertain_send_that_never_happened_settles_not_found_and_is_still_not_repeated() {
+    let mail = Mail::start().await;
+    let mut stack = mail.api("sessions.read,sessions.write").await;
+    let mut vars = mail.worker_vars();
+    vars.extend([
+        ("MAIL_RECONCILE_ATTEMPTS", "3".to_owned()),
+        ("MAIL_RECONCILE_SPACING_SECONDS", "0".to_owned()),
+    ]);
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    stack.start_worker(&vars).await;
+    mail.gmail.fail_next_send(SendFault::DropUnsent);
+    let session = stack.session().await;
+    let message = json!({ "to": "ada@example.org", "subject": "Lost 0a1", "body": "Never arrived." });
+    let run = stack
+        .submit(&session, &format!("/tool mcp.mail_send.send_message {message}"))
+        .await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approvals = stack.pending_approvals(&session).await;
+    stack.decide_ok(&approvals[0], "approve_once").await;
+    stack.completes(&run).await;
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let reconciled = loop {
+        let events = stack.events(&session).await;
+        if let Some((_, payload)) = events.iter().find(|(kind, _)| kind == "mail.reconciled") {
+            break payload.clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "never settled: {events:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        (reconciled["state"].as_str(), reconciled["thread_id"].as_str()),
+        (Some("not_found"), None),
+        "{reconciled} {:?}",
+        mail.gmail.calls()
+    );
+    let attempts: i32 = stack.scalar("SELECT attempts FROM mail_reconciliations").await;
+    assert_eq!(attempts, 3, "it searched until the attempts ran out");
+    let searches = mail
+        .gmail
+        .calls()
+        .iter()
+        .filter(|(_, scope, call)| call == "GET threads" && scope == READONLY)
+        .count();
+    assert_eq!(searches, 3, "one read-only search per attempt");
+    assert_eq!(sends(&mail.gmail), 1, "the send was tried once and never again");
+    assert!(mail.gmail.messages("personal", "SENT").is_empty());
+    assert!(mail.gmail.messages("ada", "INBOX").is_empty());
 }
