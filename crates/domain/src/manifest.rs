@@ -45,6 +45,15 @@ pub struct AccountIds {
     pub accounts: Vec<String>,
 }
 
+/// An account id: a lowercase routing id of ASCII letters, digits, `-` and `_` (not necessarily
+/// the mailbox address).
+pub fn valid_account_id(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
 fn validated(bytes: &[u8]) -> Result<RawManifest, ManifestError> {
     let raw: RawManifest = serde_json::from_slice(bytes).map_err(|error| ManifestError::Shape(error.to_string()))?;
     if raw.version != 1 {
@@ -52,11 +61,7 @@ fn validated(bytes: &[u8]) -> Result<RawManifest, ManifestError> {
     }
     for account in &raw.accounts {
         let id = &account.account_id;
-        let valid = !id.is_empty()
-            && id
-                .chars()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_');
-        if !valid {
+        if !valid_account_id(id) {
             return Err(ManifestError::AccountId(id.clone()));
         }
     }

@@ -137,12 +137,7 @@ fn load_manifest(path: &Path, credentials: Option<&Path>) -> Result<MailAccounts
 
 /// The systemd credential name of an account's document.
 pub fn credential_name(account_id: &str, scope: MailScope) -> String {
-    let kind = match scope {
-        MailScope::Read => "read",
-        MailScope::Write => "write",
-        MailScope::Send => "send",
-    };
-    format!("mail-{account_id}-{kind}")
+    format!("mail-{account_id}-{}", scope.kind())
 }
 
 fn load_account(

@@ -202,7 +202,7 @@ pub async fn run(arguments: &Arguments, config: &Config, host: Host<'_>) -> Resu
     } = host;
     let account_id = arguments.account_id.as_deref();
     if let Some(id) = account_id
-        && !valid_account_id(id)
+        && !domain::manifest::valid_account_id(id)
     {
         return Err(BootstrapError::AccountId(id.to_owned()));
     }
@@ -267,22 +267,6 @@ pub async fn run(arguments: &Arguments, config: &Config, host: Host<'_>) -> Resu
     }
     output.flush().map_err(BootstrapError::Terminal)?;
     Ok(written)
-}
-
-/// The rule of `domain::manifest`'s account ids, which the tag must equal.
-fn valid_account_id(id: &str) -> bool {
-    !id.is_empty()
-        && id
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
-}
-
-fn label(scope: MailScope) -> &'static str {
-    match scope {
-        MailScope::Read => "read",
-        MailScope::Write => "write",
-        MailScope::Send => "send",
-    }
 }
 
 /// The endpoint receives the code and the client secret: HTTPS, or plain HTTP to this machine.
@@ -541,7 +525,7 @@ impl Consent<'_> {
         browser: &mut (dyn Browser + Send),
         clock: &(dyn Clock + Sync),
     ) -> Result<Grant, BootstrapError> {
-        let name = label(self.scope);
+        let name = self.scope.kind();
         let redirect_uri = format!("http://127.0.0.1:{}/", self.port);
         // 48 random bytes: a 64-character verifier, inside RFC 7636's 43 to 128.
         let verifier = random_token(3);
@@ -579,7 +563,7 @@ impl Consent<'_> {
     }
 
     async fn exchange(&self, code: &str, redirect_uri: &str, verifier: &str) -> Result<Grant, BootstrapError> {
-        let name = label(self.scope);
+        let name = self.scope.kind();
         let response = self
             .http
             .post(self.token_url.clone())
@@ -684,7 +668,7 @@ async fn wait_for_callback(
     deadline: Instant,
     clock: &(dyn Clock + Sync),
 ) -> Result<String, BootstrapError> {
-    let name = label(scope);
+    let name = scope.kind();
     let state: Arc<str> = state.into();
     let (sender, mut callbacks) = mpsc::channel(4);
     // Dropped on return, which aborts whatever connections are still open.
@@ -754,7 +738,7 @@ async fn read_head(stream: &mut TcpStream) -> Option<String> {
 /// The status line, the page text and, for the callback itself, what it ends the consent with.
 /// The page never echoes the request.
 fn classify(head: &str, expected_state: &str, scope: MailScope) -> (&'static str, String, Option<Callback>) {
-    let name = label(scope);
+    let name = scope.kind();
     let not_callback = |status| (status, "This is not a consent callback.".to_owned(), None);
     let mut request_line = head.lines().next().unwrap_or_default().split(' ');
     let (Some(method), Some(target)) = (request_line.next(), request_line.next()) else {

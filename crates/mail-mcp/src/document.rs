@@ -32,6 +32,15 @@ impl MailScope {
         }
     }
 
+    /// `read`, `write` or `send`.
+    pub fn kind(self) -> &'static str {
+        match self {
+            MailScope::Read => "read",
+            MailScope::Write => "write",
+            MailScope::Send => "send",
+        }
+    }
+
     /// The document's file name as bootstrap writes it.
     pub fn file_name(self) -> &'static str {
         match self {
