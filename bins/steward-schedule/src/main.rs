@@ -8,12 +8,17 @@
 //! | `SCHEDULE_POLL_MILLISECONDS` | how often due schedules are looked for | `1000` |
 //! | `LOG_LEVEL` | as for the other roles | `info` |
 //!
-//! The manifest is read for ids only; this role never opens a credential document.
+//! The manifest is read for ids only; this role never opens a credential document and refuses
+//! to start with a mail credential path (`MAIL_*_CREDENTIAL_FILE`) in its environment. With mail
+//! on, a manifest that is missing, a symbolic link, group- or world-writable or malformed stops
+//! the role at start; one that goes bad later makes mail unavailable to the firings after it
+//! (their mail-scoped schedules fail authorization) until it is fixed.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
+use domain::mail_environment::MailEnvironmentError;
 use domain::manifest::AccountIds;
 use store::Store;
 
@@ -40,11 +45,25 @@ fn config() -> Result<Config, String> {
         Some("1") => true,
         Some(other) => return Err(format!("AGENT_EMAIL_ENABLED must be 0 or 1, got `{other}`")),
     };
+    for variable in domain::mail_environment::LEGACY_VARIABLES {
+        if get(variable).is_some() {
+            return Err(format!(
+                "{variable} is set: the scheduler never takes a mail credential path (it reads only the account ids of MAIL_ACCOUNTS_FILE)"
+            ));
+        }
+    }
     let mail_accounts = match (email, get("MAIL_ACCOUNTS_FILE")) {
         (false, None) => MailAccounts::Off,
         (false, Some(_)) => return Err("MAIL_ACCOUNTS_FILE is set while AGENT_EMAIL_ENABLED is off".into()),
         (true, None) => MailAccounts::Legacy,
-        (true, Some(path)) => MailAccounts::Manifest(path.into()),
+        (true, Some(path)) if !path.starts_with('/') => {
+            return Err(MailEnvironmentError::NotAPath(domain::mail_environment::MANIFEST_VARIABLE).to_string());
+        }
+        (true, Some(path)) => {
+            let mail = MailAccounts::Manifest(path.into());
+            accounts(&mail).map_err(|error| format!("{error:#}"))?;
+            mail
+        }
     };
     let poll = role::positive(get("SCHEDULE_POLL_MILLISECONDS").as_deref(), 1000)
         .map_err(|reason| format!("SCHEDULE_POLL_MILLISECONDS is invalid: {reason}"))?;
@@ -72,8 +91,10 @@ fn accounts(mail: &MailAccounts) -> anyhow::Result<Option<AccountIds>> {
         MailAccounts::Off => Ok(None),
         MailAccounts::Legacy => Ok(Some(AccountIds::legacy())),
         MailAccounts::Manifest(path) => {
-            let bytes = std::fs::read(path).with_context(|| format!("read {}", path.display()))?;
-            Ok(Some(AccountIds::parse(&bytes)?))
+            let bytes = hardening::config_file::read_protected(path)
+                .with_context(|| format!("MAIL_ACCOUNTS_FILE {}", path.display()))?;
+            let ids = AccountIds::parse(&bytes).with_context(|| format!("MAIL_ACCOUNTS_FILE {}", path.display()))?;
+            Ok(Some(ids))
         }
     }
 }

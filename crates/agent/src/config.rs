@@ -11,8 +11,8 @@
 //! | `OPENAI_API_KEY_FILE` | owner-only file holding that API's key | unset |
 //! | `AGENT_EMAIL_ENABLED` | `1` composes the mail tools of the connected accounts | `0` |
 //! | `MAIL_ACCOUNTS_FILE` | the accounts manifest (or the legacy `MAIL_READ_CREDENTIAL_FILE`, `MAIL_WRITE_CREDENTIAL_FILE`, `MAIL_SEND_CREDENTIAL_FILE`) | unset |
-//! | `MAIL_API_BASE_URL` | the mail provider's REST API | `https://gmail.googleapis.com` |
-//! | `MAIL_OAUTH_TOKEN_URL` | the provider's OAuth token endpoint | `https://oauth2.googleapis.com/token` |
+//! | `MAIL_API_BASE_URL` | the mail provider's REST API (https; plain http only to a loopback address) | `https://gmail.googleapis.com` |
+//! | `MAIL_OAUTH_TOKEN_URL` | the provider's OAuth token endpoint (the same rule) | `https://oauth2.googleapis.com/token` |
 //! | `MAIL_RECONCILE_ATTEMPTS` | searches for an uncertain write or send before it settles `not_found` | `6` |
 //! | `MAIL_RECONCILE_SPACING_SECONDS` | the n-th search waits n × this long after the previous | `30` |
 //! | `LOG_LEVEL` | `error`, `warn`, `info`, `debug`, `trace` | `info` |
@@ -132,12 +132,10 @@ impl WorkerConfig {
             ("MAIL_OAUTH_TOKEN_URL", &mut mail_endpoints.token_url),
         ] {
             if let Some(url) = get(variable) {
-                if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    return Err(ConfigError::Invalid {
-                        variable,
-                        reason: "must be an http(s) URL".into(),
-                    });
-                }
+                mail_mcp::endpoint::checked(&url).map_err(|reason| ConfigError::Invalid {
+                    variable,
+                    reason: reason.into(),
+                })?;
                 *target = url;
             }
         }

@@ -260,7 +260,8 @@ fn mail_accounts(lookup: impl Fn(&str) -> Option<String>) -> Result<Option<Accou
                 path: path.clone(),
                 reason,
             };
-            let bytes = std::fs::read(&path).map_err(|error| refuse(error.to_string()))?;
+            let bytes = hardening::config_file::read_protected(std::path::Path::new(&path))
+                .map_err(|error| refuse(error.to_string()))?;
             AccountIds::parse(&bytes)
                 .map(Some)
                 .map_err(|error| refuse(error.to_string()))

@@ -17,6 +17,8 @@ pub enum ManifestError {
     Version,
     #[error("account id `{0}` must be lowercase letters, digits, `-` or `_`")]
     AccountId(String),
+    #[error("account id `{0}` is listed twice")]
+    DuplicateAccount(String),
     #[error("default_account `{0}` is not one of the accounts")]
     DefaultAccount(String),
 }
@@ -59,10 +61,13 @@ fn validated(bytes: &[u8]) -> Result<RawManifest, ManifestError> {
     if raw.version != 1 {
         return Err(ManifestError::Version);
     }
-    for account in &raw.accounts {
+    for (index, account) in raw.accounts.iter().enumerate() {
         let id = &account.account_id;
         if !valid_account_id(id) {
             return Err(ManifestError::AccountId(id.clone()));
+        }
+        if raw.accounts[..index].iter().any(|earlier| earlier.account_id == *id) {
+            return Err(ManifestError::DuplicateAccount(id.clone()));
         }
     }
     if !raw
@@ -182,6 +187,23 @@ mod tests {
         assert!(matches!(
             AccountIds::parse(MANIFEST.replace("personal", "Personal").as_bytes()),
             Err(ManifestError::AccountId(_))
+        ));
+        let twice = MANIFEST.replace(
+            "}]}",
+            r#"}, {"account_id": "personal", "read_credential_file": "/etc/y/r.json",
+                 "write_credential_file": "/etc/y/w.json", "send_credential_file": "/etc/y/s.json"}]}"#,
+        );
+        assert_eq!(
+            AccountIds::parse(twice.as_bytes()),
+            Err(ManifestError::DuplicateAccount("personal".into()))
+        );
+        assert!(matches!(
+            AccountIds::parse(
+                MANIFEST
+                    .replace("\"version\": 1,", "\"version\": 1, \"extra\": 1,")
+                    .as_bytes()
+            ),
+            Err(ManifestError::Shape(_))
         ));
     }
 

@@ -9,7 +9,6 @@
 //! document found under that name in `$CREDENTIALS_DIRECTORY` is read instead of the manifest's
 //! path.
 
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use domain::mail_environment::{MailEnvironment, MailEnvironmentError};
@@ -99,20 +98,7 @@ fn load_manifest(path: &Path, credentials: Option<&Path>) -> Result<MailAccounts
         path: path.to_owned(),
         reason,
     };
-    let meta = std::fs::symlink_metadata(path).map_err(|error| refuse(error.to_string()))?;
-    if meta.file_type().is_symlink() {
-        return Err(refuse("is a symbolic link".into()));
-    }
-    if !meta.is_file() {
-        return Err(refuse("is not a regular file".into()));
-    }
-    if meta.permissions().mode() & 0o022 != 0 {
-        return Err(refuse(format!(
-            "must not be group- or world-writable (mode {:04o})",
-            meta.mode() & 0o7777
-        )));
-    }
-    let bytes = std::fs::read(path).map_err(|error| refuse(error.to_string()))?;
+    let bytes = hardening::config_file::read_protected(path).map_err(|error| refuse(error.to_string()))?;
     let manifest = Manifest::parse(&bytes).map_err(|error| refuse(error.to_string()))?;
     let mut directories = std::collections::BTreeSet::new();
     let mut accounts = Vec::new();
@@ -176,6 +162,7 @@ fn load_account(
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
+    use std::os::unix::fs::PermissionsExt;
 
     use super::*;
 

@@ -16,7 +16,7 @@
 
 use std::fmt;
 use std::io::{ErrorKind, Write};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -269,32 +269,13 @@ pub async fn run(arguments: &Arguments, config: &Config, host: Host<'_>) -> Resu
     Ok(written)
 }
 
-/// The endpoint receives the code and the client secret: HTTPS, or plain HTTP to this machine.
+/// The endpoint receives the code and the client secret (`crate::endpoint`).
 fn endpoint(which: &'static str, variable: &'static str, url: &str) -> Result<Url, BootstrapError> {
-    let refuse = |reason| BootstrapError::Endpoint {
+    crate::endpoint::checked(url).map_err(|reason| BootstrapError::Endpoint {
         which,
         variable,
         reason,
-    };
-    let parsed = Url::parse(url).map_err(|_| refuse("it is not an absolute URL"))?;
-    let loopback = match parsed.host_str() {
-        Some("localhost") => true,
-        Some(host) => host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback()),
-        None => false,
-    };
-    match parsed.scheme() {
-        "https" if parsed.host_str().is_some() => {}
-        "http" if loopback => {}
-        _ => return Err(refuse("it must be https (plain http only to a loopback address)")),
-    }
-    if !parsed.username().is_empty() || parsed.password().is_some() || parsed.fragment().is_some() {
-        return Err(refuse("it must hold no user information or fragment"));
-    }
-    Ok(parsed)
+    })
 }
 
 /// The client id and secret; the secret stays out of `Debug`.

@@ -1,51 +1,68 @@
 //! Two `steward-schedule` processes against one database fire each of 1,000 due occurrences
-//! exactly once; the role refuses the environments it must never start with.
+//! exactly once; mail-scoped firings are authorized from the accounts manifest's ids; the role
+//! refuses the environments it must never start with.
 
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use testkit::TestDatabase;
 
-#[tokio::test]
-async fn two_schedule_processes_fire_each_occurrence_exactly_once() {
-    let db = TestDatabase::new().await;
+/// Registers the built-in agent's version; returns it.
+async fn agent_version(db: &TestDatabase) -> String {
     let flags = domain::flags::FeatureFlags::default();
     let agents =
         domain::agent::AgentRegistry::compose(vec![domain::agent::AgentDefinition::builtin_default()], &flags, None)
             .expect("agents");
-    let agent = agents.get("default").expect("agent");
+    let version = agents.get("default").expect("agent").version.as_str().to_owned();
     sqlx::query("INSERT INTO agent_versions (agent_id, version, configuration) VALUES ('default', $1, '{}')")
-        .bind(agent.version.as_str())
+        .bind(&version)
         .execute(&db.pool)
         .await
         .expect("agent version");
-    // 1,000 schedules, all due a moment ago (within their grace).
+    version
+}
+
+/// Adds `count` daily schedules with `scopes`, all due a moment ago (within their grace).
+async fn due_schedules(db: &TestDatabase, version: &str, count: i32, scopes: &[&str]) {
     sqlx::query(
         "INSERT INTO schedules (id, principal_id, title, instruction, agent_id, agent_version, policy_profile,
              requested_scopes, max_steps, max_model_calls, max_tool_calls, max_cost_micros, run_timeout_seconds,
              cadence_kind, local_time, timezone, misfire_grace_seconds, max_consecutive_failures, state, next_fire_at)
-         SELECT gen_random_uuid(), 'owner', 'due ' || n, 'hello', 'default', $1, 'default', '{}', 8, 8, 8, 1000000, 300,
+         SELECT gen_random_uuid(), 'owner', 'due ' || n, 'hello', 'default', $1, 'default', $3, 8, 8, 8, 1000000, 300,
                 'DAILY', '07:00:00', 'UTC', 3600, 3, 'active', now() - interval '1 second'
-         FROM generate_series(1, 1000) AS n",
+         FROM generate_series(1, $2) AS n",
     )
-    .bind(agent.version.as_str())
+    .bind(version)
+    .bind(count)
+    .bind(scopes)
     .execute(&db.pool)
     .await
     .expect("schedules");
+}
 
-    let spawn = || {
-        Command::new(env!("CARGO_BIN_EXE_steward-schedule"))
-            .env("DATABASE_URL", db.url_as("schedule"))
-            .env("STEWARD_DEV_ALLOW_ROOT", "1")
-            .env("SCHEDULE_POLL_MILLISECONDS", "50")
-            .env("LOG_LEVEL", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start steward-schedule")
-    };
-    let (mut first, mut second) = (spawn(), spawn());
+fn spawn_scheduler(db: &TestDatabase, mail: &[(&str, &str)]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_steward-schedule"))
+        .env("DATABASE_URL", db.url_as("schedule"))
+        .env("STEWARD_DEV_ALLOW_ROOT", "1")
+        .env("SCHEDULE_POLL_MILLISECONDS", "50")
+        .env("LOG_LEVEL", "warn")
+        .envs(mail.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start steward-schedule")
+}
+
+#[tokio::test]
+async fn two_schedule_processes_fire_each_occurrence_exactly_once() {
+    let db = TestDatabase::new().await;
+    let version = agent_version(&db).await;
+    due_schedules(&db, &version, 1000, &[]).await;
+
+    let (mut first, mut second) = (spawn_scheduler(&db, &[]), spawn_scheduler(&db, &[]));
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let fired: i64 = sqlx::query_scalar("SELECT count(*) FROM schedule_occurrences")
@@ -82,6 +99,69 @@ async fn two_schedule_processes_fire_each_occurrence_exactly_once() {
         (1000, 1000, 1000),
         "each occurrence fired exactly once"
     );
+}
+
+/// A valid accounts manifest (`personal` and `work`) at `dir/accounts.json` with `mode`.
+fn manifest(dir: &Path, mode: u32) -> String {
+    let accounts: Vec<serde_json::Value> = ["personal", "work"]
+        .iter()
+        .map(|id| {
+            serde_json::json!({ "account_id": id, "read_credential_file": format!("/etc/steward/mail/{id}/mail-read.json"),
+                "write_credential_file": format!("/etc/steward/mail/{id}/mail-write.json"),
+                "send_credential_file": format!("/etc/steward/mail/{id}/mail-send.json") })
+        })
+        .collect();
+    let path = dir.join("accounts.json");
+    let body = serde_json::json!({ "version": 1, "default_account": "personal", "accounts": accounts });
+    std::fs::write(&path, body.to_string()).expect("manifest");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    path.display().to_string()
+}
+
+/// The occurrences' `(state, reason)`, once `count` of them exist.
+async fn occurrences(db: &TestDatabase, count: usize) -> Vec<(String, Option<String>)> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let rows: Vec<(String, Option<String>)> =
+            sqlx::query_as("SELECT state, reason FROM schedule_occurrences ORDER BY created_at")
+                .fetch_all(&db.pool)
+                .await
+                .expect("occurrences");
+        if rows.len() >= count {
+            return rows;
+        }
+        assert!(Instant::now() < deadline, "only {} of {count} fired", rows.len());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn mail_scoped_firings_are_authorized_from_the_manifest_and_denied_once_it_is_unsafe() {
+    let db = TestDatabase::new().await;
+    let version = agent_version(&db).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Readable by the role's group, writable by its owner only: as deployed (0640).
+    let path = manifest(dir.path(), 0o640);
+    due_schedules(&db, &version, 1, &["mcp.mail_work_read.use", "mcp.mail_work_write.use"]).await;
+    let mut scheduler = spawn_scheduler(&db, &[("AGENT_EMAIL_ENABLED", "1"), ("MAIL_ACCOUNTS_FILE", &path)]);
+    let fired = occurrences(&db, 1).await;
+    assert_eq!(
+        fired,
+        [("started".to_owned(), None)],
+        "the work account's ids authorize it"
+    );
+
+    // A manifest anyone can now rewrite grants nothing: mail is unavailable to later firings.
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    due_schedules(&db, &version, 1, &["mcp.mail_read.use"]).await;
+    let fired = occurrences(&db, 2).await;
+    assert_eq!(
+        fired[1],
+        ("failed".to_owned(), Some("schedule.authorization_failed".to_owned()))
+    );
+    assert!(scheduler.try_wait().expect("status").is_none(), "still running");
+    scheduler.kill().expect("stop");
+    scheduler.wait().expect("wait");
 }
 
 /// Runs `steward-schedule` with exactly `variables` and expects a refusal: status 2, one line.
@@ -134,4 +214,58 @@ fn refuses_root_without_the_development_override() {
     }
     let stderr = refusal(&[("DATABASE_URL", "postgres://steward_schedule@localhost/steward")]);
     assert!(stderr.contains("refusing to run as root"), "{stderr}");
+}
+
+#[test]
+fn refuses_credential_paths_and_an_unsafe_or_malformed_manifest_at_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let good = manifest(dir.path(), 0o640);
+    let writable = dir.path().join("writable.json");
+    std::fs::copy(&good, &writable).expect("copy");
+    std::fs::set_permissions(&writable, std::fs::Permissions::from_mode(0o664)).expect("chmod");
+    let linked = dir.path().join("linked.json");
+    std::os::unix::fs::symlink(&good, &linked).expect("symlink");
+    let malformed = dir.path().join("malformed.json");
+    std::fs::write(&malformed, r#"{"version": 2, "default_account": "a", "accounts": []}"#).expect("write");
+    std::fs::set_permissions(&malformed, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+    let (writable, linked, malformed) = (
+        writable.display().to_string(),
+        linked.display().to_string(),
+        malformed.display().to_string(),
+    );
+    let missing = dir.path().join("absent.json").display().to_string();
+    let cases: [(&[(&str, &str)], &str); 7] = [
+        (
+            &[
+                ("MAIL_ACCOUNTS_FILE", &good),
+                ("MAIL_SEND_CREDENTIAL_FILE", "/etc/steward/mail/s.json"),
+            ],
+            "MAIL_SEND_CREDENTIAL_FILE is set: the scheduler never takes a mail credential path",
+        ),
+        (
+            &[("MAIL_READ_CREDENTIAL_FILE", "/etc/steward/mail/r.json")],
+            "MAIL_READ_CREDENTIAL_FILE is set: the scheduler never takes a mail credential path",
+        ),
+        (
+            &[("MAIL_ACCOUNTS_FILE", "{\"version\": 1}")],
+            "MAIL_ACCOUNTS_FILE must be an absolute path, never JSON or token material",
+        ),
+        (&[("MAIL_ACCOUNTS_FILE", &missing)], "does not exist"),
+        (
+            &[("MAIL_ACCOUNTS_FILE", &writable)],
+            "must not be group- or world-writable (mode 0664)",
+        ),
+        (&[("MAIL_ACCOUNTS_FILE", &linked)], "is a symbolic link"),
+        (&[("MAIL_ACCOUNTS_FILE", &malformed)], "version 1"),
+    ];
+    for (mail, expected) in cases {
+        let mut variables = vec![
+            ("DATABASE_URL", "postgres://steward_schedule@localhost/steward"),
+            ("STEWARD_DEV_ALLOW_ROOT", "1"),
+            ("AGENT_EMAIL_ENABLED", "1"),
+        ];
+        variables.extend_from_slice(mail);
+        let stderr = refusal(&variables);
+        assert!(stderr.contains(expected), "{mail:?}: expected `{expected}` in {stderr}");
+    }
 }

@@ -628,7 +628,15 @@ async fn the_worker_and_the_api_refuse_to_start_on_any_bad_mail_configuration() 
     std::fs::write(&token_file, "t".repeat(40)).expect("token");
     std::fs::set_permissions(&token_file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     let token_path = token_file.display().to_string();
+    let writable = token_dir.path().join("accounts.json");
+    std::fs::copy(&mail.manifest, &writable).expect("copy");
+    std::fs::set_permissions(&writable, std::fs::Permissions::from_mode(0o620)).expect("chmod");
+    let writable = writable.display().to_string();
     for (vars, expected) in [
+        (
+            vec![on, ("MAIL_ACCOUNTS_FILE", writable.as_str())],
+            "must not be group- or world-writable (mode 0620)",
+        ),
         (
             vec![on, ("MAIL_WRITE_CREDENTIAL_FILE", write.as_str())],
             "partial mail enablement",
