@@ -7,8 +7,9 @@
 //! `CONTINUE`; then the read, write and send consents in that order, each an authorization code
 //! flow with PKCE, a fresh `state` and exactly one scope, its code exchanged at once. The
 //! documents are written only after all three grants came back exact, so a refusal leaves no
-//! credential behind. The consents must end within five minutes of `CONTINUE`, measured by an
-//! injected [`Clock`]. The terminal, the browser and the clock come in through [`Host`].
+//! credential behind. The consents (code exchanges included) must end within five minutes of
+//! `CONTINUE`, measured by an injected [`Clock`]; only a callback carrying its consent's `state`
+//! can end a consent. The terminal, the browser and the clock come in through [`Host`].
 //!
 //! Nothing secret (client secret, authorization codes, tokens, documents) is printed, logged or
 //! put in an error; the operator sees the disclosure and progress on the prompt stream and, on
@@ -43,7 +44,7 @@ pub const AUTHORIZE_URL_VARIABLE: &str = "MAIL_OAUTH_AUTHORIZE_URL";
 pub const TOKEN_URL_VARIABLE: &str = "MAIL_OAUTH_TOKEN_URL";
 /// Loopback callback ports of the read, write and send consents, in that order.
 pub const CONSENT_PORTS: [u16; 3] = [8765, 8766, 8767];
-/// From the operator's `CONTINUE` to the last callback.
+/// From the operator's `CONTINUE` to the last code exchange.
 pub const CEREMONY_LIMIT: Duration = Duration::from_secs(5 * 60);
 /// How often waiting for a callback consults the clock, so a clock that jumps is noticed.
 pub const CLOCK_POLL: Duration = Duration::from_millis(250);
@@ -169,8 +170,6 @@ pub enum BootstrapError {
         variable: &'static str,
         reason: &'static str,
     },
-    #[error("OAuth client file {0} does not exist")]
-    ClientFileMissing(PathBuf),
     #[error("OAuth client file must be owner-only: {0}")]
     ClientFileNotOwnerOnly(String),
     #[error("OAuth client file {path} is not a Desktop-app OAuth client: {reason}")]
@@ -189,6 +188,9 @@ pub enum BootstrapError {
     Write(String),
     #[error("terminal: {0}")]
     Terminal(std::io::Error),
+    /// Everything succeeded but printing the result: the documents stay (the grants are good).
+    #[error("credential documents were written to {directory}, but listing them failed: {source}")]
+    Listing { directory: PathBuf, source: std::io::Error },
 }
 
 /// Runs the whole ceremony; on success the three documents exist and their lines were printed.
@@ -262,10 +264,11 @@ pub async fn run(arguments: &Arguments, config: &Config, host: Host<'_>) -> Resu
     }
 
     let written = write_documents(&directory, existed, running_uid, &client, &grants, account_id)?;
-    for document in &written {
-        writeln!(output, "{} {}", document.path.display(), document.scope.url()).map_err(BootstrapError::Terminal)?;
-    }
-    output.flush().map_err(BootstrapError::Terminal)?;
+    let listed = written
+        .iter()
+        .try_for_each(|document| writeln!(output, "{} {}", document.path.display(), document.scope.url()))
+        .and_then(|()| output.flush());
+    listed.map_err(|source| BootstrapError::Listing { directory, source })?;
     Ok(written)
 }
 
@@ -315,9 +318,22 @@ fn read_client(path: &Path) -> Result<(Client, u32), BootstrapError> {
         )));
     }
     let bytes = read_owner_only(path).map_err(|error| match error {
-        SecretFileError::Missing(path) => BootstrapError::ClientFileMissing(path),
+        SecretFileError::Missing(path) => {
+            BootstrapError::ClientFileNotOwnerOnly(format!("{} does not exist", path.display()))
+        }
         other => BootstrapError::ClientFileNotOwnerOnly(other.to_string()),
     })?;
+    // The secret-file rule also takes 0400 (systemd's credential copies); the spec wants 0600.
+    let mode = std::fs::symlink_metadata(path)
+        .map_err(|error| BootstrapError::ClientFileNotOwnerOnly(format!("{}: {error}", path.display())))?
+        .mode()
+        & 0o7777;
+    if mode != 0o600 {
+        return Err(BootstrapError::ClientFileNotOwnerOnly(format!(
+            "{} has mode {mode:04o}; it must be 0600",
+            path.display()
+        )));
+    }
     let uid = hardening::process::effective_uid();
     let shape = |reason| BootstrapError::ClientFileShape {
         path: path.to_owned(),
@@ -444,12 +460,15 @@ Steward, the self-hosted agent service, asks for three separate grants on the ma
 in the browser, one consent each, in this order, and for no other scope:
 
   1. read   {read}
-     Read your messages, threads, attachments, labels and settings.
+     The grant allows reading all your mail and settings (messages, threads, attachments,
+     labels). Steward searches threads and lists labels with it; it never downloads attachments.
   2. write  {write}
-     Read and change mail without deleting it permanently: create drafts (each only after your
-     approval), add and remove labels, archive, mark as spam, move to trash.
+     The grant allows reading, composing, sending and changing mail (labels, archive, spam,
+     trash), everything but deleting it permanently. Steward uses it only to create drafts, each
+     after you approve its exact recipients, subject and body.
   3. send   {send}
-     Send mail as you, only after you approve the exact recipients, subject and body.
+     The grant allows sending mail as you. Steward sends only after you approve the exact
+     recipients, subject and body, and never sends a message twice.
 
 AI provider transfer: mail content the agent reads (senders, recipients, subjects, bodies and the
 attachments it opens) is sent to the AI model provider configured for this service, which
@@ -474,8 +493,8 @@ Type {ACCEPT} to start the consents, anything else to stop: ",
     )
 }
 
-/// A 128-bit-per-UUID CSPRNG token (`uuid` v4 draws from the OS generator), base64url without
-/// padding, so only unreserved characters.
+/// A CSPRNG token of 122 random bits per UUID (`uuid` v4 draws from the OS generator),
+/// base64url without padding, so only unreserved characters.
 fn random_token(uuids: usize) -> String {
     let bytes: Vec<u8> = (0..uuids).flat_map(|_| *uuid::Uuid::new_v4().as_bytes()).collect();
     URL_SAFE_NO_PAD.encode(bytes)
@@ -538,7 +557,12 @@ impl Consent<'_> {
         browser.open(self.scope, url.as_str());
         let code = wait_for_callback(&listener, &state, self.scope, self.deadline, clock).await?;
         drop(listener);
-        let grant = self.exchange(&code, &redirect_uri, &verifier).await?;
+        // The exchange is part of the five minutes: bounded by what is left, and checked after.
+        let left = self.deadline.saturating_duration_since(clock.now());
+        let grant = tokio::time::timeout(left, self.exchange(&code, &redirect_uri, &verifier))
+            .await
+            .map_err(|_| limit_passed(name))??;
+        expired(clock, self.deadline, name)?;
         writeln!(prompt, "Consent {} of 3, {name}: granted.", self.number).map_err(BootstrapError::Terminal)?;
         Ok(grant)
     }
@@ -624,11 +648,15 @@ fn plain_code(code: &str) -> bool {
     !code.is_empty() && code.len() <= 64 && code.chars().all(|c| c.is_ascii_lowercase() || c == '_')
 }
 
+fn limit_passed(name: &str) -> BootstrapError {
+    BootstrapError::Incomplete(format!(
+        "the five-minute limit passed before the {name} consent completed; run again and finish all three in time"
+    ))
+}
+
 fn expired(clock: &(dyn Clock + Sync), deadline: Instant, name: &str) -> Result<(), BootstrapError> {
     if clock.now() >= deadline {
-        return Err(BootstrapError::Incomplete(format!(
-            "the five-minute limit passed before the {name} consent returned; run again and finish all three in time"
-        )));
+        return Err(limit_passed(name));
     }
     Ok(())
 }
@@ -641,7 +669,7 @@ enum Callback {
 
 /// Serves the loopback until the callback arrives or the deadline passes. Connections are
 /// served concurrently (a preconnected idle one must not block the real callback); requests
-/// other than the callback are answered and the wait goes on.
+/// other than the callback (another path, or another `state`) are answered and the wait goes on.
 async fn wait_for_callback(
     listener: &TcpListener,
     state: &str,
@@ -747,6 +775,15 @@ fn classify(head: &str, expected_state: &str, scope: MailScope) -> (&'static str
     if code.is_none() && state.is_none() && error.is_none() {
         return not_callback("404 Not Found");
     }
+    // Only a request carrying this consent's state can end it: anything else (a page or a local
+    // process guessing at the port) is answered and the wait goes on.
+    if state.as_deref() != Some(expected_state) {
+        return (
+            "400 Bad Request",
+            "This is not the callback of the consent in progress.".to_owned(),
+            None,
+        );
+    }
     let refused = |reason: String| {
         (
             "200 OK",
@@ -759,11 +796,6 @@ fn classify(head: &str, expected_state: &str, scope: MailScope) -> (&'static str
     if let Some(error) = error {
         let shown = if plain_code(&error) { error } else { "an error".into() };
         return refused(format!("the provider answered the {name} consent with {shown}"));
-    }
-    if state.as_deref() != Some(expected_state) {
-        return refused(format!(
-            "the {name} callback's state does not match this consent; run again and use only the newest browser tab"
-        ));
     }
     match code.filter(|code| !code.is_empty()) {
         None => refused(format!("the {name} callback carried no authorization code")),
@@ -897,7 +929,8 @@ mod tests {
     enum Behaviour {
         Exact,
         Denied,
-        ForgedState,
+        /// The write code's exchange takes three seconds.
+        SlowExchange,
         NoRefreshToken,
         TwoScopes,
         OtherScope,
@@ -992,12 +1025,6 @@ mod tests {
                         .append_pair("error", "access_denied")
                         .append_pair("state", &state);
                 }
-                Some(Behaviour::ForgedState) => {
-                    location
-                        .query_pairs_mut()
-                        .append_pair("code", &code)
-                        .append_pair("state", "forged-state");
-                }
                 _ => {
                     location
                         .query_pairs_mut()
@@ -1080,6 +1107,10 @@ mod tests {
     }
 
     async fn token(State(fake): State<Arc<Fake>>, body: String) -> Response {
+        // The read code was exchanged first; this is the write code's.
+        if fake.behaviour == Behaviour::SlowExchange && fake.exchanges.load(Ordering::SeqCst) == 1 {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+        }
         match fake.exchange(&pairs(&body)) {
             Ok(response) => response,
             Err(problem) => fake.refuse(problem),
@@ -1169,13 +1200,20 @@ mod tests {
     /// The operator's browser: requests the authorization URL, follows its redirect by hand to
     /// the loopback, asking it for a favicon first as browsers do.
     fn browser(visits: Arc<AtomicUsize>) -> impl FnMut(MailScope, &str) + Send {
+        forging_browser(visits, &[])
+    }
+
+    /// The same, but before the genuine callback a hostile page (or local process) sends each
+    /// of `forged` (queries) to the callback's port; each must be turned away with 400.
+    fn forging_browser(visits: Arc<AtomicUsize>, forged: &[&str]) -> impl FnMut(MailScope, &str) + Send {
+        let forged: Vec<String> = forged.iter().map(|query| (*query).to_owned()).collect();
         let http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .expect("client");
         move |_scope: MailScope, url: &str| {
             visits.fetch_add(1, Ordering::SeqCst);
-            let (http, url) = (http.clone(), url.to_owned());
+            let (http, url, forged) = (http.clone(), url.to_owned(), forged.clone());
             tokio::spawn(async move {
                 let answer = http.get(&url).send().await.expect("authorization endpoint");
                 if answer.status().as_u16() != 302 {
@@ -1184,6 +1222,12 @@ mod tests {
                 let location = answer.headers()["location"].to_str().expect("location").to_owned();
                 let callback = Url::parse(&location).expect("callback URL");
                 assert_eq!(callback.host_str(), Some("127.0.0.1"));
+                for query in &forged {
+                    let mut target = callback.clone();
+                    target.set_query(Some(query));
+                    let turned_away = http.get(target).send().await.expect("forged callback");
+                    assert_eq!(turned_away.status().as_u16(), 400, "{query}");
+                }
                 let favicon = http
                     .get(callback.join("/favicon.ico").expect("favicon URL"))
                     .send()
@@ -1393,9 +1437,16 @@ mod tests {
         refusal(&finished, "OAuth client file must be owner-only");
         check(&finished, &setup, visits);
 
+        set_mode(&original, 0o400);
+        setup.client_file = original.clone();
+        let (finished, visits) = follow(&setup, None, "CONTINUE\n").await;
+        assert!(refusal(&finished, "OAuth client file must be owner-only").contains("0400"));
+        check(&finished, &setup, visits);
+        set_mode(&original, 0o600);
+
         setup.client_file = setup.root.join("absent.json");
         let (finished, visits) = follow(&setup, None, "CONTINUE\n").await;
-        assert!(refusal(&finished, "OAuth client file").contains("does not exist"));
+        assert!(refusal(&finished, "OAuth client file must be owner-only").contains("does not exist"));
         check(&finished, &setup, visits);
 
         setup.client_file = setup.root.join("web.json");
@@ -1498,15 +1549,23 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_callback_for_another_state_does_not_complete() {
-        let setup = setup(Behaviour::ForgedState).await;
-        let (finished, visits) = follow(&setup, None, "CONTINUE\n").await;
-        assert!(refusal(&finished, "authorization did not complete").contains("state"));
-        assert_eq!(visits, 2);
-        // Only the read code was exchanged; the forged one never reached the token endpoint.
-        assert_eq!(setup.fake.exchanges.load(Ordering::SeqCst), 1);
-        assert_nothing_written(&setup);
-        assert!(!setup.output.exists());
+    async fn callbacks_without_the_consents_state_are_turned_away_and_cannot_end_it() {
+        let setup = setup(Behaviour::Exact).await;
+        let visits = Arc::new(AtomicUsize::new(0));
+        let mut browser = forging_browser(
+            visits.clone(),
+            &[
+                "error=access_denied",
+                "error=access_denied&state=forged",
+                "code=forged-code&state=forged",
+                "code=forged-code",
+            ],
+        );
+        let finished = ceremony(&setup, None, "CONTINUE\n", &mut browser, &SystemClock).await;
+        finished.result.expect("the genuine callbacks complete the ceremony");
+        assert_eq!(visits.load(Ordering::SeqCst), 3);
+        // Only the genuine codes reached the token endpoint (a forged one would be a problem).
+        assert_eq!(setup.fake.exchanges.load(Ordering::SeqCst), 3);
         assert_no_problems(&setup);
     }
 
@@ -1548,6 +1607,83 @@ mod tests {
         assert_eq!(setup.fake.exchanges.load(Ordering::SeqCst), 1);
         assert_nothing_written(&setup);
         assert!(!setup.output.exists());
+    }
+
+    #[tokio::test]
+    async fn the_five_minute_limit_covers_the_code_exchanges() {
+        // The clock passes the limit while the write code is being exchanged: the grant that
+        // came back late is not used.
+        let late = setup(Behaviour::Exact).await;
+        let start = Instant::now();
+        let fake = late.fake.clone();
+        let clock = move || {
+            let passed = fake.exchanges.load(Ordering::SeqCst) >= 2;
+            start + if passed { CEREMONY_LIMIT } else { Duration::ZERO }
+        };
+        let mut browser_ = browser(Arc::new(AtomicUsize::new(0)));
+        let finished = ceremony(&late, None, "CONTINUE\n", &mut browser_, &clock).await;
+        let error = refusal(&finished, "authorization did not complete");
+        assert!(error.contains("five-minute") && error.contains("write"), "{error}");
+        assert_eq!(late.fake.exchanges.load(Ordering::SeqCst), 2);
+        assert_nothing_written(&late);
+        assert!(!late.output.exists());
+
+        // One second is left when the write consent starts, and its exchange takes three: the
+        // exchange is abandoned when the time is up.
+        let slow = setup(Behaviour::SlowExchange).await;
+        let start = Instant::now();
+        let skipped = Arc::new(AtomicU64::new(0));
+        let clock = {
+            let skipped = skipped.clone();
+            move || start + Duration::from_secs(skipped.load(Ordering::SeqCst))
+        };
+        let mut follow_browser = browser(Arc::new(AtomicUsize::new(0)));
+        let mut browser_ = |scope: MailScope, url: &str| {
+            if scope == MailScope::Write {
+                skipped.store(CEREMONY_LIMIT.as_secs() - 1, Ordering::SeqCst);
+            }
+            follow_browser(scope, url);
+        };
+        let real = Instant::now();
+        let finished = ceremony(&slow, None, "CONTINUE\n", &mut browser_, &clock).await;
+        let error = refusal(&finished, "authorization did not complete");
+        assert!(error.contains("five-minute") && error.contains("write"), "{error}");
+        assert!(
+            real.elapsed() < Duration::from_secs(3),
+            "the exchange was not waited out"
+        );
+        assert_nothing_written(&slow);
+        assert!(!slow.output.exists());
+    }
+
+    #[test]
+    fn a_failed_write_removes_every_document_it_wrote() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let client = Client {
+            id: CLIENT_ID.into(),
+            secret: CLIENT_SECRET.into(),
+        };
+        // The third document collides with the second: the first two are written, then removed.
+        let grants = [MailScope::Read, MailScope::Write, MailScope::Write].map(|scope| Grant {
+            scope,
+            refresh_token: format!("{MARK}-refresh"),
+        });
+        let uid = hardening::process::effective_uid();
+        let created = dir.path().join("created");
+        let error = write_documents(&created, false, uid, &client, &grants, None).expect_err("collides");
+        assert!(matches!(error, BootstrapError::OutputExists(_)), "{error}");
+        assert!(!created.exists(), "the directory it created is removed too");
+
+        let existing = dir.path().join("existing");
+        std::fs::create_dir(&existing).expect("mkdir");
+        set_mode(&existing, 0o700);
+        let error = write_documents(&existing, true, uid, &client, &grants, Some("work")).expect_err("collides");
+        assert!(matches!(error, BootstrapError::OutputExists(_)), "{error}");
+        assert_eq!(
+            std::fs::read_dir(&existing).expect("list").count(),
+            0,
+            "an existing directory is left as it was: empty"
+        );
     }
 
     #[tokio::test]
@@ -1632,9 +1768,18 @@ mod tests {
         let (status, page, callback) = outcome(&head("/?code=the%2Fcode&state=expected&scope=x"));
         assert_eq!((status, callback), ("200 OK", Some(Ok("the/code".to_owned()))));
         assert!(page.contains("close this window") && !page.contains("the/code"));
+        // Without this consent's state, nothing ends it: not a code, not an error.
         for target in [
             "/?code=a&state=other",
             "/?code=a",
+            "/?error=access_denied",
+            "/?error=access_denied&state=other",
+        ] {
+            let (status, page, callback) = outcome(&head(target));
+            assert_eq!((status, callback), ("400 Bad Request", None), "{target}");
+            assert!(!page.contains("did not complete"), "{page}");
+        }
+        for target in [
             "/?state=expected",
             "/?code=&state=expected",
             "/?error=access_denied&state=expected",

@@ -131,6 +131,19 @@ fn subjects(result: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The session's `mail.reconciled` payload, once the reconciler has settled it.
+async fn reconciled(stack: &Stack, session: &str) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let events = stack.events(session).await;
+        if let Some((_, payload)) = events.iter().find(|(kind, _)| kind == "mail.reconciled") {
+            return payload.clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "never reconciled: {events:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 fn sends(gmail: &FakeGmail) -> usize {
     gmail
         .calls()
@@ -353,15 +366,7 @@ async fn an_uncertain_send_is_never_repeated_and_reconciliation_finds_it_in_sent
         "{result}"
     );
     // The reconciliation searches Sent, read-only, and settles.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let reconciled = loop {
-        let events = stack.events(&session).await;
-        if let Some((_, payload)) = events.iter().find(|(kind, _)| kind == "mail.reconciled") {
-            break payload.clone();
-        }
-        assert!(std::time::Instant::now() < deadline, "never reconciled: {events:?}");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
+    let reconciled = reconciled(&stack, &session).await;
     let events = stack.events(&session).await;
     let unknown: Vec<&Value> = events
         .iter()
@@ -703,16 +708,8 @@ async fn a_worker_killed_mid_send_leaves_it_unrepeated_and_reconciled() {
         (Some("outcome_unknown"), Some("mail.outcome_unknown")),
         "{result}"
     );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
-        let events = stack.events(&session).await;
-        if let Some((_, reconciled)) = events.iter().find(|(kind, _)| kind == "mail.reconciled") {
-            assert_eq!(reconciled["state"], "found", "{reconciled}");
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "never reconciled: {events:?}");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let reconciled = reconciled(&stack, &session).await;
+    assert_eq!(reconciled["state"], "found", "{reconciled}");
     assert_eq!(sends(&mail.gmail), 1, "the send was never repeated");
     assert_eq!(mail.gmail.messages("ada", "INBOX").len(), 1);
 }
@@ -739,15 +736,7 @@ async fn an_uncertain_send_that_never_happened_settles_not_found_and_is_still_no
     stack.decide_ok(&approvals[0], "approve_once").await;
     stack.completes(&run).await;
 
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let reconciled = loop {
-        let events = stack.events(&session).await;
-        if let Some((_, payload)) = events.iter().find(|(kind, _)| kind == "mail.reconciled") {
-            break payload.clone();
-        }
-        assert!(std::time::Instant::now() < deadline, "never settled: {events:?}");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
+    let reconciled = reconciled(&stack, &session).await;
     assert_eq!(
         (reconciled["state"].as_str(), reconciled["thread_id"].as_str()),
         (Some("not_found"), None),
