@@ -25,10 +25,13 @@ async fn work(config: WorkerConfig) -> anyhow::Result<()> {
         .openai
         .clone()
         .map(|endpoint| agent::openai::provider(endpoint, http.clone()));
-    let mail = config.mail.clone().map(|accounts| {
-        let client = mail_mcp::gmail::GmailClient::new(http.clone(), config.mail_endpoints.clone());
-        std::sync::Arc::new(mail_mcp::tools::MailService::new(accounts, client))
-    });
+    let mail = match config.mail.clone() {
+        Some(accounts) => Some(std::sync::Arc::new(
+            mail_mcp::tools::MailService::connect(accounts, config.mail_endpoints.clone())
+                .context("build the mail provider client")?,
+        )),
+        None => None,
+    };
     let executor = Executor {
         store,
         providers: Providers::new(openai),

@@ -420,13 +420,11 @@ impl Executor {
                 tracing::warn!(run = %lease.run, invocation = %invocation.id, "invocation outcome unknown after a crash");
                 let result =
                     json!({ "error": "the worker stopped while this action was in progress; it was not repeated" });
-                // A mail write or send is looked for in the mailbox; anything else stays unknown.
+                // A mail write or send is looked for in the mailbox (from the reconciliation it
+                // armed when dispatched, whatever this worker's mail configuration); anything else
+                // stays unknown.
                 let reconciliation = toolbox.reconciliation_for(invocation);
-                let code = if reconciliation.is_some() {
-                    "mail.outcome_unknown"
-                } else {
-                    "tool.outcome_unknown"
-                };
+                let code = "tool.outcome_unknown";
                 let recorded = self
                     .store
                     .settle_invocation(
@@ -458,6 +456,28 @@ impl Executor {
                     return Ok(Some(if parked.is_some() { Finish::Parked } else { Finish::Lost }));
                 }
                 if tool.needs_approval {
+                    // The owner is never asked to approve what cannot be done.
+                    if let Err(message) = toolbox.check_arguments(invocation) {
+                        return self.refuse(lease, invocation, "tool.invalid_arguments", &message).await;
+                    }
+                    // After a write or send of unknown outcome, the mailbox is checked before
+                    // another one to the same account is proposed (it might repeat the first).
+                    if let Some(effect) = toolbox.reconciliation_for(invocation)
+                        && self
+                            .store
+                            .mail_outcome_open(lease.session, &effect.account_id, effect.operation.as_str())
+                            .await?
+                    {
+                        let message = format!(
+                            "an earlier {} from mail account `{}` in this conversation has an unknown outcome and \
+                             the mailbox is still being checked; wait for its mail.reconciled event before proposing another",
+                            effect.operation.as_str(),
+                            effect.account_id
+                        );
+                        return self
+                            .refuse(lease, invocation, "mail.reconciliation_pending", &message)
+                            .await;
+                    }
                     let shown = display_arguments(&invocation.arguments);
                     let parked = self
                         .store
@@ -479,7 +499,15 @@ impl Executor {
                 Ok(lost(recorded))
             }
             InvocationState::Approved => {
-                if self.store.begin_dispatch(lease, invocation).await?.is_none() {
+                // A mail write or send arms its reconciliation before it can reach the provider.
+                let effect = toolbox.reconciliation_for(invocation);
+                let armed = effect.as_ref().map(new_reconciliation);
+                if self
+                    .store
+                    .begin_dispatch(lease, invocation, armed.as_ref())
+                    .await?
+                    .is_none()
+                {
                     return Ok(Some(Finish::Lost));
                 }
                 let outcome = toolbox.execute(&self.store, &claimed.principal, invocation).await;

@@ -194,6 +194,15 @@ impl Toolbox {
         self.mail.as_ref()?.reconciliation_for(&invocation.tool, invocation.id)
     }
 
+    /// Checks `invocation`'s arguments before its approval is asked for (mail writes and sends
+    /// must be a message that can be made); other tools pass.
+    pub fn check_arguments(&self, invocation: &InvocationRow) -> Result<(), String> {
+        match &self.mail {
+            Some(mail) => mail.check_arguments(&invocation.tool, &invocation.arguments),
+            None => Ok(()),
+        }
+    }
+
     /// Runs a tool of this box (never `owner.ask`, which parks the run instead).
     pub async fn execute(&self, store: &Store, principal: &PrincipalId, invocation: &InvocationRow) -> ToolOutcome {
         if self.get(&invocation.tool).is_none() {

@@ -19,6 +19,11 @@ const POLL: Duration = Duration::from_secs(1);
 const SWEEP: Duration = Duration::from_millis(500);
 /// How often pending mail reconciliations are looked for; a new one is searched for at once.
 const RECONCILE_POLL: Duration = Duration::from_secs(1);
+/// How often, and after how long, a dispatch left on a finished run by a dead worker is settled
+/// `outcome_unknown` (far longer than a dispatch can take: a token refresh and a request, each
+/// bounded, twice after a 401).
+const STRANDED_SWEEP: Duration = Duration::from_secs(60);
+const STRANDED_AFTER_SECONDS: u32 = 900;
 
 /// Runs the worker until `shutdown` resolves, then lets in-flight executions finish their
 /// current run for up to the lease duration.
@@ -72,11 +77,16 @@ pub async fn run(config: WorkerConfig, executor: Executor, shutdown: impl std::f
     }
 }
 
-/// Settles mail writes and sends of unknown outcome by searching the mailbox (read-only, with
-/// the account's read document) for the message's `Message-ID`. Never re-dispatches anything.
+/// Settles mail writes and sends of unknown outcome of the accounts this worker holds by
+/// searching the mailbox (read-only, with the account's read document). A search the provider
+/// could not answer does not count towards `not_found`. Never re-dispatches anything.
 async fn reconcile(store: Store, mail: Arc<MailService>, policy: crate::config::ReconcilePolicy) {
+    let accounts = mail.account_ids();
     loop {
-        match store.claim_due_reconciliations(8, policy.spacing_seconds).await {
+        match store
+            .claim_due_reconciliations(8, policy.spacing_seconds, &accounts)
+            .await
+        {
             Ok(due) => {
                 for item in due {
                     let Some(operation) = MailOperation::parse(&item.operation) else {
@@ -85,20 +95,18 @@ async fn reconcile(store: Store, mail: Arc<MailService>, policy: crate::config::
                     let wanted = Reconciliation {
                         account_id: item.account_id.clone(),
                         operation,
+                        invocation: item.invocation_id,
                         message_id: item.message_id.clone(),
                     };
-                    let outcome = match mail.reconcile(&wanted).await {
-                        Ok(Some(thread)) => Some(thread),
+                    let outcome = mail.reconcile(&wanted, item.dispatched_at).await;
+                    let settled = match &outcome {
+                        Ok(Some(thread_id)) => Some(Reconciled::Found { thread_id }),
+                        Ok(None) if item.attempts >= policy.attempts => Some(Reconciled::NotFound),
                         Ok(None) => None,
                         Err(error) => {
-                            tracing::warn!(invocation = %item.invocation_id, code = error.code(), "mail reconciliation search failed");
+                            tracing::warn!(invocation = %item.invocation_id, code = error.code(), "mail reconciliation search failed; it will be tried again");
                             None
                         }
-                    };
-                    let settled = match &outcome {
-                        Some(thread_id) => Some(Reconciled::Found { thread_id }),
-                        None if item.attempts >= policy.attempts => Some(Reconciled::NotFound),
-                        None => None,
                     };
                     if let Some(settled) = settled
                         && let Err(error) = store.settle_reconciliation(&item, settled).await
@@ -166,7 +174,19 @@ async fn keep_lease(store: &Store, lease: &Lease, lease_seconds: u32) {
 }
 
 async fn sweep(store: Store, wake: Arc<Notify>) {
+    let mut stranded_sweep = tokio::time::Instant::now();
     loop {
+        if stranded_sweep.elapsed() >= STRANDED_SWEEP {
+            stranded_sweep = tokio::time::Instant::now();
+            match store.settle_stranded_dispatches(STRANDED_AFTER_SECONDS, 16).await {
+                Ok(0) => {}
+                Ok(settled) => tracing::warn!(
+                    settled,
+                    "settled dispatches stranded on finished runs as outcome unknown"
+                ),
+                Err(error) => tracing::warn!(%error, "cannot sweep stranded dispatches"),
+            }
+        }
         match store.expire_overdue_runs(64).await {
             Ok(0) => {}
             Ok(expired) => {

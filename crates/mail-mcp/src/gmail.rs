@@ -163,12 +163,17 @@ fn retry_after(response: &reqwest::Response) -> Option<Duration> {
 }
 
 impl GmailClient {
-    pub fn new(http: reqwest::Client, endpoints: Endpoints) -> GmailClient {
-        GmailClient {
+    /// A client of its own that follows no redirect: a 307 or 308 would make it send a write
+    /// or send a second time, and a bearer token must not travel to another address.
+    pub fn new(endpoints: Endpoints) -> Result<GmailClient, reqwest::Error> {
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()?;
+        Ok(GmailClient {
             http,
             endpoints,
             tokens: Mutex::new(HashMap::new()),
-        }
+        })
     }
 
     fn url(&self, path: &str) -> String {
@@ -208,9 +213,16 @@ impl GmailClient {
             .map_err(|error| MailError::Unavailable(transport(&error)))?;
         let status = response.status();
         let body: Value = response.json().await.unwrap_or(Value::Null);
-        if status == StatusCode::BAD_REQUEST || status == StatusCode::UNAUTHORIZED {
-            // invalid_grant (revoked or expired), invalid_client, unauthorized_client.
+        // RFC 6749 §5.2: these say the document itself is no good (a revoked or expired grant,
+        // a deleted client, a grant that lost its scope); anything else is the endpoint's trouble.
+        if matches!(
+            body["error"].as_str(),
+            Some("invalid_grant" | "invalid_client" | "unauthorized_client" | "invalid_scope")
+        ) {
             return Err(MailError::CredentialRejected);
+        }
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            return Err(MailError::RateLimited);
         }
         if !status.is_success() {
             return Err(MailError::Unavailable(format!(
@@ -507,7 +519,7 @@ mod tests {
     }
 
     fn client(endpoints: &Endpoints) -> GmailClient {
-        GmailClient::new(reqwest::Client::new(), endpoints.clone())
+        GmailClient::new(endpoints.clone()).expect("client")
     }
 
     fn requests(setup: &Setup) -> (usize, usize) {

@@ -5,9 +5,12 @@
 //! deletes anything.
 //!
 //! A write or send of unknown outcome comes back as [`MailOutcome::Uncertain`] with what a
-//! read-only reconciliation needs: the account, the operation and the message's `Message-ID`
-//! (derived from the invocation), which [`MailService::reconcile`] searches for in Drafts or
-//! Sent with the account's read document.
+//! read-only reconciliation needs: the account, the operation and the invocation, which names
+//! the message twice (its `Message-ID` and the [`INVOCATION_HEADER`]).
+//! [`MailService::reconcile`] looks for it with the account's read document only: by
+//! `Message-ID` in Drafts or Sent and then anywhere (trash and spam included), and, because the
+//! provider may replace a sent message's `Message-ID`, by the invocation header among the
+//! threads dated around the dispatch.
 
 use domain::approval::Risk;
 use domain::mail_tools::{MailCapability, MailOperation, MailTool};
@@ -17,13 +20,20 @@ use uuid::Uuid;
 use crate::accounts::{Account, MailAccounts};
 use crate::document::CredentialDocument;
 use crate::gmail::{Credential, GmailClient, MailError};
-use crate::message::{Outgoing, message_id};
+use crate::message::{INVOCATION_HEADER, Outgoing, invocation_tag, message_id};
 
 const SEARCH_DEFAULT_RESULTS: u64 = 10;
 const SEARCH_MAX_RESULTS: u64 = 25;
 const QUERY_MAX_CHARS: usize = 1000;
 /// Messages described per thread (the latest ones).
 const MESSAGES_PER_THREAD: usize = 5;
+/// The dates a header search looks at, around the dispatch: a little before (clocks differ),
+/// and well past the longest a dispatch can take.
+const RECONCILE_BEFORE_SECONDS: i64 = 120;
+const RECONCILE_AFTER_SECONDS: i64 = 900;
+/// Threads a header search looks at per query: pages of this many, at most this many pages.
+const RECONCILE_PAGE_SIZE: u64 = 50;
+const RECONCILE_PAGES: usize = 4;
 
 /// What the agent's tool box needs to offer one mail tool.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,8 +51,21 @@ pub struct MailToolSpec {
 pub struct Reconciliation {
     pub account_id: String,
     pub operation: MailOperation,
-    /// The `Message-ID` header (without angle brackets) of the message that may exist.
+    /// The invocation that made the message (named by its [`INVOCATION_HEADER`]).
+    pub invocation: Uuid,
+    /// The `Message-ID` header (without angle brackets) the message was given.
     pub message_id: String,
+}
+
+impl Reconciliation {
+    fn of(account_id: &str, operation: MailOperation, invocation: Uuid) -> Reconciliation {
+        Reconciliation {
+            account_id: account_id.to_owned(),
+            operation,
+            invocation,
+            message_id: message_id(invocation),
+        }
+    }
 }
 
 /// What running a mail tool came to.
@@ -150,16 +173,19 @@ fn spec(tool: &MailTool) -> MailToolSpec {
     }
 }
 
+/// A header of a message from `threads.get` with `format=metadata`.
+fn header<'a>(message: &'a Value, name: &str) -> Option<&'a str> {
+    message["payload"]["headers"].as_array().and_then(|headers| {
+        headers
+            .iter()
+            .find(|header| header["name"].as_str().is_some_and(|n| n.eq_ignore_ascii_case(name)))
+            .and_then(|header| header["value"].as_str())
+    })
+}
+
 /// The useful headers of a message from `threads.get` with `format=metadata`.
 fn describe_message(message: &Value) -> Value {
-    let header = |name: &str| {
-        message["payload"]["headers"].as_array().and_then(|headers| {
-            headers
-                .iter()
-                .find(|header| header["name"].as_str().is_some_and(|n| n.eq_ignore_ascii_case(name)))
-                .and_then(|header| header["value"].as_str())
-        })
-    };
+    let header = |name: &str| header(message, name);
     json!({
         "message_id": message["id"], "label_ids": message["labelIds"], "from": header("From"),
         "to": header("To"), "subject": header("Subject"), "date": header("Date"),
@@ -167,6 +193,11 @@ fn describe_message(message: &Value) -> Value {
 }
 
 impl MailService {
+    /// The service of `accounts` with a provider client of its own at `endpoints`.
+    pub fn connect(accounts: MailAccounts, endpoints: crate::gmail::Endpoints) -> Result<MailService, reqwest::Error> {
+        Ok(MailService::new(accounts, GmailClient::new(endpoints)?))
+    }
+
     pub fn new(accounts: MailAccounts, client: GmailClient) -> MailService {
         let tools = domain::mail_tools::tools(&accounts.ids());
         MailService {
@@ -174,6 +205,11 @@ impl MailService {
             tools,
             client,
         }
+    }
+
+    /// The connected accounts' ids, the default first.
+    pub fn account_ids(&self) -> Vec<String> {
+        self.accounts.ids().accounts
     }
 
     /// Every mail tool of the connected accounts.
@@ -206,11 +242,16 @@ impl MailService {
     /// with no recorded outcome; `None` for reads and other tools.
     pub fn reconciliation_for(&self, tool: &str, invocation: Uuid) -> Option<Reconciliation> {
         let tool = self.tool(tool).filter(|tool| tool.operation.has_effect())?;
-        Some(Reconciliation {
-            account_id: tool.account_id.clone(),
-            operation: tool.operation,
-            message_id: message_id(invocation),
-        })
+        Some(Reconciliation::of(&tool.account_id, tool.operation, invocation))
+    }
+
+    /// Checks a write's or send's arguments before the owner is asked to approve them, so an
+    /// approval is never given to a message that cannot be made. Other tools pass.
+    pub fn check_arguments(&self, tool: &str, arguments: &Value) -> Result<(), String> {
+        match self.tool(tool) {
+            Some(tool) if tool.operation.has_effect() => Outgoing::from_arguments(arguments).map(|_| ()),
+            _ => Ok(()),
+        }
     }
 
     /// Runs the mail tool `name` for `invocation` (whose id names the message it creates).
@@ -250,12 +291,8 @@ impl MailService {
                     Ok(outgoing) => outgoing,
                     Err(message) => return invalid(message),
                 };
-                let reconciliation = Reconciliation {
-                    account_id: account.account_id.clone(),
-                    operation: tool.operation,
-                    message_id: message_id(invocation),
-                };
-                let raw = outgoing.raw(&reconciliation.message_id);
+                let reconciliation = Reconciliation::of(&account.account_id, tool.operation, invocation);
+                let raw = outgoing.raw(invocation);
                 let (path, body) = if tool.operation == MailOperation::CreateDraft {
                     ("drafts", json!({ "message": { "raw": raw } }))
                 } else {
@@ -342,30 +379,84 @@ impl MailService {
         }))
     }
 
-    /// Looks for the message of an uncertain write or send with the account's read document:
-    /// `in:drafts` or `in:sent` with `rfc822msgid:`. `Some(thread id)` when found.
-    pub async fn reconcile(&self, reconciliation: &Reconciliation) -> Result<Option<String>, MailError> {
+    /// Looks for the message of an uncertain write or send dispatched at `dispatched_at` (Unix
+    /// seconds) with the account's read document, read-only: by `Message-ID` in its folder
+    /// (Drafts or Sent) and then anywhere (moved, trashed, spam, a draft since sent); then by
+    /// the invocation header among the threads dated around the dispatch, which finds it when
+    /// the provider replaced the `Message-ID`. `Some(thread id)` when found.
+    pub async fn reconcile(
+        &self,
+        reconciliation: &Reconciliation,
+        dispatched_at: i64,
+    ) -> Result<Option<String>, MailError> {
         let Some(account) = self.account(&reconciliation.account_id) else {
             return Err(MailError::Unavailable(format!(
                 "mail account `{}` is not connected",
                 reconciliation.account_id
             )));
         };
-        let folder = if reconciliation.operation == MailOperation::CreateDraft {
-            "drafts"
-        } else {
-            "sent"
-        };
-        let query = format!("in:{folder} rfc822msgid:{}", reconciliation.message_id);
         let credential = Self::credential(account, MailCapability::Read);
-        let listed = self
-            .client
-            .read(credential, "threads", &[("q", query), ("maxResults", "1".to_owned())])
-            .await?;
-        Ok(listed["threads"]
-            .as_array()
-            .and_then(|threads| threads.first())
-            .and_then(|thread| thread["id"].as_str())
-            .map(str::to_owned))
+        let folder = if reconciliation.operation == MailOperation::CreateDraft {
+            "in:drafts"
+        } else {
+            "in:sent"
+        };
+        let everywhere = |query: String| {
+            vec![
+                ("q", query),
+                ("includeSpamTrash", "true".to_owned()),
+                ("maxResults", RECONCILE_PAGE_SIZE.to_string()),
+            ]
+        };
+        for scope in [folder, "in:anywhere"] {
+            let query = everywhere(format!("{scope} rfc822msgid:{}", reconciliation.message_id));
+            let listed = self.client.read(credential, "threads", &query).await?;
+            if let Some(thread) = listed["threads"][0]["id"].as_str() {
+                return Ok(Some(thread.to_owned()));
+            }
+        }
+        let window = format!(
+            "after:{} before:{}",
+            dispatched_at - RECONCILE_BEFORE_SECONDS,
+            dispatched_at + RECONCILE_AFTER_SECONDS
+        );
+        let tag = invocation_tag(reconciliation.invocation);
+        let mut looked_at = std::collections::HashSet::new();
+        for scope in [folder, "in:anywhere"] {
+            let mut page_token: Option<String> = None;
+            for _ in 0..RECONCILE_PAGES {
+                let mut query = everywhere(format!("{scope} {window}"));
+                if let Some(token) = page_token.take() {
+                    query.push(("pageToken", token));
+                }
+                let listed = self.client.read(credential, "threads", &query).await?;
+                for thread in listed["threads"].as_array().map(Vec::as_slice).unwrap_or_default() {
+                    let Some(id) = thread["id"].as_str() else { continue };
+                    if !looked_at.insert(id.to_owned()) {
+                        continue;
+                    }
+                    let metadata = [
+                        ("format", "metadata".to_owned()),
+                        ("metadataHeaders", INVOCATION_HEADER.to_owned()),
+                    ];
+                    let detail = self
+                        .client
+                        .read(credential, &format!("threads/{id}"), &metadata)
+                        .await?;
+                    let messages = detail["messages"].as_array().map(Vec::as_slice).unwrap_or_default();
+                    if messages
+                        .iter()
+                        .any(|message| header(message, INVOCATION_HEADER).map(str::trim) == Some(tag.as_str()))
+                    {
+                        return Ok(Some(id.to_owned()));
+                    }
+                }
+                match listed["nextPageToken"].as_str() {
+                    Some(token) => page_token = Some(token.to_owned()),
+                    None => break,
+                }
+            }
+        }
+        Ok(None)
     }
 }

@@ -1,7 +1,10 @@
-//! Reconciliations of mail writes and sends of unknown outcome. The row is written in the
-//! transaction that records the `outcome_unknown` result (with a `mail.outcome_unknown` event),
-//! claimed by workers with `SKIP LOCKED` for each read-only search, and settled once with a
-//! `mail.reconciled` event. Nothing here ever re-dispatches the action.
+//! Reconciliations of mail writes and sends of unknown outcome. The row is armed
+//! (`dispatching`) in the transaction that marks the invocation dispatching, so the search key
+//! survives a crash or a worker without mail; it becomes `pending` in the transaction that
+//! records the `outcome_unknown` result (with a `mail.outcome_unknown` event) or `settled` when
+//! the outcome is known. Pending rows are claimed by workers with `SKIP LOCKED` for each
+//! read-only search, and settled once with a `mail.reconciled` event. Nothing here ever
+//! re-dispatches the action.
 
 use domain::ids::{RunId, SessionId};
 use serde_json::json;
@@ -22,6 +25,9 @@ pub struct NewReconciliation<'a> {
     pub message_id: &'a str,
 }
 
+/// The code of a mail write or send of unknown outcome.
+pub const OUTCOME_UNKNOWN: &str = "mail.outcome_unknown";
+
 /// A reconciliation claimed for one search attempt.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DueReconciliation {
@@ -31,6 +37,8 @@ pub struct DueReconciliation {
     pub account_id: String,
     pub operation: String,
     pub message_id: String,
+    /// When the request left, in Unix seconds.
+    pub dispatched_at: i64,
     /// Attempts so far, this one included.
     pub attempts: u32,
 }
@@ -44,16 +52,16 @@ pub enum Reconciled<'a> {
     NotFound,
 }
 
-/// Records the reconciliation of `invocation` and announces `mail.outcome_unknown`.
-pub(crate) async fn open(
+/// Arms the reconciliation of a mail write or send about to be dispatched.
+pub(crate) async fn arm(
     conn: &mut PgConnection,
     session: SessionId,
     invocation: &InvocationRow,
     new: &NewReconciliation<'_>,
 ) -> Result<()> {
-    let inserted = sqlx::query(
-        "INSERT INTO mail_reconciliations (invocation_id, session_id, run_id, account_id, operation, message_id)
-         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (invocation_id) DO NOTHING",
+    sqlx::query(
+        "INSERT INTO mail_reconciliations (invocation_id, session_id, run_id, account_id, operation, message_id, state)
+         VALUES ($1, $2, $3, $4, $5, $6, 'dispatching') ON CONFLICT (invocation_id) DO NOTHING",
     )
     .bind(invocation.id)
     .bind(session.as_uuid())
@@ -63,34 +71,103 @@ pub(crate) async fn open(
     .bind(new.message_id)
     .execute(&mut *conn)
     .await?;
-    if inserted.rows_affected() == 1 {
-        let payload = json!({
-            "run_id": invocation.run_id.to_string(), "invocation_id": invocation.id.to_string(),
-            "call_id": invocation.call_id, "tool": invocation.tool, "account_id": new.account_id,
-            "operation": new.operation, "code": "mail.outcome_unknown",
-        });
-        append(conn, session, Some(invocation.run_id), "mail.outcome_unknown", &payload).await?;
-    }
     Ok(())
 }
 
+/// Whether `invocation` dispatched a mail write or send (its reconciliation is armed).
+pub(crate) async fn armed(conn: &mut PgConnection, invocation: Uuid) -> Result<bool> {
+    Ok(sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM mail_reconciliations WHERE invocation_id = $1 AND state = 'dispatching')",
+    )
+    .bind(invocation)
+    .fetch_one(&mut *conn)
+    .await?)
+}
+
+/// The outcome of `invocation` is known: its armed reconciliation has nothing to search for.
+pub(crate) async fn disarm(conn: &mut PgConnection, invocation: Uuid) -> Result<()> {
+    sqlx::query(
+        "UPDATE mail_reconciliations SET state = 'settled', settled_at = now()
+         WHERE invocation_id = $1 AND state = 'dispatching'",
+    )
+    .bind(invocation)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// The outcome of `invocation` is unknown: its reconciliation becomes due (the armed one, or
+/// `new` for a dispatch that armed none) and `mail.outcome_unknown` is announced. False when
+/// there is nothing to reconcile.
+pub(crate) async fn open(
+    conn: &mut PgConnection,
+    session: SessionId,
+    invocation: &InvocationRow,
+    new: Option<&NewReconciliation<'_>>,
+) -> Result<bool> {
+    let opened = sqlx::query(
+        "UPDATE mail_reconciliations SET state = 'pending', next_attempt_at = now()
+         WHERE invocation_id = $1 AND state = 'dispatching' RETURNING account_id, operation",
+    )
+    .bind(invocation.id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let (account_id, operation): (String, String) = match (opened, new) {
+        (Some(row), _) => (row.try_get("account_id")?, row.try_get("operation")?),
+        (None, Some(new)) => {
+            let inserted = sqlx::query(
+                "INSERT INTO mail_reconciliations (invocation_id, session_id, run_id, account_id, operation, message_id)
+                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (invocation_id) DO NOTHING",
+            )
+            .bind(invocation.id)
+            .bind(session.as_uuid())
+            .bind(invocation.run_id.as_uuid())
+            .bind(new.account_id)
+            .bind(new.operation)
+            .bind(new.message_id)
+            .execute(&mut *conn)
+            .await?;
+            if inserted.rows_affected() != 1 {
+                return Ok(false);
+            }
+            (new.account_id.to_owned(), new.operation.to_owned())
+        }
+        (None, None) => return Ok(false),
+    };
+    let payload = json!({
+        "run_id": invocation.run_id.to_string(), "invocation_id": invocation.id.to_string(),
+        "call_id": invocation.call_id, "tool": invocation.tool, "account_id": account_id,
+        "operation": operation, "code": OUTCOME_UNKNOWN,
+    });
+    append(conn, session, Some(invocation.run_id), "mail.outcome_unknown", &payload).await?;
+    Ok(true)
+}
+
 impl Store {
-    /// Claims up to `limit` pending reconciliations that are due, pushing each one's next
-    /// attempt `spacing_seconds` × its attempts into the future (so a worker that dies mid-search
-    /// only delays it).
-    pub async fn claim_due_reconciliations(&self, limit: u32, spacing_seconds: u32) -> Result<Vec<DueReconciliation>> {
+    /// Claims up to `limit` pending reconciliations of the `accounts` this worker can search
+    /// that are due, pushing each one's next attempt `spacing_seconds` × its attempts into the
+    /// future (so a worker that dies mid-search only delays it). Another account's wait for a
+    /// worker that has it.
+    pub async fn claim_due_reconciliations(
+        &self,
+        limit: u32,
+        spacing_seconds: u32,
+        accounts: &[String],
+    ) -> Result<Vec<DueReconciliation>> {
         let rows = sqlx::query(
             "UPDATE mail_reconciliations m
              SET attempts = m.attempts + 1,
                  next_attempt_at = now() + make_interval(secs => $2 * (m.attempts + 1))
              WHERE m.invocation_id IN (
                  SELECT invocation_id FROM mail_reconciliations
-                 WHERE state = 'pending' AND next_attempt_at <= now()
+                 WHERE state = 'pending' AND next_attempt_at <= now() AND account_id = ANY($3)
                  ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-             RETURNING m.invocation_id, m.session_id, m.run_id, m.account_id, m.operation, m.message_id, m.attempts",
+             RETURNING m.invocation_id, m.session_id, m.run_id, m.account_id, m.operation, m.message_id, m.attempts,
+                       extract(epoch FROM m.dispatched_at)::bigint AS dispatched_at",
         )
         .bind(i64::from(limit))
         .bind(f64::from(spacing_seconds))
+        .bind(accounts)
         .fetch_all(&self.pool)
         .await?;
         rows.iter()
@@ -102,10 +179,26 @@ impl Store {
                     account_id: row.try_get("account_id")?,
                     operation: row.try_get("operation")?,
                     message_id: row.try_get("message_id")?,
+                    dispatched_at: row.try_get("dispatched_at")?,
                     attempts: u32::try_from(row.try_get::<i32, _>("attempts")?).unwrap_or(0),
                 })
             })
             .collect()
+    }
+
+    /// Whether `session` has a write or send to `account_id` of `operation` whose outcome is
+    /// not known yet (dispatching, or pending its reconciliation).
+    pub async fn mail_outcome_open(&self, session: SessionId, account_id: &str, operation: &str) -> Result<bool> {
+        Ok(sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM mail_reconciliations
+                            WHERE session_id = $1 AND account_id = $2 AND operation = $3
+                              AND state IN ('dispatching', 'pending'))",
+        )
+        .bind(session.as_uuid())
+        .bind(account_id)
+        .bind(operation)
+        .fetch_one(&self.pool)
+        .await?)
     }
 
     /// Settles a pending reconciliation once and announces `mail.reconciled`; false when it was

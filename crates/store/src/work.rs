@@ -351,10 +351,9 @@ impl Store {
                 if !hold(tx, lease).await? {
                     return lost();
                 }
+                let code = mail_code(tx, invocation, state, code, reconciliation).await?;
                 write_result(tx, lease.session, invocation, state, result, code).await?;
-                if let Some(reconciliation) = reconciliation {
-                    crate::mail::open(tx, lease.session, invocation, reconciliation).await?;
-                }
+                settle_mail(tx, lease.session, invocation, state, reconciliation).await?;
                 Ok(Some(()))
             },
             |outcome| outcome.is_some(),
@@ -364,7 +363,13 @@ impl Store {
 
     /// Commits `dispatching` before a side-effecting tool is called. From here on the invocation
     /// is never dispatched again: if its outcome is not recorded, it becomes `outcome_unknown`.
-    pub async fn begin_dispatch(&self, lease: &Lease, invocation: &InvocationRow) -> Result<Option<()>> {
+    /// A mail write or send arms its reconciliation (`effect`) in the same transaction.
+    pub async fn begin_dispatch(
+        &self,
+        lease: &Lease,
+        invocation: &InvocationRow,
+        effect: Option<&NewReconciliation<'_>>,
+    ) -> Result<Option<()>> {
         self.transaction(
             async |tx: &mut PgConnection| {
                 if !hold(tx, lease).await? {
@@ -379,6 +384,9 @@ impl Store {
                 .await?;
                 if started.rows_affected() != 1 {
                     return lost();
+                }
+                if let Some(effect) = effect {
+                    crate::mail::arm(tx, lease.session, invocation, effect).await?;
                 }
                 let payload = json!({ "run_id": lease.run.to_string(), "invocation_id": invocation.id.to_string(),
                                       "call_id": invocation.call_id, "tool": invocation.tool });
@@ -412,10 +420,9 @@ impl Store {
                 if dispatching.as_deref() != Some("dispatching") {
                     return Ok(false);
                 }
+                let code = mail_code(tx, invocation, state, code, reconciliation).await?;
                 write_result(tx, session, invocation, state, result, code).await?;
-                if let Some(reconciliation) = reconciliation {
-                    crate::mail::open(tx, session, invocation, reconciliation).await?;
-                }
+                settle_mail(tx, session, invocation, state, reconciliation).await?;
                 Ok(true)
             },
             |written| *written,
@@ -590,6 +597,42 @@ impl Store {
         .await
     }
 
+    /// Settles as `outcome_unknown` up to `limit` invocations left `dispatching` on a finished run
+    /// for longer than `older_than_seconds` (far longer than any dispatch takes): their worker
+    /// died after the run was cancelled or passed its deadline, and no execution will resume
+    /// them. A mail write or send among them opens its reconciliation. Returns how many.
+    pub async fn settle_stranded_dispatches(&self, older_than_seconds: u32, limit: u32) -> Result<usize> {
+        self.transaction(
+            async |tx: &mut PgConnection| {
+                let rows = sqlx::query(
+                    "SELECT i.id, i.run_id, i.step, i.position, i.call_id, i.tool, i.arguments, i.state, i.result,
+                            i.code, i.session_id
+                     FROM tool_invocations i JOIN runs r ON r.id = i.run_id
+                     WHERE i.state = 'dispatching' AND r.state IN ('completed', 'failed', 'cancelled')
+                       AND i.updated_at < now() - make_interval(secs => $1)
+                     ORDER BY i.updated_at LIMIT $2 FOR UPDATE OF i SKIP LOCKED",
+                )
+                .bind(f64::from(older_than_seconds))
+                .bind(i64::from(limit))
+                .fetch_all(&mut *tx)
+                .await?;
+                let result =
+                    json!({ "error": "the worker stopped while this action was in progress; it was not repeated" });
+                for row in &rows {
+                    let invocation = InvocationRow::from_row(row)?;
+                    let session = SessionId::from_uuid(row.try_get("session_id")?);
+                    let state = InvocationState::OutcomeUnknown;
+                    let code = mail_code(tx, &invocation, state, Some("tool.outcome_unknown"), None).await?;
+                    write_result(tx, session, &invocation, state, &result, code).await?;
+                    settle_mail(tx, session, &invocation, state, None).await?;
+                }
+                Ok(rows.len())
+            },
+            |_| true,
+        )
+        .await
+    }
+
     /// Cancels, with reason `deadline`, up to `limit` active runs whose deadline passed; pending
     /// approvals and questions expire. Returns how many were cancelled.
     pub async fn expire_overdue_runs(&self, limit: u32) -> Result<usize> {
@@ -661,6 +704,37 @@ async fn park(conn: &mut PgConnection, lease: &Lease, state: &str) -> Result<()>
 }
 
 /// Settles an invocation and appends its `tool.result` event.
+/// A mail write or send of unknown outcome is `mail.outcome_unknown`, whatever the caller knew:
+/// its reconciliation was armed when it was dispatched.
+async fn mail_code<'a>(
+    conn: &mut PgConnection,
+    invocation: &InvocationRow,
+    state: InvocationState,
+    code: Option<&'a str>,
+    reconciliation: Option<&NewReconciliation<'_>>,
+) -> Result<Option<&'a str>> {
+    let mail = state == InvocationState::OutcomeUnknown
+        && (reconciliation.is_some() || crate::mail::armed(conn, invocation.id).await?);
+    Ok(if mail { Some(crate::mail::OUTCOME_UNKNOWN) } else { code })
+}
+
+/// Opens the reconciliation of a write or send of unknown outcome; disarms it once the outcome is
+/// known.
+async fn settle_mail(
+    conn: &mut PgConnection,
+    session: SessionId,
+    invocation: &InvocationRow,
+    state: InvocationState,
+    reconciliation: Option<&NewReconciliation<'_>>,
+) -> Result<()> {
+    if state == InvocationState::OutcomeUnknown {
+        crate::mail::open(conn, session, invocation, reconciliation).await?;
+    } else {
+        crate::mail::disarm(conn, invocation.id).await?;
+    }
+    Ok(())
+}
+
 pub(crate) async fn write_result(
     conn: &mut PgConnection,
     session: SessionId,

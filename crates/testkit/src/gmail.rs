@@ -1,12 +1,18 @@
 //! A mail provider for tests: a real HTTP server on 127.0.0.1 speaking the Gmail REST and OAuth
 //! token wire formats the service uses — the refresh-token grant, `labels.list`, `threads.list`
-//! (with `q`), `threads.get` (`format=metadata`), `drafts.create` and `messages.send` (both
-//! with a base64url RFC 5322 `raw`). Each refresh token is a grant of one scope on one mailbox;
-//! every call is checked against the scopes Google documents for it, so a tool that used the
-//! wrong credential document fails here as it would there.
+//! (with `q`, `includeSpamTrash`, `maxResults` and paging), `threads.get` (`format=metadata`
+//! with `metadataHeaders`), `drafts.create` and `messages.send` (both with a base64url RFC 5322
+//! `raw`). Each refresh token is a grant of one scope on one mailbox; every call is checked
+//! against the scopes Google documents for it, so a tool that used the wrong credential document
+//! fails here as it would there.
 //!
-//! Faults are scripted per test: drop the connection after a send was stored, answer reads with
-//! 429, revoke a grant.
+//! Where the service depends on the provider's habits, it behaves as the provider is reported
+//! to: a sent message gets a `Message-ID` of the provider's own (a draft keeps the one it was
+//! given), `X-` headers are kept, Spam and Trash are left out of a search unless
+//! `includeSpamTrash` (or `in:anywhere`) asks for them, and `after:`/`before:` take Unix seconds.
+//!
+//! Faults are scripted per test: drop the connection after a send or draft was stored, answer
+//! reads with 429, revoke a grant.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -34,6 +40,17 @@ pub struct StoredMessage {
     pub from: String,
     pub to: Vec<String>,
     pub body: String,
+    /// When the provider took it, in Unix seconds.
+    pub internal_date: i64,
+    /// Its `X-` headers, as given.
+    pub extra_headers: Vec<(String, String)>,
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|elapsed| i64::try_from(elapsed.as_secs()).unwrap_or(i64::MAX))
+        .unwrap_or_default()
 }
 
 #[derive(Debug, Default)]
@@ -43,7 +60,7 @@ struct Mailbox {
     drafts: Vec<(String, String)>,
 }
 
-/// What the next send does after it is stored.
+/// What the next send (or draft) does after it is stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SendFault {
     /// Close the connection without answering.
@@ -65,6 +82,7 @@ struct Inner {
     /// (mailbox, scope, method and path) of every authorized API call.
     calls: Vec<(String, String, String)>,
     send_fault: Option<SendFault>,
+    draft_fault: Option<SendFault>,
     read_throttles: usize,
     next_id: u64,
 }
@@ -179,6 +197,8 @@ impl FakeGmail {
             from: from.to_owned(),
             to: vec![to],
             body: body.to_owned(),
+            internal_date: unix_now(),
+            extra_headers: Vec::new(),
         };
         inner
             .mailboxes
@@ -216,6 +236,10 @@ impl FakeGmail {
 
     pub fn fail_next_send(&self, fault: SendFault) {
         lock(&self.inner).send_fault = Some(fault);
+    }
+
+    pub fn fail_next_draft(&self, fault: SendFault) {
+        lock(&self.inner).draft_fault = Some(fault);
     }
 
     /// Answers the next `count` reads with 429.
@@ -305,7 +329,8 @@ async fn labels(State(inner): State<Shared>, headers: HeaderMap) -> Response {
 }
 
 /// Whether `message` matches one search term of the provider's query language (the subset the
-/// service uses: `in:`, `label:`, `subject:`, `rfc822msgid:`, `from:`, `to:` and plain words).
+/// service uses: `in:`, `label:`, `subject:`, `rfc822msgid:`, `from:`, `to:`, `after:` and
+/// `before:` in Unix seconds, and plain words).
 fn matches(message: &StoredMessage, term: &str) -> bool {
     let contains = |haystack: &str, needle: &str| haystack.to_lowercase().contains(&needle.to_lowercase());
     let has_label = |label: &str| message.label_ids.iter().any(|l| l.eq_ignore_ascii_case(label));
@@ -322,6 +347,8 @@ fn matches(message: &StoredMessage, term: &str) -> bool {
         Some(("rfc822msgid", id)) => message.message_id.trim_matches(['<', '>']) == id.trim_matches(['<', '>']),
         Some(("from", who)) => contains(&message.from, who),
         Some(("to", who)) => message.to.iter().any(|to| contains(to, who)),
+        Some(("after", seconds)) => seconds.parse().is_ok_and(|after: i64| message.internal_date >= after),
+        Some(("before", seconds)) => seconds.parse().is_ok_and(|before: i64| message.internal_date < before),
         _ => contains(&message.subject, term) || contains(&message.body, term),
     }
 }
@@ -366,23 +393,22 @@ async fn threads(
         .find(|(k, _)| k == "q")
         .map(|(_, v)| v.as_str())
         .unwrap_or_default();
-    let max: usize = query
-        .iter()
-        .find(|(k, _)| k == "maxResults")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(100);
+    let parameter = |name: &str| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let max: usize = parameter("maxResults").and_then(|v| v.parse().ok()).unwrap_or(100);
+    let offset: usize = parameter("pageToken").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let spam_and_trash = parameter("includeSpamTrash") == Some("true");
     let terms = terms(q);
+    let folder_named = terms
+        .iter()
+        .any(|term| term.starts_with("in:") || term.starts_with("label:"));
+    let anywhere = terms.iter().any(|term| term.eq_ignore_ascii_case("in:anywhere"));
     let mut seen = Vec::new();
     let mut found = Vec::new();
     for message in inner.mailboxes[&mailbox].messages.iter().rev() {
-        // Like the provider, drafts and sent mail are found only when asked for.
-        let hidden = (message
-            .label_ids
-            .iter()
-            .any(|l| l == "DRAFT" || l == "SPAM" || l == "TRASH"))
-            && !terms
-                .iter()
-                .any(|term| term.starts_with("in:") || term.starts_with("label:"));
+        let has = |label: &str| message.label_ids.iter().any(|l| l == label);
+        // Drafts are found when a folder is named; Spam and Trash only when asked for.
+        let hidden = (has("DRAFT") && !folder_named)
+            || ((has("SPAM") || has("TRASH")) && !(spam_and_trash || anywhere || folder_named));
         if hidden || seen.contains(&message.thread_id) || !terms.iter().all(|term| matches(message, term)) {
             continue;
         }
@@ -393,14 +419,30 @@ async fn threads(
         );
     }
     let estimate = found.len();
-    found.truncate(max);
-    if found.is_empty() {
+    let page: Vec<Value> = found.into_iter().skip(offset).take(max).collect();
+    if page.is_empty() {
         return Json(json!({ "resultSizeEstimate": 0 })).into_response();
     }
-    Json(json!({ "threads": found, "resultSizeEstimate": estimate })).into_response()
+    let mut answer = json!({ "threads": page, "resultSizeEstimate": estimate });
+    if offset + max < estimate {
+        answer["nextPageToken"] = (offset + max).to_string().into();
+    }
+    Json(answer).into_response()
 }
 
-async fn thread(State(inner): State<Shared>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+async fn thread(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(query): Query<Vec<(String, String)>>,
+) -> Response {
+    // `format=metadata` with `metadataHeaders` answers with those headers only.
+    let wanted: Vec<&str> = query
+        .iter()
+        .filter(|(k, _)| k == "metadataHeaders")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    let metadata = query.iter().any(|(k, v)| k == "format" && v == "metadata");
     let mut inner = lock(&inner);
     let mailbox = match inner.authorize(&headers, &[READONLY, MODIFY], "GET threads/{id}") {
         Ok(mailbox) => mailbox,
@@ -411,15 +453,26 @@ async fn thread(State(inner): State<Shared>, headers: HeaderMap, Path(id): Path<
         .iter()
         .filter(|message| message.thread_id == id)
         .map(|message| {
+            let all = [
+                ("From".to_owned(), message.from.clone()),
+                ("To".to_owned(), message.to.join(", ")),
+                ("Subject".to_owned(), message.subject.clone()),
+                ("Date".to_owned(), message.internal_date.to_string()),
+                ("Message-ID".to_owned(), format!("<{}>", message.message_id)),
+            ]
+            .into_iter()
+            .chain(message.extra_headers.iter().cloned());
+            let shown: Vec<Value> = all
+                .filter(|(name, _)| {
+                    !metadata || wanted.is_empty() || wanted.iter().any(|w| w.eq_ignore_ascii_case(name))
+                })
+                .map(|(name, value)| json!({ "name": name, "value": value }))
+                .collect();
             json!({
                 "id": message.id, "threadId": message.thread_id, "labelIds": message.label_ids,
                 "snippet": message.body.chars().take(100).collect::<String>(),
-                "payload": { "headers": [
-                    { "name": "From", "value": message.from },
-                    { "name": "To", "value": message.to.join(", ") },
-                    { "name": "Subject", "value": message.subject },
-                    { "name": "Message-ID", "value": format!("<{}>", message.message_id) },
-                ]}
+                "internalDate": (message.internal_date * 1000).to_string(),
+                "payload": { "headers": shown }
             })
         })
         .collect();
@@ -444,12 +497,24 @@ fn parse_raw(inner: &mut Inner, mailbox: &str, raw: &str, label: &str) -> Result
     if to.is_empty() {
         return Err(Refused(StatusCode::BAD_REQUEST, "Invalid To header"));
     }
+    let extra_headers = parsed
+        .headers()
+        .iter()
+        .filter(|header| header.name().to_ascii_lowercase().starts_with("x-"))
+        .filter_map(|header| {
+            parsed
+                .header_raw(header.name())
+                .map(|value| (header.name().to_owned(), value.trim().to_owned()))
+        })
+        .collect();
     let id = inner.id();
     Ok(StoredMessage {
         id: id.clone(),
         thread_id: id,
         label_ids: vec![label.to_owned()],
         message_id: parsed.message_id().unwrap_or_default().to_owned(),
+        internal_date: unix_now(),
+        extra_headers,
         subject: parsed.subject().unwrap_or_default().to_owned(),
         from: inner.mailboxes[mailbox].address.clone(),
         to,
@@ -461,25 +526,48 @@ fn parse_raw(inner: &mut Inner, mailbox: &str, raw: &str, label: &str) -> Result
 }
 
 async fn create_draft(State(inner): State<Shared>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
-    let mut inner = lock(&inner);
-    let mailbox = match inner.authorize(&headers, &[MODIFY], "POST drafts") {
-        Ok(mailbox) => mailbox,
-        Err(refused) => return refused.into_response(),
+    let fault = {
+        let mut inner = lock(&inner);
+        let mailbox = match inner.authorize(&headers, &[MODIFY], "POST drafts") {
+            Ok(mailbox) => mailbox,
+            Err(refused) => return refused.into_response(),
+        };
+        let Some(raw) = body["message"]["raw"].as_str() else {
+            return error(StatusCode::BAD_REQUEST, "Missing draft message");
+        };
+        let message = match parse_raw(&mut inner, &mailbox, raw, "DRAFT") {
+            Ok(message) => message,
+            Err(refused) => return refused.into_response(),
+        };
+        let draft_id = format!("r{}", inner.id());
+        let answer = json!({ "id": draft_id, "message": { "id": message.id, "threadId": message.thread_id,
+                                                          "labelIds": ["DRAFT"] } });
+        let fault = inner.draft_fault.take();
+        if fault == Some(SendFault::DropUnsent) {
+            drop(inner);
+            std::panic::resume_unwind(Box::new("connection dropped on purpose"));
+        }
+        let stored = inner.mailboxes.get_mut(&mailbox).expect("mailbox");
+        stored.drafts.push((draft_id, message.id.clone()));
+        stored.messages.push(message);
+        match fault {
+            None => return Json(answer).into_response(),
+            Some(fault) => fault,
+        }
     };
-    let Some(raw) = body["message"]["raw"].as_str() else {
-        return error(StatusCode::BAD_REQUEST, "Missing draft message");
-    };
-    let message = match parse_raw(&mut inner, &mailbox, raw, "DRAFT") {
-        Ok(message) => message,
-        Err(refused) => return refused.into_response(),
-    };
-    let draft_id = format!("r{}", inner.id());
-    let answer = json!({ "id": draft_id, "message": { "id": message.id, "threadId": message.thread_id,
-                                                      "labelIds": ["DRAFT"] } });
-    let mailbox = inner.mailboxes.get_mut(&mailbox).expect("mailbox");
-    mailbox.drafts.push((draft_id, message.id.clone()));
-    mailbox.messages.push(message);
-    Json(answer).into_response()
+    dropped(fault).await
+}
+
+/// Ends a request after a scripted fault: never answers, or closes the connection unanswered.
+async fn dropped(fault: SendFault) -> Response {
+    match fault {
+        SendFault::Hold => std::future::pending().await,
+        // Unwinding the connection's task closes it without an answer (and without the panic
+        // hook's report).
+        SendFault::DropConnection | SendFault::DropUnsent => {
+            std::panic::resume_unwind(Box::new("connection dropped on purpose"))
+        }
+    }
 }
 
 async fn send(State(inner): State<Shared>, headers: HeaderMap, Json(body): Json<Value>) -> Response {
@@ -500,10 +588,12 @@ async fn send(State(inner): State<Shared>, headers: HeaderMap, Json(body): Json<
             drop(inner);
             std::panic::resume_unwind(Box::new("connection dropped on purpose"));
         }
-        let message = match parse_raw(&mut inner, &mailbox, raw, "SENT") {
+        let mut message = match parse_raw(&mut inner, &mailbox, raw, "SENT") {
             Ok(message) => message,
             Err(refused) => return refused.into_response(),
         };
+        // The provider gives a sent message a Message-ID of its own.
+        message.message_id = format!("CA+{}@mail.gmail.com", message.id);
         // Delivered to every mailbox of a recipient, as an incoming message.
         let recipients: Vec<String> = inner
             .mailboxes
@@ -533,12 +623,5 @@ async fn send(State(inner): State<Shared>, headers: HeaderMap, Json(body): Json<
             Some(fault) => fault,
         }
     };
-    match fault {
-        SendFault::Hold => std::future::pending().await,
-        // Unwinding the connection's task closes it without an answer (and without the panic
-        // hook's report).
-        SendFault::DropConnection | SendFault::DropUnsent => {
-            std::panic::resume_unwind(Box::new("connection dropped on purpose"))
-        }
-    }
+    dropped(fault).await
 }

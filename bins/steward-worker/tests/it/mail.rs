@@ -384,6 +384,17 @@ async fn an_uncertain_send_is_never_repeated_and_reconciliation_finds_it_in_sent
         (reconciled["state"].as_str(), reconciled["thread_id"].as_str()),
         (Some("found"), Some(sent[0].thread_id.as_str()))
     );
+    // The provider gave the sent message a Message-ID of its own: the invocation header found it.
+    let ours: String = stack.scalar("SELECT message_id FROM mail_reconciliations").await;
+    assert_ne!(sent[0].message_id, ours, "the provider replaced the Message-ID");
+    assert!(
+        sent[0]
+            .extra_headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case(mail_mcp::message::INVOCATION_HEADER)),
+        "{:?}",
+        sent[0].extra_headers
+    );
     assert_eq!(sends(&mail.gmail), 1, "zero repeats");
     assert_eq!(mail.gmail.messages("ada", "INBOX").len(), 1);
     let searches: Vec<(String, String, String)> = mail
@@ -698,9 +709,9 @@ async fn a_worker_killed_mid_send_leaves_it_unrepeated_and_reconciled() {
     worker.kill().expect("SIGKILL");
     assert_eq!(worker.wait().expect("wait").signal(), Some(9));
 
-    let vars = mail.worker_vars();
-    let vars: Vec<(&str, &str)> = vars.iter().map(|(name, value)| (*name, value.as_str())).collect();
-    stack.start_worker(&vars).await;
+    // The worker that resumes the run has mail off (as after a rollback): the reconciliation
+    // armed at dispatch still opens, and waits for a worker that holds the account.
+    stack.start_worker(&[]).await;
     stack.completes(&run).await;
     let result = results(&stack, &session).await.pop().expect("result");
     assert_eq!(
@@ -708,6 +719,17 @@ async fn a_worker_killed_mid_send_leaves_it_unrepeated_and_reconciled() {
         (Some("outcome_unknown"), Some("mail.outcome_unknown")),
         "{result}"
     );
+    let events = stack.events(&session).await;
+    assert_eq!(
+        events.iter().filter(|(kind, _)| kind == "mail.outcome_unknown").count(),
+        1
+    );
+    let state: String = stack.scalar("SELECT state FROM mail_reconciliations").await;
+    assert_eq!(state, "pending");
+
+    let vars = mail.worker_vars();
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    stack.start_worker(&vars).await;
     let reconciled = reconciled(&stack, &session).await;
     assert_eq!(reconciled["state"], "found", "{reconciled}");
     assert_eq!(sends(&mail.gmail), 1, "the send was never repeated");
@@ -751,8 +773,181 @@ async fn an_uncertain_send_that_never_happened_settles_not_found_and_is_still_no
         .iter()
         .filter(|(_, scope, call)| call == "GET threads" && scope == READONLY)
         .count();
-    assert_eq!(searches, 3, "one read-only search per attempt");
+    // Per attempt: by Message-ID in Sent, then anywhere; by the invocation header among the
+    // threads dated around the dispatch, in Sent, then anywhere.
+    assert_eq!(searches, 3 * 4, "the same read-only searches per attempt");
     assert_eq!(sends(&mail.gmail), 1, "the send was tried once and never again");
     assert!(mail.gmail.messages("personal", "SENT").is_empty());
     assert!(mail.gmail.messages("ada", "INBOX").is_empty());
+}
+
+#[tokio::test]
+async fn an_uncertain_draft_is_never_repeated_and_reconciliation_finds_it_in_drafts() {
+    let mail = Mail::start().await;
+    let stack = mail.stack().await;
+    let session = stack.session().await;
+    mail.gmail.fail_next_draft(SendFault::DropConnection);
+    let draft = json!({ "to": "ada@example.org", "subject": "Uncertain draft 2b6", "body": "Once." });
+    let run = stack
+        .submit(&session, &format!("/tool mcp.mail_write.create_draft {draft}"))
+        .await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approvals = stack.pending_approvals(&session).await;
+    stack.decide_ok(&approvals[0], "approve_once").await;
+    stack.completes(&run).await;
+
+    let result = results(&stack, &session).await.pop().expect("draft result");
+    assert_eq!(
+        (result["status"].as_str(), result["code"].as_str()),
+        (Some("outcome_unknown"), Some("mail.outcome_unknown")),
+        "{result}"
+    );
+    let reconciled = reconciled(&stack, &session).await;
+    let drafts = mail.gmail.messages("personal", "DRAFT");
+    assert_eq!(drafts.len(), 1, "exactly one draft");
+    assert_eq!(
+        (reconciled["state"].as_str(), reconciled["operation"].as_str()),
+        (Some("found"), Some("create_draft"))
+    );
+    assert_eq!(reconciled["thread_id"].as_str(), Some(drafts[0].thread_id.as_str()));
+    let writes = mail
+        .gmail
+        .calls()
+        .iter()
+        .filter(|(_, _, call)| call == "POST drafts")
+        .count();
+    assert_eq!(writes, 1, "the draft was never repeated");
+    assert!(mail.gmail.messages("personal", "SENT").is_empty());
+}
+
+#[tokio::test]
+async fn a_proposal_is_checked_before_the_owner_is_asked_and_waits_for_an_open_outcome() {
+    let mail = Mail::start().await;
+    let mut stack = mail.api("sessions.read,sessions.write").await;
+    let mut vars = mail.worker_vars();
+    // Searches a minute apart: the first finds nothing, and the outcome stays open meanwhile.
+    vars.push(("MAIL_RECONCILE_SPACING_SECONDS", "60".to_owned()));
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    stack.start_worker(&vars).await;
+    let session = stack.session().await;
+
+    // A message that cannot be made is refused before any approval is asked for.
+    let bad = json!({ "to": "ada@exam\u{200B}ple.org", "subject": "Hi", "body": "Text" });
+    let run = stack
+        .submit(&session, &format!("/tool mcp.mail_send.send_message {bad}"))
+        .await;
+    stack.completes(&run).await;
+    let refused = results(&stack, &session).await.pop().expect("result");
+    assert_eq!(
+        (refused["status"].as_str(), refused["code"].as_str()),
+        (Some("failed"), Some("tool.invalid_arguments")),
+        "{refused}"
+    );
+    let asked: i64 = stack.scalar("SELECT count(*) FROM approvals").await;
+    assert_eq!(asked, 0, "the owner was never asked");
+
+    // A send of unknown outcome (it never arrived) keeps the next send from this account waiting.
+    mail.gmail.fail_next_send(SendFault::DropUnsent);
+    let message = json!({ "to": "ada@example.org", "subject": "Lost 4c7", "body": "Once." });
+    let run = stack
+        .submit(&session, &format!("/tool mcp.mail_send.send_message {message}"))
+        .await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approvals = stack.pending_approvals(&session).await;
+    stack.decide_ok(&approvals[0], "approve_once").await;
+    stack.completes(&run).await;
+    let state: String = stack.scalar("SELECT state FROM mail_reconciliations").await;
+    assert_eq!(state, "pending");
+
+    let again = json!({ "to": "ada@example.org", "subject": "Lost 4c7 (again)", "body": "Once." });
+    let run = stack
+        .submit(&session, &format!("/tool mcp.mail_send.send_message {again}"))
+        .await;
+    stack.completes(&run).await;
+    let held = results(&stack, &session).await.pop().expect("result");
+    assert_eq!(
+        (held["status"].as_str(), held["code"].as_str()),
+        (Some("failed"), Some("mail.reconciliation_pending")),
+        "{held}"
+    );
+    let asked: i64 = stack.scalar("SELECT count(*) FROM approvals").await;
+    assert_eq!(asked, 1, "only the first send was proposed");
+
+    // A send from another account, or a draft, is not held back.
+    let draft = json!({ "to": "ada@example.org", "subject": "Draft meanwhile", "body": "Fine." });
+    for proposal in [
+        format!("/tool mcp.mail_work_send.send_message {message}"),
+        format!("/tool mcp.mail_write.create_draft {draft}"),
+    ] {
+        let run = stack.submit(&session, &proposal).await;
+        stack.wait_for(&run, &["waiting_approval"]).await;
+        let approvals = stack.pending_approvals(&session).await;
+        assert!(
+            proposal.contains(approvals[0]["tool"].as_str().expect("tool")),
+            "{proposal}"
+        );
+        stack.decide_ok(&approvals[0], "deny").await;
+        stack.completes(&run).await;
+    }
+    assert_eq!(sends(&mail.gmail), 1, "nothing was sent again");
+}
+
+#[tokio::test]
+async fn a_dispatch_stranded_on_a_cancelled_run_by_a_dead_worker_is_settled_and_reconciled() {
+    use std::os::unix::process::ExitStatusExt;
+
+    let mail = Mail::start().await;
+    let mut stack = mail.api("sessions.read,sessions.write").await;
+    let mut worker = std::process::Command::new(env!("CARGO_BIN_EXE_steward-worker"))
+        .envs(stack.worker_env(&[]))
+        .envs(mail.worker_vars())
+        .env("LOG_LEVEL", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start steward-worker");
+    mail.gmail.fail_next_send(SendFault::Hold);
+    let session = stack.session().await;
+    let message = json!({ "to": "ada@example.org", "subject": "Stranded 8d2", "body": "Once." });
+    let run = stack
+        .submit(&session, &format!("/tool mcp.mail_send.send_message {message}"))
+        .await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approvals = stack.pending_approvals(&session).await;
+    stack.decide_ok(&approvals[0], "approve_once").await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while mail.gmail.messages("personal", "SENT").is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the send never arrived");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // The owner cancels the run mid-dispatch, and then its worker dies: no execution resumes it.
+    let cancel = stack
+        .request(reqwest::Method::POST, &format!("/v1/runs/{run}/cancel"))
+        .send()
+        .await
+        .expect("cancel");
+    assert_eq!(cancel.status(), 200);
+    worker.kill().expect("SIGKILL");
+    assert_eq!(worker.wait().expect("wait").signal(), Some(9));
+    assert_eq!(stack.run(&run).await["state"], "cancelled");
+    let state: String = stack.scalar("SELECT state FROM tool_invocations").await;
+    assert_eq!(state, "dispatching");
+
+    let store = stack.db.store_as("worker").await;
+    // Younger than the threshold: left alone (its worker might still be waiting on it).
+    assert_eq!(store.settle_stranded_dispatches(3600, 16).await.expect("sweep"), 0);
+    assert_eq!(store.settle_stranded_dispatches(0, 16).await.expect("sweep"), 1);
+    assert_eq!(store.settle_stranded_dispatches(0, 16).await.expect("sweep"), 0, "once");
+    let result = results(&stack, &session).await.pop().expect("result");
+    assert_eq!(
+        (result["status"].as_str(), result["code"].as_str()),
+        (Some("outcome_unknown"), Some("mail.outcome_unknown")),
+        "{result}"
+    );
+    let vars = mail.worker_vars();
+    let vars: Vec<(&str, &str)> = vars.iter().map(|(name, value)| (*name, value.as_str())).collect();
+    stack.start_worker(&vars).await;
+    let reconciled = reconciled(&stack, &session).await;
+    assert_eq!(reconciled["state"], "found", "{reconciled}");
+    assert_eq!(sends(&mail.gmail), 1, "never repeated");
 }

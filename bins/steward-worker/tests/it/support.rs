@@ -111,8 +111,8 @@ impl Stack {
             .clone()
             .map(|endpoint| agent::openai::provider(endpoint, http.clone()));
         let mail = config.mail.clone().map(|accounts| {
-            let client = mail_mcp::gmail::GmailClient::new(http.clone(), config.mail_endpoints.clone());
-            std::sync::Arc::new(mail_mcp::tools::MailService::new(accounts, client))
+            let service = mail_mcp::tools::MailService::connect(accounts, config.mail_endpoints.clone());
+            std::sync::Arc::new(service.expect("mail client"))
         });
         let executor = agent::executor::Executor {
             store: self.db.store_as("worker").await,
