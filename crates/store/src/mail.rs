@@ -52,16 +52,17 @@ pub enum Reconciled<'a> {
     NotFound,
 }
 
-/// Arms the reconciliation of a mail write or send about to be dispatched.
-pub(crate) async fn arm(
+/// Inserts the reconciliation of `invocation` in `state` unless it has one; true when inserted.
+async fn insert(
     conn: &mut PgConnection,
     session: SessionId,
     invocation: &InvocationRow,
     new: &NewReconciliation<'_>,
-) -> Result<()> {
-    sqlx::query(
+    state: &str,
+) -> Result<bool> {
+    let inserted = sqlx::query(
         "INSERT INTO mail_reconciliations (invocation_id, session_id, run_id, account_id, operation, message_id, state)
-         VALUES ($1, $2, $3, $4, $5, $6, 'dispatching') ON CONFLICT (invocation_id) DO NOTHING",
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (invocation_id) DO NOTHING",
     )
     .bind(invocation.id)
     .bind(session.as_uuid())
@@ -69,8 +70,20 @@ pub(crate) async fn arm(
     .bind(new.account_id)
     .bind(new.operation)
     .bind(new.message_id)
+    .bind(state)
     .execute(&mut *conn)
     .await?;
+    Ok(inserted.rows_affected() == 1)
+}
+
+/// Arms the reconciliation of a mail write or send about to be dispatched.
+pub(crate) async fn arm(
+    conn: &mut PgConnection,
+    session: SessionId,
+    invocation: &InvocationRow,
+    new: &NewReconciliation<'_>,
+) -> Result<()> {
+    insert(conn, session, invocation, new, "dispatching").await?;
     Ok(())
 }
 
@@ -115,19 +128,7 @@ pub(crate) async fn open(
     let (account_id, operation): (String, String) = match (opened, new) {
         (Some(row), _) => (row.try_get("account_id")?, row.try_get("operation")?),
         (None, Some(new)) => {
-            let inserted = sqlx::query(
-                "INSERT INTO mail_reconciliations (invocation_id, session_id, run_id, account_id, operation, message_id)
-                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (invocation_id) DO NOTHING",
-            )
-            .bind(invocation.id)
-            .bind(session.as_uuid())
-            .bind(invocation.run_id.as_uuid())
-            .bind(new.account_id)
-            .bind(new.operation)
-            .bind(new.message_id)
-            .execute(&mut *conn)
-            .await?;
-            if inserted.rows_affected() != 1 {
+            if !insert(conn, session, invocation, new, "pending").await? {
                 return Ok(false);
             }
             (new.account_id.to_owned(), new.operation.to_owned())

@@ -674,13 +674,10 @@ async fn the_worker_and_the_api_refuse_to_start_on_any_bad_mail_configuration() 
     }
 }
 
-#[tokio::test]
-async fn a_worker_killed_mid_send_leaves_it_unrepeated_and_reconciled() {
-    use std::os::unix::process::ExitStatusExt;
-
-    let mail = Mail::start().await;
-    let mut stack = mail.api("sessions.read,sessions.write").await;
-    let mut worker = std::process::Command::new(env!("CARGO_BIN_EXE_steward-worker"))
+/// A `steward-worker` process with mail on, mid-dispatch of an approved send (`subject`) that
+/// the provider stored and never answers; returns it (to be killed), the session and the run.
+async fn a_held_send(mail: &Mail, stack: &Stack, subject: &str) -> (std::process::Child, String, String) {
+    let worker = std::process::Command::new(env!("CARGO_BIN_EXE_steward-worker"))
         .envs(stack.worker_env(&[]))
         .envs(mail.worker_vars())
         .env("LOG_LEVEL", "warn")
@@ -690,20 +687,29 @@ async fn a_worker_killed_mid_send_leaves_it_unrepeated_and_reconciled() {
         .expect("start steward-worker");
     mail.gmail.fail_next_send(SendFault::Hold);
     let session = stack.session().await;
-    let message = json!({ "to": "ada@example.org", "subject": "Held 3e8", "body": "Once." });
+    let message = json!({ "to": "ada@example.org", "subject": subject, "body": "Once." });
     let run = stack
         .submit(&session, &format!("/tool mcp.mail_send.send_message {message}"))
         .await;
     stack.wait_for(&run, &["waiting_approval"]).await;
     let approvals = stack.pending_approvals(&session).await;
     stack.decide_ok(&approvals[0], "approve_once").await;
-
-    // The provider stored the message and holds its answer: the worker is mid-dispatch.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while mail.gmail.messages("personal", "SENT").is_empty() {
         assert!(std::time::Instant::now() < deadline, "the send never arrived");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+    (worker, session, run)
+}
+
+#[tokio::test]
+async fn a_worker_killed_mid_send_leaves_it_unrepeated_and_reconciled() {
+    use std::os::unix::process::ExitStatusExt;
+
+    let mail = Mail::start().await;
+    let mut stack = mail.api("sessions.read,sessions.write").await;
+    // The provider stored the message and holds its answer: the worker is mid-dispatch.
+    let (mut worker, session, run) = a_held_send(&mail, &stack, "Held 3e8").await;
     let state: String = stack.scalar("SELECT state FROM tool_invocations").await;
     assert_eq!(state, "dispatching");
     worker.kill().expect("SIGKILL");
@@ -898,28 +904,7 @@ async fn a_dispatch_stranded_on_a_cancelled_run_by_a_dead_worker_is_settled_and_
 
     let mail = Mail::start().await;
     let mut stack = mail.api("sessions.read,sessions.write").await;
-    let mut worker = std::process::Command::new(env!("CARGO_BIN_EXE_steward-worker"))
-        .envs(stack.worker_env(&[]))
-        .envs(mail.worker_vars())
-        .env("LOG_LEVEL", "warn")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start steward-worker");
-    mail.gmail.fail_next_send(SendFault::Hold);
-    let session = stack.session().await;
-    let message = json!({ "to": "ada@example.org", "subject": "Stranded 8d2", "body": "Once." });
-    let run = stack
-        .submit(&session, &format!("/tool mcp.mail_send.send_message {message}"))
-        .await;
-    stack.wait_for(&run, &["waiting_approval"]).await;
-    let approvals = stack.pending_approvals(&session).await;
-    stack.decide_ok(&approvals[0], "approve_once").await;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while mail.gmail.messages("personal", "SENT").is_empty() {
-        assert!(std::time::Instant::now() < deadline, "the send never arrived");
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let (mut worker, session, run) = a_held_send(&mail, &stack, "Stranded 8d2").await;
     // The owner cancels the run mid-dispatch, and then its worker dies: no execution resumes it.
     let cancel = stack
         .request(reqwest::Method::POST, &format!("/v1/runs/{run}/cancel"))
