@@ -2,8 +2,11 @@
 //! until shortly before they expire), reads with backoff, and writes and sends that are
 //! dispatched at most once.
 //!
-//! Reads (`threads.list`, `threads.get`, `labels.list`) are retried on 429, 5xx, usage-limit
-//! 403s and transport errors, honouring `Retry-After`. A write or send is never retried once its
+//! Every request is paced per account against the provider's per-user quota (a token bucket
+//! of [`Endpoints::quota_units_per_second`], holding at most a second's worth, charged each
+//! method's documented units), so a burst such as a reconciliation's header search slows down
+//! instead of being throttled. Reads (`threads.list`, `threads.get`, `labels.list`) are
+//! retried on 429, 5xx, usage-limit 403s and transport errors, honouring `Retry-After`. A write or send is never retried once its
 //! request may have reached the provider: a refused connection proves nothing was sent (the
 //! call fails), and a 4xx proves it was refused, but a timeout, a reset or a 5xx after dispatch
 //! leaves the outcome unknown (`mail.outcome_unknown`). The only repeat is after a 401, which
@@ -41,6 +44,9 @@ pub struct Endpoints {
     /// Longest wait for any one provider request. A write or send that runs out of it has an
     /// unknown outcome.
     pub request_timeout: Duration,
+    /// The per-user quota each account is paced to (Gmail: 15,000 units a minute). The pacing
+    /// is per worker process.
+    pub quota_units_per_second: f64,
 }
 
 impl Default for Endpoints {
@@ -51,6 +57,7 @@ impl Default for Endpoints {
             read_attempts: 4,
             read_backoff: Duration::from_millis(500),
             request_timeout: Duration::from_secs(30),
+            quota_units_per_second: 250.0,
         }
     }
 }
@@ -93,11 +100,49 @@ struct CachedToken {
     fresh_until: Instant,
 }
 
+/// The quota units a call costs, as the provider documents them (`labels.list` 1; `threads.list`,
+/// `threads.get`, `drafts.create` 10; `messages.send` 100).
+fn quota_units(path: &str) -> f64 {
+    match path {
+        "labels" => 1.0,
+        "messages/send" => 100.0,
+        _ => 10.0,
+    }
+}
+
+/// One account's share of the per-user quota: a token bucket refilled at `rate` units a second,
+/// holding at most a second's worth. Units taken beyond what it holds are a reservation: the
+/// caller waits for them, and later callers queue behind it.
+#[derive(Clone, Copy, Debug)]
+struct QuotaBucket {
+    units: f64,
+    at: Instant,
+}
+
+impl QuotaBucket {
+    fn full(rate: f64, now: Instant) -> QuotaBucket {
+        QuotaBucket { units: rate, at: now }
+    }
+
+    /// Takes `cost` units at `now`; how long the caller waits before its request.
+    fn take(&mut self, cost: f64, rate: f64, now: Instant) -> Duration {
+        let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
+        self.units = (self.units + elapsed * rate).min(rate) - cost;
+        self.at = now;
+        if self.units >= 0.0 {
+            Duration::ZERO
+        } else {
+            Duration::from_secs_f64(-self.units / rate)
+        }
+    }
+}
+
 /// The provider client. One per worker; tokens are cached per account and scope.
 pub struct GmailClient {
     http: reqwest::Client,
     endpoints: Endpoints,
     tokens: Mutex<HashMap<(String, &'static str), CachedToken>>,
+    quota: Mutex<HashMap<String, QuotaBucket>>,
 }
 
 impl std::fmt::Debug for GmailClient {
@@ -173,6 +218,7 @@ impl GmailClient {
             http,
             endpoints,
             tokens: Mutex::new(HashMap::new()),
+            quota: Mutex::new(HashMap::new()),
         })
     }
 
@@ -181,6 +227,26 @@ impl GmailClient {
             "{}/gmail/v1/users/me/{path}",
             self.endpoints.api_base_url.trim_end_matches('/')
         )
+    }
+
+    /// Waits until `account` has the quota units `path` costs.
+    async fn pace(&self, account: &str, path: &str) {
+        let rate = self.endpoints.quota_units_per_second;
+        if rate <= 0.0 {
+            return;
+        }
+        let now = Instant::now();
+        let wait = match self.quota.lock() {
+            Ok(mut buckets) => buckets
+                .entry(account.to_owned())
+                .or_insert_with(|| QuotaBucket::full(rate, now))
+                .take(quota_units(path), rate, now),
+            Err(_) => Duration::ZERO,
+        };
+        if !wait.is_zero() {
+            tracing::debug!(?wait, "mail request paced to the provider's quota");
+            tokio::time::sleep(wait).await;
+        }
     }
 
     fn forget_token(&self, credential: Credential<'_>) {
@@ -266,6 +332,7 @@ impl GmailClient {
         loop {
             attempt += 1;
             let token = self.access_token(credential).await?;
+            self.pace(credential.account_id, path).await;
             let sent = self
                 .http
                 .get(self.url(path))
@@ -326,6 +393,7 @@ impl GmailClient {
         loop {
             // Failing to get a token happens before anything is sent.
             let token = self.access_token(credential).await?;
+            self.pace(credential.account_id, path).await;
             let sent = self
                 .http
                 .post(self.url(path))
@@ -508,6 +576,7 @@ mod tests {
                 read_attempts: 3,
                 read_backoff: Duration::from_millis(1),
                 request_timeout: Duration::from_secs(5),
+                quota_units_per_second: 250.0,
             },
             _server: server,
         }
@@ -632,6 +701,35 @@ mod tests {
             requests(&setup),
             (3, 2),
             "one refused request, one accepted; two tokens"
+        );
+    }
+
+    #[test]
+    fn requests_are_paced_to_the_per_user_quota() {
+        let rate = 250.0;
+        let start = Instant::now();
+        let mut bucket = QuotaBucket::full(rate, start);
+        // A second's worth goes at once: 25 thread reads of 10 units.
+        for _ in 0..25 {
+            assert_eq!(bucket.take(quota_units("threads/t1"), rate, start), Duration::ZERO);
+        }
+        // Then each waits for its units: 40 ms apart.
+        let waits: Vec<u128> = (0..3)
+            .map(|_| bucket.take(quota_units("threads"), rate, start).as_millis())
+            .collect();
+        assert_eq!(waits, [40, 80, 120]);
+        // Idle time refills it, to a second's worth at most.
+        let later = start + Duration::from_secs(10);
+        assert_eq!(bucket.take(quota_units("messages/send"), rate, later), Duration::ZERO);
+        assert_eq!(bucket.take(150.0, rate, later), Duration::ZERO);
+        assert_eq!(bucket.take(quota_units("labels"), rate, later).as_millis(), 4);
+        assert_eq!(
+            [
+                quota_units("labels"),
+                quota_units("drafts"),
+                quota_units("messages/send")
+            ],
+            [1.0, 10.0, 100.0]
         );
     }
 
