@@ -15,6 +15,14 @@ UPDATE mail_reconciliations SET dispatched_at = created_at;
 ALTER TABLE mail_reconciliations ALTER COLUMN dispatched_at SET NOT NULL,
     ALTER COLUMN dispatched_at SET DEFAULT now();
 
+-- Searches that completed (the provider answered, or refused for good): `not_found` is decided
+-- on these, never on attempts the provider could not answer.
+ALTER TABLE mail_reconciliations ADD COLUMN searches integer NOT NULL DEFAULT 0;
+UPDATE mail_reconciliations SET searches = attempts;
+
+-- The sweep of dispatches a dead worker left on finished runs looks only at these.
+CREATE INDEX tool_invocations_dispatching ON tool_invocations (updated_at) WHERE state = 'dispatching';
+
 -- A new proposal waits while its session has a write or send of unknown outcome to the same
 -- account and operation.
 CREATE INDEX mail_reconciliations_open ON mail_reconciliations (session_id, account_id, operation)

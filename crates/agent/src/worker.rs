@@ -99,14 +99,22 @@ async fn reconcile(store: Store, mail: Arc<MailService>, policy: crate::config::
                         message_id: item.message_id.clone(),
                     };
                     let outcome = mail.reconcile(&wanted, item.dispatched_at).await;
+                    if let Err(error) = &outcome {
+                        tracing::warn!(invocation = %item.invocation_id, code = error.code(), "mail reconciliation search failed");
+                    }
                     let settled = match &outcome {
                         Ok(Some(thread_id)) => Some(Reconciled::Found { thread_id }),
-                        Ok(None) if item.attempts >= policy.attempts => Some(Reconciled::NotFound),
-                        Ok(None) => None,
-                        Err(error) => {
-                            tracing::warn!(invocation = %item.invocation_id, code = error.code(), "mail reconciliation search failed; it will be tried again");
-                            None
-                        }
+                        // An unreachable or busy provider is asked again and does not count; an
+                        // empty search, or a refusal that waiting cannot change, does.
+                        Err(error) if error.is_transient() => None,
+                        Ok(None) | Err(_) => match store.record_search(&item).await {
+                            Ok(searches) if searches >= policy.attempts => Some(Reconciled::NotFound),
+                            Ok(_) => None,
+                            Err(error) => {
+                                tracing::warn!(%error, invocation = %item.invocation_id, "cannot count a mail reconciliation search");
+                                None
+                            }
+                        },
                     };
                     if let Some(settled) = settled
                         && let Err(error) = store.settle_reconciliation(&item, settled).await

@@ -84,6 +84,12 @@ pub enum MailError {
 }
 
 impl MailError {
+    /// Whether waiting can change the answer: the provider could not be reached or was busy.
+    /// A rejected credential or a refused request stays so until someone acts.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, MailError::Unavailable(_) | MailError::RateLimited)
+    }
+
     pub fn code(&self) -> &'static str {
         match self {
             MailError::CredentialRejected => "mail.credential_rejected",
@@ -126,6 +132,8 @@ impl QuotaBucket {
 
     /// Takes `cost` units at `now`; how long the caller waits before its request.
     fn take(&mut self, cost: f64, rate: f64, now: Instant) -> Duration {
+        // Callers read `now` before taking the lock: one a little behind must not refill again.
+        let now = now.max(self.at);
         let elapsed = now.saturating_duration_since(self.at).as_secs_f64();
         self.units = (self.units + elapsed * rate).min(rate) - cost;
         self.at = now;

@@ -27,9 +27,10 @@ const SEARCH_MAX_RESULTS: u64 = 25;
 const QUERY_MAX_CHARS: usize = 1000;
 /// Messages described per thread (the latest ones).
 const MESSAGES_PER_THREAD: usize = 5;
-/// The dates a header search looks at, around the dispatch: a little before (clocks differ),
-/// and well past the longest a dispatch can take.
-const RECONCILE_BEFORE_SECONDS: i64 = 120;
+/// The dates a header search looks at, around the dispatch: before it (clocks differ, and a
+/// dispatch recorded without an armed key is dated when its outcome was, up to a few minutes
+/// late), and well past the longest a dispatch can take.
+const RECONCILE_BEFORE_SECONDS: i64 = 300;
 const RECONCILE_AFTER_SECONDS: i64 = 900;
 /// Threads a header search looks at per query: pages of this many, at most this many pages.
 const RECONCILE_PAGE_SIZE: u64 = 50;

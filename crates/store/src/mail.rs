@@ -39,7 +39,8 @@ pub struct DueReconciliation {
     pub message_id: String,
     /// When the request left, in Unix seconds.
     pub dispatched_at: i64,
-    /// Attempts so far, this one included.
+    /// Attempts so far, this one included (whether or not the provider answered them); they
+    /// space the next one.
     pub attempts: u32,
 }
 
@@ -200,6 +201,18 @@ impl Store {
         .bind(operation)
         .fetch_one(&self.pool)
         .await?)
+    }
+
+    /// Counts a search of `due` that completed; returns how many have.
+    pub async fn record_search(&self, due: &DueReconciliation) -> Result<u32> {
+        let searches: Option<i32> = sqlx::query_scalar(
+            "UPDATE mail_reconciliations SET searches = searches + 1
+             WHERE invocation_id = $1 AND state = 'pending' RETURNING searches",
+        )
+        .bind(due.invocation_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(searches.and_then(|n| u32::try_from(n).ok()).unwrap_or(0))
     }
 
     /// Settles a pending reconciliation once and announces `mail.reconciled`; false when it was

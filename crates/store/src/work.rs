@@ -618,15 +618,20 @@ impl Store {
                 .await?;
                 let result =
                     json!({ "error": "the worker stopped while this action was in progress; it was not repeated" });
-                for row in &rows {
-                    let invocation = InvocationRow::from_row(row)?;
-                    let session = SessionId::from_uuid(row.try_get("session_id")?);
+                // Sessions are locked (event sequences) in one order, so two sweeps cannot deadlock.
+                let mut stranded = rows
+                    .iter()
+                    .map(|row| Ok((row.try_get::<Uuid, _>("session_id")?, InvocationRow::from_row(row)?)))
+                    .collect::<Result<Vec<_>>>()?;
+                stranded.sort_by_key(|(session, _)| *session);
+                for (session, invocation) in &stranded {
+                    let (session, invocation) = (SessionId::from_uuid(*session), invocation);
                     let state = InvocationState::OutcomeUnknown;
-                    let code = mail_code(tx, &invocation, state, Some("tool.outcome_unknown"), None).await?;
-                    write_result(tx, session, &invocation, state, &result, code).await?;
-                    settle_mail(tx, session, &invocation, state, None).await?;
+                    let code = mail_code(tx, invocation, state, Some("tool.outcome_unknown"), None).await?;
+                    write_result(tx, session, invocation, state, &result, code).await?;
+                    settle_mail(tx, session, invocation, state, None).await?;
                 }
-                Ok(rows.len())
+                Ok(stranded.len())
             },
             |_| true,
         )

@@ -46,6 +46,13 @@ pub struct StoredMessage {
     pub extra_headers: Vec<(String, String)>,
 }
 
+/// An RFC 2822 date (UTC) of `seconds` since the epoch, as a `Date` header shows it.
+fn rfc2822(seconds: i64) -> String {
+    jiff::Timestamp::from_second(seconds)
+        .map(|at| at.strftime("%a, %-d %b %Y %H:%M:%S +0000").to_string())
+        .unwrap_or_default()
+}
+
 fn unix_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -83,6 +90,8 @@ struct Inner {
     calls: Vec<(String, String, String)>,
     send_fault: Option<SendFault>,
     draft_fault: Option<SendFault>,
+    /// Sent messages keep the `Message-ID` they were given (the provider's habit is to replace it).
+    keep_sent_message_ids: bool,
     read_throttles: usize,
     next_id: u64,
 }
@@ -236,6 +245,11 @@ impl FakeGmail {
 
     pub fn fail_next_send(&self, fault: SendFault) {
         lock(&self.inner).send_fault = Some(fault);
+    }
+
+    /// From now on a sent message keeps the `Message-ID` it was given.
+    pub fn keep_sent_message_ids(&self) {
+        lock(&self.inner).keep_sent_message_ids = true;
     }
 
     pub fn fail_next_draft(&self, fault: SendFault) {
@@ -401,14 +415,18 @@ async fn threads(
     let folder_named = terms
         .iter()
         .any(|term| term.starts_with("in:") || term.starts_with("label:"));
-    let anywhere = terms.iter().any(|term| term.eq_ignore_ascii_case("in:anywhere"));
+    // Spam and Trash come only with `includeSpamTrash`, `in:anywhere`, or by their own name.
+    let anywhere = terms.iter().any(|term| {
+        let term = term.to_ascii_lowercase();
+        ["in:anywhere", "in:spam", "in:trash", "label:spam", "label:trash"].contains(&term.as_str())
+    });
     let mut seen = Vec::new();
     let mut found = Vec::new();
     for message in inner.mailboxes[&mailbox].messages.iter().rev() {
         let has = |label: &str| message.label_ids.iter().any(|l| l == label);
         // Drafts are found when a folder is named; Spam and Trash only when asked for.
-        let hidden = (has("DRAFT") && !folder_named)
-            || ((has("SPAM") || has("TRASH")) && !(spam_and_trash || anywhere || folder_named));
+        let hidden =
+            (has("DRAFT") && !folder_named) || ((has("SPAM") || has("TRASH")) && !(spam_and_trash || anywhere));
         if hidden || seen.contains(&message.thread_id) || !terms.iter().all(|term| matches(message, term)) {
             continue;
         }
@@ -457,7 +475,7 @@ async fn thread(
                 ("From".to_owned(), message.from.clone()),
                 ("To".to_owned(), message.to.join(", ")),
                 ("Subject".to_owned(), message.subject.clone()),
-                ("Date".to_owned(), message.internal_date.to_string()),
+                ("Date".to_owned(), rfc2822(message.internal_date)),
                 ("Message-ID".to_owned(), format!("<{}>", message.message_id)),
             ]
             .into_iter()
@@ -593,7 +611,9 @@ async fn send(State(inner): State<Shared>, headers: HeaderMap, Json(body): Json<
             Err(refused) => return refused.into_response(),
         };
         // The provider gives a sent message a Message-ID of its own.
-        message.message_id = format!("CA+{}@mail.gmail.com", message.id);
+        if !inner.keep_sent_message_ids {
+            message.message_id = format!("CA+{}@mail.gmail.com", message.id);
+        }
         // Delivered to every mailbox of a recipient, as an incoming message.
         let recipients: Vec<String> = inner
             .mailboxes
