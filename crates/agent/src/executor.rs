@@ -424,7 +424,6 @@ impl Executor {
                 // armed when dispatched, whatever this worker's mail configuration); anything else
                 // stays unknown.
                 let reconciliation = toolbox.reconciliation_for(invocation);
-                let code = "tool.outcome_unknown";
                 let recorded = self
                     .store
                     .settle_invocation(
@@ -432,7 +431,7 @@ impl Executor {
                         invocation,
                         InvocationState::OutcomeUnknown,
                         &result,
-                        Some(code),
+                        Some("tool.outcome_unknown"),
                         reconciliation.as_ref().map(new_reconciliation).as_ref(),
                     )
                     .await?;

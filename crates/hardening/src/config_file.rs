@@ -9,12 +9,11 @@
 //! owner must be (the service user) is the deployment's rule, checked by preflight; a role runs
 //! as its own user and cannot tell the service user from another.
 
-use std::fs::File;
-use std::io::{ErrorKind, Read};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::io::ErrorKind;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use nix::fcntl::OFlag;
+use crate::checked_read::{is_symlink, open_no_follow, read_at_most};
 
 /// Configuration files are small; anything larger is refused rather than read into memory.
 pub const CONFIG_FILE_MAX_BYTES: u64 = 1024 * 1024;
@@ -39,15 +38,11 @@ pub enum ConfigFileError {
 /// Opens `path` without following symlinks and reads it if it is a regular file that only its
 /// owner can write.
 pub fn read_protected(path: &Path) -> Result<Vec<u8>, ConfigFileError> {
-    let mut file: File = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK).bits())
-        .open(path)
-        .map_err(|error| match error.raw_os_error() {
-            Some(code) if code == nix::errno::Errno::ELOOP as i32 => ConfigFileError::Symlink,
-            _ if error.kind() == ErrorKind::NotFound => ConfigFileError::Missing,
-            _ => ConfigFileError::Io(error),
-        })?;
+    let mut file = open_no_follow(path).map_err(|error| match error {
+        error if is_symlink(&error) => ConfigFileError::Symlink,
+        error if error.kind() == ErrorKind::NotFound => ConfigFileError::Missing,
+        error => ConfigFileError::Io(error),
+    })?;
     let meta = file.metadata().map_err(ConfigFileError::Io)?;
     if !meta.file_type().is_file() {
         return Err(ConfigFileError::NotRegular);
@@ -59,16 +54,9 @@ pub fn read_protected(path: &Path) -> Result<Vec<u8>, ConfigFileError> {
     if meta.len() > CONFIG_FILE_MAX_BYTES {
         return Err(ConfigFileError::TooLarge);
     }
-    let mut contents = Vec::with_capacity(meta.len() as usize);
-    // One byte past the limit tells a file that grew after the check.
-    (&mut file)
-        .take(CONFIG_FILE_MAX_BYTES + 1)
-        .read_to_end(&mut contents)
-        .map_err(ConfigFileError::Io)?;
-    if contents.len() as u64 > CONFIG_FILE_MAX_BYTES {
-        return Err(ConfigFileError::TooLarge);
-    }
-    Ok(contents)
+    read_at_most(&mut file, CONFIG_FILE_MAX_BYTES, meta.len())
+        .map_err(ConfigFileError::Io)?
+        .ok_or(ConfigFileError::TooLarge)
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! before it starts threads, and environments holding what a role must never hold are refused.
 
 pub mod acl;
+mod checked_read;
 pub mod config_file;
 pub mod environment;
 pub mod process;

@@ -6,12 +6,11 @@
 //! are) and no extended ACL entries: an ACL can grant another identity read access that the mode
 //! bits do not show.
 
-use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Read};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::io::ErrorKind;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use nix::fcntl::OFlag;
+use crate::checked_read::{is_symlink, open_no_follow, read_at_most};
 
 /// Secret files are small; anything larger is refused rather than read into memory.
 pub const SECRET_FILE_MAX_BYTES: u64 = 64 * 1024;
@@ -51,14 +50,10 @@ pub fn read_owner_only(path: &Path) -> Result<Vec<u8>, SecretFileError> {
         Ok(meta) if meta.file_type().is_symlink() => return Err(SecretFileError::Symlink(path.to_owned())),
         Ok(_) => {}
     }
-    let mut file: File = OpenOptions::new()
-        .read(true)
-        .custom_flags((OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK).bits())
-        .open(path)
-        .map_err(|error| match error.raw_os_error() {
-            Some(code) if code == nix::errno::Errno::ELOOP as i32 => SecretFileError::Symlink(path.to_owned()),
-            _ => io(error),
-        })?;
+    let mut file = open_no_follow(path).map_err(|error| match error {
+        error if is_symlink(&error) => SecretFileError::Symlink(path.to_owned()),
+        error => io(error),
+    })?;
     let meta = file.metadata().map_err(io)?;
     if !meta.file_type().is_file() {
         return Err(SecretFileError::NotRegular(path.to_owned()));
@@ -88,9 +83,9 @@ pub fn read_owner_only(path: &Path) -> Result<Vec<u8>, SecretFileError> {
     if meta.len() > SECRET_FILE_MAX_BYTES {
         return Err(SecretFileError::TooLarge(path.to_owned()));
     }
-    let mut contents = Vec::with_capacity(meta.len() as usize);
-    file.read_to_end(&mut contents).map_err(io)?;
-    Ok(contents)
+    read_at_most(&mut file, SECRET_FILE_MAX_BYTES, meta.len())
+        .map_err(io)?
+        .ok_or_else(|| SecretFileError::TooLarge(path.to_owned()))
 }
 
 #[cfg(test)]

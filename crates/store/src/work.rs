@@ -353,7 +353,11 @@ impl Store {
                 }
                 let code = mail_code(tx, invocation, state, code, reconciliation).await?;
                 write_result(tx, lease.session, invocation, state, result, code).await?;
-                settle_mail(tx, lease.session, invocation, state, reconciliation).await?;
+                // Only a dispatched invocation can have armed a reconciliation; one found
+                // dispatching on resume settles here, unknown.
+                if state == InvocationState::OutcomeUnknown {
+                    crate::mail::open(tx, lease.session, invocation, reconciliation).await?;
+                }
                 Ok(Some(()))
             },
             |outcome| outcome.is_some(),
@@ -629,7 +633,7 @@ impl Store {
                     let state = InvocationState::OutcomeUnknown;
                     let code = mail_code(tx, invocation, state, Some("tool.outcome_unknown"), None).await?;
                     write_result(tx, session, invocation, state, &result, code).await?;
-                    settle_mail(tx, session, invocation, state, None).await?;
+                    crate::mail::open(tx, session, invocation, None).await?;
                 }
                 Ok(stranded.len())
             },

@@ -126,12 +126,7 @@ async fn cancelling_during_a_dispatch_waits_for_the_tool_and_records_its_outcome
     arrival(&webhook.arrived, "the webhook post").await;
 
     // The owner stops the run while the post is in flight.
-    let cancel = stack
-        .request(reqwest::Method::POST, &format!("/v1/runs/{run}/cancel"))
-        .send()
-        .await
-        .expect("send");
-    assert_eq!(cancel.status(), 200);
+    assert_eq!(stack.cancel(&run).await, 200);
     // The worker loses its lease, but waits for the call it dispatched.
     tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
     webhook.release.notify_one();

@@ -80,10 +80,16 @@ impl Mail {
 
     async fn stack_with_scopes(&self, scopes: &str) -> Stack {
         let mut stack = self.api(scopes).await;
-        let vars = self.worker_vars();
-        let vars: Vec<(&str, &str)> = vars.iter().map(|(name, value)| (*name, value.as_str())).collect();
-        stack.start_worker(&vars).await;
+        self.start_worker(&mut stack, &[]).await;
         stack
+    }
+
+    /// An in-process worker on `stack` with this provider's mail environment and `extra`.
+    async fn start_worker(&self, stack: &mut Stack, extra: &[(&str, &str)]) {
+        let vars = self.worker_vars();
+        let mut vars: Vec<(&str, &str)> = vars.iter().map(|(name, value)| (*name, value.as_str())).collect();
+        vars.extend_from_slice(extra);
+        stack.start_worker(&vars).await;
     }
 
     /// The API alone, with mail on.
@@ -118,6 +124,26 @@ async fn results(stack: &Stack, session: &str) -> Vec<Value> {
         .filter(|(kind, _)| kind == "tool.result")
         .map(|(_, payload)| payload)
         .collect()
+}
+
+/// The session's latest `tool.result` payload.
+async fn last_result(stack: &Stack, session: &str) -> Value {
+    results(stack, session).await.pop().expect("a tool result")
+}
+
+/// A tool result's status and code.
+fn outcome(result: &Value) -> (Option<&str>, Option<&str>) {
+    (result["status"].as_str(), result["code"].as_str())
+}
+
+/// Proposes `tool` with `arguments` in `session` and approves it once; returns the run.
+async fn propose_and_approve(stack: &Stack, session: &str, tool: &str, arguments: &Value) -> String {
+    let run = stack.submit(session, &format!("/tool {tool} {arguments}")).await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approvals = stack.pending_approvals(session).await;
+    assert_eq!(approvals[0]["tool"], tool);
+    stack.decide_ok(&approvals[0], "approve_once").await;
+    run
 }
 
 /// The thread subjects a search result found.
@@ -254,7 +280,7 @@ async fn mail_acceptance_reads_freely_drafts_and_sends_once_each_after_one_appro
         "the draft was not sent"
     );
     assert!(mail.gmail.messages("ada", "INBOX").is_empty());
-    let created = results(&stack, &session).await.pop().expect("draft result");
+    let created = last_result(&stack, &session).await;
     assert_eq!(
         (created["status"].as_str(), created["result"]["sent"].as_bool()),
         (Some("succeeded"), Some(false))
@@ -310,13 +336,7 @@ async fn a_named_accounts_draft_is_found_through_its_own_read_tool_only() {
     let stack = mail.stack().await;
     let session = stack.session().await;
     let draft = json!({ "to": "ada@example.org", "subject": "Work acceptance 5c2", "body": "From the work account." });
-    let run = stack
-        .submit(&session, &format!("/tool mcp.mail_work_write.create_draft {draft}"))
-        .await;
-    stack.wait_for(&run, &["waiting_approval"]).await;
-    let approvals = stack.pending_approvals(&session).await;
-    assert_eq!(approvals[0]["tool"], "mcp.mail_work_write.create_draft");
-    stack.decide_ok(&approvals[0], "approve_once").await;
+    let run = propose_and_approve(&stack, &session, "mcp.mail_work_write.create_draft", &draft).await;
     stack.completes(&run).await;
     assert_eq!(mail.gmail.messages("work", "DRAFT").len(), 1);
     assert!(mail.gmail.messages("personal", "DRAFT").is_empty());
@@ -351,17 +371,12 @@ async fn an_uncertain_send_is_never_repeated_and_reconciliation_finds_it_in_sent
     let session = stack.session().await;
     mail.gmail.fail_next_send(SendFault::DropConnection);
     let message = json!({ "to": "ada@example.org", "subject": "Uncertain 9f4", "body": "Sent once." });
-    let run = stack
-        .submit(&session, &format!("/tool mcp.mail_send.send_message {message}"))
-        .await;
-    stack.wait_for(&run, &["waiting_approval"]).await;
-    let approvals = stack.pending_approvals(&session).await;
-    stack.decide_ok(&approvals[0], "approve_once").await;
+    let run = propose_and_approve(&stack, &session, "mcp.mail_send.send_message", &message).await;
     stack.completes(&run).await;
 
-    let result = results(&stack, &session).await.pop().expect("send result");
+    let result = last_result(&stack, &session).await;
     assert_eq!(
-        (result["status"].as_str(), result["code"].as_str()),
+        outcome(&result),
         (Some("outcome_unknown"), Some("mail.outcome_unknown")),
         "{result}"
     );
@@ -432,7 +447,7 @@ async fn a_revoked_grant_is_reported_as_rejected_and_throttled_reads_back_off() 
         .submit(&session, "/tool mcp.mail_read.search_threads {\"query\": \"Quota\"}")
         .await;
     stack.completes(&run).await;
-    let result = results(&stack, &session).await.pop().expect("result");
+    let result = last_result(&stack, &session).await;
     assert_eq!(result["status"], "succeeded", "two 429s are waited out: {result}");
     assert_eq!(subjects(&result), ["Quota check"]);
     assert_eq!(mail.gmail.token_requests(), 1, "the access token is cached");
@@ -442,9 +457,9 @@ async fn a_revoked_grant_is_reported_as_rejected_and_throttled_reads_back_off() 
         .submit(&session, "/tool mcp.mail_read.search_threads {\"query\": \"Quota\"}")
         .await;
     stack.completes(&run).await;
-    let result = results(&stack, &session).await.pop().expect("result");
+    let result = last_result(&stack, &session).await;
     assert_eq!(
-        (result["status"].as_str(), result["code"].as_str()),
+        outcome(&result),
         (Some("failed"), Some("mail.credential_rejected")),
         "{result}"
     );
@@ -515,7 +530,7 @@ async fn a_scheduled_run_with_read_and_write_scopes_reads_drafts_after_approval_
     stack.completes(&run).await;
 
     assert_eq!(mail.gmail.messages("personal", "DRAFT").len(), 1);
-    let last = results(&stack, &session).await.pop().expect("send result");
+    let last = last_result(&stack, &session).await;
     assert_eq!(
         (last["tool"].as_str(), last["status"].as_str(), last["code"].as_str()),
         (Some("mcp.mail_send.send_message"), Some("failed"), Some("tool.unknown")),
@@ -688,12 +703,7 @@ async fn a_held_send(mail: &Mail, stack: &Stack, subject: &str) -> (std::process
     mail.gmail.fail_next_send(SendFault::Hold);
     let session = stack.session().await;
     let message = json!({ "to": "ada@example.org", "subject": subject, "body": "Once." });
-    let run = stack
-        .submit(&session, &format!("/tool mcp.mail_send.send_message {message}"))
-        .await;
-    stack.wait_for(&run, &["waiting_approval"]).await;
-    let approvals = stack.pending_approvals(&session).await;
-    stack.decide_ok(&approvals[0], "approve_once").await;
+    let run = propose_and_approve(stack, &session, "mcp.mail_send.send_message", &message).await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while mail.gmail.messages("personal", "SENT").is_empty() {
         assert!(std::time::Instant::now() < deadline, "the send never arrived");
@@ -719,9 +729,9 @@ async fn a_worker_killed_mid_send_leaves_it_unrepeated_and_reconciled() {
     // armed at dispatch still opens, and waits for a worker that holds the account.
     stack.start_worker(&[]).await;
     stack.completes(&run).await;
-    let result = results(&stack, &session).await.pop().expect("result");
+    let result = last_result(&stack, &session).await;
     assert_eq!(
-        (result["status"].as_str(), result["code"].as_str()),
+        outcome(&result),
         (Some("outcome_unknown"), Some("mail.outcome_unknown")),
         "{result}"
     );
@@ -733,9 +743,7 @@ async fn a_worker_killed_mid_send_leaves_it_unrepeated_and_reconciled() {
     let state: String = stack.scalar("SELECT state FROM mail_reconciliations").await;
     assert_eq!(state, "pending");
 
-    let vars = mail.worker_vars();
-    let vars: Vec<(&str, &str)> = vars.iter().map(|(name, value)| (*name, value.as_str())).collect();
-    stack.start_worker(&vars).await;
+    mail.start_worker(&mut stack, &[]).await;
     let reconciled = reconciled(&stack, &session).await;
     assert_eq!(reconciled["state"], "found", "{reconciled}");
     assert_eq!(sends(&mail.gmail), 1, "the send was never repeated");
@@ -746,22 +754,18 @@ async fn a_worker_killed_mid_send_leaves_it_unrepeated_and_reconciled() {
 async fn an_uncertain_send_that_never_happened_settles_not_found_and_is_still_not_repeated() {
     let mail = Mail::start().await;
     let mut stack = mail.api("sessions.read,sessions.write").await;
-    let mut vars = mail.worker_vars();
-    vars.extend([
-        ("MAIL_RECONCILE_ATTEMPTS", "3".to_owned()),
-        ("MAIL_RECONCILE_SPACING_SECONDS", "0".to_owned()),
-    ]);
-    let vars: Vec<(&str, &str)> = vars.iter().map(|(name, value)| (*name, value.as_str())).collect();
-    stack.start_worker(&vars).await;
+    mail.start_worker(
+        &mut stack,
+        &[
+            ("MAIL_RECONCILE_ATTEMPTS", "3"),
+            ("MAIL_RECONCILE_SPACING_SECONDS", "0"),
+        ],
+    )
+    .await;
     mail.gmail.fail_next_send(SendFault::DropUnsent);
     let session = stack.session().await;
     let message = json!({ "to": "ada@example.org", "subject": "Lost 0a1", "body": "Never arrived." });
-    let run = stack
-        .submit(&session, &format!("/tool mcp.mail_send.send_message {message}"))
-        .await;
-    stack.wait_for(&run, &["waiting_approval"]).await;
-    let approvals = stack.pending_approvals(&session).await;
-    stack.decide_ok(&approvals[0], "approve_once").await;
+    let run = propose_and_approve(&stack, &session, "mcp.mail_send.send_message", &message).await;
     stack.completes(&run).await;
 
     let reconciled = reconciled(&stack, &session).await;
@@ -794,17 +798,12 @@ async fn an_uncertain_draft_is_never_repeated_and_reconciliation_finds_it_in_dra
     let session = stack.session().await;
     mail.gmail.fail_next_draft(SendFault::DropConnection);
     let draft = json!({ "to": "ada@example.org", "subject": "Uncertain draft 2b6", "body": "Once." });
-    let run = stack
-        .submit(&session, &format!("/tool mcp.mail_write.create_draft {draft}"))
-        .await;
-    stack.wait_for(&run, &["waiting_approval"]).await;
-    let approvals = stack.pending_approvals(&session).await;
-    stack.decide_ok(&approvals[0], "approve_once").await;
+    let run = propose_and_approve(&stack, &session, "mcp.mail_write.create_draft", &draft).await;
     stack.completes(&run).await;
 
-    let result = results(&stack, &session).await.pop().expect("draft result");
+    let result = last_result(&stack, &session).await;
     assert_eq!(
-        (result["status"].as_str(), result["code"].as_str()),
+        outcome(&result),
         (Some("outcome_unknown"), Some("mail.outcome_unknown")),
         "{result}"
     );
@@ -830,11 +829,9 @@ async fn an_uncertain_draft_is_never_repeated_and_reconciliation_finds_it_in_dra
 async fn a_proposal_is_checked_before_the_owner_is_asked_and_waits_for_an_open_outcome() {
     let mail = Mail::start().await;
     let mut stack = mail.api("sessions.read,sessions.write").await;
-    let mut vars = mail.worker_vars();
     // Searches a minute apart: the first finds nothing, and the outcome stays open meanwhile.
-    vars.push(("MAIL_RECONCILE_SPACING_SECONDS", "60".to_owned()));
-    let vars: Vec<(&str, &str)> = vars.iter().map(|(name, value)| (*name, value.as_str())).collect();
-    stack.start_worker(&vars).await;
+    mail.start_worker(&mut stack, &[("MAIL_RECONCILE_SPACING_SECONDS", "60")])
+        .await;
     let session = stack.session().await;
 
     // A message that cannot be made is refused before any approval is asked for.
@@ -843,9 +840,9 @@ async fn a_proposal_is_checked_before_the_owner_is_asked_and_waits_for_an_open_o
         .submit(&session, &format!("/tool mcp.mail_send.send_message {bad}"))
         .await;
     stack.completes(&run).await;
-    let refused = results(&stack, &session).await.pop().expect("result");
+    let refused = last_result(&stack, &session).await;
     assert_eq!(
-        (refused["status"].as_str(), refused["code"].as_str()),
+        outcome(&refused),
         (Some("failed"), Some("tool.invalid_arguments")),
         "{refused}"
     );
@@ -855,12 +852,7 @@ async fn a_proposal_is_checked_before_the_owner_is_asked_and_waits_for_an_open_o
     // A send of unknown outcome (it never arrived) keeps the next send from this account waiting.
     mail.gmail.fail_next_send(SendFault::DropUnsent);
     let message = json!({ "to": "ada@example.org", "subject": "Lost 4c7", "body": "Once." });
-    let run = stack
-        .submit(&session, &format!("/tool mcp.mail_send.send_message {message}"))
-        .await;
-    stack.wait_for(&run, &["waiting_approval"]).await;
-    let approvals = stack.pending_approvals(&session).await;
-    stack.decide_ok(&approvals[0], "approve_once").await;
+    let run = propose_and_approve(&stack, &session, "mcp.mail_send.send_message", &message).await;
     stack.completes(&run).await;
     let state: String = stack.scalar("SELECT state FROM mail_reconciliations").await;
     assert_eq!(state, "pending");
@@ -870,9 +862,9 @@ async fn a_proposal_is_checked_before_the_owner_is_asked_and_waits_for_an_open_o
         .submit(&session, &format!("/tool mcp.mail_send.send_message {again}"))
         .await;
     stack.completes(&run).await;
-    let held = results(&stack, &session).await.pop().expect("result");
+    let held = last_result(&stack, &session).await;
     assert_eq!(
-        (held["status"].as_str(), held["code"].as_str()),
+        outcome(&held),
         (Some("failed"), Some("mail.reconciliation_pending")),
         "{held}"
     );
@@ -906,12 +898,7 @@ async fn a_dispatch_stranded_on_a_cancelled_run_by_a_dead_worker_is_settled_and_
     let mut stack = mail.api("sessions.read,sessions.write").await;
     let (mut worker, session, run) = a_held_send(&mail, &stack, "Stranded 8d2").await;
     // The owner cancels the run mid-dispatch, and then its worker dies: no execution resumes it.
-    let cancel = stack
-        .request(reqwest::Method::POST, &format!("/v1/runs/{run}/cancel"))
-        .send()
-        .await
-        .expect("cancel");
-    assert_eq!(cancel.status(), 200);
+    assert_eq!(stack.cancel(&run).await, 200);
     worker.kill().expect("SIGKILL");
     assert_eq!(worker.wait().expect("wait").signal(), Some(9));
     assert_eq!(stack.run(&run).await["state"], "cancelled");
@@ -923,15 +910,13 @@ async fn a_dispatch_stranded_on_a_cancelled_run_by_a_dead_worker_is_settled_and_
     assert_eq!(store.settle_stranded_dispatches(3600, 16).await.expect("sweep"), 0);
     assert_eq!(store.settle_stranded_dispatches(0, 16).await.expect("sweep"), 1);
     assert_eq!(store.settle_stranded_dispatches(0, 16).await.expect("sweep"), 0, "once");
-    let result = results(&stack, &session).await.pop().expect("result");
+    let result = last_result(&stack, &session).await;
     assert_eq!(
-        (result["status"].as_str(), result["code"].as_str()),
+        outcome(&result),
         (Some("outcome_unknown"), Some("mail.outcome_unknown")),
         "{result}"
     );
-    let vars = mail.worker_vars();
-    let vars: Vec<(&str, &str)> = vars.iter().map(|(name, value)| (*name, value.as_str())).collect();
-    stack.start_worker(&vars).await;
+    mail.start_worker(&mut stack, &[]).await;
     let reconciled = reconciled(&stack, &session).await;
     assert_eq!(reconciled["state"], "found", "{reconciled}");
     assert_eq!(sends(&mail.gmail), 1, "never repeated");
@@ -945,12 +930,7 @@ async fn a_send_that_kept_its_message_id_is_found_by_it_without_reading_threads(
     let session = stack.session().await;
     mail.gmail.fail_next_send(SendFault::DropConnection);
     let message = json!({ "to": "ada@example.org", "subject": "Kept id 1f9", "body": "Once." });
-    let run = stack
-        .submit(&session, &format!("/tool mcp.mail_send.send_message {message}"))
-        .await;
-    stack.wait_for(&run, &["waiting_approval"]).await;
-    let approvals = stack.pending_approvals(&session).await;
-    stack.decide_ok(&approvals[0], "approve_once").await;
+    let run = propose_and_approve(&stack, &session, "mcp.mail_send.send_message", &message).await;
     stack.completes(&run).await;
     let reconciled = reconciled(&stack, &session).await;
     let sent = mail.gmail.messages("personal", "SENT");
@@ -974,24 +954,20 @@ async fn a_send_that_kept_its_message_id_is_found_by_it_without_reading_threads(
 async fn a_reconciliation_that_cannot_search_settles_not_found_and_never_repeats() {
     let mail = Mail::start().await;
     let mut stack = mail.api("sessions.read,sessions.write").await;
-    let mut vars = mail.worker_vars();
-    vars.extend([
-        ("MAIL_RECONCILE_ATTEMPTS", "2".to_owned()),
-        ("MAIL_RECONCILE_SPACING_SECONDS", "0".to_owned()),
-    ]);
-    let vars: Vec<(&str, &str)> = vars.iter().map(|(name, value)| (*name, value.as_str())).collect();
-    stack.start_worker(&vars).await;
+    mail.start_worker(
+        &mut stack,
+        &[
+            ("MAIL_RECONCILE_ATTEMPTS", "2"),
+            ("MAIL_RECONCILE_SPACING_SECONDS", "0"),
+        ],
+    )
+    .await;
     // The read grant was revoked: the mailbox cannot be searched, and waiting will not change it.
     mail.gmail.revoke(mail.refresh_token("personal", 0));
     mail.gmail.fail_next_send(SendFault::DropConnection);
     let session = stack.session().await;
     let message = json!({ "to": "ada@example.org", "subject": "Unsearchable 6a0", "body": "Once." });
-    let run = stack
-        .submit(&session, &format!("/tool mcp.mail_send.send_message {message}"))
-        .await;
-    stack.wait_for(&run, &["waiting_approval"]).await;
-    let approvals = stack.pending_approvals(&session).await;
-    stack.decide_ok(&approvals[0], "approve_once").await;
+    let run = propose_and_approve(&stack, &session, "mcp.mail_send.send_message", &message).await;
     stack.completes(&run).await;
     let reconciled = reconciled(&stack, &session).await;
     assert_eq!(reconciled["state"], "not_found", "{reconciled}");

@@ -190,6 +190,16 @@ impl Stack {
     }
 
     /// Waits for the run to finish and asserts that it completed.
+    /// Cancels `run` as the owner does; the HTTP status.
+    pub async fn cancel(&self, run: &str) -> u16 {
+        self.request(Method::POST, &format!("/v1/runs/{run}/cancel"))
+            .send()
+            .await
+            .expect("cancel")
+            .status()
+            .as_u16()
+    }
+
     pub async fn completes(&self, run: &str) -> Value {
         let done = self.wait_for(run, &["completed", "failed", "cancelled"]).await;
         assert_eq!(done["state"], "completed", "{done}");
