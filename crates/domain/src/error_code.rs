@@ -42,10 +42,12 @@ pub enum ErrorCode {
     NotificationNotFound,
     DeviceNotFound,
     UnsupportedModelChoice,
+    MultipartNoFile,
+    MultipartExtraPart,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 37] = [
+    pub const ALL: [ErrorCode; 39] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -83,6 +85,8 @@ impl ErrorCode {
         ErrorCode::NotificationNotFound,
         ErrorCode::DeviceNotFound,
         ErrorCode::UnsupportedModelChoice,
+        ErrorCode::MultipartNoFile,
+        ErrorCode::MultipartExtraPart,
     ];
 
     /// The stable machine-readable code, the `code` member of a problem document.
@@ -125,6 +129,8 @@ impl ErrorCode {
             ErrorCode::NotificationNotFound => "notification_not_found",
             ErrorCode::DeviceNotFound => "device_not_found",
             ErrorCode::UnsupportedModelChoice => "unsupported_model_choice",
+            ErrorCode::MultipartNoFile => "multipart_no_file",
+            ErrorCode::MultipartExtraPart => "multipart_extra_part",
         }
     }
 
@@ -162,6 +168,7 @@ impl ErrorCode {
             ErrorCode::NotificationNotFound => 404,
             ErrorCode::DeviceNotFound => 404,
             ErrorCode::UnsupportedModelChoice => 422,
+            ErrorCode::MultipartNoFile | ErrorCode::MultipartExtraPart => 400,
         }
     }
 
@@ -205,6 +212,8 @@ impl ErrorCode {
             ErrorCode::NotificationNotFound => "Notification not found",
             ErrorCode::DeviceNotFound => "Device not found",
             ErrorCode::UnsupportedModelChoice => "Model combination not offered",
+            ErrorCode::MultipartNoFile => "The multipart upload holds no file",
+            ErrorCode::MultipartExtraPart => "A multipart upload holds exactly one file part",
         }
     }
 }

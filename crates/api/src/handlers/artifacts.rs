@@ -27,6 +27,8 @@ use crate::problem::ApiError;
 const CHUNK_BYTES: usize = 256 * 1024;
 const DEFAULT_MEDIA_TYPE: &str = "application/octet-stream";
 const DEFAULT_FILENAME: &str = "attachment";
+/// What a multipart body may carry beyond the file itself (boundaries and part headers).
+const MULTIPART_ENVELOPE_BYTES: u64 = 64 * 1024;
 
 #[derive(Serialize, ToSchema)]
 pub struct Artifact {
@@ -63,8 +65,18 @@ impl From<ArtifactRow> for Artifact {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct UploadParams {
-    /// The file's name as shown to the owner (default `attachment`); no path separators.
+    /// The file's name as shown to the owner; no path separators. Default: the multipart
+    /// part's filename, else `attachment`.
     filename: Option<String>,
+}
+
+/// The multipart form of an upload: exactly one part, the file.
+#[derive(ToSchema)]
+#[expect(dead_code, reason = "describes the request body for the OpenAPI document only")]
+pub struct UploadForm {
+    /// The file; its part's filename and Content-Type name it and give its media type.
+    #[schema(value_type = String, format = Binary)]
+    file: Vec<u8>,
 }
 
 fn too_large(limit: u64) -> ApiError {
@@ -73,11 +85,9 @@ fn too_large(limit: u64) -> ApiError {
         .member("max_bytes", limit)
 }
 
-fn media_type(headers: &HeaderMap) -> Result<String, ApiError> {
-    let Some(value) = headers.get(header::CONTENT_TYPE) else {
-        return Ok(DEFAULT_MEDIA_TYPE.to_owned());
-    };
-    let text = value.to_str().map(str::trim).unwrap_or_default();
+/// Checks a media type (`type/subtype`, parameters allowed) as given by a client.
+fn checked_media_type(text: &str, field: &str) -> Result<String, ApiError> {
+    let text = text.trim();
     let essence = text.split(';').next().unwrap_or_default().trim();
     let valid = essence.split_once('/').is_some_and(|(kind, subtype)| {
         let token = |part: &str| {
@@ -90,23 +100,73 @@ fn media_type(headers: &HeaderMap) -> Result<String, ApiError> {
     });
     if !valid || text.len() > 255 {
         return Err(ApiError::new(ErrorCode::ValidationFailed)
-            .detail("Content-Type must be a media type such as image/png")
-            .member("field", "Content-Type"));
+            .detail(format!("{field} must be a media type such as image/png"))
+            .member("field", field));
     }
     Ok(text.to_owned())
 }
 
-/// Uploads one file as the raw request body. The body is first spooled to an unlinked temporary
-/// file (hashing and counting as it arrives), then copied into storage in one short transaction,
-/// so a slow client never holds a database connection or a lock. Larger than the configured limit
-/// → 413 and nothing is stored.
+/// How the file arrives: the raw body, or one part of a `multipart/form-data` body.
+enum Encoding {
+    Raw { media_type: String },
+    Multipart { boundary: String },
+}
+
+fn encoding(headers: &HeaderMap) -> Result<Encoding, ApiError> {
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return Ok(Encoding::Raw {
+            media_type: DEFAULT_MEDIA_TYPE.to_owned(),
+        });
+    };
+    let text = value.to_str().unwrap_or_default();
+    let essence = text.split(';').next().unwrap_or_default().trim();
+    if essence.eq_ignore_ascii_case("multipart/form-data") {
+        let boundary = multer::parse_boundary(text).map_err(|_| {
+            ApiError::new(ErrorCode::ValidationFailed)
+                .detail("a multipart/form-data body needs a boundary parameter")
+                .member("field", "Content-Type")
+        })?;
+        return Ok(Encoding::Multipart { boundary });
+    }
+    Ok(Encoding::Raw {
+        media_type: checked_media_type(text, "Content-Type")?,
+    })
+}
+
+/// The file's name: the `filename` parameter when given, else the part's, else `attachment`.
+fn artifact_name(param: Option<&str>, part: Option<&str>) -> Result<ArtifactName, ApiError> {
+    let name = param.or(part).unwrap_or(DEFAULT_FILENAME);
+    ArtifactName::parse(name).map_err(|error| {
+        ApiError::new(ErrorCode::ValidationFailed)
+            .detail(error.to_string())
+            .member("field", "filename")
+    })
+}
+
+/// Uploads one file, as the raw request body or as the single file part of a
+/// `multipart/form-data` body (what `curl -F file=@x`, a browser `FormData` or a native app's
+/// multipart request send). The file is first spooled to an unlinked temporary file (hashing and
+/// counting as it arrives), then copied into storage in one short transaction, so a slow client
+/// never holds a database connection or a lock. Larger than the configured limit → 413; a
+/// multipart body with no part or more than one → 400; in every refusal nothing is stored.
 #[utoipa::path(
     post, path = "/v1/sessions/{session_id}/artifacts", tag = "artifacts",
     security(("bearer" = ["sessions.write"])),
     params(("session_id" = Uuid, Path), UploadParams),
-    request_body(content = Vec<u8>, content_type = "*/*", description = "The file's bytes; Content-Type is stored as its media type"),
+    request_body(
+        description = "The file: either the raw bytes (Content-Type is stored as its media type) or a \
+                       `multipart/form-data` body with exactly one part (its filename and Content-Type are used)",
+        content(
+            (Vec<u8> = "application/octet-stream"),
+            (UploadForm = "multipart/form-data"),
+            (Vec<u8> = "*/*"),
+        )
+    ),
     responses(
         (status = 201, description = "Stored", body = Artifact, headers(("Location" = String), ("ETag" = String))),
+        (status = 400, description = "A multipart body without a file part (`multipart_no_file`), with more than one \
+                                      part (`multipart_extra_part`), or malformed (`invalid_request`)",
+         body = crate::openapi::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such session", body = crate::openapi::Problem, content_type = "application/problem+json"),
         (status = 408, description = "The upload stalled (`request_timeout`)", body = crate::openapi::Problem,
          content_type = "application/problem+json"),
@@ -124,23 +184,52 @@ pub async fn upload(
 ) -> Result<Response, ApiError> {
     let session = parse_id(&session_id, SessionId::parse, ErrorCode::SessionNotFound)?;
     let limit = state.settings.artifact_max_bytes;
-    let filename = ArtifactName::parse(params.filename.as_deref().unwrap_or(DEFAULT_FILENAME)).map_err(|error| {
-        ApiError::new(ErrorCode::ValidationFailed)
-            .detail(error.to_string())
-            .member("field", "filename")
-    })?;
-    let media_type = media_type(&headers)?;
+    let encoding = encoding(&headers)?;
+    if matches!(encoding, Encoding::Raw { .. }) {
+        // Checked early for a raw body; a multipart body is named by its part.
+        artifact_name(params.filename.as_deref(), None)?;
+    }
+    let envelope = match encoding {
+        Encoding::Raw { .. } => 0,
+        Encoding::Multipart { .. } => MULTIPART_ENVELOPE_BYTES,
+    };
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
-    if declared.is_some_and(|length| length > limit) {
+    if declared.is_some_and(|length| length > limit.saturating_add(envelope)) {
         return Err(too_large(limit));
     }
     // Refuse before receiving the bytes; checked again, under lock, when storing them.
     if state.store.session(&caller.principal, session).await?.is_none() {
         return Err(ApiError::new(ErrorCode::SessionNotFound));
     }
-    let mut spooled = spool(body, limit, state.settings.upload_idle_timeout).await?;
+    let idle = state.settings.upload_idle_timeout;
+    let (filename, media_type, mut spooled) = match encoding {
+        Encoding::Raw { media_type } => {
+            let filename = artifact_name(params.filename.as_deref(), None)?;
+            let spooled = spool(body.into_data_stream(), limit, idle).await?;
+            (filename, media_type, spooled)
+        }
+        Encoding::Multipart { boundary } => {
+            let constraints = multer::Constraints::new()
+                .size_limit(multer::SizeLimit::new().whole_stream(limit.saturating_add(envelope)));
+            let mut form = multer::Multipart::with_constraints(body.into_data_stream(), boundary, constraints);
+            let part = next_part(&mut form, idle, limit)
+                .await?
+                .ok_or_else(|| ApiError::new(ErrorCode::MultipartNoFile).detail("the multipart body has no part"))?;
+            let filename = artifact_name(params.filename.as_deref(), part.file_name())?;
+            let media_type = match part.content_type() {
+                Some(media_type) => checked_media_type(media_type.as_ref(), "Content-Type of the file part")?,
+                None => DEFAULT_MEDIA_TYPE.to_owned(),
+            };
+            let spooled = spool(part, limit, idle).await?;
+            if next_part(&mut form, idle, limit).await?.is_some() {
+                return Err(ApiError::new(ErrorCode::MultipartExtraPart)
+                    .detail("send one file per upload, as the only part of the multipart body"));
+            }
+            (filename, media_type, spooled)
+        }
+    };
 
     let mut upload = state
         .store
@@ -173,6 +262,30 @@ pub async fn upload(
         .into_response())
 }
 
+/// The next part of a multipart body, within the idle timeout.
+async fn next_part<'r>(
+    form: &mut multer::Multipart<'r>,
+    idle: std::time::Duration,
+    limit: u64,
+) -> Result<Option<multer::Field<'r>>, ApiError> {
+    match tokio::time::timeout(idle, form.next_field()).await {
+        Ok(Ok(part)) => Ok(part),
+        Ok(Err(error)) => Err(multipart_failed(&error, limit)),
+        Err(_) => Err(stalled(idle)),
+    }
+}
+
+fn multipart_failed(error: &multer::Error, limit: u64) -> ApiError {
+    match error {
+        multer::Error::StreamSizeExceeded { .. } | multer::Error::FieldSizeExceeded { .. } => too_large(limit),
+        other => ApiError::new(ErrorCode::InvalidRequest).detail(format!("the multipart body is malformed: {other}")),
+    }
+}
+
+fn stalled(idle: std::time::Duration) -> ApiError {
+    ApiError::new(ErrorCode::RequestTimeout).detail(format!("no upload data arrived for {} seconds", idle.as_secs()))
+}
+
 /// An upload received in full, rewound to its start.
 struct Spooled {
     file: tokio::fs::File,
@@ -185,9 +298,28 @@ fn spool_failed(error: std::io::Error) -> ApiError {
     ApiError::new(ErrorCode::Internal)
 }
 
-/// Receives the body into an unlinked temporary file (gone with the process, whatever happens),
+/// A failure while receiving the file's bytes.
+trait ReceiveError: std::fmt::Display {
+    fn refusal(&self, _limit: u64) -> ApiError {
+        ApiError::new(ErrorCode::InvalidRequest).detail(format!("the upload was interrupted: {self}"))
+    }
+}
+
+impl ReceiveError for axum::Error {}
+
+impl ReceiveError for multer::Error {
+    fn refusal(&self, limit: u64) -> ApiError {
+        multipart_failed(self, limit)
+    }
+}
+
+/// Receives the file into an unlinked temporary file (gone with the process, whatever happens),
 /// enforcing the size limit and the idle timeout as bytes arrive.
-async fn spool(body: Body, limit: u64, idle: std::time::Duration) -> Result<Spooled, ApiError> {
+async fn spool<E: ReceiveError>(
+    bytes: impl futures_util::Stream<Item = Result<bytes::Bytes, E>>,
+    limit: u64,
+    idle: std::time::Duration,
+) -> Result<Spooled, ApiError> {
     let file = tokio::task::spawn_blocking(tempfile::tempfile)
         .await
         .map_err(|error| spool_failed(std::io::Error::other(error)))?
@@ -195,20 +327,13 @@ async fn spool(body: Body, limit: u64, idle: std::time::Duration) -> Result<Spoo
     let mut file = tokio::fs::File::from_std(file);
     let mut hasher = Sha256::new();
     let mut size: u64 = 0;
-    let mut stream = body.into_data_stream();
+    let mut stream = std::pin::pin!(bytes);
     loop {
         let bytes = match tokio::time::timeout(idle, stream.next()).await {
             Ok(Some(Ok(bytes))) => bytes,
-            Ok(Some(Err(error))) => {
-                return Err(
-                    ApiError::new(ErrorCode::InvalidRequest).detail(format!("the upload was interrupted: {error}"))
-                );
-            }
+            Ok(Some(Err(error))) => return Err(error.refusal(limit)),
             Ok(None) => break,
-            Err(_) => {
-                return Err(ApiError::new(ErrorCode::RequestTimeout)
-                    .detail(format!("no upload data arrived for {} seconds", idle.as_secs())));
-            }
+            Err(_) => return Err(stalled(idle)),
         };
         size += bytes.len() as u64;
         if size > limit {

@@ -256,3 +256,159 @@ async fn a_stalled_upload_is_refused_and_leaves_nothing() {
         "the chunk written before the stall was rolled back"
     );
 }
+
+/// A file as `curl -F file=@x`, a browser `FormData` or a native app sends it.
+fn file_part(bytes: Vec<u8>, filename: &str, media_type: &str) -> reqwest::multipart::Part {
+    reqwest::multipart::Part::bytes(bytes)
+        .file_name(filename.to_owned())
+        .mime_str(media_type)
+        .expect("media type")
+}
+
+#[tokio::test]
+async fn a_multipart_upload_stores_the_file_part_alone() {
+    let app = TestApp::spawn().await;
+    let session = app.create_session(json!({})).await;
+    let sid = session["session_id"].as_str().expect("id").to_owned();
+    let bytes = pseudo_random_bytes(300 * 1024 + 5);
+
+    let form =
+        reqwest::multipart::Form::new().part("file", file_part(bytes.clone(), "report é.pdf", "application/pdf"));
+    let response = app
+        .request(Method::POST, &format!("/v1/sessions/{sid}/artifacts"))
+        .multipart(form)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(response.status(), 201);
+    let location = response.headers()["location"].to_str().expect("location").to_owned();
+    let (_, artifact) = json(response).await;
+    assert_eq!(artifact["filename"], "report é.pdf", "the part's filename");
+    assert_eq!(artifact["media_type"], "application/pdf", "the part's media type");
+    assert_eq!(artifact["size_bytes"], bytes.len(), "the file alone, not the envelope");
+    assert_eq!(artifact["sha256"], sha256_hex(&bytes));
+
+    let content = app
+        .request(Method::GET, &format!("{location}/content"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(content.status(), 200);
+    assert_eq!(content.headers()["content-type"], "application/pdf");
+    assert_eq!(
+        content.bytes().await.expect("bytes").as_ref(),
+        bytes.as_slice(),
+        "identical bytes"
+    );
+
+    // The `filename` parameter, when given, wins over the part's; a part without a media type is
+    // stored as octet-stream.
+    let plain = reqwest::multipart::Part::bytes(b"plain".to_vec()).file_name("ignored.txt");
+    let response = app
+        .request(
+            Method::POST,
+            &format!("/v1/sessions/{sid}/artifacts?filename=chosen.txt"),
+        )
+        .multipart(reqwest::multipart::Form::new().part("upload", plain))
+        .send()
+        .await
+        .expect("send");
+    let (status, artifact) = json(response).await;
+    assert_eq!(status, 201);
+    assert_eq!(artifact["filename"], "chosen.txt");
+    assert_eq!(artifact["media_type"], "application/octet-stream");
+}
+
+#[tokio::test]
+async fn a_multipart_body_with_two_files_an_extra_part_or_none_is_refused_and_leaves_nothing() {
+    let app = TestApp::spawn_with(Env::default().set("API_MAX_ARTIFACT_BYTES", "1000")).await;
+    let session = app.create_session(json!({})).await;
+    let path = format!("/v1/sessions/{}/artifacts", session["session_id"].as_str().expect("id"));
+
+    let two_files = reqwest::multipart::Form::new()
+        .part("file", file_part(vec![1u8; 10], "a.bin", "application/octet-stream"))
+        .part("file", file_part(vec![2u8; 10], "b.bin", "application/octet-stream"));
+    let body = expect_problem(
+        app.request(Method::POST, &path)
+            .multipart(two_files)
+            .send()
+            .await
+            .expect("send"),
+        400,
+        "multipart_extra_part",
+    )
+    .await;
+    assert!(
+        body["detail"]
+            .as_str()
+            .is_some_and(|detail| detail.contains("one file")),
+        "{body}"
+    );
+
+    let extra_field = reqwest::multipart::Form::new()
+        .part("file", file_part(vec![1u8; 10], "a.bin", "application/octet-stream"))
+        .text("note", "hello");
+    expect_problem(
+        app.request(Method::POST, &path)
+            .multipart(extra_field)
+            .send()
+            .await
+            .expect("send"),
+        400,
+        "multipart_extra_part",
+    )
+    .await;
+
+    let empty = app
+        .request(Method::POST, &path)
+        .header("content-type", "multipart/form-data; boundary=XyZ")
+        .body("--XyZ--\r\n")
+        .send()
+        .await
+        .expect("send");
+    expect_problem(empty, 400, "multipart_no_file").await;
+
+    let unbounded = app
+        .request(Method::POST, &path)
+        .header("content-type", "multipart/form-data")
+        .body("x")
+        .send()
+        .await
+        .expect("send");
+    let body = expect_problem(unbounded, 422, "validation_failed").await;
+    assert_eq!(body["field"], "Content-Type");
+
+    let malformed = app
+        .request(Method::POST, &path)
+        .header("content-type", "multipart/form-data; boundary=XyZ")
+        .body("not a multipart body at all")
+        .send()
+        .await
+        .expect("send");
+    expect_problem(malformed, 400, "invalid_request").await;
+
+    // The file part alone counts against the limit: at the limit it is stored, past it refused.
+    let at_limit = reqwest::multipart::Form::new().part("file", file_part(vec![3u8; 1000], "a.bin", "text/plain"));
+    let response = app
+        .request(Method::POST, &path)
+        .multipart(at_limit)
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(response.status(), 201);
+    let over = reqwest::multipart::Form::new().part("file", file_part(vec![3u8; 1001], "a.bin", "text/plain"));
+    expect_problem(
+        app.request(Method::POST, &path)
+            .multipart(over)
+            .send()
+            .await
+            .expect("send"),
+        413,
+        "artifact_too_large",
+    )
+    .await;
+
+    let stored = (app.count("artifacts").await, app.count("artifact_chunks").await);
+    assert_eq!(stored, (1, 1), "only the accepted upload is stored");
+    app.assert_no_open_transactions().await;
+}
