@@ -205,15 +205,22 @@ fn the_scheduler_cannot_load_mail_credentials() {
 fn each_role_links_only_the_workspace_crates_it_needs() {
     let workspace: BTreeSet<String> = graph().members.keys().cloned().collect();
     let allowed: [(&str, &[&str]); 6] = [
-        ("steward-api", &["api", "store", "domain", "hardening", "role"]),
+        // `wire` (the event vocabulary, with the store that writes it) is types only.
+        ("steward-api", &["api", "store", "wire", "domain", "hardening", "role"]),
         (
             "steward-worker",
-            &["agent", "mail-mcp", "store", "domain", "hardening", "role"],
+            &["agent", "mail-mcp", "store", "wire", "domain", "hardening", "role"],
         ),
-        ("steward-schedule", &["store", "domain", "hardening", "role"]),
-        ("steward-notify", &["notify", "store", "domain", "hardening", "role"]),
-        ("steward-migrate", &["store", "domain", "hardening", "role"]),
-        ("steward-call-ingress", &["store", "domain", "hardening", "role"]),
+        ("steward-schedule", &["store", "wire", "domain", "hardening", "role"]),
+        (
+            "steward-notify",
+            &["notify", "store", "wire", "domain", "hardening", "role"],
+        ),
+        ("steward-migrate", &["store", "wire", "domain", "hardening", "role"]),
+        (
+            "steward-call-ingress",
+            &["store", "wire", "domain", "hardening", "role"],
+        ),
     ];
     for (role, allowed) in allowed {
         let linked: Vec<String> = closure(role).intersection(&workspace).cloned().collect();
@@ -223,6 +230,14 @@ fn each_role_links_only_the_workspace_crates_it_needs() {
             "`{role}` links workspace crates it should not: {extra:?}"
         );
     }
+}
+
+#[test]
+fn the_wire_format_is_types_only() {
+    assert_excludes(
+        "wire",
+        &["tokio", "sqlx-core", "reqwest", "hyper", "axum", "mio", "store"],
+    );
 }
 
 #[test]

@@ -20,6 +20,7 @@ use domain::run::Cost;
 use serde_json::{Value, json};
 use store::{ClaimedRun, InvocationRow, Lease, ModelStep, NewCall, RunCounters, Store, StoreError};
 use tokio::sync::mpsc;
+use wire::event::{Delta, Transient, TransientNotice};
 
 use crate::history;
 use crate::model::{ChatMessage, Deltas, ModelProvider, ModelRequest};
@@ -29,7 +30,7 @@ use mail_mcp::tools::{MailService, Reconciliation};
 use store::NewReconciliation;
 
 /// The notification channel for transient output (text and reasoning deltas).
-pub const TRANSIENT_CHANNEL: &str = "steward_transient";
+pub use store::TRANSIENT_CHANNEL;
 /// `NOTIFY` payloads must stay under 8000 bytes.
 const TRANSIENT_MAX_BYTES: usize = 7800;
 
@@ -115,7 +116,8 @@ pub struct Executor {
 }
 
 enum Relay {
-    Delta(&'static str, String),
+    /// The model's reply text, or its reasoning summary.
+    Delta(fn(Delta) -> Transient, String),
     /// Answered once every earlier delta was sent.
     Flush(tokio::sync::oneshot::Sender<()>),
 }
@@ -137,11 +139,15 @@ impl TransientSink {
 
 impl Deltas for TransientSink {
     fn text(&self, delta: &str) {
-        let _ = self.sender.send(Relay::Delta("assistant.delta", delta.to_owned()));
+        let _ = self
+            .sender
+            .send(Relay::Delta(Transient::AssistantDelta, delta.to_owned()));
     }
 
     fn reasoning(&self, delta: &str) {
-        let _ = self.sender.send(Relay::Delta("reasoning.delta", delta.to_owned()));
+        let _ = self
+            .sender
+            .send(Relay::Delta(Transient::ReasoningDelta, delta.to_owned()));
     }
 }
 
@@ -156,9 +162,14 @@ async fn relay_transient(store: Store, session: SessionId, run: RunId, mut recei
         };
         // The limit applies to the serialised payload: escaping can make text much longer.
         let payload = loop {
-            let payload =
-                json!({ "session_id": session.to_string(), "run_id": run.to_string(), "kind": kind, "text": text })
-                    .to_string();
+            let notice = TransientNotice {
+                session_id: session.as_uuid(),
+                output: kind(Delta {
+                    run_id: run.as_uuid(),
+                    text: text.clone(),
+                }),
+            };
+            let payload = serde_json::to_string(&notice).unwrap_or_default();
             if payload.len() <= TRANSIENT_MAX_BYTES || text.is_empty() {
                 break payload;
             }

@@ -11,7 +11,9 @@ use std::time::Duration;
 use domain::ids::SessionId;
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
+use store::TRANSIENT_CHANNEL;
 use tokio::sync::{broadcast, oneshot};
+use wire::event::TransientNotice;
 
 /// What a stream is woken for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -23,13 +25,10 @@ pub enum Wake {
     /// Transient output of a run (never persisted): the event kind and its JSON data.
     Transient {
         session: SessionId,
-        kind: String,
+        kind: &'static str,
         data: Arc<str>,
     },
 }
-
-/// The channel workers publish transient deltas on (see the agent crate).
-pub const TRANSIENT_CHANNEL: &str = "steward_transient";
 
 #[derive(Debug)]
 pub struct EventHub {
@@ -108,17 +107,13 @@ async fn relay(pool: PgPool, sender: broadcast::Sender<Wake>) {
     }
 }
 
-/// Parses a worker's transient payload `{session_id, run_id, kind, text}`.
+/// Parses a worker's transient notice into the frame data streams send.
 fn transient(payload: &str) -> Option<Wake> {
-    let value: serde_json::Value = serde_json::from_str(payload).ok()?;
-    let session = SessionId::parse(value["session_id"].as_str()?)?;
-    let kind = value["kind"]
-        .as_str()
-        .filter(|kind| matches!(*kind, "assistant.delta" | "reasoning.delta"))?;
-    let data = serde_json::json!({ "kind": kind, "run_id": value["run_id"], "text": value["text"] }).to_string();
+    let notice: TransientNotice = serde_json::from_str(payload).ok()?;
+    let data = serde_json::to_string(&notice.output).ok()?;
     Some(Wake::Transient {
-        session,
-        kind: kind.to_owned(),
+        session: SessionId::from_uuid(notice.session_id),
+        kind: notice.output.kind(),
         data: Arc::from(data),
     })
 }

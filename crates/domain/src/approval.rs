@@ -6,7 +6,8 @@ use sha2::{Digest, Sha256};
 /// An approval's status. The vocabulary is closed: `PENDING` until decided; `APPROVED` or
 /// `DENIED` by the owner; `CANCELLED` when the run was cancelled first; `EXPIRED` when the run's
 /// deadline passed first. Only `PENDING` ever changes, and only once.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum ApprovalStatus {
     Pending,
     Approved,
@@ -40,7 +41,10 @@ impl ApprovalStatus {
 }
 
 /// How much harm a tool can do; shown on approval cards.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
 pub enum Risk {
     /// Reads only.
     Low,
@@ -63,7 +67,8 @@ impl Risk {
 /// Where one tool invocation is. `dispatching` is written (and committed) before a
 /// side-effecting tool is called; an invocation found still `dispatching` after a crash becomes
 /// `outcome_unknown` and is never retried.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum InvocationState {
     Queued,
     AwaitingApproval,
@@ -186,6 +191,19 @@ mod tests {
             assert_eq!(status.as_str(), status.as_str().to_uppercase());
         }
         assert_eq!(ApprovalStatus::parse("pending"), None);
+    }
+
+    #[test]
+    fn the_wire_spelling_is_the_stored_one() {
+        for status in ApprovalStatus::ALL {
+            assert_eq!(json!(status), json!(status.as_str()));
+        }
+        for state in InvocationState::ALL {
+            assert_eq!(json!(state), json!(state.as_str()));
+        }
+        for risk in [Risk::Low, Risk::Medium, Risk::High] {
+            assert_eq!(json!(risk), json!(risk.as_str()));
+        }
     }
 
     #[test]

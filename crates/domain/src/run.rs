@@ -2,7 +2,8 @@
 //! unique index over the active states listed here.
 
 /// Where a run is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
 pub enum RunState {
     Queued,
     Running,
@@ -73,6 +74,11 @@ mod tests {
         assert_eq!(terminal, ["completed", "failed", "cancelled"]);
         for state in RunState::ALL {
             assert_eq!(RunState::parse(state.as_str()), Some(state));
+            assert_eq!(
+                serde_json::json!(state),
+                serde_json::json!(state.as_str()),
+                "the wire spelling"
+            );
         }
     }
 }

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 use uuid::Uuid;
+use wire::event::{ApprovalResolved, Event, QuestionAnswered};
 
 use crate::events::append;
 use crate::work::{InvocationRow, RUNS_CHANNEL, write_result};
@@ -197,14 +198,14 @@ impl Store {
                     .bind(id)
                     .execute(&mut *tx)
                     .await?;
-                let payload = json!({
-                    "run_id": approval.run_id.to_string(),
-                    "approval_id": id.to_string(),
-                    "invocation_id": approval.invocation_id.to_string(),
-                    "tool": approval.tool,
-                    "status": status.as_str(),
+                let event = Event::ApprovalResolved(ApprovalResolved {
+                    run_id: approval.run_id.as_uuid(),
+                    approval_id: id,
+                    invocation_id: approval.invocation_id,
+                    tool: approval.tool.clone(),
+                    status,
                 });
-                append(tx, approval.session_id, Some(approval.run_id), "approval.resolved", &payload).await?;
+                append(tx, approval.session_id, Some(approval.run_id), &event).await?;
                 if decision == Decision::Deny {
                     // The model is told at once; the tool never runs.
                     let row = sqlx::query(
@@ -264,8 +265,12 @@ impl Store {
                 .bind(question)
                 .execute(&mut *tx)
                 .await?;
-                let payload = json!({ "run_id": run.to_string(), "question_id": question.to_string(), "answer": text });
-                append(tx, session, Some(run), "question.answered", &payload).await?;
+                let event = Event::QuestionAnswered(QuestionAnswered {
+                    run_id: run.as_uuid(),
+                    question_id: question,
+                    answer: text.to_owned(),
+                });
+                append(tx, session, Some(run), &event).await?;
                 let row = sqlx::query(
                     "SELECT id, run_id, step, position, call_id, tool, arguments, state, result, code
                      FROM tool_invocations WHERE id = $1",

@@ -9,32 +9,49 @@ use serde_json::Value;
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 use uuid::Uuid;
+use wire::event::Event;
 
-use crate::{Result, Store, timestamp};
+use crate::{Result, Store, StoreError, timestamp};
 
 /// The notification channel; the payload is `<session id> <sequence>`.
 pub const EVENTS_CHANNEL: &str = "steward_events";
+/// The channel workers publish transient output on; the payload is a
+/// [`wire::event::TransientNotice`].
+pub const TRANSIENT_CHANNEL: &str = "steward_transient";
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct EventRow {
     pub session_id: SessionId,
     pub seq: i64,
     pub run_id: Option<RunId>,
-    pub kind: String,
-    pub payload: Value,
+    pub event: Event,
     pub created_at: Timestamp,
 }
 
 impl EventRow {
     fn from_row(row: &PgRow) -> Result<EventRow> {
+        let kind: String = row.try_get("kind")?;
+        let payload: Value = row.try_get("payload")?;
+        let seq: i64 = row.try_get("seq")?;
+        let event = Event::from_stored(&kind, payload)
+            .map_err(|error| StoreError::Corrupt(format!("event {seq} (`{kind}`): {error}")))?;
         Ok(EventRow {
             session_id: SessionId::from_uuid(row.try_get("session_id")?),
-            seq: row.try_get("seq")?,
+            seq,
             run_id: row.try_get::<Option<Uuid>, _>("run_id")?.map(RunId::from_uuid),
-            kind: row.try_get("kind")?,
-            payload: row.try_get("payload")?,
+            event,
             created_at: timestamp(row.try_get("created_at")?),
         })
+    }
+
+    /// The event as the stream sends it.
+    pub fn frame(&self) -> wire::event::Frame {
+        wire::event::Frame {
+            seq: self.seq,
+            run_id: self.run_id.map(|run| run.as_uuid()),
+            created_at: self.created_at,
+            event: self.event.clone(),
+        }
     }
 }
 
@@ -44,10 +61,9 @@ pub(crate) async fn append(
     conn: &mut PgConnection,
     session: SessionId,
     run: Option<RunId>,
-    kind: &str,
-    payload: &Value,
+    event: &Event,
 ) -> Result<i64> {
-    append_touching(conn, session, run, kind, payload, None).await
+    append_touching(conn, session, run, event, None).await
 }
 
 /// How an appended event also marks its session: new activity, and a title if it has none.
@@ -61,10 +77,12 @@ pub(crate) async fn append_touching(
     conn: &mut PgConnection,
     session: SessionId,
     run: Option<RunId>,
-    kind: &str,
-    payload: &Value,
+    event: &Event,
     touch: Option<Touch<'_>>,
 ) -> Result<i64> {
+    let (kind, payload) = event
+        .to_stored()
+        .map_err(|error| StoreError::Corrupt(format!("event `{}` is not serializable: {error}", event.kind())))?;
     let seq: i64 = sqlx::query_scalar(
         "WITH next AS (
              UPDATE sessions SET last_event_seq = last_event_seq + 1,
@@ -81,7 +99,7 @@ pub(crate) async fn append_touching(
     .bind(session.as_uuid())
     .bind(run.map(|run| run.as_uuid()))
     .bind(kind)
-    .bind(payload)
+    .bind(&payload)
     .bind(EVENTS_CHANNEL)
     .bind(touch.is_some())
     .bind(touch.and_then(|touch| touch.title))
@@ -92,15 +110,9 @@ pub(crate) async fn append_touching(
 
 impl Store {
     /// Appends one event in its own transaction.
-    pub async fn append_event(
-        &self,
-        session: SessionId,
-        run: Option<RunId>,
-        kind: &str,
-        payload: &Value,
-    ) -> Result<i64> {
+    pub async fn append_event(&self, session: SessionId, run: Option<RunId>, event: &Event) -> Result<i64> {
         let mut tx = self.pool.begin().await?;
-        let seq = append(&mut tx, session, run, kind, payload).await?;
+        let seq = append(&mut tx, session, run, event).await?;
         tx.commit().await?;
         Ok(seq)
     }

@@ -24,7 +24,7 @@ pub use approvals::{Answer, ApprovalRow, Decide, Decision};
 pub use artifacts::{ArtifactRow, ArtifactUpload, NewArtifact};
 pub use call_receipts::{CALL_RECEIPTS_CHANNEL, Receipt};
 pub use delivery::{DeviceTarget, DueNotification};
-pub use events::{EVENTS_CHANNEL, EventRow};
+pub use events::{EVENTS_CHANNEL, EventRow, TRANSIENT_CHANNEL};
 pub use folders::{FolderRow, RenameFolder};
 pub use idempotency::{IdempotencyClaim, Prior, StoredResponse};
 pub use mail::{DueReconciliation, NewReconciliation, Reconciled};

@@ -7,9 +7,9 @@
 //! re-dispatches the action.
 
 use domain::ids::{RunId, SessionId};
-use serde_json::json;
 use sqlx::{PgConnection, Row};
 use uuid::Uuid;
+use wire::event::{Event, MailOutcomeUnknown, MailReconciled, ReconciliationOutcome};
 
 use crate::events::append;
 use crate::work::InvocationRow;
@@ -136,12 +136,16 @@ pub(crate) async fn open(
         }
         (None, None) => return Ok(false),
     };
-    let payload = json!({
-        "run_id": invocation.run_id.to_string(), "invocation_id": invocation.id.to_string(),
-        "call_id": invocation.call_id, "tool": invocation.tool, "account_id": account_id,
-        "operation": operation, "code": OUTCOME_UNKNOWN,
+    let event = Event::MailOutcomeUnknown(MailOutcomeUnknown {
+        run_id: invocation.run_id.as_uuid(),
+        invocation_id: invocation.id,
+        call_id: invocation.call_id.clone(),
+        tool: invocation.tool.clone(),
+        account_id,
+        operation,
+        code: OUTCOME_UNKNOWN.to_owned(),
     });
-    append(conn, session, Some(invocation.run_id), "mail.outcome_unknown", &payload).await?;
+    append(conn, session, Some(invocation.run_id), &event).await?;
     Ok(true)
 }
 
@@ -218,10 +222,11 @@ impl Store {
     /// Settles a pending reconciliation once and announces `mail.reconciled`; false when it was
     /// already settled.
     pub async fn settle_reconciliation(&self, due: &DueReconciliation, outcome: Reconciled<'_>) -> Result<bool> {
-        let (state, thread_id) = match outcome {
-            Reconciled::Found { thread_id } => ("found", Some(thread_id)),
-            Reconciled::NotFound => ("not_found", None),
+        let (outcome, thread_id) = match outcome {
+            Reconciled::Found { thread_id } => (ReconciliationOutcome::Found, Some(thread_id)),
+            Reconciled::NotFound => (ReconciliationOutcome::NotFound, None),
         };
+        let state = outcome.as_str();
         self.transaction(
             async |tx: &mut PgConnection| {
                 let settled = sqlx::query(
@@ -238,14 +243,17 @@ impl Store {
                 let Some(row) = settled else {
                     return Ok(false);
                 };
-                let payload = json!({
-                    "run_id": due.run_id.to_string(), "invocation_id": due.invocation_id.to_string(),
-                    "call_id": row.try_get::<Option<String>, _>("call_id")?,
-                    "tool": row.try_get::<Option<String>, _>("tool")?,
-                    "account_id": due.account_id, "operation": due.operation, "state": state,
-                    "thread_id": thread_id,
+                let event = Event::MailReconciled(MailReconciled {
+                    run_id: due.run_id.as_uuid(),
+                    invocation_id: due.invocation_id,
+                    call_id: row.try_get("call_id")?,
+                    tool: row.try_get("tool")?,
+                    account_id: due.account_id.clone(),
+                    operation: due.operation.clone(),
+                    state: outcome,
+                    thread_id: thread_id.map(str::to_owned),
                 });
-                append(tx, due.session_id, Some(due.run_id), "mail.reconciled", &payload).await?;
+                append(tx, due.session_id, Some(due.run_id), &event).await?;
                 Ok(true)
             },
             |settled| *settled,

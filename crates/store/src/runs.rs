@@ -3,10 +3,10 @@
 use domain::ids::{ArtifactId, PrincipalId, RunId, SessionId};
 use domain::run::{Cost, RunLimits, RunState};
 use jiff::Timestamp;
-use serde_json::json;
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 use uuid::Uuid;
+use wire::event::{Attachment, CancelReason, Event, RunCancelled, UserMessage, UserMessageCreated};
 
 use crate::events::{Touch, append, append_touching};
 use crate::idempotency::{self, IdempotencyClaim, Prior, StoredResponse};
@@ -174,12 +174,12 @@ impl Store {
                             Submit::SessionNotFound
                         }));
                     };
-                    attachments.push(json!({
-                        "artifact_id": id.to_string(),
-                        "filename": row.try_get::<String, _>("filename")?,
-                        "media_type": row.try_get::<String, _>("media_type")?,
-                        "size_bytes": row.try_get::<i64, _>("size_bytes")?,
-                    }));
+                    attachments.push(Attachment {
+                        artifact_id: id.as_uuid(),
+                        filename: row.try_get("filename")?,
+                        media_type: row.try_get("media_type")?,
+                        size_bytes: row.try_get("size_bytes")?,
+                    });
                 }
             }
 
@@ -222,13 +222,13 @@ impl Store {
             let mut row = RunRow::from_row(&row)?;
             let run = row.id;
 
-            let payload = json!({
-                "run_id": run.to_string(),
-                "message": { "text": new.text, "attachments": attachments },
+            let event = Event::UserMessageCreated(UserMessageCreated {
+                run_id: run.as_uuid(),
+                message: UserMessage { text: new.text.map(str::to_owned), attachments },
+                schedule: None,
             });
             let touch = Touch { title: new.title.as_deref() };
-            let seq = append_touching(&mut *tx, new.session, Some(run), "user.message.created", &payload, Some(touch))
-                .await?;
+            let seq = append_touching(&mut *tx, new.session, Some(run), &event, Some(touch)).await?;
             row.message_seq = Some(seq);
 
             sqlx::query("UPDATE runs SET message_seq = $2 WHERE id = $1")
@@ -296,8 +296,12 @@ impl Store {
                 let updated = RunRow::from_row(&updated)?;
                 crate::work::close_open_items(tx, id, "CANCELLED").await?;
                 crate::scheduling::settle_occurrence(tx, id, "cancelled", Some("requested")).await?;
-                let payload = json!({ "run_id": id.to_string(), "state": "cancelled", "reason": "requested" });
-                append(&mut *tx, row.session_id, Some(id), "run.cancelled", &payload).await?;
+                let event = Event::RunCancelled(RunCancelled {
+                    run_id: id.as_uuid(),
+                    state: RunState::Cancelled,
+                    reason: CancelReason::Requested,
+                });
+                append(&mut *tx, row.session_id, Some(id), &event).await?;
                 Ok(CancelRun::Cancelled(Box::new(updated)))
             },
             |outcome| matches!(outcome, CancelRun::Cancelled(_)),

@@ -10,9 +10,9 @@ use domain::cadence::{Daily, parse_local_time};
 use domain::ids::{RunId, ScheduleId, SessionId};
 use domain::manifest::{AccountIds, authorize};
 use jiff::Timestamp;
-use serde_json::json;
 use sqlx::{PgConnection, Row};
 use uuid::Uuid;
+use wire::event::{Event, ScheduledBy, UserMessage, UserMessageCreated};
 
 use crate::events::{Touch, append_touching};
 use crate::work::RUNS_CHANNEL;
@@ -254,14 +254,12 @@ impl Store {
                 .await?;
                 let (session_id, run_id) = (SessionId::from_uuid(session), RunId::from_uuid(run));
                 let instruction: String = row.try_get("instruction")?;
-                let payload = json!({
-                    "run_id": run_id.to_string(),
-                    "message": { "text": instruction, "attachments": [] },
-                    "schedule": { "schedule_id": schedule.to_string(), "occurrence_id": occurrence.to_string(),
-                                  "scheduled_for": scheduled_for.to_string() },
+                let event = Event::UserMessageCreated(UserMessageCreated {
+                    run_id: run,
+                    message: UserMessage { text: Some(instruction), attachments: Vec::new() },
+                    schedule: Some(ScheduledBy { schedule_id: schedule, occurrence_id: occurrence, scheduled_for }),
                 });
-                let seq = append_touching(tx, session_id, Some(run_id), "user.message.created", &payload, Some(Touch { title: None }))
-                    .await?;
+                let seq = append_touching(tx, session_id, Some(run_id), &event, Some(Touch { title: None })).await?;
                 sqlx::query("UPDATE runs SET message_seq = $2 WHERE id = $1").bind(run).bind(seq).execute(&mut *tx).await?;
                 sqlx::query("UPDATE schedule_occurrences SET session_id = $2, run_id = $3 WHERE id = $1")
                     .bind(occurrence)

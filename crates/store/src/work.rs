@@ -3,13 +3,17 @@
 //! run endings. Every transition but the end of a dispatch is guarded by the worker's lease: a
 //! worker that lost its run (cancelled, expired, claimed by another) can no longer write to it.
 
-use domain::approval::{DisplayedArguments, InvocationState, Risk};
+use domain::approval::{ApprovalStatus, DisplayedArguments, InvocationState, Risk};
 use domain::ids::{PrincipalId, RunId, SessionId};
-use domain::run::Cost;
+use domain::run::{Cost, RunState};
 use serde_json::{Value, json};
 use sqlx::postgres::PgRow;
 use sqlx::{PgConnection, Row};
 use uuid::Uuid;
+use wire::event::{
+    ApprovalRequested, AssistantMessage, CancelReason, Event, QuestionAsked, RunCancelled, RunCompleted, RunFailed,
+    RunUsage, StepUsage, ToolCall, ToolResult, ToolStarted, Trust,
+};
 
 use crate::events::append;
 use crate::mail::NewReconciliation;
@@ -293,20 +297,26 @@ impl Store {
                 .bind(step.output_tokens)
                 .fetch_one(&mut *tx)
                 .await?;
-                let calls: Vec<Value> = step
-                    .calls
-                    .iter()
-                    .map(|call| json!({ "call_id": call.call_id, "tool": call.tool, "arguments": call.arguments }))
-                    .collect();
-                let payload = json!({
-                    "run_id": lease.run.to_string(),
-                    "step": number,
-                    "text": step.text,
-                    "tool_calls": calls,
-                    "usage": { "input_tokens": step.input_tokens, "output_tokens": step.output_tokens,
-                               "cost": step.cost.to_string() },
+                let event = Event::AssistantMessage(AssistantMessage {
+                    run_id: lease.run.as_uuid(),
+                    step: number,
+                    text: step.text.to_owned(),
+                    tool_calls: step
+                        .calls
+                        .iter()
+                        .map(|call| ToolCall {
+                            call_id: call.call_id.to_owned(),
+                            tool: call.tool.to_owned(),
+                            arguments: call.arguments.clone(),
+                        })
+                        .collect(),
+                    usage: StepUsage {
+                        input_tokens: step.input_tokens,
+                        output_tokens: step.output_tokens,
+                        cost: step.cost.to_string(),
+                    },
                 });
-                append(tx, lease.session, Some(lease.run), "assistant.message", &payload).await?;
+                append(tx, lease.session, Some(lease.run), &event).await?;
                 let mut invocations = Vec::with_capacity(step.calls.len());
                 for (position, call) in step.calls.iter().enumerate() {
                     let sql = format!(
@@ -392,9 +402,13 @@ impl Store {
                 if let Some(effect) = effect {
                     crate::mail::arm(tx, lease.session, invocation, effect).await?;
                 }
-                let payload = json!({ "run_id": lease.run.to_string(), "invocation_id": invocation.id.to_string(),
-                                      "call_id": invocation.call_id, "tool": invocation.tool });
-                append(tx, lease.session, Some(lease.run), "tool.started", &payload).await?;
+                let event = Event::ToolStarted(ToolStarted {
+                    run_id: lease.run.as_uuid(),
+                    invocation_id: invocation.id,
+                    call_id: invocation.call_id.clone(),
+                    tool: invocation.tool.clone(),
+                });
+                append(tx, lease.session, Some(lease.run), &event).await?;
                 Ok(Some(()))
             },
             |outcome| outcome.is_some(),
@@ -476,17 +490,21 @@ impl Store {
                 .bind(PUSH_DELAY_SECONDS)
                 .execute(&mut *tx)
                 .await?;
-                let payload = json!({
-                    "run_id": lease.run.to_string(),
-                    "approval_id": approval.to_string(),
-                    "invocation_id": invocation.id.to_string(),
-                    "tool": invocation.tool,
-                    "risk": risk.as_str(),
-                    "arguments": shown.arguments,
-                    "argument_digests": shown.argument_digests,
-                    "status": "PENDING",
+                let event = Event::ApprovalRequested(ApprovalRequested {
+                    run_id: lease.run.as_uuid(),
+                    approval_id: approval,
+                    invocation_id: invocation.id,
+                    tool: invocation.tool.clone(),
+                    risk,
+                    arguments: shown.arguments.clone(),
+                    argument_digests: shown
+                        .argument_digests
+                        .iter()
+                        .filter_map(|(pointer, digest)| Some((pointer.clone(), digest.as_str()?.to_owned())))
+                        .collect(),
+                    status: ApprovalStatus::Pending,
                 });
-                append(tx, lease.session, Some(lease.run), "approval.requested", &payload).await?;
+                append(tx, lease.session, Some(lease.run), &event).await?;
                 Ok(Some(approval))
             },
             |outcome| outcome.is_some(),
@@ -531,9 +549,12 @@ impl Store {
                 .bind(PUSH_DELAY_SECONDS)
                 .execute(&mut *tx)
                 .await?;
-                let payload =
-                    json!({ "run_id": lease.run.to_string(), "question_id": question.to_string(), "text": text });
-                append(tx, lease.session, Some(lease.run), "question.asked", &payload).await?;
+                let event = Event::QuestionAsked(QuestionAsked {
+                    run_id: lease.run.as_uuid(),
+                    question_id: question,
+                    text: text.to_owned(),
+                });
+                append(tx, lease.session, Some(lease.run), &event).await?;
                 Ok(Some(question))
             },
             |outcome| outcome.is_some(),
@@ -543,14 +564,12 @@ impl Store {
 
     /// Ends the run `completed`.
     pub async fn complete_run(&self, lease: &Lease, counters: &RunCounters) -> Result<Option<()>> {
-        self.end_run(
-            lease,
-            "completed",
-            None,
-            json!({ "usage": usage(counters) }),
-            "run.completed",
-        )
-        .await
+        let event = Event::RunCompleted(RunCompleted {
+            run_id: lease.run.as_uuid(),
+            state: RunState::Completed,
+            usage: usage(counters),
+        });
+        self.end_run(lease, RunState::Completed, None, &event).await
     }
 
     /// Ends the run `failed` with `code`.
@@ -561,18 +580,17 @@ impl Store {
         detail: &str,
         counters: &RunCounters,
     ) -> Result<Option<()>> {
-        let extra = json!({ "code": code, "detail": detail, "usage": usage(counters) });
-        self.end_run(lease, "failed", Some(code), extra, "run.failed").await
+        let event = Event::RunFailed(RunFailed {
+            run_id: lease.run.as_uuid(),
+            state: RunState::Failed,
+            code: code.to_owned(),
+            detail: detail.to_owned(),
+            usage: usage(counters),
+        });
+        self.end_run(lease, RunState::Failed, Some(code), &event).await
     }
 
-    async fn end_run(
-        &self,
-        lease: &Lease,
-        state: &str,
-        reason: Option<&str>,
-        extra: Value,
-        kind: &str,
-    ) -> Result<Option<()>> {
+    async fn end_run(&self, lease: &Lease, state: RunState, reason: Option<&str>, event: &Event) -> Result<Option<()>> {
         self.transaction(
             async |tx: &mut PgConnection| {
                 if !hold(tx, lease).await? {
@@ -583,17 +601,13 @@ impl Store {
                          lease_owner = NULL, lease_expires_at = NULL WHERE id = $1",
                 )
                 .bind(lease.run.as_uuid())
-                .bind(state)
+                .bind(state.as_str())
                 .bind(reason)
                 .execute(&mut *tx)
                 .await?;
                 close_open_items(tx, lease.run, "CANCELLED").await?;
-                crate::scheduling::settle_occurrence(tx, lease.run, state, reason).await?;
-                let mut payload = json!({ "run_id": lease.run.to_string(), "state": state });
-                if let (Value::Object(payload), Value::Object(extra)) = (&mut payload, &extra) {
-                    payload.extend(extra.clone());
-                }
-                append(tx, lease.session, Some(lease.run), kind, &payload).await?;
+                crate::scheduling::settle_occurrence(tx, lease.run, state.as_str(), reason).await?;
+                append(tx, lease.session, Some(lease.run), event).await?;
                 Ok(Some(()))
             },
             |outcome| outcome.is_some(),
@@ -676,20 +690,24 @@ pub(crate) async fn expire_run(conn: &mut PgConnection, run: RunId, session: Ses
     .await?;
     close_open_items(conn, run, "EXPIRED").await?;
     crate::scheduling::settle_occurrence(conn, run, "cancelled", Some("deadline")).await?;
-    let payload = json!({ "run_id": run.to_string(), "state": "cancelled", "reason": "deadline" });
-    append(conn, session, Some(run), "run.cancelled", &payload).await?;
+    let event = Event::RunCancelled(RunCancelled {
+        run_id: run.as_uuid(),
+        state: RunState::Cancelled,
+        reason: CancelReason::Deadline,
+    });
+    append(conn, session, Some(run), &event).await?;
     Ok(())
 }
 
-fn usage(counters: &RunCounters) -> Value {
-    json!({
-        "steps": counters.steps,
-        "model_calls": counters.model_calls,
-        "tool_calls": counters.tool_calls,
-        "input_tokens": counters.input_tokens,
-        "output_tokens": counters.output_tokens,
-        "cost": counters.cost.to_string(),
-    })
+fn usage(counters: &RunCounters) -> RunUsage {
+    RunUsage {
+        steps: counters.steps,
+        model_calls: counters.model_calls,
+        tool_calls: counters.tool_calls,
+        input_tokens: counters.input_tokens,
+        output_tokens: counters.output_tokens,
+        cost: counters.cost.to_string(),
+    }
 }
 
 async fn set_invocation_state(conn: &mut PgConnection, id: Uuid, state: InvocationState) -> Result<()> {
@@ -759,17 +777,17 @@ pub(crate) async fn write_result(
         .bind(code)
         .execute(&mut *conn)
         .await?;
-    let payload = json!({
-        "run_id": invocation.run_id.to_string(),
-        "invocation_id": invocation.id.to_string(),
-        "call_id": invocation.call_id,
-        "tool": invocation.tool,
-        "status": state.as_str(),
-        "code": code,
+    let event = Event::ToolResult(ToolResult {
+        run_id: invocation.run_id.as_uuid(),
+        invocation_id: invocation.id,
+        call_id: invocation.call_id.clone(),
+        tool: invocation.tool.clone(),
+        status: state,
+        code: code.map(str::to_owned),
         // Tool output is data, never instructions: clients render it as such.
-        "trust": "tool_output",
-        "result": result,
+        trust: Trust::ToolOutput,
+        result: result.clone(),
     });
-    append(conn, session, Some(invocation.run_id), "tool.result", &payload).await?;
+    append(conn, session, Some(invocation.run_id), &event).await?;
     Ok(())
 }

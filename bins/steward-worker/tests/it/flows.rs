@@ -329,6 +329,80 @@ async fn the_stream_carries_the_whole_run_with_transient_deltas_and_closes_after
         0,
         "transient output is never persisted"
     );
+
+    // The persisted sequence, as every client reads it: a change of the wire format (a kind, a
+    // member, a spelling) shows here as a diff. Ids and times are numbered by first appearance.
+    let mut names = Placeholders::default();
+    let rendered: String = frames
+        .iter()
+        .filter_map(|(id, kind, data)| Some(format!("{} {kind} {}\n", (*id)?, names.render(data))))
+        .collect();
+    expect_test::expect![[r#"
+        1 user.message.created {"created_at":"<time>","kind":"user.message.created","payload":{"message":{"attachments":[],"text":"/tool notes.add {\"text\": \"stream it\"}"},"run_id":"<id 0>"},"run_id":"<id 0>","seq":1}
+        2 assistant.message {"created_at":"<time>","kind":"assistant.message","payload":{"run_id":"<id 0>","step":1,"text":"","tool_calls":[{"arguments":{"text":"stream it"},"call_id":"call_1_1","tool":"notes.add"}],"usage":{"cost":"0","input_tokens":45,"output_tokens":5}},"run_id":"<id 0>","seq":2}
+        3 approval.requested {"created_at":"<time>","kind":"approval.requested","payload":{"approval_id":"<id 1>","argument_digests":{},"arguments":{"text":"stream it"},"invocation_id":"<id 2>","risk":"medium","run_id":"<id 0>","status":"PENDING","tool":"notes.add"},"run_id":"<id 0>","seq":3}
+        4 approval.resolved {"created_at":"<time>","kind":"approval.resolved","payload":{"approval_id":"<id 1>","invocation_id":"<id 2>","run_id":"<id 0>","status":"APPROVED","tool":"notes.add"},"run_id":"<id 0>","seq":4}
+        5 tool.started {"created_at":"<time>","kind":"tool.started","payload":{"call_id":"call_1_1","invocation_id":"<id 2>","run_id":"<id 0>","tool":"notes.add"},"run_id":"<id 0>","seq":5}
+        6 tool.result {"created_at":"<time>","kind":"tool.result","payload":{"call_id":"call_1_1","code":null,"invocation_id":"<id 2>","result":{"note_id":"<id 3>"},"run_id":"<id 0>","status":"succeeded","tool":"notes.add","trust":"tool_output"},"run_id":"<id 0>","seq":6}
+        7 assistant.message {"created_at":"<time>","kind":"assistant.message","payload":{"run_id":"<id 0>","step":2,"text":"notes.add returned: {\"code\":null,\"result\":{\"note_id\":\"<id 3>\"},\"status\":\"succeeded\"}","tool_calls":[],"usage":{"cost":"0","input_tokens":94,"output_tokens":29}},"run_id":"<id 0>","seq":7}
+        8 run.completed {"created_at":"<time>","kind":"run.completed","payload":{"run_id":"<id 0>","state":"completed","usage":{"cost":"0","input_tokens":139,"model_calls":2,"output_tokens":34,"steps":2,"tool_calls":1}},"run_id":"<id 0>","seq":8}
+    "#]]
+    .assert_eq(&rendered);
+}
+
+/// Replaces ids and timestamps in frame data with stable names, in order of first appearance.
+#[derive(Default)]
+struct Placeholders {
+    ids: Vec<String>,
+}
+
+impl Placeholders {
+    fn render(&mut self, data: &serde_json::Value) -> String {
+        self.replace(data).to_string()
+    }
+
+    /// `text` with every id in it (whole or inside, such as a tool result quoted in a reply)
+    /// replaced by its name.
+    fn ids_in(&mut self, text: &str) -> String {
+        const LENGTH: usize = 36;
+        let mut out = String::with_capacity(text.len());
+        let mut rest = text;
+        while !rest.is_empty() {
+            let candidate = rest.get(..LENGTH).filter(|slice| uuid::Uuid::try_parse(slice).is_ok());
+            if let Some(id) = candidate {
+                let position = match self.ids.iter().position(|known| known == id) {
+                    Some(position) => position,
+                    None => {
+                        self.ids.push(id.to_owned());
+                        self.ids.len() - 1
+                    }
+                };
+                out.push_str(&format!("<id {position}>"));
+                rest = &rest[LENGTH..];
+            } else {
+                let next = rest.chars().next().map_or(1, char::len_utf8);
+                out.push_str(&rest[..next]);
+                rest = &rest[next..];
+            }
+        }
+        out
+    }
+
+    fn replace(&mut self, value: &serde_json::Value) -> serde_json::Value {
+        use serde_json::Value;
+        match value {
+            Value::String(text) if text.parse::<jiff::Timestamp>().is_err() => Value::String(self.ids_in(text)),
+            Value::String(text) if text.parse::<jiff::Timestamp>().is_ok() => Value::String("<time>".into()),
+            Value::Array(items) => Value::Array(items.iter().map(|item| self.replace(item)).collect()),
+            Value::Object(members) => Value::Object(
+                members
+                    .iter()
+                    .map(|(name, member)| (name.clone(), self.replace(member)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
 }
 
 #[tokio::test]

@@ -18,10 +18,10 @@ use domain::ErrorCode;
 use domain::ids::{PrincipalId, SessionId};
 use futures_util::Stream;
 use serde::Deserialize;
-use serde_json::json;
 use store::EventRow;
 use tokio::sync::broadcast;
 use utoipa::IntoParams;
+use wire::event::StreamData;
 
 use super::parse_id;
 use crate::AppState;
@@ -47,8 +47,10 @@ pub struct StreamParams {
     params(("session_id" = uuid::Uuid, Path), StreamParams,
            ("Last-Event-ID" = Option<String>, Header, description = "The last sequence received; replay starts after it")),
     responses(
-        (status = 200, description = "Frames `id: <seq>`, `event: <kind>`, `data: {seq, kind, run_id, created_at, payload}`",
-         content_type = "text/event-stream", body = String),
+        (status = 200, description = "Server-sent events. A persisted event is `id: <seq>`, `event: <kind>`, \
+                                      `data: <Frame>` (the event beside its position); transient output \
+                                      (`assistant.delta`, `reasoning.delta`) has no `id` and `data: <Transient>`",
+         content_type = "text/event-stream", body = StreamData),
         (status = 400, description = "Malformed Last-Event-ID", body = crate::openapi::Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such session", body = crate::openapi::Problem, content_type = "application/problem+json"),
     )
@@ -122,17 +124,11 @@ struct Follower {
 }
 
 fn frame(event: &EventRow) -> Event {
-    let data = json!({
-        "seq": event.seq,
-        "kind": event.kind,
-        "run_id": event.run_id.map(|id| id.to_string()),
-        "created_at": event.created_at.to_string(),
-        "payload": event.payload,
-    });
+    let data = serde_json::to_string(&event.frame()).unwrap_or_default();
     Event::default()
         .id(event.seq.to_string())
-        .event(&event.kind)
-        .data(data.to_string())
+        .event(event.event.kind())
+        .data(data)
 }
 
 fn follow(follower: Follower) -> impl Stream<Item = Result<Event, Infallible>> {
@@ -143,7 +139,7 @@ fn follow(follower: Follower) -> impl Stream<Item = Result<Event, Infallible>> {
             }
             if let Some(event) = follower.pending.pop_front() {
                 follower.last = event.seq;
-                follower.ended = matches!(event.kind.as_str(), "run.completed" | "run.failed" | "run.cancelled");
+                follower.ended = event.event.ends_run();
                 let frame = frame(&event);
                 return Some((Ok(frame), follower));
             }

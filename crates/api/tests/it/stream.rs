@@ -17,6 +17,15 @@ impl Rng {
     }
 }
 
+/// Some event of the run, numbered `n`.
+fn tick(run: domain::ids::RunId, n: i64) -> wire::event::Event {
+    wire::event::Event::QuestionAnswered(wire::event::QuestionAnswered {
+        run_id: run.as_uuid(),
+        question_id: uuid::Uuid::nil(),
+        answer: n.to_string(),
+    })
+}
+
 #[tokio::test]
 async fn reconnecting_at_random_points_loses_and_repeats_nothing() {
     let app = TestApp::spawn().await;
@@ -32,7 +41,7 @@ async fn reconnecting_at_random_points_loses_and_repeats_nothing() {
     let producer = tokio::spawn(async move {
         for n in 2..=TOTAL {
             store
-                .append_event(session_id, Some(run_id), "test.tick", &json!({ "n": n }))
+                .append_event(session_id, Some(run_id), &tick(run_id, n))
                 .await
                 .expect("append");
             if n % 50 == 0 {
