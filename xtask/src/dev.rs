@@ -19,7 +19,7 @@ use pgcluster::Cluster;
 
 const DEFAULT_PORT: u16 = 8080;
 /// Every scope of the implemented routes; extend `AUTH_SCOPES` in your environment to override.
-const DEV_SCOPES: &str = "sessions.read,sessions.write,schedules.read,schedules.write,notifications.read,notifications.write,memory.read,memory.write";
+const DEV_SCOPES: &str = "sessions.read,sessions.write,schedules.read,schedules.write,settings.read,settings.write,notifications.read,notifications.write,memory.read,memory.write";
 
 struct Options {
     port: u16,
@@ -47,6 +47,74 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     let root = crate::workspace_root();
     let var = root.join("var");
     fs::create_dir_all(&var).context("create var/")?;
+    let bin = build_roles()?;
+
+    // DATABASE_URL points the stack at a server of your own instead of the private cluster.
+    let (mut cluster, database_url) = match std::env::var("DATABASE_URL").ok().filter(|url| !url.is_empty()) {
+        Some(url) => (None, url),
+        None => {
+            let binaries = crate::postgres::ensure_binaries()?;
+            let cluster = Cluster::persistent(&binaries, &var.join("pg"))
+                .context("start the dev PostgreSQL cluster (is another `cargo xtask dev` running?)")?;
+            let url = cluster.url("steward");
+            (Some(cluster), url)
+        }
+    };
+    let token_file = var.join("api-token");
+    ensure_token(&token_file)?;
+    let listen: SocketAddr = ([127, 0, 0, 1], options.port).into();
+    let base_url = format!("http://{listen}");
+    let scopes = std::env::var("AUTH_SCOPES").unwrap_or_else(|_| DEV_SCOPES.to_owned());
+
+    // From here on, Ctrl-C and SIGTERM are received by waiting for them, never by dying.
+    let mut signals = SigSet::empty();
+    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGCHLD] {
+        signals.add(signal);
+    }
+    signals.thread_block().context("block signals")?;
+
+    let mut stack = match Stack::start(&bin, &database_url, &token_file, listen, &scopes) {
+        Ok(stack) => stack,
+        Err(error) => {
+            if let Some(cluster) = cluster.as_mut() {
+                let _ = cluster.stop();
+            }
+            return Err(error);
+        }
+    };
+    let description = format!(
+        "{{\n  \"base_url\": {},\n  \"token_file\": {},\n  \"database_url\": {}\n}}\n",
+        json_string(&base_url),
+        json_string(&token_file.display().to_string()),
+        json_string(&database_url),
+    );
+    write_private(&var.join("dev.json"), &description).context("write var/dev.json")?;
+    println!(
+        "\nsteward is ready\n  base URL:   {base_url}\n  token file: {}\n  described in var/dev.json; Ctrl-C stops everything\n",
+        token_file.display()
+    );
+
+    let outcome = loop {
+        match signals.wait().context("wait for signals")? {
+            Signal::SIGCHLD => {
+                if let Err(error) = stack.check() {
+                    break Err(error);
+                }
+            }
+            _ => break Ok(()),
+        }
+    };
+    eprintln!("xtask: stopping");
+    stack.stop();
+    if let Some(cluster) = cluster.as_mut() {
+        cluster.stop().context("stop PostgreSQL")?;
+    }
+    let _ = fs::remove_file(var.join("dev.json"));
+    outcome.map(|()| ExitCode::SUCCESS)
+}
+
+/// Builds the role binaries the stack runs; returns their directory.
+pub fn build_roles() -> anyhow::Result<std::path::PathBuf> {
     let status = crate::cargo()
         .args([
             "build",
@@ -65,113 +133,85 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     if !status.success() {
         bail!("the build failed");
     }
-    let bin = root.join("target/debug");
+    Ok(crate::workspace_root().join("target/debug"))
+}
 
-    // DATABASE_URL points the stack at a server of your own instead of the private cluster.
-    let (mut cluster, database_url) = match std::env::var("DATABASE_URL").ok().filter(|url| !url.is_empty()) {
-        Some(url) => (None, url),
-        None => {
-            let binaries = crate::postgres::ensure_binaries()?;
-            let cluster = Cluster::persistent(&binaries, &var.join("pg"))
-                .context("start the dev PostgreSQL cluster (is another `cargo xtask dev` running?)")?;
-            let url = cluster.url("steward");
-            (Some(cluster), url)
+/// The implemented roles, running: the API, a worker and the scheduler.
+pub struct Stack {
+    api: Child,
+    worker: Child,
+    scheduler: Child,
+}
+
+impl Stack {
+    /// Provisions and migrates the database at `admin_url` as at deploy time (logins, the
+    /// database, then migrations and grants as the owner), starts each role with its own login
+    /// and waits until the API is ready on `listen`.
+    pub fn start(
+        bin: &Path,
+        admin_url: &str,
+        token_file: &Path,
+        listen: SocketAddr,
+        scopes: &str,
+    ) -> anyhow::Result<Stack> {
+        crate::postgres::prepare_database(bin, admin_url)?;
+        let login = |name: &str| pgcluster::with_user(admin_url, name);
+        let (allow_root, allow) = crate::postgres::ALLOW_ROOT;
+        let api = Command::new(bin.join("steward-api"))
+            .env("DATABASE_URL", login("steward_api"))
+            .env(allow_root, allow)
+            .env("API_TOKEN_FILE", token_file)
+            .env("API_LISTEN_ADDR", listen.to_string())
+            .env("AUTH_SCOPES", scopes)
+            .env(
+                "AGENT_RELEASE",
+                std::env::var("AGENT_RELEASE").unwrap_or_else(|_| "dev".to_owned()),
+            )
+            .spawn()
+            .context("start steward-api")?;
+        let mut stack = Stack {
+            api,
+            worker: Command::new(bin.join("steward-worker"))
+                .env("DATABASE_URL", login("steward_worker"))
+                .env(allow_root, allow)
+                .spawn()
+                .context("start steward-worker")?,
+            scheduler: Command::new(bin.join("steward-schedule"))
+                .env("DATABASE_URL", login("steward_schedule"))
+                .env(allow_root, allow)
+                .spawn()
+                .context("start steward-schedule")?,
+        };
+        if let Err(error) = wait_ready(listen, &mut stack.api) {
+            stack.stop();
+            return Err(error);
         }
-    };
-    // As at deploy time: logins and the database, then migrations and grants as the owner; each
-    // role then connects with its own login.
-    crate::postgres::prepare_database(&bin, &database_url)?;
-    let login = |name: &str| pgcluster::with_user(&database_url, name);
-    let (allow_root, allow) = crate::postgres::ALLOW_ROOT;
-
-    let token_file = var.join("api-token");
-    ensure_token(&token_file)?;
-    let listen: SocketAddr = ([127, 0, 0, 1], options.port).into();
-    let base_url = format!("http://{listen}");
-    let mut api = Command::new(bin.join("steward-api"))
-        .env("DATABASE_URL", login("steward_api"))
-        .env(allow_root, allow)
-        .env("API_TOKEN_FILE", &token_file)
-        .env("API_LISTEN_ADDR", listen.to_string())
-        .env(
-            "AUTH_SCOPES",
-            std::env::var("AUTH_SCOPES").unwrap_or_else(|_| DEV_SCOPES.to_owned()),
-        )
-        .env(
-            "AGENT_RELEASE",
-            std::env::var("AGENT_RELEASE").unwrap_or_else(|_| "dev".to_owned()),
-        )
-        .spawn()
-        .context("start steward-api")?;
-
-    let mut worker = Command::new(bin.join("steward-worker"))
-        .env("DATABASE_URL", login("steward_worker"))
-        .env(allow_root, allow)
-        .spawn()
-        .context("start steward-worker")?;
-    let mut scheduler = Command::new(bin.join("steward-schedule"))
-        .env("DATABASE_URL", login("steward_schedule"))
-        .env(allow_root, allow)
-        .spawn()
-        .context("start steward-schedule")?;
-
-    // From here on, Ctrl-C and SIGTERM are received by waiting for them, never by dying.
-    let mut signals = SigSet::empty();
-    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGCHLD] {
-        signals.add(signal);
+        Ok(stack)
     }
-    signals.thread_block().context("block signals")?;
 
-    if let Err(error) = wait_ready(listen, &mut api) {
-        stop(&mut api);
-        stop(&mut worker);
-        stop(&mut scheduler);
-        if let Some(cluster) = cluster.as_mut() {
-            let _ = cluster.stop();
-        }
-        return Err(error);
-    }
-    let description = format!(
-        "{{\n  \"base_url\": {},\n  \"token_file\": {},\n  \"database_url\": {}\n}}\n",
-        json_string(&base_url),
-        json_string(&token_file.display().to_string()),
-        json_string(&database_url),
-    );
-    write_private(&var.join("dev.json"), &description).context("write var/dev.json")?;
-    println!(
-        "\nsteward is ready\n  base URL:   {base_url}\n  token file: {}\n  described in var/dev.json; Ctrl-C stops everything\n",
-        token_file.display()
-    );
-
-    let outcome = loop {
-        match signals.wait().context("wait for signals")? {
-            Signal::SIGCHLD => {
-                if let Some(status) = api.try_wait().context("check steward-api")? {
-                    break Err(anyhow::anyhow!("steward-api exited on its own ({status})"));
-                }
-                if let Some(status) = worker.try_wait().context("check steward-worker")? {
-                    break Err(anyhow::anyhow!("steward-worker exited on its own ({status})"));
-                }
-                if let Some(status) = scheduler.try_wait().context("check steward-schedule")? {
-                    break Err(anyhow::anyhow!("steward-schedule exited on its own ({status})"));
-                }
+    /// An error when a role has exited on its own.
+    pub fn check(&mut self) -> anyhow::Result<()> {
+        for (name, child) in [
+            ("steward-api", &mut self.api),
+            ("steward-worker", &mut self.worker),
+            ("steward-schedule", &mut self.scheduler),
+        ] {
+            if let Some(status) = child.try_wait().with_context(|| format!("check {name}"))? {
+                bail!("{name} exited on its own ({status})");
             }
-            _ => break Ok(()),
         }
-    };
-    eprintln!("xtask: stopping");
-    stop(&mut api);
-    stop(&mut worker);
-    stop(&mut scheduler);
-    if let Some(cluster) = cluster.as_mut() {
-        cluster.stop().context("stop PostgreSQL")?;
+        Ok(())
     }
-    let _ = fs::remove_file(var.join("dev.json"));
-    outcome.map(|()| ExitCode::SUCCESS)
+
+    pub fn stop(&mut self) {
+        stop(&mut self.api);
+        stop(&mut self.worker);
+        stop(&mut self.scheduler);
+    }
 }
 
 /// Creates an owner-only token of 64 hex characters from the kernel's random source, once.
-fn ensure_token(path: &Path) -> anyhow::Result<()> {
+pub fn ensure_token(path: &Path) -> anyhow::Result<()> {
     if path.exists() {
         return Ok(());
     }

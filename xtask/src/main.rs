@@ -4,12 +4,15 @@
 //!   cluster under `var/`, with a generated API token; Ctrl-C stops everything.
 //! - `cargo xtask test [ARGS...]`: the whole test suite against a throwaway cluster; ARGS go to
 //!   `cargo test`.
+//! - `cargo xtask contract`: the contract test alone: schemathesis, every check, against the
+//!   stack on a throwaway cluster (the whole `test` run ends with it).
 //! - `cargo xtask bench [SAMPLES SESSIONS CLIENTS]`: release build of the API on a durable
 //!   temporary cluster; prints submit latency, submits per second and memory as a table.
 //! - `cargo xtask preflight [ARGS...]`: the host preflight (`steward-preflight`, whose ARGS it
 //!   takes), run as the current user; exits non-zero when any check fails.
 
 mod bench;
+mod contract;
 mod dev;
 mod postgres;
 mod test;
@@ -17,13 +20,14 @@ mod test;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask dev [--port N] | cargo xtask test [CARGO-TEST-ARGS...] | cargo xtask bench [SAMPLES SESSIONS CLIENTS] | cargo xtask preflight [PREFLIGHT-ARGS...]";
+const USAGE: &str = "usage: cargo xtask dev [--port N] | cargo xtask test [CARGO-TEST-ARGS...] | cargo xtask contract | cargo xtask bench [SAMPLES SESSIONS CLIENTS] | cargo xtask preflight [PREFLIGHT-ARGS...]";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let result = match args.next().as_deref() {
         Some("dev") => dev::run(args.collect()),
         Some("test") => test::run(args.collect()),
+        Some("contract") => test::contract(),
         Some("bench") => bench::run(args.collect()),
         Some("preflight") => preflight(args.collect()),
         Some("-h" | "--help") => {

@@ -1,7 +1,10 @@
 //! `cargo xtask test`: one throwaway cluster for the whole run, shared through `DATABASE_URL`
-//! (each test still gets its own database), removed afterwards.
+//! (each test still gets its own database), removed afterwards. The whole suite (no arguments)
+//! ends with the contract test (`contract`) on the same cluster.
 
 use std::process::ExitCode;
+
+use std::os::unix::process::ExitStatusExt;
 
 use anyhow::Context;
 use nix::sys::signal::{SigSet, Signal};
@@ -25,11 +28,26 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     signals.add(Signal::SIGINT);
     signals.add(Signal::SIGTERM);
     signals.thread_block().context("block interrupts while tests run")?;
-    let status = child.wait().context("wait for cargo test")?;
+    let mut status = child.wait().context("wait for cargo test")?;
+    if status.success() && args.is_empty() {
+        if let Err(error) = crate::contract::run(&cluster.url("postgres")) {
+            eprintln!("xtask: {error:#}");
+            status = std::process::ExitStatus::from_raw(1 << 8);
+        }
+    }
     drop(cluster);
     Ok(match status.code() {
         Some(0) => ExitCode::SUCCESS,
         Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         None => ExitCode::FAILURE,
     })
+}
+
+/// `cargo xtask contract`: the contract test alone, on a throwaway cluster.
+pub fn contract() -> anyhow::Result<ExitCode> {
+    let binaries = crate::postgres::ensure_binaries()?;
+    let cluster = Cluster::temporary(&binaries).context("start the test cluster")?;
+    let outcome = crate::contract::run(&cluster.url("postgres"));
+    drop(cluster);
+    outcome.map(|()| ExitCode::SUCCESS)
 }

@@ -108,7 +108,7 @@ pub async fn require(State(guard): State<Guard>, mut request: Request, next: Nex
         );
         return Err(ApiError::new(ErrorCode::InsufficientScope)
             .detail(format!("this operation requires the `{}` scope", guard.scope))
-            .member("required_scope", guard.scope.as_str())
+            .required_scope(guard.scope)
             .header(
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_str(&challenge).unwrap_or(HeaderValue::from_static("Bearer")),

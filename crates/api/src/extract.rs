@@ -1,13 +1,86 @@
 //! Extractors whose rejections are problem documents instead of axum's plain-text answers.
 
-use axum::extract::{FromRequest, FromRequestParts};
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::{HeaderMap, StatusCode, header};
+use domain::ErrorCode;
+use serde::de::DeserializeOwned;
 
 use crate::problem::ApiError;
 
-/// `axum::Json`, rejecting with a problem document.
-#[derive(FromRequest)]
-#[from_request(via(axum::Json), rejection(ApiError))]
+/// A JSON request body, rejecting with a problem document: another media type → 415, a body
+/// over the limit → 413, malformed JSON → 400 `invalid_request`, JSON that does not fit the
+/// type → 422 `validation_failed` naming the member at fault in `field` (`limits.max_steps`).
+#[derive(Debug)]
 pub struct Json<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        if !is_json(request.headers()) {
+            return Err(ApiError::new(ErrorCode::UnsupportedMediaType)
+                .detail("send the body as JSON, with `Content-Type: application/json`"));
+        }
+        let bytes = axum::body::Bytes::from_request(request, state)
+            .await
+            .map_err(|rejection| {
+                let code = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ErrorCode::PayloadTooLarge
+                } else {
+                    ErrorCode::InvalidRequest
+                };
+                ApiError::new(code).detail(rejection.body_text())
+            })?;
+        parse(&bytes).map(Json)
+    }
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(value) = headers.get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()) else {
+        return false;
+    };
+    let essence = value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// Parses a JSON document into `T`, naming the member at fault when it does not fit.
+pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let not_json = |error: &serde_json::Error| {
+        ApiError::new(ErrorCode::InvalidRequest).detail(format!("the body is not valid JSON: {error}"))
+    };
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value: T = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let inner = error.inner();
+        if !inner.is_data() {
+            return not_json(inner);
+        }
+        let message = inner.to_string();
+        let mut problem = ApiError::new(ErrorCode::ValidationFailed).detail(message.clone());
+        if let Some(field) = field(&error.path().to_string(), &message) {
+            problem = problem.field(field);
+        }
+        problem
+    })?;
+    deserializer.end().map_err(|error| not_json(&error))?;
+    Ok(value)
+}
+
+/// The dotted path of the member a data error is about: the path serde reached, or the member
+/// an `unknown field`/`missing field` message names under it.
+fn field(path: &str, message: &str) -> Option<String> {
+    let parent = if path == "." { "" } else { path };
+    let named = ["unknown field `", "missing field `"]
+        .iter()
+        .find_map(|prefix| message.strip_prefix(prefix)?.split('`').next());
+    match named {
+        Some(name) if !parent.ends_with(name) => Some(if parent.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{parent}.{name}")
+        }),
+        _ => (!parent.is_empty()).then(|| parent.to_owned()),
+    }
+}
 
 /// `axum::extract::Query`, rejecting with a problem document.
 #[derive(FromRequestParts)]
@@ -18,13 +91,3 @@ pub struct Query<T>(pub T);
 #[derive(FromRequestParts)]
 #[from_request(via(axum::extract::Path), rejection(ApiError))]
 pub struct Path<T>(pub T);
-
-/// Deserialises a field that may be absent, `null` or a value, keeping the three apart: absent is
-/// `None`, an explicit `null` is `Some(None)`.
-pub fn explicit_null<'de, T, D>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
-where
-    T: serde::Deserialize<'de>,
-    D: serde::Deserializer<'de>,
-{
-    <Option<T> as serde::Deserialize>::deserialize(deserializer).map(Some)
-}

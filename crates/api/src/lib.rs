@@ -49,7 +49,15 @@ struct Settings {
 /// Builds the application router for `config` on `store`.
 pub fn app(config: ApiConfig, store: Store) -> Router {
     let authenticator = Arc::new(config.authenticator);
-    let openapi_json = openapi::document_json(&config.flags);
+    let openapi_json = openapi::document_json(&openapi::Described {
+        flags: &config.flags,
+        agent_ids: config
+            .agents
+            .iter()
+            .map(|agent| agent.configuration.id.as_str().to_owned())
+            .collect(),
+        offered_models: &config.offered_models,
+    });
     let settings = Settings {
         flags: config.flags,
         agents: config.agents,

@@ -4,32 +4,18 @@
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
+use domain::ErrorCode;
 use domain::flags::FeatureFlags;
-use serde::Serialize;
+use serde_json::{Value, json};
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::openapi::{OpenApi as Document, PathItem};
-use utoipa::{Modify, OpenApi, ToSchema};
+use utoipa::{Modify, OpenApi};
 
 use crate::AppState;
 use crate::handlers::{
     approvals, artifacts, events, folders, health, memories, notifications, runs, schedules, sessions, settings,
 };
 use crate::routes::catalog;
-
-/// An RFC 9457 problem document, the body of every error answer.
-#[derive(Serialize, ToSchema)]
-pub struct Problem {
-    /// `urn:steward:problem:<code>`.
-    #[serde(rename = "type")]
-    kind: String,
-    /// Fixed per code.
-    title: String,
-    status: u16,
-    /// The stable machine-readable error code.
-    code: String,
-    /// What went wrong this time, for people.
-    detail: Option<String>,
-}
 
 struct BearerAuth;
 
@@ -83,7 +69,7 @@ impl Modify for BearerAuth {
         notifications::register,
         notifications::revoke,
     ),
-    components(schemas(Problem)),
+    components(schemas(wire::problem::Problem, wire::event::Event)),
     modifiers(&BearerAuth),
 )]
 struct ApiDoc;
@@ -111,8 +97,8 @@ fn keep(item: &mut PathItem, path: &str, flags: &FeatureFlags) {
     }
 }
 
-/// The document for the routes mounted under `flags`.
-pub fn document(flags: &FeatureFlags) -> Document {
+/// The annotated document for the routes mounted under `flags`, before the catalog's additions.
+pub fn annotated(flags: &FeatureFlags) -> Document {
     let mut document = ApiDoc::openapi();
     document.info.version = env!("CARGO_PKG_VERSION").to_owned();
     for (path, item) in document.paths.paths.iter_mut() {
@@ -135,10 +121,317 @@ pub fn document(flags: &FeatureFlags) -> Document {
     document
 }
 
-pub fn document_json(flags: &FeatureFlags) -> String {
-    document(flags)
-        .to_pretty_json()
-        .unwrap_or_else(|error| format!("{{\"error\": \"{error}\"}}"))
+/// What the served document is made for: the mounted routes and the values this deployment
+/// accepts where a request names one of a configured set.
+#[derive(Debug)]
+pub struct Described<'a> {
+    pub flags: &'a FeatureFlags,
+    /// The agents a session can be created with.
+    pub agent_ids: Vec<String>,
+    /// The model combinations the settings offer.
+    pub offered_models: &'a domain::models::Offered,
+}
+
+/// The document served at `/v1/openapi.json`: the annotated operations, each given its
+/// `operationId`, every error status it can answer (a problem document whose `code` is an enum
+/// of that operation's codes at that status) and links from creating operations to those that
+/// use the ids they return. All of it comes from the route catalog the router is built from.
+pub fn document(described: &Described<'_>) -> Value {
+    let mut document = serde_json::to_value(annotated(described.flags)).unwrap_or_default();
+    for route in catalog().iter().filter(|route| route.is_mounted(described.flags)) {
+        let method = route.method.as_str().to_ascii_lowercase();
+        let Some(operation) = document
+            .pointer_mut(&format!("/paths/{}/{method}", escape(route.path)))
+            .and_then(Value::as_object_mut)
+        else {
+            continue;
+        };
+        operation.insert("operationId".into(), json!(route.operation_id));
+        let responses = operation
+            .entry("responses")
+            .or_insert_with(|| json!({}))
+            .as_object_mut();
+        if let Some(responses) = responses {
+            responses.retain(|status, _| !status.starts_with('4') && !status.starts_with('5'));
+            for (status, response) in problem_responses(&route.errors()) {
+                responses.insert(status, response);
+            }
+            for (status, name, link) in links(route.operation_id) {
+                if let Some(response) = responses.get_mut(status).and_then(Value::as_object_mut) {
+                    let links = response.entry("links").or_insert_with(|| json!({}));
+                    if let Some(links) = links.as_object_mut() {
+                        links.insert(name.to_owned(), link);
+                    }
+                }
+            }
+        }
+    }
+    refine(&mut document, described);
+    document
+}
+
+/// A path as a JSON pointer token.
+fn escape(path: &str) -> String {
+    path.replace('~', "~0").replace('/', "~1")
+}
+
+/// One response per status among `errors`, each a problem document limited to its codes.
+fn problem_responses(errors: &[ErrorCode]) -> Vec<(String, Value)> {
+    let mut statuses: Vec<u16> = errors.iter().map(|code| code.status()).collect();
+    statuses.sort_unstable();
+    statuses.dedup();
+    statuses
+        .into_iter()
+        .map(|status| {
+            let mut codes: Vec<ErrorCode> = errors.iter().copied().filter(|code| code.status() == status).collect();
+            codes.dedup();
+            let description = codes
+                .iter()
+                .map(|code| format!("`{}`: {}", code.as_str(), code.title()))
+                .collect::<Vec<_>>()
+                .join("; ");
+            let names: Vec<&str> = codes.iter().map(|code| code.as_str()).collect();
+            let schema = json!({
+                "allOf": [
+                    { "$ref": "#/components/schemas/Problem" },
+                    {
+                        "type": "object",
+                        "properties": {
+                            "code": { "type": "string", "enum": names },
+                            "status": { "type": "integer", "enum": [status] }
+                        }
+                    }
+                ]
+            });
+            let mut response = json!({
+                "description": description,
+                "content": { wire::problem::CONTENT_TYPE: { "schema": schema } }
+            });
+            if status == 401 {
+                response["headers"] = json!({
+                    "WWW-Authenticate": { "description": "`Bearer`, with the error", "schema": { "type": "string" } }
+                });
+            }
+            (status.to_string(), response)
+        })
+        .collect()
+}
+
+/// The links of a creating operation's success response: `(status, name, link)`.
+fn links(operation_id: &str) -> Vec<(&'static str, &'static str, Value)> {
+    let to = |operation: &str, parameters: Value| json!({ "operationId": operation, "parameters": parameters });
+    let session = || json!({ "session_id": "$response.body#/session_id" });
+    match operation_id {
+        "sessions.create" => vec![
+            ("201", "GetSession", to("sessions.get", session())),
+            ("201", "UpdateSession", to("sessions.update", session())),
+            ("201", "DeleteSession", to("sessions.delete", session())),
+            ("201", "SubmitMessage", to("runs.submit", session())),
+            ("201", "UploadArtifact", to("artifacts.upload", session())),
+            ("201", "StreamEvents", to("events.stream", session())),
+            ("201", "PendingApprovals", to("approvals.pending", session())),
+        ],
+        "artifacts.upload" => {
+            let artifact =
+                || json!({ "session_id": "$response.body#/session_id", "artifact_id": "$response.body#/artifact_id" });
+            vec![
+                ("201", "GetArtifact", to("artifacts.metadata", artifact())),
+                ("201", "GetArtifactContent", to("artifacts.content", artifact())),
+            ]
+        }
+        "runs.submit" => {
+            let run = || json!({ "run_id": "$response.body#/run/run_id" });
+            vec![
+                ("202", "GetRun", to("runs.get", run())),
+                ("202", "CancelRun", to("runs.cancel", run())),
+            ]
+        }
+        "folders.create" => {
+            let folder = || json!({ "folder_id": "$response.body#/folder_id" });
+            vec![
+                ("201", "RenameFolder", to("folders.rename", folder())),
+                ("201", "DeleteFolder", to("folders.delete", folder())),
+            ]
+        }
+        "schedules.create" => {
+            let schedule = || json!({ "schedule_id": "$response.body#/schedule/id" });
+            vec![
+                ("201", "GetSchedule", to("schedules.get", schedule())),
+                ("201", "ScheduleOccurrences", to("schedules.occurrences", schedule())),
+                (
+                    "201",
+                    "CancelSchedule",
+                    to(
+                        "schedules.cancel",
+                        json!({ "schedule_id": "$response.body#/schedule/id",
+                                "expected_revision": "$response.body#/schedule/revision" }),
+                    ),
+                ),
+            ]
+        }
+        "notifications.register" => {
+            let device = || json!({ "client_device_id": "$response.body#/client_device_id" });
+            vec![
+                ("201", "RevokeDevice", to("notifications.revoke", device())),
+                ("200", "RevokeDevice", to("notifications.revoke", device())),
+            ]
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Request schemas said more exactly than the annotations can: every request object refuses
+/// unknown members, metadata is any JSON its rules allow, a message needs text or attachments,
+/// and members whose valid values this deployment decides (agents, model combinations, time
+/// zones) are enums.
+fn refine(document: &mut Value, described: &Described<'_>) {
+    let schemas = "/components/schemas";
+    for name in [
+        "CreateSession",
+        "UpdateSession",
+        "SubmitMessage",
+        "DecideApproval",
+        "AnswerQuestion",
+        "FolderName",
+        "SaveModelSettings",
+        "RegisterDevice",
+        "ScheduleDefinition",
+        "ScheduleLimits",
+        "Cadence",
+    ] {
+        if let Some(schema) = document.pointer_mut(&format!("{schemas}/{name}")) {
+            schema["additionalProperties"] = json!(false);
+        }
+    }
+    if let Some(agent_id) = document.pointer_mut(&format!("{schemas}/CreateSession/properties/agent_id")) {
+        agent_id["enum"] = json!(described.agent_ids);
+    }
+    if let Some(metadata) = document.pointer_mut(&format!("{schemas}/CreateSession/properties/metadata")) {
+        *metadata = json!({ "$ref": "#/components/schemas/MetadataObject" });
+    }
+    let max = domain::session::METADATA_MAX_NUMBER;
+    let no_nul = domain::text::NO_NUL_PATTERN;
+    if let Some(Value::Object(components)) = document.pointer_mut(schemas) {
+        components.insert(
+            "MetadataObject".into(),
+            json!({
+                "type": "object",
+                "description": "Client metadata: at most 16 KiB serialised; strings without U+0000; numbers within ±(2^53 − 1)",
+                "propertyNames": { "pattern": no_nul },
+                "additionalProperties": { "$ref": "#/components/schemas/MetadataValue" }
+            }),
+        );
+        components.insert(
+            "MetadataValue".into(),
+            json!({
+                "anyOf": [
+                    { "type": "string", "pattern": no_nul },
+                    { "type": "number", "minimum": -max, "maximum": max },
+                    { "type": "boolean" },
+                    { "type": "null" },
+                    { "type": "array", "items": { "$ref": "#/components/schemas/MetadataValue" } },
+                    { "$ref": "#/components/schemas/MetadataObject" }
+                ]
+            }),
+        );
+    }
+    if let Some(message) = document.pointer_mut(&format!("{schemas}/SubmitMessage")) {
+        message["anyOf"] = json!([
+            { "required": ["text"], "properties": { "text": { "pattern": domain::text::SOME_TEXT_PATTERN } } },
+            { "required": ["attachments"], "properties": { "attachments": { "minItems": 1 } } }
+        ]);
+    }
+    if let Some(settings) = document.pointer_mut(&format!("{schemas}/SaveModelSettings")) {
+        let choices = |kind: &str, models: &[domain::models::OfferedModel]| -> Value {
+            let any: Vec<Value> = models
+                .iter()
+                .map(|offered| {
+                    json!({ "properties": {
+                        format!("{kind}_model"): { "enum": [offered.model] },
+                        format!("{kind}_reasoning_effort"): { "enum": offered.reasoning_efforts },
+                    }})
+                })
+                .collect();
+            json!({ "anyOf": any })
+        };
+        settings["allOf"] = json!([
+            choices("chat", &described.offered_models.chat),
+            choices("memory", &described.offered_models.memory)
+        ]);
+    }
+    if let Some(form) = document.pointer_mut(&format!("{schemas}/UploadForm")) {
+        form["additionalProperties"] = json!(false);
+        form["required"] = json!(["file"]);
+    }
+    // A file may be empty (an upload without a body stores an empty file), and any bytes are a
+    // file: the raw forms take no schema.
+    if let Some(body) = document.pointer_mut("/paths/~1v1~1sessions~1{session_id}~1artifacts/post/requestBody") {
+        body["required"] = json!(false);
+        for raw in ["application/octet-stream", "*/*"] {
+            if let Some(Value::Object(media)) = body.pointer_mut(&format!("/content/{}", escape(raw))) {
+                media.remove("schema");
+            }
+        }
+    }
+    // Each server-sent event: its `data` is JSON, a persisted frame or transient output.
+    if let Some(stream) =
+        document.pointer_mut("/paths/~1v1~1sessions~1{session_id}~1events/get/responses/200/content/text~1event-stream")
+    {
+        stream["schema"] = json!({
+            "type": "object",
+            "description": "One event: persisted events carry `id` (their sequence); transient output has none",
+            "required": ["event", "data"],
+            "properties": {
+                "id": { "type": "string", "pattern": "^[0-9]+$" },
+                "event": { "type": "string" },
+                "data": {
+                    "type": "string",
+                    "contentMediaType": "application/json",
+                    "contentSchema": { "$ref": "#/components/schemas/StreamData" }
+                },
+                "retry": { "type": "integer" }
+            }
+        });
+    }
+    if let Some(timezone) = document.pointer_mut(&format!("{schemas}/Cadence/properties/timezone")) {
+        let mut zones: Vec<String> = jiff::tz::db().available().map(|zone| zone.to_string()).collect();
+        zones.sort();
+        timezone["enum"] = json!(zones);
+    }
+    let Some(Value::Object(paths)) = document.get_mut("paths") else {
+        return;
+    };
+    for operation in paths
+        .values_mut()
+        .filter_map(Value::as_object_mut)
+        .flat_map(|item| item.values_mut())
+    {
+        for parameter in operation
+            .get_mut("parameters")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            match parameter["name"].as_str() {
+                Some("Idempotency-Key") => {
+                    parameter["schema"] = json!({
+                        "type": "string", "maxLength": 255, "pattern": domain::text::VISIBLE_ASCII_PATTERN
+                    });
+                }
+                Some("filename") => {
+                    parameter["schema"]["not"] = json!({ "enum": [".", ".."] });
+                }
+                Some("Last-Event-ID") => {
+                    parameter["schema"] = json!({ "type": "integer", "format": "int64", "minimum": 0 });
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+pub fn document_json(described: &Described<'_>) -> String {
+    serde_json::to_string_pretty(&document(described)).unwrap_or_else(|error| format!("{{\"error\": \"{error}\"}}"))
 }
 
 /// This document.

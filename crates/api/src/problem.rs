@@ -5,20 +5,22 @@
 //! is fixed per code; `detail` explains this occurrence; some codes add members (for example
 //! `run_id` on `session_has_active_run`).
 
-use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use domain::ErrorCode;
-use serde_json::{Map, Value, json};
+use domain::approval::ApprovalStatus;
+use domain::run::RunState;
+use wire::problem::Problem;
 
-pub const PROBLEM_CONTENT_TYPE: &str = "application/problem+json";
+pub use wire::problem::CONTENT_TYPE as PROBLEM_CONTENT_TYPE;
 
 /// An error answer: a code plus what this occurrence adds.
 #[derive(Debug)]
 pub struct ApiError {
     code: ErrorCode,
-    detail: Option<String>,
-    members: Map<String, Value>,
+    /// Boxed: an error travels through every handler's `Result`, so it stays one pointer wide.
+    problem: Box<Problem>,
     headers: Vec<(HeaderName, HeaderValue)>,
 }
 
@@ -26,19 +28,62 @@ impl ApiError {
     pub fn new(code: ErrorCode) -> ApiError {
         ApiError {
             code,
-            detail: None,
-            members: Map::new(),
+            problem: Box::new(Problem {
+                kind: format!("urn:steward:problem:{}", code.as_str()),
+                title: code.title().to_owned(),
+                status: code.status(),
+                code: code.as_str().to_owned(),
+                detail: None,
+                field: None,
+                run_id: None,
+                required_scope: None,
+                max_bytes: None,
+                revision: None,
+                state: None,
+                resolution: None,
+            }),
             headers: Vec::new(),
         }
     }
 
     pub fn detail(mut self, detail: impl Into<String>) -> ApiError {
-        self.detail = Some(detail.into());
+        self.problem.detail = Some(detail.into());
         self
     }
 
-    pub fn member(mut self, name: &str, value: impl Into<Value>) -> ApiError {
-        self.members.insert(name.to_owned(), value.into());
+    /// Names the request member, parameter or header at fault.
+    pub fn field(mut self, field: impl Into<String>) -> ApiError {
+        self.problem.field = Some(field.into());
+        self
+    }
+
+    pub fn run_id(mut self, run: domain::ids::RunId) -> ApiError {
+        self.problem.run_id = Some(run.as_uuid());
+        self
+    }
+
+    pub fn required_scope(mut self, scope: domain::scope::Scope) -> ApiError {
+        self.problem.required_scope = Some(scope.as_str().to_owned());
+        self
+    }
+
+    pub fn max_bytes(mut self, limit: u64) -> ApiError {
+        self.problem.max_bytes = Some(limit);
+        self
+    }
+
+    pub fn revision(mut self, revision: i32) -> ApiError {
+        self.problem.revision = Some(revision);
+        self
+    }
+
+    pub fn state(mut self, state: RunState) -> ApiError {
+        self.problem.state = Some(state);
+        self
+    }
+
+    pub fn resolution(mut self, status: ApprovalStatus) -> ApiError {
+        self.problem.resolution = Some(status);
         self
     }
 
@@ -55,19 +100,8 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut body = json!({
-            "type": format!("urn:steward:problem:{}", self.code.as_str()),
-            "title": self.code.title(),
-            "status": status.as_u16(),
-            "code": self.code.as_str(),
-        });
-        if let Value::Object(map) = &mut body {
-            if let Some(detail) = self.detail {
-                map.insert("detail".into(), Value::String(detail));
-            }
-            map.extend(self.members);
-        }
-        let mut response = (status, [(header::CONTENT_TYPE, PROBLEM_CONTENT_TYPE)], body.to_string()).into_response();
+        let body = serde_json::to_string(&self.problem).unwrap_or_default();
+        let mut response = (status, [(header::CONTENT_TYPE, PROBLEM_CONTENT_TYPE)], body).into_response();
         response.headers_mut().extend(self.headers);
         response
     }
@@ -78,20 +112,6 @@ impl From<store::StoreError> for ApiError {
         // Logged here, where it is handled; the client learns only that it failed.
         tracing::error!(%error, "storage failure");
         ApiError::new(ErrorCode::Internal)
-    }
-}
-
-impl From<JsonRejection> for ApiError {
-    fn from(rejection: JsonRejection) -> Self {
-        let code = match &rejection {
-            JsonRejection::JsonDataError(_) => ErrorCode::ValidationFailed,
-            JsonRejection::MissingJsonContentType(_) => ErrorCode::UnsupportedMediaType,
-            JsonRejection::BytesRejection(_) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-                ErrorCode::PayloadTooLarge
-            }
-            _ => ErrorCode::InvalidRequest,
-        };
-        ApiError::new(code).detail(rejection.body_text())
     }
 }
 

@@ -12,6 +12,7 @@ use axum::http::Method;
 use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::routing::MethodRouter;
+use domain::ErrorCode;
 use domain::flags::{FeatureFlags, Flag};
 use domain::scope::Scope;
 
@@ -40,6 +41,11 @@ pub struct RouteDef {
     pub access: Access,
     /// The flag that mounts the route; `None` for core routes.
     pub flag: Option<Flag>,
+    /// The OpenAPI `operationId`: the handler's module and name, e.g. `sessions.create`.
+    pub operation_id: &'static str,
+    /// The error codes the operation itself can answer with; authentication, authorization and
+    /// internal errors are added from `access` (see [`RouteDef::errors`]).
+    errors: Vec<ErrorCode>,
     make: fn() -> MethodRouter<AppState>,
 }
 
@@ -53,16 +59,38 @@ impl RouteDef {
     pub fn is_mounted(&self, flags: &FeatureFlags) -> bool {
         self.flag.is_none_or(|flag| flags.is_on(flag))
     }
+
+    /// Every error code the route can answer with: its own, then `unauthenticated` and
+    /// `insufficient_scope` for a scoped route, then `internal_error`.
+    pub fn errors(&self) -> Vec<ErrorCode> {
+        let mut errors = self.errors.clone();
+        if matches!(self.access, Access::Scoped(_)) {
+            errors.extend([ErrorCode::Unauthenticated, ErrorCode::InsufficientScope]);
+        }
+        errors.push(ErrorCode::Internal);
+        errors
+    }
 }
 
+/// What any route with a JSON body can answer: malformed JSON, another media type, a body that
+/// does not match its schema, a body over the 2 MiB limit.
+const JSON_BODY: [ErrorCode; 4] = [
+    ErrorCode::InvalidRequest,
+    ErrorCode::UnsupportedMediaType,
+    ErrorCode::ValidationFailed,
+    ErrorCode::PayloadTooLarge,
+];
+
 macro_rules! route {
-    ($method:ident $path:literal, $access:expr, $flag:expr, $handler:path) => {
+    ($method:ident $path:literal, $access:expr, $flag:expr, $module:ident :: $handler:ident, [$($error:expr),* $(,)?]) => {
         RouteDef {
             method: Method::$method,
             path: $path,
             access: $access,
             flag: $flag,
-            make: || axum::routing::on(axum::routing::MethodFilter::$method, $handler),
+            operation_id: concat!(stringify!($module), ".", stringify!($handler)),
+            errors: <[&[ErrorCode]]>::concat(&[$(&$error[..]),*]),
+            make: || axum::routing::on(axum::routing::MethodFilter::$method, $module::$handler),
         }
     };
 }
@@ -70,53 +98,184 @@ macro_rules! route {
 /// Every route the API can serve.
 pub fn catalog() -> Vec<RouteDef> {
     use Access::{Public, Scoped};
+    use ErrorCode::*;
     use Scope::{
         MemoryRead, NotificationsRead, NotificationsWrite, SchedulesRead, SchedulesWrite, SessionsRead, SessionsWrite,
         SettingsRead, SettingsWrite,
     };
     vec![
-        route!(GET "/health/ready", Public, None, health::ready),
-        route!(GET "/v1/openapi.json", Public, None, openapi::serve),
-        route!(POST "/v1/sessions", Scoped(SessionsWrite), None, sessions::create),
-        route!(GET "/v1/sessions", Scoped(SessionsRead), None, sessions::list),
-        route!(GET "/v1/sessions/{session_id}", Scoped(SessionsRead), None, sessions::get),
-        route!(PATCH "/v1/sessions/{session_id}", Scoped(SessionsWrite), None, sessions::update),
-        route!(DELETE "/v1/sessions/{session_id}", Scoped(SessionsWrite), None, sessions::delete),
-        route!(POST "/v1/sessions/{session_id}/artifacts", Scoped(SessionsWrite), None, artifacts::upload),
-        route!(GET "/v1/sessions/{session_id}/artifacts/{artifact_id}", Scoped(SessionsRead), None, artifacts::metadata),
-        route!(GET "/v1/sessions/{session_id}/artifacts/{artifact_id}/content", Scoped(SessionsRead), None, artifacts::content),
-        route!(POST "/v1/sessions/{session_id}/messages", Scoped(SessionsWrite), None, runs::submit),
-        route!(GET "/v1/sessions/{session_id}/events", Scoped(SessionsRead), None, events::stream),
-        route!(GET "/v1/runs/{run_id}", Scoped(SessionsRead), None, runs::get),
-        route!(POST "/v1/runs/{run_id}/cancel", Scoped(SessionsWrite), None, runs::cancel),
-        route!(POST "/v1/runs/{run_id}/input", Scoped(SessionsWrite), None, approvals::input),
-        route!(GET "/v1/sessions/{session_id}/approvals", Scoped(SessionsRead), None, approvals::pending),
-        route!(POST "/v1/approvals/{approval_id}/decision", Scoped(SessionsWrite), None, approvals::decide),
-        route!(POST "/v1/schedules", Scoped(SchedulesWrite), None, schedules::create),
-        route!(GET "/v1/schedules", Scoped(SchedulesRead), None, schedules::list),
-        route!(GET "/v1/schedules/{schedule_id}", Scoped(SchedulesRead), None, schedules::get),
-        route!(DELETE "/v1/schedules/{schedule_id}", Scoped(SchedulesWrite), None, schedules::cancel),
-        route!(GET "/v1/schedules/{schedule_id}/occurrences", Scoped(SchedulesRead), None, schedules::occurrences),
-        route!(GET "/v1/settings/models", Scoped(SettingsRead), None, settings::get),
-        route!(PUT "/v1/settings/models", Scoped(SettingsWrite), None, settings::save),
-        route!(GET "/v1/folders", Scoped(SessionsRead), None, folders::list),
-        route!(POST "/v1/folders", Scoped(SessionsWrite), None, folders::create),
-        route!(PATCH "/v1/folders/{folder_id}", Scoped(SessionsWrite), None, folders::rename),
-        route!(DELETE "/v1/folders/{folder_id}", Scoped(SessionsWrite), None, folders::delete),
-        route!(GET "/v1/memories", Scoped(MemoryRead), Some(Flag::MemoryApi), memories::list),
-        route!(GET "/v1/notifications", Scoped(NotificationsRead), Some(Flag::NotificationApi), notifications::pending),
+        route!(GET "/health/ready", Public, None, health::ready, [[NotReady]]),
+        route!(GET "/v1/openapi.json", Public, None, openapi::serve, []),
+        route!(POST "/v1/sessions", Scoped(SessionsWrite), None, sessions::create, [JSON_BODY, [UnknownAgent]]),
+        route!(GET "/v1/sessions", Scoped(SessionsRead), None, sessions::list, [[InvalidRequest, InvalidCursor, ValidationFailed]]),
+        route!(GET "/v1/sessions/{session_id}", Scoped(SessionsRead), None, sessions::get, [[SessionNotFound]]),
+        route!(
+            PATCH "/v1/sessions/{session_id}",
+            Scoped(SessionsWrite),
+            None,
+            sessions::update,
+            [JSON_BODY, [SessionNotFound, UnknownFolder, ScheduledSessionNotFileable]]
+        ),
+        route!(
+            DELETE "/v1/sessions/{session_id}",
+            Scoped(SessionsWrite),
+            None,
+            sessions::delete,
+            [[SessionNotFound, SessionHasActiveRun]]
+        ),
+        route!(
+            POST "/v1/sessions/{session_id}/artifacts",
+            Scoped(SessionsWrite),
+            None,
+            artifacts::upload,
+            [[
+                SessionNotFound,
+                InvalidRequest,
+                ValidationFailed,
+                MultipartNoFile,
+                MultipartExtraPart,
+                RequestTimeout,
+                ArtifactTooLarge
+            ]]
+        ),
+        route!(
+            GET "/v1/sessions/{session_id}/artifacts/{artifact_id}",
+            Scoped(SessionsRead),
+            None,
+            artifacts::metadata,
+            [[ArtifactNotFound]]
+        ),
+        route!(
+            GET "/v1/sessions/{session_id}/artifacts/{artifact_id}/content",
+            Scoped(SessionsRead),
+            None,
+            artifacts::content,
+            [[ArtifactNotFound]]
+        ),
+        route!(
+            POST "/v1/sessions/{session_id}/messages",
+            Scoped(SessionsWrite),
+            None,
+            runs::submit,
+            [
+                JSON_BODY,
+                [
+                    SessionNotFound,
+                    IdempotencyKeyRequired,
+                    IdempotencyKeyReused,
+                    IdempotencyKeyInFlight,
+                    UnknownArtifact,
+                    ActiveRunExists
+                ]
+            ]
+        ),
+        route!(
+            GET "/v1/sessions/{session_id}/events",
+            Scoped(SessionsRead),
+            None,
+            events::stream,
+            [[SessionNotFound, InvalidRequest]]
+        ),
+        route!(GET "/v1/runs/{run_id}", Scoped(SessionsRead), None, runs::get, [[RunNotFound]]),
+        route!(POST "/v1/runs/{run_id}/cancel", Scoped(SessionsWrite), None, runs::cancel, [[RunNotFound, RunNotActive]]),
+        route!(
+            POST "/v1/runs/{run_id}/input",
+            Scoped(SessionsWrite),
+            None,
+            approvals::input,
+            [JSON_BODY, [RunNotFound, QuestionNotPending]]
+        ),
+        route!(
+            GET "/v1/sessions/{session_id}/approvals",
+            Scoped(SessionsRead),
+            None,
+            approvals::pending,
+            [[SessionNotFound]]
+        ),
+        route!(
+            POST "/v1/approvals/{approval_id}/decision",
+            Scoped(SessionsWrite),
+            None,
+            approvals::decide,
+            [JSON_BODY, [ApprovalNotFound, ApprovalAlreadyResolved]]
+        ),
+        route!(
+            POST "/v1/schedules",
+            Scoped(SchedulesWrite),
+            None,
+            schedules::create,
+            [
+                JSON_BODY,
+                [
+                    IdempotencyKeyRequired,
+                    IdempotencyKeyReused,
+                    IdempotencyKeyInFlight,
+                    UnknownAgentVersion
+                ]
+            ]
+        ),
+        route!(GET "/v1/schedules", Scoped(SchedulesRead), None, schedules::list, []),
+        route!(GET "/v1/schedules/{schedule_id}", Scoped(SchedulesRead), None, schedules::get, [[ScheduleNotFound]]),
+        route!(
+            DELETE "/v1/schedules/{schedule_id}",
+            Scoped(SchedulesWrite),
+            None,
+            schedules::cancel,
+            [[ScheduleNotFound, InvalidRequest, RevisionMismatch]]
+        ),
+        route!(
+            GET "/v1/schedules/{schedule_id}/occurrences",
+            Scoped(SchedulesRead),
+            None,
+            schedules::occurrences,
+            [[ScheduleNotFound]]
+        ),
+        route!(GET "/v1/settings/models", Scoped(SettingsRead), None, settings::get, []),
+        route!(
+            PUT "/v1/settings/models",
+            Scoped(SettingsWrite),
+            None,
+            settings::save,
+            [JSON_BODY, [UnsupportedModelChoice]]
+        ),
+        route!(GET "/v1/folders", Scoped(SessionsRead), None, folders::list, []),
+        route!(POST "/v1/folders", Scoped(SessionsWrite), None, folders::create, [JSON_BODY, [FolderNameTaken]]),
+        route!(
+            PATCH "/v1/folders/{folder_id}",
+            Scoped(SessionsWrite),
+            None,
+            folders::rename,
+            [JSON_BODY, [FolderNotFound, FolderNameTaken]]
+        ),
+        route!(DELETE "/v1/folders/{folder_id}", Scoped(SessionsWrite), None, folders::delete, [[FolderNotFound]]),
+        route!(GET "/v1/memories", Scoped(MemoryRead), Some(Flag::MemoryApi), memories::list, []),
+        route!(
+            GET "/v1/notifications",
+            Scoped(NotificationsRead),
+            Some(Flag::NotificationApi),
+            notifications::pending,
+            []
+        ),
         route!(
             POST "/v1/notifications/{notification_id}/acknowledge",
             Scoped(NotificationsWrite),
             Some(Flag::NotificationApi),
-            notifications::acknowledge
+            notifications::acknowledge,
+            [[NotificationNotFound]]
         ),
-        route!(POST "/v1/devices", Scoped(NotificationsWrite), Some(Flag::NotificationApi), notifications::register),
+        route!(
+            POST "/v1/devices",
+            Scoped(NotificationsWrite),
+            Some(Flag::NotificationApi),
+            notifications::register,
+            [JSON_BODY]
+        ),
         route!(
             DELETE "/v1/devices/{client_device_id}",
             Scoped(NotificationsWrite),
             Some(Flag::NotificationApi),
-            notifications::revoke
+            notifications::revoke,
+            [[DeviceNotFound]]
         ),
     ]
 }

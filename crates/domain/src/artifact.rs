@@ -19,7 +19,7 @@ impl ArtifactName {
         if text.trim().is_empty() {
             return Err(ArtifactNameError::Blank);
         }
-        if text.len() > 255 {
+        if text.chars().count() > 255 {
             return Err(ArtifactNameError::TooLong);
         }
         if text.chars().any(|c| c.is_control() || c == '/' || c == '\\') || text == "." || text == ".." {

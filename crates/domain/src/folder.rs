@@ -18,14 +18,15 @@ pub enum FolderNameError {
 
 impl FolderName {
     pub fn parse(text: &str) -> Result<FolderName, FolderNameError> {
+        // The length counts what was sent, as the schema's `maxLength` does.
         let trimmed = text.trim();
         if trimmed.is_empty() {
             return Err(FolderNameError::Blank);
         }
-        if trimmed.chars().count() > FOLDER_NAME_MAX_CHARS {
+        if text.chars().count() > FOLDER_NAME_MAX_CHARS {
             return Err(FolderNameError::TooLong);
         }
-        if trimmed.chars().any(char::is_control) {
+        if text.chars().any(char::is_control) {
             return Err(FolderNameError::ControlCharacter);
         }
         Ok(FolderName(trimmed.to_owned()))

@@ -21,5 +21,6 @@ pub mod notification;
 pub mod run;
 pub mod scope;
 pub mod session;
+pub mod text;
 
 pub use error_code::ErrorCode;

@@ -106,7 +106,14 @@ impl Cost {
         let error = || CostError(text.to_owned());
         let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
         let digits = |part: &str| part.chars().all(|c| c.is_ascii_digit());
-        if whole.is_empty() || !digits(whole) || !digits(fraction) || fraction.len() > 6 || text.ends_with('.') {
+        // At most 12 whole digits, as the schema's pattern says (far beyond any real budget).
+        if whole.is_empty()
+            || whole.len() > 12
+            || !digits(whole)
+            || !digits(fraction)
+            || fraction.len() > 6
+            || text.ends_with('.')
+        {
             return Err(error());
         }
         let whole: i64 = whole.parse().map_err(|_| error())?;

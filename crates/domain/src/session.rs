@@ -17,6 +17,31 @@ pub enum MetadataError {
     NotAnObject,
     #[error("metadata must be at most {METADATA_MAX_BYTES} bytes when serialised")]
     TooLarge,
+    #[error("metadata strings must not contain U+0000")]
+    Nul,
+    #[error("metadata numbers must lie within ±(2^53 − 1)")]
+    NumberOutOfRange,
+}
+
+/// The largest metadata number: every integer up to it is exact in a double, and PostgreSQL
+/// gives it back as written.
+pub const METADATA_MAX_NUMBER: f64 = 9_007_199_254_740_991.0;
+
+fn check_value(value: &Value) -> Result<(), MetadataError> {
+    match value {
+        Value::String(text) if text.contains('\0') => Err(MetadataError::Nul),
+        Value::Number(number) if number.as_f64().is_none_or(|n| n.abs() > METADATA_MAX_NUMBER) => {
+            Err(MetadataError::NumberOutOfRange)
+        }
+        Value::Array(items) => items.iter().try_for_each(check_value),
+        Value::Object(members) => members.iter().try_for_each(|(name, member)| {
+            if name.contains('\0') {
+                return Err(MetadataError::Nul);
+            }
+            check_value(member)
+        }),
+        _ => Ok(()),
+    }
 }
 
 impl SessionMetadata {
@@ -24,6 +49,12 @@ impl SessionMetadata {
         let Value::Object(map) = value else {
             return Err(MetadataError::NotAnObject);
         };
+        map.iter().try_for_each(|(name, member)| {
+            if name.contains('\0') {
+                return Err(MetadataError::Nul);
+            }
+            check_value(member)
+        })?;
         let size = serde_json::to_vec(&map).map(|bytes| bytes.len()).unwrap_or(usize::MAX);
         if size > METADATA_MAX_BYTES {
             return Err(MetadataError::TooLarge);
@@ -59,6 +90,24 @@ mod tests {
         let big = json!({ "blob": "x".repeat(METADATA_MAX_BYTES) });
         assert_eq!(SessionMetadata::parse(big), Err(MetadataError::TooLarge));
         assert!(SessionMetadata::parse(json!({ "client": "ios" })).is_ok());
+    }
+
+    #[test]
+    fn metadata_holds_only_what_storage_gives_back() {
+        assert_eq!(
+            SessionMetadata::parse(json!({ "a": ["x\u{0}"] })),
+            Err(MetadataError::Nul)
+        );
+        assert_eq!(SessionMetadata::parse(json!({ "a\u{0}": 1 })), Err(MetadataError::Nul));
+        assert_eq!(
+            SessionMetadata::parse(json!({ "n": { "deep": -2.3e204 } })),
+            Err(MetadataError::NumberOutOfRange)
+        );
+        assert_eq!(
+            SessionMetadata::parse(json!({ "n": 18_446_744_073_709_551_615u64 })),
+            Err(MetadataError::NumberOutOfRange)
+        );
+        assert!(SessionMetadata::parse(json!({ "n": [9_007_199_254_740_991i64, -0.5, 2.2e-16] })).is_ok());
     }
 
     #[test]

@@ -6,3 +6,5 @@
 //! itself for the OpenAPI document (utoipa), so the description is the code.
 
 pub mod event;
+pub mod problem;
+pub mod request;

@@ -44,7 +44,7 @@ async fn an_approved_tool_runs_exactly_once_and_the_run_completes() {
     let late = stack.decide(id, "deny").await;
     let (status, problem) = json(late).await;
     assert_eq!(
-        (status, problem["code"].as_str(), problem["status"].as_str()),
+        (status, problem["code"].as_str(), problem["resolution"].as_str()),
         (409, Some("approval_already_resolved"), Some("APPROVED"))
     );
 
@@ -239,7 +239,7 @@ async fn a_run_past_its_deadline_is_cancelled_with_reason_deadline() {
     );
     let (status, problem) = json(stack.decide(&approval, "approve_once").await).await;
     assert_eq!(
-        (status, problem["status"].as_str()),
+        (status, problem["resolution"].as_str()),
         (409, Some("EXPIRED")),
         "a late decision executes nothing"
     );
@@ -264,7 +264,7 @@ async fn cancelling_a_parked_run_cancels_its_approval() {
         .expect("send");
     assert_eq!(cancel.status(), 200);
     let (status, problem) = json(stack.decide(&approval, "approve_once").await).await;
-    assert_eq!((status, problem["status"].as_str()), (409, Some("CANCELLED")));
+    assert_eq!((status, problem["resolution"].as_str()), (409, Some("CANCELLED")));
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert_eq!(stack.run(&run).await["state"], "cancelled");
     assert_eq!(stack.scalar::<i64>("SELECT count(*) FROM notes").await, 0);

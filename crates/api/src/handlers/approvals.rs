@@ -4,10 +4,11 @@ use axum::extract::State;
 use axum::{Extension, Json as JsonResponse};
 use domain::ErrorCode;
 use domain::ids::{RunId, SessionId};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use store::{Answer, ApprovalRow, Decide, Decision};
 use utoipa::ToSchema;
 use uuid::Uuid;
+use wire::request::{AnswerQuestion, DecideApproval, TEXT_MAX_CHARS};
 
 use super::parse_id;
 use super::runs::Run;
@@ -69,7 +70,6 @@ pub struct ApprovalList {
     params(("session_id" = Uuid, Path)),
     responses(
         (status = 200, description = "Pending approvals", body = ApprovalList),
-        (status = 404, description = "No such session", body = crate::openapi::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn pending(
@@ -87,62 +87,39 @@ pub async fn pending(
     }))
 }
 
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct DecisionBody {
-    /// `approve_once` or `deny`.
-    decision: String,
-}
-
 /// Approves once or denies. The first stored resolution wins; a later decision gets
 /// `approval_already_resolved` and changes nothing.
 #[utoipa::path(
     post, path = "/v1/approvals/{approval_id}/decision", tag = "approvals",
     security(("bearer" = ["sessions.write"])),
     params(("approval_id" = Uuid, Path)),
-    request_body = DecisionBody,
+    request_body = DecideApproval,
     responses(
         (status = 200, description = "Decided", body = Approval),
-        (status = 404, description = "No such approval", body = crate::openapi::Problem, content_type = "application/problem+json"),
-        (status = 409, description = "Already resolved (`approval_already_resolved`, with `status`)", body = crate::openapi::Problem,
-         content_type = "application/problem+json"),
     )
 )]
 pub async fn decide(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(approval_id): Path<String>,
-    Json(body): Json<DecisionBody>,
+    Json(body): Json<DecideApproval>,
 ) -> Result<JsonResponse<Approval>, ApiError> {
     let id = parse_id(
         &approval_id,
         |text| Uuid::try_parse(text).ok(),
         ErrorCode::ApprovalNotFound,
     )?;
-    let decision = match body.decision.as_str() {
-        "approve_once" => Decision::ApproveOnce,
-        "deny" => Decision::Deny,
-        _ => {
-            return Err(ApiError::new(ErrorCode::ValidationFailed)
-                .detail("decision must be `approve_once` or `deny`")
-                .member("field", "decision"));
-        }
+    let decision = match body.decision {
+        wire::request::Decision::ApproveOnce => Decision::ApproveOnce,
+        wire::request::Decision::Deny => Decision::Deny,
     };
     match state.store.decide_approval(&caller.principal, id, decision).await? {
         Decide::Decided(row) => Ok(JsonResponse(Approval::from(row.as_ref()))),
         Decide::AlreadyResolved(row) | Decide::Expired(row) => Err(ApiError::new(ErrorCode::ApprovalAlreadyResolved)
             .detail(format!("the approval is already {}", row.status.as_str()))
-            .member("status", row.status.as_str())),
+            .resolution(row.status)),
         Decide::NotFound => Err(ApiError::new(ErrorCode::ApprovalNotFound)),
     }
-}
-
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RunInput {
-    /// The id of the question the client displayed.
-    question_id: Uuid,
-    text: String,
 }
 
 /// Answers the question a waiting run asked; the run resumes.
@@ -150,27 +127,26 @@ pub struct RunInput {
     post, path = "/v1/runs/{run_id}/input", tag = "runs",
     security(("bearer" = ["sessions.write"])),
     params(("run_id" = Uuid, Path)),
-    request_body = RunInput,
+    request_body = AnswerQuestion,
     responses(
         (status = 200, description = "Answered; the run is queued again", body = Run),
-        (status = 404, description = "No such run", body = crate::openapi::Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The run is not waiting for that question (`question_not_pending`)",
-         body = crate::openapi::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn input(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(run_id): Path<String>,
-    Json(body): Json<RunInput>,
+    Json(body): Json<AnswerQuestion>,
 ) -> Result<JsonResponse<Run>, ApiError> {
     let run = parse_id(&run_id, RunId::parse, ErrorCode::RunNotFound)?;
-    let text = body.text.trim();
-    if text.is_empty() || text.chars().count() > super::runs::MESSAGE_MAX_CHARS {
+    if !domain::text::is_some_text(&body.text) || body.text.chars().count() > TEXT_MAX_CHARS {
         return Err(ApiError::new(ErrorCode::ValidationFailed)
-            .detail("text must be 1 to 100000 characters")
-            .member("field", "text"));
+            .detail(format!(
+                "text must be 1 to {TEXT_MAX_CHARS} characters, not all whitespace, without U+0000"
+            ))
+            .field("text"));
     }
+    let text = body.text.trim();
     match state
         .store
         .answer_question(&caller.principal, run, body.question_id, text)

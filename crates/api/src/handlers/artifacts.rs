@@ -10,12 +10,13 @@ use domain::ErrorCode;
 use domain::artifact::{ArtifactName, if_none_match_matches, strong_etag};
 use domain::ids::{ArtifactId, SessionId};
 use futures_util::StreamExt;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 use store::{ArtifactRow, NewArtifact, Store};
 use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 use uuid::Uuid;
+use wire::request::UploadArtifact;
 
 use super::parse_id;
 use crate::AppState;
@@ -61,15 +62,6 @@ impl From<ArtifactRow> for Artifact {
     }
 }
 
-#[derive(Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct UploadParams {
-    /// The file's name as shown to the owner; no path separators. Default: the multipart
-    /// part's filename, else `attachment`.
-    filename: Option<String>,
-}
-
 /// The multipart form of an upload: exactly one part, the file.
 #[derive(ToSchema)]
 #[expect(dead_code, reason = "describes the request body for the OpenAPI document only")]
@@ -82,7 +74,7 @@ pub struct UploadForm {
 fn too_large(limit: u64) -> ApiError {
     ApiError::new(ErrorCode::ArtifactTooLarge)
         .detail(format!("artifacts may be at most {limit} bytes"))
-        .member("max_bytes", limit)
+        .max_bytes(limit)
 }
 
 /// Checks a media type (`type/subtype`, parameters allowed) as given by a client.
@@ -101,7 +93,7 @@ fn checked_media_type(text: &str, field: &str) -> Result<String, ApiError> {
     if !valid || text.len() > 255 {
         return Err(ApiError::new(ErrorCode::ValidationFailed)
             .detail(format!("{field} must be a media type such as image/png"))
-            .member("field", field));
+            .field(field));
     }
     Ok(text.to_owned())
 }
@@ -124,7 +116,7 @@ fn encoding(headers: &HeaderMap) -> Result<Encoding, ApiError> {
         let boundary = multer::parse_boundary(text).map_err(|_| {
             ApiError::new(ErrorCode::ValidationFailed)
                 .detail("a multipart/form-data body needs a boundary parameter")
-                .member("field", "Content-Type")
+                .field("Content-Type")
         })?;
         return Ok(Encoding::Multipart { boundary });
     }
@@ -139,7 +131,7 @@ fn artifact_name(param: Option<&str>, part: Option<&str>) -> Result<ArtifactName
     ArtifactName::parse(name).map_err(|error| {
         ApiError::new(ErrorCode::ValidationFailed)
             .detail(error.to_string())
-            .member("field", "filename")
+            .field("filename")
     })
 }
 
@@ -152,7 +144,7 @@ fn artifact_name(param: Option<&str>, part: Option<&str>) -> Result<ArtifactName
 #[utoipa::path(
     post, path = "/v1/sessions/{session_id}/artifacts", tag = "artifacts",
     security(("bearer" = ["sessions.write"])),
-    params(("session_id" = Uuid, Path), UploadParams),
+    params(("session_id" = Uuid, Path), UploadArtifact),
     request_body(
         description = "The file: either the raw bytes (Content-Type is stored as its media type) or a \
                        `multipart/form-data` body with exactly one part (its filename and Content-Type are used)",
@@ -164,21 +156,13 @@ fn artifact_name(param: Option<&str>, part: Option<&str>) -> Result<ArtifactName
     ),
     responses(
         (status = 201, description = "Stored", body = Artifact, headers(("Location" = String), ("ETag" = String))),
-        (status = 400, description = "A multipart body without a file part (`multipart_no_file`), with more than one \
-                                      part (`multipart_extra_part`), or malformed (`invalid_request`)",
-         body = crate::openapi::Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such session", body = crate::openapi::Problem, content_type = "application/problem+json"),
-        (status = 408, description = "The upload stalled (`request_timeout`)", body = crate::openapi::Problem,
-         content_type = "application/problem+json"),
-        (status = 413, description = "Over the size limit (`artifact_too_large`)", body = crate::openapi::Problem,
-         content_type = "application/problem+json"),
     )
 )]
 pub async fn upload(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(session_id): Path<String>,
-    Query(params): Query<UploadParams>,
+    Query(params): Query<UploadArtifact>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
@@ -378,7 +362,6 @@ async fn find(state: &AppState, caller: &Caller, session_id: &str, artifact_id: 
     params(("session_id" = Uuid, Path), ("artifact_id" = Uuid, Path)),
     responses(
         (status = 200, description = "Metadata", body = Artifact),
-        (status = 404, description = "No such artifact", body = crate::openapi::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn metadata(
@@ -399,10 +382,9 @@ pub async fn metadata(
     params(("session_id" = Uuid, Path), ("artifact_id" = Uuid, Path),
            ("If-None-Match" = Option<String>, Header, description = "Entity tags already held")),
     responses(
-        (status = 200, description = "The bytes, with the stored media type", content_type = "application/octet-stream",
+        (status = 200, description = "The bytes, served with the media type given at upload", content_type = "*/*",
          body = Vec<u8>, headers(("ETag" = String))),
         (status = 304, description = "Unchanged", headers(("ETag" = String))),
-        (status = 404, description = "No such artifact", body = crate::openapi::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn content(

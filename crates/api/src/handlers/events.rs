@@ -17,11 +17,10 @@ use axum::response::{IntoResponse, Response};
 use domain::ErrorCode;
 use domain::ids::{PrincipalId, SessionId};
 use futures_util::Stream;
-use serde::Deserialize;
 use store::EventRow;
 use tokio::sync::broadcast;
-use utoipa::IntoParams;
 use wire::event::StreamData;
+use wire::request::StreamEvents;
 
 use super::parse_id;
 use crate::AppState;
@@ -32,37 +31,32 @@ use crate::problem::ApiError;
 
 const BATCH: u32 = 256;
 
-#[derive(Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct StreamParams {
-    /// Start after this sequence (the `Last-Event-ID` header, when present, wins).
-    after: Option<i64>,
-}
-
 /// The session's events as `text/event-stream`.
 #[utoipa::path(
     get, path = "/v1/sessions/{session_id}/events", tag = "runs",
     security(("bearer" = ["sessions.read"])),
-    params(("session_id" = uuid::Uuid, Path), StreamParams,
-           ("Last-Event-ID" = Option<String>, Header, description = "The last sequence received; replay starts after it")),
+    params(("session_id" = uuid::Uuid, Path), StreamEvents,
+           ("Last-Event-ID" = Option<i64>, Header, minimum = 0, description = "The last sequence received; replay starts after it")),
     responses(
         (status = 200, description = "Server-sent events. A persisted event is `id: <seq>`, `event: <kind>`, \
                                       `data: <Frame>` (the event beside its position); transient output \
                                       (`assistant.delta`, `reasoning.delta`) has no `id` and `data: <Transient>`",
          content_type = "text/event-stream", body = StreamData),
-        (status = 400, description = "Malformed Last-Event-ID", body = crate::openapi::Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such session", body = crate::openapi::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn stream(
     State(state): State<AppState>,
     axum::Extension(caller): axum::Extension<Caller>,
     Path(session_id): Path<String>,
-    Query(params): Query<StreamParams>,
+    Query(params): Query<StreamEvents>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let session = parse_id(&session_id, SessionId::parse, ErrorCode::SessionNotFound)?;
+    if params.after.is_some_and(|after| after < 0) {
+        return Err(ApiError::new(ErrorCode::InvalidRequest)
+            .detail("after must be an event sequence (0 or more)")
+            .field("after"));
+    }
     let after = match headers.get("last-event-id") {
         Some(value) => value
             .to_str()
@@ -72,7 +66,7 @@ pub async fn stream(
             .ok_or_else(|| {
                 ApiError::new(ErrorCode::InvalidRequest).detail("Last-Event-ID must be an event sequence")
             })?,
-        None => params.after.unwrap_or(0).max(0),
+        None => params.after.unwrap_or(0),
     };
     if state.store.session(&caller.principal, session).await?.is_none() {
         return Err(ApiError::new(ErrorCode::SessionNotFound));

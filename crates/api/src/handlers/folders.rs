@@ -7,7 +7,7 @@ use axum::{Extension, Json as JsonResponse};
 use domain::ErrorCode;
 use domain::folder::FolderName;
 use domain::ids::FolderId;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use store::{FolderRow, RenameFolder};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -45,18 +45,11 @@ pub struct FolderList {
     folders: Vec<Folder>,
 }
 
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct FolderBody {
-    /// 1 to 100 characters after trimming; unique per owner, ignoring case.
-    name: String,
-}
-
-fn folder_name(body: &FolderBody) -> Result<FolderName, ApiError> {
+fn folder_name(body: &wire::request::FolderName) -> Result<FolderName, ApiError> {
     FolderName::parse(&body.name).map_err(|error| {
         ApiError::new(ErrorCode::ValidationFailed)
             .detail(error.to_string())
-            .member("field", "name")
+            .field("name")
     })
 }
 
@@ -84,17 +77,15 @@ pub async fn list(
 #[utoipa::path(
     post, path = "/v1/folders", tag = "folders",
     security(("bearer" = ["sessions.write"])),
-    request_body = FolderBody,
+    request_body = wire::request::FolderName,
     responses(
         (status = 201, description = "Created", body = Folder, headers(("Location" = String))),
-        (status = 409, description = "Name in use (`folder_name_taken`)", body = crate::openapi::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid name", body = crate::openapi::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn create(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Json(body): Json<FolderBody>,
+    Json(body): Json<wire::request::FolderName>,
 ) -> Result<Response, ApiError> {
     match state
         .store
@@ -119,18 +110,16 @@ pub async fn create(
     patch, path = "/v1/folders/{folder_id}", tag = "folders",
     security(("bearer" = ["sessions.write"])),
     params(("folder_id" = Uuid, Path)),
-    request_body = FolderBody,
+    request_body = wire::request::FolderName,
     responses(
         (status = 200, description = "Renamed", body = Folder),
-        (status = 404, description = "No such folder", body = crate::openapi::Problem, content_type = "application/problem+json"),
-        (status = 409, description = "Name in use (`folder_name_taken`)", body = crate::openapi::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn rename(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     Path(folder_id): Path<String>,
-    Json(body): Json<FolderBody>,
+    Json(body): Json<wire::request::FolderName>,
 ) -> Result<JsonResponse<Folder>, ApiError> {
     let id = parse_id(&folder_id, FolderId::parse, ErrorCode::FolderNotFound)?;
     match state
@@ -151,7 +140,6 @@ pub async fn rename(
     params(("folder_id" = Uuid, Path)),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 404, description = "No such folder", body = crate::openapi::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn delete(

@@ -27,8 +27,6 @@ pub struct Ready {
     responses(
         (status = 200, description = "Ready to serve", body = Ready,
          headers(("Steward-Release" = String, description = "Release identity"))),
-        (status = 503, description = "Database unreachable or migrations not current", body = crate::openapi::Problem,
-         content_type = "application/problem+json"),
     )
 )]
 pub async fn ready(State(state): State<AppState>) -> Response {

@@ -7,10 +7,11 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json as JsonResponse};
 use domain::ErrorCode;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use store::{DeviceRow, NotificationRow};
 use utoipa::ToSchema;
 use uuid::Uuid;
+use wire::request::RegisterDevice;
 
 use super::parse_id;
 use crate::AppState;
@@ -71,7 +72,6 @@ pub async fn pending(
     params(("notification_id" = Uuid, Path)),
     responses(
         (status = 204, description = "Acknowledged"),
-        (status = 404, description = "No such notification", body = crate::openapi::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn acknowledge(
@@ -89,17 +89,6 @@ pub async fn acknowledge(
     } else {
         Err(ApiError::new(ErrorCode::NotificationNotFound))
     }
-}
-
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct DeviceRegistration {
-    /// The client's own stable id for this installation (1 to 128 visible characters).
-    client_device_id: String,
-    /// The push token, as hexadecimal.
-    push_token: String,
-    /// `sandbox` or `production`, from the client build.
-    environment: String,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -128,47 +117,46 @@ impl From<DeviceRow> for Device {
 }
 
 fn invalid(field: &str, detail: &str) -> ApiError {
-    ApiError::new(ErrorCode::ValidationFailed)
-        .detail(detail)
-        .member("field", field)
+    ApiError::new(ErrorCode::ValidationFailed).detail(detail).field(field)
 }
 
 /// Registers a device, or rotates its token; posting the same registration again is harmless.
 #[utoipa::path(
     post, path = "/v1/devices", tag = "notifications",
     security(("bearer" = ["notifications.write"])),
-    request_body = DeviceRegistration,
+    request_body = RegisterDevice,
     responses(
         (status = 201, description = "Registered", body = Device),
         (status = 200, description = "Already registered: token and environment updated", body = Device),
-        (status = 422, description = "Invalid field", body = crate::openapi::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn register(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Json(body): Json<DeviceRegistration>,
+    Json(body): Json<RegisterDevice>,
 ) -> Result<Response, ApiError> {
-    let id = body.client_device_id.trim();
-    if id.is_empty() || id.len() > 128 || !id.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
+    let id = body.client_device_id.as_str();
+    if !domain::text::is_visible_ascii(id) || id.len() > 128 {
         return Err(invalid(
             "client_device_id",
             "client_device_id must be 1 to 128 visible ASCII characters",
         ));
     }
-    let token = body.push_token.trim();
+    let token = body.push_token.as_str();
     if token.len() < 32 || token.len() > 400 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(invalid(
             "push_token",
-            "push_token must be the device token in hexadecimal",
+            "push_token must be the device token in hexadecimal (32 to 400 digits)",
         ));
-    }
-    if !matches!(body.environment.as_str(), "sandbox" | "production") {
-        return Err(invalid("environment", "environment must be `sandbox` or `production`"));
     }
     let (row, created) = state
         .store
-        .register_device(&caller.principal, id, &token.to_ascii_lowercase(), &body.environment)
+        .register_device(
+            &caller.principal,
+            id,
+            &token.to_ascii_lowercase(),
+            body.environment.as_str(),
+        )
         .await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
     Ok((status, JsonResponse(Device::from(row))).into_response())
@@ -181,7 +169,6 @@ pub async fn register(
     params(("client_device_id" = String, Path)),
     responses(
         (status = 204, description = "Revoked"),
-        (status = 404, description = "No such device", body = crate::openapi::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn revoke(

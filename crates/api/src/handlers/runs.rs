@@ -8,7 +8,7 @@ use domain::ErrorCode;
 use domain::idempotency::IdempotencyKey;
 use domain::ids::{ArtifactId, RunId, SessionId};
 use domain::session::TITLE_MAX_CHARS;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 use store::{CancelRun, IdempotencyClaim, NewMessage, Prior, RunRow, StoredResponse, Submit};
 use utoipa::ToSchema;
@@ -20,8 +20,7 @@ use crate::auth::Caller;
 use crate::extract::{Json, Path};
 use crate::problem::ApiError;
 
-pub const MESSAGE_MAX_CHARS: usize = 100_000;
-pub const MESSAGE_MAX_ATTACHMENTS: usize = 20;
+use wire::request::{MESSAGE_MAX_ATTACHMENTS, SubmitMessage, TEXT_MAX_CHARS};
 pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
 /// Set on a response that replays the one first given for the same idempotency key.
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
@@ -83,17 +82,6 @@ impl From<&RunRow> for Run {
     }
 }
 
-#[derive(Deserialize, Serialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SubmitMessage {
-    /// The message text; may be omitted when the message is attachments alone.
-    #[serde(default)]
-    text: Option<String>,
-    /// Artifacts of this session to attach (at most 20).
-    #[serde(default)]
-    attachments: Vec<Uuid>,
-}
-
 #[derive(Serialize, ToSchema)]
 pub struct Accepted {
     run: Run,
@@ -147,14 +135,6 @@ pub(crate) fn replay(response: StoredResponse, replayed: bool) -> Response {
     request_body = SubmitMessage,
     responses(
         (status = 202, description = "Accepted: the message is stored and its run queued", body = Accepted),
-        (status = 400, description = "Missing Idempotency-Key (`idempotency_key_required`)", body = crate::openapi::Problem,
-         content_type = "application/problem+json"),
-        (status = 404, description = "No such session", body = crate::openapi::Problem, content_type = "application/problem+json"),
-        (status = 409, description = "An active run exists (`active_run_exists`, with `run_id`), or a request with this key \
-                                      is in progress (`idempotency_key_in_flight`)",
-         body = crate::openapi::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Key reused for another request (`idempotency_key_reused`), unknown attachment, or \
-                                      invalid message", body = crate::openapi::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn submit(
@@ -166,16 +146,30 @@ pub async fn submit(
 ) -> Result<Response, ApiError> {
     let session = parse_id(&session_id, SessionId::parse, ErrorCode::SessionNotFound)?;
     let key = idempotency_key(&headers)?;
+    if body.text.as_deref().is_some_and(|text| !domain::text::has_no_nul(text)) {
+        return Err(ApiError::new(ErrorCode::ValidationFailed)
+            .detail("text must not contain U+0000")
+            .field("text"));
+    }
     let text = body.text.as_deref().map(str::trim).filter(|text| !text.is_empty());
     if text.is_none() && body.attachments.is_empty() {
         return Err(ApiError::new(ErrorCode::ValidationFailed)
             .detail("a message needs text, attachments or both")
-            .member("field", "text"));
+            .field("text"));
     }
-    if text.is_some_and(|text| text.chars().count() > MESSAGE_MAX_CHARS) {
+    if body
+        .text
+        .as_deref()
+        .is_some_and(|text| text.chars().count() > TEXT_MAX_CHARS)
+    {
         return Err(ApiError::new(ErrorCode::ValidationFailed)
-            .detail(format!("text must be at most {MESSAGE_MAX_CHARS} characters"))
-            .member("field", "text"));
+            .detail(format!("text must be at most {TEXT_MAX_CHARS} characters"))
+            .field("text"));
+    }
+    if body.attachments.len() > MESSAGE_MAX_ATTACHMENTS {
+        return Err(ApiError::new(ErrorCode::ValidationFailed)
+            .detail(format!("at most {MESSAGE_MAX_ATTACHMENTS} attachments"))
+            .field("attachments"));
     }
     let mut attachments: Vec<ArtifactId> = Vec::with_capacity(body.attachments.len());
     for id in &body.attachments {
@@ -183,11 +177,6 @@ pub async fn submit(
         if !attachments.contains(&id) {
             attachments.push(id);
         }
-    }
-    if attachments.len() > MESSAGE_MAX_ATTACHMENTS {
-        return Err(ApiError::new(ErrorCode::ValidationFailed)
-            .detail(format!("at most {MESSAGE_MAX_ATTACHMENTS} attachments"))
-            .member("field", "attachments"));
     }
     // The request as the key must match it: its session and canonical body.
     let canonical = serde_json::to_vec(&(session.to_string(), &body)).unwrap_or_default();
@@ -230,10 +219,10 @@ pub async fn submit(
         Submit::SessionNotFound => Err(ApiError::new(ErrorCode::SessionNotFound)),
         Submit::UnknownArtifact(id) => Err(ApiError::new(ErrorCode::UnknownArtifact)
             .detail(format!("artifact {id} is not in this session"))
-            .member("field", "attachments")),
+            .field("attachments")),
         Submit::ActiveRun(run) => Err(ApiError::new(ErrorCode::ActiveRunExists)
             .detail("the session has an active run; attach to it instead of submitting")
-            .member("run_id", run.to_string())),
+            .run_id(run)),
     }
 }
 
@@ -244,7 +233,6 @@ pub async fn submit(
     params(("run_id" = Uuid, Path)),
     responses(
         (status = 200, description = "The run", body = Run),
-        (status = 404, description = "No such run", body = crate::openapi::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn get(
@@ -269,9 +257,6 @@ pub async fn get(
     params(("run_id" = Uuid, Path)),
     responses(
         (status = 200, description = "Cancelled", body = Run),
-        (status = 404, description = "No such run", body = crate::openapi::Problem, content_type = "application/problem+json"),
-        (status = 409, description = "Already finished (`run_not_active`, with `state`)", body = crate::openapi::Problem,
-         content_type = "application/problem+json"),
     )
 )]
 pub async fn cancel(
@@ -284,7 +269,7 @@ pub async fn cancel(
         CancelRun::Cancelled(row) => Ok(JsonResponse(Run::from(row.as_ref()))),
         CancelRun::NotActive(row) => Err(ApiError::new(ErrorCode::RunNotActive)
             .detail(format!("the run already ended {}", row.state.as_str()))
-            .member("state", row.state.as_str())),
+            .state(row.state)),
         CancelRun::NotFound => Err(ApiError::new(ErrorCode::RunNotFound)),
     }
 }

@@ -8,20 +8,22 @@ use domain::ErrorCode;
 use domain::cadence::{Daily, SCHEDULE_SCOPES, parse_local_time};
 use domain::ids::ScheduleId;
 use domain::run::{Cost, RunLimits};
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use domain::text::{is_some_text, is_visible};
+use serde::Serialize;
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use store::{
     CancelSchedule, CreateSchedule, IdempotencyClaim, NewSchedule, OccurrenceRow, ScheduleRow, StoredResponse,
 };
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 use uuid::Uuid;
+use wire::request::{CancelSchedule as CancelParams, ScheduleDefinition, ScheduleScope, TEXT_MAX_CHARS};
 
 use super::parse_id;
 use super::runs::{earlier, idempotency_key, replay};
 use crate::AppState;
 use crate::auth::Caller;
-use crate::extract::{Path, Query};
+use crate::extract::{Json, Path, Query};
 use crate::problem::ApiError;
 
 /// A schedule as the API shows it (wrapped as `{"schedule": …}`).
@@ -136,52 +138,7 @@ pub struct OccurrenceList {
 }
 
 fn invalid(field: &str, detail: impl Into<String>) -> ApiError {
-    ApiError::new(ErrorCode::ValidationFailed)
-        .detail(detail)
-        .member("field", field)
-}
-
-/// Refuses members outside `allowed`, naming the first stranger.
-fn only(object: &Map<String, Value>, prefix: &str, allowed: &[&str]) -> Result<(), ApiError> {
-    match object.keys().find(|key| !allowed.contains(&key.as_str())) {
-        Some(key) => Err(invalid(
-            &format!("{prefix}{key}"),
-            format!("unknown field `{prefix}{key}`"),
-        )),
-        None => Ok(()),
-    }
-}
-
-fn object<'a>(parent: &'a Map<String, Value>, name: &str, field: &str) -> Result<&'a Map<String, Value>, ApiError> {
-    parent
-        .get(name)
-        .and_then(Value::as_object)
-        .ok_or_else(|| invalid(field, format!("`{field}` must be an object")))
-}
-
-fn text<'a>(parent: &'a Map<String, Value>, name: &str, field: &str, max_chars: usize) -> Result<&'a str, ApiError> {
-    let value = parent
-        .get(name)
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .unwrap_or_default();
-    if value.is_empty() || value.chars().count() > max_chars {
-        return Err(invalid(
-            field,
-            format!("`{field}` must be a string of 1 to {max_chars} characters"),
-        ));
-    }
-    Ok(value)
-}
-
-/// An integer of at least `min`.
-fn integer(parent: &Map<String, Value>, name: &str, field: &str, min: u32) -> Result<u32, ApiError> {
-    parent
-        .get(name)
-        .and_then(Value::as_u64)
-        .and_then(|value| u32::try_from(value).ok())
-        .filter(|value| *value >= min && *value <= i32::MAX as u32)
-        .ok_or_else(|| invalid(field, format!("`{field}` must be an integer of at least {min}")))
+    ApiError::new(ErrorCode::ValidationFailed).detail(detail).field(field)
 }
 
 /// A validated definition, ready to store.
@@ -199,73 +156,61 @@ struct Definition {
     next_fire_at: jiff::Timestamp,
 }
 
-fn validate(body: &Value) -> Result<Definition, ApiError> {
-    let body = body
-        .as_object()
-        .ok_or_else(|| invalid("", "the body must be a JSON object"))?;
-    only(
-        body,
-        "",
-        &[
-            "title",
+/// Checks what the body's types cannot say (each rule is also in the schema) and computes the
+/// first firing after `now`.
+fn validate(body: ScheduleDefinition, now: jiff::Timestamp) -> Result<Definition, ApiError> {
+    let visible = |value: &str, field: &str, max: usize| {
+        if is_visible(value) && value.chars().count() <= max {
+            Ok(value.trim().to_owned())
+        } else {
+            Err(invalid(
+                field,
+                format!("`{field}` must be 1 to {max} characters, not blank, without control characters"),
+            ))
+        }
+    };
+    let title = visible(&body.title, "title", 200)?;
+    let agent_id = visible(&body.agent_id, "agent_id", 64)?;
+    let agent_version = visible(&body.agent_version, "agent_version", 64)?;
+    if !is_some_text(&body.instruction) || body.instruction.chars().count() > TEXT_MAX_CHARS {
+        return Err(invalid(
             "instruction",
-            "agent_id",
-            "agent_version",
-            "policy_profile",
-            "requested_scopes",
-            "limits",
-            "run_timeout_seconds",
-            "cadence",
-            "misfire_grace_seconds",
-            "max_consecutive_failures",
-        ],
-    )?;
-    let title = text(body, "title", "title", 200)?.to_owned();
-    let instruction = text(body, "instruction", "instruction", 100_000)?.to_owned();
-    let agent_id = text(body, "agent_id", "agent_id", 64)?.to_owned();
-    let agent_version = text(body, "agent_version", "agent_version", 64)?.to_owned();
-    if text(body, "policy_profile", "policy_profile", 64)? != "default" {
-        return Err(invalid("policy_profile", "`policy_profile` must be `default`"));
+            format!("`instruction` must be 1 to {TEXT_MAX_CHARS} characters, not blank, without U+0000"),
+        ));
     }
-    let scopes = body
-        .get("requested_scopes")
-        .and_then(Value::as_array)
-        .ok_or_else(|| invalid("requested_scopes", "`requested_scopes` must be an array of scope names"))?;
     let mut requested_scopes: Vec<String> = Vec::new();
-    for scope in scopes {
-        let Some(name) = scope.as_str().filter(|name| SCHEDULE_SCOPES.contains(name)) else {
-            return Err(invalid(
-                "requested_scopes",
-                format!("each requested scope must be one of {}", SCHEDULE_SCOPES.join(", ")),
-            ));
+    for scope in &body.requested_scopes {
+        let name = match scope {
+            ScheduleScope::MailRead => SCHEDULE_SCOPES[0],
+            ScheduleScope::MailWrite => SCHEDULE_SCOPES[1],
         };
         if !requested_scopes.iter().any(|known| known == name) {
             requested_scopes.push(name.to_owned());
         }
     }
-    let limits = object(body, "limits", "limits")?;
-    only(
-        limits,
-        "limits.",
-        &["max_steps", "max_model_calls", "max_tool_calls", "max_cost"],
-    )?;
-    let max_cost = limits
-        .get("max_cost")
-        .and_then(Value::as_str)
-        .and_then(|text| Cost::parse(text).ok())
-        .ok_or_else(|| {
-            invalid(
-                "limits.max_cost",
-                "`limits.max_cost` must be a decimal string such as \"1\" or \"0.25\"",
-            )
-        })?;
+    let max_cost = Cost::parse(&body.limits.max_cost).map_err(|_| {
+        invalid(
+            "limits.max_cost",
+            "`limits.max_cost` must be a decimal string such as \"1\" or \"0.25\"",
+        )
+    })?;
+    let at_least = |value: u32, min: u32, field: &str| {
+        if value >= min && value <= i32::MAX as u32 {
+            Ok(value)
+        } else {
+            Err(invalid(
+                field,
+                format!("`{field}` must be an integer of at least {min}"),
+            ))
+        }
+    };
     let limits = RunLimits {
-        max_steps: integer(limits, "max_steps", "limits.max_steps", 1)?,
-        max_model_calls: integer(limits, "max_model_calls", "limits.max_model_calls", 1)?,
-        max_tool_calls: integer(limits, "max_tool_calls", "limits.max_tool_calls", 1)?,
+        max_steps: at_least(body.limits.max_steps, 1, "limits.max_steps")?,
+        max_model_calls: at_least(body.limits.max_model_calls, 1, "limits.max_model_calls")?,
+        max_tool_calls: at_least(body.limits.max_tool_calls, 1, "limits.max_tool_calls")?,
         max_cost,
         run_timeout_seconds: {
-            let timeout = integer(body, "run_timeout_seconds", "run_timeout_seconds", 1)?;
+            let timeout = at_least(body.run_timeout_seconds, 1, "run_timeout_seconds")?;
             // A run ends before the next daily firing, so two never overlap.
             if timeout > 86_400 {
                 return Err(invalid(
@@ -276,44 +221,43 @@ fn validate(body: &Value) -> Result<Definition, ApiError> {
             timeout
         },
     };
-    let cadence = object(body, "cadence", "cadence")?;
-    only(cadence, "cadence.", &["kind", "local_time", "timezone"])?;
-    if cadence.get("kind").and_then(Value::as_str) != Some("DAILY") {
-        return Err(invalid("cadence.kind", "`cadence.kind` must be `DAILY`"));
-    }
-    let local_time_text = cadence.get("local_time").and_then(Value::as_str).unwrap_or_default();
-    let local_time = parse_local_time(local_time_text).ok_or_else(|| {
+    let local_time = parse_local_time(&body.cadence.local_time).ok_or_else(|| {
         invalid(
             "cadence.local_time",
             "`cadence.local_time` must be a wall time `HH:MM:SS`",
         )
     })?;
-    let timezone = cadence.get("timezone").and_then(Value::as_str).unwrap_or_default();
-    let zone = jiff::tz::TimeZone::get(timezone)
-        .ok()
-        .filter(|_| !timezone.is_empty())
+    let timezone = body.cadence.timezone;
+    let zone = is_time_zone(&timezone)
+        .then(|| jiff::tz::TimeZone::get(&timezone).ok())
+        .flatten()
         .ok_or_else(|| {
             invalid(
                 "cadence.timezone",
                 "`cadence.timezone` must be an IANA time zone such as Europe/London",
             )
         })?;
-    let misfire_grace_seconds = integer(body, "misfire_grace_seconds", "misfire_grace_seconds", 0)?;
-    let max_consecutive_failures = integer(body, "max_consecutive_failures", "max_consecutive_failures", 1)?;
-    let next_fire_at = Daily { local_time, zone }.next_after(jiff::Timestamp::now());
+    let misfire_grace_seconds = at_least(body.misfire_grace_seconds, 0, "misfire_grace_seconds")?;
+    let max_consecutive_failures = at_least(body.max_consecutive_failures, 1, "max_consecutive_failures")?;
+    let next_fire_at = Daily { local_time, zone }.next_after(now);
     Ok(Definition {
         title,
-        instruction,
+        instruction: body.instruction.trim().to_owned(),
         agent_id,
         agent_version,
         requested_scopes,
         limits,
-        local_time: local_time_text.to_owned(),
-        timezone: timezone.to_owned(),
+        local_time: body.cadence.local_time,
+        timezone,
         misfire_grace_seconds,
         max_consecutive_failures,
         next_fire_at,
     })
+}
+
+/// Whether `name` is one of the zones the time zone database lists (the document's enum).
+fn is_time_zone(name: &str) -> bool {
+    jiff::tz::db().available().any(|zone| zone.as_str() == name)
 }
 
 /// Creates a schedule (revision 1) from the schedule definition. Requires `Idempotency-Key`.
@@ -323,29 +267,23 @@ fn validate(body: &Value) -> Result<Definition, ApiError> {
     post, path = "/v1/schedules", tag = "schedules",
     security(("bearer" = ["schedules.write"])),
     params(("Idempotency-Key" = String, Header, description = "The client's stable name for this schedule")),
-    request_body(content = Object, description = "The schedule definition"),
+    request_body = ScheduleDefinition,
     responses(
         (status = 201, description = "Created", body = ScheduleEnvelope),
-        (status = 400, description = "Missing Idempotency-Key", body = crate::openapi::Problem, content_type = "application/problem+json"),
-        (status = 409, description = "Same key in flight", body = crate::openapi::Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Invalid field (`validation_failed` with `field`), key reused, or unknown agent version",
-         body = crate::openapi::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn create(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     headers: HeaderMap,
-    body: axum::body::Bytes,
+    Json(body): Json<ScheduleDefinition>,
 ) -> Result<Response, ApiError> {
     let key = idempotency_key(&headers)?;
-    let value: Value = serde_json::from_slice(&body)
-        .map_err(|error| ApiError::new(ErrorCode::InvalidRequest).detail(format!("the body is not JSON: {error}")))?;
-    let definition = validate(&value)?;
-    let request_hash: String = Sha256::digest(value.to_string().as_bytes())
+    let request_hash: String = Sha256::digest(serde_json::to_vec(&body).unwrap_or_default())
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
+    let definition = validate(body, jiff::Timestamp::now())?;
     let outcome = state
         .store
         .create_schedule(
@@ -383,7 +321,7 @@ pub async fn create(
         CreateSchedule::Earlier(prior) => earlier(prior),
         CreateSchedule::UnknownAgentVersion => Err(ApiError::new(ErrorCode::UnknownAgentVersion)
             .detail("no session was created with this agent id and version; take both from a fresh session")
-            .member("field", "agent_version")),
+            .field("agent_version")),
     }
 }
 
@@ -410,7 +348,6 @@ pub async fn list(
     params(("schedule_id" = Uuid, Path)),
     responses(
         (status = 200, description = "The schedule", body = ScheduleEnvelope),
-        (status = 404, description = "No such schedule", body = crate::openapi::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn get(
@@ -436,7 +373,6 @@ pub async fn get(
     params(("schedule_id" = Uuid, Path)),
     responses(
         (status = 200, description = "Occurrences", body = OccurrenceList),
-        (status = 404, description = "No such schedule", body = crate::openapi::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn occurrences(
@@ -455,14 +391,6 @@ pub async fn occurrences(
     }))
 }
 
-#[derive(Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct CancelParams {
-    /// The revision the client last saw.
-    expected_revision: Option<String>,
-}
-
 /// Cancels a schedule at `expected_revision`; it never fires again. Another revision → 409.
 #[utoipa::path(
     delete, path = "/v1/schedules/{schedule_id}", tag = "schedules",
@@ -470,11 +398,6 @@ pub struct CancelParams {
     params(("schedule_id" = Uuid, Path), CancelParams),
     responses(
         (status = 200, description = "Cancelled (revision increased)", body = ScheduleEnvelope),
-        (status = 400, description = "Missing or malformed expected_revision", body = crate::openapi::Problem,
-         content_type = "application/problem+json"),
-        (status = 404, description = "No such schedule", body = crate::openapi::Problem, content_type = "application/problem+json"),
-        (status = 409, description = "Another revision (`revision_mismatch`, with `revision`)", body = crate::openapi::Problem,
-         content_type = "application/problem+json"),
     )
 )]
 pub async fn cancel(
@@ -484,22 +407,14 @@ pub async fn cancel(
     Query(params): Query<CancelParams>,
 ) -> Result<JsonResponse<ScheduleEnvelope>, ApiError> {
     let id = parse_id(&schedule_id, ScheduleId::parse, ErrorCode::ScheduleNotFound)?;
-    let expected = params
-        .expected_revision
-        .as_deref()
-        .and_then(|text| text.parse::<i32>().ok())
-        .ok_or_else(|| {
-            ApiError::new(ErrorCode::InvalidRequest)
-                .detail("expected_revision must be the schedule's current revision, an integer")
-                .member("field", "expected_revision")
-        })?;
+    let expected = params.expected_revision;
     match state.store.cancel_schedule(&caller.principal, id, expected).await? {
         CancelSchedule::Cancelled(row) => Ok(JsonResponse(ScheduleEnvelope {
             schedule: Schedule::from(row.as_ref()),
         })),
         CancelSchedule::RevisionMismatch(row) => Err(ApiError::new(ErrorCode::RevisionMismatch)
             .detail(format!("the schedule is at revision {}", row.revision))
-            .member("revision", row.revision)),
+            .revision(row.revision)),
         CancelSchedule::NotFound => Err(ApiError::new(ErrorCode::ScheduleNotFound)),
     }
 }

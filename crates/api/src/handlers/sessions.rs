@@ -8,16 +8,17 @@ use domain::ErrorCode;
 use domain::cursor::CursorKind;
 use domain::ids::{FolderId, SessionId};
 use domain::session::SessionMetadata;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 use store::{DeleteSession, FileSession, NewSession, SessionRow};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 use uuid::Uuid;
+use wire::request::{CreateSession, ListSessions, UpdateSession};
 
 use super::parse_id;
 use crate::AppState;
 use crate::auth::Caller;
-use crate::extract::{Json, Path, Query, explicit_null};
+use crate::extract::{Json, Path, Query};
 use crate::problem::ApiError;
 
 pub const DEFAULT_PAGE_SIZE: u32 = 50;
@@ -80,18 +81,6 @@ impl From<SessionRow> for Session {
     }
 }
 
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CreateSession {
-    /// An agent of the registry (the dev stack's is `default`).
-    agent_id: String,
-    /// Free-form client metadata, a JSON object of at most 16 KiB. A string `title` member
-    /// becomes the session's initial title.
-    #[serde(default)]
-    #[schema(value_type = Option<Object>)]
-    metadata: Option<Value>,
-}
-
 /// Creates a session pinned to the agent's current version.
 #[utoipa::path(
     post, path = "/v1/sessions", tag = "sessions",
@@ -99,8 +88,6 @@ pub struct CreateSession {
     request_body = CreateSession,
     responses(
         (status = 201, description = "Created", body = Session, headers(("Location" = String))),
-        (status = 422, description = "Unknown agent (`unknown_agent`) or invalid metadata (`validation_failed`)",
-         body = crate::openapi::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn create(
@@ -111,12 +98,11 @@ pub async fn create(
     let agent = state.settings.agents.get(&body.agent_id).ok_or_else(|| {
         ApiError::new(ErrorCode::UnknownAgent).detail(format!("no agent `{}` is configured", body.agent_id))
     })?;
-    let metadata =
-        SessionMetadata::parse(body.metadata.unwrap_or(Value::Object(Default::default()))).map_err(|error| {
-            ApiError::new(ErrorCode::ValidationFailed)
-                .detail(error.to_string())
-                .member("field", "metadata")
-        })?;
+    let metadata = SessionMetadata::parse(Value::Object(body.metadata.unwrap_or_default())).map_err(|error| {
+        ApiError::new(ErrorCode::ValidationFailed)
+            .detail(error.to_string())
+            .field("metadata")
+    })?;
     let row = state
         .store
         .create_session(NewSession {
@@ -135,16 +121,6 @@ pub async fn create(
         .into_response())
 }
 
-#[derive(Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-#[into_params(parameter_in = Query)]
-pub struct ListParams {
-    /// The `next_cursor` of the previous page; omit for the first page.
-    cursor: Option<String>,
-    /// Page size, 1 to 200 (default 50).
-    limit: Option<u32>,
-}
-
 #[derive(Serialize, ToSchema)]
 pub struct SessionPage {
     sessions: Vec<SessionSummary>,
@@ -157,23 +133,21 @@ pub struct SessionPage {
 #[utoipa::path(
     get, path = "/v1/sessions", tag = "sessions",
     security(("bearer" = ["sessions.read"])),
-    params(ListParams),
+    params(ListSessions),
     responses(
         (status = 200, description = "One page of the index", body = SessionPage),
-        (status = 400, description = "Malformed or altered cursor (`invalid_cursor`)", body = crate::openapi::Problem,
-         content_type = "application/problem+json"),
     )
 )]
 pub async fn list(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
-    Query(params): Query<ListParams>,
+    Query(params): Query<ListSessions>,
 ) -> Result<JsonResponse<SessionPage>, ApiError> {
     let limit = params.limit.unwrap_or(DEFAULT_PAGE_SIZE);
     if !(1..=MAX_PAGE_SIZE).contains(&limit) {
         return Err(ApiError::new(ErrorCode::InvalidRequest)
             .detail(format!("limit must be between 1 and {MAX_PAGE_SIZE}"))
-            .member("field", "limit"));
+            .field("limit"));
     }
     let after = match params.cursor.as_deref() {
         None => None,
@@ -203,8 +177,6 @@ pub async fn list(
     params(("session_id" = Uuid, Path)),
     responses(
         (status = 200, description = "The session", body = Session),
-        (status = 404, description = "No such session (`session_not_found`)", body = crate::openapi::Problem,
-         content_type = "application/problem+json"),
     )
 )]
 pub async fn get(
@@ -221,15 +193,6 @@ pub async fn get(
     Ok(JsonResponse(row.into()))
 }
 
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct UpdateSession {
-    /// Required: a folder id files the session there; an explicit null returns it to the history.
-    #[serde(default, deserialize_with = "explicit_null")]
-    #[schema(value_type = Option<Uuid>, required = true)]
-    folder_id: Option<Option<Uuid>>,
-}
-
 /// Moves a session into a folder, or back to the history with `"folder_id": null`. Scheduled
 /// sessions never enter a folder.
 #[utoipa::path(
@@ -239,11 +202,6 @@ pub struct UpdateSession {
     request_body = UpdateSession,
     responses(
         (status = 200, description = "The updated session", body = Session),
-        (status = 404, description = "No such session", body = crate::openapi::Problem, content_type = "application/problem+json"),
-        (status = 409, description = "A scheduled session (`scheduled_session_not_fileable`)", body = crate::openapi::Problem,
-         content_type = "application/problem+json"),
-        (status = 422, description = "Missing `folder_id` or unknown folder (`unknown_folder`)", body = crate::openapi::Problem,
-         content_type = "application/problem+json"),
     )
 )]
 pub async fn update(
@@ -256,7 +214,7 @@ pub async fn update(
     let Some(folder) = body.folder_id else {
         return Err(ApiError::new(ErrorCode::ValidationFailed)
             .detail("folder_id is required: a folder id, or null to unfile")
-            .member("field", "folder_id"));
+            .field("folder_id"));
     };
     match state
         .store
@@ -267,7 +225,7 @@ pub async fn update(
         FileSession::SessionNotFound => Err(ApiError::new(ErrorCode::SessionNotFound)),
         FileSession::FolderNotFound => Err(ApiError::new(ErrorCode::UnknownFolder)
             .detail("no folder has this id")
-            .member("field", "folder_id")),
+            .field("folder_id")),
         FileSession::Scheduled => Err(ApiError::new(ErrorCode::ScheduledSessionNotFileable)
             .detail("sessions started by a schedule stay out of folders")),
     }
@@ -281,9 +239,6 @@ pub async fn update(
     params(("session_id" = Uuid, Path)),
     responses(
         (status = 204, description = "Deleted (or already deleted by this principal)"),
-        (status = 404, description = "No such session", body = crate::openapi::Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The session has an active run (`session_has_active_run`, with `run_id`)",
-         body = crate::openapi::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn delete(
@@ -297,6 +252,6 @@ pub async fn delete(
         DeleteSession::NotFound => Err(ApiError::new(ErrorCode::SessionNotFound)),
         DeleteSession::ActiveRun(run) => Err(ApiError::new(ErrorCode::SessionHasActiveRun)
             .detail("cancel the active run or wait for it to finish before deleting")
-            .member("run_id", run.to_string())),
+            .run_id(run)),
     }
 }

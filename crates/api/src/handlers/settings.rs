@@ -5,8 +5,9 @@ use axum::extract::State;
 use axum::{Extension, Json as JsonResponse};
 use domain::ErrorCode;
 use domain::models::{ModelChoice, Offered};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use utoipa::ToSchema;
+use wire::request::SaveModelSettings;
 
 use crate::AppState;
 use crate::auth::Caller;
@@ -53,15 +54,6 @@ pub async fn get(
     Ok(JsonResponse(view(choice, offered)))
 }
 
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SaveModelSettings {
-    chat_model: String,
-    chat_reasoning_effort: String,
-    memory_model: String,
-    memory_reasoning_effort: String,
-}
-
 /// Saves the settings; a combination the server does not offer is refused, naming the field.
 #[utoipa::path(
     put, path = "/v1/settings/models", tag = "settings",
@@ -69,8 +61,6 @@ pub struct SaveModelSettings {
     request_body = SaveModelSettings,
     responses(
         (status = 200, description = "Saved", body = ModelSettings),
-        (status = 422, description = "Not an offered combination (`unsupported_model_choice`, with `field`)",
-         body = crate::openapi::Problem, content_type = "application/problem+json"),
     )
 )]
 pub async fn save(
@@ -88,7 +78,7 @@ pub async fn save(
     if let Some(field) = offered.refuse(&choice) {
         return Err(ApiError::new(ErrorCode::UnsupportedModelChoice)
             .detail(format!("`{field}` is not among the offered combinations"))
-            .member("field", field));
+            .field(field));
     }
     state.store.save_model_settings(&caller.principal, &choice).await?;
     Ok(JsonResponse(view(choice, offered)))

@@ -133,7 +133,7 @@ async fn sessions_move_into_folders_and_back_and_folder_deletion_returns_them_to
     let body = expect_problem(empty, 422, "validation_failed").await;
     assert_eq!(body["field"], "folder_id");
     let unknown = file(&app, id, json!(uuid::Uuid::new_v4())).await;
-    expect_problem(unknown, 422, "unknown_folder").await;
+    expect_problem(unknown, 409, "unknown_folder").await;
     expect_problem(
         file(&app, &uuid::Uuid::new_v4().to_string(), Value::Null).await,
         404,

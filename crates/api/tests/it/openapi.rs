@@ -68,9 +68,58 @@ fn every_catalog_route_is_annotated() {
         domain::flags::Flag::NotificationDispatch,
     ])
     .expect("flags");
-    let document = api::openapi::document(&all_on);
+    let document = api::openapi::annotated(&all_on);
     for route in catalog() {
         let item = document.paths.paths.get(route.path);
         assert!(item.is_some(), "{route:?} has no #[utoipa::path] annotation");
     }
+}
+
+#[tokio::test]
+async fn every_operation_documents_its_errors_ids_and_links() {
+    let app = TestApp::spawn().await;
+    let (_, document) = app.get_json("/v1/openapi.json").await;
+    let flags = FeatureFlags::default();
+    let mut ids = std::collections::BTreeSet::new();
+    for route in catalog().iter().filter(|route| route.is_mounted(&flags)) {
+        let operation = &document["paths"][route.path][route.method.as_str().to_ascii_lowercase()];
+        let id = operation["operationId"].as_str().expect("operationId");
+        assert!(ids.insert(id.to_owned()), "{id} twice");
+        for code in route.errors() {
+            let response = &operation["responses"][code.status().to_string()];
+            let schema = &response["content"]["application/problem+json"]["schema"]["allOf"][1];
+            let codes = schema["properties"]["code"]["enum"].as_array().expect("code enum");
+            assert!(
+                codes.contains(&Value::from(code.as_str())),
+                "{route:?} documents {} under {}",
+                code.as_str(),
+                code.status()
+            );
+        }
+        if let Access::Scoped(_) = route.access {
+            assert!(operation["responses"]["401"].is_object() && operation["responses"]["403"].is_object());
+        }
+    }
+    let link = &document["paths"]["/v1/sessions"]["post"]["responses"]["201"]["links"]["SubmitMessage"];
+    assert_eq!(link["operationId"], "runs.submit");
+    assert_eq!(link["parameters"]["session_id"], "$response.body#/session_id");
+    let problem = &document["components"]["schemas"]["Problem"]["properties"];
+    for member in [
+        "type",
+        "title",
+        "status",
+        "code",
+        "detail",
+        "field",
+        "run_id",
+        "required_scope",
+        "max_bytes",
+    ] {
+        assert!(problem[member].is_object(), "Problem documents `{member}`");
+    }
+    assert_eq!(
+        document["components"]["schemas"]["CreateSession"]["properties"]["agent_id"]["enum"],
+        serde_json::json!(["default"]),
+        "the configured agents"
+    );
 }

@@ -72,10 +72,10 @@ async fn same_key_and_body_replays_the_original_response_and_starts_nothing() {
     assert_eq!(app.count("events").await, 1);
 
     let reused = app.submit(&session, "retry-me", json!({ "text": "hello!" })).await;
-    expect_problem(reused, 422, "idempotency_key_reused").await;
+    expect_problem(reused, 409, "idempotency_key_reused").await;
     let other_session = app.new_session().await;
     let elsewhere = app.submit(&other_session, "retry-me", json!({ "text": "hello" })).await;
-    expect_problem(elsewhere, 422, "idempotency_key_reused").await;
+    expect_problem(elsewhere, 409, "idempotency_key_reused").await;
 }
 
 #[tokio::test]
@@ -172,7 +172,7 @@ async fn messages_may_be_attachments_alone_and_must_name_artifacts_of_the_sessio
     let unknown = app
         .submit(&session, "a-1", json!({ "attachments": [uuid::Uuid::new_v4()] }))
         .await;
-    let body = expect_problem(unknown, 422, "unknown_artifact").await;
+    let body = expect_problem(unknown, 409, "unknown_artifact").await;
     assert_eq!(body["field"], "attachments");
     let empty = app.submit(&session, "a-2", json!({ "text": "   " })).await;
     expect_problem(empty, 422, "validation_failed").await;

@@ -66,7 +66,7 @@ async fn creation_is_idempotent_and_pins_the_agent_version() {
     changed["title"] = json!("Evening sweep");
     expect_problem(
         post(&app, Some("schedule-1"), &changed).await,
-        422,
+        409,
         "idempotency_key_reused",
     )
     .await;
@@ -76,7 +76,7 @@ async fn creation_is_idempotent_and_pins_the_agent_version() {
     unknown["agent_version"] = json!("0123456789abcdef0123456789abcdef");
     let problem = expect_problem(
         post(&app, Some("schedule-2"), &unknown).await,
-        422,
+        409,
         "unknown_agent_version",
     )
     .await;
@@ -94,7 +94,7 @@ async fn every_field_is_validated_and_named() {
         ("instruction", "/instruction", None),
         ("policy_profile", "/policy_profile", Some(json!("permissive"))),
         (
-            "requested_scopes",
+            "requested_scopes[0]",
             "/requested_scopes",
             Some(json!(["mcp.mail_send_all.use"])),
         ),
