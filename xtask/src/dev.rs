@@ -66,13 +66,8 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     let base_url = format!("http://{listen}");
     let scopes = std::env::var("AUTH_SCOPES").unwrap_or_else(|_| DEV_SCOPES.to_owned());
 
-    // From here on, Ctrl-C and SIGTERM are received by waiting for them, never by dying.
-    let mut signals = SigSet::empty();
-    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGCHLD] {
-        signals.add(signal);
-    }
-    signals.thread_block().context("block signals")?;
-
+    // The roles start before signals are blocked: a child inherits the mask, and a role that
+    // cannot receive SIGTERM never stops.
     let mut stack = match Stack::start(&bin, &database_url, &token_file, listen, &scopes) {
         Ok(stack) => stack,
         Err(error) => {
@@ -82,6 +77,12 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
             return Err(error);
         }
     };
+    // From here on, Ctrl-C and SIGTERM are received by waiting for them, never by dying.
+    let mut signals = SigSet::empty();
+    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGCHLD] {
+        signals.add(signal);
+    }
+    signals.thread_block().context("block signals")?;
     let description = format!(
         "{{\n  \"base_url\": {},\n  \"token_file\": {},\n  \"database_url\": {}\n}}\n",
         json_string(&base_url),

@@ -29,6 +29,8 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     signals.add(Signal::SIGTERM);
     signals.thread_block().context("block interrupts while tests run")?;
     let mut status = child.wait().context("wait for cargo test")?;
+    // The contract test's roles inherit the signal mask: they must be able to receive SIGTERM.
+    signals.thread_unblock().context("unblock interrupts")?;
     if status.success() && args.is_empty() {
         if let Err(error) = crate::contract::run(&cluster.url("postgres")) {
             eprintln!("xtask: {error:#}");

@@ -363,11 +363,16 @@ fn refine(document: &mut Value, described: &Described<'_>) {
         form["additionalProperties"] = json!(false);
         form["required"] = json!(["file"]);
     }
-    // A file may be empty (an upload without a body stores an empty file), and any bytes are a
-    // file: the raw forms take no schema.
+    // Any bytes are a file (an empty one too): the raw forms take no schema, nor do the bytes
+    // read back.
+    if let Some(content) = document.pointer_mut(
+        "/paths/~1v1~1sessions~1{session_id}~1artifacts~1{artifact_id}~1content/get/responses/200/content/*~1*",
+    ) && let Value::Object(media) = content
+    {
+        media.remove("schema");
+    }
     if let Some(body) = document.pointer_mut("/paths/~1v1~1sessions~1{session_id}~1artifacts/post/requestBody") {
-        body["required"] = json!(false);
-        for raw in ["application/octet-stream", "*/*"] {
+        for raw in ["application/octet-stream"] {
             if let Some(Value::Object(media)) = body.pointer_mut(&format!("/content/{}", escape(raw))) {
                 media.remove("schema");
             }

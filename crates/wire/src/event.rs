@@ -13,13 +13,13 @@ use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-/// Declares a kind-tagged enum from one list of `kind => Variant(Payload)`, so that the serde
+/// Declares a kind-tagged enum from one list of `Variant(Payload) = "kind"`, so that the serde
 /// tag, the OpenAPI discriminator and `kind()` cannot disagree.
 macro_rules! kinds {
     (
         $(#[$meta:meta])*
         pub enum $name:ident {
-            $( $(#[$doc:meta])* $kind:literal => $variant:ident($payload:ty), )*
+            $( $(#[$doc:meta])* $variant:ident($payload:ty) = $kind:tt, )*
         }
     ) => {
         $(#[$meta])*
@@ -47,31 +47,31 @@ kinds! {
     #[serde(tag = "kind", content = "payload")]
     pub enum Event {
         /// The owner's message (or a schedule's instruction) that starts a run.
-        "user.message.created" => UserMessageCreated(UserMessageCreated),
+        UserMessageCreated(UserMessageCreated) = "user.message.created",
         /// One model step: its text and the tool calls it asked for.
-        "assistant.message" => AssistantMessage(AssistantMessage),
+        AssistantMessage(AssistantMessage) = "assistant.message",
         /// A side-effecting tool call is being dispatched (committed before the call).
-        "tool.started" => ToolStarted(ToolStarted),
+        ToolStarted(ToolStarted) = "tool.started",
         /// A tool call settled.
-        "tool.result" => ToolResult(ToolResult),
+        ToolResult(ToolResult) = "tool.result",
         /// The run waits for the owner's decision on a tool call.
-        "approval.requested" => ApprovalRequested(ApprovalRequested),
+        ApprovalRequested(ApprovalRequested) = "approval.requested",
         /// The owner decided.
-        "approval.resolved" => ApprovalResolved(ApprovalResolved),
+        ApprovalResolved(ApprovalResolved) = "approval.resolved",
         /// The run waits for the owner's answer.
-        "question.asked" => QuestionAsked(QuestionAsked),
+        QuestionAsked(QuestionAsked) = "question.asked",
         /// The owner answered.
-        "question.answered" => QuestionAnswered(QuestionAnswered),
+        QuestionAnswered(QuestionAnswered) = "question.answered",
         /// The run ended `completed`.
-        "run.completed" => RunCompleted(RunCompleted),
+        RunCompleted(RunCompleted) = "run.completed",
         /// The run ended `failed`.
-        "run.failed" => RunFailed(RunFailed),
+        RunFailed(RunFailed) = "run.failed",
         /// The run ended `cancelled`.
-        "run.cancelled" => RunCancelled(RunCancelled),
+        RunCancelled(RunCancelled) = "run.cancelled",
         /// A mail write or send whose outcome is unknown; it will be reconciled, never repeated.
-        "mail.outcome_unknown" => MailOutcomeUnknown(MailOutcomeUnknown),
+        MailOutcomeUnknown(MailOutcomeUnknown) = "mail.outcome_unknown",
         /// The reconciliation of a mail write or send settled.
-        "mail.reconciled" => MailReconciled(MailReconciled),
+        MailReconciled(MailReconciled) = "mail.reconciled",
     }
 }
 
@@ -132,9 +132,9 @@ kinds! {
     #[serde(tag = "kind")]
     pub enum Transient {
         /// A piece of the model's reply text.
-        "assistant.delta" => AssistantDelta(Delta),
+        AssistantDelta(Delta) = "assistant.delta",
         /// A piece of the model's reasoning summary.
-        "reasoning.delta" => ReasoningDelta(Delta),
+        ReasoningDelta(Delta) = "reasoning.delta",
     }
 }
 

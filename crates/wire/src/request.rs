@@ -9,13 +9,28 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 /// Longest message, answer or instruction, in characters.
-pub const TEXT_MAX_CHARS: usize = 100_000;
+pub const TEXT_MAX_CHARS: usize = 65_536;
 /// Most attachments on one message.
 pub const MESSAGE_MAX_ATTACHMENTS: usize = 20;
 
 /// A member that may be absent but, when present, is not `null`.
 fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(deserializer: D) -> Result<Option<T>, D::Error> {
     T::deserialize(deserializer).map(Some)
+}
+
+/// A whole number: JSON Schema's `integer` includes numbers such as `3.0`, so they are read as
+/// the integer they are; a fraction or a value out of range is refused.
+fn whole<'de, D: Deserializer<'de>, T: TryFrom<i64>>(deserializer: D) -> Result<T, D::Error> {
+    use serde::de::Error;
+    let number = serde_json::Number::deserialize(deserializer)?;
+    let integer = match (number.as_i64(), number.as_f64()) {
+        (Some(integer), _) => Some(integer),
+        (None, Some(float)) if float.fract() == 0.0 && float.abs() < 9.0e18 => Some(float as i64),
+        _ => None,
+    };
+    integer
+        .and_then(|integer| T::try_from(integer).ok())
+        .ok_or_else(|| D::Error::custom(format!("invalid value: {number}, expected a whole number in range")))
 }
 
 /// A member that may be absent, `null` or a value, keeping the three apart: absent is `None`, an
@@ -69,7 +84,7 @@ pub struct ListSessions {
 pub struct SubmitMessage {
     /// The message text; may be omitted when the message is attachments alone.
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
-    #[schema(max_length = 100000, pattern = r"^[^\u0000]*$", nullable = false)]
+    #[schema(max_length = 65536, pattern = r"^[^\u0000]*$", nullable = false)]
     pub text: Option<String>,
     /// Artifacts of this session to attach.
     #[serde(default)]
@@ -101,7 +116,7 @@ pub struct AnswerQuestion {
     /// The id of the question the client displayed.
     pub question_id: Uuid,
     #[schema(
-        max_length = 100000,
+        max_length = 65536,
         pattern = r"^[^\u0000]*[^\u0000\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000]*$"
     )]
     pub text: String,
@@ -206,7 +221,7 @@ pub struct ScheduleDefinition {
     pub title: String,
     /// What the agent is asked at each firing.
     #[schema(
-        max_length = 100000,
+        max_length = 65536,
         pattern = r"^[^\u0000]*[^\u0000\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000]*$"
     )]
     pub instruction: String,
@@ -227,13 +242,16 @@ pub struct ScheduleDefinition {
     pub limits: ScheduleLimits,
     /// A run ends before the next daily firing, so two never overlap.
     #[schema(minimum = 1, maximum = 86400)]
+    #[serde(deserialize_with = "whole")]
     pub run_timeout_seconds: u32,
     pub cadence: Cadence,
     /// How late a firing may start (after downtime) before it is skipped as `misfire`.
     #[schema(minimum = 0, maximum = 2147483647)]
+    #[serde(deserialize_with = "whole")]
     pub misfire_grace_seconds: u32,
     /// Failed runs in a row that stop the schedule.
     #[schema(minimum = 1, maximum = 2147483647)]
+    #[serde(deserialize_with = "whole")]
     pub max_consecutive_failures: u32,
 }
 
@@ -256,10 +274,13 @@ pub enum ScheduleScope {
 #[serde(deny_unknown_fields)]
 pub struct ScheduleLimits {
     #[schema(minimum = 1, maximum = 2147483647)]
+    #[serde(deserialize_with = "whole")]
     pub max_steps: u32,
     #[schema(minimum = 1, maximum = 2147483647)]
+    #[serde(deserialize_with = "whole")]
     pub max_model_calls: u32,
     #[schema(minimum = 1, maximum = 2147483647)]
+    #[serde(deserialize_with = "whole")]
     pub max_tool_calls: u32,
     /// A decimal string such as `"1"` or `"0.25"`: up to 12 whole digits and 6 decimals.
     #[schema(pattern = r"^[0-9]{1,12}(\.[0-9]{1,6})?$")]

@@ -146,12 +146,12 @@ fn artifact_name(param: Option<&str>, part: Option<&str>) -> Result<ArtifactName
     security(("bearer" = ["sessions.write"])),
     params(("session_id" = Uuid, Path), UploadArtifact),
     request_body(
-        description = "The file: either the raw bytes (Content-Type is stored as its media type) or a \
+        description = "The file: either the raw bytes, sent with the file's own media type (any; the \
+                       Content-Type is stored as the artifact's media type), or a \
                        `multipart/form-data` body with exactly one part (its filename and Content-Type are used)",
         content(
             (Vec<u8> = "application/octet-stream"),
             (UploadForm = "multipart/form-data"),
-            (Vec<u8> = "*/*"),
         )
     ),
     responses(
@@ -192,6 +192,13 @@ pub async fn upload(
         Encoding::Raw { media_type } => {
             let filename = artifact_name(params.filename.as_deref(), None)?;
             let spooled = spool(body.into_data_stream(), limit, idle).await?;
+            // An empty file is a file when it says what it is; a request with neither bytes nor
+            // a media type carries nothing.
+            if spooled.size == 0 && !headers.contains_key(header::CONTENT_TYPE) {
+                return Err(ApiError::new(ErrorCode::InvalidRequest)
+                    .detail("the request carries no file: send its bytes, or a multipart body with one file part")
+                    .field("body"));
+            }
             (filename, media_type, spooled)
         }
         Encoding::Multipart { boundary } => {

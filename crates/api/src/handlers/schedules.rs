@@ -325,11 +325,21 @@ pub async fn create(
     }
 }
 
-/// Lists schedules, oldest first.
+/// A schedule cancelled with `DELETE` is gone from the API: reads and its occurrences answer
+/// 404 and the list leaves it out (its runs' sessions stay in the session index). Only a repeated
+/// `DELETE` still answers with it, so a retry whose answer was lost succeeds.
+fn visible(row: ScheduleRow) -> Result<ScheduleRow, ApiError> {
+    if row.state == "cancelled" {
+        return Err(ApiError::new(ErrorCode::ScheduleNotFound).detail("this schedule was cancelled"));
+    }
+    Ok(row)
+}
+
+/// Lists schedules that were not cancelled (active, or stopped after failures), oldest first.
 #[utoipa::path(
     get, path = "/v1/schedules", tag = "schedules",
     security(("bearer" = ["schedules.read"])),
-    responses((status = 200, description = "Every schedule", body = ScheduleList))
+    responses((status = 200, description = "Every schedule not cancelled", body = ScheduleList))
 )]
 pub async fn list(
     State(state): State<AppState>,
@@ -337,7 +347,11 @@ pub async fn list(
 ) -> Result<JsonResponse<ScheduleList>, ApiError> {
     let rows = state.store.schedules(&caller.principal).await?;
     Ok(JsonResponse(ScheduleList {
-        schedules: rows.iter().map(Schedule::from).collect(),
+        schedules: rows
+            .into_iter()
+            .filter_map(|row| visible(row).ok())
+            .map(|row| Schedule::from(&row))
+            .collect(),
     }))
 }
 
@@ -361,6 +375,7 @@ pub async fn get(
         .schedule(&caller.principal, id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::ScheduleNotFound))?;
+    let row = visible(row)?;
     Ok(JsonResponse(ScheduleEnvelope {
         schedule: Schedule::from(&row),
     }))
@@ -381,6 +396,12 @@ pub async fn occurrences(
     Path(schedule_id): Path<String>,
 ) -> Result<JsonResponse<OccurrenceList>, ApiError> {
     let id = parse_id(&schedule_id, ScheduleId::parse, ErrorCode::ScheduleNotFound)?;
+    let schedule = state
+        .store
+        .schedule(&caller.principal, id)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::ScheduleNotFound))?;
+    visible(schedule)?;
     let rows = state
         .store
         .occurrences(&caller.principal, id)

@@ -96,9 +96,11 @@ async fn upload_read_back_and_conditional_get() {
         .expect("send");
     assert_eq!(stale.status(), 200);
 
-    // An empty body is a valid (empty) file with the default name and type.
+    // An empty file that says what it is gets the default name; a request with neither bytes
+    // nor a media type carries no file.
     let empty = app
         .request(Method::POST, &format!("/v1/sessions/{sid}/artifacts"))
+        .header("content-type", "application/octet-stream")
         .send()
         .await
         .expect("send");
@@ -108,6 +110,13 @@ async fn upload_read_back_and_conditional_get() {
         (201, Some(0), Some("attachment"))
     );
     assert_eq!(empty["media_type"], "application/octet-stream");
+    let nothing = app
+        .request(Method::POST, &format!("/v1/sessions/{sid}/artifacts"))
+        .send()
+        .await
+        .expect("send");
+    let problem = expect_problem(nothing, 400, "invalid_request").await;
+    assert_eq!(problem["field"], "body");
 }
 
 #[tokio::test]

@@ -117,6 +117,20 @@ async fn every_operation_documents_its_errors_ids_and_links() {
     ] {
         assert!(problem[member].is_object(), "Problem documents `{member}`");
     }
+    let kinds: Vec<&Value> = document["components"]["schemas"]["Event"]["oneOf"]
+        .as_array()
+        .expect("event variants")
+        .iter()
+        .map(|variant| &variant["properties"]["kind"]["enum"][0])
+        .collect();
+    assert_eq!(
+        kinds.len(),
+        wire::event::Event::KINDS.len(),
+        "every event kind is described"
+    );
+    for (kind, described) in wire::event::Event::KINDS.iter().zip(kinds) {
+        assert_eq!(described, kind, "the stream's `kind` as sent");
+    }
     assert_eq!(
         document["components"]["schemas"]["CreateSession"]["properties"]["agent_id"]["enum"],
         serde_json::json!(["default"]),

@@ -245,4 +245,12 @@ async fn cancel_needs_the_current_revision() {
         "cancelling again at the current revision changes nothing"
     );
     expect_problem(delete("0").await.expect("send"), 409, "revision_mismatch").await;
+
+    // Cancelled is deleted, as far as reads go: the schedule and its occurrences are gone.
+    for path in [format!("/v1/schedules/{id}"), format!("/v1/schedules/{id}/occurrences")] {
+        let read = app.request(Method::GET, &path).send().await.expect("send");
+        expect_problem(read, 404, "schedule_not_found").await;
+    }
+    let (_, list) = app.get_json("/v1/schedules").await;
+    assert_eq!(list["schedules"], serde_json::json!([]), "the list leaves it out");
 }
