@@ -68,7 +68,8 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
 
     // The roles start before signals are blocked: a child inherits the mask, and a role that
     // cannot receive SIGTERM never stops.
-    let mut stack = match Stack::start(&bin, &database_url, &token_file, listen, &scopes) {
+    let log_level = std::env::var("LOG_LEVEL").unwrap_or_else(|_| "info".to_owned());
+    let mut stack = match Stack::start(&bin, &database_url, &token_file, listen, &scopes, &log_level) {
         Ok(stack) => stack,
         Err(error) => {
             if let Some(cluster) = cluster.as_mut() {
@@ -154,6 +155,7 @@ impl Stack {
         token_file: &Path,
         listen: SocketAddr,
         scopes: &str,
+        log_level: &str,
     ) -> anyhow::Result<Stack> {
         crate::postgres::prepare_database(bin, admin_url)?;
         let login = |name: &str| pgcluster::with_user(admin_url, name);
@@ -164,6 +166,7 @@ impl Stack {
             .env("API_TOKEN_FILE", token_file)
             .env("API_LISTEN_ADDR", listen.to_string())
             .env("AUTH_SCOPES", scopes)
+            .env("LOG_LEVEL", log_level)
             .env(
                 "AGENT_RELEASE",
                 std::env::var("AGENT_RELEASE").unwrap_or_else(|_| "dev".to_owned()),
@@ -174,11 +177,13 @@ impl Stack {
             api,
             worker: Command::new(bin.join("steward-worker"))
                 .env("DATABASE_URL", login("steward_worker"))
+                .env("LOG_LEVEL", log_level)
                 .env(allow_root, allow)
                 .spawn()
                 .context("start steward-worker")?,
             scheduler: Command::new(bin.join("steward-schedule"))
                 .env("DATABASE_URL", login("steward_schedule"))
+                .env("LOG_LEVEL", log_level)
                 .env(allow_root, allow)
                 .spawn()
                 .context("start steward-schedule")?,

@@ -55,6 +55,12 @@ pub enum Risk {
 }
 
 impl Risk {
+    pub fn parse(text: &str) -> Option<Risk> {
+        [Risk::Low, Risk::Medium, Risk::High]
+            .into_iter()
+            .find(|risk| risk.as_str() == text)
+    }
+
     pub const fn as_str(self) -> &'static str {
         match self {
             Risk::Low => "low",

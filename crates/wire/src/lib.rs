@@ -8,3 +8,4 @@
 pub mod event;
 pub mod problem;
 pub mod request;
+pub mod response;

@@ -3,64 +3,39 @@
 use axum::extract::State;
 use axum::{Extension, Json as JsonResponse};
 use domain::ErrorCode;
+use domain::approval::Risk;
 use domain::ids::{RunId, SessionId};
-use serde::Serialize;
 use store::{Answer, ApprovalRow, Decide, Decision};
-use utoipa::ToSchema;
 use uuid::Uuid;
 use wire::request::{AnswerQuestion, DecideApproval, TEXT_MAX_CHARS};
+use wire::response::{Approval, ApprovalList, Run};
 
 use super::parse_id;
-use super::runs::Run;
 use crate::AppState;
 use crate::auth::Caller;
 use crate::extract::{Json, Path};
 use crate::problem::ApiError;
 
-#[derive(Serialize, ToSchema)]
-pub struct Approval {
-    approval_id: Uuid,
-    run_id: Uuid,
-    session_id: Uuid,
-    invocation_id: Uuid,
-    tool: String,
-    /// `low`, `medium` or `high`.
-    risk: String,
-    /// The arguments, whole except strings over 512 characters, which are truncated.
-    #[schema(value_type = Object)]
-    arguments: serde_json::Value,
-    /// JSON Pointer of each truncated string → hex SHA-256 of its full value.
-    #[schema(value_type = Object)]
-    argument_digests: serde_json::Value,
-    /// `PENDING`, `APPROVED`, `DENIED`, `CANCELLED` or `EXPIRED`.
-    status: String,
-    #[schema(value_type = Option<String>, format = DateTime)]
-    decided_at: Option<jiff::Timestamp>,
-    #[schema(value_type = String, format = DateTime)]
-    created_at: jiff::Timestamp,
-}
-
-impl From<&ApprovalRow> for Approval {
-    fn from(row: &ApprovalRow) -> Self {
-        Approval {
-            approval_id: row.id,
-            run_id: row.run_id.as_uuid(),
-            session_id: row.session_id.as_uuid(),
-            invocation_id: row.invocation_id,
-            tool: row.tool.clone(),
-            risk: row.risk.clone(),
-            arguments: row.arguments.clone(),
-            argument_digests: row.argument_digests.clone(),
-            status: row.status.as_str().to_owned(),
-            decided_at: row.decided_at,
-            created_at: row.created_at,
-        }
+fn approval(row: &ApprovalRow) -> Approval {
+    Approval {
+        approval_id: row.id,
+        run_id: row.run_id.as_uuid(),
+        session_id: row.session_id.as_uuid(),
+        invocation_id: row.invocation_id,
+        tool: row.tool.clone(),
+        risk: Risk::parse(&row.risk).unwrap_or(Risk::High),
+        arguments: row.arguments.clone(),
+        argument_digests: row
+            .argument_digests
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(pointer, digest)| Some((pointer.clone(), digest.as_str()?.to_owned())))
+            .collect(),
+        status: row.status,
+        decided_at: row.decided_at,
+        created_at: row.created_at,
     }
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct ApprovalList {
-    approvals: Vec<Approval>,
 }
 
 /// Pending approvals of a session, oldest first.
@@ -83,7 +58,7 @@ pub async fn pending(
     }
     let rows = state.store.pending_approvals(&caller.principal, session).await?;
     Ok(JsonResponse(ApprovalList {
-        approvals: rows.iter().map(Approval::from).collect(),
+        approvals: rows.iter().map(approval).collect(),
     }))
 }
 
@@ -114,7 +89,7 @@ pub async fn decide(
         wire::request::Decision::Deny => Decision::Deny,
     };
     match state.store.decide_approval(&caller.principal, id, decision).await? {
-        Decide::Decided(row) => Ok(JsonResponse(Approval::from(row.as_ref()))),
+        Decide::Decided(row) => Ok(JsonResponse(approval(row.as_ref()))),
         Decide::AlreadyResolved(row) | Decide::Expired(row) => Err(ApiError::new(ErrorCode::ApprovalAlreadyResolved)
             .detail(format!("the approval is already {}", row.status.as_str()))
             .resolution(row.status)),
@@ -164,5 +139,5 @@ pub async fn input(
         .run(&caller.principal, run)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::RunNotFound))?;
-    Ok(JsonResponse(Run::from(&row)))
+    Ok(JsonResponse(super::runs::run(&row)))
 }

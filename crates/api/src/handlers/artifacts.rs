@@ -10,13 +10,12 @@ use domain::ErrorCode;
 use domain::artifact::{ArtifactName, if_none_match_matches, strong_etag};
 use domain::ids::{ArtifactId, SessionId};
 use futures_util::StreamExt;
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 use store::{ArtifactRow, NewArtifact, Store};
 use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 use utoipa::ToSchema;
-use uuid::Uuid;
 use wire::request::UploadArtifact;
+use wire::response::Artifact;
 
 use super::parse_id;
 use crate::AppState;
@@ -31,34 +30,16 @@ const DEFAULT_FILENAME: &str = "attachment";
 /// What a multipart body may carry beyond the file itself (boundaries and part headers).
 const MULTIPART_ENVELOPE_BYTES: u64 = 64 * 1024;
 
-#[derive(Serialize, ToSchema)]
-pub struct Artifact {
-    artifact_id: Uuid,
-    session_id: Uuid,
-    filename: String,
-    /// The `Content-Type` given at upload.
-    media_type: String,
-    size_bytes: i64,
-    /// Lowercase hex SHA-256 of the bytes.
-    sha256: String,
-    /// The strong entity tag the content route serves.
-    etag: String,
-    #[schema(value_type = String, format = DateTime)]
-    created_at: jiff::Timestamp,
-}
-
-impl From<ArtifactRow> for Artifact {
-    fn from(row: ArtifactRow) -> Self {
-        Artifact {
-            artifact_id: row.id.as_uuid(),
-            session_id: row.session_id.as_uuid(),
-            etag: strong_etag(&row.sha256),
-            filename: row.filename,
-            media_type: row.media_type,
-            size_bytes: row.size_bytes,
-            sha256: row.sha256,
-            created_at: row.created_at,
-        }
+fn artifact(row: ArtifactRow) -> Artifact {
+    Artifact {
+        artifact_id: row.id.as_uuid(),
+        session_id: row.session_id.as_uuid(),
+        etag: strong_etag(&row.sha256),
+        filename: row.filename,
+        media_type: row.media_type,
+        size_bytes: row.size_bytes,
+        sha256: row.sha256,
+        created_at: row.created_at,
     }
 }
 
@@ -248,7 +229,7 @@ pub async fn upload(
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, location), (header::ETAG, etag)],
-        JsonResponse(Artifact::from(row)),
+        JsonResponse(artifact(row)),
     )
         .into_response())
 }
@@ -376,9 +357,9 @@ pub async fn metadata(
     Extension(caller): Extension<Caller>,
     Path((session_id, artifact_id)): Path<(String, String)>,
 ) -> Result<JsonResponse<Artifact>, ApiError> {
-    Ok(JsonResponse(
-        find(&state, &caller, &session_id, &artifact_id).await?.into(),
-    ))
+    Ok(JsonResponse(artifact(
+        find(&state, &caller, &session_id, &artifact_id).await?,
+    )))
 }
 
 /// Reads an artifact's bytes. Served as an attachment with a strong `ETag`; a matching

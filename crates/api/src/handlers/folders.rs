@@ -7,10 +7,9 @@ use axum::{Extension, Json as JsonResponse};
 use domain::ErrorCode;
 use domain::folder::FolderName;
 use domain::ids::FolderId;
-use serde::Serialize;
 use store::{FolderRow, RenameFolder};
-use utoipa::ToSchema;
-use uuid::Uuid;
+
+use wire::response::{Folder, FolderList};
 
 use super::parse_id;
 use crate::AppState;
@@ -18,31 +17,13 @@ use crate::auth::Caller;
 use crate::extract::{Json, Path};
 use crate::problem::ApiError;
 
-#[derive(Serialize, ToSchema)]
-pub struct Folder {
-    folder_id: Uuid,
-    name: String,
-    #[schema(value_type = String, format = DateTime)]
-    created_at: jiff::Timestamp,
-    #[schema(value_type = String, format = DateTime)]
-    updated_at: jiff::Timestamp,
-}
-
-impl From<FolderRow> for Folder {
-    fn from(row: FolderRow) -> Self {
-        Folder {
-            folder_id: row.id.as_uuid(),
-            name: row.name,
-            created_at: row.created_at,
-            updated_at: row.updated_at,
-        }
+fn folder(row: FolderRow) -> Folder {
+    Folder {
+        folder_id: row.id.as_uuid(),
+        name: row.name,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
     }
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct FolderList {
-    /// Every folder, oldest first.
-    folders: Vec<Folder>,
 }
 
 fn folder_name(body: &wire::request::FolderName) -> Result<FolderName, ApiError> {
@@ -69,7 +50,7 @@ pub async fn list(
 ) -> Result<JsonResponse<FolderList>, ApiError> {
     let folders = state.store.folders(&caller.principal).await?;
     Ok(JsonResponse(FolderList {
-        folders: folders.into_iter().map(Folder::from).collect(),
+        folders: folders.into_iter().map(folder).collect(),
     }))
 }
 
@@ -97,7 +78,7 @@ pub async fn create(
             Ok((
                 StatusCode::CREATED,
                 [(header::LOCATION, location)],
-                JsonResponse(Folder::from(row)),
+                JsonResponse(folder(row)),
             )
                 .into_response())
         }
@@ -127,7 +108,7 @@ pub async fn rename(
         .rename_folder(&caller.principal, id, &folder_name(&body)?)
         .await?
     {
-        RenameFolder::Done(row) => Ok(JsonResponse(row.into())),
+        RenameFolder::Done(row) => Ok(JsonResponse(folder(row))),
         RenameFolder::NotFound => Err(ApiError::new(ErrorCode::FolderNotFound)),
         RenameFolder::NameTaken => Err(name_taken()),
     }

@@ -4,22 +4,13 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use domain::ErrorCode;
-use serde::Serialize;
-use utoipa::ToSchema;
+use wire::response::{Ready, ReadyStatus};
 
 use crate::AppState;
 use crate::problem::ApiError;
 
 /// The response header carrying the release identity.
 pub const RELEASE_HEADER: &str = "steward-release";
-
-#[derive(Serialize, ToSchema)]
-pub struct Ready {
-    /// Always `ready`.
-    status: &'static str,
-    /// The release identity, the same value as the `Steward-Release` header.
-    release: String,
-}
 
 /// Ready when the database answers and holds exactly this build's migrations.
 #[utoipa::path(
@@ -35,7 +26,7 @@ pub async fn ready(State(state): State<AppState>) -> Response {
         Ok(true) => (
             StatusCode::OK,
             axum::Json(Ready {
-                status: "ready",
+                status: ReadyStatus::Ready,
                 release: release.clone(),
             }),
         )

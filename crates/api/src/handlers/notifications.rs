@@ -11,7 +11,8 @@ use serde::Serialize;
 use store::{DeviceRow, NotificationRow};
 use utoipa::ToSchema;
 use uuid::Uuid;
-use wire::request::RegisterDevice;
+use wire::request::{PushEnvironment, RegisterDevice};
+use wire::response::Device;
 
 use super::parse_id;
 use crate::AppState;
@@ -91,28 +92,18 @@ pub async fn acknowledge(
     }
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct Device {
-    device_id: Uuid,
-    client_device_id: String,
-    environment: String,
-    active: bool,
-    #[schema(value_type = String, format = DateTime)]
-    created_at: jiff::Timestamp,
-    #[schema(value_type = String, format = DateTime)]
-    updated_at: jiff::Timestamp,
-}
-
-impl From<DeviceRow> for Device {
-    fn from(row: DeviceRow) -> Self {
-        Device {
-            device_id: row.id,
-            client_device_id: row.client_device_id,
-            environment: row.environment,
-            active: row.active,
-            created_at: row.created_at,
-            updated_at: row.updated_at,
-        }
+fn device(row: DeviceRow) -> Device {
+    Device {
+        device_id: row.id,
+        client_device_id: row.client_device_id,
+        environment: if row.environment == PushEnvironment::Production.as_str() {
+            PushEnvironment::Production
+        } else {
+            PushEnvironment::Sandbox
+        },
+        active: row.active,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
     }
 }
 
@@ -159,7 +150,7 @@ pub async fn register(
         )
         .await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };
-    Ok((status, JsonResponse(Device::from(row))).into_response())
+    Ok((status, JsonResponse(device(row))).into_response())
 }
 
 /// Revokes a device: it gets no further pushes.

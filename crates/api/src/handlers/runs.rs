@@ -8,11 +8,8 @@ use domain::ErrorCode;
 use domain::idempotency::IdempotencyKey;
 use domain::ids::{ArtifactId, RunId, SessionId};
 use domain::session::TITLE_MAX_CHARS;
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 use store::{CancelRun, IdempotencyClaim, NewMessage, Prior, RunRow, StoredResponse, Submit};
-use utoipa::ToSchema;
-use uuid::Uuid;
 
 use super::parse_id;
 use crate::AppState;
@@ -21,70 +18,32 @@ use crate::extract::{Json, Path};
 use crate::problem::ApiError;
 
 use wire::request::{MESSAGE_MAX_ATTACHMENTS, SubmitMessage, TEXT_MAX_CHARS};
+use wire::response::{Accepted, Run, RunLimits, RunStatus};
 pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
 /// Set on a response that replays the one first given for the same idempotency key.
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 
-#[derive(Serialize, ToSchema)]
-pub struct RunLimitsView {
-    max_steps: u32,
-    max_model_calls: u32,
-    max_tool_calls: u32,
-    /// A decimal string, e.g. `"1"` or `"0.25"`.
-    max_cost: String,
-    run_timeout_seconds: u32,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct Run {
-    run_id: Uuid,
-    session_id: Uuid,
-    /// `queued`, `running`, `waiting_approval`, `waiting_input`, `completed`, `failed` or `cancelled`.
-    state: String,
-    /// For the client's status line: `working`, `needs_approval`, `needs_answer`, or the terminal state.
-    status: String,
-    /// Why a terminal run ended: `requested` or `deadline` when cancelled, a code when failed.
-    reason: Option<String>,
-    /// Sequence of the `user.message.created` event that started the run.
-    message_seq: Option<i64>,
-    limits: RunLimitsView,
-    #[schema(value_type = String, format = DateTime)]
-    deadline_at: jiff::Timestamp,
-    #[schema(value_type = String, format = DateTime)]
-    created_at: jiff::Timestamp,
-    #[schema(value_type = String, format = DateTime)]
-    updated_at: jiff::Timestamp,
-    #[schema(value_type = Option<String>, format = DateTime)]
-    finished_at: Option<jiff::Timestamp>,
-}
-
-impl From<&RunRow> for Run {
-    fn from(row: &RunRow) -> Self {
-        Run {
-            run_id: row.id.as_uuid(),
-            session_id: row.session_id.as_uuid(),
-            state: row.state.as_str().to_owned(),
-            status: row.state.client_status().to_owned(),
-            reason: row.outcome_reason.clone(),
-            message_seq: row.message_seq,
-            limits: RunLimitsView {
-                max_steps: row.limits.max_steps,
-                max_model_calls: row.limits.max_model_calls,
-                max_tool_calls: row.limits.max_tool_calls,
-                max_cost: row.limits.max_cost.to_string(),
-                run_timeout_seconds: row.limits.run_timeout_seconds,
-            },
-            deadline_at: row.deadline_at,
-            created_at: row.created_at,
-            updated_at: row.updated_at,
-            finished_at: row.finished_at,
-        }
+/// A stored run as the API shows it.
+pub(crate) fn run(row: &RunRow) -> Run {
+    Run {
+        run_id: row.id.as_uuid(),
+        session_id: row.session_id.as_uuid(),
+        state: row.state,
+        status: RunStatus::from(row.state),
+        reason: row.outcome_reason.clone(),
+        message_seq: row.message_seq,
+        limits: RunLimits {
+            max_steps: row.limits.max_steps,
+            max_model_calls: row.limits.max_model_calls,
+            max_tool_calls: row.limits.max_tool_calls,
+            max_cost: row.limits.max_cost.to_string(),
+            run_timeout_seconds: row.limits.run_timeout_seconds,
+        },
+        deadline_at: row.deadline_at,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        finished_at: row.finished_at,
     }
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct Accepted {
-    run: Run,
 }
 
 pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<IdempotencyKey, ApiError> {
@@ -209,7 +168,7 @@ pub async fn submit(
             },
             |run, _seq| StoredResponse {
                 status: StatusCode::ACCEPTED.as_u16(),
-                body: serde_json::to_vec(&Accepted { run: Run::from(run) }).unwrap_or_default(),
+                body: serde_json::to_vec(&Accepted { run: self::run(run) }).unwrap_or_default(),
             },
         )
         .await?;
@@ -246,7 +205,7 @@ pub async fn get(
         .run(&caller.principal, id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::RunNotFound))?;
-    Ok(JsonResponse(Run::from(&row)))
+    Ok(JsonResponse(run(&row)))
 }
 
 /// Cancels an active run: it ends `cancelled` with reason `requested`, and the session's event
@@ -266,7 +225,7 @@ pub async fn cancel(
 ) -> Result<JsonResponse<Run>, ApiError> {
     let id = parse_id(&run_id, RunId::parse, ErrorCode::RunNotFound)?;
     match state.store.cancel_run(&caller.principal, id).await? {
-        CancelRun::Cancelled(row) => Ok(JsonResponse(Run::from(row.as_ref()))),
+        CancelRun::Cancelled(row) => Ok(JsonResponse(run(row.as_ref()))),
         CancelRun::NotActive(row) => Err(ApiError::new(ErrorCode::RunNotActive)
             .detail(format!("the run already ended {}", row.state.as_str()))
             .state(row.state)),

@@ -9,15 +9,17 @@ use domain::cadence::{Daily, SCHEDULE_SCOPES, parse_local_time};
 use domain::ids::ScheduleId;
 use domain::run::{Cost, RunLimits};
 use domain::text::{is_some_text, is_visible};
-use serde::Serialize;
-use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use store::{
     CancelSchedule, CreateSchedule, IdempotencyClaim, NewSchedule, OccurrenceRow, ScheduleRow, StoredResponse,
 };
-use utoipa::ToSchema;
-use uuid::Uuid;
-use wire::request::{CancelSchedule as CancelParams, ScheduleDefinition, ScheduleScope, TEXT_MAX_CHARS};
+use wire::request::{
+    Cadence, CadenceKind, CancelSchedule as CancelParams, ScheduleDefinition, ScheduleLimits, ScheduleScope,
+    TEXT_MAX_CHARS,
+};
+use wire::response::{
+    Occurrence, OccurrenceList, OccurrenceState, Schedule, ScheduleEnvelope, ScheduleList, ScheduleState,
+};
 
 use super::parse_id;
 use super::runs::{earlier, idempotency_key, replay};
@@ -26,115 +28,50 @@ use crate::auth::Caller;
 use crate::extract::{Json, Path, Query};
 use crate::problem::ApiError;
 
-/// A schedule as the API shows it (wrapped as `{"schedule": …}`).
-#[derive(Serialize, ToSchema)]
-pub struct Schedule {
-    id: Uuid,
-    /// Starts at 1; cancelling increases it.
-    revision: i32,
-    title: String,
-    instruction: String,
-    agent_id: String,
-    agent_version: String,
-    policy_profile: String,
-    requested_scopes: Vec<String>,
-    #[schema(value_type = Object)]
-    limits: Value,
-    run_timeout_seconds: u32,
-    #[schema(value_type = Object)]
-    cadence: Value,
-    misfire_grace_seconds: i32,
-    max_consecutive_failures: i32,
-    /// `active`, `cancelled`, or `stopped` after `max_consecutive_failures` failed runs in a row.
-    state: String,
-    consecutive_failures: i32,
-    #[schema(value_type = Option<String>, format = DateTime)]
-    next_fire_at: Option<jiff::Timestamp>,
-    #[schema(value_type = String, format = DateTime)]
-    created_at: jiff::Timestamp,
-    #[schema(value_type = String, format = DateTime)]
-    updated_at: jiff::Timestamp,
-    #[schema(value_type = Option<String>, format = DateTime)]
-    cancelled_at: Option<jiff::Timestamp>,
-}
-
-impl From<&ScheduleRow> for Schedule {
-    fn from(row: &ScheduleRow) -> Self {
-        Schedule {
-            id: row.id.as_uuid(),
-            revision: row.revision,
-            title: row.title.clone(),
-            instruction: row.instruction.clone(),
-            agent_id: row.agent_id.clone(),
-            agent_version: row.agent_version.clone(),
-            policy_profile: row.policy_profile.clone(),
-            requested_scopes: row.requested_scopes.clone(),
-            limits: json!({
-                "max_steps": row.limits.max_steps,
-                "max_model_calls": row.limits.max_model_calls,
-                "max_tool_calls": row.limits.max_tool_calls,
-                "max_cost": row.limits.max_cost.to_string(),
-            }),
-            run_timeout_seconds: row.limits.run_timeout_seconds,
-            cadence: json!({ "kind": "DAILY", "local_time": row.local_time, "timezone": row.timezone }),
-            misfire_grace_seconds: row.misfire_grace_seconds,
-            max_consecutive_failures: row.max_consecutive_failures,
-            state: row.state.clone(),
-            consecutive_failures: row.consecutive_failures,
-            next_fire_at: row.next_fire_at,
-            created_at: row.created_at,
-            updated_at: row.updated_at,
-            cancelled_at: row.cancelled_at,
-        }
+fn schedule(row: &ScheduleRow) -> Schedule {
+    Schedule {
+        id: row.id.as_uuid(),
+        revision: row.revision,
+        title: row.title.clone(),
+        instruction: row.instruction.clone(),
+        agent_id: row.agent_id.clone(),
+        agent_version: row.agent_version.clone(),
+        policy_profile: row.policy_profile.clone(),
+        requested_scopes: row.requested_scopes.clone(),
+        limits: ScheduleLimits {
+            max_steps: row.limits.max_steps,
+            max_model_calls: row.limits.max_model_calls,
+            max_tool_calls: row.limits.max_tool_calls,
+            max_cost: row.limits.max_cost.to_string(),
+        },
+        run_timeout_seconds: row.limits.run_timeout_seconds,
+        cadence: Cadence {
+            kind: CadenceKind::Daily,
+            local_time: row.local_time.clone(),
+            timezone: row.timezone.clone(),
+        },
+        misfire_grace_seconds: row.misfire_grace_seconds,
+        max_consecutive_failures: row.max_consecutive_failures,
+        state: ScheduleState::parse(&row.state).unwrap_or(ScheduleState::Stopped),
+        consecutive_failures: row.consecutive_failures,
+        next_fire_at: row.next_fire_at,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        cancelled_at: row.cancelled_at,
     }
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct ScheduleEnvelope {
-    schedule: Schedule,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct ScheduleList {
-    schedules: Vec<Schedule>,
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct Occurrence {
-    occurrence_id: Uuid,
-    #[schema(value_type = String, format = DateTime)]
-    scheduled_for: jiff::Timestamp,
-    /// The schedule revision that fired.
-    schedule_revision: i32,
-    /// `started`, `skipped`, `completed`, `failed` or `cancelled`.
-    state: String,
-    /// Why it was skipped or failed (e.g. `misfire`, `schedule.authorization_failed`).
-    reason: Option<String>,
-    session_id: Option<Uuid>,
-    /// The run it started.
-    run_id: Option<Uuid>,
-    #[schema(value_type = String, format = DateTime)]
-    created_at: jiff::Timestamp,
-}
-
-impl From<&OccurrenceRow> for Occurrence {
-    fn from(row: &OccurrenceRow) -> Self {
-        Occurrence {
-            occurrence_id: row.id,
-            scheduled_for: row.scheduled_for,
-            schedule_revision: row.schedule_revision,
-            state: row.state.clone(),
-            reason: row.reason.clone(),
-            session_id: row.session_id.map(|id| id.as_uuid()),
-            run_id: row.run_id.map(|id| id.as_uuid()),
-            created_at: row.created_at,
-        }
+fn occurrence(row: &OccurrenceRow) -> Occurrence {
+    Occurrence {
+        occurrence_id: row.id,
+        scheduled_for: row.scheduled_for,
+        schedule_revision: row.schedule_revision,
+        state: OccurrenceState::parse(&row.state).unwrap_or(OccurrenceState::Failed),
+        reason: row.reason.clone(),
+        session_id: row.session_id.map(|id| id.as_uuid()),
+        run_id: row.run_id.map(|id| id.as_uuid()),
+        created_at: row.created_at,
     }
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct OccurrenceList {
-    occurrences: Vec<Occurrence>,
 }
 
 fn invalid(field: &str, detail: impl Into<String>) -> ApiError {
@@ -310,7 +247,7 @@ pub async fn create(
             |row| StoredResponse {
                 status: StatusCode::CREATED.as_u16(),
                 body: serde_json::to_vec(&ScheduleEnvelope {
-                    schedule: Schedule::from(row),
+                    schedule: schedule(row),
                 })
                 .unwrap_or_default(),
             },
@@ -350,7 +287,7 @@ pub async fn list(
         schedules: rows
             .into_iter()
             .filter_map(|row| visible(row).ok())
-            .map(|row| Schedule::from(&row))
+            .map(|row| schedule(&row))
             .collect(),
     }))
 }
@@ -377,7 +314,7 @@ pub async fn get(
         .ok_or_else(|| ApiError::new(ErrorCode::ScheduleNotFound))?;
     let row = visible(row)?;
     Ok(JsonResponse(ScheduleEnvelope {
-        schedule: Schedule::from(&row),
+        schedule: schedule(&row),
     }))
 }
 
@@ -408,7 +345,7 @@ pub async fn occurrences(
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::ScheduleNotFound))?;
     Ok(JsonResponse(OccurrenceList {
-        occurrences: rows.iter().map(Occurrence::from).collect(),
+        occurrences: rows.iter().map(occurrence).collect(),
     }))
 }
 
@@ -431,7 +368,7 @@ pub async fn cancel(
     let expected = params.expected_revision;
     match state.store.cancel_schedule(&caller.principal, id, expected).await? {
         CancelSchedule::Cancelled(row) => Ok(JsonResponse(ScheduleEnvelope {
-            schedule: Schedule::from(row.as_ref()),
+            schedule: schedule(row.as_ref()),
         })),
         CancelSchedule::RevisionMismatch(row) => Err(ApiError::new(ErrorCode::RevisionMismatch)
             .detail(format!("the schedule is at revision {}", row.revision))

@@ -8,12 +8,10 @@ use domain::ErrorCode;
 use domain::cursor::CursorKind;
 use domain::ids::{FolderId, SessionId};
 use domain::session::SessionMetadata;
-use serde::Serialize;
 use serde_json::Value;
 use store::{DeleteSession, FileSession, NewSession, SessionRow};
-use utoipa::ToSchema;
-use uuid::Uuid;
 use wire::request::{CreateSession, ListSessions, UpdateSession};
+use wire::response::{Session, SessionPage, SessionSummary};
 
 use super::parse_id;
 use crate::AppState;
@@ -24,60 +22,30 @@ use crate::problem::ApiError;
 pub const DEFAULT_PAGE_SIZE: u32 = 50;
 pub const MAX_PAGE_SIZE: u32 = 200;
 
-/// A row of the session index.
-#[derive(Serialize, ToSchema)]
-pub struct SessionSummary {
-    session_id: Uuid,
-    /// Server-owned title; null until one is known.
-    title: Option<String>,
-    agent_id: String,
-    /// The agent version pinned at creation; never changes.
-    agent_version: String,
-    /// The folder holding the session, or null when it is in the history.
-    folder_id: Option<Uuid>,
-    /// The schedule that started the session; null for conversations.
-    schedule_id: Option<Uuid>,
-    /// The most recent run, if any.
-    last_run_id: Option<Uuid>,
-    #[schema(value_type = String, format = DateTime)]
-    created_at: jiff::Timestamp,
-    #[schema(value_type = String, format = DateTime)]
-    updated_at: jiff::Timestamp,
-}
-
-/// A session, as returned by creation and point reads.
-#[derive(Serialize, ToSchema)]
-pub struct Session {
-    #[serde(flatten)]
-    summary: SessionSummary,
-    /// The client metadata given at creation.
-    #[schema(value_type = Object)]
-    metadata: Value,
-}
-
-impl From<SessionRow> for SessionSummary {
-    fn from(row: SessionRow) -> Self {
-        SessionSummary {
-            session_id: row.id.as_uuid(),
-            title: row.title,
-            agent_id: row.agent_id,
-            agent_version: row.agent_version.as_str().to_owned(),
-            folder_id: row.folder_id.map(|id| id.as_uuid()),
-            schedule_id: row.schedule_id.map(|id| id.as_uuid()),
-            last_run_id: row.last_run_id.map(|id| id.as_uuid()),
-            created_at: row.created_at,
-            updated_at: row.updated_at,
-        }
+/// The index row of a stored session.
+pub(crate) fn summary(row: SessionRow) -> SessionSummary {
+    SessionSummary {
+        session_id: row.id.as_uuid(),
+        title: row.title,
+        agent_id: row.agent_id,
+        agent_version: row.agent_version.as_str().to_owned(),
+        folder_id: row.folder_id.map(|id| id.as_uuid()),
+        schedule_id: row.schedule_id.map(|id| id.as_uuid()),
+        last_run_id: row.last_run_id.map(|id| id.as_uuid()),
+        created_at: row.created_at,
+        updated_at: row.updated_at,
     }
 }
 
-impl From<SessionRow> for Session {
-    fn from(mut row: SessionRow) -> Self {
-        let metadata = std::mem::take(&mut row.metadata);
-        Session {
-            summary: row.into(),
-            metadata,
-        }
+/// A stored session as the API shows it.
+pub(crate) fn session(mut row: SessionRow) -> Session {
+    let metadata = match std::mem::take(&mut row.metadata) {
+        Value::Object(members) => members,
+        _ => serde_json::Map::new(),
+    };
+    Session {
+        summary: summary(row),
+        metadata,
     }
 }
 
@@ -116,16 +84,9 @@ pub async fn create(
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, location)],
-        JsonResponse(Session::from(row)),
+        JsonResponse(session(row)),
     )
         .into_response())
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct SessionPage {
-    sessions: Vec<SessionSummary>,
-    /// Present until the last page; pass it back as `cursor`.
-    next_cursor: Option<String>,
 }
 
 /// The session index, in creation order (oldest first), so a client following cursors to the end
@@ -165,7 +126,7 @@ pub async fn list(
         _ => None,
     };
     Ok(JsonResponse(SessionPage {
-        sessions: page.rows.into_iter().map(SessionSummary::from).collect(),
+        sessions: page.rows.into_iter().map(summary).collect(),
         next_cursor,
     }))
 }
@@ -190,7 +151,7 @@ pub async fn get(
         .session(&caller.principal, id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::SessionNotFound))?;
-    Ok(JsonResponse(row.into()))
+    Ok(JsonResponse(session(row)))
 }
 
 /// Moves a session into a folder, or back to the history with `"folder_id": null`. Scheduled
@@ -221,7 +182,7 @@ pub async fn update(
         .file_session(&caller.principal, id, folder.map(FolderId::from_uuid))
         .await?
     {
-        FileSession::Filed(row) => Ok(JsonResponse((*row).into())),
+        FileSession::Filed(row) => Ok(JsonResponse(session(*row))),
         FileSession::SessionNotFound => Err(ApiError::new(ErrorCode::SessionNotFound)),
         FileSession::FolderNotFound => Err(ApiError::new(ErrorCode::UnknownFolder)
             .detail("no folder has this id")

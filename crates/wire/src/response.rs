@@ -1,0 +1,346 @@
+//! Response bodies: what each operation answers with, as types. States are enums.
+
+use domain::approval::{ApprovalStatus, Risk};
+use domain::run::RunState;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::request::{Cadence, PushEnvironment, ScheduleLimits};
+
+/// `GET /health/ready`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Ready {
+    pub status: ReadyStatus,
+    /// The release identity, the same value as the `Steward-Release` header.
+    pub release: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReadyStatus {
+    Ready,
+}
+
+/// A row of the session index.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SessionSummary {
+    pub session_id: Uuid,
+    /// Server-owned title; null until one is known.
+    pub title: Option<String>,
+    pub agent_id: String,
+    /// The agent version pinned at creation; never changes.
+    pub agent_version: String,
+    /// The folder holding the session, or null when it is in the history.
+    pub folder_id: Option<Uuid>,
+    /// The schedule that started the session; null for conversations.
+    pub schedule_id: Option<Uuid>,
+    /// The most recent run, if any.
+    pub last_run_id: Option<Uuid>,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: jiff::Timestamp,
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: jiff::Timestamp,
+}
+
+/// A session, as returned by creation and point reads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Session {
+    #[serde(flatten)]
+    pub summary: SessionSummary,
+    /// The client metadata given at creation.
+    #[schema(value_type = Object)]
+    pub metadata: serde_json::Map<String, Value>,
+}
+
+/// One page of the session index.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SessionPage {
+    pub sessions: Vec<SessionSummary>,
+    /// Present until the last page; pass it back as `cursor`.
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Folder {
+    pub folder_id: Uuid,
+    pub name: String,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: jiff::Timestamp,
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: jiff::Timestamp,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct FolderList {
+    /// Every folder, oldest first.
+    pub folders: Vec<Folder>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Artifact {
+    pub artifact_id: Uuid,
+    pub session_id: Uuid,
+    pub filename: String,
+    /// The media type given at upload.
+    pub media_type: String,
+    pub size_bytes: i64,
+    /// Lowercase hex SHA-256 of the bytes.
+    pub sha256: String,
+    /// The strong entity tag the content route serves.
+    pub etag: String,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: jiff::Timestamp,
+}
+
+/// What the client shows under a run's title.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Working,
+    NeedsApproval,
+    NeedsAnswer,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl From<RunState> for RunStatus {
+    fn from(state: RunState) -> RunStatus {
+        match state {
+            RunState::Queued | RunState::Running => RunStatus::Working,
+            RunState::WaitingApproval => RunStatus::NeedsApproval,
+            RunState::WaitingInput => RunStatus::NeedsAnswer,
+            RunState::Completed => RunStatus::Completed,
+            RunState::Failed => RunStatus::Failed,
+            RunState::Cancelled => RunStatus::Cancelled,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RunLimits {
+    pub max_steps: u32,
+    pub max_model_calls: u32,
+    pub max_tool_calls: u32,
+    /// A decimal string, e.g. `"1"` or `"0.25"`.
+    pub max_cost: String,
+    pub run_timeout_seconds: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Run {
+    pub run_id: Uuid,
+    pub session_id: Uuid,
+    pub state: RunState,
+    /// For the client's status line.
+    pub status: RunStatus,
+    /// Why a terminal run ended: `requested` or `deadline` when cancelled, a code when failed.
+    pub reason: Option<String>,
+    /// Sequence of the `user.message.created` event that started the run.
+    pub message_seq: Option<i64>,
+    pub limits: RunLimits,
+    #[schema(value_type = String, format = DateTime)]
+    pub deadline_at: jiff::Timestamp,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: jiff::Timestamp,
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: jiff::Timestamp,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub finished_at: Option<jiff::Timestamp>,
+}
+
+/// `POST /v1/sessions/{session_id}/messages`: the run the message started.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Accepted {
+    pub run: Run,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Approval {
+    pub approval_id: Uuid,
+    pub run_id: Uuid,
+    pub session_id: Uuid,
+    pub invocation_id: Uuid,
+    pub tool: String,
+    pub risk: Risk,
+    /// The arguments, whole except strings over 512 characters, which are truncated.
+    #[schema(value_type = Object)]
+    pub arguments: Value,
+    /// JSON Pointer of each truncated string → hex SHA-256 of its full value.
+    pub argument_digests: std::collections::BTreeMap<String, String>,
+    pub status: ApprovalStatus,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub decided_at: Option<jiff::Timestamp>,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: jiff::Timestamp,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ApprovalList {
+    pub approvals: Vec<Approval>,
+}
+
+/// Where a schedule is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ScheduleState {
+    Active,
+    /// Cancelled by the owner (only a repeated cancel shows it).
+    Cancelled,
+    /// Stopped after `max_consecutive_failures` failed runs in a row.
+    Stopped,
+}
+
+impl ScheduleState {
+    pub const ALL: [ScheduleState; 3] = [ScheduleState::Active, ScheduleState::Cancelled, ScheduleState::Stopped];
+
+    /// The stored spelling, the same word as on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ScheduleState::Active => "active",
+            ScheduleState::Cancelled => "cancelled",
+            ScheduleState::Stopped => "stopped",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<ScheduleState> {
+        ScheduleState::ALL.into_iter().find(|state| state.as_str() == text)
+    }
+}
+
+/// A schedule as the API shows it (wrapped as `{"schedule": …}`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Schedule {
+    pub id: Uuid,
+    /// Starts at 1; cancelling increases it.
+    pub revision: i32,
+    pub title: String,
+    pub instruction: String,
+    pub agent_id: String,
+    pub agent_version: String,
+    pub policy_profile: String,
+    pub requested_scopes: Vec<String>,
+    pub limits: ScheduleLimits,
+    pub run_timeout_seconds: u32,
+    pub cadence: Cadence,
+    pub misfire_grace_seconds: i32,
+    pub max_consecutive_failures: i32,
+    pub state: ScheduleState,
+    pub consecutive_failures: i32,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub next_fire_at: Option<jiff::Timestamp>,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: jiff::Timestamp,
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: jiff::Timestamp,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub cancelled_at: Option<jiff::Timestamp>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ScheduleEnvelope {
+    pub schedule: Schedule,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ScheduleList {
+    pub schedules: Vec<Schedule>,
+}
+
+/// What became of one firing of a schedule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum OccurrenceState {
+    /// Its run is under way.
+    Started,
+    /// It did not run (see `reason`, e.g. `misfire`).
+    Skipped,
+    Completed,
+    Failed,
+    Cancelled,
+}
+
+impl OccurrenceState {
+    pub const ALL: [OccurrenceState; 5] = [
+        OccurrenceState::Started,
+        OccurrenceState::Skipped,
+        OccurrenceState::Completed,
+        OccurrenceState::Failed,
+        OccurrenceState::Cancelled,
+    ];
+
+    /// The stored spelling, the same word as on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            OccurrenceState::Started => "started",
+            OccurrenceState::Skipped => "skipped",
+            OccurrenceState::Completed => "completed",
+            OccurrenceState::Failed => "failed",
+            OccurrenceState::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<OccurrenceState> {
+        OccurrenceState::ALL.into_iter().find(|state| state.as_str() == text)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Occurrence {
+    pub occurrence_id: Uuid,
+    #[schema(value_type = String, format = DateTime)]
+    pub scheduled_for: jiff::Timestamp,
+    /// The schedule revision that fired.
+    pub schedule_revision: i32,
+    pub state: OccurrenceState,
+    /// Why it was skipped or failed (e.g. `misfire`, `schedule.authorization_failed`).
+    pub reason: Option<String>,
+    pub session_id: Option<Uuid>,
+    /// The run it started.
+    pub run_id: Option<Uuid>,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: jiff::Timestamp,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct OccurrenceList {
+    pub occurrences: Vec<Occurrence>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Device {
+    pub device_id: Uuid,
+    pub client_device_id: String,
+    pub environment: PushEnvironment,
+    pub active: bool,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: jiff::Timestamp,
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: jiff::Timestamp,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_states_are_the_wire_words() {
+        for state in ScheduleState::ALL {
+            assert_eq!(serde_json::json!(state), serde_json::json!(state.as_str()));
+            assert_eq!(ScheduleState::parse(state.as_str()), Some(state));
+        }
+        for state in OccurrenceState::ALL {
+            assert_eq!(serde_json::json!(state), serde_json::json!(state.as_str()));
+            assert_eq!(OccurrenceState::parse(state.as_str()), Some(state));
+        }
+    }
+
+    #[test]
+    fn the_status_line_follows_the_state() {
+        assert_eq!(RunStatus::from(RunState::Queued), RunStatus::Working);
+        assert_eq!(RunStatus::from(RunState::WaitingApproval), RunStatus::NeedsApproval);
+        assert_eq!(serde_json::json!(RunStatus::NeedsAnswer), "needs_answer");
+    }
+}
