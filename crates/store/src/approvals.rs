@@ -6,12 +6,12 @@ use domain::ids::{PrincipalId, RunId, SessionId};
 use jiff::Timestamp;
 use serde_json::{Value, json};
 use sqlx::postgres::PgRow;
-use sqlx::{PgConnection, Row};
+use sqlx::{FromRow, PgConnection};
 use uuid::Uuid;
 use wire::event::{ApprovalResolved, Event, QuestionAnswered};
 
 use crate::events::append;
-use crate::work::{InvocationRow, RUNS_CHANNEL, write_result};
+use crate::work::{RUNS_CHANNEL, write_result};
 use crate::{Result, Store, StoreError, timestamp};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -32,24 +32,38 @@ pub struct ApprovalRow {
 const APPROVAL_COLUMNS: &str = "a.id, a.run_id, a.session_id, a.invocation_id, a.tool, a.risk, a.arguments,
     a.argument_digests, a.status, a.decided_at, a.created_at";
 
+/// An `approvals` row as stored.
+#[derive(sqlx::FromRow)]
+struct ApprovalRecord {
+    id: Uuid,
+    run_id: Uuid,
+    session_id: Uuid,
+    invocation_id: Uuid,
+    tool: String,
+    risk: String,
+    arguments: Value,
+    argument_digests: Value,
+    status: String,
+    decided_at: Option<jiff_sqlx::Timestamp>,
+    created_at: jiff_sqlx::Timestamp,
+}
+
 impl ApprovalRow {
     fn from_row(row: &PgRow) -> Result<ApprovalRow> {
-        let status: String = row.try_get("status")?;
+        let record = ApprovalRecord::from_row(row)?;
         Ok(ApprovalRow {
-            id: row.try_get("id")?,
-            run_id: RunId::from_uuid(row.try_get("run_id")?),
-            session_id: SessionId::from_uuid(row.try_get("session_id")?),
-            invocation_id: row.try_get("invocation_id")?,
-            tool: row.try_get("tool")?,
-            risk: row.try_get("risk")?,
-            arguments: row.try_get("arguments")?,
-            argument_digests: row.try_get("argument_digests")?,
-            status: ApprovalStatus::parse(&status)
-                .ok_or_else(|| StoreError::Corrupt(format!("approval status `{status}`")))?,
-            decided_at: row
-                .try_get::<Option<jiff_sqlx::Timestamp>, _>("decided_at")?
-                .map(timestamp),
-            created_at: timestamp(row.try_get("created_at")?),
+            id: record.id,
+            run_id: RunId::from_uuid(record.run_id),
+            session_id: SessionId::from_uuid(record.session_id),
+            invocation_id: record.invocation_id,
+            tool: record.tool,
+            risk: record.risk,
+            arguments: record.arguments,
+            argument_digests: record.argument_digests,
+            status: ApprovalStatus::parse(&record.status)
+                .ok_or_else(|| StoreError::Corrupt(format!("approval status `{}`", record.status)))?,
+            decided_at: record.decided_at.map(timestamp),
+            created_at: timestamp(record.created_at),
         })
     }
 }
@@ -158,7 +172,9 @@ impl Store {
                 .bind(principal.as_str())
                 .fetch_optional(&mut *tx)
                 .await?;
-                let Some(run) = run.map(RunId::from_uuid) else { return Ok(Decide::NotFound) };
+                let Some(run) = run.map(RunId::from_uuid) else {
+                    return Ok(Decide::NotFound);
+                };
                 let Some((session, overdue)) = lock_run(tx, principal, run).await? else {
                     return Ok(Decide::NotFound);
                 };
@@ -169,10 +185,18 @@ impl Store {
                 if overdue {
                     // Past the deadline: the run expires now (committed), whatever the sweep's timing.
                     crate::work::expire_run(tx, run, session).await?;
-                    let row = sqlx::query(&sql).bind(id).bind(principal.as_str()).fetch_one(&mut *tx).await?;
+                    let row = sqlx::query(&sql)
+                        .bind(id)
+                        .bind(principal.as_str())
+                        .fetch_one(&mut *tx)
+                        .await?;
                     return Ok(Decide::Expired(Box::new(ApprovalRow::from_row(&row)?)));
                 }
-                let found = sqlx::query(&sql).bind(id).bind(principal.as_str()).fetch_optional(&mut *tx).await?;
+                let found = sqlx::query(&sql)
+                    .bind(id)
+                    .bind(principal.as_str())
+                    .fetch_optional(&mut *tx)
+                    .await?;
                 let Some(row) = found else { return Ok(Decide::NotFound) };
                 let approval = ApprovalRow::from_row(&row)?;
                 if approval.status != ApprovalStatus::Pending {
@@ -183,21 +207,30 @@ impl Store {
                     Decision::Deny => (ApprovalStatus::Denied, InvocationState::Denied),
                 };
                 let sql = format!(
-                    "UPDATE approvals a SET status = $2, decided_at = now() WHERE a.id = $1 RETURNING {APPROVAL_COLUMNS}"
+                    "UPDATE approvals a SET status = $2, decided_at = now() WHERE a.id = $1 RETURNING
+                     {APPROVAL_COLUMNS}"
                 );
-                let decided = sqlx::query(&sql).bind(id).bind(status.as_str()).fetch_one(&mut *tx).await?;
+                let decided = sqlx::query(&sql)
+                    .bind(id)
+                    .bind(status.as_str())
+                    .fetch_one(&mut *tx)
+                    .await?;
                 let decided = ApprovalRow::from_row(&decided)?;
                 sqlx::query(
-                    "UPDATE tool_invocations SET state = $2, updated_at = now() WHERE id = $1 AND state = 'awaiting_approval'",
+                    "UPDATE tool_invocations SET state = $2, updated_at = now() WHERE id = $1 AND state =
+                     'awaiting_approval'",
                 )
                 .bind(approval.invocation_id)
                 .bind(invocation_state.as_str())
                 .execute(&mut *tx)
                 .await?;
-                sqlx::query("UPDATE notification_outbox SET obsolete_at = now() WHERE approval_id = $1 AND obsolete_at IS NULL")
-                    .bind(id)
-                    .execute(&mut *tx)
-                    .await?;
+                sqlx::query(
+                    "UPDATE notification_outbox SET obsolete_at = now() WHERE approval_id = $1 AND
+                             obsolete_at IS NULL",
+                )
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
                 let event = Event::ApprovalResolved(ApprovalResolved {
                     run_id: approval.run_id.as_uuid(),
                     approval_id: id,
@@ -208,17 +241,17 @@ impl Store {
                 append(tx, approval.session_id, Some(approval.run_id), &event).await?;
                 if decision == Decision::Deny {
                     // The model is told at once; the tool never runs.
-                    let row = sqlx::query(
-                        "SELECT id, run_id, step, position, call_id, tool, arguments, state, result, code
-                         FROM tool_invocations WHERE id = $1",
-                    )
-                    .bind(approval.invocation_id)
-                    .fetch_one(&mut *tx)
-                    .await?;
-                    let invocation = InvocationRow::from_row(&row)?;
+                    let invocation = crate::work::invocation(tx, approval.invocation_id).await?;
                     let result = json!({ "message": "The owner denied this action; it was not performed." });
-                    write_result(tx, approval.session_id, &invocation, InvocationState::Denied, &result, Some("approval.denied"))
-                        .await?;
+                    write_result(
+                        tx,
+                        approval.session_id,
+                        &invocation,
+                        InvocationState::Denied,
+                        &result,
+                        Some("approval.denied"),
+                    )
+                    .await?;
                 }
                 requeue_if_settled(tx, approval.run_id).await?;
                 Ok(Decide::Decided(Box::new(decided)))
@@ -271,14 +304,7 @@ impl Store {
                     answer: text.to_owned(),
                 });
                 append(tx, session, Some(run), &event).await?;
-                let row = sqlx::query(
-                    "SELECT id, run_id, step, position, call_id, tool, arguments, state, result, code
-                     FROM tool_invocations WHERE id = $1",
-                )
-                .bind(invocation)
-                .fetch_one(&mut *tx)
-                .await?;
-                let invocation = InvocationRow::from_row(&row)?;
+                let invocation = crate::work::invocation(tx, invocation).await?;
                 write_result(
                     tx,
                     session,

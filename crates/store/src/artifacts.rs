@@ -4,7 +4,7 @@
 use domain::ids::{ArtifactId, PrincipalId, SessionId};
 use jiff::Timestamp;
 use sqlx::postgres::PgRow;
-use sqlx::{Postgres, Row, Transaction};
+use sqlx::{Postgres, Transaction};
 use uuid::Uuid;
 
 use crate::{Result, Store, timestamp};
@@ -20,16 +20,29 @@ pub struct ArtifactRow {
     pub created_at: Timestamp,
 }
 
+/// An `artifacts` row as stored.
+#[derive(sqlx::FromRow)]
+struct ArtifactRecord {
+    id: uuid::Uuid,
+    session_id: uuid::Uuid,
+    filename: String,
+    media_type: String,
+    size_bytes: i64,
+    sha256: String,
+    created_at: jiff_sqlx::Timestamp,
+}
+
 impl ArtifactRow {
     fn from_row(row: &PgRow) -> Result<ArtifactRow> {
+        let record = <ArtifactRecord as sqlx::FromRow<PgRow>>::from_row(row)?;
         Ok(ArtifactRow {
-            id: ArtifactId::from_uuid(row.try_get("id")?),
-            session_id: SessionId::from_uuid(row.try_get("session_id")?),
-            filename: row.try_get("filename")?,
-            media_type: row.try_get("media_type")?,
-            size_bytes: row.try_get("size_bytes")?,
-            sha256: row.try_get("sha256")?,
-            created_at: timestamp(row.try_get("created_at")?),
+            id: ArtifactId::from_uuid(record.id),
+            session_id: SessionId::from_uuid(record.session_id),
+            filename: record.filename,
+            media_type: record.media_type,
+            size_bytes: record.size_bytes,
+            sha256: record.sha256,
+            created_at: timestamp(record.created_at),
         })
     }
 }

@@ -101,7 +101,8 @@ impl Store {
             "SELECT o.id AS notification_id, d.id, d.push_token, d.environment
              FROM notification_outbox o {OWNERSHIP} JOIN devices d ON d.principal_id = {OWNER} AND d.active
              WHERE o.id = ANY($1)
-               AND NOT EXISTS (SELECT 1 FROM notification_deliveries x WHERE x.notification_id = o.id AND x.device_id = d.id)
+               AND NOT EXISTS (SELECT 1 FROM notification_deliveries x WHERE x.notification_id = o.id AND
+               x.device_id = d.id)
              ORDER BY d.created_at"
         );
         let mut devices: HashMap<Uuid, Vec<DeviceTarget>> = HashMap::new();

@@ -7,7 +7,7 @@ use domain::ids::{PrincipalId, RunId, SessionId};
 use jiff::Timestamp;
 use serde_json::Value;
 use sqlx::postgres::PgRow;
-use sqlx::{PgConnection, Row};
+use sqlx::{FromRow, PgConnection};
 use uuid::Uuid;
 use wire::event::Event;
 
@@ -28,19 +28,28 @@ pub struct EventRow {
     pub created_at: Timestamp,
 }
 
+/// An `events` row as stored.
+#[derive(sqlx::FromRow)]
+struct EventRecord {
+    session_id: Uuid,
+    seq: i64,
+    run_id: Option<Uuid>,
+    kind: String,
+    payload: Value,
+    created_at: jiff_sqlx::Timestamp,
+}
+
 impl EventRow {
     fn from_row(row: &PgRow) -> Result<EventRow> {
-        let kind: String = row.try_get("kind")?;
-        let payload: Value = row.try_get("payload")?;
-        let seq: i64 = row.try_get("seq")?;
-        let event = Event::from_stored(&kind, payload)
-            .map_err(|error| StoreError::Corrupt(format!("event {seq} (`{kind}`): {error}")))?;
+        let record = EventRecord::from_row(row)?;
+        let event = Event::from_stored(&record.kind, record.payload)
+            .map_err(|error| StoreError::Corrupt(format!("event {} (`{}`): {error}", record.seq, record.kind)))?;
         Ok(EventRow {
-            session_id: SessionId::from_uuid(row.try_get("session_id")?),
-            seq,
-            run_id: row.try_get::<Option<Uuid>, _>("run_id")?.map(RunId::from_uuid),
+            session_id: SessionId::from_uuid(record.session_id),
+            seq: record.seq,
+            run_id: record.run_id.map(RunId::from_uuid),
             event,
-            created_at: timestamp(row.try_get("created_at")?),
+            created_at: timestamp(record.created_at),
         })
     }
 

@@ -4,7 +4,6 @@
 use domain::folder::FolderName;
 use domain::ids::{FolderId, PrincipalId};
 use jiff::Timestamp;
-use sqlx::Row;
 use sqlx::postgres::PgRow;
 use uuid::Uuid;
 
@@ -18,13 +17,23 @@ pub struct FolderRow {
     pub updated_at: Timestamp,
 }
 
+/// A `folders` row as stored.
+#[derive(sqlx::FromRow)]
+struct FolderRecord {
+    id: uuid::Uuid,
+    name: String,
+    created_at: jiff_sqlx::Timestamp,
+    updated_at: jiff_sqlx::Timestamp,
+}
+
 impl FolderRow {
     fn from_row(row: &PgRow) -> Result<FolderRow> {
+        let record = <FolderRecord as sqlx::FromRow<PgRow>>::from_row(row)?;
         Ok(FolderRow {
-            id: FolderId::from_uuid(row.try_get("id")?),
-            name: row.try_get("name")?,
-            created_at: timestamp(row.try_get("created_at")?),
-            updated_at: timestamp(row.try_get("updated_at")?),
+            id: FolderId::from_uuid(record.id),
+            name: record.name,
+            created_at: timestamp(record.created_at),
+            updated_at: timestamp(record.updated_at),
         })
     }
 }

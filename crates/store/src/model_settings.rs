@@ -28,7 +28,8 @@ impl Store {
     /// Saves the owner's choice; runs submitted from now on use it.
     pub async fn save_model_settings(&self, principal: &PrincipalId, choice: &ModelChoice) -> Result<()> {
         sqlx::query(
-            "INSERT INTO model_settings (principal_id, chat_model, chat_reasoning_effort, memory_model, memory_reasoning_effort)
+            "INSERT INTO model_settings (principal_id, chat_model, chat_reasoning_effort, memory_model,
+             memory_reasoning_effort)
              VALUES ($1, $2, $3, $4, $5)
              ON CONFLICT (principal_id) DO UPDATE SET chat_model = excluded.chat_model,
                  chat_reasoning_effort = excluded.chat_reasoning_effort, memory_model = excluded.memory_model,

@@ -18,7 +18,13 @@ impl Store {
         .await?;
         Ok(rows
             .into_iter()
-            .map(|(id, text, created)| json!({ "note_id": id.to_string(), "text": text, "created_at": timestamp(created).to_string() }))
+            .map(|(id, text, created)| {
+                json!({
+                    "note_id": id.to_string(),
+                    "text": text,
+                    "created_at": timestamp(created).to_string(),
+                })
+            })
             .collect())
     }
 

@@ -23,21 +23,36 @@ pub struct NotificationRow {
     pub created_at: Timestamp,
 }
 
+/// A `notification_outbox` row as stored.
+#[derive(sqlx::FromRow)]
+struct NotificationRecord {
+    id: Uuid,
+    kind: String,
+    session_id: Option<Uuid>,
+    run_id: Option<Uuid>,
+    approval_id: Option<Uuid>,
+    question_id: Option<Uuid>,
+    occurrence_id: Option<Uuid>,
+    call_id: Option<Uuid>,
+    deliver_after: jiff_sqlx::Timestamp,
+    created_at: jiff_sqlx::Timestamp,
+}
+
 impl NotificationRow {
     pub(crate) fn from_row(row: &PgRow) -> Result<NotificationRow> {
-        let kind: String = row.try_get("kind")?;
+        let record = <NotificationRecord as sqlx::FromRow<PgRow>>::from_row(row)?;
         Ok(NotificationRow {
-            id: row.try_get("id")?,
-            kind: NotificationKind::parse(&kind)
-                .ok_or_else(|| StoreError::Corrupt(format!("notification kind `{kind}`")))?,
-            session_id: row.try_get("session_id")?,
-            run_id: row.try_get("run_id")?,
-            approval_id: row.try_get("approval_id")?,
-            question_id: row.try_get("question_id")?,
-            occurrence_id: row.try_get("occurrence_id")?,
-            call_id: row.try_get("call_id")?,
-            deliver_after: timestamp(row.try_get("deliver_after")?),
-            created_at: timestamp(row.try_get("created_at")?),
+            id: record.id,
+            kind: NotificationKind::parse(&record.kind)
+                .ok_or_else(|| StoreError::Corrupt(format!("notification kind `{}`", record.kind)))?,
+            session_id: record.session_id,
+            run_id: record.run_id,
+            approval_id: record.approval_id,
+            question_id: record.question_id,
+            occurrence_id: record.occurrence_id,
+            call_id: record.call_id,
+            deliver_after: timestamp(record.deliver_after),
+            created_at: timestamp(record.created_at),
         })
     }
 
@@ -74,15 +89,27 @@ pub struct DeviceRow {
     pub updated_at: Timestamp,
 }
 
+/// A `devices` row as stored.
+#[derive(sqlx::FromRow)]
+struct DeviceRecord {
+    id: Uuid,
+    client_device_id: String,
+    environment: String,
+    active: bool,
+    created_at: jiff_sqlx::Timestamp,
+    updated_at: jiff_sqlx::Timestamp,
+}
+
 impl DeviceRow {
     fn from_row(row: &PgRow) -> Result<DeviceRow> {
+        let record = <DeviceRecord as sqlx::FromRow<PgRow>>::from_row(row)?;
         Ok(DeviceRow {
-            id: row.try_get("id")?,
-            client_device_id: row.try_get("client_device_id")?,
-            environment: row.try_get("environment")?,
-            active: row.try_get("active")?,
-            created_at: timestamp(row.try_get("created_at")?),
-            updated_at: timestamp(row.try_get("updated_at")?),
+            id: record.id,
+            client_device_id: record.client_device_id,
+            environment: record.environment,
+            active: record.active,
+            created_at: timestamp(record.created_at),
+            updated_at: timestamp(record.updated_at),
         })
     }
 }

@@ -3,8 +3,8 @@
 use domain::ids::{ArtifactId, PrincipalId, RunId, SessionId};
 use domain::run::{Cost, RunLimits, RunState};
 use jiff::Timestamp;
-use sqlx::Row;
 use sqlx::postgres::PgRow;
+use sqlx::{FromRow, Row};
 use uuid::Uuid;
 use wire::event::{Attachment, CancelReason, Event, RunCancelled, UserMessage, UserMessageCreated};
 
@@ -30,33 +30,50 @@ pub(crate) const RUN_COLUMNS: &str = "r.id, r.session_id, r.state, r.max_steps, 
     r.max_cost_micros, r.run_timeout_seconds, r.message_seq, r.deadline_at, r.outcome_reason, r.created_at,
     r.updated_at, r.finished_at";
 
-fn count(row: &PgRow, column: &str) -> Result<u32> {
-    let value: i32 = row.try_get(column)?;
+/// The [`RUN_COLUMNS`] of a `runs` row as stored (a row may carry more columns).
+#[derive(sqlx::FromRow)]
+struct RunRecord {
+    id: Uuid,
+    session_id: Uuid,
+    state: String,
+    max_steps: i32,
+    max_model_calls: i32,
+    max_tool_calls: i32,
+    max_cost_micros: i64,
+    run_timeout_seconds: i32,
+    message_seq: Option<i64>,
+    deadline_at: jiff_sqlx::Timestamp,
+    outcome_reason: Option<String>,
+    created_at: jiff_sqlx::Timestamp,
+    updated_at: jiff_sqlx::Timestamp,
+    finished_at: Option<jiff_sqlx::Timestamp>,
+}
+
+fn count(value: i32, column: &str) -> Result<u32> {
     u32::try_from(value).map_err(|_| StoreError::Corrupt(format!("runs.{column} is negative")))
 }
 
 impl RunRow {
     pub(crate) fn from_row(row: &PgRow) -> Result<RunRow> {
-        let state: String = row.try_get("state")?;
+        let record = RunRecord::from_row(row)?;
         Ok(RunRow {
-            id: RunId::from_uuid(row.try_get("id")?),
-            session_id: SessionId::from_uuid(row.try_get("session_id")?),
-            state: RunState::parse(&state).ok_or_else(|| StoreError::Corrupt(format!("run state `{state}`")))?,
+            id: RunId::from_uuid(record.id),
+            session_id: SessionId::from_uuid(record.session_id),
+            state: RunState::parse(&record.state)
+                .ok_or_else(|| StoreError::Corrupt(format!("run state `{}`", record.state)))?,
             limits: RunLimits {
-                max_steps: count(row, "max_steps")?,
-                max_model_calls: count(row, "max_model_calls")?,
-                max_tool_calls: count(row, "max_tool_calls")?,
-                max_cost: Cost::from_micros(row.try_get("max_cost_micros")?),
-                run_timeout_seconds: count(row, "run_timeout_seconds")?,
+                max_steps: count(record.max_steps, "max_steps")?,
+                max_model_calls: count(record.max_model_calls, "max_model_calls")?,
+                max_tool_calls: count(record.max_tool_calls, "max_tool_calls")?,
+                max_cost: Cost::from_micros(record.max_cost_micros),
+                run_timeout_seconds: count(record.run_timeout_seconds, "run_timeout_seconds")?,
             },
-            message_seq: row.try_get("message_seq")?,
-            deadline_at: timestamp(row.try_get("deadline_at")?),
-            outcome_reason: row.try_get("outcome_reason")?,
-            created_at: timestamp(row.try_get("created_at")?),
-            updated_at: timestamp(row.try_get("updated_at")?),
-            finished_at: row
-                .try_get::<Option<jiff_sqlx::Timestamp>, _>("finished_at")?
-                .map(timestamp),
+            message_seq: record.message_seq,
+            deadline_at: timestamp(record.deadline_at),
+            outcome_reason: record.outcome_reason,
+            created_at: timestamp(record.created_at),
+            updated_at: timestamp(record.updated_at),
+            finished_at: record.finished_at.map(timestamp),
         })
     }
 }
@@ -150,45 +167,49 @@ impl Store {
     ) -> Result<Option<Submit>> {
         self.transaction(
             async |tx: &mut sqlx::PgConnection| {
-            if let Some(prior) = idempotency::check(tx, new.principal, &new.idempotency).await? {
-                return Ok(Some(Submit::Earlier(prior)));
-            }
-
-            let mut attachments = Vec::with_capacity(new.attachments.len());
-            if !new.attachments.is_empty() {
-                let ids: Vec<Uuid> = new.attachments.iter().map(|id| id.as_uuid()).collect();
-                let found = sqlx::query(
-                    "SELECT a.id, a.filename, a.media_type, a.size_bytes FROM artifacts a JOIN sessions s ON s.id = a.session_id
-                     WHERE a.session_id = $1 AND s.principal_id = $2 AND a.id = ANY($3)",
-                )
-                .bind(new.session.as_uuid())
-                .bind(new.principal.as_str())
-                .bind(&ids)
-                .fetch_all(&mut *tx)
-                .await?;
-                for id in new.attachments {
-                    let Some(row) = found.iter().find(|row| row.try_get::<Uuid, _>("id").ok() == Some(id.as_uuid())) else {
-                        return Ok(Some(if session_exists(tx, new).await? {
-                            Submit::UnknownArtifact(*id)
-                        } else {
-                            Submit::SessionNotFound
-                        }));
-                    };
-                    attachments.push(Attachment {
-                        artifact_id: id.as_uuid(),
-                        filename: row.try_get("filename")?,
-                        media_type: row.try_get("media_type")?,
-                        size_bytes: row.try_get("size_bytes")?,
-                    });
+                if let Some(prior) = idempotency::check(tx, new.principal, &new.idempotency).await? {
+                    return Ok(Some(Submit::Earlier(prior)));
                 }
-            }
 
-            // The partial unique index decides which of several concurrent submits gets the run;
-            // the winner wakes the workers. No session lock is taken before this insert: it may
-            // wait for a run being ended, and that transaction locks the session last (lock
-            // order: run, then session).
-            let insert = format!(
-                "WITH r AS (
+                let mut attachments = Vec::with_capacity(new.attachments.len());
+                if !new.attachments.is_empty() {
+                    let ids: Vec<Uuid> = new.attachments.iter().map(|id| id.as_uuid()).collect();
+                    let found = sqlx::query(
+                        "SELECT a.id, a.filename, a.media_type, a.size_bytes FROM artifacts a JOIN sessions s ON
+                     s.id = a.session_id
+                     WHERE a.session_id = $1 AND s.principal_id = $2 AND a.id = ANY($3)",
+                    )
+                    .bind(new.session.as_uuid())
+                    .bind(new.principal.as_str())
+                    .bind(&ids)
+                    .fetch_all(&mut *tx)
+                    .await?;
+                    for id in new.attachments {
+                        let Some(row) = found
+                            .iter()
+                            .find(|row| row.try_get::<Uuid, _>("id").ok() == Some(id.as_uuid()))
+                        else {
+                            return Ok(Some(if session_exists(tx, new).await? {
+                                Submit::UnknownArtifact(*id)
+                            } else {
+                                Submit::SessionNotFound
+                            }));
+                        };
+                        attachments.push(Attachment {
+                            artifact_id: id.as_uuid(),
+                            filename: row.try_get("filename")?,
+                            media_type: row.try_get("media_type")?,
+                            size_bytes: row.try_get("size_bytes")?,
+                        });
+                    }
+                }
+
+                // The partial unique index decides which of several concurrent submits gets the run;
+                // the winner wakes the workers. No session lock is taken before this insert: it may
+                // wait for a run being ended, and that transaction locks the session last (lock
+                // order: run, then session).
+                let insert = format!(
+                    "WITH r AS (
                      INSERT INTO runs (id, session_id, state, principal_id, max_steps, max_model_calls,
                                        max_tool_calls, max_cost_micros, run_timeout_seconds, deadline_at,
                                        chat_model, chat_reasoning_effort)
@@ -198,48 +219,60 @@ impl Store {
                      RETURNING *
                  )
                  SELECT {RUN_COLUMNS} FROM r, LATERAL (SELECT pg_notify($9, r.id::text)) AS wake",
-                active_states_sql()
-            );
-            let limits = new.limits;
-            let signed = |value: u32| i32::try_from(value).unwrap_or(i32::MAX);
-            let inserted = sqlx::query(&insert)
-                .bind(Uuid::now_v7())
-                .bind(new.session.as_uuid())
-                .bind(new.principal.as_str())
-                .bind(signed(limits.max_steps))
-                .bind(signed(limits.max_model_calls))
-                .bind(signed(limits.max_tool_calls))
-                .bind(limits.max_cost.micros())
-                .bind(signed(limits.run_timeout_seconds))
-                .bind(crate::work::RUNS_CHANNEL)
-                .bind(new.chat_model.0)
-                .bind(new.chat_model.1)
-                .fetch_optional(&mut *tx)
-                .await?;
-            let Some(row) = inserted else {
-                return Ok(if session_exists(tx, new).await? { None } else { Some(Submit::SessionNotFound) });
-            };
-            let mut row = RunRow::from_row(&row)?;
-            let run = row.id;
+                    active_states_sql()
+                );
+                let limits = new.limits;
+                let signed = |value: u32| i32::try_from(value).unwrap_or(i32::MAX);
+                let inserted = sqlx::query(&insert)
+                    .bind(Uuid::now_v7())
+                    .bind(new.session.as_uuid())
+                    .bind(new.principal.as_str())
+                    .bind(signed(limits.max_steps))
+                    .bind(signed(limits.max_model_calls))
+                    .bind(signed(limits.max_tool_calls))
+                    .bind(limits.max_cost.micros())
+                    .bind(signed(limits.run_timeout_seconds))
+                    .bind(crate::work::RUNS_CHANNEL)
+                    .bind(new.chat_model.0)
+                    .bind(new.chat_model.1)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+                let Some(row) = inserted else {
+                    return Ok(if session_exists(tx, new).await? {
+                        None
+                    } else {
+                        Some(Submit::SessionNotFound)
+                    });
+                };
+                let mut row = RunRow::from_row(&row)?;
+                let run = row.id;
 
-            let event = Event::UserMessageCreated(UserMessageCreated {
-                run_id: run.as_uuid(),
-                message: UserMessage { text: new.text.map(str::to_owned), attachments },
-                schedule: None,
-            });
-            let touch = Touch { title: new.title.as_deref() };
-            let seq = append_touching(&mut *tx, new.session, Some(run), &event, Some(touch)).await?;
-            row.message_seq = Some(seq);
+                let event = Event::UserMessageCreated(UserMessageCreated {
+                    run_id: run.as_uuid(),
+                    message: UserMessage {
+                        text: new.text.map(str::to_owned),
+                        attachments,
+                    },
+                    schedule: None,
+                });
+                let touch = Touch {
+                    title: new.title.as_deref(),
+                };
+                let seq = append_touching(&mut *tx, new.session, Some(run), &event, Some(touch)).await?;
+                row.message_seq = Some(seq);
 
-            sqlx::query("UPDATE runs SET message_seq = $2 WHERE id = $1")
-                .bind(run.as_uuid())
-                .bind(seq)
-                .execute(&mut *tx)
-                .await?;
-            let response = render(&row, seq);
-            idempotency::record(tx, new.principal, &new.idempotency, &response).await?;
-            Ok(Some(Submit::Accepted { run: Box::new(row), response }))
-        },
+                sqlx::query("UPDATE runs SET message_seq = $2 WHERE id = $1")
+                    .bind(run.as_uuid())
+                    .bind(seq)
+                    .execute(&mut *tx)
+                    .await?;
+                let response = render(&row, seq);
+                idempotency::record(tx, new.principal, &new.idempotency, &response).await?;
+                Ok(Some(Submit::Accepted {
+                    run: Box::new(row),
+                    response,
+                }))
+            },
             |outcome| matches!(outcome, Some(Submit::Accepted { .. })),
         )
         .await

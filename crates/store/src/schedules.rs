@@ -5,8 +5,9 @@ use domain::ids::{PrincipalId, RunId, ScheduleId, SessionId};
 use domain::run::{Cost, RunLimits};
 use jiff::Timestamp;
 use sqlx::postgres::PgRow;
-use sqlx::{PgConnection, Row};
+use sqlx::{FromRow, PgConnection};
 use uuid::Uuid;
+use wire::response::{OccurrenceState, ScheduleState};
 
 use crate::idempotency::{self, IdempotencyClaim, Prior, StoredResponse};
 use crate::{Result, Store, StoreError, timestamp};
@@ -26,8 +27,7 @@ pub struct ScheduleRow {
     pub timezone: String,
     pub misfire_grace_seconds: i32,
     pub max_consecutive_failures: i32,
-    /// `active`, `cancelled` or `stopped`.
-    pub state: String,
+    pub state: ScheduleState,
     pub consecutive_failures: i32,
     pub next_fire_at: Option<Timestamp>,
     pub created_at: Timestamp,
@@ -40,42 +40,68 @@ const SCHEDULE_COLUMNS: &str = "id, revision, title, instruction, agent_id, agen
     timezone, misfire_grace_seconds, max_consecutive_failures, state, consecutive_failures, next_fire_at, created_at,
     updated_at, cancelled_at";
 
-fn positive(row: &PgRow, column: &str) -> Result<u32> {
-    u32::try_from(row.try_get::<i32, _>(column)?).map_err(|_| StoreError::Corrupt(format!("schedules.{column}")))
+/// A `schedules` row as stored, read by column name.
+#[derive(sqlx::FromRow)]
+struct ScheduleRecord {
+    id: Uuid,
+    revision: i32,
+    title: String,
+    instruction: String,
+    agent_id: String,
+    agent_version: String,
+    policy_profile: String,
+    requested_scopes: Vec<String>,
+    max_steps: i32,
+    max_model_calls: i32,
+    max_tool_calls: i32,
+    max_cost_micros: i64,
+    run_timeout_seconds: i32,
+    local_time: String,
+    timezone: String,
+    misfire_grace_seconds: i32,
+    max_consecutive_failures: i32,
+    state: String,
+    consecutive_failures: i32,
+    next_fire_at: Option<jiff_sqlx::Timestamp>,
+    created_at: jiff_sqlx::Timestamp,
+    updated_at: jiff_sqlx::Timestamp,
+    cancelled_at: Option<jiff_sqlx::Timestamp>,
 }
 
-fn optional_timestamp(row: &PgRow, column: &str) -> Result<Option<Timestamp>> {
-    Ok(row.try_get::<Option<jiff_sqlx::Timestamp>, _>(column)?.map(timestamp))
+fn positive(value: i32, column: &str) -> Result<u32> {
+    u32::try_from(value).map_err(|_| StoreError::Corrupt(format!("schedules.{column}")))
 }
 
 impl ScheduleRow {
     fn from_row(row: &PgRow) -> Result<ScheduleRow> {
+        let record = ScheduleRecord::from_row(row)?;
         Ok(ScheduleRow {
-            id: ScheduleId::from_uuid(row.try_get("id")?),
-            revision: row.try_get("revision")?,
-            title: row.try_get("title")?,
-            instruction: row.try_get("instruction")?,
-            agent_id: row.try_get("agent_id")?,
-            agent_version: row.try_get("agent_version")?,
-            policy_profile: row.try_get("policy_profile")?,
-            requested_scopes: row.try_get("requested_scopes")?,
+            id: ScheduleId::from_uuid(record.id),
+            revision: record.revision,
+            title: record.title,
+            instruction: record.instruction,
+            agent_id: record.agent_id,
+            agent_version: record.agent_version,
+            policy_profile: record.policy_profile,
+            requested_scopes: record.requested_scopes,
             limits: RunLimits {
-                max_steps: positive(row, "max_steps")?,
-                max_model_calls: positive(row, "max_model_calls")?,
-                max_tool_calls: positive(row, "max_tool_calls")?,
-                max_cost: Cost::from_micros(row.try_get("max_cost_micros")?),
-                run_timeout_seconds: positive(row, "run_timeout_seconds")?,
+                max_steps: positive(record.max_steps, "max_steps")?,
+                max_model_calls: positive(record.max_model_calls, "max_model_calls")?,
+                max_tool_calls: positive(record.max_tool_calls, "max_tool_calls")?,
+                max_cost: Cost::from_micros(record.max_cost_micros),
+                run_timeout_seconds: positive(record.run_timeout_seconds, "run_timeout_seconds")?,
             },
-            local_time: row.try_get("local_time")?,
-            timezone: row.try_get("timezone")?,
-            misfire_grace_seconds: row.try_get("misfire_grace_seconds")?,
-            max_consecutive_failures: row.try_get("max_consecutive_failures")?,
-            state: row.try_get("state")?,
-            consecutive_failures: row.try_get("consecutive_failures")?,
-            next_fire_at: optional_timestamp(row, "next_fire_at")?,
-            created_at: timestamp(row.try_get("created_at")?),
-            updated_at: timestamp(row.try_get("updated_at")?),
-            cancelled_at: optional_timestamp(row, "cancelled_at")?,
+            local_time: record.local_time,
+            timezone: record.timezone,
+            misfire_grace_seconds: record.misfire_grace_seconds,
+            max_consecutive_failures: record.max_consecutive_failures,
+            state: ScheduleState::parse(&record.state)
+                .ok_or_else(|| StoreError::Corrupt(format!("schedule state `{}`", record.state)))?,
+            consecutive_failures: record.consecutive_failures,
+            next_fire_at: record.next_fire_at.map(timestamp),
+            created_at: timestamp(record.created_at),
+            updated_at: timestamp(record.updated_at),
+            cancelled_at: record.cancelled_at.map(timestamp),
         })
     }
 }
@@ -86,25 +112,41 @@ pub struct OccurrenceRow {
     pub schedule_id: ScheduleId,
     pub scheduled_for: Timestamp,
     pub schedule_revision: i32,
-    pub state: String,
+    pub state: OccurrenceState,
     pub reason: Option<String>,
     pub session_id: Option<SessionId>,
     pub run_id: Option<RunId>,
     pub created_at: Timestamp,
 }
 
+/// A `schedule_occurrences` row as stored.
+#[derive(sqlx::FromRow)]
+struct OccurrenceRecord {
+    id: Uuid,
+    schedule_id: Uuid,
+    scheduled_for: jiff_sqlx::Timestamp,
+    schedule_revision: i32,
+    state: String,
+    reason: Option<String>,
+    session_id: Option<Uuid>,
+    run_id: Option<Uuid>,
+    created_at: jiff_sqlx::Timestamp,
+}
+
 impl OccurrenceRow {
     fn from_row(row: &PgRow) -> Result<OccurrenceRow> {
+        let record = OccurrenceRecord::from_row(row)?;
         Ok(OccurrenceRow {
-            id: row.try_get("id")?,
-            schedule_id: ScheduleId::from_uuid(row.try_get("schedule_id")?),
-            scheduled_for: timestamp(row.try_get("scheduled_for")?),
-            schedule_revision: row.try_get("schedule_revision")?,
-            state: row.try_get("state")?,
-            reason: row.try_get("reason")?,
-            session_id: row.try_get::<Option<Uuid>, _>("session_id")?.map(SessionId::from_uuid),
-            run_id: row.try_get::<Option<Uuid>, _>("run_id")?.map(RunId::from_uuid),
-            created_at: timestamp(row.try_get("created_at")?),
+            id: record.id,
+            schedule_id: ScheduleId::from_uuid(record.schedule_id),
+            scheduled_for: timestamp(record.scheduled_for),
+            schedule_revision: record.schedule_revision,
+            state: OccurrenceState::parse(&record.state)
+                .ok_or_else(|| StoreError::Corrupt(format!("occurrence state `{}`", record.state)))?,
+            reason: record.reason,
+            session_id: record.session_id.map(SessionId::from_uuid),
+            run_id: record.run_id.map(RunId::from_uuid),
+            created_at: timestamp(record.created_at),
         })
     }
 }
@@ -179,7 +221,8 @@ impl Store {
                 }
                 let limits = new.limits;
                 let sql = format!(
-                    "INSERT INTO schedules (id, principal_id, title, instruction, agent_id, agent_version, policy_profile,
+                    "INSERT INTO schedules (id, principal_id, title, instruction, agent_id, agent_version,
+                     policy_profile,
                          requested_scopes, max_steps, max_model_calls, max_tool_calls, max_cost_micros,
                          run_timeout_seconds, cadence_kind, local_time, timezone, misfire_grace_seconds,
                          max_consecutive_failures, state, next_fire_at)
@@ -211,7 +254,10 @@ impl Store {
                 let schedule = ScheduleRow::from_row(&row)?;
                 let response = render(&schedule);
                 idempotency::record(tx, new.principal, &new.idempotency, &response).await?;
-                Ok(CreateSchedule::Created { schedule: Box::new(schedule), response })
+                Ok(CreateSchedule::Created {
+                    schedule: Box::new(schedule),
+                    response,
+                })
             },
             |outcome| matches!(outcome, CreateSchedule::Created { .. }),
         )
@@ -275,8 +321,8 @@ impl Store {
                 };
                 let current = ScheduleRow::from_row(&row)?;
                 // A retried cancel whose first answer was lost is answered the same way.
-                let retried = current.state == "cancelled" && expected_revision == current.revision - 1;
-                if current.state == "cancelled" && (retried || expected_revision == current.revision) {
+                let retried = current.state == ScheduleState::Cancelled && expected_revision == current.revision - 1;
+                if current.state == ScheduleState::Cancelled && (retried || expected_revision == current.revision) {
                     return Ok(CancelSchedule::Cancelled(Box::new(current)));
                 }
                 if current.revision != expected_revision {

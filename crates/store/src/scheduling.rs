@@ -74,7 +74,8 @@ async fn count_failure(conn: &mut PgConnection, schedule: Uuid) -> Result<()> {
         "UPDATE schedules SET consecutive_failures = consecutive_failures + 1, updated_at = now(),
              state = CASE WHEN consecutive_failures + 1 >= max_consecutive_failures AND state = 'active'
                           THEN 'stopped' ELSE state END,
-             next_fire_at = CASE WHEN consecutive_failures + 1 >= max_consecutive_failures THEN NULL ELSE next_fire_at END
+             next_fire_at = CASE WHEN consecutive_failures + 1 >= max_consecutive_failures THEN NULL ELSE
+             next_fire_at END
          WHERE id = $1",
     )
     .bind(schedule)
@@ -190,7 +191,11 @@ impl Store {
                 let schedule_id = ScheduleId::from_uuid(schedule);
                 if inserted.rows_affected() == 0 {
                     // Already fired for this instant: only the schedule moved on.
-                    return Ok(Some(Firing::Skipped { schedule: schedule_id, occurrence, reason: "duplicate" }));
+                    return Ok(Some(Firing::Skipped {
+                        schedule: schedule_id,
+                        occurrence,
+                        reason: "duplicate",
+                    }));
                 }
 
                 let grace: i32 = row.try_get("misfire_grace_seconds")?;
@@ -207,14 +212,22 @@ impl Store {
                 if lateness > i64::from(grace) {
                     settle(tx, "skipped", MISFIRE).await?;
                     notify_outcome(tx, None, None, occurrence).await?;
-                    return Ok(Some(Firing::Skipped { schedule: schedule_id, occurrence, reason: MISFIRE }));
+                    return Ok(Some(Firing::Skipped {
+                        schedule: schedule_id,
+                        occurrence,
+                        reason: MISFIRE,
+                    }));
                 }
                 let requested: Vec<String> = row.try_get("requested_scopes")?;
                 if !authorize(&requested, accounts) {
                     settle(tx, "failed", AUTHORIZATION_FAILED).await?;
                     count_failure(tx, schedule).await?;
                     notify_outcome(tx, None, None, occurrence).await?;
-                    return Ok(Some(Firing::Failed { schedule: schedule_id, occurrence, reason: AUTHORIZATION_FAILED }));
+                    return Ok(Some(Firing::Failed {
+                        schedule: schedule_id,
+                        occurrence,
+                        reason: AUTHORIZATION_FAILED,
+                    }));
                 }
 
                 // A fresh session pinned to the schedule's agent version, then the run.
@@ -223,7 +236,8 @@ impl Store {
                     "WITH position AS (
                          UPDATE session_index_clock SET position = position + 1 RETURNING position
                      )
-                     INSERT INTO sessions (id, principal_id, index_position, agent_id, agent_version, title, schedule_id)
+                     INSERT INTO sessions (id, principal_id, index_position, agent_id, agent_version, title,
+                     schedule_id)
                      SELECT $1, $2, position.position, $3, $4, $5, $6 FROM position RETURNING id",
                 )
                 .bind(Uuid::now_v7())
@@ -236,7 +250,8 @@ impl Store {
                 .await?;
                 let run: Uuid = sqlx::query_scalar(
                     "INSERT INTO runs (id, session_id, state, principal_id, max_steps, max_model_calls, max_tool_calls,
-                                       max_cost_micros, run_timeout_seconds, deadline_at, occurrence_id, requested_scopes)
+                                       max_cost_micros, run_timeout_seconds, deadline_at, occurrence_id,
+                                       requested_scopes)
                      VALUES ($1, $2, 'queued', $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $8), $9, $10)
                      RETURNING id",
                 )
@@ -256,19 +271,42 @@ impl Store {
                 let instruction: String = row.try_get("instruction")?;
                 let event = Event::UserMessageCreated(UserMessageCreated {
                     run_id: run,
-                    message: UserMessage { text: Some(instruction), attachments: Vec::new() },
-                    schedule: Some(ScheduledBy { schedule_id: schedule, occurrence_id: occurrence, scheduled_for }),
+                    message: UserMessage {
+                        text: Some(instruction),
+                        attachments: Vec::new(),
+                    },
+                    schedule: Some(ScheduledBy {
+                        schedule_id: schedule,
+                        occurrence_id: occurrence,
+                        scheduled_for,
+                    }),
                 });
                 let seq = append_touching(tx, session_id, Some(run_id), &event, Some(Touch { title: None })).await?;
-                sqlx::query("UPDATE runs SET message_seq = $2 WHERE id = $1").bind(run).bind(seq).execute(&mut *tx).await?;
+                sqlx::query(
+                    "UPDATE runs SET message_seq = $2 WHERE id =
+                             $1",
+                )
+                .bind(run)
+                .bind(seq)
+                .execute(&mut *tx)
+                .await?;
                 sqlx::query("UPDATE schedule_occurrences SET session_id = $2, run_id = $3 WHERE id = $1")
                     .bind(occurrence)
                     .bind(session)
                     .bind(run)
                     .execute(&mut *tx)
                     .await?;
-                sqlx::query("SELECT pg_notify($1, $2)").bind(RUNS_CHANNEL).bind(run.to_string()).execute(&mut *tx).await?;
-                Ok(Some(Firing::Started { schedule: schedule_id, occurrence, session: session_id, run: run_id }))
+                sqlx::query("SELECT pg_notify($1, $2)")
+                    .bind(RUNS_CHANNEL)
+                    .bind(run.to_string())
+                    .execute(&mut *tx)
+                    .await?;
+                Ok(Some(Firing::Started {
+                    schedule: schedule_id,
+                    occurrence,
+                    session: session_id,
+                    run: run_id,
+                }))
             },
             |_| true,
         )

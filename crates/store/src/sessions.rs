@@ -5,7 +5,7 @@ use domain::agent::{Agent, AgentVersion};
 use domain::ids::{FolderId, PrincipalId, RunId, ScheduleId, SessionId};
 use jiff::Timestamp;
 use serde_json::Value;
-use sqlx::Row;
+use sqlx::FromRow;
 use sqlx::postgres::PgRow;
 use uuid::Uuid;
 
@@ -29,22 +29,37 @@ pub struct SessionRow {
     pub index_position: i64,
 }
 
+/// The [`SESSION_COLUMNS`] of a session as stored.
+#[derive(sqlx::FromRow)]
+struct SessionRecord {
+    id: Uuid,
+    title: Option<String>,
+    agent_id: String,
+    agent_version: String,
+    metadata: Value,
+    folder_id: Option<Uuid>,
+    schedule_id: Option<Uuid>,
+    last_run_id: Option<Uuid>,
+    created_at: jiff_sqlx::Timestamp,
+    updated_at: jiff_sqlx::Timestamp,
+    index_position: i64,
+}
+
 impl SessionRow {
     fn from_row(row: &PgRow) -> Result<SessionRow> {
+        let record = SessionRecord::from_row(row)?;
         Ok(SessionRow {
-            id: SessionId::from_uuid(row.try_get("id")?),
-            title: row.try_get("title")?,
-            agent_id: row.try_get("agent_id")?,
-            agent_version: AgentVersion::from_stored(row.try_get("agent_version")?),
-            metadata: row.try_get("metadata")?,
-            folder_id: row.try_get::<Option<Uuid>, _>("folder_id")?.map(FolderId::from_uuid),
-            schedule_id: row
-                .try_get::<Option<Uuid>, _>("schedule_id")?
-                .map(ScheduleId::from_uuid),
-            last_run_id: row.try_get::<Option<Uuid>, _>("last_run_id")?.map(RunId::from_uuid),
-            created_at: timestamp(row.try_get("created_at")?),
-            updated_at: timestamp(row.try_get("updated_at")?),
-            index_position: row.try_get("index_position")?,
+            id: SessionId::from_uuid(record.id),
+            title: record.title,
+            agent_id: record.agent_id,
+            agent_version: AgentVersion::from_stored(record.agent_version),
+            metadata: record.metadata,
+            folder_id: record.folder_id.map(FolderId::from_uuid),
+            schedule_id: record.schedule_id.map(ScheduleId::from_uuid),
+            last_run_id: record.last_run_id.map(RunId::from_uuid),
+            created_at: timestamp(record.created_at),
+            updated_at: timestamp(record.updated_at),
+            index_position: record.index_position,
         })
     }
 }

@@ -8,7 +8,7 @@ use domain::ids::{PrincipalId, RunId, SessionId};
 use domain::run::{Cost, RunState};
 use serde_json::{Value, json};
 use sqlx::postgres::PgRow;
-use sqlx::{PgConnection, Row};
+use sqlx::{FromRow, PgConnection, Row};
 use uuid::Uuid;
 use wire::event::{
     ApprovalRequested, AssistantMessage, CancelReason, Event, QuestionAsked, RunCancelled, RunCompleted, RunFailed,
@@ -75,21 +75,36 @@ pub struct InvocationRow {
     pub code: Option<String>,
 }
 
+/// The [`INVOCATION_COLUMNS`] of a `tool_invocations` row as stored.
+#[derive(sqlx::FromRow)]
+struct InvocationRecord {
+    id: Uuid,
+    run_id: Uuid,
+    step: i32,
+    position: i32,
+    call_id: String,
+    tool: String,
+    arguments: Value,
+    state: String,
+    result: Option<Value>,
+    code: Option<String>,
+}
+
 impl InvocationRow {
     pub(crate) fn from_row(row: &PgRow) -> Result<InvocationRow> {
-        let state: String = row.try_get("state")?;
+        let record = InvocationRecord::from_row(row)?;
         Ok(InvocationRow {
-            id: row.try_get("id")?,
-            run_id: RunId::from_uuid(row.try_get("run_id")?),
-            step: row.try_get("step")?,
-            position: row.try_get("position")?,
-            call_id: row.try_get("call_id")?,
-            tool: row.try_get("tool")?,
-            arguments: row.try_get("arguments")?,
-            state: InvocationState::parse(&state)
-                .ok_or_else(|| StoreError::Corrupt(format!("invocation state `{state}`")))?,
-            result: row.try_get("result")?,
-            code: row.try_get("code")?,
+            id: record.id,
+            run_id: RunId::from_uuid(record.run_id),
+            step: record.step,
+            position: record.position,
+            call_id: record.call_id,
+            tool: record.tool,
+            arguments: record.arguments,
+            state: InvocationState::parse(&record.state)
+                .ok_or_else(|| StoreError::Corrupt(format!("invocation state `{}`", record.state)))?,
+            result: record.result,
+            code: record.code,
         })
     }
 }
@@ -112,7 +127,14 @@ pub struct ModelStep<'a> {
     pub cost: Cost,
 }
 
-const INVOCATION_COLUMNS: &str = "id, run_id, step, position, call_id, tool, arguments, state, result, code";
+pub(crate) const INVOCATION_COLUMNS: &str = "id, run_id, step, position, call_id, tool, arguments, state, result, code";
+
+/// One invocation, read inside the caller's transaction.
+pub(crate) async fn invocation(conn: &mut PgConnection, id: Uuid) -> Result<InvocationRow> {
+    let sql = format!("SELECT {INVOCATION_COLUMNS} FROM tool_invocations WHERE id = $1");
+    let row = sqlx::query(&sql).bind(id).fetch_one(&mut *conn).await?;
+    InvocationRow::from_row(&row)
+}
 
 /// Holds the run for this lease, or `None` when the lease is lost.
 async fn hold(conn: &mut PgConnection, lease: &Lease) -> Result<bool> {
@@ -320,7 +342,8 @@ impl Store {
                 let mut invocations = Vec::with_capacity(step.calls.len());
                 for (position, call) in step.calls.iter().enumerate() {
                     let sql = format!(
-                        "INSERT INTO tool_invocations (id, run_id, session_id, step, position, call_id, tool, arguments, state)
+                        "INSERT INTO tool_invocations (id, run_id, session_id, step, position, call_id, tool,
+                         arguments, state)
                          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued') RETURNING {INVOCATION_COLUMNS}"
                     );
                     let row = sqlx::query(&sql)
@@ -464,7 +487,8 @@ impl Store {
                 }
                 let approval = Uuid::now_v7();
                 sqlx::query(
-                    "INSERT INTO approvals (id, run_id, session_id, invocation_id, tool, risk, arguments, argument_digests, status)
+                    "INSERT INTO approvals (id, run_id, session_id, invocation_id, tool, risk, arguments,
+                     argument_digests, status)
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'PENDING')",
                 )
                 .bind(approval)

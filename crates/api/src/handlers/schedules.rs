@@ -17,9 +17,7 @@ use wire::request::{
     Cadence, CadenceKind, CancelSchedule as CancelParams, ScheduleDefinition, ScheduleLimits, ScheduleScope,
     TEXT_MAX_CHARS,
 };
-use wire::response::{
-    Occurrence, OccurrenceList, OccurrenceState, Schedule, ScheduleEnvelope, ScheduleList, ScheduleState,
-};
+use wire::response::{Occurrence, OccurrenceList, Schedule, ScheduleEnvelope, ScheduleList, ScheduleState};
 
 use super::parse_id;
 use super::runs::{earlier, idempotency_key, replay};
@@ -52,7 +50,7 @@ fn schedule(row: &ScheduleRow) -> Schedule {
         },
         misfire_grace_seconds: row.misfire_grace_seconds,
         max_consecutive_failures: row.max_consecutive_failures,
-        state: ScheduleState::parse(&row.state).unwrap_or(ScheduleState::Stopped),
+        state: row.state,
         consecutive_failures: row.consecutive_failures,
         next_fire_at: row.next_fire_at,
         created_at: row.created_at,
@@ -66,7 +64,7 @@ fn occurrence(row: &OccurrenceRow) -> Occurrence {
         occurrence_id: row.id,
         scheduled_for: row.scheduled_for,
         schedule_revision: row.schedule_revision,
-        state: OccurrenceState::parse(&row.state).unwrap_or(OccurrenceState::Failed),
+        state: row.state,
         reason: row.reason.clone(),
         session_id: row.session_id.map(|id| id.as_uuid()),
         run_id: row.run_id.map(|id| id.as_uuid()),
@@ -266,7 +264,7 @@ pub async fn create(
 /// 404 and the list leaves it out (its runs' sessions stay in the session index). Only a repeated
 /// `DELETE` still answers with it, so a retry whose answer was lost succeeds.
 fn visible(row: ScheduleRow) -> Result<ScheduleRow, ApiError> {
-    if row.state == "cancelled" {
+    if row.state == ScheduleState::Cancelled {
         return Err(ApiError::new(ErrorCode::ScheduleNotFound).detail("this schedule was cancelled"));
     }
     Ok(row)

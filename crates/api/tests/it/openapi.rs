@@ -137,3 +137,46 @@ async fn every_operation_documents_its_errors_ids_and_links() {
         "the configured agents"
     );
 }
+
+#[tokio::test]
+async fn request_patterns_are_the_rules_the_server_applies() {
+    let app = TestApp::spawn().await;
+    let (_, document) = app.get_json("/v1/openapi.json").await;
+    let schemas = &document["components"]["schemas"];
+    let cases = [
+        ("FolderName", "name", domain::text::VISIBLE_PATTERN),
+        ("ScheduleDefinition", "title", domain::text::VISIBLE_PATTERN),
+        ("ScheduleDefinition", "agent_id", domain::text::VISIBLE_PATTERN),
+        ("ScheduleDefinition", "agent_version", domain::text::VISIBLE_PATTERN),
+        ("ScheduleDefinition", "instruction", domain::text::SOME_TEXT_PATTERN),
+        ("AnswerQuestion", "text", domain::text::SOME_TEXT_PATTERN),
+        ("SubmitMessage", "text", domain::text::NO_NUL_PATTERN),
+        (
+            "RegisterDevice",
+            "client_device_id",
+            domain::text::VISIBLE_ASCII_PATTERN,
+        ),
+    ];
+    for (schema, member, pattern) in cases {
+        assert_eq!(
+            schemas[schema]["properties"][member]["pattern"], pattern,
+            "{schema}.{member} states domain::text's rule"
+        );
+    }
+    assert_eq!(
+        schemas["SubmitMessage"]["anyOf"][0]["properties"]["text"]["pattern"],
+        domain::text::SOME_TEXT_PATTERN
+    );
+    for schema in [
+        "CreateSession",
+        "SubmitMessage",
+        "ScheduleDefinition",
+        "ScheduleLimits",
+        "Cadence",
+    ] {
+        assert_eq!(
+            schemas[schema]["additionalProperties"], false,
+            "{schema} refuses unknown members"
+        );
+    }
+}
