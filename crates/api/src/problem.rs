@@ -107,6 +107,14 @@ impl IntoResponse for ApiError {
     }
 }
 
+impl From<wire::request::Invalid> for ApiError {
+    fn from(invalid: wire::request::Invalid) -> Self {
+        ApiError::new(ErrorCode::ValidationFailed)
+            .detail(invalid.detail)
+            .field(invalid.field)
+    }
+}
+
 impl From<store::StoreError> for ApiError {
     fn from(error: store::StoreError) -> Self {
         // Logged here, where it is handled; the client learns only that it failed.

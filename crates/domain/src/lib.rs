@@ -19,6 +19,7 @@ pub mod manifest;
 pub mod models;
 pub mod notification;
 pub mod run;
+pub mod schedule;
 pub mod scope;
 pub mod session;
 pub mod text;

@@ -83,6 +83,21 @@ mod tests {
     }
 }
 
+/// A user message, checked: its text trimmed (none when blank) and its attachments distinct;
+/// never both empty.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserMessage {
+    pub text: Option<String>,
+    pub attachments: Vec<crate::ids::ArtifactId>,
+}
+
+/// The owner's answer to the question a run asked, trimmed and not blank.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub question_id: uuid::Uuid,
+    pub text: String,
+}
+
 /// A non-negative amount of money in millionths of a currency unit, parsed from a decimal string
 /// such as `"1"` or `"0.25"` (at most six fractional digits). Fixed-point, so limits compare
 /// exactly.

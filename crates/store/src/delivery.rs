@@ -5,8 +5,7 @@ use std::collections::HashMap;
 
 use domain::notification::{Alert, NotificationKind};
 use jiff::Timestamp;
-use sqlx::Row;
-use sqlx::postgres::PgRow;
+use sqlx::FromRow;
 use uuid::Uuid;
 
 use crate::{NotificationRow, Result, Store};
@@ -55,12 +54,31 @@ const OWNERSHIP: &str = "LEFT JOIN sessions s ON s.id = o.session_id
      LEFT JOIN schedule_occurrences so ON so.id = o.occurrence_id
      LEFT JOIN schedules sc ON sc.id = so.schedule_id";
 
-fn device(row: &PgRow) -> Result<DeviceTarget> {
-    Ok(DeviceTarget {
-        id: row.try_get("id")?,
-        push_token: row.try_get("push_token")?,
-        environment: row.try_get("environment")?,
-    })
+/// A notification and one of its owner's devices (none when the join found no device).
+#[derive(sqlx::FromRow)]
+struct TargetRecord {
+    notification_id: Uuid,
+    id: Option<Uuid>,
+    push_token: Option<String>,
+    environment: Option<String>,
+}
+
+impl TargetRecord {
+    fn device(self) -> Option<DeviceTarget> {
+        Some(DeviceTarget {
+            id: self.id?,
+            push_token: self.push_token?,
+            environment: self.environment?,
+        })
+    }
+}
+
+/// What a claimed notification's alert needs beyond its row.
+#[derive(sqlx::FromRow)]
+struct AlertRecord {
+    tool: Option<String>,
+    outcome_state: Option<String>,
+    outcome_reason: Option<String>,
 }
 
 impl Store {
@@ -106,24 +124,22 @@ impl Store {
              ORDER BY d.created_at"
         );
         let mut devices: HashMap<Uuid, Vec<DeviceTarget>> = HashMap::new();
-        for row in sqlx::query(&sql).bind(&claimed).fetch_all(&self.pool).await? {
-            devices
-                .entry(row.try_get("notification_id")?)
-                .or_default()
-                .push(device(&row)?);
+        let targets: Vec<TargetRecord> = sqlx::query_as(&sql).bind(&claimed).fetch_all(&self.pool).await?;
+        for target in targets {
+            let notification = target.notification_id;
+            if let Some(device) = target.device() {
+                devices.entry(notification).or_default().push(device);
+            }
         }
         let mut due = Vec::with_capacity(rows.len());
         for row in rows {
             let notification = NotificationRow::from_row(&row)?;
-            let outcome_state: Option<String> = row.try_get("outcome_state")?;
+            let alert = AlertRecord::from_row(&row)?;
             due.push(DueNotification {
                 devices: devices.remove(&notification.id).unwrap_or_default(),
                 notification,
-                tool: row.try_get("tool")?,
-                outcome: match outcome_state {
-                    None => None,
-                    Some(state) => Some((state, row.try_get("outcome_reason")?)),
-                },
+                tool: alert.tool,
+                outcome: alert.outcome_state.map(|state| (state, alert.outcome_reason)),
             });
         }
         Ok(due)
@@ -193,7 +209,7 @@ impl Store {
     pub async fn pending_withdrawals(&self, limit: u32) -> Result<Vec<(Uuid, Vec<DeviceTarget>)>> {
         // One row per (notification, active device it reached); a notification whose devices are
         // all gone comes once with no device, so it is still marked withdrawn.
-        let rows = sqlx::query(
+        let rows: Vec<TargetRecord> = sqlx::query_as(
             "SELECT o.id AS notification_id, d.id, d.push_token, d.environment
              FROM (SELECT id, delivered_at FROM notification_outbox
                    WHERE delivered_at IS NOT NULL AND withdrawn_at IS NULL
@@ -208,13 +224,12 @@ impl Store {
         .await?;
         let mut withdrawals: Vec<(Uuid, Vec<DeviceTarget>)> = Vec::new();
         for row in rows {
-            let id: Uuid = row.try_get("notification_id")?;
+            let id = row.notification_id;
             if withdrawals.last().is_none_or(|(last, _)| *last != id) {
                 withdrawals.push((id, Vec::new()));
             }
-            if row.try_get::<Option<Uuid>, _>("id")?.is_some() {
-                let (_, devices) = withdrawals.last_mut().expect("pushed above");
-                devices.push(device(&row)?);
+            if let (Some(device), Some((_, devices))) = (row.device(), withdrawals.last_mut()) {
+                devices.push(device);
             }
         }
         Ok(withdrawals)

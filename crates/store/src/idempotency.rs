@@ -7,7 +7,7 @@
 
 use domain::idempotency::IdempotencyKey;
 use domain::ids::PrincipalId;
-use sqlx::{PgConnection, Row};
+use sqlx::PgConnection;
 
 use crate::{Result, StoreError};
 
@@ -53,7 +53,7 @@ pub(crate) async fn check(
     if !locked {
         return Ok(Some(Prior::KeyInFlight));
     }
-    let existing = sqlx::query(
+    let existing: Option<KeyRecord> = sqlx::query_as(
         "SELECT operation, request_hash, response_status, response_body FROM idempotency_keys
          WHERE principal_id = $1 AND key = $2",
     )
@@ -61,18 +61,25 @@ pub(crate) async fn check(
     .bind(claim.key.as_str())
     .fetch_optional(&mut *conn)
     .await?;
-    let Some(row) = existing else { return Ok(None) };
-    let operation: String = row.try_get("operation")?;
-    let hash: String = row.try_get("request_hash")?;
-    if operation != claim.operation || hash != claim.request_hash {
+    let Some(record) = existing else { return Ok(None) };
+    if record.operation != claim.operation || record.request_hash != claim.request_hash {
         return Ok(Some(Prior::KeyReused));
     }
-    let status: i32 = row.try_get("response_status")?;
-    let status = u16::try_from(status).map_err(|_| StoreError::Corrupt("stored response status".into()))?;
+    let status =
+        u16::try_from(record.response_status).map_err(|_| StoreError::Corrupt("stored response status".into()))?;
     Ok(Some(Prior::Replay(StoredResponse {
         status,
-        body: row.try_get("response_body")?,
+        body: record.response_body,
     })))
+}
+
+/// A stored idempotency record.
+#[derive(sqlx::FromRow)]
+struct KeyRecord {
+    operation: String,
+    request_hash: String,
+    response_status: i32,
+    response_body: Vec<u8>,
 }
 
 /// Records the accepted request's response in the transaction that did its work.

@@ -7,7 +7,7 @@
 //! re-dispatches the action.
 
 use domain::ids::{RunId, SessionId};
-use sqlx::{PgConnection, Row};
+use sqlx::{FromRow, PgConnection};
 use uuid::Uuid;
 use wire::event::{Event, MailOutcomeUnknown, MailReconciled, ReconciliationOutcome};
 
@@ -42,6 +42,19 @@ pub struct DueReconciliation {
     /// Attempts so far, this one included (whether or not the provider answered them); they
     /// space the next one.
     pub attempts: u32,
+}
+
+/// A claimed reconciliation as stored.
+#[derive(sqlx::FromRow)]
+struct DueRecord {
+    invocation_id: Uuid,
+    session_id: Uuid,
+    run_id: Uuid,
+    account_id: String,
+    operation: String,
+    message_id: String,
+    dispatched_at: i64,
+    attempts: i32,
 }
 
 /// How a reconciliation ended.
@@ -119,7 +132,7 @@ pub(crate) async fn open(
     invocation: &InvocationRow,
     new: Option<&NewReconciliation<'_>>,
 ) -> Result<bool> {
-    let opened = sqlx::query(
+    let opened: Option<(String, String)> = sqlx::query_as(
         "UPDATE mail_reconciliations SET state = 'pending', next_attempt_at = now()
          WHERE invocation_id = $1 AND state = 'dispatching' RETURNING account_id, operation",
     )
@@ -127,7 +140,7 @@ pub(crate) async fn open(
     .fetch_optional(&mut *conn)
     .await?;
     let (account_id, operation): (String, String) = match (opened, new) {
-        (Some(row), _) => (row.try_get("account_id")?, row.try_get("operation")?),
+        (Some(opened), _) => opened,
         (None, Some(new)) => {
             if !insert(conn, session, invocation, new, "pending").await? {
                 return Ok(false);
@@ -178,15 +191,16 @@ impl Store {
         .await?;
         rows.iter()
             .map(|row| {
+                let record = DueRecord::from_row(row)?;
                 Ok(DueReconciliation {
-                    invocation_id: row.try_get("invocation_id")?,
-                    session_id: SessionId::from_uuid(row.try_get("session_id")?),
-                    run_id: RunId::from_uuid(row.try_get("run_id")?),
-                    account_id: row.try_get("account_id")?,
-                    operation: row.try_get("operation")?,
-                    message_id: row.try_get("message_id")?,
-                    dispatched_at: row.try_get("dispatched_at")?,
-                    attempts: u32::try_from(row.try_get::<i32, _>("attempts")?).unwrap_or(0),
+                    invocation_id: record.invocation_id,
+                    session_id: SessionId::from_uuid(record.session_id),
+                    run_id: RunId::from_uuid(record.run_id),
+                    account_id: record.account_id,
+                    operation: record.operation,
+                    message_id: record.message_id,
+                    dispatched_at: record.dispatched_at,
+                    attempts: u32::try_from(record.attempts).unwrap_or(0),
                 })
             })
             .collect()
@@ -229,7 +243,7 @@ impl Store {
         let state = outcome.as_str();
         self.transaction(
             async |tx: &mut PgConnection| {
-                let settled = sqlx::query(
+                let settled: Option<(Option<String>, Option<String>)> = sqlx::query_as(
                     "UPDATE mail_reconciliations SET state = $2, thread_id = $3, settled_at = now()
                      WHERE invocation_id = $1 AND state = 'pending'
                      RETURNING (SELECT call_id FROM tool_invocations WHERE id = $1) AS call_id,
@@ -240,14 +254,14 @@ impl Store {
                 .bind(thread_id)
                 .fetch_optional(&mut *tx)
                 .await?;
-                let Some(row) = settled else {
+                let Some((call_id, tool)) = settled else {
                     return Ok(false);
                 };
                 let event = Event::MailReconciled(MailReconciled {
                     run_id: due.run_id.as_uuid(),
                     invocation_id: due.invocation_id,
-                    call_id: row.try_get("call_id")?,
-                    tool: row.try_get("tool")?,
+                    call_id,
+                    tool,
                     account_id: due.account_id.clone(),
                     operation: due.operation.clone(),
                     state: outcome,

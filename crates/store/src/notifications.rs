@@ -3,7 +3,6 @@
 use domain::ids::PrincipalId;
 use domain::notification::{NotificationKind, TapPayload};
 use jiff::Timestamp;
-use sqlx::Row;
 use sqlx::postgres::PgRow;
 use uuid::Uuid;
 
@@ -89,6 +88,12 @@ pub struct DeviceRow {
     pub updated_at: Timestamp,
 }
 
+/// Whether an upsert inserted its row (`xmax = 0`) rather than updating one.
+#[derive(sqlx::FromRow)]
+struct Inserted {
+    inserted: bool,
+}
+
 /// A `devices` row as stored.
 #[derive(sqlx::FromRow)]
 struct DeviceRecord {
@@ -163,7 +168,8 @@ impl Store {
         .bind(environment)
         .fetch_one(&self.pool)
         .await?;
-        Ok((DeviceRow::from_row(&row)?, row.try_get("inserted")?))
+        let inserted = <Inserted as sqlx::FromRow<PgRow>>::from_row(&row)?;
+        Ok((DeviceRow::from_row(&row)?, inserted.inserted))
     }
 
     /// Revokes a device; false when there is no such device.

@@ -3,8 +3,8 @@
 use domain::ids::{ArtifactId, PrincipalId, RunId, SessionId};
 use domain::run::{Cost, RunLimits, RunState};
 use jiff::Timestamp;
+use sqlx::FromRow;
 use sqlx::postgres::PgRow;
-use sqlx::{FromRow, Row};
 use uuid::Uuid;
 use wire::event::{Attachment, CancelReason, Event, RunCancelled, UserMessage, UserMessageCreated};
 
@@ -76,6 +76,15 @@ impl RunRow {
             finished_at: record.finished_at.map(timestamp),
         })
     }
+}
+
+/// An artifact named by a message, as stored.
+#[derive(sqlx::FromRow)]
+struct AttachedArtifact {
+    id: Uuid,
+    filename: String,
+    media_type: String,
+    size_bytes: i64,
 }
 
 /// A user message to submit.
@@ -174,7 +183,7 @@ impl Store {
                 let mut attachments = Vec::with_capacity(new.attachments.len());
                 if !new.attachments.is_empty() {
                     let ids: Vec<Uuid> = new.attachments.iter().map(|id| id.as_uuid()).collect();
-                    let found = sqlx::query(
+                    let found: Vec<AttachedArtifact> = sqlx::query_as(
                         "SELECT a.id, a.filename, a.media_type, a.size_bytes FROM artifacts a JOIN sessions s ON
                      s.id = a.session_id
                      WHERE a.session_id = $1 AND s.principal_id = $2 AND a.id = ANY($3)",
@@ -185,10 +194,7 @@ impl Store {
                     .fetch_all(&mut *tx)
                     .await?;
                     for id in new.attachments {
-                        let Some(row) = found
-                            .iter()
-                            .find(|row| row.try_get::<Uuid, _>("id").ok() == Some(id.as_uuid()))
-                        else {
+                        let Some(row) = found.iter().find(|row| row.id == id.as_uuid()) else {
                             return Ok(Some(if session_exists(tx, new).await? {
                                 Submit::UnknownArtifact(*id)
                             } else {
@@ -197,9 +203,9 @@ impl Store {
                         };
                         attachments.push(Attachment {
                             artifact_id: id.as_uuid(),
-                            filename: row.try_get("filename")?,
-                            media_type: row.try_get("media_type")?,
-                            size_bytes: row.try_get("size_bytes")?,
+                            filename: row.filename.clone(),
+                            media_type: row.media_type.clone(),
+                            size_bytes: row.size_bytes,
                         });
                     }
                 }

@@ -10,7 +10,7 @@ use domain::cadence::{Daily, parse_local_time};
 use domain::ids::{RunId, ScheduleId, SessionId};
 use domain::manifest::{AccountIds, authorize};
 use jiff::Timestamp;
-use sqlx::{PgConnection, Row};
+use sqlx::PgConnection;
 use uuid::Uuid;
 use wire::event::{Event, ScheduledBy, UserMessage, UserMessageCreated};
 
@@ -116,6 +116,28 @@ pub(crate) async fn settle_occurrence(
     notify_outcome(conn, session, Some(run.as_uuid()), occurrence).await
 }
 
+/// An active schedule whose firing is due, as stored.
+#[derive(sqlx::FromRow)]
+struct DueSchedule {
+    id: Uuid,
+    principal_id: String,
+    revision: i32,
+    title: String,
+    instruction: String,
+    agent_id: String,
+    agent_version: String,
+    requested_scopes: Vec<String>,
+    max_steps: i32,
+    max_model_calls: i32,
+    max_tool_calls: i32,
+    max_cost_micros: i64,
+    run_timeout_seconds: i32,
+    local_time: String,
+    timezone: String,
+    misfire_grace_seconds: i32,
+    next_fire_at: jiff_sqlx::Timestamp,
+}
+
 impl Store {
     /// Fires every active schedule due at `now` (at most `limit`), each in its own transaction.
     /// `accounts` are the connected mail accounts (ids only), `None` when mail is off.
@@ -133,7 +155,7 @@ impl Store {
     async fn fire_one(&self, now: Timestamp, accounts: Option<&AccountIds>) -> Result<Option<Firing>> {
         self.transaction(
             async |tx: &mut PgConnection| {
-                let due = sqlx::query(
+                let due = sqlx::query_as::<_, DueSchedule>(
                     "SELECT id, principal_id, revision, title, instruction, agent_id, agent_version, requested_scopes,
                             max_steps, max_model_calls, max_tool_calls, max_cost_micros, run_timeout_seconds,
                             local_time, timezone, misfire_grace_seconds, next_fire_at
@@ -144,13 +166,12 @@ impl Store {
                 .fetch_optional(&mut *tx)
                 .await?;
                 let Some(row) = due else { return Ok(None) };
-                let schedule: Uuid = row.try_get("id")?;
-                let scheduled_for = crate::timestamp(row.try_get("next_fire_at")?);
-                let local_time: String = row.try_get("local_time")?;
-                let timezone: String = row.try_get("timezone")?;
-                let cadence = jiff::tz::TimeZone::get(&timezone)
+                let schedule: Uuid = row.id;
+                let scheduled_for = crate::timestamp(row.next_fire_at);
+                let (local_time, timezone) = (&row.local_time, &row.timezone);
+                let cadence = jiff::tz::TimeZone::get(timezone)
                     .ok()
-                    .zip(parse_local_time(&local_time))
+                    .zip(parse_local_time(local_time))
                     .map(|(zone, local_time)| Daily { local_time, zone });
                 let Some(cadence) = cadence else {
                     // The zone is no longer known here (tzdata changed, or hosts differ): stop this
@@ -177,7 +198,7 @@ impl Store {
                     .await?;
 
                 let occurrence = Uuid::now_v7();
-                let revision: i32 = row.try_get("revision")?;
+                let revision = row.revision;
                 let inserted = sqlx::query(
                     "INSERT INTO schedule_occurrences (id, schedule_id, scheduled_for, schedule_revision, state)
                      VALUES ($1, $2, $3, $4, 'started') ON CONFLICT (schedule_id, scheduled_for) DO NOTHING",
@@ -198,7 +219,7 @@ impl Store {
                     }));
                 }
 
-                let grace: i32 = row.try_get("misfire_grace_seconds")?;
+                let grace = row.misfire_grace_seconds;
                 let lateness = now.as_second() - scheduled_for.as_second();
                 let settle = async |tx: &mut PgConnection, state: &str, reason: &'static str| -> Result<()> {
                     sqlx::query("UPDATE schedule_occurrences SET state = $2, reason = $3 WHERE id = $1")
@@ -218,8 +239,8 @@ impl Store {
                         reason: MISFIRE,
                     }));
                 }
-                let requested: Vec<String> = row.try_get("requested_scopes")?;
-                if !authorize(&requested, accounts) {
+                let requested = &row.requested_scopes;
+                if !authorize(requested, accounts) {
                     settle(tx, "failed", AUTHORIZATION_FAILED).await?;
                     count_failure(tx, schedule).await?;
                     notify_outcome(tx, None, None, occurrence).await?;
@@ -231,7 +252,7 @@ impl Store {
                 }
 
                 // A fresh session pinned to the schedule's agent version, then the run.
-                let principal: String = row.try_get("principal_id")?;
+                let principal = &row.principal_id;
                 let session: Uuid = sqlx::query_scalar(
                     "WITH position AS (
                          UPDATE session_index_clock SET position = position + 1 RETURNING position
@@ -241,10 +262,10 @@ impl Store {
                      SELECT $1, $2, position.position, $3, $4, $5, $6 FROM position RETURNING id",
                 )
                 .bind(Uuid::now_v7())
-                .bind(&principal)
-                .bind(row.try_get::<String, _>("agent_id")?)
-                .bind(row.try_get::<String, _>("agent_version")?)
-                .bind(row.try_get::<String, _>("title")?)
+                .bind(principal)
+                .bind(&row.agent_id)
+                .bind(&row.agent_version)
+                .bind(&row.title)
                 .bind(schedule)
                 .fetch_one(&mut *tx)
                 .await?;
@@ -257,18 +278,18 @@ impl Store {
                 )
                 .bind(Uuid::now_v7())
                 .bind(session)
-                .bind(&principal)
-                .bind(row.try_get::<i32, _>("max_steps")?)
-                .bind(row.try_get::<i32, _>("max_model_calls")?)
-                .bind(row.try_get::<i32, _>("max_tool_calls")?)
-                .bind(row.try_get::<i64, _>("max_cost_micros")?)
-                .bind(row.try_get::<i32, _>("run_timeout_seconds")?)
+                .bind(principal)
+                .bind(row.max_steps)
+                .bind(row.max_model_calls)
+                .bind(row.max_tool_calls)
+                .bind(row.max_cost_micros)
+                .bind(row.run_timeout_seconds)
                 .bind(occurrence)
-                .bind(&requested)
+                .bind(requested)
                 .fetch_one(&mut *tx)
                 .await?;
                 let (session_id, run_id) = (SessionId::from_uuid(session), RunId::from_uuid(run));
-                let instruction: String = row.try_get("instruction")?;
+                let instruction = row.instruction.clone();
                 let event = Event::UserMessageCreated(UserMessageCreated {
                     run_id: run,
                     message: UserMessage {

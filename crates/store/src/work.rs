@@ -8,7 +8,7 @@ use domain::ids::{PrincipalId, RunId, SessionId};
 use domain::run::{Cost, RunState};
 use serde_json::{Value, json};
 use sqlx::postgres::PgRow;
-use sqlx::{FromRow, PgConnection, Row};
+use sqlx::{FromRow, PgConnection};
 use uuid::Uuid;
 use wire::event::{
     ApprovalRequested, AssistantMessage, CancelReason, Event, QuestionAsked, RunCancelled, RunCompleted, RunFailed,
@@ -107,6 +107,29 @@ impl InvocationRow {
             code: record.code,
         })
     }
+}
+
+/// What a claim returns beyond [`RUN_COLUMNS`]: the run's owner, usage and model choice.
+#[derive(sqlx::FromRow)]
+struct ClaimRecord {
+    principal_id: String,
+    attempts: i32,
+    steps: i32,
+    model_calls: i32,
+    tool_calls: i32,
+    cost_micros: i64,
+    input_tokens: i64,
+    output_tokens: i64,
+    chat_model: Option<String>,
+    chat_reasoning_effort: Option<String>,
+    occurrence_id: Option<Uuid>,
+    requested_scopes: Vec<String>,
+}
+
+/// The session of an invocation found stranded (beside its [`INVOCATION_COLUMNS`]).
+#[derive(sqlx::FromRow)]
+struct Stranded {
+    session_id: Uuid,
 }
 
 /// One tool call the model asked for.
@@ -211,27 +234,20 @@ impl Store {
             return Ok(None);
         };
         let run = RunRow::from_row(&row)?;
-        let counter = |column: &str| -> Result<u32> {
-            u32::try_from(row.try_get::<i32, _>(column)?).map_err(|_| StoreError::Corrupt(format!("runs.{column}")))
+        let claim = ClaimRecord::from_row(&row)?;
+        let counter = |value: i32, column: &str| -> Result<u32> {
+            u32::try_from(value).map_err(|_| StoreError::Corrupt(format!("runs.{column}")))
         };
         let counters = RunCounters {
-            steps: counter("steps")?,
-            model_calls: counter("model_calls")?,
-            tool_calls: counter("tool_calls")?,
-            cost: Cost::from_micros(row.try_get("cost_micros")?),
-            input_tokens: row.try_get("input_tokens")?,
-            output_tokens: row.try_get("output_tokens")?,
+            steps: counter(claim.steps, "steps")?,
+            model_calls: counter(claim.model_calls, "model_calls")?,
+            tool_calls: counter(claim.tool_calls, "tool_calls")?,
+            cost: Cost::from_micros(claim.cost_micros),
+            input_tokens: claim.input_tokens,
+            output_tokens: claim.output_tokens,
         };
-        let attempts = counter("attempts")?;
-        let chat_model: Option<String> = row.try_get("chat_model")?;
-        let chat_effort: Option<String> = row.try_get("chat_reasoning_effort")?;
-        let principal: String = row.try_get("principal_id")?;
-        let scheduled = row.try_get::<Option<Uuid>, _>("occurrence_id")?.is_some();
-        let scheduled_scopes = if scheduled {
-            Some(row.try_get::<Vec<String>, _>("requested_scopes")?)
-        } else {
-            None
-        };
+        let attempts = counter(claim.attempts, "attempts")?;
+        let scheduled_scopes = claim.occurrence_id.map(|_| claim.requested_scopes);
         let configuration: Value = sqlx::query_scalar(
             "SELECT v.configuration FROM sessions s
              JOIN agent_versions v ON v.agent_id = s.agent_id AND v.version = s.agent_version WHERE s.id = $1",
@@ -247,11 +263,11 @@ impl Store {
         Ok(Some(ClaimedRun {
             lease,
             run,
-            principal: PrincipalId::from_stored(principal),
+            principal: PrincipalId::from_stored(claim.principal_id),
             configuration,
             counters,
             attempts,
-            chat_model: chat_model.zip(chat_effort),
+            chat_model: claim.chat_model.zip(claim.chat_reasoning_effort),
             scheduled_scopes,
         }))
     }
@@ -663,7 +679,7 @@ impl Store {
                 // Sessions are locked (event sequences) in one order, so two sweeps cannot deadlock.
                 let mut stranded = rows
                     .iter()
-                    .map(|row| Ok((row.try_get::<Uuid, _>("session_id")?, InvocationRow::from_row(row)?)))
+                    .map(|row| Ok((Stranded::from_row(row)?.session_id, InvocationRow::from_row(row)?)))
                     .collect::<Result<Vec<_>>>()?;
                 stranded.sort_by_key(|(session, _)| *session);
                 for (session, invocation) in &stranded {

@@ -303,3 +303,228 @@ pub enum CadenceKind {
     #[serde(rename = "DAILY")]
     Daily,
 }
+
+/// A request member that breaks a rule its schema states: which member, and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Invalid {
+    /// The member's dotted path, e.g. `limits.max_cost`.
+    pub field: String,
+    pub detail: String,
+}
+
+impl Invalid {
+    fn new(field: &str, detail: impl Into<String>) -> Invalid {
+        Invalid {
+            field: field.to_owned(),
+            detail: detail.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Invalid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.field, self.detail)
+    }
+}
+
+impl std::error::Error for Invalid {}
+
+impl TryFrom<FolderName> for domain::folder::FolderName {
+    type Error = Invalid;
+
+    fn try_from(body: FolderName) -> Result<Self, Invalid> {
+        domain::folder::FolderName::parse(&body.name).map_err(|error| Invalid::new("name", error.to_string()))
+    }
+}
+
+impl TryFrom<SubmitMessage> for domain::run::UserMessage {
+    type Error = Invalid;
+
+    fn try_from(body: SubmitMessage) -> Result<Self, Invalid> {
+        if body.text.as_deref().is_some_and(|text| !domain::text::has_no_nul(text)) {
+            return Err(Invalid::new("text", "text must not contain U+0000"));
+        }
+        if body
+            .text
+            .as_deref()
+            .is_some_and(|text| text.chars().count() > TEXT_MAX_CHARS)
+        {
+            return Err(Invalid::new(
+                "text",
+                format!("text must be at most {TEXT_MAX_CHARS} characters"),
+            ));
+        }
+        if body.attachments.len() > MESSAGE_MAX_ATTACHMENTS {
+            return Err(Invalid::new(
+                "attachments",
+                format!("at most {MESSAGE_MAX_ATTACHMENTS} attachments"),
+            ));
+        }
+        let text = body
+            .text
+            .as_deref()
+            .map(str::trim)
+            .filter(|text| !text.is_empty())
+            .map(str::to_owned);
+        let mut attachments: Vec<domain::ids::ArtifactId> = Vec::with_capacity(body.attachments.len());
+        for id in body.attachments.into_iter().map(domain::ids::ArtifactId::from_uuid) {
+            if !attachments.contains(&id) {
+                attachments.push(id);
+            }
+        }
+        if text.is_none() && attachments.is_empty() {
+            return Err(Invalid::new("text", "a message needs text, attachments or both"));
+        }
+        Ok(domain::run::UserMessage { text, attachments })
+    }
+}
+
+impl TryFrom<AnswerQuestion> for domain::run::Answer {
+    type Error = Invalid;
+
+    fn try_from(body: AnswerQuestion) -> Result<Self, Invalid> {
+        if !domain::text::is_some_text(&body.text) || body.text.chars().count() > TEXT_MAX_CHARS {
+            return Err(Invalid::new(
+                "text",
+                format!("text must be 1 to {TEXT_MAX_CHARS} characters, not all whitespace, without U+0000"),
+            ));
+        }
+        Ok(domain::run::Answer {
+            question_id: body.question_id,
+            text: body.text.trim().to_owned(),
+        })
+    }
+}
+
+impl TryFrom<ScheduleDefinition> for domain::schedule::ScheduleSpec {
+    type Error = Invalid;
+
+    /// Checks what the body's types cannot say (each rule is also in the schema) and looks the
+    /// time zone up by name.
+    fn try_from(body: ScheduleDefinition) -> Result<Self, Invalid> {
+        let visible = |value: &str, field: &str, max: usize| {
+            if domain::text::is_visible(value) && value.chars().count() <= max {
+                Ok(value.trim().to_owned())
+            } else {
+                Err(Invalid::new(
+                    field,
+                    format!("`{field}` must be 1 to {max} characters, not blank, without control characters"),
+                ))
+            }
+        };
+        let title = visible(&body.title, "title", 200)?;
+        let agent_id = visible(&body.agent_id, "agent_id", 64)?;
+        let agent_version = visible(&body.agent_version, "agent_version", 64)?;
+        if !domain::text::is_some_text(&body.instruction) || body.instruction.chars().count() > TEXT_MAX_CHARS {
+            return Err(Invalid::new(
+                "instruction",
+                format!("`instruction` must be 1 to {TEXT_MAX_CHARS} characters, not blank, without U+0000"),
+            ));
+        }
+        let mut requested_scopes: Vec<String> = Vec::new();
+        for scope in &body.requested_scopes {
+            let name = match scope {
+                ScheduleScope::MailRead => domain::cadence::SCHEDULE_SCOPES[0],
+                ScheduleScope::MailWrite => domain::cadence::SCHEDULE_SCOPES[1],
+            };
+            if !requested_scopes.iter().any(|known| known == name) {
+                requested_scopes.push(name.to_owned());
+            }
+        }
+        let max_cost = domain::run::Cost::parse(&body.limits.max_cost).map_err(|_| {
+            Invalid::new(
+                "limits.max_cost",
+                "`limits.max_cost` must be a decimal string such as \"1\" or \"0.25\"",
+            )
+        })?;
+        let at_least = |value: u32, min: u32, field: &str| {
+            if value >= min && value <= i32::MAX as u32 {
+                Ok(value)
+            } else {
+                Err(Invalid::new(
+                    field,
+                    format!("`{field}` must be an integer of at least {min}"),
+                ))
+            }
+        };
+        let run_timeout_seconds = at_least(body.run_timeout_seconds, 1, "run_timeout_seconds")?;
+        // A run ends before the next daily firing, so two never overlap.
+        if run_timeout_seconds > 86_400 {
+            return Err(Invalid::new(
+                "run_timeout_seconds",
+                "`run_timeout_seconds` must be at most 86400",
+            ));
+        }
+        let limits = domain::run::RunLimits {
+            max_steps: at_least(body.limits.max_steps, 1, "limits.max_steps")?,
+            max_model_calls: at_least(body.limits.max_model_calls, 1, "limits.max_model_calls")?,
+            max_tool_calls: at_least(body.limits.max_tool_calls, 1, "limits.max_tool_calls")?,
+            max_cost,
+            run_timeout_seconds,
+        };
+        let local_time = domain::cadence::parse_local_time(&body.cadence.local_time).ok_or_else(|| {
+            Invalid::new(
+                "cadence.local_time",
+                "`cadence.local_time` must be a wall time `HH:MM:SS`",
+            )
+        })?;
+        let timezone = body.cadence.timezone;
+        let listed = jiff::tz::db().available().any(|zone| zone.as_str() == timezone);
+        let zone = listed
+            .then(|| jiff::tz::TimeZone::get(&timezone).ok())
+            .flatten()
+            .ok_or_else(|| {
+                Invalid::new(
+                    "cadence.timezone",
+                    "`cadence.timezone` must be an IANA time zone such as Europe/London",
+                )
+            })?;
+        Ok(domain::schedule::ScheduleSpec {
+            title,
+            instruction: body.instruction.trim().to_owned(),
+            agent_id,
+            agent_version,
+            requested_scopes,
+            limits,
+            local_time: body.cadence.local_time,
+            timezone,
+            cadence: domain::cadence::Daily { local_time, zone },
+            misfire_grace_seconds: at_least(body.misfire_grace_seconds, 0, "misfire_grace_seconds")?,
+            max_consecutive_failures: at_least(body.max_consecutive_failures, 1, "max_consecutive_failures")?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_is_trimmed_text_and_distinct_attachments() {
+        let id = Uuid::from_u128(7);
+        let message = domain::run::UserMessage::try_from(SubmitMessage {
+            text: Some("  \n ".to_owned()),
+            attachments: vec![id, id],
+        })
+        .expect("attachments alone are a message");
+        assert_eq!(message.text, None, "blank text is no text");
+        assert_eq!(message.attachments.len(), 1, "each attachment once");
+        let empty = domain::run::UserMessage::try_from(SubmitMessage {
+            text: Some(" ".to_owned()),
+            attachments: Vec::new(),
+        });
+        assert_eq!(empty.map_err(|invalid| invalid.field), Err("text".to_owned()));
+    }
+
+    #[test]
+    fn integers_may_be_written_with_a_zero_fraction() {
+        let limits: ScheduleLimits =
+            serde_json::from_str(r#"{"max_steps": 3.0, "max_model_calls": 1, "max_tool_calls": 2, "max_cost": "1"}"#)
+                .expect("3.0 is the integer 3");
+        assert_eq!(limits.max_steps, 3);
+        let fraction = serde_json::from_str::<ScheduleLimits>(
+            r#"{"max_steps": 3.5, "max_model_calls": 1, "max_tool_calls": 2, "max_cost": "1"}"#,
+        );
+        assert!(fraction.is_err(), "3.5 is not");
+    }
+}

@@ -7,7 +7,7 @@ use domain::approval::Risk;
 use domain::ids::{RunId, SessionId};
 use store::{Answer, ApprovalRow, Decide, Decision};
 use uuid::Uuid;
-use wire::request::{AnswerQuestion, DecideApproval, TEXT_MAX_CHARS};
+use wire::request::{AnswerQuestion, DecideApproval};
 use wire::response::{Approval, ApprovalList, Run};
 
 use super::parse_id;
@@ -114,17 +114,10 @@ pub async fn input(
     Json(body): Json<AnswerQuestion>,
 ) -> Result<JsonResponse<Run>, ApiError> {
     let run = parse_id(&run_id, RunId::parse, ErrorCode::RunNotFound)?;
-    if !domain::text::is_some_text(&body.text) || body.text.chars().count() > TEXT_MAX_CHARS {
-        return Err(ApiError::new(ErrorCode::ValidationFailed)
-            .detail(format!(
-                "text must be 1 to {TEXT_MAX_CHARS} characters, not all whitespace, without U+0000"
-            ))
-            .field("text"));
-    }
-    let text = body.text.trim();
+    let answer = domain::run::Answer::try_from(body)?;
     match state
         .store
-        .answer_question(&caller.principal, run, body.question_id, text)
+        .answer_question(&caller.principal, run, answer.question_id, &answer.text)
         .await?
     {
         Answer::Answered => {}

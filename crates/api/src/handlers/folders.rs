@@ -26,14 +26,6 @@ fn folder(row: FolderRow) -> Folder {
     }
 }
 
-fn folder_name(body: &wire::request::FolderName) -> Result<FolderName, ApiError> {
-    FolderName::parse(&body.name).map_err(|error| {
-        ApiError::new(ErrorCode::ValidationFailed)
-            .detail(error.to_string())
-            .field("name")
-    })
-}
-
 fn name_taken() -> ApiError {
     ApiError::new(ErrorCode::FolderNameTaken).detail("another folder already has this name")
 }
@@ -70,7 +62,7 @@ pub async fn create(
 ) -> Result<Response, ApiError> {
     match state
         .store
-        .create_folder(&caller.principal, &folder_name(&body)?)
+        .create_folder(&caller.principal, &FolderName::try_from(body)?)
         .await?
     {
         Some(row) => {
@@ -105,7 +97,7 @@ pub async fn rename(
     let id = parse_id(&folder_id, FolderId::parse, ErrorCode::FolderNotFound)?;
     match state
         .store
-        .rename_folder(&caller.principal, id, &folder_name(&body)?)
+        .rename_folder(&caller.principal, id, &FolderName::try_from(body)?)
         .await?
     {
         RenameFolder::Done(row) => Ok(JsonResponse(folder(row))),

@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json as JsonResponse};
 use domain::ErrorCode;
 use domain::idempotency::IdempotencyKey;
-use domain::ids::{ArtifactId, RunId, SessionId};
+use domain::ids::{RunId, SessionId};
 use domain::session::TITLE_MAX_CHARS;
 use sha2::{Digest, Sha256};
 use store::{CancelRun, IdempotencyClaim, NewMessage, Prior, RunRow, StoredResponse, Submit};
@@ -17,7 +17,8 @@ use crate::auth::Caller;
 use crate::extract::{Json, Path};
 use crate::problem::ApiError;
 
-use wire::request::{MESSAGE_MAX_ATTACHMENTS, SubmitMessage, TEXT_MAX_CHARS};
+use domain::run::UserMessage;
+use wire::request::SubmitMessage;
 use wire::response::{Accepted, Run, RunLimits, RunStatus};
 pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
 /// Set on a response that replays the one first given for the same idempotency key.
@@ -105,38 +106,8 @@ pub async fn submit(
 ) -> Result<Response, ApiError> {
     let session = parse_id(&session_id, SessionId::parse, ErrorCode::SessionNotFound)?;
     let key = idempotency_key(&headers)?;
-    if body.text.as_deref().is_some_and(|text| !domain::text::has_no_nul(text)) {
-        return Err(ApiError::new(ErrorCode::ValidationFailed)
-            .detail("text must not contain U+0000")
-            .field("text"));
-    }
-    let text = body.text.as_deref().map(str::trim).filter(|text| !text.is_empty());
-    if text.is_none() && body.attachments.is_empty() {
-        return Err(ApiError::new(ErrorCode::ValidationFailed)
-            .detail("a message needs text, attachments or both")
-            .field("text"));
-    }
-    if body
-        .text
-        .as_deref()
-        .is_some_and(|text| text.chars().count() > TEXT_MAX_CHARS)
-    {
-        return Err(ApiError::new(ErrorCode::ValidationFailed)
-            .detail(format!("text must be at most {TEXT_MAX_CHARS} characters"))
-            .field("text"));
-    }
-    if body.attachments.len() > MESSAGE_MAX_ATTACHMENTS {
-        return Err(ApiError::new(ErrorCode::ValidationFailed)
-            .detail(format!("at most {MESSAGE_MAX_ATTACHMENTS} attachments"))
-            .field("attachments"));
-    }
-    let mut attachments: Vec<ArtifactId> = Vec::with_capacity(body.attachments.len());
-    for id in &body.attachments {
-        let id = ArtifactId::from_uuid(*id);
-        if !attachments.contains(&id) {
-            attachments.push(id);
-        }
-    }
+    let message = UserMessage::try_from(body.clone())?;
+    let text = message.text.as_deref();
     // The request as the key must match it: its session and canonical body.
     let canonical = serde_json::to_vec(&(session.to_string(), &body)).unwrap_or_default();
     let request_hash: String = Sha256::digest(&canonical).iter().map(|b| format!("{b:02x}")).collect();
@@ -157,7 +128,7 @@ pub async fn submit(
                 principal: &caller.principal,
                 session,
                 text,
-                attachments: &attachments,
+                attachments: &message.attachments,
                 limits: state.settings.run_limits,
                 title,
                 idempotency: IdempotencyClaim {

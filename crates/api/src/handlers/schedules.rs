@@ -5,18 +5,12 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::{Extension, Json as JsonResponse};
 use domain::ErrorCode;
-use domain::cadence::{Daily, SCHEDULE_SCOPES, parse_local_time};
 use domain::ids::ScheduleId;
-use domain::run::{Cost, RunLimits};
-use domain::text::{is_some_text, is_visible};
 use sha2::{Digest, Sha256};
 use store::{
     CancelSchedule, CreateSchedule, IdempotencyClaim, NewSchedule, OccurrenceRow, ScheduleRow, StoredResponse,
 };
-use wire::request::{
-    Cadence, CadenceKind, CancelSchedule as CancelParams, ScheduleDefinition, ScheduleLimits, ScheduleScope,
-    TEXT_MAX_CHARS,
-};
+use wire::request::{Cadence, CadenceKind, CancelSchedule as CancelParams, ScheduleDefinition, ScheduleLimits};
 use wire::response::{Occurrence, OccurrenceList, Schedule, ScheduleEnvelope, ScheduleList, ScheduleState};
 
 use super::parse_id;
@@ -72,129 +66,6 @@ fn occurrence(row: &OccurrenceRow) -> Occurrence {
     }
 }
 
-fn invalid(field: &str, detail: impl Into<String>) -> ApiError {
-    ApiError::new(ErrorCode::ValidationFailed).detail(detail).field(field)
-}
-
-/// A validated definition, ready to store.
-struct Definition {
-    title: String,
-    instruction: String,
-    agent_id: String,
-    agent_version: String,
-    requested_scopes: Vec<String>,
-    limits: RunLimits,
-    local_time: String,
-    timezone: String,
-    misfire_grace_seconds: u32,
-    max_consecutive_failures: u32,
-    next_fire_at: jiff::Timestamp,
-}
-
-/// Checks what the body's types cannot say (each rule is also in the schema) and computes the
-/// first firing after `now`.
-fn validate(body: ScheduleDefinition, now: jiff::Timestamp) -> Result<Definition, ApiError> {
-    let visible = |value: &str, field: &str, max: usize| {
-        if is_visible(value) && value.chars().count() <= max {
-            Ok(value.trim().to_owned())
-        } else {
-            Err(invalid(
-                field,
-                format!("`{field}` must be 1 to {max} characters, not blank, without control characters"),
-            ))
-        }
-    };
-    let title = visible(&body.title, "title", 200)?;
-    let agent_id = visible(&body.agent_id, "agent_id", 64)?;
-    let agent_version = visible(&body.agent_version, "agent_version", 64)?;
-    if !is_some_text(&body.instruction) || body.instruction.chars().count() > TEXT_MAX_CHARS {
-        return Err(invalid(
-            "instruction",
-            format!("`instruction` must be 1 to {TEXT_MAX_CHARS} characters, not blank, without U+0000"),
-        ));
-    }
-    let mut requested_scopes: Vec<String> = Vec::new();
-    for scope in &body.requested_scopes {
-        let name = match scope {
-            ScheduleScope::MailRead => SCHEDULE_SCOPES[0],
-            ScheduleScope::MailWrite => SCHEDULE_SCOPES[1],
-        };
-        if !requested_scopes.iter().any(|known| known == name) {
-            requested_scopes.push(name.to_owned());
-        }
-    }
-    let max_cost = Cost::parse(&body.limits.max_cost).map_err(|_| {
-        invalid(
-            "limits.max_cost",
-            "`limits.max_cost` must be a decimal string such as \"1\" or \"0.25\"",
-        )
-    })?;
-    let at_least = |value: u32, min: u32, field: &str| {
-        if value >= min && value <= i32::MAX as u32 {
-            Ok(value)
-        } else {
-            Err(invalid(
-                field,
-                format!("`{field}` must be an integer of at least {min}"),
-            ))
-        }
-    };
-    let limits = RunLimits {
-        max_steps: at_least(body.limits.max_steps, 1, "limits.max_steps")?,
-        max_model_calls: at_least(body.limits.max_model_calls, 1, "limits.max_model_calls")?,
-        max_tool_calls: at_least(body.limits.max_tool_calls, 1, "limits.max_tool_calls")?,
-        max_cost,
-        run_timeout_seconds: {
-            let timeout = at_least(body.run_timeout_seconds, 1, "run_timeout_seconds")?;
-            // A run ends before the next daily firing, so two never overlap.
-            if timeout > 86_400 {
-                return Err(invalid(
-                    "run_timeout_seconds",
-                    "`run_timeout_seconds` must be at most 86400",
-                ));
-            }
-            timeout
-        },
-    };
-    let local_time = parse_local_time(&body.cadence.local_time).ok_or_else(|| {
-        invalid(
-            "cadence.local_time",
-            "`cadence.local_time` must be a wall time `HH:MM:SS`",
-        )
-    })?;
-    let timezone = body.cadence.timezone;
-    let zone = is_time_zone(&timezone)
-        .then(|| jiff::tz::TimeZone::get(&timezone).ok())
-        .flatten()
-        .ok_or_else(|| {
-            invalid(
-                "cadence.timezone",
-                "`cadence.timezone` must be an IANA time zone such as Europe/London",
-            )
-        })?;
-    let misfire_grace_seconds = at_least(body.misfire_grace_seconds, 0, "misfire_grace_seconds")?;
-    let max_consecutive_failures = at_least(body.max_consecutive_failures, 1, "max_consecutive_failures")?;
-    let next_fire_at = Daily { local_time, zone }.next_after(now);
-    Ok(Definition {
-        title,
-        instruction: body.instruction.trim().to_owned(),
-        agent_id,
-        agent_version,
-        requested_scopes,
-        limits,
-        local_time: body.cadence.local_time,
-        timezone,
-        misfire_grace_seconds,
-        max_consecutive_failures,
-        next_fire_at,
-    })
-}
-
-/// Whether `name` is one of the zones the time zone database lists (the document's enum).
-fn is_time_zone(name: &str) -> bool {
-    jiff::tz::db().available().any(|zone| zone.as_str() == name)
-}
-
 /// Creates a schedule (revision 1) from the schedule definition. Requires `Idempotency-Key`.
 /// Every field is validated; a failure names it in `field`. `agent_id` and `agent_version` must
 /// name a version a session was created with; the schedule pins it.
@@ -218,7 +89,8 @@ pub async fn create(
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    let definition = validate(body, jiff::Timestamp::now())?;
+    let definition = domain::schedule::ScheduleSpec::try_from(body)?;
+    let next_fire_at = definition.cadence.next_after(jiff::Timestamp::now());
     let outcome = state
         .store
         .create_schedule(
@@ -235,7 +107,7 @@ pub async fn create(
                 timezone: &definition.timezone,
                 misfire_grace_seconds: definition.misfire_grace_seconds,
                 max_consecutive_failures: definition.max_consecutive_failures,
-                next_fire_at: definition.next_fire_at,
+                next_fire_at,
                 idempotency: IdempotencyClaim {
                     key: &key,
                     operation: "schedule.create",
