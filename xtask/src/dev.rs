@@ -69,7 +69,7 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     // The roles start before signals are blocked: a child inherits the mask, and a role that
     // cannot receive SIGTERM never stops.
     let log_level = std::env::var("LOG_LEVEL").unwrap_or_else(|_| "info".to_owned());
-    let mut stack = match Stack::start(&bin, &database_url, &token_file, listen, &scopes, &log_level) {
+    let mut stack = match Stack::start(&bin, &database_url, &token_file, listen, &scopes, &log_level, &[]) {
         Ok(stack) => stack,
         Err(error) => {
             if let Some(cluster) = cluster.as_mut() {
@@ -156,6 +156,7 @@ impl Stack {
         listen: SocketAddr,
         scopes: &str,
         log_level: &str,
+        flags: &[(&str, &str)],
     ) -> anyhow::Result<Stack> {
         crate::postgres::prepare_database(bin, admin_url)?;
         let login = |name: &str| pgcluster::with_user(admin_url, name);
@@ -167,6 +168,7 @@ impl Stack {
             .env("API_LISTEN_ADDR", listen.to_string())
             .env("AUTH_SCOPES", scopes)
             .env("LOG_LEVEL", log_level)
+            .envs(flags.iter().copied())
             .env(
                 "AGENT_RELEASE",
                 std::env::var("AGENT_RELEASE").unwrap_or_else(|_| "dev".to_owned()),
@@ -178,12 +180,14 @@ impl Stack {
             worker: Command::new(bin.join("steward-worker"))
                 .env("DATABASE_URL", login("steward_worker"))
                 .env("LOG_LEVEL", log_level)
+                .envs(flags.iter().copied())
                 .env(allow_root, allow)
                 .spawn()
                 .context("start steward-worker")?,
             scheduler: Command::new(bin.join("steward-schedule"))
                 .env("DATABASE_URL", login("steward_schedule"))
                 .env("LOG_LEVEL", log_level)
+                .envs(flags.iter().copied())
                 .env(allow_root, allow)
                 .spawn()
                 .context("start steward-schedule")?,

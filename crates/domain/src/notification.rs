@@ -3,11 +3,11 @@
 //! Neither can hold message text, recipients, subjects, bodies, instructions, results or
 //! failure details: the types below have no field that could.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 /// What a notification is about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum NotificationKind {
     Approval,
@@ -30,7 +30,8 @@ impl NotificationKind {
 }
 
 /// The version-1 tap payload: a kind and ids, nothing else.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct TapPayload {
     pub v: u8,
     pub kind: NotificationKind,

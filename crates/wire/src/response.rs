@@ -321,6 +321,22 @@ pub struct Device {
     pub updated_at: jiff::Timestamp,
 }
 
+/// A pending notification (`GET /v1/notifications`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Notification {
+    pub notification_id: Uuid,
+    pub kind: domain::notification::NotificationKind,
+    /// The closed version-1 tap dictionary, the same as in the push payload: kind and ids only.
+    pub payload: domain::notification::TapPayload,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: jiff::Timestamp,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct NotificationList {
+    pub notifications: Vec<Notification>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,12 +7,10 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json as JsonResponse};
 use domain::ErrorCode;
-use serde::Serialize;
 use store::{DeviceRow, NotificationRow};
-use utoipa::ToSchema;
 use uuid::Uuid;
 use wire::request::{PushEnvironment, RegisterDevice};
-use wire::response::Device;
+use wire::response::{Device, Notification, NotificationList};
 
 use super::parse_id;
 use crate::AppState;
@@ -20,33 +18,13 @@ use crate::auth::Caller;
 use crate::extract::{Json, Path};
 use crate::problem::ApiError;
 
-#[derive(Serialize, ToSchema)]
-pub struct Notification {
-    notification_id: Uuid,
-    /// `approval`, `question` or `schedule_outcome`.
-    kind: String,
-    /// The closed version-1 tap dictionary, the same as in the push payload: kind and ids only.
-    #[schema(value_type = Object)]
-    payload: serde_json::Value,
-    #[schema(value_type = String, format = DateTime)]
-    created_at: jiff::Timestamp,
-}
-
-impl From<&NotificationRow> for Notification {
-    fn from(row: &NotificationRow) -> Self {
-        let payload = serde_json::to_value(row.payload()).unwrap_or_default();
-        Notification {
-            notification_id: row.id,
-            kind: payload["kind"].as_str().unwrap_or_default().to_owned(),
-            payload,
-            created_at: row.created_at,
-        }
+fn notification(row: &NotificationRow) -> Notification {
+    Notification {
+        notification_id: row.id,
+        kind: row.kind,
+        payload: row.payload(),
+        created_at: row.created_at,
     }
-}
-
-#[derive(Serialize, ToSchema)]
-pub struct NotificationList {
-    notifications: Vec<Notification>,
 }
 
 /// Pending notifications (neither obsolete nor acknowledged), oldest first: the offline
@@ -62,7 +40,7 @@ pub async fn pending(
 ) -> Result<JsonResponse<NotificationList>, ApiError> {
     let rows = state.store.pending_notifications(&caller.principal).await?;
     Ok(JsonResponse(NotificationList {
-        notifications: rows.iter().map(Notification::from).collect(),
+        notifications: rows.iter().map(notification).collect(),
     }))
 }
 

@@ -334,88 +334,42 @@ async fn a_multipart_body_with_two_files_an_extra_part_or_none_is_refused_and_le
     let session = app.create_session(json!({})).await;
     let path = format!("/v1/sessions/{}/artifacts", session["session_id"].as_str().expect("id"));
 
+    let post_form = |form: reqwest::multipart::Form| app.request(Method::POST, &path).multipart(form).send();
+    let post_raw = |content_type: &'static str, body: &'static str| {
+        app.request(Method::POST, &path)
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+    };
+
     let two_files = reqwest::multipart::Form::new()
         .part("file", file_part(vec![1u8; 10], "a.bin", "application/octet-stream"))
         .part("file", file_part(vec![2u8; 10], "b.bin", "application/octet-stream"));
-    let body = expect_problem(
-        app.request(Method::POST, &path)
-            .multipart(two_files)
-            .send()
-            .await
-            .expect("send"),
-        400,
-        "multipart_extra_part",
-    )
-    .await;
+    let body = expect_problem(post_form(two_files).await.expect("send"), 400, "multipart_extra_part").await;
     assert!(
         body["detail"]
             .as_str()
             .is_some_and(|detail| detail.contains("one file")),
         "{body}"
     );
-
     let extra_field = reqwest::multipart::Form::new()
         .part("file", file_part(vec![1u8; 10], "a.bin", "application/octet-stream"))
         .text("note", "hello");
-    expect_problem(
-        app.request(Method::POST, &path)
-            .multipart(extra_field)
-            .send()
-            .await
-            .expect("send"),
-        400,
-        "multipart_extra_part",
-    )
-    .await;
+    expect_problem(post_form(extra_field).await.expect("send"), 400, "multipart_extra_part").await;
 
-    let empty = app
-        .request(Method::POST, &path)
-        .header("content-type", "multipart/form-data; boundary=XyZ")
-        .body("--XyZ--\r\n")
-        .send()
-        .await
-        .expect("send");
-    expect_problem(empty, 400, "multipart_no_file").await;
-
-    let unbounded = app
-        .request(Method::POST, &path)
-        .header("content-type", "multipart/form-data")
-        .body("x")
-        .send()
-        .await
-        .expect("send");
-    let body = expect_problem(unbounded, 422, "validation_failed").await;
+    let empty = post_raw("multipart/form-data; boundary=XyZ", "--XyZ--\r\n");
+    expect_problem(empty.await.expect("send"), 400, "multipart_no_file").await;
+    let unbounded = post_raw("multipart/form-data", "x");
+    let body = expect_problem(unbounded.await.expect("send"), 422, "validation_failed").await;
     assert_eq!(body["field"], "Content-Type");
-
-    let malformed = app
-        .request(Method::POST, &path)
-        .header("content-type", "multipart/form-data; boundary=XyZ")
-        .body("not a multipart body at all")
-        .send()
-        .await
-        .expect("send");
-    expect_problem(malformed, 400, "invalid_request").await;
+    let malformed = post_raw("multipart/form-data; boundary=XyZ", "not a multipart body at all");
+    expect_problem(malformed.await.expect("send"), 400, "invalid_request").await;
 
     // The file part alone counts against the limit: at the limit it is stored, past it refused.
     let at_limit = reqwest::multipart::Form::new().part("file", file_part(vec![3u8; 1000], "a.bin", "text/plain"));
-    let response = app
-        .request(Method::POST, &path)
-        .multipart(at_limit)
-        .send()
-        .await
-        .expect("send");
-    assert_eq!(response.status(), 201);
+    assert_eq!(post_form(at_limit).await.expect("send").status(), 201);
     let over = reqwest::multipart::Form::new().part("file", file_part(vec![3u8; 1001], "a.bin", "text/plain"));
-    expect_problem(
-        app.request(Method::POST, &path)
-            .multipart(over)
-            .send()
-            .await
-            .expect("send"),
-        413,
-        "artifact_too_large",
-    )
-    .await;
+    expect_problem(post_form(over).await.expect("send"), 413, "artifact_too_large").await;
 
     let stored = (app.count("artifacts").await, app.count("artifact_chunks").await);
     assert_eq!(stored, (1, 1), "only the accepted upload is stored");
