@@ -54,12 +54,12 @@ impl EventRow {
     }
 
     /// The event as the stream sends it.
-    pub fn frame(&self) -> wire::event::Frame {
+    pub fn into_frame(self) -> wire::event::Frame {
         wire::event::Frame {
             seq: self.seq,
             run_id: self.run_id.map(|run| run.as_uuid()),
             created_at: self.created_at,
-            event: self.event.clone(),
+            event: self.event,
         }
     }
 }

@@ -281,11 +281,15 @@ impl Store {
         row.as_ref().map(ScheduleRow::from_row).transpose()
     }
 
-    /// The schedule's occurrences, newest first; `None` when there is no such schedule.
-    pub async fn occurrences(&self, principal: &PrincipalId, id: ScheduleId) -> Result<Option<Vec<OccurrenceRow>>> {
-        if self.schedule(principal, id).await?.is_none() {
+    /// The schedule and its occurrences, newest first; `None` when there is no such schedule.
+    pub async fn occurrences(
+        &self,
+        principal: &PrincipalId,
+        id: ScheduleId,
+    ) -> Result<Option<(ScheduleRow, Vec<OccurrenceRow>)>> {
+        let Some(schedule) = self.schedule(principal, id).await? else {
             return Ok(None);
-        }
+        };
         let rows = sqlx::query(
             "SELECT id, schedule_id, scheduled_for, schedule_revision, state, reason, session_id, run_id, created_at
              FROM schedule_occurrences WHERE schedule_id = $1 ORDER BY scheduled_for DESC",
@@ -293,10 +297,8 @@ impl Store {
         .bind(id.as_uuid())
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(OccurrenceRow::from_row)
-            .collect::<Result<Vec<_>>>()
-            .map(Some)
+        let occurrences = rows.iter().map(OccurrenceRow::from_row).collect::<Result<Vec<_>>>()?;
+        Ok(Some((schedule, occurrences)))
     }
 
     /// Cancels the schedule if it is at `expected_revision`; the revision then increases and it

@@ -469,10 +469,11 @@ impl TryFrom<ScheduleDefinition> for domain::schedule::ScheduleSpec {
             )
         })?;
         let timezone = body.cadence.timezone;
-        let listed = jiff::tz::db().available().any(|zone| zone.as_str() == timezone);
-        let zone = listed
-            .then(|| jiff::tz::TimeZone::get(&timezone).ok())
-            .flatten()
+        // Exactly a name the database lists (the document's enum): the lookup ignores case, the
+        // zone it finds carries its listed name.
+        let zone = jiff::tz::TimeZone::get(&timezone)
+            .ok()
+            .filter(|zone| zone.iana_name() == Some(timezone.as_str()))
             .ok_or_else(|| {
                 Invalid::new(
                     "cadence.timezone",

@@ -81,14 +81,17 @@ fn checked_media_type(text: &str, field: &str) -> Result<String, ApiError> {
 
 /// How the file arrives: the raw body, or one part of a `multipart/form-data` body.
 enum Encoding {
-    Raw { media_type: String },
+    Raw { media_type: String, filename: ArtifactName },
     Multipart { boundary: String },
 }
 
-fn encoding(headers: &HeaderMap) -> Result<Encoding, ApiError> {
+/// How the file arrives, and for a raw body its name (`filename`, else `attachment`); a
+/// multipart body is named by its part.
+fn encoding(headers: &HeaderMap, filename: Option<&str>) -> Result<Encoding, ApiError> {
     let Some(value) = headers.get(header::CONTENT_TYPE) else {
         return Ok(Encoding::Raw {
             media_type: DEFAULT_MEDIA_TYPE.to_owned(),
+            filename: artifact_name(filename, None)?,
         });
     };
     let text = value.to_str().unwrap_or_default();
@@ -103,6 +106,7 @@ fn encoding(headers: &HeaderMap) -> Result<Encoding, ApiError> {
     }
     Ok(Encoding::Raw {
         media_type: checked_media_type(text, "Content-Type")?,
+        filename: artifact_name(filename, None)?,
     })
 }
 
@@ -149,11 +153,7 @@ pub async fn upload(
 ) -> Result<Response, ApiError> {
     let session = parse_id(&session_id, SessionId::parse, ErrorCode::SessionNotFound)?;
     let limit = state.settings.artifact_max_bytes;
-    let encoding = encoding(&headers)?;
-    if matches!(encoding, Encoding::Raw { .. }) {
-        // Checked early for a raw body; a multipart body is named by its part.
-        artifact_name(params.filename.as_deref(), None)?;
-    }
+    let encoding = encoding(&headers, params.filename.as_deref())?;
     let envelope = match encoding {
         Encoding::Raw { .. } => 0,
         Encoding::Multipart { .. } => MULTIPART_ENVELOPE_BYTES,
@@ -170,8 +170,7 @@ pub async fn upload(
     }
     let idle = state.settings.upload_idle_timeout;
     let (filename, media_type, mut spooled) = match encoding {
-        Encoding::Raw { media_type } => {
-            let filename = artifact_name(params.filename.as_deref(), None)?;
+        Encoding::Raw { media_type, filename } => {
             let spooled = spool(body.into_data_stream(), limit, idle).await?;
             // An empty file is a file when it says what it is; a request with neither bytes nor
             // a media type carries nothing.

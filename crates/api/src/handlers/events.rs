@@ -117,12 +117,10 @@ struct Follower {
     stale: bool,
 }
 
-fn frame(event: &EventRow) -> Event {
-    let data = serde_json::to_string(&event.frame()).unwrap_or_default();
-    Event::default()
-        .id(event.seq.to_string())
-        .event(event.event.kind())
-        .data(data)
+fn frame(event: EventRow) -> Event {
+    let (seq, kind) = (event.seq, event.event.kind());
+    let data = serde_json::to_string(&event.into_frame()).unwrap_or_default();
+    Event::default().id(seq.to_string()).event(kind).data(data)
 }
 
 fn follow(follower: Follower) -> impl Stream<Item = Result<Event, Infallible>> {
@@ -134,7 +132,7 @@ fn follow(follower: Follower) -> impl Stream<Item = Result<Event, Infallible>> {
             if let Some(event) = follower.pending.pop_front() {
                 follower.last = event.seq;
                 follower.ended = event.event.ends_run();
-                let frame = frame(&event);
+                let frame = frame(event);
                 return Some((Ok(frame), follower));
             }
             if follower.stale {

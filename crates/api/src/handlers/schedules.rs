@@ -203,17 +203,12 @@ pub async fn occurrences(
     Path(schedule_id): Path<String>,
 ) -> Result<JsonResponse<OccurrenceList>, ApiError> {
     let id = parse_id(&schedule_id, ScheduleId::parse, ErrorCode::ScheduleNotFound)?;
-    let schedule = state
-        .store
-        .schedule(&caller.principal, id)
-        .await?
-        .ok_or_else(|| ApiError::new(ErrorCode::ScheduleNotFound))?;
-    visible(schedule)?;
-    let rows = state
+    let (schedule, rows) = state
         .store
         .occurrences(&caller.principal, id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::ScheduleNotFound))?;
+    visible(schedule)?;
     Ok(JsonResponse(OccurrenceList {
         occurrences: rows.iter().map(occurrence).collect(),
     }))

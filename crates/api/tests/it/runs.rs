@@ -49,7 +49,7 @@ async fn a_message_starts_one_queued_run_and_titles_the_session() {
         .await
         .expect("events");
     assert_eq!(events.len(), 1);
-    let frame = serde_json::to_value(events[0].frame()).expect("json");
+    let frame = serde_json::to_value(events[0].clone().into_frame()).expect("json");
     assert_eq!(frame["kind"], "user.message.created");
     assert_eq!(frame["payload"]["message"]["text"], "Plan a trip to Lisbon\nin May");
     assert_eq!(frame["payload"]["run_id"], run["run_id"]);
@@ -200,7 +200,7 @@ async fn messages_may_be_attachments_alone_and_must_name_artifacts_of_the_sessio
         )
         .await
         .expect("events");
-    let frame = serde_json::to_value(events[0].frame()).expect("json");
+    let frame = serde_json::to_value(events[0].clone().into_frame()).expect("json");
     let message = &frame["payload"]["message"];
     assert_eq!(message["text"], Value::Null);
     assert_eq!(message["attachments"][0]["filename"], "scan.pdf");
