@@ -21,7 +21,7 @@ const MAX_EXAMPLES: &str = "20";
 /// `STEWARD_CONTRACT_SEED=random` (or another number) explores further.
 const SEED: &str = "169756553792694912130547068163840334508";
 /// The notification flags (the API's flag-gated routes that are built), so their operations are
-/// checked too. The memory flag is left off: its route is a placeholder the next issue removes.
+/// checked too.
 const FLAGS: &[(&str, &str)] = &[
     ("AGENT_NOTIFICATION_API_ENABLED", "1"),
     ("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1"),

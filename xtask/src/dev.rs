@@ -18,8 +18,19 @@ use nix::unistd::Pid;
 use pgcluster::Cluster;
 
 const DEFAULT_PORT: u16 = 8080;
-/// Every scope of the implemented routes; extend `AUTH_SCOPES` in your environment to override.
-const DEV_SCOPES: &str = "sessions.read,sessions.write,schedules.read,schedules.write,settings.read,settings.write,notifications.read,notifications.write,memory.read,memory.write";
+/// The API's environment template: its `AUTH_SCOPES` (every scope a built route needs, checked by
+/// the API's tests) is what the dev stack grants unless `AUTH_SCOPES` is set in your environment.
+const API_TEMPLATE: &str = "systemd/env/api.env";
+
+/// The scopes the API template grants.
+fn template_scopes() -> anyhow::Result<String> {
+    let path = crate::workspace_root().join(API_TEMPLATE);
+    let text = std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
+    text.lines()
+        .find_map(|line| line.strip_prefix("AUTH_SCOPES="))
+        .map(str::to_owned)
+        .with_context(|| format!("{} has no AUTH_SCOPES line", path.display()))
+}
 
 struct Options {
     port: u16,
@@ -64,7 +75,10 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     ensure_token(&token_file)?;
     let listen: SocketAddr = ([127, 0, 0, 1], options.port).into();
     let base_url = format!("http://{listen}");
-    let scopes = std::env::var("AUTH_SCOPES").unwrap_or_else(|_| DEV_SCOPES.to_owned());
+    let scopes = match std::env::var("AUTH_SCOPES") {
+        Ok(scopes) => scopes,
+        Err(_) => template_scopes()?,
+    };
 
     // The roles start before signals are blocked: a child inherits the mask, and a role that
     // cannot receive SIGTERM never stops.

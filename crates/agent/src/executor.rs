@@ -250,7 +250,10 @@ impl Executor {
             .drive(&claimed, &configuration, provider, &toolbox, &sink, stop)
             .await;
         drop(sink);
-        let _ = relay.await;
+        if let Err(error) = relay.await {
+            // Deltas are transient; the persisted step is what counts, so the run goes on.
+            tracing::error!(%error, run = %lease.run, "the delta relay stopped");
+        }
         outcome
     }
 
@@ -286,7 +289,29 @@ impl Executor {
                 if stop.is_raised() {
                     return Ok(Finish::Lost);
                 }
-                if let Some(finish) = self.settle(claimed, toolbox, &invocation).await? {
+                // A scheduled run waits for the owner as its schedule says, any other as its agent does.
+                let wait_seconds = claimed
+                    .wait_timeout_seconds
+                    .unwrap_or_else(|| configuration.wait_timeout_seconds());
+                if invocation.state == InvocationState::Queued
+                    && let Some(scope) = toolbox.withheld_scope(&invocation.tool)
+                {
+                    // A scheduled run holds only the tools its schedule requested scopes for:
+                    // reaching for another ends the run with the schedule authorization failure.
+                    let detail = format!(
+                        "this schedule did not request the `{scope}` scope that `{}` needs; a schedule that \
+                         uses mail must be created over HTTP with exactly the read and write use scopes",
+                        invocation.tool
+                    );
+                    if let Some(finish) = self
+                        .refuse(lease, &invocation, store::AUTHORIZATION_FAILED, &detail)
+                        .await?
+                    {
+                        return Ok(finish);
+                    }
+                    return self.fail(lease, store::AUTHORIZATION_FAILED, &detail, &counters).await;
+                }
+                if let Some(finish) = self.settle(claimed, toolbox, &invocation, wait_seconds).await? {
                     return Ok(finish);
                 }
             }
@@ -415,12 +440,14 @@ impl Executor {
         Ok(recorded.is_none().then_some(Finish::Lost))
     }
 
-    /// Moves one invocation forward; `Some` when the execution stops here.
+    /// Moves one invocation forward; `Some` when the execution stops here. A question or an
+    /// approval parks the run for at most `wait_seconds`.
     async fn settle(
         &self,
         claimed: &ClaimedRun,
         toolbox: &Toolbox,
         invocation: &InvocationRow,
+        wait_seconds: u32,
     ) -> Result<Option<Finish>, StoreError> {
         let lease = &claimed.lease;
         let lost = |recorded: Option<()>| recorded.is_none().then_some(Finish::Lost);
@@ -462,7 +489,10 @@ impl Executor {
                         let message = "`question` must be a non-empty string";
                         return self.refuse(lease, invocation, "tool.invalid_arguments", message).await;
                     }
-                    let parked = self.store.park_for_question(lease, invocation, question).await?;
+                    let parked = self
+                        .store
+                        .park_for_question(lease, invocation, question, wait_seconds)
+                        .await?;
                     return Ok(Some(if parked.is_some() { Finish::Parked } else { Finish::Lost }));
                 }
                 if tool.needs_approval {
@@ -491,7 +521,7 @@ impl Executor {
                     let shown = display_arguments(&invocation.arguments);
                     let parked = self
                         .store
-                        .park_for_approval(lease, invocation, tool.risk, &shown)
+                        .park_for_approval(lease, invocation, tool.risk, &shown, wait_seconds)
                         .await?;
                     return Ok(Some(if parked.is_some() { Finish::Parked } else { Finish::Lost }));
                 }
@@ -540,8 +570,8 @@ impl Executor {
     }
 }
 
-/// How long until `deadline`, zero when it passed.
-pub fn until(deadline: jiff::Timestamp) -> Duration {
-    let remaining = deadline.as_millisecond() - jiff::Timestamp::now().as_millisecond();
+/// How long from `now` until `deadline`, zero when it passed.
+pub fn until(deadline: jiff::Timestamp, now: jiff::Timestamp) -> Duration {
+    let remaining = deadline.as_millisecond() - now.as_millisecond();
     Duration::from_millis(u64::try_from(remaining).unwrap_or(0))
 }

@@ -10,7 +10,10 @@
 //! | `schedule.create` | medium | yes | schedules this conversation's agent daily; never with scopes |
 //! | `mcp.mail_*` | low / medium / high | writes and sends | the connected accounts' mail tools (`mail_mcp::tools`) |
 //!
-//! A scheduled run gets only the scoped tools (mail) its schedule requested scopes for.
+//! Every tool declares its scope. A scheduled run's box holds only the roster's tools whose scope
+//! its schedule requested (today only the mail read and write scopes can be requested, so the
+//! built-in tools are never in it); a roster tool it lacks is withheld, and reaching for one ends
+//! the run with the schedule authorization failure.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -130,6 +133,8 @@ pub enum ToolOutcome {
 #[derive(Clone, Debug)]
 pub struct Toolbox {
     tools: Vec<Tool>,
+    /// Roster tools a scheduled run may not use, with the scope its schedule did not request.
+    withheld: Vec<(String, String)>,
     webhook_url: Option<String>,
     http: reqwest::Client,
     mail: Option<Arc<MailService>>,
@@ -146,27 +151,25 @@ pub struct RunTools<'a> {
 
 impl Toolbox {
     /// The tools of the pinned roster that this worker can run: the built-in ones, and the mail
-    /// tools of the accounts it holds credentials for. A scheduled run's mail tools are limited
-    /// to its requested scopes.
+    /// tools of the accounts it holds credentials for. A scheduled run keeps only those whose
+    /// scope its schedule requested.
     pub fn for_run(run: RunTools<'_>, http: reqwest::Client, mail: Option<Arc<MailService>>) -> Toolbox {
-        let mail_tools = mail
-            .iter()
-            .flat_map(|mail| mail.specs())
-            .filter(|tool| run.scheduled_scopes.is_none_or(|scopes| scopes.contains(&tool.scope)));
-        let tools = catalog()
+        let mail_tools = mail.iter().flat_map(|mail| mail.specs()).map(|tool| Tool {
+            name: tool.name,
+            description: tool.description,
+            parameters: tool.parameters,
+            scope: tool.scope,
+            risk: tool.risk,
+            needs_approval: tool.needs_approval,
+        });
+        let (tools, withheld): (Vec<Tool>, Vec<Tool>) = catalog()
             .into_iter()
-            .chain(mail_tools.map(|tool| Tool {
-                name: tool.name,
-                description: tool.description,
-                parameters: tool.parameters,
-                scope: tool.scope,
-                risk: tool.risk,
-                needs_approval: tool.needs_approval,
-            }))
+            .chain(mail_tools)
             .filter(|tool| run.configuration.tools.contains(&tool.name))
-            .collect();
+            .partition(|tool| run.scheduled_scopes.is_none_or(|scopes| scopes.contains(&tool.scope)));
         Toolbox {
             tools,
+            withheld: withheld.into_iter().map(|tool| (tool.name, tool.scope)).collect(),
             webhook_url: run.configuration.webhook_url.clone(),
             http,
             mail,
@@ -175,6 +178,14 @@ impl Toolbox {
 
     pub fn get(&self, name: &str) -> Option<&Tool> {
         self.tools.iter().find(|tool| tool.name == name)
+    }
+
+    /// The scope a scheduled run lacks for `name`, when `name` is a roster tool withheld from it.
+    pub fn withheld_scope(&self, name: &str) -> Option<&str> {
+        self.withheld
+            .iter()
+            .find(|(tool, _)| tool == name)
+            .map(|(_, scope)| scope.as_str())
     }
 
     pub fn specs(&self) -> Vec<ToolSpec> {
@@ -295,11 +306,14 @@ impl Toolbox {
                 "webhook.unreachable",
                 "the webhook could not be reached; nothing was sent",
             ),
-            Err(_) => ToolOutcome::Uncertain {
-                code: "tool.outcome_unknown",
-                message: "the webhook did not answer; the post may have taken effect".to_owned(),
-                reconciliation: None,
-            },
+            Err(error) => {
+                tracing::warn!(%error, "the webhook did not answer");
+                ToolOutcome::Uncertain {
+                    code: "tool.outcome_unknown",
+                    message: "the webhook did not answer; the post may have taken effect".to_owned(),
+                    reconciliation: None,
+                }
+            }
         }
     }
 }
@@ -365,6 +379,7 @@ async fn create_schedule(store: &Store, principal: &PrincipalId, invocation: &In
                 policy_profile: "default",
                 requested_scopes: &[],
                 limits,
+                wait_timeout_seconds: domain::run::DEFAULT_WAIT_TIMEOUT_SECONDS,
                 local_time,
                 timezone,
                 misfire_grace_seconds: 60,
@@ -376,9 +391,11 @@ async fn create_schedule(store: &Store, principal: &PrincipalId, invocation: &In
                     request_hash: &hash,
                 },
             },
-            |row| store::StoredResponse {
-                status: 201,
-                body: row.id.to_string().into_bytes(),
+            |row| {
+                Ok(store::StoredResponse {
+                    status: 201,
+                    body: row.id.to_string().into_bytes(),
+                })
             },
         )
         .await;

@@ -69,7 +69,12 @@ pub async fn run(config: WorkerConfig, executor: Executor, shutdown: impl std::f
     }
     tracing::info!("worker stopping");
     let drain = async { while running.join_next().await.is_some() {} };
-    let _ = tokio::time::timeout(Duration::from_secs(u64::from(config.lease_seconds)), drain).await;
+    if tokio::time::timeout(Duration::from_secs(u64::from(config.lease_seconds)), drain)
+        .await
+        .is_err()
+    {
+        tracing::warn!("runs still executing at shutdown are left to their leases; another worker resumes them");
+    }
     listener.abort();
     sweeper.abort();
     if let Some(reconciler) = reconciler {
@@ -90,6 +95,7 @@ async fn reconcile(store: Store, mail: Arc<MailService>, policy: crate::config::
             Ok(due) => {
                 for item in due {
                     let Some(operation) = MailOperation::parse(&item.operation) else {
+                        tracing::error!(invocation = %item.invocation_id, operation = %item.operation, "a mail reconciliation names an unknown operation; it is left for an operator");
                         continue;
                     };
                     let wanted = Reconciliation {
@@ -142,7 +148,8 @@ async fn execute_with_lease(executor: &Executor, config: &WorkerConfig, claimed:
     tokio::pin!(execution);
     let keeper = keep_lease(&executor.store, &lease, config.lease_seconds);
     tokio::pin!(keeper);
-    let timer = tokio::time::sleep(until(deadline));
+    // Measured by the store's clock, which the deadline was set by.
+    let timer = tokio::time::sleep(until(deadline, executor.store.now()));
     tokio::pin!(timer);
     let (mut watching_lease, mut watching_deadline) = (true, true);
     let outcome = loop {
@@ -209,19 +216,30 @@ async fn sweep(store: Store, wake: Arc<Notify>) {
 
 async fn listen(store: Store, wake: Arc<Notify>) {
     loop {
+        // Without the listener, runs are still found by polling: a lost wake-up costs latency.
         let mut listener = match PgListener::connect_with(store.pool()).await {
             Ok(listener) => listener,
-            Err(_) => {
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for new runs; polling meanwhile");
                 tokio::time::sleep(POLL).await;
                 continue;
             }
         };
-        if listener.listen(store::RUNS_CHANNEL).await.is_err() {
+        if let Err(error) = listener.listen(store::RUNS_CHANNEL).await {
+            tracing::warn!(%error, "cannot listen for new runs; polling meanwhile");
             tokio::time::sleep(POLL).await;
             continue;
         }
-        while listener.try_recv().await.is_ok() {
-            wake.notify_one();
+        loop {
+            match listener.try_recv().await {
+                Ok(Some(_)) => wake.notify_one(),
+                // The connection was lost and is re-established by the next receive.
+                Ok(None) => wake.notify_one(),
+                Err(error) => {
+                    tracing::warn!(%error, "lost the run listener; reconnecting");
+                    break;
+                }
+            }
         }
     }
 }

@@ -13,7 +13,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::AppState;
 use crate::handlers::{
-    approvals, artifacts, events, folders, health, memories, notifications, runs, schedules, sessions, settings,
+    approvals, artifacts, events, folders, health, notifications, runs, schedules, sessions, settings,
 };
 use crate::routes::catalog;
 
@@ -63,7 +63,6 @@ impl Modify for BearerAuth {
         folders::create,
         folders::rename,
         folders::delete,
-        memories::list,
         notifications::pending,
         notifications::acknowledge,
         notifications::register,

@@ -19,7 +19,7 @@ use domain::scope::Scope;
 use crate::AppState;
 use crate::auth::{self, Authenticator, Guard};
 use crate::handlers::{
-    approvals, artifacts, events, folders, health, memories, notifications, runs, schedules, sessions, settings,
+    approvals, artifacts, events, folders, health, notifications, runs, schedules, sessions, settings,
 };
 use crate::{openapi, problem};
 
@@ -100,7 +100,7 @@ pub fn catalog() -> Vec<RouteDef> {
     use Access::{Public, Scoped};
     use ErrorCode::*;
     use Scope::{
-        MemoryRead, NotificationsRead, NotificationsWrite, SchedulesRead, SchedulesWrite, SessionsRead, SessionsWrite,
+        NotificationsRead, NotificationsWrite, SchedulesRead, SchedulesWrite, SessionsRead, SessionsWrite,
         SettingsRead, SettingsWrite,
     };
     vec![
@@ -248,7 +248,6 @@ pub fn catalog() -> Vec<RouteDef> {
             [JSON_BODY, [FolderNotFound, FolderNameTaken]]
         ),
         route!(DELETE "/v1/folders/{folder_id}", Scoped(SessionsWrite), None, folders::delete, [[FolderNotFound]]),
-        route!(GET "/v1/memories", Scoped(MemoryRead), Some(Flag::MemoryApi), memories::list, []),
         route!(
             GET "/v1/notifications",
             Scoped(NotificationsRead),

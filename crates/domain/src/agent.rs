@@ -88,6 +88,10 @@ pub struct AgentDefinition {
     /// An operator-chosen URL the `webhook.post` tool may post to; the tool exists only when set.
     #[serde(default)]
     pub webhook_url: Option<String>,
+    /// How long a run may wait for the owner (an approval or a question), 1 to 2592000 seconds;
+    /// unset, [`crate::run::DEFAULT_WAIT_TIMEOUT_SECONDS`] (a day).
+    #[serde(default)]
+    pub wait_timeout_seconds: Option<u32>,
 }
 
 impl AgentDefinition {
@@ -107,6 +111,7 @@ impl AgentDefinition {
                 output_cost_per_mtok: None,
             },
             webhook_url: None,
+            wait_timeout_seconds: None,
         }
     }
 }
@@ -123,6 +128,17 @@ pub struct AgentConfiguration {
     /// The tools the agent may call, by name.
     pub tools: Vec<String>,
     pub webhook_url: Option<String>,
+    /// Left out when unset, so versions made before it existed keep their identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_timeout_seconds: Option<u32>,
+}
+
+impl AgentConfiguration {
+    /// How long this agent's runs may wait for the owner.
+    pub fn wait_timeout_seconds(&self) -> u32 {
+        self.wait_timeout_seconds
+            .unwrap_or(crate::run::DEFAULT_WAIT_TIMEOUT_SECONDS)
+    }
 }
 
 /// The tools every agent has.
@@ -166,6 +182,8 @@ pub enum AgentError {
     },
     #[error("agent `{0}`: webhook_url must be an http:// or https:// URL")]
     WebhookUrl(String),
+    #[error("agent `{0}`: wait_timeout_seconds must be 1 to 2592000 (30 days)")]
+    WaitTimeout(String),
 }
 
 /// A configured agent and its current version.
@@ -217,6 +235,12 @@ impl AgentRegistry {
             {
                 return Err(AgentError::WebhookUrl(definition.id.0.clone()));
             }
+            if definition
+                .wait_timeout_seconds
+                .is_some_and(|seconds| !(1..=crate::run::MAX_WAIT_TIMEOUT_SECONDS).contains(&seconds))
+            {
+                return Err(AgentError::WaitTimeout(definition.id.0.clone()));
+            }
             let tools = tool_roster(&definition, &features, mail);
             let configuration = AgentConfiguration {
                 id: definition.id.clone(),
@@ -225,6 +249,7 @@ impl AgentRegistry {
                 features: features.clone(),
                 tools,
                 webhook_url: definition.webhook_url,
+                wait_timeout_seconds: definition.wait_timeout_seconds,
             };
             let agent = Agent {
                 version: configuration.version(),
@@ -259,7 +284,7 @@ mod tests {
     fn version_changes_with_agent_shaping_flags_only() {
         let plain = registry(&[]).get("default").expect("default agent").version.clone();
         let again = registry(&[]).get("default").expect("default agent").version.clone();
-        let memory = registry(&[Flag::MemoryApi])
+        let mail = registry(&[Flag::Email])
             .get("default")
             .expect("default agent")
             .version
@@ -271,7 +296,7 @@ mod tests {
             .clone();
         assert_eq!(plain, again, "the version is a pure function of the configuration");
         assert_ne!(
-            plain, memory,
+            plain, mail,
             "enabling a feature that shapes the agent yields a new version"
         );
         assert_eq!(plain, notify, "delivery flags do not change what the agent can do");

@@ -90,6 +90,33 @@ pub enum FlagError {
     NotificationFlagsDiffer,
     #[error("{flag} requires {requires}=1")]
     Requires { flag: &'static str, requires: &'static str },
+    #[error("{variable} is set to `{value}`: this release does not support {part}")]
+    Unsupported {
+        variable: &'static str,
+        value: String,
+        part: &'static str,
+    },
+}
+
+/// The flags whose part is not built in this release, with what they would turn on. A role whose
+/// environment turns one on refuses to start rather than accept a flag that does nothing; each
+/// part's issue removes its entry when the part lands.
+pub const UNSUPPORTED: [(&str, &str); 5] = [
+    ("AGENT_EMAIL_MODE_ENABLED", "Email mode"),
+    ("AGENT_EMAIL_UNSUBSCRIBE_ENABLED", "unsubscribing"),
+    ("AGENT_EMAIL_JUNK_FILTER_MODE", "the junk filter"),
+    ("AGENT_CALL_ENABLED", "calling"),
+    ("AGENT_MEMORY_API_ENABLED", "the memory API"),
+];
+
+/// The first flag of [`UNSUPPORTED`] that `lookup` turns on: any value but unset, empty, `0`
+/// (and `off` for the junk filter's mode), so a misspelt value is refused too.
+pub fn unsupported(lookup: impl Fn(&str) -> Option<String>) -> Option<FlagError> {
+    UNSUPPORTED.into_iter().find_map(|(variable, part)| {
+        let value = lookup(variable)?;
+        let off = value.is_empty() || value == "0" || (variable == JunkFilterMode::VARIABLE && value == "off");
+        (!off).then_some(FlagError::Unsupported { variable, value, part })
+    })
 }
 
 /// Every feature flag, parsed and cross-checked.
@@ -101,8 +128,12 @@ pub struct FeatureFlags {
 
 impl FeatureFlags {
     /// Parses the flags from an environment lookup. Unset means off; any value other than `0` or
-    /// `1` (including an empty one) is refused, as are combinations the contract forbids.
+    /// `1` (including an empty one) is refused, as are combinations the contract forbids and
+    /// flags this release does not support ([`unsupported`]).
     pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<FeatureFlags, FlagError> {
+        if let Some(error) = unsupported(&lookup) {
+            return Err(error);
+        }
         let mut flags = FeatureFlags::default();
         for (index, flag) in Flag::ALL.into_iter().enumerate() {
             flags.enabled[index] = match lookup(flag.variable()).as_deref() {
@@ -203,22 +234,52 @@ mod tests {
     #[test]
     fn only_zero_and_one_are_accepted() {
         assert!(
-            parse(&[("AGENT_MEMORY_API_ENABLED", "1")])
+            parse(&[("AGENT_EMAIL_ENABLED", "1")])
                 .expect("valid")
-                .is_on(Flag::MemoryApi)
+                .is_on(Flag::Email)
         );
         assert!(
-            !parse(&[("AGENT_MEMORY_API_ENABLED", "0")])
+            !parse(&[("AGENT_EMAIL_ENABLED", "0")])
                 .expect("valid")
-                .is_on(Flag::MemoryApi)
+                .is_on(Flag::Email)
         );
         for bad in ["true", "yes", "", " 1", "2"] {
             assert_eq!(
-                parse(&[("AGENT_MEMORY_API_ENABLED", bad)]),
+                parse(&[("AGENT_EMAIL_ENABLED", bad)]),
                 Err(FlagError::NotBoolean {
-                    variable: "AGENT_MEMORY_API_ENABLED",
+                    variable: "AGENT_EMAIL_ENABLED",
                     value: bad.into()
                 })
+            );
+        }
+    }
+
+    #[test]
+    fn a_flag_whose_part_is_not_built_is_refused_when_on_and_accepted_when_off() {
+        for (variable, part) in UNSUPPORTED {
+            let on = if variable == JunkFilterMode::VARIABLE {
+                "shadow"
+            } else {
+                "1"
+            };
+            let error = parse(&[(variable, on)]).expect_err(variable);
+            assert_eq!(
+                error.to_string(),
+                format!("{variable} is set to `{on}`: this release does not support {part}")
+            );
+            assert!(
+                parse(&[(variable, "yes")]).is_err(),
+                "{variable}: a misspelt value is refused"
+            );
+            let off = if variable == JunkFilterMode::VARIABLE {
+                "off"
+            } else {
+                "0"
+            };
+            assert!(parse(&[(variable, off)]).is_ok(), "{variable}={off} is accepted");
+            assert!(
+                unsupported(|name| (name == variable).then(String::new)).is_none(),
+                "{variable} empty is not refused as unsupported"
             );
         }
     }
@@ -239,7 +300,7 @@ mod tests {
     #[test]
     fn dependent_flags_need_their_prerequisites() {
         assert_eq!(
-            parse(&[("AGENT_EMAIL_UNSUBSCRIBE_ENABLED", "1"), ("AGENT_EMAIL_ENABLED", "1")]),
+            FeatureFlags::with(&[Flag::EmailUnsubscribe, Flag::Email]),
             Err(FlagError::Requires {
                 flag: "AGENT_EMAIL_UNSUBSCRIBE_ENABLED",
                 requires: "AGENT_EMAIL_MODE_ENABLED"
@@ -250,16 +311,12 @@ mod tests {
     }
 
     #[test]
-    fn junk_filter_mode_is_a_closed_set() {
+    fn junk_filter_mode_defaults_off() {
         assert_eq!(
-            parse(&[("AGENT_EMAIL_JUNK_FILTER_MODE", "pilot")])
+            parse(&[("AGENT_EMAIL_JUNK_FILTER_MODE", "off")])
                 .expect("valid")
                 .junk_filter_mode(),
-            JunkFilterMode::Pilot
-        );
-        assert_eq!(
-            parse(&[("AGENT_EMAIL_JUNK_FILTER_MODE", "aggressive")]),
-            Err(FlagError::JunkFilterMode("aggressive".into()))
+            JunkFilterMode::Off
         );
     }
 }

@@ -58,10 +58,13 @@ pub enum Alert<'a> {
     },
     Question,
     /// A schedule outcome: `completed`, `failed`, `cancelled` or `skipped`, with the skip or
-    /// failure reason code when there is one.
+    /// failure reason code when there is one, the title of the schedule revision that ran and the
+    /// local wall time it was scheduled for (both kept with the occurrence).
     ScheduleOutcome {
         state: &'a str,
         reason: Option<&'a str>,
+        title: Option<&'a str>,
+        scheduled_local: Option<&'a str>,
     },
     /// A call finished: `New call result`.
     CallFinished,
@@ -83,17 +86,30 @@ impl Alert<'_> {
             Alert::Approval { tool } => format!("Approval needed: {}", tool_name(tool)),
             Alert::Question => "Your agent has a question".to_owned(),
             Alert::ScheduleOutcome {
-                state: "skipped",
-                reason: Some("misfire"),
-            } => "Scheduled run skipped: it started too late".to_owned(),
-            Alert::ScheduleOutcome { state: "skipped", .. } => "Scheduled run skipped".to_owned(),
-            Alert::ScheduleOutcome { state: "completed", .. } => "Scheduled run completed".to_owned(),
-            Alert::ScheduleOutcome {
-                state: "failed",
-                reason: Some("schedule.authorization_failed"),
-            } => "Scheduled run not authorized".to_owned(),
-            Alert::ScheduleOutcome { state: "cancelled", .. } => "Scheduled run cancelled".to_owned(),
-            Alert::ScheduleOutcome { .. } => "Scheduled run failed".to_owned(),
+                state,
+                reason,
+                title,
+                scheduled_local,
+            } => {
+                let outcome = match (*state, *reason) {
+                    ("skipped", Some("misfire")) => "skipped, it started too late",
+                    ("skipped", _) => "skipped",
+                    ("completed", _) => "completed",
+                    ("failed", Some("schedule.authorization_failed")) => "not authorized",
+                    ("cancelled", Some("deadline")) => "cancelled, it ran out of time",
+                    ("cancelled", _) => "cancelled",
+                    _ => "failed",
+                };
+                let title = title
+                    .map(str::trim)
+                    .filter(|title| !title.is_empty() && !title.chars().any(char::is_control));
+                match (title, scheduled_local) {
+                    (Some(title), Some(at)) => format!("{title} ({at}): {outcome}"),
+                    (Some(title), None) => format!("{title}: {outcome}"),
+                    (None, Some(at)) => format!("Scheduled run ({at}): {outcome}"),
+                    (None, None) => format!("Scheduled run: {outcome}"),
+                }
+            }
             Alert::CallFinished => "New call result".to_owned(),
         }
     }
@@ -147,10 +163,46 @@ mod tests {
         assert_eq!(
             Alert::ScheduleOutcome {
                 state: "skipped",
-                reason: Some("misfire")
+                reason: Some("misfire"),
+                title: Some("Morning brief"),
+                scheduled_local: Some("2026-11-24 07:00"),
             }
             .text(),
-            "Scheduled run skipped: it started too late"
+            "Morning brief (2026-11-24 07:00): skipped, it started too late"
         );
+    }
+
+    #[test]
+    fn schedule_alerts_name_the_schedule_the_time_and_the_outcome() {
+        let alert = |state, reason| {
+            Alert::ScheduleOutcome {
+                state,
+                reason,
+                title: Some("Inbox digest"),
+                scheduled_local: Some("2026-11-24 07:00"),
+            }
+            .text()
+        };
+        let cases = [
+            ("completed", None, "completed"),
+            ("failed", Some("agent.model_unavailable"), "failed"),
+            ("failed", Some("schedule.authorization_failed"), "not authorized"),
+            ("cancelled", Some("deadline"), "cancelled, it ran out of time"),
+            ("cancelled", Some("requested"), "cancelled"),
+            ("skipped", Some("misfire"), "skipped, it started too late"),
+        ];
+        for (state, reason, outcome) in cases {
+            assert_eq!(
+                alert(state, reason),
+                format!("Inbox digest (2026-11-24 07:00): {outcome}")
+            );
+        }
+        let untitled = Alert::ScheduleOutcome {
+            state: "completed",
+            reason: None,
+            title: None,
+            scheduled_local: None,
+        };
+        assert_eq!(untitled.text(), "Scheduled run: completed");
     }
 }

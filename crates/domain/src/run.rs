@@ -165,6 +165,13 @@ pub struct RunLimits {
     pub run_timeout_seconds: u32,
 }
 
+/// How long a run may wait for the owner (an approval or a question) unless its agent or schedule
+/// says otherwise: a day, what people expect of an approval on their phone. Waiting does not count
+/// towards the run's `run_timeout_seconds`; when it passes, the run is cancelled (`deadline`).
+pub const DEFAULT_WAIT_TIMEOUT_SECONDS: u32 = 86_400;
+/// The longest wait for the owner an agent or a schedule may set: 30 days.
+pub const MAX_WAIT_TIMEOUT_SECONDS: u32 = 2_592_000;
+
 impl Default for RunLimits {
     fn default() -> Self {
         RunLimits {

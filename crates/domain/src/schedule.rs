@@ -22,6 +22,8 @@ pub struct ScheduleSpec {
     pub cadence: Daily,
     pub misfire_grace_seconds: u32,
     pub max_consecutive_failures: u32,
+    /// How long each run may wait for the owner, 1 to [`crate::run::MAX_WAIT_TIMEOUT_SECONDS`].
+    pub wait_timeout_seconds: u32,
 }
 
 impl ScheduleSpec {

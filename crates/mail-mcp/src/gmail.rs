@@ -237,6 +237,15 @@ impl GmailClient {
         )
     }
 
+    /// The access-token cache. A task that panicked while holding it cannot have left it half
+    /// written (each change is one insert or remove), so it is used on, and the panic logged.
+    fn cached_tokens(&self) -> std::sync::MutexGuard<'_, HashMap<(String, &'static str), CachedToken>> {
+        self.tokens.lock().unwrap_or_else(|poisoned| {
+            tracing::error!("the mail token cache was held by a task that panicked; it is used on");
+            poisoned.into_inner()
+        })
+    }
+
     /// Waits until `account` has the quota units `path` costs.
     async fn pace(&self, account: &str, path: &str) {
         let rate = self.endpoints.quota_units_per_second;
@@ -244,13 +253,18 @@ impl GmailClient {
             return;
         }
         let now = Instant::now();
-        let wait = match self.quota.lock() {
-            Ok(mut buckets) => buckets
-                .entry(account.to_owned())
-                .or_insert_with(|| QuotaBucket::full(rate, now))
-                .take(quota_units(path), rate, now),
-            Err(_) => Duration::ZERO,
-        };
+        // A panic while the buckets were held cannot leave them inconsistent (each update is one
+        // assignment), so pacing goes on with them; the panic is logged, not hidden.
+        let wait = self
+            .quota
+            .lock()
+            .unwrap_or_else(|poisoned| {
+                tracing::error!("the mail quota buckets were held by a task that panicked; pacing continues");
+                poisoned.into_inner()
+            })
+            .entry(account.to_owned())
+            .or_insert_with(|| QuotaBucket::full(rate, now))
+            .take(quota_units(path), rate, now);
         if !wait.is_zero() {
             tracing::debug!(?wait, "mail request paced to the provider's quota");
             tokio::time::sleep(wait).await;
@@ -258,15 +272,12 @@ impl GmailClient {
     }
 
     fn forget_token(&self, credential: Credential<'_>) {
-        if let Ok(mut tokens) = self.tokens.lock() {
-            tokens.remove(&credential.key());
-        }
+        self.cached_tokens().remove(&credential.key());
     }
 
     /// An access token for `credential`, from the cache or the refresh-token grant.
     async fn access_token(&self, credential: Credential<'_>) -> Result<String, MailError> {
-        if let Ok(tokens) = self.tokens.lock()
-            && let Some(token) = tokens.get(&credential.key())
+        if let Some(token) = self.cached_tokens().get(&credential.key())
             && token.fresh_until > Instant::now()
         {
             return Ok(token.value.clone());
@@ -315,15 +326,13 @@ impl GmailClient {
         }
         let lifetime = Duration::from_secs(body["expires_in"].as_u64().unwrap_or(3600));
         let fresh_until = Instant::now() + lifetime.saturating_sub(TOKEN_EARLY);
-        if let Ok(mut tokens) = self.tokens.lock() {
-            tokens.insert(
-                credential.key(),
-                CachedToken {
-                    value: token.to_owned(),
-                    fresh_until,
-                },
-            );
-        }
+        self.cached_tokens().insert(
+            credential.key(),
+            CachedToken {
+                value: token.to_owned(),
+                fresh_until,
+            },
+        );
         Ok(token.to_owned())
     }
 

@@ -14,7 +14,8 @@ use hardening::process::ALLOW_ROOT_VARIABLE;
 pub const EXIT_CONFIG: u8 = 2;
 
 /// Everything a role does before its runtime exists, in this order: refuse an environment that
-/// holds what this kind of role must never hold; refuse root (unless `STEWARD_DEV_ALLOW_ROOT=1`);
+/// holds what this kind of role must never hold; refuse a feature flag this release does not
+/// support (`domain::flags::unsupported`: a flag that would do nothing); refuse root (unless `STEWARD_DEV_ALLOW_ROOT=1`);
 /// set the umask to 0027, `no_new_privs`, not-dumpable, and drop every capability; then parse
 /// the environment into a typed config (secret files are read, after their checks, with the
 /// process already hardened). Any failure is one line on stderr, `<role>: <reason>`, and exit
@@ -41,6 +42,9 @@ pub fn prepare<C, E: Display>(
         variables.iter().map(|(name, value)| (name.as_str(), value.as_str())),
     ) {
         return Err(refuse(&format!("{name} is set: {reason}")));
+    }
+    if let Some(error) = domain::flags::unsupported(|name| std::env::var(name).ok()) {
+        return Err(refuse(&error));
     }
     let allow_root = match std::env::var(ALLOW_ROOT_VARIABLE).ok().as_deref() {
         None | Some("" | "0") => false,

@@ -8,10 +8,12 @@ use serde_json::{Value, json};
 use sqlx::postgres::PgRow;
 use sqlx::{FromRow, PgConnection};
 use uuid::Uuid;
-use wire::event::{ApprovalResolved, Event, QuestionAnswered};
+use wire::event::{ApprovalResolved, CancelReason, Event, QuestionAnswered};
 
+use crate::ending::{Ending, end_run};
 use crate::events::append;
-use crate::work::{RUNS_CHANNEL, write_result};
+use crate::invocations::{invocation, write_result};
+use crate::wake::notify_run;
 use crate::{Result, Store, StoreError, timestamp};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -95,37 +97,42 @@ pub enum Answer {
     Expired,
 }
 
-/// Locks a run of `principal` (lock order: the run first); returns its session and whether its
-/// deadline has passed, or `None` when there is no such run.
-async fn lock_run(conn: &mut PgConnection, principal: &PrincipalId, run: RunId) -> Result<Option<(SessionId, bool)>> {
+/// Locks a run of `principal` (lock order: the run first); returns its session and whether it is
+/// active with its deadline passed at `now`, or `None` when there is no such run.
+async fn lock_run(
+    conn: &mut PgConnection,
+    principal: &PrincipalId,
+    run: RunId,
+    now: jiff_sqlx::Timestamp,
+) -> Result<Option<(SessionId, bool)>> {
     let row: Option<(Uuid, bool)> = sqlx::query_as(
-        "SELECT session_id, deadline_at <= now() AND state IN ('queued', 'running', 'waiting_approval', 'waiting_input')
+        "SELECT session_id, deadline_at <= $3 AND state IN ('queued', 'running', 'waiting_approval', 'waiting_input')
          FROM runs WHERE id = $1 AND principal_id = $2 FOR UPDATE",
     )
     .bind(run.as_uuid())
     .bind(principal.as_str())
+    .bind(now)
     .fetch_optional(&mut *conn)
     .await?;
     Ok(row.map(|(session, overdue)| (SessionId::from_uuid(session), overdue)))
 }
 
-/// Re-queues a parked run once nothing is left for the owner to decide.
-async fn requeue_if_settled(conn: &mut PgConnection, run: RunId) -> Result<()> {
+/// Re-queues a parked run once nothing is left for the owner to decide: from `now` it counts
+/// working time again, and its deadline is what is left of its timeout.
+async fn requeue_if_settled(conn: &mut PgConnection, run: RunId, now: jiff_sqlx::Timestamp) -> Result<()> {
     let requeued = sqlx::query(
-        "UPDATE runs SET state = 'queued', updated_at = now()
+        "UPDATE runs SET state = 'queued', updated_at = now(), working_since = $2,
+             deadline_at = $2 + greatest(make_interval(secs => run_timeout_seconds) - worked, interval '0')
          WHERE id = $1 AND state IN ('waiting_approval', 'waiting_input')
            AND NOT EXISTS (SELECT 1 FROM approvals WHERE run_id = $1 AND status = 'PENDING')
            AND NOT EXISTS (SELECT 1 FROM questions WHERE run_id = $1 AND status = 'PENDING')",
     )
     .bind(run.as_uuid())
+    .bind(now)
     .execute(&mut *conn)
     .await?;
     if requeued.rows_affected() == 1 {
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(RUNS_CHANNEL)
-            .bind(run.to_string())
-            .execute(&mut *conn)
-            .await?;
+        notify_run(conn, run).await?;
     }
     Ok(())
 }
@@ -160,6 +167,7 @@ impl Store {
 
     /// Stores the owner's decision unless another resolution was stored first.
     pub async fn decide_approval(&self, principal: &PrincipalId, id: Uuid, decision: Decision) -> Result<Decide> {
+        let now = self.now_sql();
         self.transaction(
             async |tx: &mut PgConnection| {
                 // The run is locked before the approval, in the same order cancel and the
@@ -175,7 +183,7 @@ impl Store {
                 let Some(run) = run.map(RunId::from_uuid) else {
                     return Ok(Decide::NotFound);
                 };
-                let Some((session, overdue)) = lock_run(tx, principal, run).await? else {
+                let Some((session, overdue)) = lock_run(tx, principal, run, now).await? else {
                     return Ok(Decide::NotFound);
                 };
                 let sql = format!(
@@ -184,7 +192,7 @@ impl Store {
                 );
                 if overdue {
                     // Past the deadline: the run expires now (committed), whatever the sweep's timing.
-                    crate::work::expire_run(tx, run, session).await?;
+                    end_run(tx, run, session, Ending::Cancelled(CancelReason::Deadline), now).await?;
                     let row = sqlx::query(&sql)
                         .bind(id)
                         .bind(principal.as_str())
@@ -241,7 +249,7 @@ impl Store {
                 append(tx, approval.session_id, Some(approval.run_id), &event).await?;
                 if decision == Decision::Deny {
                     // The model is told at once; the tool never runs.
-                    let invocation = crate::work::invocation(tx, approval.invocation_id).await?;
+                    let invocation = invocation(tx, approval.invocation_id).await?;
                     let result = json!({ "message": "The owner denied this action; it was not performed." });
                     write_result(
                         tx,
@@ -253,7 +261,7 @@ impl Store {
                     )
                     .await?;
                 }
-                requeue_if_settled(tx, approval.run_id).await?;
+                requeue_if_settled(tx, approval.run_id, now).await?;
                 Ok(Decide::Decided(Box::new(decided)))
             },
             |outcome| matches!(outcome, Decide::Decided(_) | Decide::Expired(_)),
@@ -269,17 +277,17 @@ impl Store {
         question: Uuid,
         text: &str,
     ) -> Result<Answer> {
+        let now = self.now_sql();
         self.transaction(
             async |tx: &mut PgConnection| {
-                let session: Option<Uuid> =
-                    sqlx::query_scalar("SELECT session_id FROM runs WHERE id = $1 AND principal_id = $2 FOR UPDATE")
-                        .bind(run.as_uuid())
-                        .bind(principal.as_str())
-                        .fetch_optional(&mut *tx)
-                        .await?;
-                let Some(session) = session.map(SessionId::from_uuid) else {
+                let Some((session, overdue)) = lock_run(tx, principal, run, now).await? else {
                     return Ok(Answer::RunNotFound);
                 };
+                if overdue {
+                    // Past the deadline: the run expires now (committed), whatever the sweep's timing.
+                    end_run(tx, run, session, Ending::Cancelled(CancelReason::Deadline), now).await?;
+                    return Ok(Answer::Expired);
+                }
                 let invocation: Option<Uuid> = sqlx::query_scalar(
                     "UPDATE questions SET status = 'ANSWERED', answer = $3, answered_at = now()
                      WHERE id = $1 AND run_id = $2 AND status = 'PENDING' RETURNING invocation_id",
@@ -304,7 +312,7 @@ impl Store {
                     answer: text.to_owned(),
                 });
                 append(tx, session, Some(run), &event).await?;
-                let invocation = crate::work::invocation(tx, invocation).await?;
+                let invocation = self::invocation(tx, invocation).await?;
                 write_result(
                     tx,
                     session,
@@ -314,7 +322,7 @@ impl Store {
                     None,
                 )
                 .await?;
-                requeue_if_settled(tx, run).await?;
+                requeue_if_settled(tx, run, now).await?;
                 Ok(Answer::Answered)
             },
             |outcome| matches!(outcome, Answer::Answered | Answer::Expired),

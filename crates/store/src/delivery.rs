@@ -24,9 +24,21 @@ pub struct DueNotification {
     pub notification: NotificationRow,
     /// Active devices of the owner not yet delivered to.
     pub devices: Vec<DeviceTarget>,
-    /// For approvals, the tool's name; for schedule outcomes, the occurrence state and reason.
+    /// For approvals, the tool's name.
     pub tool: Option<String>,
-    pub outcome: Option<(String, Option<String>)>,
+    /// For schedule outcomes, what the occurrence recorded.
+    pub outcome: Option<ScheduleOutcome>,
+}
+
+/// What a schedule outcome's alert names, as its occurrence recorded it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScheduleOutcome {
+    pub state: String,
+    pub reason: Option<String>,
+    /// The title of the schedule revision that ran.
+    pub title: Option<String>,
+    /// The wall time it was scheduled for, in the schedule's zone (`YYYY-MM-DD HH:MM`).
+    pub scheduled_local: Option<String>,
 }
 
 impl DueNotification {
@@ -38,13 +50,20 @@ impl DueNotification {
             },
             NotificationKind::Question => Alert::Question,
             NotificationKind::CallFinished => Alert::CallFinished,
-            NotificationKind::ScheduleOutcome => {
-                let (state, reason) = self
-                    .outcome
-                    .as_ref()
-                    .map_or(("failed", None), |(s, r)| (s.as_str(), r.as_deref()));
-                Alert::ScheduleOutcome { state, reason }
-            }
+            NotificationKind::ScheduleOutcome => match &self.outcome {
+                Some(outcome) => Alert::ScheduleOutcome {
+                    state: &outcome.state,
+                    reason: outcome.reason.as_deref(),
+                    title: outcome.title.as_deref(),
+                    scheduled_local: outcome.scheduled_local.as_deref(),
+                },
+                None => Alert::ScheduleOutcome {
+                    state: "failed",
+                    reason: None,
+                    title: None,
+                    scheduled_local: None,
+                },
+            },
         }
     }
 }
@@ -79,6 +98,8 @@ struct AlertRecord {
     tool: Option<String>,
     outcome_state: Option<String>,
     outcome_reason: Option<String>,
+    outcome_title: Option<String>,
+    outcome_local: Option<String>,
 }
 
 impl Store {
@@ -109,7 +130,8 @@ impl Store {
         .await?;
         let sql = format!(
             "SELECT o.id, o.kind, o.session_id, o.run_id, o.approval_id, o.question_id, o.occurrence_id, o.call_id,
-                    o.deliver_after, o.created_at, a.tool, so.state AS outcome_state, so.reason AS outcome_reason
+                    o.deliver_after, o.created_at, a.tool, so.state AS outcome_state, so.reason AS outcome_reason,
+                    so.title AS outcome_title, so.scheduled_local AS outcome_local
              FROM notification_outbox o {OWNERSHIP} LEFT JOIN approvals a ON a.id = o.approval_id
              WHERE o.id = ANY($1) ORDER BY o.deliver_after, o.id"
         );
@@ -139,7 +161,12 @@ impl Store {
                 devices: devices.remove(&notification.id).unwrap_or_default(),
                 notification,
                 tool: alert.tool,
-                outcome: alert.outcome_state.map(|state| (state, alert.outcome_reason)),
+                outcome: alert.outcome_state.map(|state| ScheduleOutcome {
+                    state,
+                    reason: alert.outcome_reason,
+                    title: alert.outcome_title,
+                    scheduled_local: alert.outcome_local,
+                }),
             });
         }
         Ok(due)

@@ -28,6 +28,17 @@ pub struct StoredResponse {
     pub body: Vec<u8>,
 }
 
+impl StoredResponse {
+    /// `value` as the JSON body of a response with `status`. A value that cannot be encoded is an
+    /// error (the operation rolls back), never an empty body stored for every later replay.
+    pub fn json(status: u16, value: &impl serde::Serialize) -> Result<StoredResponse> {
+        Ok(StoredResponse {
+            status,
+            body: serde_json::to_vec(value).map_err(StoreError::Encode)?,
+        })
+    }
+}
+
 /// What an earlier use of the key means for this request.
 #[derive(Debug, PartialEq)]
 pub enum Prior {

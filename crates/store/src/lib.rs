@@ -5,10 +5,13 @@
 mod approvals;
 mod artifacts;
 mod call_receipts;
+mod clock;
 mod delivery;
+mod ending;
 mod events;
 mod folders;
 mod idempotency;
+mod invocations;
 mod mail;
 mod model_settings;
 mod notes;
@@ -18,22 +21,26 @@ mod runs;
 mod schedules;
 mod scheduling;
 mod sessions;
+mod wake;
 mod work;
 
 pub use approvals::{Answer, ApprovalRow, Decide, Decision};
 pub use artifacts::{ArtifactRow, ArtifactUpload, NewArtifact};
 pub use call_receipts::{CALL_RECEIPTS_CHANNEL, Receipt};
-pub use delivery::{DeviceTarget, DueNotification};
+pub use clock::{Clock, SystemClock};
+pub use delivery::{DeviceTarget, DueNotification, ScheduleOutcome};
 pub use events::{EVENTS_CHANNEL, EventRow, TRANSIENT_CHANNEL};
 pub use folders::{FolderRow, RenameFolder};
 pub use idempotency::{IdempotencyClaim, Prior, StoredResponse};
+pub use invocations::InvocationRow;
 pub use mail::{DueReconciliation, NewReconciliation, Reconciled};
 pub use notifications::{DeviceRow, NotificationRow};
 pub use runs::{CancelRun, NewMessage, RunRow, Submit};
 pub use schedules::{CancelSchedule, CreateSchedule, NewSchedule, OccurrenceRow, ScheduleRow};
 pub use scheduling::{AUTHORIZATION_FAILED, Firing, INVALID_CADENCE, MISFIRE};
 pub use sessions::{DeleteSession, FileSession, NewSession, SessionPage, SessionRow};
-pub use work::{ClaimedRun, InvocationRow, Lease, ModelStep, NewCall, RUNS_CHANNEL, RunCounters};
+pub use wake::RUNS_CHANNEL;
+pub use work::{ClaimedRun, Lease, ModelStep, NewCall, RunCounters};
 
 use sqlx::PgPool;
 use sqlx::migrate::Migrator;
@@ -49,14 +56,17 @@ pub enum StoreError {
     Database(#[from] sqlx::Error),
     #[error("stored data is inconsistent: {0}")]
     Corrupt(String),
+    #[error("a response cannot be encoded: {0}")]
+    Encode(serde_json::Error),
 }
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
-/// A handle on the database, cheap to clone.
+/// A handle on the database and the clock run timing is measured by, cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Store {
     pool: PgPool,
+    clock: std::sync::Arc<dyn Clock>,
 }
 
 impl Store {
@@ -68,11 +78,29 @@ impl Store {
             .max_connections(max_connections)
             .acquire_timeout(std::time::Duration::from_secs(5))
             .connect_lazy_with(options);
-        Ok(Store { pool })
+        Ok(Store::from_pool(pool))
     }
 
     pub fn from_pool(pool: PgPool) -> Store {
-        Store { pool }
+        Store {
+            pool,
+            clock: std::sync::Arc::new(SystemClock),
+        }
+    }
+
+    /// The same store measuring run timing and push delays by `clock` (tests move time on).
+    pub fn with_clock(self, clock: std::sync::Arc<dyn Clock>) -> Store {
+        Store { clock, ..self }
+    }
+
+    /// The current instant by this store's clock: what deadlines are compared with.
+    pub fn now(&self) -> jiff::Timestamp {
+        self.clock.now()
+    }
+
+    /// [`Store::now`] as bound into a statement.
+    fn now_sql(&self) -> jiff_sqlx::Timestamp {
+        jiff_sqlx::Timestamp::from(self.clock.now())
     }
 
     pub fn pool(&self) -> &PgPool {
@@ -135,4 +163,78 @@ impl Store {
 
 fn timestamp(value: jiff_sqlx::Timestamp) -> jiff::Timestamp {
     value.to_jiff()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    /// Each module of this crate with the sibling modules it names (`crate::<module>`).
+    fn module_imports() -> BTreeMap<String, BTreeSet<String>> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let sources: BTreeMap<String, String> = std::fs::read_dir(&dir)
+            .expect("src")
+            .map(|entry| entry.expect("entry").path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "rs"))
+            .map(|path| {
+                let name = path.file_stem().expect("stem").to_string_lossy().into_owned();
+                (name, std::fs::read_to_string(&path).expect("read"))
+            })
+            .filter(|(name, _)| name != "lib")
+            .collect();
+        sources
+            .iter()
+            .map(|(name, text)| {
+                let named = sources
+                    .keys()
+                    .filter(|other| *other != name && text.contains(&format!("crate::{other}")))
+                    .cloned()
+                    .collect();
+                (name.clone(), named)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn runs_end_in_one_place_and_no_modules_import_each_other_in_a_circle() {
+        let imports = module_imports();
+        // Depth-first search for a cycle.
+        fn visit(
+            module: &str,
+            imports: &BTreeMap<String, BTreeSet<String>>,
+            path: &mut Vec<String>,
+            done: &mut BTreeSet<String>,
+        ) {
+            if let Some(start) = path.iter().position(|seen| seen == module) {
+                panic!("modules import each other in a circle: {}", path[start..].join(" → "));
+            }
+            if done.contains(module) {
+                return;
+            }
+            path.push(module.to_owned());
+            for next in imports.get(module).into_iter().flatten() {
+                visit(next, imports, path, done);
+            }
+            path.pop();
+            done.insert(module.to_owned());
+        }
+        let mut done = BTreeSet::new();
+        for module in imports.keys() {
+            visit(module, &imports, &mut Vec::new(), &mut done);
+        }
+        // Only `ending` writes a run's terminal state.
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        for module in imports.keys().filter(|module| *module != "ending") {
+            let text = std::fs::read_to_string(dir.join(format!("{module}.rs"))).expect("read");
+            for terminal in ["'completed'", "'failed'", "'cancelled'"] {
+                let writes = text.match_indices("UPDATE runs").any(|(at, _)| {
+                    text[at..]
+                        .split(';')
+                        .next()
+                        .is_some_and(|statement| statement.contains(&format!("state = {terminal}")))
+                });
+                assert!(!writes, "{module} ends runs itself ({terminal}); only `ending` does");
+            }
+        }
+    }
 }

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use wire::event::{Event, MailOutcomeUnknown, MailReconciled, ReconciliationOutcome};
 
 use crate::events::append;
-use crate::work::InvocationRow;
+use crate::invocations::InvocationRow;
 use crate::{Result, Store};
 
 /// What a mail write or send of unknown outcome leaves to reconcile (no message content).

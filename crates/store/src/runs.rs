@@ -6,9 +6,10 @@ use jiff::Timestamp;
 use sqlx::FromRow;
 use sqlx::postgres::PgRow;
 use uuid::Uuid;
-use wire::event::{Attachment, CancelReason, Event, RunCancelled, UserMessage, UserMessageCreated};
+use wire::event::{Attachment, CancelReason, Event, UserMessage, UserMessageCreated};
 
-use crate::events::{Touch, append, append_touching};
+use crate::ending::{Ending, end_run};
+use crate::events::{Touch, append_touching};
 use crate::idempotency::{self, IdempotencyClaim, Prior, StoredResponse};
 use crate::{Result, Store, StoreError, timestamp};
 
@@ -155,7 +156,7 @@ impl Store {
     pub async fn submit_message(
         &self,
         new: NewMessage<'_>,
-        render: impl Fn(&RunRow, i64) -> StoredResponse,
+        render: impl Fn(&RunRow, i64) -> Result<StoredResponse>,
     ) -> Result<Submit> {
         loop {
             if let Some(outcome) = self.try_submit(&new, &render).await? {
@@ -172,8 +173,9 @@ impl Store {
     async fn try_submit(
         &self,
         new: &NewMessage<'_>,
-        render: &impl Fn(&RunRow, i64) -> StoredResponse,
+        render: &impl Fn(&RunRow, i64) -> Result<StoredResponse>,
     ) -> Result<Option<Submit>> {
+        let now = self.now_sql();
         self.transaction(
             async |tx: &mut sqlx::PgConnection| {
                 if let Some(prior) = idempotency::check(tx, new.principal, &new.idempotency).await? {
@@ -218,8 +220,8 @@ impl Store {
                     "WITH r AS (
                      INSERT INTO runs (id, session_id, state, principal_id, max_steps, max_model_calls,
                                        max_tool_calls, max_cost_micros, run_timeout_seconds, deadline_at,
-                                       chat_model, chat_reasoning_effort)
-                     SELECT $1, $2, 'queued', $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $8), $10, $11
+                                       chat_model, chat_reasoning_effort, working_since)
+                     SELECT $1, $2, 'queued', $3, $4, $5, $6, $7, $8, $12 + make_interval(secs => $8), $10, $11, $12
                      WHERE EXISTS (SELECT 1 FROM sessions WHERE id = $2 AND principal_id = $3)
                      ON CONFLICT (session_id) WHERE state IN ({}) DO NOTHING
                      RETURNING *
@@ -238,9 +240,10 @@ impl Store {
                     .bind(signed(limits.max_tool_calls))
                     .bind(limits.max_cost.micros())
                     .bind(signed(limits.run_timeout_seconds))
-                    .bind(crate::work::RUNS_CHANNEL)
+                    .bind(crate::wake::RUNS_CHANNEL)
                     .bind(new.chat_model.0)
                     .bind(new.chat_model.1)
+                    .bind(now)
                     .fetch_optional(&mut *tx)
                     .await?;
                 let Some(row) = inserted else {
@@ -272,7 +275,7 @@ impl Store {
                     .bind(seq)
                     .execute(&mut *tx)
                     .await?;
-                let response = render(&row, seq);
+                let response = render(&row, seq)?;
                 idempotency::record(tx, new.principal, &new.idempotency, &response).await?;
                 Ok(Some(Submit::Accepted {
                     run: Box::new(row),
@@ -309,6 +312,7 @@ impl Store {
 
     /// Ends an active run `cancelled` with reason `requested` and records `run.cancelled`.
     pub async fn cancel_run(&self, principal: &PrincipalId, id: RunId) -> Result<CancelRun> {
+        let now = self.now_sql();
         self.transaction(
             async |tx: &mut sqlx::PgConnection| {
                 let sql =
@@ -326,22 +330,10 @@ impl Store {
                     return Ok(CancelRun::NotActive(Box::new(row)));
                 }
                 // A worker executing the run loses its lease here and stops at its next step.
-                let sql = format!(
-                    "UPDATE runs r SET state = 'cancelled', outcome_reason = 'requested', finished_at = now(),
-                         updated_at = now(), lease_owner = NULL, lease_expires_at = NULL
-                     WHERE r.id = $1 RETURNING {RUN_COLUMNS}"
-                );
+                end_run(tx, id, row.session_id, Ending::Cancelled(CancelReason::Requested), now).await?;
+                let sql = format!("SELECT {RUN_COLUMNS} FROM runs r WHERE r.id = $1");
                 let updated = sqlx::query(&sql).bind(id.as_uuid()).fetch_one(&mut *tx).await?;
-                let updated = RunRow::from_row(&updated)?;
-                crate::work::close_open_items(tx, id, "CANCELLED").await?;
-                crate::scheduling::settle_occurrence(tx, id, "cancelled", Some("requested")).await?;
-                let event = Event::RunCancelled(RunCancelled {
-                    run_id: id.as_uuid(),
-                    state: RunState::Cancelled,
-                    reason: CancelReason::Requested,
-                });
-                append(&mut *tx, row.session_id, Some(id), &event).await?;
-                Ok(CancelRun::Cancelled(Box::new(updated)))
+                Ok(CancelRun::Cancelled(Box::new(RunRow::from_row(&updated)?)))
             },
             |outcome| matches!(outcome, CancelRun::Cancelled(_)),
         )

@@ -23,6 +23,8 @@ pub struct ScheduleRow {
     pub policy_profile: String,
     pub requested_scopes: Vec<String>,
     pub limits: RunLimits,
+    /// How long each run may wait for the owner (an approval or a question) before it expires.
+    pub wait_timeout_seconds: u32,
     pub local_time: String,
     pub timezone: String,
     pub misfire_grace_seconds: i32,
@@ -36,8 +38,8 @@ pub struct ScheduleRow {
 }
 
 const SCHEDULE_COLUMNS: &str = "id, revision, title, instruction, agent_id, agent_version, policy_profile,
-    requested_scopes, max_steps, max_model_calls, max_tool_calls, max_cost_micros, run_timeout_seconds, local_time,
-    timezone, misfire_grace_seconds, max_consecutive_failures, state, consecutive_failures, next_fire_at, created_at,
+    requested_scopes, max_steps, max_model_calls, max_tool_calls, max_cost_micros, run_timeout_seconds,
+    wait_timeout_seconds, local_time, timezone, misfire_grace_seconds, max_consecutive_failures, state, consecutive_failures, next_fire_at, created_at,
     updated_at, cancelled_at";
 
 /// A `schedules` row as stored, read by column name.
@@ -56,6 +58,7 @@ struct ScheduleRecord {
     max_tool_calls: i32,
     max_cost_micros: i64,
     run_timeout_seconds: i32,
+    wait_timeout_seconds: i32,
     local_time: String,
     timezone: String,
     misfire_grace_seconds: i32,
@@ -91,6 +94,7 @@ impl ScheduleRow {
                 max_cost: Cost::from_micros(record.max_cost_micros),
                 run_timeout_seconds: positive(record.run_timeout_seconds, "run_timeout_seconds")?,
             },
+            wait_timeout_seconds: positive(record.wait_timeout_seconds, "wait_timeout_seconds")?,
             local_time: record.local_time,
             timezone: record.timezone,
             misfire_grace_seconds: record.misfire_grace_seconds,
@@ -162,6 +166,7 @@ pub struct NewSchedule<'a> {
     pub policy_profile: &'a str,
     pub requested_scopes: &'a [String],
     pub limits: RunLimits,
+    pub wait_timeout_seconds: u32,
     pub local_time: &'a str,
     pub timezone: &'a str,
     pub misfire_grace_seconds: u32,
@@ -209,7 +214,7 @@ impl Store {
     pub async fn create_schedule(
         &self,
         new: NewSchedule<'_>,
-        render: impl FnOnce(&ScheduleRow) -> StoredResponse,
+        render: impl FnOnce(&ScheduleRow) -> Result<StoredResponse>,
     ) -> Result<CreateSchedule> {
         self.transaction(
             async |tx: &mut PgConnection| {
@@ -225,9 +230,9 @@ impl Store {
                      policy_profile,
                          requested_scopes, max_steps, max_model_calls, max_tool_calls, max_cost_micros,
                          run_timeout_seconds, cadence_kind, local_time, timezone, misfire_grace_seconds,
-                         max_consecutive_failures, state, next_fire_at)
+                         max_consecutive_failures, state, next_fire_at, wait_timeout_seconds)
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 'DAILY', $14, $15, $16, $17,
-                         'active', $18)
+                         'active', $18, $19)
                      RETURNING {SCHEDULE_COLUMNS}"
                 );
                 let row = sqlx::query(&sql)
@@ -249,10 +254,11 @@ impl Store {
                     .bind(signed(new.misfire_grace_seconds))
                     .bind(signed(new.max_consecutive_failures))
                     .bind(jiff_sqlx::Timestamp::from(new.next_fire_at))
+                    .bind(signed(new.wait_timeout_seconds))
                     .fetch_one(&mut *tx)
                     .await?;
                 let schedule = ScheduleRow::from_row(&row)?;
-                let response = render(&schedule);
+                let response = render(&schedule)?;
                 idempotency::record(tx, new.principal, &new.idempotency, &response).await?;
                 Ok(CreateSchedule::Created {
                     schedule: Box::new(schedule),

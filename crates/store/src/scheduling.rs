@@ -9,13 +9,14 @@
 use domain::cadence::{Daily, parse_local_time};
 use domain::ids::{RunId, ScheduleId, SessionId};
 use domain::manifest::{AccountIds, authorize};
+use domain::run::RunState;
 use jiff::Timestamp;
 use sqlx::PgConnection;
 use uuid::Uuid;
 use wire::event::{Event, ScheduledBy, UserMessage, UserMessageCreated};
 
 use crate::events::{Touch, append_touching};
-use crate::work::RUNS_CHANNEL;
+use crate::wake::RUNS_CHANNEL;
 use crate::{Result, Store};
 
 /// Outcome notifications wait this long before push delivery, like approvals.
@@ -48,21 +49,25 @@ pub enum Firing {
     },
 }
 
+/// Queues the outcome alert of `occurrence`, raised at `raised`: it leaves no earlier than the push
+/// delay after.
 async fn notify_outcome(
     conn: &mut PgConnection,
     session: Option<Uuid>,
     run: Option<Uuid>,
     occurrence: Uuid,
+    raised: jiff_sqlx::Timestamp,
 ) -> Result<()> {
     sqlx::query(
         "INSERT INTO notification_outbox (id, kind, session_id, run_id, occurrence_id, deliver_after)
-         VALUES ($1, 'schedule_outcome', $2, $3, $4, now() + make_interval(secs => $5))",
+         VALUES ($1, 'schedule_outcome', $2, $3, $4, $6 + make_interval(secs => $5))",
     )
     .bind(Uuid::now_v7())
     .bind(session)
     .bind(run)
     .bind(occurrence)
     .bind(PUSH_DELAY_SECONDS)
+    .bind(raised)
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -89,8 +94,9 @@ async fn count_failure(conn: &mut PgConnection, schedule: Uuid) -> Result<()> {
 pub(crate) async fn settle_occurrence(
     conn: &mut PgConnection,
     run: RunId,
-    state: &str,
+    state: RunState,
     reason: Option<&str>,
+    now: jiff_sqlx::Timestamp,
 ) -> Result<()> {
     let settled: Option<(Uuid, Uuid, Option<Uuid>)> = sqlx::query_as(
         "UPDATE schedule_occurrences o SET state = $2, reason = $3, updated_at = now()
@@ -98,22 +104,22 @@ pub(crate) async fn settle_occurrence(
          RETURNING o.id, o.schedule_id, o.session_id",
     )
     .bind(run.as_uuid())
-    .bind(state)
+    .bind(state.as_str())
     .bind(reason)
     .fetch_optional(&mut *conn)
     .await?;
     let Some((occurrence, schedule, session)) = settled else {
         return Ok(());
     };
-    if state == "completed" {
+    if state == RunState::Completed {
         sqlx::query("UPDATE schedules SET consecutive_failures = 0, updated_at = now() WHERE id = $1")
             .bind(schedule)
             .execute(&mut *conn)
             .await?;
-    } else if state == "failed" || reason == Some("deadline") {
+    } else if state == RunState::Failed || reason == Some("deadline") {
         count_failure(conn, schedule).await?;
     }
-    notify_outcome(conn, session, Some(run.as_uuid()), occurrence).await
+    notify_outcome(conn, session, Some(run.as_uuid()), occurrence, now).await
 }
 
 /// An active schedule whose firing is due, as stored.
@@ -132,6 +138,7 @@ struct DueSchedule {
     max_tool_calls: i32,
     max_cost_micros: i64,
     run_timeout_seconds: i32,
+    wait_timeout_seconds: i32,
     local_time: String,
     timezone: String,
     misfire_grace_seconds: i32,
@@ -158,7 +165,7 @@ impl Store {
                 let due = sqlx::query_as::<_, DueSchedule>(
                     "SELECT id, principal_id, revision, title, instruction, agent_id, agent_version, requested_scopes,
                             max_steps, max_model_calls, max_tool_calls, max_cost_micros, run_timeout_seconds,
-                            local_time, timezone, misfire_grace_seconds, next_fire_at
+                            wait_timeout_seconds, local_time, timezone, misfire_grace_seconds, next_fire_at
                      FROM schedules WHERE state = 'active' AND next_fire_at <= $1
                      ORDER BY next_fire_at LIMIT 1 FOR UPDATE SKIP LOCKED",
                 )
@@ -199,14 +206,23 @@ impl Store {
 
                 let occurrence = Uuid::now_v7();
                 let revision = row.revision;
+                // The occurrence keeps what its alert names: this revision's title and the wall
+                // time it was scheduled for, in the schedule's zone.
+                let scheduled_local = scheduled_for
+                    .to_zoned(cadence.zone.clone())
+                    .strftime("%Y-%m-%d %H:%M")
+                    .to_string();
                 let inserted = sqlx::query(
-                    "INSERT INTO schedule_occurrences (id, schedule_id, scheduled_for, schedule_revision, state)
-                     VALUES ($1, $2, $3, $4, 'started') ON CONFLICT (schedule_id, scheduled_for) DO NOTHING",
+                    "INSERT INTO schedule_occurrences (id, schedule_id, scheduled_for, schedule_revision, state, title,
+                     scheduled_local)
+                     VALUES ($1, $2, $3, $4, 'started', $5, $6) ON CONFLICT (schedule_id, scheduled_for) DO NOTHING",
                 )
                 .bind(occurrence)
                 .bind(schedule)
                 .bind(jiff_sqlx::Timestamp::from(scheduled_for))
                 .bind(revision)
+                .bind(&row.title)
+                .bind(&scheduled_local)
                 .execute(&mut *tx)
                 .await?;
                 let schedule_id = ScheduleId::from_uuid(schedule);
@@ -232,7 +248,7 @@ impl Store {
                 };
                 if lateness > i64::from(grace) {
                     settle(tx, "skipped", MISFIRE).await?;
-                    notify_outcome(tx, None, None, occurrence).await?;
+                    notify_outcome(tx, None, None, occurrence, jiff_sqlx::Timestamp::from(now)).await?;
                     return Ok(Some(Firing::Skipped {
                         schedule: schedule_id,
                         occurrence,
@@ -243,7 +259,7 @@ impl Store {
                 if !authorize(requested, accounts) {
                     settle(tx, "failed", AUTHORIZATION_FAILED).await?;
                     count_failure(tx, schedule).await?;
-                    notify_outcome(tx, None, None, occurrence).await?;
+                    notify_outcome(tx, None, None, occurrence, jiff_sqlx::Timestamp::from(now)).await?;
                     return Ok(Some(Firing::Failed {
                         schedule: schedule_id,
                         occurrence,
@@ -269,11 +285,13 @@ impl Store {
                 .bind(schedule)
                 .fetch_one(&mut *tx)
                 .await?;
+                // Its working time is measured by the store's clock, like every run's.
                 let run: Uuid = sqlx::query_scalar(
                     "INSERT INTO runs (id, session_id, state, principal_id, max_steps, max_model_calls, max_tool_calls,
                                        max_cost_micros, run_timeout_seconds, deadline_at, occurrence_id,
-                                       requested_scopes)
-                     VALUES ($1, $2, 'queued', $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $8), $9, $10)
+                                       requested_scopes, wait_timeout_seconds, working_since)
+                     VALUES ($1, $2, 'queued', $3, $4, $5, $6, $7, $8, $12 + make_interval(secs => $8), $9, $10, $11,
+                             $12)
                      RETURNING id",
                 )
                 .bind(Uuid::now_v7())
@@ -286,6 +304,8 @@ impl Store {
                 .bind(row.run_timeout_seconds)
                 .bind(occurrence)
                 .bind(requested)
+                .bind(row.wait_timeout_seconds)
+                .bind(self.now_sql())
                 .fetch_one(&mut *tx)
                 .await?;
                 let (session_id, run_id) = (SessionId::from_uuid(session), RunId::from_uuid(run));

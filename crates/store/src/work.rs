@@ -7,21 +7,20 @@ use domain::approval::{ApprovalStatus, DisplayedArguments, InvocationState, Risk
 use domain::ids::{PrincipalId, RunId, SessionId};
 use domain::run::{Cost, RunState};
 use serde_json::{Value, json};
-use sqlx::postgres::PgRow;
 use sqlx::{FromRow, PgConnection};
 use uuid::Uuid;
 use wire::event::{
-    ApprovalRequested, AssistantMessage, CancelReason, Event, QuestionAsked, RunCancelled, RunCompleted, RunFailed,
-    RunUsage, StepUsage, ToolCall, ToolResult, ToolStarted, Trust,
+    ApprovalRequested, AssistantMessage, CancelReason, Event, QuestionAsked, RunUsage, StepUsage, ToolCall, ToolStarted,
 };
 
+use crate::ending::{Ending, end_run};
 use crate::events::append;
+use crate::invocations::{INVOCATION_COLUMNS, InvocationRow, write_result};
 use crate::mail::NewReconciliation;
 use crate::runs::{RUN_COLUMNS, RunRow, active_states_sql};
+use crate::wake::notify_run;
 use crate::{Result, Store, StoreError};
 
-/// The notification channel that wakes workers; the payload is the run id.
-pub const RUNS_CHANNEL: &str = "steward_runs";
 /// Push notifications for approvals and questions wait this long (the contract's delay).
 const PUSH_DELAY_SECONDS: f64 = 30.0;
 
@@ -57,56 +56,11 @@ pub struct ClaimedRun {
     /// The chat model and reasoning effort the owner's settings held when the run was submitted.
     pub chat_model: Option<(String, String)>,
     /// A scheduled run's requested scopes (`None` for an interactive run): its scoped tools
-    /// (mail) are limited to these.
+    /// are limited to these.
     pub scheduled_scopes: Option<Vec<String>>,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct InvocationRow {
-    pub id: Uuid,
-    pub run_id: RunId,
-    pub step: i32,
-    pub position: i32,
-    pub call_id: String,
-    pub tool: String,
-    pub arguments: Value,
-    pub state: InvocationState,
-    pub result: Option<Value>,
-    pub code: Option<String>,
-}
-
-/// The [`INVOCATION_COLUMNS`] of a `tool_invocations` row as stored.
-#[derive(sqlx::FromRow)]
-struct InvocationRecord {
-    id: Uuid,
-    run_id: Uuid,
-    step: i32,
-    position: i32,
-    call_id: String,
-    tool: String,
-    arguments: Value,
-    state: String,
-    result: Option<Value>,
-    code: Option<String>,
-}
-
-impl InvocationRow {
-    pub(crate) fn from_row(row: &PgRow) -> Result<InvocationRow> {
-        let record = InvocationRecord::from_row(row)?;
-        Ok(InvocationRow {
-            id: record.id,
-            run_id: RunId::from_uuid(record.run_id),
-            step: record.step,
-            position: record.position,
-            call_id: record.call_id,
-            tool: record.tool,
-            arguments: record.arguments,
-            state: InvocationState::parse(&record.state)
-                .ok_or_else(|| StoreError::Corrupt(format!("invocation state `{}`", record.state)))?,
-            result: record.result,
-            code: record.code,
-        })
-    }
+    /// How long a scheduled run may wait for the owner (its schedule's setting); `None` for an
+    /// interactive run, which waits as long as its agent says.
+    pub wait_timeout_seconds: Option<u32>,
 }
 
 /// What a claim returns beyond [`RUN_COLUMNS`]: the run's owner, usage and model choice.
@@ -124,6 +78,7 @@ struct ClaimRecord {
     chat_reasoning_effort: Option<String>,
     occurrence_id: Option<Uuid>,
     requested_scopes: Vec<String>,
+    wait_timeout_seconds: Option<i32>,
 }
 
 /// The session of an invocation found stranded (beside its [`INVOCATION_COLUMNS`]).
@@ -150,15 +105,6 @@ pub struct ModelStep<'a> {
     pub cost: Cost,
 }
 
-pub(crate) const INVOCATION_COLUMNS: &str = "id, run_id, step, position, call_id, tool, arguments, state, result, code";
-
-/// One invocation, read inside the caller's transaction.
-pub(crate) async fn invocation(conn: &mut PgConnection, id: Uuid) -> Result<InvocationRow> {
-    let sql = format!("SELECT {INVOCATION_COLUMNS} FROM tool_invocations WHERE id = $1");
-    let row = sqlx::query(&sql).bind(id).fetch_one(&mut *conn).await?;
-    InvocationRow::from_row(&row)
-}
-
 /// Holds the run for this lease, or `None` when the lease is lost.
 async fn hold(conn: &mut PgConnection, lease: &Lease) -> Result<bool> {
     Ok(
@@ -169,42 +115,6 @@ async fn hold(conn: &mut PgConnection, lease: &Lease) -> Result<bool> {
             .await?
             .is_some(),
     )
-}
-
-async fn notify_run(conn: &mut PgConnection, run: RunId) -> Result<()> {
-    sqlx::query("SELECT pg_notify($1, $2)")
-        .bind(RUNS_CHANNEL)
-        .bind(run.to_string())
-        .execute(&mut *conn)
-        .await?;
-    Ok(())
-}
-
-/// Closes a run's open items: pending approvals and questions get `status`, unsettled
-/// invocations are cancelled, their notifications become obsolete.
-pub(crate) async fn close_open_items(conn: &mut PgConnection, run: RunId, status: &str) -> Result<()> {
-    sqlx::query("UPDATE approvals SET status = $2, decided_at = now() WHERE run_id = $1 AND status = 'PENDING'")
-        .bind(run.as_uuid())
-        .bind(status)
-        .execute(&mut *conn)
-        .await?;
-    sqlx::query("UPDATE questions SET status = $2 WHERE run_id = $1 AND status = 'PENDING'")
-        .bind(run.as_uuid())
-        .bind(status)
-        .execute(&mut *conn)
-        .await?;
-    sqlx::query(
-        "UPDATE tool_invocations SET state = 'cancelled', updated_at = now()
-         WHERE run_id = $1 AND state IN ('queued', 'awaiting_approval', 'awaiting_answer', 'approved')",
-    )
-    .bind(run.as_uuid())
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query("UPDATE notification_outbox SET obsolete_at = now() WHERE run_id = $1 AND obsolete_at IS NULL")
-        .bind(run.as_uuid())
-        .execute(&mut *conn)
-        .await?;
-    Ok(())
 }
 
 fn lost<T>() -> Result<Option<T>> {
@@ -219,15 +129,16 @@ impl Store {
                  lease_expires_at = now() + make_interval(secs => $2), attempts = attempts + 1, updated_at = now()
              WHERE r.id = (
                  SELECT id FROM runs
-                 WHERE (state = 'queued' OR (state = 'running' AND lease_expires_at < now())) AND deadline_at > now()
+                 WHERE (state = 'queued' OR (state = 'running' AND lease_expires_at < now())) AND deadline_at > $3
                  ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
              RETURNING {RUN_COLUMNS}, r.principal_id, r.attempts, r.steps, r.model_calls, r.tool_calls,
                  r.cost_micros, r.input_tokens, r.output_tokens, r.chat_model, r.chat_reasoning_effort,
-                 r.occurrence_id, r.requested_scopes"
+                 r.occurrence_id, r.requested_scopes, r.wait_timeout_seconds"
         );
         let Some(row) = sqlx::query(&sql)
             .bind(worker)
             .bind(f64::from(lease_seconds))
+            .bind(self.now_sql())
             .fetch_optional(&self.pool)
             .await?
         else {
@@ -248,6 +159,10 @@ impl Store {
         };
         let attempts = counter(claim.attempts, "attempts")?;
         let scheduled_scopes = claim.occurrence_id.map(|_| claim.requested_scopes);
+        let wait_timeout_seconds = claim
+            .wait_timeout_seconds
+            .map(|seconds| counter(seconds, "wait_timeout_seconds"))
+            .transpose()?;
         let configuration: Value = sqlx::query_scalar(
             "SELECT v.configuration FROM sessions s
              JOIN agent_versions v ON v.agent_id = s.agent_id AND v.version = s.agent_version WHERE s.id = $1",
@@ -269,6 +184,7 @@ impl Store {
             attempts,
             chat_model: claim.chat_model.zip(claim.chat_reasoning_effort),
             scheduled_scopes,
+            wait_timeout_seconds,
         }))
     }
 
@@ -488,14 +404,17 @@ impl Store {
     }
 
     /// Parks the run on an approval: the approval (PENDING), the parked state and the
-    /// notification commit together.
+    /// notification commit together. The run stops counting working time and waits for the
+    /// owner at most `wait_seconds`.
     pub async fn park_for_approval(
         &self,
         lease: &Lease,
         invocation: &InvocationRow,
         risk: Risk,
         shown: &DisplayedArguments,
+        wait_seconds: u32,
     ) -> Result<Option<Uuid>> {
+        let now = self.now_sql();
         self.transaction(
             async |tx: &mut PgConnection| {
                 if !hold(tx, lease).await? {
@@ -518,15 +437,16 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
                 set_invocation_state(tx, invocation.id, InvocationState::AwaitingApproval).await?;
-                park(tx, lease, "waiting_approval").await?;
+                park(tx, lease, RunState::WaitingApproval, now, wait_seconds).await?;
                 sqlx::query(
                     "INSERT INTO notification_outbox (id, kind, session_id, run_id, approval_id, deliver_after)
-                     VALUES ($1, 'approval', $2, $3, $4, now() + make_interval(secs => $5))",
+                     VALUES ($1, 'approval', $2, $3, $4, $5 + make_interval(secs => $6))",
                 )
                 .bind(Uuid::now_v7())
                 .bind(lease.session.as_uuid())
                 .bind(lease.run.as_uuid())
                 .bind(approval)
+                .bind(now)
                 .bind(PUSH_DELAY_SECONDS)
                 .execute(&mut *tx)
                 .await?;
@@ -552,13 +472,15 @@ impl Store {
         .await
     }
 
-    /// Parks the run on a question to the owner.
+    /// Parks the run on a question to the owner, waiting at most `wait_seconds` for the answer.
     pub async fn park_for_question(
         &self,
         lease: &Lease,
         invocation: &InvocationRow,
         text: &str,
+        wait_seconds: u32,
     ) -> Result<Option<Uuid>> {
+        let now = self.now_sql();
         self.transaction(
             async |tx: &mut PgConnection| {
                 if !hold(tx, lease).await? {
@@ -577,15 +499,16 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
                 set_invocation_state(tx, invocation.id, InvocationState::AwaitingAnswer).await?;
-                park(tx, lease, "waiting_input").await?;
+                park(tx, lease, RunState::WaitingInput, now, wait_seconds).await?;
                 sqlx::query(
                     "INSERT INTO notification_outbox (id, kind, session_id, run_id, question_id, deliver_after)
-                     VALUES ($1, 'question', $2, $3, $4, now() + make_interval(secs => $5))",
+                     VALUES ($1, 'question', $2, $3, $4, $5 + make_interval(secs => $6))",
                 )
                 .bind(Uuid::now_v7())
                 .bind(lease.session.as_uuid())
                 .bind(lease.run.as_uuid())
                 .bind(question)
+                .bind(now)
                 .bind(PUSH_DELAY_SECONDS)
                 .execute(&mut *tx)
                 .await?;
@@ -604,12 +527,7 @@ impl Store {
 
     /// Ends the run `completed`.
     pub async fn complete_run(&self, lease: &Lease, counters: &RunCounters) -> Result<Option<()>> {
-        let event = Event::RunCompleted(RunCompleted {
-            run_id: lease.run.as_uuid(),
-            state: RunState::Completed,
-            usage: usage(counters),
-        });
-        self.end_run(lease, RunState::Completed, None, &event).await
+        self.end_held_run(lease, Ending::Completed(usage(counters))).await
     }
 
     /// Ends the run `failed` with `code`.
@@ -620,34 +538,22 @@ impl Store {
         detail: &str,
         counters: &RunCounters,
     ) -> Result<Option<()>> {
-        let event = Event::RunFailed(RunFailed {
-            run_id: lease.run.as_uuid(),
-            state: RunState::Failed,
+        let ending = Ending::Failed {
             code: code.to_owned(),
             detail: detail.to_owned(),
             usage: usage(counters),
-        });
-        self.end_run(lease, RunState::Failed, Some(code), &event).await
+        };
+        self.end_held_run(lease, ending).await
     }
 
-    async fn end_run(&self, lease: &Lease, state: RunState, reason: Option<&str>, event: &Event) -> Result<Option<()>> {
+    async fn end_held_run(&self, lease: &Lease, ending: Ending) -> Result<Option<()>> {
+        let now = self.now_sql();
         self.transaction(
             async |tx: &mut PgConnection| {
                 if !hold(tx, lease).await? {
                     return lost();
                 }
-                sqlx::query(
-                    "UPDATE runs SET state = $2, outcome_reason = $3, finished_at = now(), updated_at = now(),
-                         lease_owner = NULL, lease_expires_at = NULL WHERE id = $1",
-                )
-                .bind(lease.run.as_uuid())
-                .bind(state.as_str())
-                .bind(reason)
-                .execute(&mut *tx)
-                .await?;
-                close_open_items(tx, lease.run, "CANCELLED").await?;
-                crate::scheduling::settle_occurrence(tx, lease.run, state.as_str(), reason).await?;
-                append(tx, lease.session, Some(lease.run), event).await?;
+                end_run(tx, lease.run, lease.session, ending, now).await?;
                 Ok(Some(()))
             },
             |outcome| outcome.is_some(),
@@ -696,20 +602,26 @@ impl Store {
         .await
     }
 
-    /// Cancels, with reason `deadline`, up to `limit` active runs whose deadline passed; pending
-    /// approvals and questions expire. Returns how many were cancelled.
+    /// Cancels, with reason `deadline`, up to `limit` active runs whose deadline passed by the
+    /// store's clock (out of working time, or waited for the owner too long); pending approvals
+    /// and questions expire. Returns how many were cancelled.
     pub async fn expire_overdue_runs(&self, limit: u32) -> Result<usize> {
+        let now = self.now_sql();
         self.transaction(
             async |tx: &mut PgConnection| {
                 let sql = format!(
-                    "SELECT id, session_id FROM runs WHERE state IN ({}) AND deadline_at <= now()
+                    "SELECT id, session_id FROM runs WHERE state IN ({}) AND deadline_at <= $2
                      ORDER BY deadline_at LIMIT $1 FOR UPDATE SKIP LOCKED",
                     active_states_sql()
                 );
-                let overdue: Vec<(Uuid, Uuid)> =
-                    sqlx::query_as(&sql).bind(i64::from(limit)).fetch_all(&mut *tx).await?;
+                let overdue: Vec<(Uuid, Uuid)> = sqlx::query_as(&sql)
+                    .bind(i64::from(limit))
+                    .bind(now)
+                    .fetch_all(&mut *tx)
+                    .await?;
                 for (run, session) in &overdue {
-                    expire_run(tx, RunId::from_uuid(*run), SessionId::from_uuid(*session)).await?;
+                    let (run, session) = (RunId::from_uuid(*run), SessionId::from_uuid(*session));
+                    end_run(tx, run, session, Ending::Cancelled(CancelReason::Deadline), now).await?;
                 }
                 Ok(overdue.len())
             },
@@ -717,26 +629,6 @@ impl Store {
         )
         .await
     }
-}
-
-/// Cancels a run (locked by the caller) with reason `deadline`; its open items expire.
-pub(crate) async fn expire_run(conn: &mut PgConnection, run: RunId, session: SessionId) -> Result<()> {
-    sqlx::query(
-        "UPDATE runs SET state = 'cancelled', outcome_reason = 'deadline', finished_at = now(),
-             updated_at = now(), lease_owner = NULL, lease_expires_at = NULL WHERE id = $1",
-    )
-    .bind(run.as_uuid())
-    .execute(&mut *conn)
-    .await?;
-    close_open_items(conn, run, "EXPIRED").await?;
-    crate::scheduling::settle_occurrence(conn, run, "cancelled", Some("deadline")).await?;
-    let event = Event::RunCancelled(RunCancelled {
-        run_id: run.as_uuid(),
-        state: RunState::Cancelled,
-        reason: CancelReason::Deadline,
-    });
-    append(conn, session, Some(run), &event).await?;
-    Ok(())
 }
 
 fn usage(counters: &RunCounters) -> RunUsage {
@@ -759,12 +651,25 @@ async fn set_invocation_state(conn: &mut PgConnection, id: Uuid, state: Invocati
     Ok(())
 }
 
-async fn park(conn: &mut PgConnection, lease: &Lease, state: &str) -> Result<()> {
+/// Parks the run in `state` at `now`: the time it worked since it last started counts towards its
+/// timeout, and from now it waits for the owner at most `wait_seconds`.
+async fn park(
+    conn: &mut PgConnection,
+    lease: &Lease,
+    state: RunState,
+    now: jiff_sqlx::Timestamp,
+    wait_seconds: u32,
+) -> Result<()> {
     sqlx::query(
-        "UPDATE runs SET state = $2, lease_owner = NULL, lease_expires_at = NULL, updated_at = now() WHERE id = $1",
+        "UPDATE runs SET state = $2, lease_owner = NULL, lease_expires_at = NULL, updated_at = now(),
+             worked = worked + greatest($3 - coalesce(working_since, $3), interval '0'), working_since = NULL,
+             deadline_at = $3 + make_interval(secs => $4)
+         WHERE id = $1",
     )
     .bind(lease.run.as_uuid())
-    .bind(state)
+    .bind(state.as_str())
+    .bind(now)
+    .bind(f64::from(wait_seconds))
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -799,35 +704,5 @@ async fn settle_mail(
     } else {
         crate::mail::disarm(conn, invocation.id).await?;
     }
-    Ok(())
-}
-
-pub(crate) async fn write_result(
-    conn: &mut PgConnection,
-    session: SessionId,
-    invocation: &InvocationRow,
-    state: InvocationState,
-    result: &Value,
-    code: Option<&str>,
-) -> Result<()> {
-    sqlx::query("UPDATE tool_invocations SET state = $2, result = $3, code = $4, updated_at = now() WHERE id = $1")
-        .bind(invocation.id)
-        .bind(state.as_str())
-        .bind(result)
-        .bind(code)
-        .execute(&mut *conn)
-        .await?;
-    let event = Event::ToolResult(ToolResult {
-        run_id: invocation.run_id.as_uuid(),
-        invocation_id: invocation.id,
-        call_id: invocation.call_id.clone(),
-        tool: invocation.tool.clone(),
-        status: state,
-        code: code.map(str::to_owned),
-        // Tool output is data, never instructions: clients render it as such.
-        trust: Trust::ToolOutput,
-        result: result.clone(),
-    });
-    append(conn, session, Some(invocation.run_id), &event).await?;
     Ok(())
 }

@@ -4,9 +4,11 @@
 //! run and sets it); otherwise a private throwaway cluster is started once per test binary and
 //! removed when the binary exits. Each test's database is copied from a template that holds the
 //! current migrations, so a new database costs a file copy rather than a migration run.
-//! [`gmail`] is a mail provider on 127.0.0.1 speaking the Gmail wire format.
+//! [`gmail`] is a mail provider on 127.0.0.1 speaking the Gmail wire format; [`roles`] checks
+//! what every role binary refuses at start.
 
 pub mod gmail;
+pub mod roles;
 
 use std::sync::OnceLock;
 
@@ -244,5 +246,27 @@ mod tests {
             .await
             .expect("count");
         assert_eq!(count, 0, "databases do not share rows");
+    }
+}
+
+/// A clock that follows the host's but can be moved forward, for a [`store::Store`] whose run
+/// timing and push delays a test jumps over (`Store::with_clock`).
+#[derive(Debug, Default)]
+pub struct ShiftedClock {
+    offset: std::sync::Mutex<jiff::SignedDuration>,
+}
+
+impl ShiftedClock {
+    /// Moves the clock forward by `by`.
+    pub fn advance(&self, by: jiff::SignedDuration) {
+        let mut offset = self.offset.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *offset += by;
+    }
+}
+
+impl store::Clock for ShiftedClock {
+    fn now(&self) -> jiff::Timestamp {
+        let offset = *self.offset.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        jiff::Timestamp::now() + offset
     }
 }

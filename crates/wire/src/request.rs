@@ -253,6 +253,16 @@ pub struct ScheduleDefinition {
     #[schema(minimum = 1, maximum = 2147483647)]
     #[serde(deserialize_with = "whole")]
     pub max_consecutive_failures: u32,
+    /// How long each run may wait for the owner (an approval or a question) before it expires
+    /// and the run is cancelled with reason `deadline`. Waiting does not count towards
+    /// `run_timeout_seconds`. Default a day.
+    #[schema(minimum = 1, maximum = 2592000, default = 86400)]
+    #[serde(default = "default_wait_timeout", deserialize_with = "whole")]
+    pub wait_timeout_seconds: u32,
+}
+
+fn default_wait_timeout() -> u32 {
+    domain::run::DEFAULT_WAIT_TIMEOUT_SECONDS
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -492,6 +502,15 @@ impl TryFrom<ScheduleDefinition> for domain::schedule::ScheduleSpec {
             cadence: domain::cadence::Daily { local_time, zone },
             misfire_grace_seconds: at_least(body.misfire_grace_seconds, 0, "misfire_grace_seconds")?,
             max_consecutive_failures: at_least(body.max_consecutive_failures, 1, "max_consecutive_failures")?,
+            wait_timeout_seconds: match body.wait_timeout_seconds {
+                seconds @ 1..=domain::run::MAX_WAIT_TIMEOUT_SECONDS => seconds,
+                _ => {
+                    return Err(Invalid::new(
+                        "wait_timeout_seconds",
+                        "`wait_timeout_seconds` must be an integer from 1 to 2592000 (30 days)",
+                    ));
+                }
+            },
         })
     }
 }

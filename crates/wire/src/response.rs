@@ -224,6 +224,8 @@ pub struct Schedule {
     pub requested_scopes: Vec<String>,
     pub limits: ScheduleLimits,
     pub run_timeout_seconds: u32,
+    /// How long each run may wait for the owner before it expires.
+    pub wait_timeout_seconds: u32,
     pub cadence: Cadence,
     pub misfire_grace_seconds: i32,
     pub max_consecutive_failures: i32,

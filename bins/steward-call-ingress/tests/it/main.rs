@@ -391,3 +391,8 @@ async fn refuses_an_unsafe_secret_a_public_address_and_a_missing_flag() {
     off.retain(|(name, _)| *name != "AGENT_CALL_INGRESS_ENABLED");
     assert!(refusal(&off).contains("AGENT_CALL_INGRESS_ENABLED is not 1"));
 }
+
+#[test]
+fn a_flag_this_release_does_not_support_stops_it_at_start() {
+    testkit::roles::assert_refuses_unsupported_flags(env!("CARGO_BIN_EXE_steward-call-ingress"), &[]);
+}

@@ -3,3 +3,8 @@
 
 mod crash;
 mod support_and_delivery;
+
+#[test]
+fn a_flag_this_release_does_not_support_stops_it_at_start() {
+    testkit::roles::assert_refuses_unsupported_flags(env!("CARGO_BIN_EXE_steward-notify"), &[]);
+}

@@ -377,7 +377,12 @@ fn no_message_text_can_reach_a_payload() {
             notification,
             devices: Vec::new(),
             tool: Some(secret.clone()),
-            outcome: Some(("failed".into(), Some(secret.clone()))),
+            outcome: Some(store::ScheduleOutcome {
+                state: "failed".into(),
+                reason: Some(secret.clone()),
+                title: Some("Digest".into()),
+                scheduled_local: Some("2026-11-24 07:00".into()),
+            }),
         };
         let bytes = notify::payload::alert(&due).expect("fits");
         let text = String::from_utf8(bytes).expect("utf-8");

@@ -269,3 +269,8 @@ fn refuses_credential_paths_and_an_unsafe_or_malformed_manifest_at_start() {
         assert!(stderr.contains(expected), "{mail:?}: expected `{expected}` in {stderr}");
     }
 }
+
+#[test]
+fn a_flag_this_release_does_not_support_stops_it_at_start() {
+    testkit::roles::assert_refuses_unsupported_flags(env!("CARGO_BIN_EXE_steward-schedule"), &[]);
+}

@@ -216,8 +216,11 @@ async fn limits_fail_the_run_with_a_code() {
 }
 
 #[tokio::test]
-async fn a_run_past_its_deadline_is_cancelled_with_reason_deadline() {
-    let mut stack = Stack::api(&[("RUN_TIMEOUT_SECONDS", "1")]).await;
+async fn a_run_that_waits_past_its_agents_waiting_expiry_is_cancelled_with_reason_deadline() {
+    // The agent lets its runs wait one second for the owner.
+    let agents = json!([{ "id": "default", "instructions": "Be helpful.",
+        "model": { "provider": "scripted", "model": "scripted-1" }, "wait_timeout_seconds": 1 }]);
+    let mut stack = Stack::api(&[("AGENT_DEFINITIONS", &agents.to_string())]).await;
     stack.start_worker(&[]).await;
     let session = stack.session().await;
     let run = stack.submit(&session, r#"/tool notes.add {"text": "too late"}"#).await;

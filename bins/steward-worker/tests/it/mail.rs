@@ -466,7 +466,7 @@ async fn a_revoked_grant_is_reported_as_rejected_and_throttled_reads_back_off() 
 }
 
 #[tokio::test]
-async fn a_scheduled_run_with_read_and_write_scopes_reads_drafts_after_approval_and_cannot_send() {
+async fn a_scheduled_run_with_read_and_write_scopes_reads_then_drafts_after_an_approval_ten_minutes_later() {
     use jiff::ToSpan;
 
     let mail = Mail::start().await;
@@ -480,33 +480,10 @@ async fn a_scheduled_run_with_read_and_write_scopes_reads_drafts_after_approval_
     let stack = mail
         .stack_with_scopes("sessions.read,sessions.write,schedules.read,schedules.write")
         .await;
-    let session = stack.session().await;
-    let pinned = stack.get(&format!("/v1/sessions/{session}")).await;
     let instruction = "/tool mcp.mail_read.search_threads {\"query\": \"Weekly plan\"}\n\
-        /tool mcp.mail_write.create_draft {\"to\": \"ada@example.org\", \"subject\": \"Re: Weekly plan\", \"body\": \"Confirmed.\"}\n\
-        /tool mcp.mail_send.send_message {\"to\": \"ada@example.org\", \"subject\": \"Re: Weekly plan\", \"body\": \"Confirmed.\"}";
-    let response = stack
-        .request(reqwest::Method::POST, "/v1/schedules")
-        .header("idempotency-key", "mail-smoke-schedule")
-        .json(&json!({
-            "title": "Mail smoke", "instruction": instruction, "agent_id": pinned["agent_id"],
-            "agent_version": pinned["agent_version"], "policy_profile": "default",
-            "requested_scopes": ["mcp.mail_read.use", "mcp.mail_write.use"],
-            "limits": { "max_steps": 8, "max_model_calls": 8, "max_tool_calls": 8, "max_cost": "1" },
-            "run_timeout_seconds": 300,
-            "cadence": { "kind": "DAILY", "local_time": "07:00:00", "timezone": "Europe/London" },
-            "misfire_grace_seconds": 60, "max_consecutive_failures": 3
-        }))
-        .send()
-        .await
-        .expect("send");
-    let (status, created) = crate::support::json(response).await;
-    assert_eq!(status, 201, "{created}");
-    let due: jiff::Timestamp = created["schedule"]["next_fire_at"]
-        .as_str()
-        .expect("next fire")
-        .parse()
-        .expect("instant");
+        /tool mcp.mail_write.create_draft {\"to\": \"ada@example.org\", \"subject\": \"Re: Weekly plan\", \"body\": \"Confirmed.\"}";
+    let scopes = json!(["mcp.mail_read.use", "mcp.mail_write.use"]);
+    let (_, due) = stack.create_schedule(instruction, scopes, json!({})).await;
     let manifest = std::fs::read(&mail.manifest).expect("manifest");
     let ids = domain::manifest::AccountIds::parse(&manifest).expect("ids");
     let fired = stack
@@ -526,16 +503,74 @@ async fn a_scheduled_run_with_read_and_write_scopes_reads_drafts_after_approval_
     assert_eq!(subjects(&read[0]), ["Weekly plan"], "the read needed no approval");
     let approvals = stack.pending_approvals(&session).await;
     assert_eq!(approvals[0]["tool"], "mcp.mail_write.create_draft");
+    // The owner approves ten minutes later, twice the run's 300-second timeout: waiting for the
+    // owner is not working time.
+    stack.clock.advance(jiff::SignedDuration::from_mins(10));
     stack.decide_ok(&approvals[0], "approve_once").await;
     stack.completes(&run).await;
 
     assert_eq!(mail.gmail.messages("personal", "DRAFT").len(), 1);
-    let last = last_result(&stack, &session).await;
-    assert_eq!(
-        (last["tool"].as_str(), last["status"].as_str(), last["code"].as_str()),
-        (Some("mcp.mail_send.send_message"), Some("failed"), Some("tool.unknown")),
-        "a schedule cannot send: {last}"
-    );
+    assert_eq!(sends(&mail.gmail), 0);
+}
+
+#[tokio::test]
+async fn a_scheduled_run_that_reaches_for_mail_beyond_its_scopes_fails_authorization() {
+    use jiff::ToSpan;
+
+    let mail = Mail::start().await;
+    let stack = mail
+        .stack_with_scopes("sessions.read,sessions.write,schedules.read,schedules.write")
+        .await;
+    let manifest = std::fs::read(&mail.manifest).expect("manifest");
+    let ids = domain::manifest::AccountIds::parse(&manifest).expect("ids");
+    let send =
+        "/tool mcp.mail_send.send_message {\"to\": \"ada@example.org\", \"subject\": \"Hi\", \"body\": \"Hello.\"}";
+    // Empty scopes (what the chat tool's schedules get) reaching for a read; read and write
+    // scopes reaching for a send, which no schedule can request.
+    let cases = [
+        (
+            "/tool mcp.mail_read.search_threads {\"query\": \"plan\"}",
+            json!([]),
+            "mcp.mail_read.use",
+        ),
+        (
+            send,
+            json!(["mcp.mail_read.use", "mcp.mail_write.use"]),
+            "mcp.mail_send.use",
+        ),
+    ];
+    for (instruction, scopes, missing) in cases {
+        let (_, due) = stack.create_schedule(instruction, scopes, json!({})).await;
+        let fired = stack
+            .db
+            .store_as("schedule")
+            .await
+            .fire_due(due + 5.seconds(), Some(&ids), 10)
+            .await
+            .expect("fire");
+        let [store::Firing::Started { run, session, .. }] = fired.as_slice() else {
+            panic!("one start expected: {fired:?}")
+        };
+        let ended = stack
+            .wait_for(&run.to_string(), &["completed", "failed", "cancelled"])
+            .await;
+        assert_eq!(
+            (ended["state"].as_str(), ended["reason"].as_str()),
+            (Some("failed"), Some("schedule.authorization_failed")),
+            "{ended}"
+        );
+        let last = last_result(&stack, &session.to_string()).await;
+        assert_eq!(
+            last["code"], "schedule.authorization_failed",
+            "not tool.unknown: {last}"
+        );
+        assert!(
+            last["result"]["error"]
+                .as_str()
+                .is_some_and(|error| error.contains(missing)),
+            "{last}"
+        );
+    }
     assert_eq!(sends(&mail.gmail), 0);
 }
 

@@ -8,3 +8,9 @@ mod mail;
 mod openai;
 mod schedules;
 mod support;
+mod waiting;
+
+#[test]
+fn a_flag_this_release_does_not_support_stops_it_at_start() {
+    testkit::roles::assert_refuses_unsupported_flags(env!("CARGO_BIN_EXE_steward-worker"), &[]);
+}

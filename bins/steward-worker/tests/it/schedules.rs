@@ -87,17 +87,9 @@ async fn the_schedule_acceptance_flow() {
     let mut stack = scheduling_stack().await;
     stack.start_worker(&[]).await;
     let store = stack_store(&stack).await;
-    // Reads without approval, then parks before the write (notes.add stands in for create_draft).
-    let instruction = "/tool notes.list\n/tool notes.add {\"text\": \"draft reply\"}";
-    let schedule = create(
-        &stack,
-        instruction,
-        json!(["mcp.mail_read.use", "mcp.mail_write.use"]),
-        "07:00:00",
-        60,
-        3,
-    )
-    .await;
+    // The mail version of this flow (reads freely, parks before create_draft, completes after
+    // one approval given ten minutes later) is `mail::a_scheduled_run_with_read_and_write_scopes…`.
+    let schedule = create(&stack, "Summarise the day.", json!([]), "07:00:00", 60, 3).await;
     let id = schedule["id"].as_str().expect("id").to_owned();
     let due = next_fire(&schedule);
 
@@ -116,27 +108,6 @@ async fn the_schedule_acceptance_flow() {
         "pinned to the schedule's agent version"
     );
 
-    stack.wait_for(&run, &["waiting_approval"]).await;
-    let events = stack.events(&session).await;
-    let read = events
-        .iter()
-        .find(|(kind, payload)| kind == "tool.result" && payload["tool"] == "notes.list")
-        .expect("read");
-    assert_eq!(read.1["status"], "succeeded", "the read needed no approval");
-    let approvals = stack.pending_approvals(&session).await;
-    assert_eq!((approvals.len(), approvals[0]["tool"].as_str()), (1, Some("notes.add")));
-    // The approval notification is a row of ids: nothing of the draft is in it.
-    let notification: (String, Option<uuid::Uuid>) =
-        sqlx::query_as("SELECT kind, approval_id FROM notification_outbox WHERE kind = 'approval'")
-            .fetch_one(&stack.db.pool)
-            .await
-            .expect("approval notification");
-    assert_eq!(
-        notification.1.map(|id| id.to_string()),
-        approvals[0]["approval_id"].as_str().map(str::to_owned)
-    );
-
-    stack.decide_ok(&approvals[0], "approve_once").await;
     stack.completes(&run).await;
     let occurrences = stack.get(&format!("/v1/schedules/{id}/occurrences")).await;
     assert_eq!(occurrences["occurrences"][0]["state"], "completed");
@@ -158,6 +129,94 @@ async fn the_schedule_acceptance_flow() {
     assert_eq!(
         stack.scalar::<i64>("SELECT count(*) FROM schedule_occurrences").await,
         1
+    );
+}
+
+#[tokio::test]
+async fn a_scheduled_run_holds_only_the_tools_its_schedule_requested_scopes_for() {
+    let mut stack = scheduling_stack().await;
+    stack.start_worker(&[]).await;
+    // notes.add needs `notes.write`, schedule.create `schedules.write`: no schedule can request
+    // them, so a scheduled run that reaches for one fails authorization instead of acting.
+    for (tool, arguments) in [
+        ("notes.add", r#"{"text": "from a schedule"}"#),
+        (
+            "schedule.create",
+            r#"{"title": "t", "instruction": "i", "local_time": "08:00:00", "timezone": "UTC"}"#,
+        ),
+        ("notes.list", "{}"),
+    ] {
+        let instruction = format!("/tool {tool} {arguments}");
+        let schedule = create(&stack, &instruction, json!([]), "07:00:00", 60, 3).await;
+        let fired = stack_store(&stack)
+            .await
+            .fire_due(next_fire(&schedule) + 5.seconds(), None, 10)
+            .await
+            .expect("fire");
+        let [store::Firing::Started { run, session, .. }] = fired.as_slice() else {
+            panic!("one start expected: {fired:?}")
+        };
+        let (run, session) = (run.to_string(), session.to_string());
+        let ended = stack.wait_for(&run, &["completed", "failed", "cancelled"]).await;
+        assert_eq!(
+            (ended["state"].as_str(), ended["reason"].as_str()),
+            (Some("failed"), Some("schedule.authorization_failed")),
+            "{tool}: {ended}"
+        );
+        let result = stack
+            .events(&session)
+            .await
+            .into_iter()
+            .find(|(kind, _)| kind == "tool.result")
+            .expect("result");
+        assert_eq!(result.1["code"], "schedule.authorization_failed", "{tool}");
+        let id = schedule["id"].as_str().expect("id");
+        let occurrences = stack.get(&format!("/v1/schedules/{id}/occurrences")).await;
+        assert_eq!(
+            (
+                occurrences["occurrences"][0]["state"].as_str(),
+                occurrences["occurrences"][0]["reason"].as_str()
+            ),
+            (Some("failed"), Some("schedule.authorization_failed")),
+            "{tool}"
+        );
+    }
+    assert_eq!(stack.scalar::<i64>("SELECT count(*) FROM notes").await, 0);
+    assert_eq!(
+        stack.scalar::<i64>("SELECT count(*) FROM schedules").await,
+        3,
+        "no schedule was made by a scheduled run"
+    );
+}
+
+#[tokio::test]
+async fn an_outcome_alert_names_the_title_that_ran_and_the_scheduled_local_time() {
+    let stack = scheduling_stack().await;
+    let schedule = create_in(&stack, "Europe/London", "hello", json!([]), "07:30:00", 60, 3).await;
+    let due = next_fire(&schedule);
+    stack_store(&stack)
+        .await
+        .fire_due(due + 61.seconds(), None, 10)
+        .await
+        .expect("fire");
+    // Renamed after it ran (as a later revision would be): the alert keeps the title that ran.
+    sqlx::query("UPDATE schedules SET title = 'Renamed'")
+        .execute(&stack.db.pool)
+        .await
+        .expect("rename");
+    let notify = stack.db.store_as("notify").await;
+    let due_alerts = notify
+        .claim_due_notifications("notifier", due + 1.hours(), 60, 10)
+        .await
+        .expect("claim");
+    let local = due
+        .to_zoned(jiff::tz::TimeZone::get("Europe/London").expect("zone"))
+        .strftime("%Y-%m-%d 07:30")
+        .to_string();
+    let texts: Vec<String> = due_alerts.iter().map(|due| due.alert().text()).collect();
+    assert_eq!(
+        texts,
+        [format!("Smoke schedule ({local}): skipped, it started too late")]
     );
 }
 

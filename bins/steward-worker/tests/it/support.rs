@@ -16,6 +16,8 @@ pub struct Stack {
     pub client: Client,
     pub db: TestDatabase,
     pub dir: tempfile::TempDir,
+    /// The clock the API's and the in-process workers' stores measure run timing by.
+    pub clock: std::sync::Arc<testkit::ShiftedClock>,
     _api: Abort,
     workers: Vec<Abort>,
 }
@@ -70,7 +72,8 @@ impl Stack {
             }
         }
         let config = api::ApiConfig::from_env(|name| vars.get(name).cloned()).expect("api config");
-        let app = api::app(config, db.store_as("api").await);
+        let clock = std::sync::Arc::new(testkit::ShiftedClock::default());
+        let app = api::app(config, db.store_as("api").await.with_clock(clock.clone()));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("addr"));
         let server = tokio::spawn(async move {
@@ -82,6 +85,7 @@ impl Stack {
             client: Client::new(),
             db,
             dir,
+            clock,
             _api: Abort(server),
             workers: Vec::new(),
         }
@@ -115,13 +119,53 @@ impl Stack {
             std::sync::Arc::new(service.expect("mail client"))
         });
         let executor = agent::executor::Executor {
-            store: self.db.store_as("worker").await,
+            store: self.store_as("worker").await,
             providers: agent::executor::Providers::new(openai),
             http,
             mail,
         };
         let task = tokio::spawn(agent::worker::run(config, executor, std::future::pending()));
         self.workers.push(Abort(task));
+    }
+
+    /// A store of `role` on this stack's clock.
+    pub async fn store_as(&self, role: &str) -> store::Store {
+        self.db.store_as(role).await.with_clock(self.clock.clone())
+    }
+
+    /// Creates a daily schedule over HTTP (07:00 Europe/London, a fresh session's agent version,
+    /// the smoke limits) running `instruction` with `scopes`, with the members of `changes` put
+    /// over that body; returns the schedule and when it next fires.
+    pub async fn create_schedule(&self, instruction: &str, scopes: Value, changes: Value) -> (Value, jiff::Timestamp) {
+        let session = self.session().await;
+        let pinned = self.get(&format!("/v1/sessions/{session}")).await;
+        let mut body = json!({
+            "title": "Smoke schedule", "instruction": instruction, "agent_id": pinned["agent_id"],
+            "agent_version": pinned["agent_version"], "policy_profile": "default", "requested_scopes": scopes,
+            "limits": { "max_steps": 8, "max_model_calls": 8, "max_tool_calls": 8, "max_cost": "1" },
+            "run_timeout_seconds": 300,
+            "cadence": { "kind": "DAILY", "local_time": "07:00:00", "timezone": "Europe/London" },
+            "misfire_grace_seconds": 60, "max_consecutive_failures": 3
+        });
+        for (name, value) in changes.as_object().into_iter().flatten() {
+            body[name] = value.clone();
+        }
+        let response = self
+            .request(Method::POST, "/v1/schedules")
+            .header("idempotency-key", uuid::Uuid::new_v4().to_string())
+            .json(&body)
+            .send()
+            .await
+            .expect("send");
+        let (status, created) = json(response).await;
+        assert_eq!(status, 201, "{created}");
+        let schedule = created["schedule"].clone();
+        let due = schedule["next_fire_at"]
+            .as_str()
+            .expect("next fire")
+            .parse()
+            .expect("instant");
+        (schedule, due)
     }
 
     /// Writes an owner-only key file and returns its path.

@@ -5,7 +5,6 @@ pub mod artifacts;
 pub mod events;
 pub mod folders;
 pub mod health;
-pub mod memories;
 pub mod notifications;
 pub mod runs;
 pub mod schedules;

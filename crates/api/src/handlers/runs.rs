@@ -61,6 +61,12 @@ pub(crate) fn idempotency_key(headers: &HeaderMap) -> Result<IdempotencyKey, Api
         })
 }
 
+/// The digest an idempotency key's request is matched by: SHA-256 of the request's canonical JSON.
+pub(crate) fn request_hash(request: &impl serde::Serialize) -> Result<String, ApiError> {
+    let canonical = serde_json::to_vec(request).map_err(|error| ApiError::from(store::StoreError::Encode(error)))?;
+    Ok(Sha256::digest(&canonical).iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// The answer to a request whose idempotency key was used before.
 pub(crate) fn earlier(prior: Prior) -> Result<Response, ApiError> {
     match prior {
@@ -109,8 +115,7 @@ pub async fn submit(
     let message = UserMessage::try_from(body.clone())?;
     let text = message.text.as_deref();
     // The request as the key must match it: its session and canonical body.
-    let canonical = serde_json::to_vec(&(session.to_string(), &body)).unwrap_or_default();
-    let request_hash: String = Sha256::digest(&canonical).iter().map(|b| format!("{b:02x}")).collect();
+    let request_hash = request_hash(&(session.to_string(), &body))?;
     let title = text
         .and_then(|text| text.lines().map(str::trim).find(|line| !line.is_empty()))
         .map(|line| line.chars().take(TITLE_MAX_CHARS).collect());
@@ -137,10 +142,7 @@ pub async fn submit(
                     request_hash: &request_hash,
                 },
             },
-            |run, _seq| StoredResponse {
-                status: StatusCode::ACCEPTED.as_u16(),
-                body: serde_json::to_vec(&Accepted { run: self::run(run) }).unwrap_or_default(),
-            },
+            |run, _seq| StoredResponse::json(StatusCode::ACCEPTED.as_u16(), &Accepted { run: self::run(run) }),
         )
         .await?;
     match outcome {

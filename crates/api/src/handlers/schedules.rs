@@ -6,7 +6,6 @@ use axum::response::Response;
 use axum::{Extension, Json as JsonResponse};
 use domain::ErrorCode;
 use domain::ids::ScheduleId;
-use sha2::{Digest, Sha256};
 use store::{
     CancelSchedule, CreateSchedule, IdempotencyClaim, NewSchedule, OccurrenceRow, ScheduleRow, StoredResponse,
 };
@@ -37,6 +36,7 @@ fn schedule(row: &ScheduleRow) -> Schedule {
             max_cost: row.limits.max_cost.to_string(),
         },
         run_timeout_seconds: row.limits.run_timeout_seconds,
+        wait_timeout_seconds: row.wait_timeout_seconds,
         cadence: Cadence {
             kind: CadenceKind::Daily,
             local_time: row.local_time.clone(),
@@ -85,10 +85,7 @@ pub async fn create(
     Json(body): Json<ScheduleDefinition>,
 ) -> Result<Response, ApiError> {
     let key = idempotency_key(&headers)?;
-    let request_hash: String = Sha256::digest(serde_json::to_vec(&body).unwrap_or_default())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let request_hash = super::runs::request_hash(&body)?;
     let definition = domain::schedule::ScheduleSpec::try_from(body)?;
     let next_fire_at = definition.cadence.next_after(jiff::Timestamp::now());
     let outcome = state
@@ -103,6 +100,7 @@ pub async fn create(
                 policy_profile: "default",
                 requested_scopes: &definition.requested_scopes,
                 limits: definition.limits,
+                wait_timeout_seconds: definition.wait_timeout_seconds,
                 local_time: &definition.local_time,
                 timezone: &definition.timezone,
                 misfire_grace_seconds: definition.misfire_grace_seconds,
@@ -114,12 +112,13 @@ pub async fn create(
                     request_hash: &request_hash,
                 },
             },
-            |row| StoredResponse {
-                status: StatusCode::CREATED.as_u16(),
-                body: serde_json::to_vec(&ScheduleEnvelope {
-                    schedule: schedule(row),
-                })
-                .unwrap_or_default(),
+            |row| {
+                StoredResponse::json(
+                    StatusCode::CREATED.as_u16(),
+                    &ScheduleEnvelope {
+                        schedule: schedule(row),
+                    },
+                )
             },
         )
         .await?;

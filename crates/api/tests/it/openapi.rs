@@ -51,10 +51,19 @@ async fn document_matches_the_router_with_flags_off_and_on() {
     let off = TestApp::spawn().await;
     check_document(&off, &FeatureFlags::default()).await;
     let (_, document) = off.get_json("/v1/openapi.json").await;
-    assert!(document["paths"].get("/v1/memories").is_none());
+    assert!(document["paths"].get("/v1/notifications").is_none());
 
-    let on = TestApp::spawn_with(Env::default().set("AGENT_MEMORY_API_ENABLED", "1")).await;
-    let flags = FeatureFlags::with(&[domain::flags::Flag::MemoryApi]).expect("flags");
+    let on = TestApp::spawn_with(
+        Env::default()
+            .set("AGENT_NOTIFICATION_API_ENABLED", "1")
+            .set("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1"),
+    )
+    .await;
+    let flags = FeatureFlags::with(&[
+        domain::flags::Flag::NotificationApi,
+        domain::flags::Flag::NotificationDispatch,
+    ])
+    .expect("flags");
     check_document(&on, &flags).await;
 }
 
@@ -63,7 +72,6 @@ fn every_catalog_route_is_annotated() {
     // Even routes behind flags must be described, so turning a flag on never mounts an
     // undocumented route.
     let all_on = FeatureFlags::with(&[
-        domain::flags::Flag::MemoryApi,
         domain::flags::Flag::NotificationApi,
         domain::flags::Flag::NotificationDispatch,
     ])

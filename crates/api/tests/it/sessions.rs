@@ -115,8 +115,18 @@ async fn sessions_keep_their_agent_version_when_a_restart_changes_the_configurat
     let old_version = old["agent_version"].as_str().expect("version").to_owned();
     let TestApp { db, .. } = before;
 
-    // Restart with a feature that shapes the agent: new sessions get a new version.
-    let after = TestApp::spawn_on(db, Env::default().set("AGENT_MEMORY_API_ENABLED", "1")).await;
+    // Restart with other instructions for the agent: new sessions get a new version.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let definition = json!({
+        "id": "default", "instructions": "Answer in haiku.",
+        "model": { "provider": "scripted", "model": "scripted-1" }
+    });
+    let agents = crate::support::write_file(dir.path(), "agents.json", &json!([definition]).to_string(), 0o600);
+    let after = TestApp::spawn_on(
+        db,
+        Env::default().set("AGENT_DEFINITIONS_FILE", agents.to_str().expect("path")),
+    )
+    .await;
     let new = after.create_session(json!({})).await;
     assert_ne!(new["agent_version"], old_version.as_str());
     let (_, reread) = after

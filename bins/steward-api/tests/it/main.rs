@@ -1,0 +1,6 @@
+//! `steward-api` as a real process: what it refuses before it starts.
+
+#[test]
+fn a_flag_this_release_does_not_support_stops_it_at_start() {
+    testkit::roles::assert_refuses_unsupported_flags(env!("CARGO_BIN_EXE_steward-api"), &[]);
+}
