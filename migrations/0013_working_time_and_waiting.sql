@@ -9,8 +9,10 @@ ALTER TABLE runs
     -- A scheduled run's waiting expiry (its schedule's); an interactive run takes its agent's.
     ADD COLUMN wait_timeout_seconds integer CHECK (wait_timeout_seconds > 0);
 UPDATE runs SET working_since = created_at WHERE state IN ('queued', 'running');
--- Runs parked before this release get the default day to be answered.
-UPDATE runs SET deadline_at = greatest(deadline_at, now() + interval '1 day')
+-- Runs parked before this release get the default day to be answered, and count the time from
+-- their creation to their parking as worked.
+UPDATE runs SET deadline_at = greatest(deadline_at, now() + interval '1 day'),
+                worked = greatest(updated_at - created_at, interval '0')
     WHERE state IN ('waiting_approval', 'waiting_input');
 
 ALTER TABLE schedules

@@ -105,16 +105,19 @@ pub struct ModelStep<'a> {
     pub cost: Cost,
 }
 
-/// Holds the run for this lease, or `None` when the lease is lost.
-async fn hold(conn: &mut PgConnection, lease: &Lease) -> Result<bool> {
-    Ok(
-        sqlx::query("SELECT 1 FROM runs WHERE id = $1 AND lease_owner = $2 AND state = 'running' FOR UPDATE")
-            .bind(lease.run.as_uuid())
-            .bind(&lease.worker)
-            .fetch_optional(&mut *conn)
-            .await?
-            .is_some(),
+/// Holds the run for this lease, or `None` when the lease is lost or the run's working time ran
+/// out at `now` (the sweep cancels it; nothing more is recorded for it, and it never parks with
+/// a fresh wait).
+async fn hold(conn: &mut PgConnection, lease: &Lease, now: jiff_sqlx::Timestamp) -> Result<bool> {
+    Ok(sqlx::query(
+        "SELECT 1 FROM runs WHERE id = $1 AND lease_owner = $2 AND state = 'running' AND deadline_at > $3 FOR UPDATE",
     )
+    .bind(lease.run.as_uuid())
+    .bind(&lease.worker)
+    .bind(now)
+    .fetch_optional(&mut *conn)
+    .await?
+    .is_some())
 }
 
 fn lost<T>() -> Result<Option<T>> {
@@ -233,9 +236,10 @@ impl Store {
     /// Records one model call: usage counters, the `assistant.message` event and the queued
     /// invocations of its tool calls, together.
     pub async fn record_model_step(&self, lease: &Lease, step: ModelStep<'_>) -> Result<Option<Vec<InvocationRow>>> {
+        let now = self.now_sql();
         self.transaction(
             async |tx: &mut PgConnection| {
-                if !hold(tx, lease).await? {
+                if !hold(tx, lease, now).await? {
                     return lost();
                 }
                 let number: i32 = sqlx::query_scalar(
@@ -311,9 +315,10 @@ impl Store {
         code: Option<&str>,
         reconciliation: Option<&NewReconciliation<'_>>,
     ) -> Result<Option<()>> {
+        let now = self.now_sql();
         self.transaction(
             async |tx: &mut PgConnection| {
-                if !hold(tx, lease).await? {
+                if !hold(tx, lease, now).await? {
                     return lost();
                 }
                 let code = mail_code(tx, invocation, state, code, reconciliation).await?;
@@ -339,9 +344,10 @@ impl Store {
         invocation: &InvocationRow,
         effect: Option<&NewReconciliation<'_>>,
     ) -> Result<Option<()>> {
+        let now = self.now_sql();
         self.transaction(
             async |tx: &mut PgConnection| {
-                if !hold(tx, lease).await? {
+                if !hold(tx, lease, now).await? {
                     return lost();
                 }
                 let started = sqlx::query(
@@ -417,7 +423,7 @@ impl Store {
         let now = self.now_sql();
         self.transaction(
             async |tx: &mut PgConnection| {
-                if !hold(tx, lease).await? {
+                if !hold(tx, lease, now).await? {
                     return lost();
                 }
                 let approval = Uuid::now_v7();
@@ -483,7 +489,7 @@ impl Store {
         let now = self.now_sql();
         self.transaction(
             async |tx: &mut PgConnection| {
-                if !hold(tx, lease).await? {
+                if !hold(tx, lease, now).await? {
                     return lost();
                 }
                 let question = Uuid::now_v7();
@@ -550,7 +556,7 @@ impl Store {
         let now = self.now_sql();
         self.transaction(
             async |tx: &mut PgConnection| {
-                if !hold(tx, lease).await? {
+                if !hold(tx, lease, now).await? {
                     return lost();
                 }
                 end_run(tx, lease.run, lease.session, ending, now).await?;

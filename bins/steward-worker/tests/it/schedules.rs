@@ -192,7 +192,8 @@ async fn a_scheduled_run_holds_only_the_tools_its_schedule_requested_scopes_for(
 #[tokio::test]
 async fn an_outcome_alert_names_the_title_that_ran_and_the_scheduled_local_time() {
     let stack = scheduling_stack().await;
-    let schedule = create_in(&stack, "Europe/London", "hello", json!([]), "07:30:00", 60, 3).await;
+    // A zone never at UTC+0, so the time shown is visibly the schedule's.
+    let schedule = create_in(&stack, "Asia/Tokyo", "hello", json!([]), "07:30:00", 60, 3).await;
     let due = next_fire(&schedule);
     stack_store(&stack)
         .await
@@ -210,7 +211,7 @@ async fn an_outcome_alert_names_the_title_that_ran_and_the_scheduled_local_time(
         .await
         .expect("claim");
     let local = due
-        .to_zoned(jiff::tz::TimeZone::get("Europe/London").expect("zone"))
+        .to_zoned(jiff::tz::TimeZone::get("Asia/Tokyo").expect("zone"))
         .strftime("%Y-%m-%d 07:30")
         .to_string();
     let texts: Vec<String> = due_alerts.iter().map(|due| due.alert().text()).collect();

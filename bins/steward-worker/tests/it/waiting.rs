@@ -180,7 +180,9 @@ async fn pushes_leave_no_earlier_than_thirty_seconds_after_they_are_raised() {
         kinds
     };
 
-    // An approval and a question, raised by the stores' clock.
+    // An approval and a question, raised by the stores' clock (an hour ahead of the database's,
+    // so a delay measured by the database would show).
+    stack.clock.advance(SignedDuration::from_hours(1));
     let raised_from = stack.clock.now();
     let first = stack.session().await;
     let approval_run = stack.submit(&first, r#"/tool notes.add {"text": "x"}"#).await;
