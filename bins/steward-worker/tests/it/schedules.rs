@@ -8,7 +8,7 @@ use jiff::{Timestamp, ToSpan};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::{Stack, json};
+use crate::support::Stack;
 
 const MANIFEST: &str = r#"{"version": 1, "default_account": "personal", "accounts": [
     {"account_id": "personal", "read_credential_file": "/nonexistent/r.json",
@@ -32,31 +32,12 @@ async fn create_in(
     grace: u32,
     failures: u32,
 ) -> Value {
-    let session = stack.session().await;
-    let pinned = stack.get(&format!("/v1/sessions/{session}")).await;
-    let body = json!({
-        "title": "Smoke schedule",
-        "instruction": instruction,
-        "agent_id": pinned["agent_id"],
-        "agent_version": pinned["agent_version"],
-        "policy_profile": "default",
-        "requested_scopes": scopes,
-        "limits": { "max_steps": 8, "max_model_calls": 8, "max_tool_calls": 8, "max_cost": "1" },
-        "run_timeout_seconds": 300,
+    let changes = json!({
         "cadence": { "kind": "DAILY", "local_time": local_time, "timezone": timezone },
         "misfire_grace_seconds": grace,
         "max_consecutive_failures": failures
     });
-    let response = stack
-        .request(Method::POST, "/v1/schedules")
-        .header("idempotency-key", uuid::Uuid::new_v4().to_string())
-        .json(&body)
-        .send()
-        .await
-        .expect("send");
-    let (status, created) = json(response).await;
-    assert_eq!(status, 201, "{created}");
-    created["schedule"].clone()
+    stack.create_schedule(instruction, scopes, changes).await.0
 }
 
 /// A stack whose token may read and write sessions and schedules.
