@@ -29,13 +29,17 @@ GRANT SELECT ON _sqlx_migrations TO steward_api;
 GRANT SELECT, INSERT ON agent_versions, deleted_sessions, artifacts, artifact_chunks, events,
     idempotency_keys TO steward_api;
 GRANT SELECT, INSERT, UPDATE, DELETE ON folders, sessions TO steward_api;
+GRANT SELECT ON folder_proposal_sessions TO steward_api;
+GRANT SELECT, UPDATE ON folder_proposals TO steward_api;
 GRANT SELECT, UPDATE ON session_index_clock, tool_invocations, approvals, questions,
     schedule_occurrences TO steward_api;
 GRANT SELECT, INSERT, UPDATE ON runs, notification_outbox, schedules, devices, model_settings
     TO steward_api;
 
--- worker: runs the agent loop; its `schedule.create` tool writes schedules.
-GRANT SELECT ON agent_versions TO steward_worker;
+-- worker: runs the agent loop; its `schedule.create` tool writes schedules, its
+-- `folders.propose` tool proposes filing (only the owner, through the api, files).
+GRANT SELECT ON agent_versions, folders TO steward_worker;
+GRANT SELECT, INSERT ON folder_proposals, folder_proposal_sessions TO steward_worker;
 GRANT SELECT, UPDATE ON sessions, runs, schedule_occurrences TO steward_worker;
 GRANT SELECT, INSERT ON events, idempotency_keys, notes TO steward_worker;
 GRANT SELECT, INSERT, UPDATE ON tool_invocations, approvals, questions, notification_outbox,

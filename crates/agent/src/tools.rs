@@ -8,6 +8,8 @@
 //! | `owner.ask` | low | no | asks the owner a question; the run waits for the answer |
 //! | `webhook.post` | high | yes | POSTs a JSON body to the agent's configured `webhook_url` |
 //! | `schedule.create` | medium | yes | schedules this conversation's agent daily; never with scopes |
+//! | `folders.list` | low | no | reads the folders and the unfiled conversations |
+//! | `folders.propose` | low | no | proposes filing conversations; nothing moves until the owner accepts |
 //! | `mcp.mail_*` | low / medium / high | writes and sends | the connected accounts' mail tools (`mail_mcp::tools`) |
 //!
 //! Every tool declares its scope. A scheduled run's box holds only the roster's tools whose scope
@@ -20,16 +22,21 @@ use std::time::Duration;
 
 use domain::agent::AgentConfiguration;
 use domain::approval::Risk;
-use domain::ids::PrincipalId;
+use domain::folder::FolderName;
+use domain::ids::{FolderId, PrincipalId, SessionId};
 use mail_mcp::tools::{MailOutcome, MailService, Reconciliation};
 use serde_json::{Value, json};
-use store::{InvocationRow, Store};
+use store::{InvocationRow, LeftOut, ProposalTarget, Propose, Store};
 
 use crate::model::ToolSpec;
 
 /// The question tool: handled by the executor, which parks the run.
 pub const ASK_OWNER: &str = "owner.ask";
 const NOTE_MAX_CHARS: usize = 10_000;
+/// The most conversations one `folders.propose` call may name.
+const PROPOSAL_MAX_SESSIONS: usize = 100;
+/// The most unfiled conversations `folders.list` shows.
+const FILING_LIST_LIMIT: u32 = 100;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Tool {
@@ -94,6 +101,39 @@ fn catalog() -> Vec<Tool> {
             scope: "schedules.write".into(),
             risk: Risk::Medium,
             needs_approval: true,
+        },
+        Tool {
+            name: "folders.list".into(),
+            description: "List the owner's folders and the conversations not in any folder (most recent first), \
+                          to choose what to propose filing."
+                .into(),
+            parameters: json!({ "type": "object", "properties": {}, "additionalProperties": false }),
+            scope: "folders.read".into(),
+            risk: Risk::Low,
+            needs_approval: false,
+        },
+        Tool {
+            name: "folders.propose".into(),
+            description: "Propose filing conversations into an existing folder (folder_id) or a new one \
+                          (folder_name). Nothing moves until the owner accepts; scheduled or filed conversations, \
+                          and ones the owner declined for that folder, are left out."
+                .into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "folder_id": { "type": "string", "description": "An existing folder's id, from folders.list" },
+                    "folder_name": { "type": "string", "description": "A new folder's name, when no folder fits" },
+                    "session_ids": {
+                        "type": "array", "items": { "type": "string" }, "minItems": 1,
+                        "maxItems": PROPOSAL_MAX_SESSIONS,
+                        "description": "The conversations to file, from folders.list"
+                    }
+                },
+                "required": ["session_ids"], "additionalProperties": false
+            }),
+            scope: "folders.propose".into(),
+            risk: Risk::Low,
+            needs_approval: false,
         },
         Tool {
             name: "webhook.post".into(),
@@ -219,8 +259,11 @@ impl Toolbox {
         if self.get(&invocation.tool).is_none() {
             return failed("tool.unknown", &format!("no tool `{}` is available", invocation.tool));
         }
-        if invocation.tool == "schedule.create" {
-            return create_schedule(store, principal, invocation).await;
+        match invocation.tool.as_str() {
+            "schedule.create" => return create_schedule(store, principal, invocation).await,
+            "folders.list" => return filing_overview(store, principal).await,
+            "folders.propose" => return propose_folder(store, principal, invocation).await,
+            _ => {}
         }
         if let Some(mail) = self.mail.as_ref().filter(|mail| mail.tool(&invocation.tool).is_some()) {
             return match mail
@@ -409,6 +452,115 @@ async fn create_schedule(store: &Store, principal: &PrincipalId, invocation: &In
             ToolOutcome::Succeeded(json!({ "schedule_id": String::from_utf8_lossy(&response.body) }))
         }
         Ok(other) => failed("tool.storage", &format!("the schedule was not created: {other:?}")),
+        Err(error) => ToolOutcome::Uncertain {
+            code: "tool.outcome_unknown",
+            message: error.to_string(),
+            reconciliation: None,
+        },
+    }
+}
+
+/// `folders.list`: the folders and the conversations that could be filed.
+async fn filing_overview(store: &Store, principal: &PrincipalId) -> ToolOutcome {
+    match store.filing_overview(principal, FILING_LIST_LIMIT).await {
+        Ok(overview) => ToolOutcome::Succeeded(json!({
+            "folders": overview.folders.into_iter().map(|(id, name)| json!({
+                "folder_id": id.to_string(), "name": name
+            })).collect::<Vec<_>>(),
+            "unfiled_conversations": overview.unfiled.into_iter().map(|(id, title)| json!({
+                "session_id": id.to_string(), "title": title
+            })).collect::<Vec<_>>(),
+        })),
+        Err(error) => failed("tool.storage", &error.to_string()),
+    }
+}
+
+/// `folders.propose`: records a proposal for the owner; files nothing. The invocation id makes a
+/// repeated dispatch find the first proposal instead of making a second.
+async fn propose_folder(store: &Store, principal: &PrincipalId, invocation: &InvocationRow) -> ToolOutcome {
+    let arguments = &invocation.arguments;
+    let folder_id = arguments.get("folder_id").filter(|value| !value.is_null());
+    let folder_name = arguments.get("folder_name").filter(|value| !value.is_null());
+    let name;
+    let target = match (folder_id, folder_name) {
+        (Some(id), None) => match id.as_str().and_then(FolderId::parse) {
+            Some(id) => ProposalTarget::Folder(id),
+            None => {
+                return failed(
+                    "tool.invalid_arguments",
+                    "`folder_id` must be a folder id from folders.list",
+                );
+            }
+        },
+        (None, Some(text)) => {
+            name = match text.as_str().map(FolderName::parse) {
+                Some(Ok(name)) => name,
+                Some(Err(error)) => return failed("tool.invalid_arguments", &format!("`folder_name`: {error}")),
+                None => return failed("tool.invalid_arguments", "`folder_name` must be a string"),
+            };
+            ProposalTarget::NewFolder(&name)
+        }
+        _ => {
+            return failed(
+                "tool.invalid_arguments",
+                "give exactly one of `folder_id` and `folder_name`",
+            );
+        }
+    };
+    let Some(ids) = arguments["session_ids"].as_array().filter(|ids| !ids.is_empty()) else {
+        return failed("tool.invalid_arguments", "`session_ids` must be a non-empty array");
+    };
+    if ids.len() > PROPOSAL_MAX_SESSIONS {
+        return failed(
+            "tool.invalid_arguments",
+            &format!("propose at most {PROPOSAL_MAX_SESSIONS} conversations at once"),
+        );
+    }
+    let Some(sessions) = ids
+        .iter()
+        .map(|id| id.as_str().and_then(SessionId::parse))
+        .collect::<Option<Vec<_>>>()
+    else {
+        return failed(
+            "tool.invalid_arguments",
+            "every `session_ids` entry must be a conversation id",
+        );
+    };
+    let left_out = |left_out: Vec<(SessionId, LeftOut)>| {
+        left_out
+            .into_iter()
+            .map(|(id, reason)| json!({ "session_id": id.to_string(), "reason": reason.as_str() }))
+            .collect::<Vec<_>>()
+    };
+    match store.propose_folder(principal, target, &sessions, invocation.id).await {
+        Ok(Propose::Proposed {
+            proposal,
+            left_out: out,
+        }) => ToolOutcome::Succeeded(json!({
+            "proposal_id": proposal.id.to_string(),
+            "folder_id": proposal.folder_id.map(|id| id.to_string()),
+            "folder_name": proposal.name,
+            "session_ids": proposal.session_ids.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "left_out": left_out(out),
+            "note": "Nothing is filed until the owner accepts the proposal.",
+        })),
+        Ok(Propose::Earlier(id)) => ToolOutcome::Succeeded(json!({ "proposal_id": id.to_string() })),
+        Ok(Propose::Nothing(out)) => ToolOutcome::Failed {
+            code: "folders.nothing_to_propose",
+            message: json!({
+                "message": "none of these conversations can be proposed",
+                "left_out": left_out(out),
+            })
+            .to_string(),
+        },
+        Ok(Propose::FolderNotFound) => failed("folders.folder_not_found", "no folder has this id"),
+        Ok(Propose::TooManyPending) => failed(
+            "folders.too_many_pending",
+            &format!(
+                "{} proposals already wait for the owner; propose more once they are settled",
+                store::MAX_PENDING_PROPOSALS
+            ),
+        ),
         Err(error) => ToolOutcome::Uncertain {
             code: "tool.outcome_unknown",
             message: error.to_string(),

@@ -21,18 +21,45 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
             return Err(ApiError::new(ErrorCode::UnsupportedMediaType)
                 .detail("send the body as JSON, with `Content-Type: application/json`"));
         }
-        let bytes = axum::body::Bytes::from_request(request, state)
-            .await
-            .map_err(|rejection| {
-                let code = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    ErrorCode::PayloadTooLarge
-                } else {
-                    ErrorCode::InvalidRequest
-                };
-                ApiError::new(code).detail(rejection.body_text())
-            })?;
+        let bytes = read_body(request, state).await?;
         parse(&bytes).map(Json)
     }
+}
+
+/// A JSON request body that may be left out: no body at all is `None`; a body follows
+/// [`Json`]'s rules (JSON media type, the size limit, the type's schema).
+#[derive(Debug)]
+pub struct OptionalJson<T>(pub Option<T>);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for OptionalJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let json = is_json(request.headers());
+        let bytes = read_body(request, state).await?;
+        if bytes.is_empty() {
+            return Ok(OptionalJson(None));
+        }
+        if !json {
+            return Err(ApiError::new(ErrorCode::UnsupportedMediaType)
+                .detail("send the body as JSON, with `Content-Type: application/json`, or send none"));
+        }
+        parse(&bytes).map(|value| OptionalJson(Some(value)))
+    }
+}
+
+/// The whole body, within the size limit.
+async fn read_body<S: Send + Sync>(request: Request, state: &S) -> Result<axum::body::Bytes, ApiError> {
+    axum::body::Bytes::from_request(request, state)
+        .await
+        .map_err(|rejection| {
+            let code = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ErrorCode::PayloadTooLarge
+            } else {
+                ErrorCode::InvalidRequest
+            };
+            ApiError::new(code).detail(rejection.body_text())
+        })
 }
 
 fn is_json(headers: &HeaderMap) -> bool {

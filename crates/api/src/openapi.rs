@@ -13,7 +13,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::AppState;
 use crate::handlers::{
-    approvals, artifacts, events, folders, health, notifications, runs, schedules, sessions, settings,
+    approvals, artifacts, events, folder_proposals, folders, health, notifications, runs, schedules, sessions, settings,
 };
 use crate::routes::catalog;
 
@@ -63,6 +63,9 @@ impl Modify for BearerAuth {
         folders::create,
         folders::rename,
         folders::delete,
+        folder_proposals::list,
+        folder_proposals::accept,
+        folder_proposals::decline,
         notifications::pending,
         notifications::acknowledge,
         notifications::register,

@@ -19,7 +19,7 @@ use domain::scope::Scope;
 use crate::AppState;
 use crate::auth::{self, Authenticator, Guard};
 use crate::handlers::{
-    approvals, artifacts, events, folders, health, notifications, runs, schedules, sessions, settings,
+    approvals, artifacts, events, folder_proposals, folders, health, notifications, runs, schedules, sessions, settings,
 };
 use crate::{openapi, problem};
 
@@ -248,6 +248,30 @@ pub fn catalog() -> Vec<RouteDef> {
             [JSON_BODY, [FolderNotFound, FolderNameTaken]]
         ),
         route!(DELETE "/v1/folders/{folder_id}", Scoped(SessionsWrite), None, folders::delete, [[FolderNotFound]]),
+        route!(GET "/v1/folder-proposals", Scoped(SessionsRead), None, folder_proposals::list, []),
+        route!(
+            POST "/v1/folder-proposals/{proposal_id}/accept",
+            Scoped(SessionsWrite),
+            None,
+            folder_proposals::accept,
+            [
+                JSON_BODY,
+                [
+                    FolderProposalNotFound,
+                    FolderProposalResolved,
+                    FolderProposalStale,
+                    FolderProposalNotRenamable,
+                    FolderNameTaken
+                ]
+            ]
+        ),
+        route!(
+            POST "/v1/folder-proposals/{proposal_id}/decline",
+            Scoped(SessionsWrite),
+            None,
+            folder_proposals::decline,
+            [[FolderProposalNotFound, FolderProposalResolved]]
+        ),
         route!(
             GET "/v1/notifications",
             Scoped(NotificationsRead),

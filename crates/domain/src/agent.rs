@@ -142,7 +142,14 @@ impl AgentConfiguration {
 }
 
 /// The tools every agent has.
-pub const CORE_TOOLS: [&str; 4] = ["notes.list", "notes.add", "owner.ask", "schedule.create"];
+pub const CORE_TOOLS: [&str; 6] = [
+    "notes.list",
+    "notes.add",
+    "owner.ask",
+    "schedule.create",
+    "folders.list",
+    "folders.propose",
+];
 
 /// The roster for a definition under `features`: the core tools, then those the definition and
 /// the features add: with mail on, every connected account's mail tools (`mail_tools::tools`).

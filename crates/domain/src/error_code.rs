@@ -44,10 +44,14 @@ pub enum ErrorCode {
     UnsupportedModelChoice,
     MultipartNoFile,
     MultipartExtraPart,
+    FolderProposalNotFound,
+    FolderProposalResolved,
+    FolderProposalStale,
+    FolderProposalNotRenamable,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 39] = [
+    pub const ALL: [ErrorCode; 43] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -87,6 +91,10 @@ impl ErrorCode {
         ErrorCode::UnsupportedModelChoice,
         ErrorCode::MultipartNoFile,
         ErrorCode::MultipartExtraPart,
+        ErrorCode::FolderProposalNotFound,
+        ErrorCode::FolderProposalResolved,
+        ErrorCode::FolderProposalStale,
+        ErrorCode::FolderProposalNotRenamable,
     ];
 
     /// The stable machine-readable code, the `code` member of a problem document.
@@ -131,6 +139,10 @@ impl ErrorCode {
             ErrorCode::UnsupportedModelChoice => "unsupported_model_choice",
             ErrorCode::MultipartNoFile => "multipart_no_file",
             ErrorCode::MultipartExtraPart => "multipart_extra_part",
+            ErrorCode::FolderProposalNotFound => "folder_proposal_not_found",
+            ErrorCode::FolderProposalResolved => "folder_proposal_resolved",
+            ErrorCode::FolderProposalStale => "folder_proposal_stale",
+            ErrorCode::FolderProposalNotRenamable => "folder_proposal_not_renamable",
         }
     }
 
@@ -174,6 +186,11 @@ impl ErrorCode {
             ErrorCode::DeviceNotFound => 404,
             ErrorCode::UnsupportedModelChoice => 422,
             ErrorCode::MultipartNoFile | ErrorCode::MultipartExtraPart => 400,
+            ErrorCode::FolderProposalNotFound => 404,
+            // The proposal's state, not the request's shape, is what these conflict with.
+            ErrorCode::FolderProposalResolved
+            | ErrorCode::FolderProposalStale
+            | ErrorCode::FolderProposalNotRenamable => 409,
         }
     }
 
@@ -219,6 +236,10 @@ impl ErrorCode {
             ErrorCode::UnsupportedModelChoice => "Model combination not offered",
             ErrorCode::MultipartNoFile => "The multipart upload holds no file",
             ErrorCode::MultipartExtraPart => "A multipart upload holds exactly one file part",
+            ErrorCode::FolderProposalNotFound => "Folder proposal not found",
+            ErrorCode::FolderProposalResolved => "The folder proposal was already accepted or declined",
+            ErrorCode::FolderProposalStale => "None of the proposal's conversations can still be filed",
+            ErrorCode::FolderProposalNotRenamable => "Only a proposed new folder can be renamed on acceptance",
         }
     }
 }

@@ -42,6 +42,10 @@ uuid_id!(
     FolderId
 );
 uuid_id!(
+    /// A proposal to file sessions into a folder, made by the agent for the owner to decide.
+    FolderProposalId
+);
+uuid_id!(
     /// An uploaded file attached to a session.
     ArtifactId
 );

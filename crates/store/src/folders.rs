@@ -27,7 +27,7 @@ struct FolderRecord {
 }
 
 impl FolderRow {
-    fn from_row(row: &PgRow) -> Result<FolderRow> {
+    pub(crate) fn from_row(row: &PgRow) -> Result<FolderRow> {
         let record = <FolderRecord as sqlx::FromRow<PgRow>>::from_row(row)?;
         Ok(FolderRow {
             id: FolderId::from_uuid(record.id),
@@ -47,7 +47,7 @@ pub enum RenameFolder {
     NameTaken,
 }
 
-fn is_name_conflict(error: &sqlx::Error) -> bool {
+pub(crate) fn is_name_conflict(error: &sqlx::Error) -> bool {
     matches!(error, sqlx::Error::Database(db) if db.constraint() == Some("folders_unique_name"))
 }
 

@@ -9,6 +9,7 @@ mod clock;
 mod delivery;
 mod ending;
 mod events;
+mod folder_proposals;
 mod folders;
 mod idempotency;
 mod invocations;
@@ -30,6 +31,10 @@ pub use call_receipts::{CALL_RECEIPTS_CHANNEL, Receipt};
 pub use clock::{Clock, SystemClock};
 pub use delivery::{DeviceTarget, DueNotification, ScheduleOutcome};
 pub use events::{EVENTS_CHANNEL, EventRow, TRANSIENT_CHANNEL};
+pub use folder_proposals::{
+    AcceptProposal, DeclineProposal, FilingOverview, FolderProposalRow, LeftOut, MAX_PENDING_PROPOSALS, ProposalTarget,
+    Propose,
+};
 pub use folders::{FolderRow, RenameFolder};
 pub use idempotency::{IdempotencyClaim, Prior, StoredResponse};
 pub use invocations::InvocationRow;

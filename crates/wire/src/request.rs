@@ -135,6 +135,19 @@ pub struct FolderName {
     pub name: String,
 }
 
+/// `POST /v1/folder-proposals/{proposal_id}/accept`: optional; `name` renames a proposed new
+/// folder (the same rules as a folder's name) and is refused for a proposal of an existing one.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FolderProposalAcceptance {
+    #[schema(
+        max_length = 100,
+        pattern = r"^[^\u0000-\u001f\u007f-\u009f]*[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\u0000-\u001f\u007f-\u009f]*$"
+    )]
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
 /// `PUT /v1/settings/models`: one of the offered combinations (the served document lists them).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -344,6 +357,13 @@ impl TryFrom<FolderName> for domain::folder::FolderName {
 
     fn try_from(body: FolderName) -> Result<Self, Invalid> {
         domain::folder::FolderName::parse(&body.name).map_err(|error| Invalid::new("name", error.to_string()))
+    }
+}
+
+impl FolderProposalAcceptance {
+    /// The new folder's name, when one was given.
+    pub fn rename(self) -> Result<Option<domain::folder::FolderName>, Invalid> {
+        self.name.map(|name| FolderName { name }.try_into()).transpose()
     }
 }
 

@@ -78,6 +78,41 @@ pub struct FolderList {
     pub folders: Vec<Folder>,
 }
 
+/// A proposal, made by the agent, to file conversations into a folder. Nothing is filed until
+/// the owner accepts it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct FolderProposal {
+    pub proposal_id: Uuid,
+    /// The existing folder it would file into; null when accepting makes a new folder named
+    /// `name`.
+    pub folder_id: Option<Uuid>,
+    /// The existing folder's current name, or the proposed new folder's name.
+    pub name: String,
+    /// The conversations it would file that are still unfiled, in index order (never empty,
+    /// never a scheduled session).
+    pub session_ids: Vec<Uuid>,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: jiff::Timestamp,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct FolderProposalList {
+    /// Every proposal waiting for the owner that can still file something, oldest first (at
+    /// most 20).
+    pub proposals: Vec<FolderProposal>,
+}
+
+/// What accepting a proposal did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AcceptedFolderProposal {
+    pub proposal_id: Uuid,
+    /// The folder the conversations are now in (made by this acceptance for a new-folder
+    /// proposal).
+    pub folder: Folder,
+    /// The conversations this acceptance filed.
+    pub session_ids: Vec<Uuid>,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Artifact {
     pub artifact_id: Uuid,

@@ -495,3 +495,101 @@ async fn long_arguments_are_truncated_in_the_approval_with_a_digest_of_the_whole
     stack.completes(&run).await;
     assert_eq!(stack.scalar::<String>("SELECT text FROM notes").await, long);
 }
+
+/// The result of the last `tool.result` event of `session`.
+async fn last_tool_result(stack: &Stack, session: &str) -> serde_json::Value {
+    stack
+        .events(session)
+        .await
+        .into_iter()
+        .rev()
+        .find(|(kind, _)| kind == "tool.result")
+        .expect("a tool result")
+        .1
+}
+
+#[tokio::test]
+async fn the_agent_proposes_filing_without_approval_and_nothing_moves_until_the_owner_accepts() {
+    let mut stack = Stack::api(&[]).await;
+    stack.start_worker(&[]).await;
+    let (trip, hotel, chat) = (stack.session().await, stack.session().await, stack.session().await);
+    let scheduled = stack.session().await;
+    let marked: i32 = stack
+        .scalar(&format!(
+            "UPDATE sessions SET schedule_id = gen_random_uuid() WHERE id = '{scheduled}' RETURNING 1"
+        ))
+        .await;
+    assert_eq!(marked, 1);
+
+    let run = stack.submit(&chat, "/tool folders.list").await;
+    stack.completes(&run).await;
+    let listed = last_tool_result(&stack, &chat).await;
+    assert_eq!(listed["status"], "succeeded", "{listed}");
+    let unfiled: Vec<&str> = listed["result"]["unfiled_conversations"]
+        .as_array()
+        .expect("unfiled")
+        .iter()
+        .map(|row| row["session_id"].as_str().expect("id"))
+        .collect();
+    assert!(unfiled.contains(&trip.as_str()) && unfiled.contains(&hotel.as_str()));
+    assert!(
+        !unfiled.contains(&scheduled.as_str()),
+        "scheduled sessions are never offered"
+    );
+
+    let propose = json!({ "folder_name": "Trip", "session_ids": [trip, hotel, scheduled] });
+    let run = stack.submit(&chat, &format!("/tool folders.propose {propose}")).await;
+    stack.completes(&run).await;
+    assert!(
+        stack.pending_approvals(&chat).await.is_empty(),
+        "proposing needs no approval"
+    );
+    let proposed = last_tool_result(&stack, &chat).await;
+    assert_eq!(proposed["status"], "succeeded", "{proposed}");
+    assert_eq!(proposed["result"]["session_ids"], json!([trip, hotel]));
+    assert_eq!(
+        proposed["result"]["left_out"],
+        json!([{ "session_id": scheduled, "reason": "scheduled" }])
+    );
+    assert_eq!(
+        stack.get(&format!("/v1/sessions/{trip}")).await["folder_id"],
+        json!(null)
+    );
+
+    let proposals = stack.get("/v1/folder-proposals").await;
+    let proposal = &proposals["proposals"][0];
+    assert_eq!(proposal["proposal_id"], proposed["result"]["proposal_id"]);
+    assert_eq!(
+        (proposal["name"].as_str(), &proposal["folder_id"]),
+        (Some("Trip"), &json!(null))
+    );
+    let accepted = stack
+        .request(
+            Method::POST,
+            &format!(
+                "/v1/folder-proposals/{}/accept",
+                proposal["proposal_id"].as_str().expect("id")
+            ),
+        )
+        .send()
+        .await
+        .expect("send");
+    let (status, accepted) = json(accepted).await;
+    assert_eq!(status, 200, "{accepted}");
+    for session in [&trip, &hotel] {
+        assert_eq!(
+            stack.get(&format!("/v1/sessions/{session}")).await["folder_id"],
+            accepted["folder"]["folder_id"]
+        );
+    }
+
+    // Proposing them again is refused with the reasons: they are filed now.
+    let run = stack.submit(&chat, &format!("/tool folders.propose {propose}")).await;
+    stack.completes(&run).await;
+    let refused = last_tool_result(&stack, &chat).await;
+    assert_eq!(
+        (refused["status"].as_str(), refused["code"].as_str()),
+        (Some("failed"), Some("folders.nothing_to_propose")),
+        "{refused}"
+    );
+}

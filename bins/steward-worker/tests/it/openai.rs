@@ -55,7 +55,17 @@ async fn streamed_tool_calls_park_for_approval_then_run_once_with_usage_counted(
         .iter()
         .map(|t| t["function"]["name"].as_str().expect("name"))
         .collect();
-    assert_eq!(names, ["notes__list", "notes__add", "owner__ask", "schedule__create"]);
+    assert_eq!(
+        names,
+        [
+            "notes__list",
+            "notes__add",
+            "owner__ask",
+            "schedule__create",
+            "folders__list",
+            "folders__propose"
+        ]
+    );
 
     let approval = stack.pending_approvals(&session).await.remove(0);
     assert_eq!(

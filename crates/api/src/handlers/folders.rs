@@ -17,7 +17,7 @@ use crate::auth::Caller;
 use crate::extract::{Json, Path};
 use crate::problem::ApiError;
 
-fn folder(row: FolderRow) -> Folder {
+pub(super) fn folder(row: FolderRow) -> Folder {
     Folder {
         folder_id: row.id.as_uuid(),
         name: row.name,
@@ -26,7 +26,7 @@ fn folder(row: FolderRow) -> Folder {
     }
 }
 
-fn name_taken() -> ApiError {
+pub(super) fn name_taken() -> ApiError {
     ApiError::new(ErrorCode::FolderNameTaken).detail("another folder already has this name")
 }
 

@@ -3,6 +3,7 @@
 pub mod approvals;
 pub mod artifacts;
 pub mod events;
+pub mod folder_proposals;
 pub mod folders;
 pub mod health;
 pub mod notifications;

@@ -3,6 +3,7 @@
 
 mod artifacts;
 mod config;
+mod folder_proposals;
 mod folders;
 mod health;
 mod matrix;
