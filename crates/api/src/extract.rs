@@ -26,7 +26,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Json<T> {
     }
 }
 
-/// A JSON request body that may be left out: no body at all is `None`; a body follows
+/// A JSON request body that may be left out: no body at all (or `null`) is `None`; a body follows
 /// [`Json`]'s rules (JSON media type, the size limit, the type's schema).
 #[derive(Debug)]
 pub struct OptionalJson<T>(pub Option<T>);
@@ -44,7 +44,8 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for OptionalJson<T> {
             return Err(ApiError::new(ErrorCode::UnsupportedMediaType)
                 .detail("send the body as JSON, with `Content-Type: application/json`, or send none"));
         }
-        parse(&bytes).map(|value| OptionalJson(Some(value)))
+        // A JSON `null` is no body too, as the document's optional body allows.
+        parse::<Option<T>>(&bytes).map(OptionalJson)
     }
 }
 

@@ -295,6 +295,7 @@ fn refine(document: &mut Value, described: &Described<'_>) {
         "DecideApproval",
         "AnswerQuestion",
         "FolderName",
+        "FolderProposalAcceptance",
         "SaveModelSettings",
         "RegisterDevice",
         "ScheduleDefinition",

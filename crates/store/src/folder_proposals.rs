@@ -97,7 +97,7 @@ pub enum AcceptProposal {
     Stale,
     /// A new name was given for a proposal of an existing folder.
     NotRenamable,
-    /// Another folder has the new folder's name.
+    /// Another folder has the name the owner gave the new folder.
     NameTaken,
 }
 
@@ -157,6 +157,30 @@ fn pending_sql() -> String {
          GROUP BY p.id, f.name
          ORDER BY p.created_at, p.id"
     )
+}
+
+/// Files the locked `sessions` into `folder` and marks proposal `id` accepted.
+async fn file_into(
+    tx: &mut sqlx::PgConnection,
+    id: FolderProposalId,
+    folder: FolderRow,
+    sessions: Vec<Uuid>,
+    now: jiff_sqlx::Timestamp,
+) -> Result<AcceptProposal> {
+    sqlx::query("UPDATE sessions SET folder_id = $2 WHERE id = ANY($1)")
+        .bind(&sessions)
+        .bind(folder.id.as_uuid())
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("UPDATE folder_proposals SET status = 'accepted', resolved_at = $2 WHERE id = $1")
+        .bind(id.as_uuid())
+        .bind(now)
+        .execute(&mut *tx)
+        .await?;
+    Ok(AcceptProposal::Accepted {
+        folder,
+        session_ids: sessions.into_iter().map(SessionId::from_uuid).collect(),
+    })
 }
 
 impl Store {
@@ -225,6 +249,8 @@ impl Store {
                 }
                 let (folder_id, name): (Option<Uuid>, String) = match target {
                     ProposalTarget::Folder(id) => {
+                        // Not locked (the worker login may only read folders): a folder deleted
+                        // before the insert fails its foreign key, answered as not found below.
                         let name: Option<String> =
                             sqlx::query_scalar("SELECT name FROM folders WHERE id = $1 AND principal_id = $2")
                                 .bind(id.as_uuid())
@@ -269,6 +295,8 @@ impl Store {
                         requested.push(session.as_uuid());
                     }
                 }
+                // Shared locks until commit: the owner cannot file or delete them meanwhile, so
+                // what is classified here is what gets stored.
                 let found: Vec<(Uuid, bool, bool, bool, bool)> = sqlx::query_as(
                     "SELECT s.id, s.schedule_id IS NOT NULL, s.folder_id IS NOT NULL,
                             EXISTS (SELECT 1 FROM folder_proposal_sessions ps
@@ -278,7 +306,8 @@ impl Store {
                                     JOIN folder_proposals p ON p.id = ps.proposal_id
                                     WHERE ps.session_id = s.id AND p.status = 'declined'
                                       AND (p.folder_id = $3 OR lower(p.folder_name) = lower($4)))
-                     FROM sessions s WHERE s.principal_id = $1 AND s.id = ANY($2)",
+                     FROM sessions s WHERE s.principal_id = $1 AND s.id = ANY($2)
+                     ORDER BY s.id FOR SHARE OF s",
                 )
                 .bind(principal.as_str())
                 .bind(&requested)
@@ -306,7 +335,7 @@ impl Store {
                     return Ok(Propose::Nothing(left_out));
                 }
                 let id = Uuid::now_v7();
-                sqlx::query(
+                let inserted = sqlx::query(
                     "INSERT INTO folder_proposals (id, principal_id, folder_id, folder_name, invocation_id, created_at)
                      VALUES ($1, $2, $3, $4, $5, $6)",
                 )
@@ -317,7 +346,14 @@ impl Store {
                 .bind(invocation)
                 .bind(now)
                 .execute(&mut *tx)
-                .await?;
+                .await;
+                match inserted {
+                    Ok(_) => {}
+                    Err(sqlx::Error::Database(error)) if error.is_foreign_key_violation() => {
+                        return Ok(Propose::FolderNotFound);
+                    }
+                    Err(error) => return Err(error.into()),
+                }
                 sqlx::query(
                     "INSERT INTO folder_proposal_sessions (proposal_id, session_id) SELECT $1, unnest($2::uuid[])",
                 )
@@ -325,14 +361,18 @@ impl Store {
                 .bind(&proposed)
                 .execute(&mut *tx)
                 .await?;
-                let record: ProposalRecord = sqlx::query_as(&pending_sql())
+                let record: Option<ProposalRecord> = sqlx::query_as(&pending_sql())
                     .bind(principal.as_str())
                     .bind(id)
-                    .fetch_one(&mut *tx)
+                    .fetch_optional(&mut *tx)
                     .await?;
-                Ok(Propose::Proposed {
-                    proposal: record.into(),
-                    left_out,
+                Ok(match record {
+                    Some(record) => Propose::Proposed {
+                        proposal: record.into(),
+                        left_out,
+                    },
+                    // Cannot happen while the sessions are locked; rolled back if it ever does.
+                    None => Propose::Nothing(left_out),
                 })
             },
             |outcome| matches!(outcome, Propose::Proposed { .. }),
@@ -410,14 +450,29 @@ impl Store {
                             .map(FolderName::as_str)
                             .or(folder_name.as_deref())
                             .unwrap_or_default();
+                        // The proposed name may have been taken since: accepted as proposed, the
+                        // sessions go into that folder (as proposing that name now would); a name
+                        // the owner chose on acceptance must be new.
+                        if rename.is_none() {
+                            let taken = sqlx::query(
+                                "SELECT id, name, created_at, updated_at FROM folders
+                                 WHERE principal_id = $1 AND lower(name) = lower($2) FOR KEY SHARE",
+                            )
+                            .bind(principal.as_str())
+                            .bind(name)
+                            .fetch_optional(&mut *tx)
+                            .await?;
+                            if let Some(row) = taken {
+                                return file_into(tx, id, FolderRow::from_row(&row)?, sessions, now).await;
+                            }
+                        }
                         let created = sqlx::query(
-                            "INSERT INTO folders (id, principal_id, name, created_at, updated_at)
-                             VALUES ($1, $2, $3, $4, $4) RETURNING id, name, created_at, updated_at",
+                            "INSERT INTO folders (id, principal_id, name)
+                             VALUES ($1, $2, $3) RETURNING id, name, created_at, updated_at",
                         )
                         .bind(Uuid::now_v7())
                         .bind(principal.as_str())
                         .bind(name)
-                        .bind(now)
                         .fetch_one(&mut *tx)
                         .await;
                         match created {
@@ -427,20 +482,7 @@ impl Store {
                         }
                     }
                 };
-                sqlx::query("UPDATE sessions SET folder_id = $2 WHERE id = ANY($1)")
-                    .bind(&sessions)
-                    .bind(folder.id.as_uuid())
-                    .execute(&mut *tx)
-                    .await?;
-                sqlx::query("UPDATE folder_proposals SET status = 'accepted', resolved_at = $2 WHERE id = $1")
-                    .bind(id.as_uuid())
-                    .bind(now)
-                    .execute(&mut *tx)
-                    .await?;
-                Ok(AcceptProposal::Accepted {
-                    folder,
-                    session_ids: sessions.into_iter().map(SessionId::from_uuid).collect(),
-                })
+                file_into(tx, id, folder, sessions, now).await
             },
             |outcome| matches!(outcome, AcceptProposal::Accepted { .. }),
         )

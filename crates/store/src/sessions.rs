@@ -281,6 +281,17 @@ impl Store {
                     .bind(folder.map(|folder| folder.as_uuid()))
                     .execute(&mut *tx)
                     .await?;
+                if folder.is_some() {
+                    // The owner filed it: no proposal waiting for the owner offers it any more
+                    // (so unfiling it later cannot bring an old proposal back).
+                    sqlx::query(
+                        "DELETE FROM folder_proposal_sessions ps USING folder_proposals p
+                         WHERE ps.session_id = $1 AND p.id = ps.proposal_id AND p.status = 'pending'",
+                    )
+                    .bind(id.as_uuid())
+                    .execute(&mut *tx)
+                    .await?;
+                }
                 let sql = format!("SELECT {SESSION_COLUMNS} FROM sessions s WHERE s.id = $1");
                 let row = sqlx::query(&sql).bind(id.as_uuid()).fetch_one(&mut *tx).await?;
                 Ok(FileSession::Filed(Box::new(SessionRow::from_row(&row)?)))

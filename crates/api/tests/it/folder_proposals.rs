@@ -272,16 +272,25 @@ async fn scheduled_filed_and_unknown_sessions_are_never_proposed_and_the_tool_is
 async fn a_taken_name_stale_proposal_or_bad_request_changes_nothing() {
     let app = TestApp::spawn().await;
     let worker = app.db.store_as("worker").await;
-    let a = app.new_session().await;
+    let (a, c) = (app.new_session().await, app.new_session().await);
     let name = FolderName::parse("Receipts").expect("name");
     let id = proposed_id(&propose(&worker, ProposalTarget::NewFolder(&name), &[&a]).await);
     let path = format!("/v1/folder-proposals/{id}/accept");
+    let shouted = FolderName::parse("RECEIPTS").expect("name");
+    let other = proposed_id(&propose(&worker, ProposalTarget::NewFolder(&shouted), &[&c]).await);
 
-    // The owner makes a folder of that name meanwhile: accepting as proposed clashes, and the
-    // session stays unfiled (nothing half-done); a new name succeeds.
-    let made = post(&app, "/v1/folders", Some(json!({ "name": "receipts" }))).await;
-    assert_eq!(made.status(), 201);
-    expect_problem(post(&app, &path, None).await, 409, "folder_name_taken").await;
+    // The owner makes a folder of that name meanwhile. Accepted as proposed (a JSON null is no
+    // body), the proposal files into it; renamed on acceptance to a name in use, it clashes and
+    // the session stays unfiled (nothing half-done).
+    let (status, made) = json(post(&app, "/v1/folders", Some(json!({ "name": "receipts" }))).await).await;
+    assert_eq!(status, 201);
+    let (status, accepted) =
+        json(post(&app, &format!("/v1/folder-proposals/{other}/accept"), Some(Value::Null)).await).await;
+    assert_eq!(status, 200, "{accepted}");
+    assert_eq!(accepted["folder"], made, "the folder of that name, unchanged");
+    assert_eq!(folder_of(&app, &c).await, made["folder_id"]);
+    let clash = post(&app, &path, Some(json!({ "name": "RECEIPTS" }))).await;
+    expect_problem(clash, 409, "folder_name_taken").await;
     assert_eq!(folder_of(&app, &a).await, Value::Null);
     assert_eq!(app.count("folders").await, 1);
 
@@ -330,8 +339,10 @@ async fn proposals_need_the_session_scopes() {
     let app = TestApp::spawn_with(crate::support::Env::default().set("AUTH_SCOPES", "sessions.read")).await;
     let (status, _) = app.get_json("/v1/folder-proposals").await;
     assert_eq!(status, 200);
-    let path = format!("/v1/folder-proposals/{}/decline", Uuid::new_v4());
-    expect_problem(post(&app, &path, None).await, 403, "insufficient_scope").await;
+    for action in ["accept", "decline"] {
+        let path = format!("/v1/folder-proposals/{}/{action}", Uuid::new_v4());
+        expect_problem(post(&app, &path, None).await, 403, "insufficient_scope").await;
+    }
 }
 
 #[tokio::test]
@@ -358,4 +369,71 @@ async fn at_most_twenty_proposals_wait_for_the_owner() {
     let declined = post(&app, &format!("/v1/folder-proposals/{first}/decline"), None).await;
     assert_eq!(declined.status(), 204);
     proposed_id(&propose(&worker, ProposalTarget::NewFolder(&name), &[&sessions[20]]).await);
+}
+
+#[tokio::test]
+async fn a_session_the_owner_files_leaves_waiting_proposals_for_good() {
+    let app = TestApp::spawn().await;
+    let worker = app.db.store_as("worker").await;
+    let a = app.new_session().await;
+    let name = FolderName::parse("Later").expect("name");
+    let id = proposed_id(&propose(&worker, ProposalTarget::NewFolder(&name), &[&a]).await);
+    let (_, folder) = json(post(&app, "/v1/folders", Some(json!({ "name": "Now" }))).await).await;
+    for target in [folder["folder_id"].clone(), Value::Null] {
+        let moved = app
+            .request(Method::PATCH, &format!("/v1/sessions/{a}"))
+            .json(&json!({ "folder_id": target }))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(moved.status(), 200);
+    }
+    // Unfiled again, it is not back in the old proposal, which is stale for good.
+    let (_, list) = app.get_json("/v1/folder-proposals").await;
+    assert_eq!(list["proposals"], json!([]));
+    let accept = post(&app, &format!("/v1/folder-proposals/{id}/accept"), None).await;
+    expect_problem(accept, 409, "folder_proposal_stale").await;
+    // And it can be proposed afresh.
+    proposed_id(&propose(&worker, ProposalTarget::NewFolder(&name), &[&a]).await);
+}
+
+#[tokio::test]
+async fn two_proposals_racing_for_one_session_record_one() {
+    let app = TestApp::spawn().await;
+    let (one, two) = (app.db.store_as("worker").await, app.db.store_as("worker").await);
+    let a = app.new_session().await;
+    let (first, second) = (
+        FolderName::parse("First").expect("name"),
+        FolderName::parse("Second").expect("name"),
+    );
+    for _ in 0..5 {
+        let sessions = [a.as_str()];
+        let (x, y) = tokio::join!(
+            propose(&one, ProposalTarget::NewFolder(&first), &sessions),
+            propose(&two, ProposalTarget::NewFolder(&second), &sessions),
+        );
+        let proposed = [&x, &y]
+            .iter()
+            .filter(|outcome| matches!(outcome, Propose::Proposed { .. }))
+            .count();
+        let refused = [&x, &y]
+            .iter()
+            .filter(|outcome| **outcome == &Propose::Nothing(vec![(session_id(&a), LeftOut::Pending)]))
+            .count();
+        assert_eq!((proposed, refused), (1, 1), "{x:?} / {y:?}");
+        let (_, list) = app.get_json("/v1/folder-proposals").await;
+        let id = list["proposals"][0]["proposal_id"].as_str().expect("id").to_owned();
+        assert_eq!(list["proposals"].as_array().map(Vec::len), Some(1));
+        // Cleared for the next round by the owner filing and unfiling it.
+        let (_, folder) = json(post(&app, "/v1/folders", Some(json!({ "name": id }))).await).await;
+        for target in [folder["folder_id"].clone(), Value::Null] {
+            let moved = app
+                .request(Method::PATCH, &format!("/v1/sessions/{a}"))
+                .json(&json!({ "folder_id": target }))
+                .send()
+                .await
+                .expect("send");
+            assert_eq!(moved.status(), 200);
+        }
+    }
 }

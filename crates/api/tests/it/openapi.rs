@@ -153,6 +153,7 @@ async fn request_patterns_are_the_rules_the_server_applies() {
     let schemas = &document["components"]["schemas"];
     let cases = [
         ("FolderName", "name", domain::text::VISIBLE_PATTERN),
+        ("FolderProposalAcceptance", "name", domain::text::VISIBLE_PATTERN),
         ("ScheduleDefinition", "title", domain::text::VISIBLE_PATTERN),
         ("ScheduleDefinition", "agent_id", domain::text::VISIBLE_PATTERN),
         ("ScheduleDefinition", "agent_version", domain::text::VISIBLE_PATTERN),
@@ -177,6 +178,7 @@ async fn request_patterns_are_the_rules_the_server_applies() {
     );
     for schema in [
         "CreateSession",
+        "FolderProposalAcceptance",
         "SubmitMessage",
         "ScheduleDefinition",
         "ScheduleLimits",
