@@ -23,6 +23,9 @@ REVOKE ALL ON ALL TABLES IN SCHEMA public FROM PUBLIC, steward_api, steward_work
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM PUBLIC, steward_api, steward_worker,
     steward_async_worker, steward_schedule, steward_notify, steward_maintenance, steward_call,
     steward_ingress;
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA public FROM PUBLIC, steward_api, steward_worker,
+    steward_async_worker, steward_schedule, steward_notify, steward_maintenance, steward_call,
+    steward_ingress;
 
 -- api: serves /v1. Deleting a session cascades (as the owner) to its runs, events and the rest.
 GRANT SELECT ON _sqlx_migrations TO steward_api;
@@ -35,6 +38,8 @@ GRANT SELECT, UPDATE ON session_index_clock, tool_invocations, approvals, questi
     schedule_occurrences TO steward_api;
 GRANT SELECT, INSERT, UPDATE ON runs, notification_outbox, schedules, devices, model_settings
     TO steward_api;
+-- A message submit in one round trip (migration 0015); it runs with the api login's rights.
+GRANT EXECUTE ON FUNCTION submit_message TO steward_api;
 
 -- worker: runs the agent loop; its `schedule.create` tool writes schedules, its
 -- `folders.propose` tool proposes filing (only the owner, through the api, files).

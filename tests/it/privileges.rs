@@ -50,6 +50,32 @@ fn expected() -> BTreeMap<String, BTreeMap<String, Cell>> {
     matrix
 }
 
+/// function → logins that may execute it, from the functions table of `policies/privileges.md`.
+fn expected_functions() -> BTreeMap<String, BTreeSet<String>> {
+    let text = include_str!("../../policies/privileges.md");
+    let mut lines = text.lines().skip_while(|line| !line.starts_with("| function | api |"));
+    let header: Vec<String> = cells(lines.next().expect("the functions header"));
+    let roles: Vec<&str> = ROLE_LOGINS.iter().map(|(role, _)| *role).collect();
+    assert_eq!(header[1..], roles, "the function columns are the roles, in order");
+    lines
+        .skip(1)
+        .take_while(|line| line.starts_with('|'))
+        .map(|line| {
+            let row = cells(line);
+            let allowed = roles
+                .iter()
+                .zip(&row[1..])
+                .filter(|(role, cell)| {
+                    assert!(*cell == "X" || *cell == "-", "{}/{role}: `{cell}`", row[0]);
+                    *cell == "X"
+                })
+                .map(|(role, _)| (*role).to_owned())
+                .collect();
+            (row[0].trim_matches('`').to_owned(), allowed)
+        })
+        .collect()
+}
+
 fn cells(line: &str) -> Vec<String> {
     line.trim()
         .trim_matches('|')
@@ -366,5 +392,56 @@ async fn the_catalog_shows_no_privileged_daemon_login() {
             "(kind = 'receipt'::text)".to_owned(),
             "(kind = 'receipt'::text)".to_owned()
         )]
+    );
+}
+
+#[tokio::test]
+async fn only_the_listed_logins_execute_each_function_and_none_runs_with_its_owners_rights() {
+    let db = TestDatabase::new().await;
+    let expected = expected_functions();
+    let functions: Vec<(String, bool, bool)> = sqlx::query_as(
+        "SELECT p.proname::text, p.prosecdef,
+                -- No ACL at all is the default: PUBLIC may execute.
+                p.proacl IS NULL OR EXISTS (SELECT 1 FROM aclexplode(p.proacl) a
+                                            WHERE a.grantee = 0 AND a.privilege_type = 'EXECUTE')
+         FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+         WHERE n.nspname = 'public' ORDER BY 1",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .expect("functions");
+    let actual: BTreeSet<&str> = functions.iter().map(|(name, _, _)| name.as_str()).collect();
+    let listed: BTreeSet<&str> = expected.keys().map(String::as_str).collect();
+    assert_eq!(
+        actual, listed,
+        "every function, and only those, is in policies/privileges.md"
+    );
+    let mut differences = Vec::new();
+    for (function, security_definer, public) in &functions {
+        if *security_definer {
+            differences.push(format!("{function} runs with its owner's rights"));
+        }
+        if *public {
+            differences.push(format!("PUBLIC may execute {function}"));
+        }
+        for (role, login) in ROLE_LOGINS {
+            let held: bool = sqlx::query_scalar("SELECT has_function_privilege($1, $2::regproc, 'EXECUTE')")
+                .bind(login)
+                .bind(function)
+                .fetch_one(&db.pool)
+                .await
+                .expect("has_function_privilege");
+            if held != expected[function].contains(role) {
+                differences.push(format!(
+                    "{login} {} EXECUTE on {function}",
+                    if held { "holds" } else { "lacks" }
+                ));
+            }
+        }
+    }
+    assert!(
+        differences.is_empty(),
+        "function privileges differ from policies/privileges.md:\n{}",
+        differences.join("\n")
     );
 }

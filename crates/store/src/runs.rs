@@ -6,11 +6,10 @@ use jiff::Timestamp;
 use sqlx::FromRow;
 use sqlx::postgres::PgRow;
 use uuid::Uuid;
-use wire::event::{Attachment, CancelReason, Event, UserMessage, UserMessageCreated};
+use wire::event::{CancelReason, Event, UserMessage, UserMessageCreated};
 
 use crate::ending::{Ending, end_run};
-use crate::events::{Touch, append_touching};
-use crate::idempotency::{self, IdempotencyClaim, Prior, StoredResponse};
+use crate::idempotency::{IdempotencyClaim, Prior, StoredResponse};
 use crate::{Result, Store, StoreError, timestamp};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -79,13 +78,52 @@ impl RunRow {
     }
 }
 
-/// An artifact named by a message, as stored.
+/// What the `submit_message` function answered.
 #[derive(sqlx::FromRow)]
-struct AttachedArtifact {
-    id: Uuid,
-    filename: String,
-    media_type: String,
-    size_bytes: i64,
+struct SubmitRecord {
+    o_outcome: String,
+    o_run: Option<Uuid>,
+    o_artifact: Option<Uuid>,
+    o_seq: Option<i64>,
+    o_status: Option<i32>,
+    o_body: Option<Vec<u8>>,
+}
+
+impl SubmitRecord {
+    fn response(&self) -> Result<StoredResponse> {
+        match (self.o_status, &self.o_body) {
+            (Some(status), Some(body)) => Ok(StoredResponse {
+                status: u16::try_from(status).map_err(|_| StoreError::Corrupt("stored response status".into()))?,
+                body: body.clone(),
+            }),
+            _ => Err(StoreError::Corrupt(format!(
+                "submit `{}` without a response",
+                self.o_outcome
+            ))),
+        }
+    }
+
+    fn into_submit(self, mut run: RunRow) -> Result<Submit> {
+        let missing = |what: &str| StoreError::Corrupt(format!("submit `{}` without {what}", self.o_outcome));
+        Ok(match self.o_outcome.as_str() {
+            "accepted" => {
+                run.message_seq = Some(self.o_seq.ok_or_else(|| missing("a sequence"))?);
+                Submit::Accepted {
+                    response: self.response()?,
+                    run: Box::new(run),
+                }
+            }
+            "replay" => Submit::Earlier(Prior::Replay(self.response()?)),
+            "key_reused" => Submit::Earlier(Prior::KeyReused),
+            "key_in_flight" => Submit::Earlier(Prior::KeyInFlight),
+            "session_not_found" => Submit::SessionNotFound,
+            "unknown_artifact" => Submit::UnknownArtifact(ArtifactId::from_uuid(
+                self.o_artifact.ok_or_else(|| missing("an artifact"))?,
+            )),
+            "active_run" => Submit::ActiveRun(RunId::from_uuid(self.o_run.ok_or_else(|| missing("a run"))?)),
+            other => return Err(StoreError::Corrupt(format!("submit outcome `{other}`"))),
+        })
+    }
 }
 
 /// A user message to submit.
@@ -128,18 +166,6 @@ pub enum CancelRun {
     NotFound,
 }
 
-/// Whether the submit's session exists for its principal (read on the failure paths only).
-async fn session_exists(conn: &mut sqlx::PgConnection, new: &NewMessage<'_>) -> Result<bool> {
-    Ok(
-        sqlx::query("SELECT 1 FROM sessions WHERE id = $1 AND principal_id = $2")
-            .bind(new.session.as_uuid())
-            .bind(new.principal.as_str())
-            .fetch_optional(&mut *conn)
-            .await?
-            .is_some(),
-    )
-}
-
 /// The active run states as an SQL list, the same predicate as `runs_one_active_per_session`.
 pub(crate) fn active_states_sql() -> String {
     RunState::ALL
@@ -152,139 +178,88 @@ pub(crate) fn active_states_sql() -> String {
 
 impl Store {
     /// Submits a user message: the `user.message.created` event, the queued run and the
-    /// idempotency record (holding the response `render` builds) commit in one transaction.
+    /// idempotency record (holding the response `render` builds) commit together, in one round
+    /// trip (the `submit_message` function of migration 0015).
+    ///
+    /// `render` is given the run as it will be stored, with its message sequence still unknown
+    /// (`i64::MAX`): that number must appear exactly once in the rendered body, and the
+    /// function writes the real sequence in its place.
     pub async fn submit_message(
         &self,
         new: NewMessage<'_>,
-        render: impl Fn(&RunRow, i64) -> Result<StoredResponse>,
+        render: impl Fn(&RunRow) -> Result<StoredResponse>,
     ) -> Result<Submit> {
-        loop {
-            if let Some(outcome) = self.try_submit(&new, &render).await? {
-                return Ok(outcome);
-            }
-            // Lost to an active run: name it. If it ended meanwhile, try again.
-            if let Some(run) = self.active_run(new.session).await? {
-                return Ok(Submit::ActiveRun(run));
-            }
-        }
-    }
-
-    /// One attempt; `None` when another active run holds the session.
-    async fn try_submit(
-        &self,
-        new: &NewMessage<'_>,
-        render: &impl Fn(&RunRow, i64) -> Result<StoredResponse>,
-    ) -> Result<Option<Submit>> {
-        let now = self.now_sql();
-        self.transaction(
-            async |tx: &mut sqlx::PgConnection| {
-                if let Some(prior) = idempotency::check(tx, new.principal, &new.idempotency).await? {
-                    return Ok(Some(Submit::Earlier(prior)));
-                }
-
-                let mut attachments = Vec::with_capacity(new.attachments.len());
-                if !new.attachments.is_empty() {
-                    let ids: Vec<Uuid> = new.attachments.iter().map(|id| id.as_uuid()).collect();
-                    let found: Vec<AttachedArtifact> = sqlx::query_as(
-                        "SELECT a.id, a.filename, a.media_type, a.size_bytes FROM artifacts a JOIN sessions s ON
-                     s.id = a.session_id
-                     WHERE a.session_id = $1 AND s.principal_id = $2 AND a.id = ANY($3)",
-                    )
-                    .bind(new.session.as_uuid())
-                    .bind(new.principal.as_str())
-                    .bind(&ids)
-                    .fetch_all(&mut *tx)
-                    .await?;
-                    for id in new.attachments {
-                        let Some(row) = found.iter().find(|row| row.id == id.as_uuid()) else {
-                            return Ok(Some(if session_exists(tx, new).await? {
-                                Submit::UnknownArtifact(*id)
-                            } else {
-                                Submit::SessionNotFound
-                            }));
-                        };
-                        attachments.push(Attachment {
-                            artifact_id: id.as_uuid(),
-                            filename: row.filename.clone(),
-                            media_type: row.media_type.clone(),
-                            size_bytes: row.size_bytes,
-                        });
-                    }
-                }
-
-                // The partial unique index decides which of several concurrent submits gets the run;
-                // the winner wakes the workers. No session lock is taken before this insert: it may
-                // wait for a run being ended, and that transaction locks the session last (lock
-                // order: run, then session).
-                let insert = format!(
-                    "WITH r AS (
-                     INSERT INTO runs (id, session_id, state, principal_id, max_steps, max_model_calls,
-                                       max_tool_calls, max_cost_micros, run_timeout_seconds, deadline_at,
-                                       chat_model, chat_reasoning_effort, working_since)
-                     SELECT $1, $2, 'queued', $3, $4, $5, $6, $7, $8, $12 + make_interval(secs => $8), $10, $11, $12
-                     WHERE EXISTS (SELECT 1 FROM sessions WHERE id = $2 AND principal_id = $3)
-                     ON CONFLICT (session_id) WHERE state IN ({}) DO NOTHING
-                     RETURNING *
-                 )
-                 SELECT {RUN_COLUMNS} FROM r, LATERAL (SELECT pg_notify($9, r.id::text)) AS wake",
-                    active_states_sql()
-                );
-                let limits = new.limits;
-                let signed = |value: u32| i32::try_from(value).unwrap_or(i32::MAX);
-                let inserted = sqlx::query(&insert)
-                    .bind(Uuid::now_v7())
-                    .bind(new.session.as_uuid())
-                    .bind(new.principal.as_str())
-                    .bind(signed(limits.max_steps))
-                    .bind(signed(limits.max_model_calls))
-                    .bind(signed(limits.max_tool_calls))
-                    .bind(limits.max_cost.micros())
-                    .bind(signed(limits.run_timeout_seconds))
-                    .bind(crate::wake::RUNS_CHANNEL)
-                    .bind(new.chat_model.0)
-                    .bind(new.chat_model.1)
-                    .bind(now)
-                    .fetch_optional(&mut *tx)
-                    .await?;
-                let Some(row) = inserted else {
-                    return Ok(if session_exists(tx, new).await? {
-                        None
-                    } else {
-                        Some(Submit::SessionNotFound)
-                    });
-                };
-                let mut row = RunRow::from_row(&row)?;
-                let run = row.id;
-
-                let event = Event::UserMessageCreated(UserMessageCreated {
-                    run_id: run.as_uuid(),
-                    message: UserMessage {
-                        text: new.text.map(str::to_owned),
-                        attachments,
-                    },
-                    schedule: None,
-                });
-                let touch = Touch {
-                    title: new.title.as_deref(),
-                };
-                let seq = append_touching(&mut *tx, new.session, Some(run), &event, Some(touch)).await?;
-                row.message_seq = Some(seq);
-
-                sqlx::query("UPDATE runs SET message_seq = $2 WHERE id = $1")
-                    .bind(run.as_uuid())
-                    .bind(seq)
-                    .execute(&mut *tx)
-                    .await?;
-                let response = render(&row, seq)?;
-                idempotency::record(tx, new.principal, &new.idempotency, &response).await?;
-                Ok(Some(Submit::Accepted {
-                    run: Box::new(row),
-                    response,
-                }))
+        // The database keeps microseconds: the response shows what a later read will.
+        let now = Timestamp::from_microsecond(self.now().as_microsecond())
+            .map_err(|error| StoreError::Corrupt(format!("the clock: {error}")))?;
+        let limits = new.limits;
+        let deadline = now
+            .checked_add(jiff::SignedDuration::from_secs(i64::from(limits.run_timeout_seconds)))
+            .map_err(|error| StoreError::Corrupt(format!("the run deadline: {error}")))?;
+        let run = RunRow {
+            id: RunId::from_uuid(Uuid::now_v7()),
+            session_id: new.session,
+            state: RunState::Queued,
+            limits,
+            message_seq: Some(i64::MAX),
+            deadline_at: deadline,
+            outcome_reason: None,
+            created_at: now,
+            updated_at: now,
+            finished_at: None,
+        };
+        let response = render(&run)?;
+        let marker = i64::MAX.to_string();
+        let body = String::from_utf8(response.body)
+            .map_err(|_| StoreError::Corrupt("a submit response is not UTF-8".into()))?;
+        let mut parts = body.split(marker.as_str());
+        let (Some(head), Some(tail), None) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(StoreError::Corrupt(
+                "a submit response must show its message sequence exactly once".into(),
+            ));
+        };
+        let event = Event::UserMessageCreated(UserMessageCreated {
+            run_id: run.id.as_uuid(),
+            message: UserMessage {
+                text: new.text.map(str::to_owned),
+                // Filled in from the stored artifacts by the function.
+                attachments: Vec::new(),
             },
-            |outcome| matches!(outcome, Some(Submit::Accepted { .. })),
+            schedule: None,
+        });
+        let (kind, payload) = event
+            .to_stored()
+            .map_err(|error| StoreError::Corrupt(format!("event `{}` is not serializable: {error}", event.kind())))?;
+        let attachments: Vec<Uuid> = new.attachments.iter().map(|id| id.as_uuid()).collect();
+        let signed = |value: u32| i32::try_from(value).unwrap_or(i32::MAX);
+        let outcome: SubmitRecord = sqlx::query_as(
+            "SELECT * FROM submit_message($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
+                                          $16, $17, $18, $19, $20, $21)",
         )
-        .await
+        .bind(run.id.as_uuid())
+        .bind(new.session.as_uuid())
+        .bind(new.principal.as_str())
+        .bind(new.idempotency.key.as_str())
+        .bind(new.idempotency.operation)
+        .bind(new.idempotency.request_hash)
+        .bind(&attachments)
+        .bind(signed(limits.max_steps))
+        .bind(signed(limits.max_model_calls))
+        .bind(signed(limits.max_tool_calls))
+        .bind(limits.max_cost.micros())
+        .bind(signed(limits.run_timeout_seconds))
+        .bind(jiff_sqlx::Timestamp::from(now))
+        .bind(new.chat_model.0)
+        .bind(new.chat_model.1)
+        .bind(kind)
+        .bind(&payload)
+        .bind(new.title.as_deref())
+        .bind(i32::from(response.status))
+        .bind(head.as_bytes())
+        .bind(tail.as_bytes())
+        .fetch_one(&self.pool)
+        .await?;
+        outcome.into_submit(run)
     }
 
     /// The session's active run, if any.
@@ -338,5 +313,16 @@ impl Store {
             |outcome| matches!(outcome, CancelRun::Cancelled(_)),
         )
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_submit_function_names_the_active_states_of_the_one_active_run_index() {
+        let migration = include_str!("../../../migrations/0015_submit_in_one_statement.sql");
+        let predicate = format!("state IN ({})", super::active_states_sql());
+        assert_eq!(migration.matches(&predicate).count(), 2, "{predicate}");
+        assert_eq!(migration.matches("state IN (").count(), 2);
     }
 }

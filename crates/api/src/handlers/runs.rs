@@ -142,7 +142,7 @@ pub async fn submit(
                     request_hash: &request_hash,
                 },
             },
-            |run, _seq| StoredResponse::json(StatusCode::ACCEPTED.as_u16(), &Accepted { run: self::run(run) }),
+            |run| StoredResponse::json(StatusCode::ACCEPTED.as_u16(), &Accepted { run: self::run(run) }),
         )
         .await?;
     match outcome {

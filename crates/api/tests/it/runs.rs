@@ -247,3 +247,92 @@ async fn cancel_ends_an_active_run_once() {
         202
     );
 }
+
+#[tokio::test]
+async fn a_held_key_is_in_flight_and_attachments_keep_their_order_and_their_session() {
+    let app = TestApp::spawn().await;
+    let (session, other) = (app.new_session().await, app.new_session().await);
+    let upload = |session: String, name: &'static str| {
+        let request = app
+            .request(
+                Method::POST,
+                &format!("/v1/sessions/{session}/artifacts?filename={name}"),
+            )
+            .header("content-type", "text/plain")
+            .body(name);
+        async move { json(request.send().await.expect("send")).await.1["artifact_id"].clone() }
+    };
+    let (first, second) = (
+        upload(session.clone(), "a.txt").await,
+        upload(session.clone(), "b.txt").await,
+    );
+    let foreign = upload(other.clone(), "c.txt").await;
+
+    // Another transaction holds the key's lock (the lock space of the submit): in flight.
+    let mut holder = app.db.pool.begin().await.expect("begin");
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('owner' || chr(31) || 'held', 7))")
+        .execute(&mut *holder)
+        .await
+        .expect("lock");
+    let busy = app.submit(&session, "held", json!({ "text": "hi" })).await;
+    expect_problem(busy, 409, "idempotency_key_in_flight").await;
+    holder.rollback().await.expect("rollback");
+
+    // The first artifact that is not this session's is named, in the order sent.
+    let unknown = app
+        .submit(
+            &session,
+            "mixed",
+            json!({ "attachments": [first, foreign, uuid::Uuid::new_v4()] }),
+        )
+        .await;
+    let body = expect_problem(unknown, 409, "unknown_artifact").await;
+    assert!(
+        body["detail"]
+            .as_str()
+            .expect("detail")
+            .contains(foreign.as_str().expect("id")),
+        "{body}"
+    );
+    let gone = app
+        .submit(
+            &uuid::Uuid::new_v4().to_string(),
+            "gone",
+            json!({ "attachments": [first] }),
+        )
+        .await;
+    expect_problem(gone, 404, "session_not_found").await;
+
+    let accepted = app
+        .submit(
+            &session,
+            "held",
+            json!({ "text": "hi", "attachments": [second, first] }),
+        )
+        .await;
+    let (status, accepted) = json(accepted).await;
+    assert_eq!(status, 202, "{accepted}");
+    let (_, read) = app
+        .get_json(&format!("/v1/runs/{}", accepted["run"]["run_id"].as_str().expect("id")))
+        .await;
+    assert_eq!(read, accepted["run"], "the response is the run as stored");
+    let events = app
+        .store()
+        .events_after(
+            &domain::ids::PrincipalId::owner(),
+            domain::ids::SessionId::parse(&session).expect("id"),
+            0,
+            10,
+        )
+        .await
+        .expect("events");
+    let frame = serde_json::to_value(events[0].clone().into_frame()).expect("json");
+    let names: Vec<&str> = frame["payload"]["message"]["attachments"]
+        .as_array()
+        .expect("attachments")
+        .iter()
+        .map(|attachment| attachment["filename"].as_str().expect("name"))
+        .collect();
+    assert_eq!(names, ["b.txt", "a.txt"], "in the order sent");
+    assert_eq!(app.count("runs").await, 1, "refusals started nothing");
+}
