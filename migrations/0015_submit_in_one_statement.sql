@@ -5,6 +5,9 @@
 -- each statement, so a retry that gets the key's lock just after the first request committed
 -- sees its record (a data-modifying CTE would not: all its parts share one snapshot).
 --
+-- It sends no wake-up (a NOTIFY would serialize every submit's commit): the caller publishes its
+-- hints once the call has returned (store `wake`).
+--
 -- It runs with the caller's rights (SECURITY INVOKER), so the api login's table privileges
 -- apply to every statement; only the api login may execute it (policies/grants.sql).
 --
@@ -120,7 +123,6 @@ BEGIN
             RETURN;
         END IF;
     END LOOP;
-    PERFORM pg_notify('steward_runs', p_run::text);
 
     -- The event: the session row lock, held to commit, keeps sequences contiguous and in
     -- commit order.
@@ -129,7 +131,6 @@ BEGIN
         WHERE id = p_session RETURNING last_event_seq INTO STRICT o_seq;
     INSERT INTO events (session_id, seq, run_id, kind, payload)
         VALUES (p_session, o_seq, p_run, p_kind, p_payload);
-    PERFORM pg_notify('steward_events', p_session::text || ' ' || o_seq);
     UPDATE runs SET message_seq = o_seq WHERE id = p_run;
 
     o_body := p_body_head || convert_to(o_seq::text, 'UTF8') || p_body_tail;

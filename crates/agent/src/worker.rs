@@ -214,7 +214,28 @@ async fn sweep(store: Store, wake: Arc<Notify>) {
     }
 }
 
+/// Wakes the claim loop when a run becomes claimable: at once for this process's commits, by
+/// the other processes' coalesced notifications otherwise.
 async fn listen(store: Store, wake: Arc<Notify>) {
+    tokio::join!(
+        listen_local(store.subscribe_wakes(), wake.clone()),
+        listen_remote(store, wake)
+    );
+}
+
+async fn listen_local(mut hints: tokio::sync::broadcast::Receiver<store::Hint>, wake: Arc<Notify>) {
+    use tokio::sync::broadcast::error::RecvError;
+    loop {
+        match hints.recv().await {
+            Ok(store::Hint::Run) | Err(RecvError::Lagged(_)) => wake.notify_one(),
+            Ok(_) => {}
+            Err(RecvError::Closed) => return,
+        }
+    }
+}
+
+async fn listen_remote(store: Store, wake: Arc<Notify>) {
+    let origin = store.wake_origin();
     loop {
         // Without the listener, runs are still found by polling: a lost wake-up costs latency.
         let mut listener = match PgListener::connect_with(store.pool()).await {
@@ -232,7 +253,13 @@ async fn listen(store: Store, wake: Arc<Notify>) {
         }
         loop {
             match listener.try_recv().await {
-                Ok(Some(_)) => wake.notify_one(),
+                Ok(Some(notification)) => {
+                    // This process's own commits woke it in process already.
+                    let own = store::parse_wake_payload(notification.payload()).is_some_and(|(from, _)| from == origin);
+                    if !own {
+                        wake.notify_one();
+                    }
+                }
                 // The connection was lost and is re-established by the next receive.
                 Ok(None) => wake.notify_one(),
                 Err(error) => {

@@ -1,9 +1,12 @@
 //! Wakes event streams when their session gets new events.
 //!
-//! One `LISTEN` connection per API process turns `NOTIFY` hints into an in-process broadcast.
-//! The hint is never trusted for content: a woken stream reads the events table. After the
-//! listener (re)connects, every stream is woken, since notifications sent while it was away are
-//! lost; streams also re-read on a periodic tick, so a lost hint delays an event, never loses it.
+//! Events this process commits wake its streams in process (the store's wake-up hints); events
+//! other processes commit arrive as their coalesced `NOTIFY` hints on one `LISTEN` connection
+//! per API process (this process's own notifications are skipped by their origin). Both become
+//! one in-process broadcast. The hint is never trusted for content: a woken stream reads the
+//! events table. After the listener (re)connects, every stream is woken, since notifications sent
+//! while it was away are lost; streams also re-read on a periodic tick, so a lost hint delays an
+//! event, never loses it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +14,8 @@ use std::time::Duration;
 use domain::ids::SessionId;
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
-use store::TRANSIENT_CHANNEL;
+use store::{Hint, Store, TRANSIENT_CHANNEL};
+use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{broadcast, oneshot};
 use wire::event::TransientNotice;
 
@@ -38,10 +42,17 @@ pub struct EventHub {
 }
 
 impl EventHub {
-    pub fn start(pool: PgPool) -> Arc<EventHub> {
+    pub fn start(store: &Store) -> Arc<EventHub> {
         let (sender, _) = broadcast::channel(1024);
         let (shutdown, stopped) = oneshot::channel();
-        tokio::spawn(listen(pool, sender.clone(), stopped));
+        let local = store.subscribe_wakes();
+        tokio::spawn(listen(
+            store.pool().clone(),
+            store.wake_origin(),
+            local,
+            sender.clone(),
+            stopped,
+        ));
         Arc::new(EventHub {
             sender,
             _shutdown: shutdown,
@@ -53,14 +64,49 @@ impl EventHub {
     }
 }
 
-async fn listen(pool: PgPool, sender: broadcast::Sender<Wake>, mut stopped: oneshot::Receiver<()>) {
+async fn listen(
+    pool: PgPool,
+    origin: uuid::Uuid,
+    local: broadcast::Receiver<Hint>,
+    sender: broadcast::Sender<Wake>,
+    mut stopped: oneshot::Receiver<()>,
+) {
     tokio::select! {
-        () = relay(pool, sender) => {}
+        () = relay(pool, origin, sender.clone()) => {}
+        () = relay_local(local, sender) => {}
         _ = &mut stopped => {}
     }
 }
 
-async fn relay(pool: PgPool, sender: broadcast::Sender<Wake>) {
+/// The wake of one hint.
+fn wake(hint: Hint) -> Option<Wake> {
+    match hint {
+        Hint::Event(session, seq) => Some(Wake::Session(session, seq)),
+        Hint::All => Some(Wake::All),
+        Hint::Run => None,
+    }
+}
+
+/// Hints of this process's own commits.
+async fn relay_local(mut local: broadcast::Receiver<Hint>, sender: broadcast::Sender<Wake>) {
+    loop {
+        match local.recv().await {
+            Ok(hint) => {
+                if let Some(wake) = wake(hint) {
+                    let _ = sender.send(wake);
+                }
+            }
+            // Some hints were missed: every stream re-reads.
+            Err(RecvError::Lagged(_)) => {
+                let _ = sender.send(Wake::All);
+            }
+            // The store is gone; the listener keeps serving what remains.
+            Err(RecvError::Closed) => std::future::pending().await,
+        }
+    }
+}
+
+async fn relay(pool: PgPool, origin: uuid::Uuid, sender: broadcast::Sender<Wake>) {
     loop {
         let mut listener = match PgListener::connect_with(&pool).await {
             Ok(listener) => listener,
@@ -83,15 +129,16 @@ async fn relay(pool: PgPool, sender: broadcast::Sender<Wake>) {
                         let _ = sender.send(wake);
                     }
                 }
-                Ok(Some(notification)) => {
-                    let announced = notification
-                        .payload()
-                        .split_once(' ')
-                        .and_then(|(session, seq)| Some(Wake::Session(SessionId::parse(session)?, seq.parse().ok()?)));
-                    if let Some(wake) = announced {
-                        let _ = sender.send(wake);
+                Ok(Some(notification)) => match store::parse_wake_payload(notification.payload()) {
+                    // Heard in process already.
+                    Some((from, _)) if from == origin => {}
+                    Some((_, hints)) => {
+                        for wake in hints.into_iter().filter_map(wake) {
+                            let _ = sender.send(wake);
+                        }
                     }
-                }
+                    None => tracing::debug!("an events notification of another format"),
+                },
                 // The connection dropped and is re-established on the next call: hints may be lost.
                 Ok(None) => {
                     let _ = sender.send(Wake::All);

@@ -70,7 +70,7 @@ pub fn app(config: ApiConfig, store: Store) -> Router {
         release: config.release,
         openapi_json,
     };
-    let hub = hub::EventHub::start(store.pool().clone());
+    let hub = hub::EventHub::start(&store);
     let state = AppState {
         store,
         settings: Arc::new(settings),

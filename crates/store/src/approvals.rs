@@ -13,7 +13,7 @@ use wire::event::{ApprovalResolved, CancelReason, Event, QuestionAnswered};
 use crate::ending::{Ending, end_run};
 use crate::events::append;
 use crate::invocations::{invocation, write_result};
-use crate::wake::notify_run;
+use crate::wake::{Hint, hint};
 use crate::{Result, Store, StoreError, timestamp};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -132,7 +132,7 @@ async fn requeue_if_settled(conn: &mut PgConnection, run: RunId, now: jiff_sqlx:
     .execute(&mut *conn)
     .await?;
     if requeued.rows_affected() == 1 {
-        notify_run(conn, run).await?;
+        hint(Hint::Run);
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! The per-session event log. Sequences are contiguous per session: each append takes the next
 //! value of `sessions.last_event_seq` inside the writing transaction, so they commit in order.
-//! Every append raises a `NOTIFY` on [`EVENTS_CHANNEL`] (delivered at commit) as a wake-up hint;
-//! the table stays the source of truth.
+//! Every append raises a wake-up hint, published once its transaction commits (`wake`); the
+//! table stays the source of truth.
 
 use domain::ids::{PrincipalId, RunId, SessionId};
 use jiff::Timestamp;
@@ -11,10 +11,9 @@ use sqlx::{FromRow, PgConnection};
 use uuid::Uuid;
 use wire::event::Event;
 
+use crate::wake::{Hint, hint};
 use crate::{Result, Store, StoreError, timestamp};
 
-/// The notification channel; the payload is `<session id> <sequence>`.
-pub const EVENTS_CHANNEL: &str = "steward_events";
 /// The channel workers publish transient output on; the payload is a
 /// [`wire::event::TransientNotice`].
 pub const TRANSIENT_CHANNEL: &str = "steward_transient";
@@ -95,35 +94,36 @@ pub(crate) async fn append_touching(
     let seq: i64 = sqlx::query_scalar(
         "WITH next AS (
              UPDATE sessions SET last_event_seq = last_event_seq + 1,
-                 updated_at = CASE WHEN $6 THEN now() ELSE updated_at END,
-                 title = COALESCE(title, $7)
+                 updated_at = CASE WHEN $5 THEN now() ELSE updated_at END,
+                 title = COALESCE(title, $6)
              WHERE id = $1 RETURNING last_event_seq
          ), event AS (
              INSERT INTO events (session_id, seq, run_id, kind, payload)
              SELECT $1, next.last_event_seq, $2, $3, $4 FROM next
              RETURNING seq
          )
-         SELECT event.seq FROM event, LATERAL (SELECT pg_notify($5, $1::text || ' ' || event.seq)) AS hint",
+         SELECT event.seq FROM event",
     )
     .bind(session.as_uuid())
     .bind(run.map(|run| run.as_uuid()))
     .bind(kind)
     .bind(&payload)
-    .bind(EVENTS_CHANNEL)
     .bind(touch.is_some())
     .bind(touch.and_then(|touch| touch.title))
     .fetch_one(&mut *conn)
     .await?;
+    hint(Hint::Event(session, seq));
     Ok(seq)
 }
 
 impl Store {
     /// Appends one event in its own transaction.
     pub async fn append_event(&self, session: SessionId, run: Option<RunId>, event: &Event) -> Result<i64> {
-        let mut tx = self.pool.begin().await?;
-        let seq = append(&mut tx, session, run, event).await?;
-        tx.commit().await?;
-        Ok(seq)
+        self.transaction(
+            async |tx: &mut PgConnection| append(tx, session, run, event).await,
+            |_| true,
+        )
+        .await
     }
 
     /// Every event of a session after `after`, for roles that act for the session's owner.

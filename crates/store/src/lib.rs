@@ -30,7 +30,7 @@ pub use artifacts::{ArtifactRow, ArtifactUpload, NewArtifact};
 pub use call_receipts::{CALL_RECEIPTS_CHANNEL, Receipt};
 pub use clock::{Clock, SystemClock};
 pub use delivery::{DeviceTarget, DueNotification, ScheduleOutcome};
-pub use events::{EVENTS_CHANNEL, EventRow, TRANSIENT_CHANNEL};
+pub use events::{EventRow, TRANSIENT_CHANNEL};
 pub use folder_proposals::{
     AcceptProposal, DeclineProposal, FilingOverview, FolderProposalRow, LeftOut, MAX_PENDING_PROPOSALS, ProposalTarget,
     Propose,
@@ -44,7 +44,7 @@ pub use runs::{CancelRun, NewMessage, RunRow, Submit};
 pub use schedules::{CancelSchedule, CreateSchedule, NewSchedule, OccurrenceRow, ScheduleRow};
 pub use scheduling::{AUTHORIZATION_FAILED, Firing, INVALID_CADENCE, MISFIRE};
 pub use sessions::{DeleteSession, FileSession, NewSession, SessionPage, SessionRow};
-pub use wake::RUNS_CHANNEL;
+pub use wake::{EVENTS_CHANNEL, Hint, RUNS_CHANNEL, WAKE_SPACING, Wakes, parse as parse_wake_payload};
 pub use work::{ClaimedRun, Lease, ModelStep, NewCall, RunCounters};
 
 use sqlx::PgPool;
@@ -72,6 +72,7 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 pub struct Store {
     pool: PgPool,
     clock: std::sync::Arc<dyn Clock>,
+    wakes: std::sync::Arc<Wakes>,
 }
 
 impl Store {
@@ -90,7 +91,27 @@ impl Store {
         Store {
             pool,
             clock: std::sync::Arc::new(SystemClock),
+            wakes: std::sync::Arc::new(Wakes::new(false)),
         }
+    }
+
+    /// The same store sending no wake-up hints at all, in process or by `NOTIFY`: readers then
+    /// rely on their re-reads alone (tests of those paths, and diagnosis).
+    pub fn without_wakes(self) -> Store {
+        Store {
+            wakes: std::sync::Arc::new(Wakes::new(true)),
+            ..self
+        }
+    }
+
+    /// This process's wake-up hints from this store, as its transactions commit.
+    pub fn subscribe_wakes(&self) -> tokio::sync::broadcast::Receiver<Hint> {
+        self.wakes.subscribe()
+    }
+
+    /// The origin this store's notifications carry, so a listener can skip its own.
+    pub fn wake_origin(&self) -> uuid::Uuid {
+        self.wakes.origin()
     }
 
     /// The same store measuring run timing and push delays by `clock` (tests move time on).
@@ -148,21 +169,30 @@ impl Store {
         work: impl AsyncFnOnce(&mut sqlx::PgConnection) -> Result<T>,
         commit_if: impl FnOnce(&T) -> bool,
     ) -> Result<T> {
-        let mut tx = self.pool.begin().await?;
-        match work(&mut tx).await {
-            Ok(outcome) if commit_if(&outcome) => {
-                tx.commit().await?;
-                Ok(outcome)
+        // Wake-up hints raised by the work are published only once it has committed.
+        let (outcome, hints) = wake::collecting(async {
+            let mut tx = self.pool.begin().await?;
+            match work(&mut tx).await {
+                Ok(outcome) if commit_if(&outcome) => {
+                    tx.commit().await?;
+                    Ok((outcome, true))
+                }
+                Ok(outcome) => {
+                    tx.rollback().await?;
+                    Ok((outcome, false))
+                }
+                Err(error) => {
+                    let _ = tx.rollback().await;
+                    Err(error)
+                }
             }
-            Ok(outcome) => {
-                tx.rollback().await?;
-                Ok(outcome)
-            }
-            Err(error) => {
-                let _ = tx.rollback().await;
-                Err(error)
-            }
+        })
+        .await;
+        let (outcome, committed) = outcome?;
+        if committed {
+            self.wakes.publish(&self.pool, hints);
         }
+        Ok(outcome)
     }
 }
 

@@ -10,6 +10,7 @@ use wire::event::{CancelReason, Event, UserMessage, UserMessageCreated};
 
 use crate::ending::{Ending, end_run};
 use crate::idempotency::{IdempotencyClaim, Prior, StoredResponse};
+use crate::wake::Hint;
 use crate::{Result, Store, StoreError, timestamp};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -259,7 +260,13 @@ impl Store {
         .bind(tail.as_bytes())
         .fetch_one(&self.pool)
         .await?;
-        outcome.into_submit(run)
+        let submitted = outcome.into_submit(run)?;
+        if let Submit::Accepted { run, .. } = &submitted {
+            let seq = run.message_seq.unwrap_or_default();
+            self.wakes
+                .publish(&self.pool, vec![Hint::Run, Hint::Event(new.session, seq)]);
+        }
+        Ok(submitted)
     }
 
     /// The session's active run, if any.

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use wire::event::{Event, ScheduledBy, UserMessage, UserMessageCreated};
 
 use crate::events::{Touch, append_touching};
-use crate::wake::RUNS_CHANNEL;
+use crate::wake::{Hint, hint};
 use crate::{Result, Store};
 
 /// Outcome notifications wait this long before push delivery, like approvals.
@@ -337,11 +337,7 @@ impl Store {
                     .bind(run)
                     .execute(&mut *tx)
                     .await?;
-                sqlx::query("SELECT pg_notify($1, $2)")
-                    .bind(RUNS_CHANNEL)
-                    .bind(run.to_string())
-                    .execute(&mut *tx)
-                    .await?;
+                hint(Hint::Run);
                 Ok(Some(Firing::Started {
                     schedule: schedule_id,
                     occurrence,

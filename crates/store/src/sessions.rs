@@ -218,11 +218,7 @@ impl Store {
                     .execute(&mut *tx)
                     .await?;
                 // Wakes the session's open streams so they notice it is gone.
-                sqlx::query("SELECT pg_notify($1, $2)")
-                    .bind(crate::EVENTS_CHANNEL)
-                    .bind(format!("{id} 0"))
-                    .execute(&mut *tx)
-                    .await?;
+                crate::wake::hint(crate::wake::Hint::Event(id, 0));
                 sqlx::query(
                     "INSERT INTO deleted_sessions (session_id, principal_id) VALUES ($1, $2) ON CONFLICT DO NOTHING",
                 )

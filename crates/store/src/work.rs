@@ -18,7 +18,7 @@ use crate::events::append;
 use crate::invocations::{INVOCATION_COLUMNS, InvocationRow, write_result};
 use crate::mail::NewReconciliation;
 use crate::runs::{RUN_COLUMNS, RunRow, active_states_sql};
-use crate::wake::notify_run;
+use crate::wake::{Hint, hint};
 use crate::{Result, Store, StoreError};
 
 /// Push notifications for approvals and questions wait this long (the contract's delay).
@@ -207,18 +207,22 @@ impl Store {
 
     /// Hands a run back to the queue (a worker shutting down between steps).
     pub async fn release_run(&self, lease: &Lease) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
-        sqlx::query(
-            "UPDATE runs SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-             WHERE id = $1 AND lease_owner = $2 AND state = 'running'",
+        self.transaction(
+            async |tx: &mut sqlx::PgConnection| {
+                sqlx::query(
+                    "UPDATE runs SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+                     WHERE id = $1 AND lease_owner = $2 AND state = 'running'",
+                )
+                .bind(lease.run.as_uuid())
+                .bind(&lease.worker)
+                .execute(&mut *tx)
+                .await?;
+                hint(Hint::Run);
+                Ok(())
+            },
+            |_| true,
         )
-        .bind(lease.run.as_uuid())
-        .bind(&lease.worker)
-        .execute(&mut *tx)
-        .await?;
-        notify_run(&mut tx, lease.run).await?;
-        tx.commit().await?;
-        Ok(())
+        .await
     }
 
     /// Every event of a session, in order (the worker builds the model's context from them).

@@ -18,6 +18,8 @@ pub struct Stack {
     pub dir: tempfile::TempDir,
     /// The clock the API's and the in-process workers' stores measure run timing by.
     pub clock: std::sync::Arc<testkit::ShiftedClock>,
+    /// No store of the stack sends wake-up hints.
+    deaf: bool,
     _api: Abort,
     workers: Vec<Abort>,
 }
@@ -48,6 +50,16 @@ pub fn agent_definitions(model: Value, webhook_url: Option<&str>) -> String {
 impl Stack {
     /// Starts the API with `api_env` overrides (no worker yet).
     pub async fn api(api_env: &[(&str, &str)]) -> Stack {
+        Stack::build(api_env, false).await
+    }
+
+    /// [`Stack::api`] whose API (and workers) send no wake-up hints at all: everything moves by
+    /// the streams' and workers' re-reads alone.
+    pub async fn deaf(api_env: &[(&str, &str)]) -> Stack {
+        Stack::build(api_env, true).await
+    }
+
+    async fn build(api_env: &[(&str, &str)], deaf: bool) -> Stack {
         let db = TestDatabase::new().await;
         let dir = tempfile::tempdir().expect("tempdir");
         let token = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
@@ -73,7 +85,8 @@ impl Stack {
         }
         let config = api::ApiConfig::from_env(|name| vars.get(name).cloned()).expect("api config");
         let clock = std::sync::Arc::new(testkit::ShiftedClock::default());
-        let app = api::app(config, db.store_as("api").await.with_clock(clock.clone()));
+        let app_store = db.store_as("api").await.with_clock(clock.clone());
+        let app = api::app(config, if deaf { app_store.without_wakes() } else { app_store });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("addr"));
         let server = tokio::spawn(async move {
@@ -86,6 +99,7 @@ impl Stack {
             db,
             dir,
             clock,
+            deaf,
             _api: Abort(server),
             workers: Vec::new(),
         }
@@ -118,8 +132,9 @@ impl Stack {
             let service = mail_mcp::tools::MailService::connect(accounts, config.mail_endpoints.clone());
             std::sync::Arc::new(service.expect("mail client"))
         });
+        let store = self.store_as("worker").await;
         let executor = agent::executor::Executor {
-            store: self.store_as("worker").await,
+            store: if self.deaf { store.without_wakes() } else { store },
             providers: agent::executor::Providers::new(openai),
             http,
             mail,

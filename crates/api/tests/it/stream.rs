@@ -237,3 +237,118 @@ async fn an_idle_stream_carries_heartbeat_comments() {
         }
     }
 }
+
+/// A listener on the wake-up channels of committed work.
+async fn wake_guard(app: &TestApp) -> sqlx::postgres::PgListener {
+    let mut guard = sqlx::postgres::PgListener::connect_with(&app.db.pool)
+        .await
+        .expect("listen");
+    guard
+        .listen_all([store::EVENTS_CHANNEL, store::RUNS_CHANNEL])
+        .await
+        .expect("listen");
+    guard
+}
+
+#[tokio::test]
+async fn with_every_wake_up_lost_a_stream_still_delivers_every_event_within_its_heartbeat() {
+    let app = TestApp::spawn_deaf(crate::support::Env::default().set("API_STREAM_HEARTBEAT_SECONDS", "1")).await;
+    let mut guard = wake_guard(&app).await;
+    let session = app.new_session().await;
+    let (_, accepted) = json(app.submit(&session, "deaf-1", json!({ "text": "quietly" })).await).await;
+    let run = accepted["run"]["run_id"].as_str().expect("id").to_owned();
+    let run_id = domain::ids::RunId::parse(&run).expect("run id");
+    let session_id = domain::ids::SessionId::parse(&session).expect("session id");
+    let mut reader = app.events(&session, None).await;
+    assert_eq!(reader.next().await.expect("the message").id, Some(1));
+
+    // Bursts committed by a store that hints nothing, while the stream waits.
+    let producer = app.store().without_wakes();
+    let mut next = 2;
+    for _ in 0..3 {
+        for n in next..next + 100 {
+            producer
+                .append_event(session_id, Some(run_id), &tick(run_id, n))
+                .await
+                .expect("append");
+        }
+        let committed = std::time::Instant::now();
+        for n in next..next + 100 {
+            let frame = tokio::time::timeout(std::time::Duration::from_secs(5), reader.next())
+                .await
+                .expect("delivered by the re-read")
+                .expect("a frame");
+            assert_eq!(frame.id, Some(n), "in order, none lost");
+        }
+        assert!(
+            committed.elapsed() < std::time::Duration::from_millis(2500),
+            "within the one-second re-read interval: {:?}",
+            committed.elapsed()
+        );
+        next += 100;
+    }
+    let cancel = app
+        .request(Method::POST, &format!("/v1/runs/{run}/cancel"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(cancel.status(), 200);
+    let last = tokio::time::timeout(std::time::Duration::from_secs(5), reader.next())
+        .await
+        .expect("the cancellation is delivered")
+        .expect("a frame");
+    assert_eq!((last.id, last.event.as_deref()), (Some(next), Some("run.cancelled")));
+    let closed = tokio::time::timeout(std::time::Duration::from_secs(5), reader.next())
+        .await
+        .expect("the stream closes after the run ends");
+    assert!(closed.is_none());
+    let heard = tokio::time::timeout(std::time::Duration::from_millis(300), guard.recv()).await;
+    assert!(heard.is_err(), "no wake-up was sent: {heard:?}");
+}
+
+#[tokio::test]
+async fn committed_work_wakes_other_processes_with_one_coalesced_notification_after_commit() {
+    let app = TestApp::spawn().await;
+    let mut guard = wake_guard(&app).await;
+    let session = app.new_session().await;
+    let (_, accepted) = json(app.submit(&session, "wake-1", json!({ "text": "hello" })).await).await;
+    let run_id = domain::ids::RunId::parse(accepted["run"]["run_id"].as_str().expect("id")).expect("run id");
+    let session_id = domain::ids::SessionId::parse(&session).expect("session id");
+    // Another process's store: its notifications carry its origin, not the app's.
+    let producer = app.store();
+    let started = std::time::Instant::now();
+    for n in 2..=200 {
+        producer
+            .append_event(session_id, Some(run_id), &tick(run_id, n))
+            .await
+            .expect("append");
+    }
+    let elapsed = started.elapsed();
+    let mut latest = 0;
+    let mut notifications = 0;
+    while latest < 200 {
+        let notification = tokio::time::timeout(std::time::Duration::from_secs(5), guard.recv())
+            .await
+            .expect("the last event is announced")
+            .expect("a notification");
+        let (origin, hints) = store::parse_wake_payload(notification.payload()).expect("a wake-up payload");
+        if origin != producer.wake_origin() {
+            continue;
+        }
+        assert_eq!(notification.channel(), store::EVENTS_CHANNEL);
+        notifications += 1;
+        for hint in hints {
+            if let store::Hint::Event(session, seq) = hint {
+                assert_eq!(session, session_id);
+                assert!(seq > latest, "announced in order");
+                latest = seq;
+            }
+        }
+    }
+    let allowed = elapsed.as_millis() / store::WAKE_SPACING.as_millis() + 2;
+    assert!(
+        notifications as u128 <= allowed,
+        "{notifications} notifications for 199 commits in {elapsed:?}: at most one per {:?}",
+        store::WAKE_SPACING
+    );
+}

@@ -84,8 +84,17 @@ impl TestApp {
         TestApp::spawn_on(TestDatabase::new().await, env).await
     }
 
+    /// Spawns an app whose store sends no wake-up hints at all (its streams rely on re-reads).
+    pub async fn spawn_deaf(env: Env) -> TestApp {
+        TestApp::spawn_inner(TestDatabase::new().await, env, true).await
+    }
+
     /// Spawns an app on an existing database, as a restart of the service would.
     pub async fn spawn_on(db: TestDatabase, env: Env) -> TestApp {
+        TestApp::spawn_inner(db, env, false).await
+    }
+
+    async fn spawn_inner(db: TestDatabase, env: Env, deaf: bool) -> TestApp {
         let dir = tempfile::tempdir().expect("tempdir");
         let token = random_token();
         let token_file = write_file(dir.path(), "api-token", &format!("{token}\n"), 0o600);
@@ -99,6 +108,7 @@ impl TestApp {
         let config = api::ApiConfig::from_env(|name| vars.get(name).cloned()).expect("valid test configuration");
         // The app connects with the api login, so its privileges are exercised as deployed.
         let app_store = db.store_as("api").await;
+        let app_store = if deaf { app_store.without_wakes() } else { app_store };
         let app = api::app(config, app_store.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("addr"));
