@@ -69,14 +69,18 @@ BEGIN
         RETURN;
     END IF;
 
+    -- The session is the caller's, and cannot be deleted until this commits (the key-share lock
+    -- a run's foreign key takes anyway, which no run ending conflicts with): nothing below can
+    -- reveal another principal's session or fail on a concurrent delete.
+    PERFORM 1 FROM sessions s WHERE s.id = p_session AND s.principal_id = p_principal FOR KEY SHARE;
+    IF NOT FOUND THEN
+        o_outcome := 'session_not_found';
+        RETURN;
+    END IF;
+
     -- Attachments: every one must be an artifact of this session (the first that is not is
     -- named, in the order sent); their stored details go into the event.
     IF cardinality(p_attachments) > 0 THEN
-        PERFORM 1 FROM sessions s WHERE s.id = p_session AND s.principal_id = p_principal;
-        IF NOT FOUND THEN
-            o_outcome := 'session_not_found';
-            RETURN;
-        END IF;
         SELECT w.id INTO o_artifact
             FROM unnest(p_attachments) WITH ORDINALITY AS w(id, n)
             WHERE NOT EXISTS (SELECT 1 FROM artifacts a WHERE a.id = w.id AND a.session_id = p_session)
@@ -104,22 +108,15 @@ BEGIN
                    p_max_tool_calls, p_max_cost_micros, p_run_timeout_seconds,
                    p_now + make_interval(secs => p_run_timeout_seconds),
                    p_chat_model, p_chat_reasoning_effort, p_now, p_now, p_now
-            WHERE EXISTS (SELECT 1 FROM sessions s WHERE s.id = p_session AND s.principal_id = p_principal)
             ON CONFLICT (session_id) WHERE state IN ('queued', 'running', 'waiting_approval', 'waiting_input')
             DO NOTHING;
         EXIT WHEN FOUND;
-        -- Lost to an active run (name it), or there is no such session; a run that ended
-        -- meanwhile lets the next attempt in.
+        -- Lost to an active run (name it); a run that ended meanwhile lets the next attempt in.
         SELECT r.id INTO o_run FROM runs r
             WHERE r.session_id = p_session
               AND r.state IN ('queued', 'running', 'waiting_approval', 'waiting_input');
         IF FOUND THEN
             o_outcome := 'active_run';
-            RETURN;
-        END IF;
-        PERFORM 1 FROM sessions s WHERE s.id = p_session AND s.principal_id = p_principal;
-        IF NOT FOUND THEN
-            o_outcome := 'session_not_found';
             RETURN;
         END IF;
     END LOOP;

@@ -179,15 +179,8 @@ async fn relay_transient(store: Store, session: SessionId, run: RunId, mut recei
             }
             text.truncate(cut);
         };
-        let sent = sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(TRANSIENT_CHANNEL)
-            .bind(payload)
-            .execute(store.pool())
-            .await;
-        if let Err(error) = sent {
-            // Transient output is best effort.
-            tracing::debug!(%error, "dropping a transient delta");
-        }
+        // Best effort, and in order with the step's own wake-up that follows it.
+        store.publish_transient(payload);
     }
 }
 

@@ -83,7 +83,7 @@ fn wake(hint: Hint) -> Option<Wake> {
     match hint {
         Hint::Event(session, seq) => Some(Wake::Session(session, seq)),
         Hint::All => Some(Wake::All),
-        Hint::Run => None,
+        Hint::Run | Hint::Transient(_) => None,
     }
 }
 

@@ -14,10 +14,6 @@ use wire::event::Event;
 use crate::wake::{Hint, hint};
 use crate::{Result, Store, StoreError, timestamp};
 
-/// The channel workers publish transient output on; the payload is a
-/// [`wire::event::TransientNotice`].
-pub const TRANSIENT_CHANNEL: &str = "steward_transient";
-
 #[derive(Clone, Debug, PartialEq)]
 pub struct EventRow {
     pub session_id: SessionId,

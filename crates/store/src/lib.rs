@@ -30,7 +30,7 @@ pub use artifacts::{ArtifactRow, ArtifactUpload, NewArtifact};
 pub use call_receipts::{CALL_RECEIPTS_CHANNEL, Receipt};
 pub use clock::{Clock, SystemClock};
 pub use delivery::{DeviceTarget, DueNotification, ScheduleOutcome};
-pub use events::{EventRow, TRANSIENT_CHANNEL};
+pub use events::EventRow;
 pub use folder_proposals::{
     AcceptProposal, DeclineProposal, FilingOverview, FolderProposalRow, LeftOut, MAX_PENDING_PROPOSALS, ProposalTarget,
     Propose,
@@ -44,7 +44,9 @@ pub use runs::{CancelRun, NewMessage, RunRow, Submit};
 pub use schedules::{CancelSchedule, CreateSchedule, NewSchedule, OccurrenceRow, ScheduleRow};
 pub use scheduling::{AUTHORIZATION_FAILED, Firing, INVALID_CADENCE, MISFIRE};
 pub use sessions::{DeleteSession, FileSession, NewSession, SessionPage, SessionRow};
-pub use wake::{EVENTS_CHANNEL, Hint, RUNS_CHANNEL, WAKE_SPACING, Wakes, parse as parse_wake_payload};
+pub use wake::{
+    EVENTS_CHANNEL, Hint, RUNS_CHANNEL, TRANSIENT_CHANNEL, WAKE_SPACING, Wakes, parse as parse_wake_payload,
+};
 pub use work::{ClaimedRun, Lease, ModelStep, NewCall, RunCounters};
 
 use sqlx::PgPool;
@@ -107,6 +109,13 @@ impl Store {
     /// This process's wake-up hints from this store, as its transactions commit.
     pub fn subscribe_wakes(&self) -> tokio::sync::broadcast::Receiver<Hint> {
         self.wakes.subscribe()
+    }
+
+    /// Sends a worker's transient notice (JSON of a `wire::event::TransientNotice`) to other
+    /// processes, in order with this store's wake-ups: a delta published before a step commits
+    /// is announced before that step.
+    pub fn publish_transient(&self, payload: String) {
+        self.wakes.publish(&self.pool, vec![Hint::Transient(payload)]);
     }
 
     /// The origin this store's notifications carry, so a listener can skip its own.

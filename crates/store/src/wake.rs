@@ -15,13 +15,18 @@
 //! skip what it already heard in process; an events payload then lists `<session> <seq>` lines,
 //! or `*` when there were too many to list.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use domain::ids::SessionId;
-use sqlx::PgPool;
+use sqlx::{Connection, PgConnection, PgPool};
 use tokio::sync::{broadcast, mpsc};
 use uuid::Uuid;
+
+/// The channel workers publish transient output on; the payload is a
+/// [`wire::event::TransientNotice`].
+pub const TRANSIENT_CHANNEL: &str = "steward_transient";
 
 /// The notification channel of committed events.
 pub const EVENTS_CHANNEL: &str = "steward_events";
@@ -44,6 +49,9 @@ pub enum Hint {
     Run,
     /// Anything may have changed (a notification listed too much to say what).
     All,
+    /// A worker's transient notice (a [`wire::event::TransientNotice`]), for other processes
+    /// only; it goes out in order with the hints around it.
+    Transient(String),
 }
 
 tokio::task_local! {
@@ -112,73 +120,117 @@ impl Wakes {
         });
         for hint in hints {
             // No local subscriber is fine; neither is a notifier that stopped (the runtime ends).
-            let _ = self.local.send(hint.clone());
+            if !matches!(hint, Hint::Transient(_)) {
+                let _ = self.local.send(hint.clone());
+            }
             let _ = notifier.send(hint);
         }
     }
 }
 
-/// The notifier: the first hint after a pause goes out at once; hints arriving while it waits
-/// out [`WAKE_SPACING`] go out together in the next notification.
+/// The notifier, on its own connection: the first hint after a pause goes out at once; hints
+/// arriving while it waits out [`WAKE_SPACING`] go out together in the next batch, one
+/// statement whose notifications keep the order of the hints (a transient delta published
+/// before a step is announced before it).
 async fn notify(pool: PgPool, origin: Uuid, mut hints: mpsc::UnboundedReceiver<Hint>) {
+    let mut connection: Option<PgConnection> = None;
     while let Some(first) = hints.recv().await {
         let mut batch = vec![first];
         while let Ok(hint) = hints.try_recv() {
             batch.push(hint);
         }
-        let (events, runs) = payloads(origin, &batch);
-        let sent = sqlx::query(
-            "SELECT pg_notify(channel, payload) FROM unnest($1::text[], $2::text[]) AS n(channel, payload)",
-        )
-        .bind(
-            [
-                events.as_ref().map(|_| EVENTS_CHANNEL),
-                runs.as_ref().map(|_| RUNS_CHANNEL),
-            ]
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>(),
-        )
-        .bind([events, runs].into_iter().flatten().collect::<Vec<_>>())
-        .execute(&pool)
-        .await;
-        if let Err(error) = sent {
-            // Readers re-read on their own tick: these hints cost latency only.
-            tracing::warn!(%error, hints = batch.len(), "cannot send wake-up notifications");
+        if connection.is_none() {
+            match PgConnection::connect_with(&pool.connect_options()).await {
+                Ok(opened) => connection = Some(opened),
+                Err(error) => tracing::warn!(%error, "cannot connect to send wake-up notifications"),
+            }
+        }
+        if let Some(open) = connection.as_mut() {
+            let (channels, payloads): (Vec<&str>, Vec<String>) = notifications(origin, &batch).into_iter().unzip();
+            let sent = sqlx::query(
+                "SELECT pg_notify(n.channel, n.payload)
+                 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS n(channel, payload, position)
+                 ORDER BY n.position",
+            )
+            .bind(channels)
+            .bind(payloads)
+            .execute(&mut *open)
+            .await;
+            if let Err(error) = sent {
+                // Readers re-read on their own tick: these hints cost latency only.
+                tracing::warn!(%error, hints = batch.len(), "cannot send wake-up notifications; reconnecting");
+                connection = None;
+            }
         }
         tokio::time::sleep(WAKE_SPACING).await;
     }
 }
 
-/// The events and runs payloads of a batch (`None` when it has nothing for that channel).
-pub(crate) fn payloads(origin: Uuid, batch: &[Hint]) -> (Option<String>, Option<String>) {
-    let mut latest: Vec<(SessionId, i64)> = Vec::new();
-    let mut all = false;
-    let mut runs = false;
-    for hint in batch {
+/// Hints of committed work waiting to be announced together.
+#[derive(Default)]
+struct Coalesced {
+    /// Each session's latest sequence, in the order sessions first appeared.
+    latest: Vec<(SessionId, i64)>,
+    index: HashMap<SessionId, usize>,
+    all: bool,
+    runs: bool,
+}
+
+impl Coalesced {
+    fn add(&mut self, hint: &Hint) {
         match hint {
-            Hint::Event(session, seq) => match latest.iter_mut().find(|(known, _)| known == session) {
-                Some((_, known)) => *known = (*known).max(*seq),
-                None => latest.push((*session, *seq)),
+            Hint::Event(session, seq) => match self.index.get(session) {
+                Some(at) => self.latest[*at].1 = self.latest[*at].1.max(*seq),
+                None => {
+                    self.index.insert(*session, self.latest.len());
+                    self.latest.push((*session, *seq));
+                }
             },
-            Hint::Run => runs = true,
-            Hint::All => all = true,
+            Hint::Run => self.runs = true,
+            Hint::All => self.all = true,
+            Hint::Transient(_) => {}
         }
     }
-    let events = (all || !latest.is_empty()).then(|| {
-        let mut payload = origin.to_string();
-        let listed: String = latest
-            .iter()
-            .map(|(session, seq)| format!("\n{session} {seq}"))
-            .collect();
-        if all || payload.len() + listed.len() > MAX_PAYLOAD {
-            payload.push_str("\n*");
-        } else {
-            payload.push_str(&listed);
+
+    /// Appends the events and runs notifications, if any, and starts over.
+    fn flush(&mut self, origin: Uuid, out: &mut Vec<(&'static str, String)>) {
+        let taken = std::mem::take(self);
+        if taken.all || !taken.latest.is_empty() {
+            let mut payload = origin.to_string();
+            let listed: String = taken
+                .latest
+                .iter()
+                .map(|(session, seq)| format!("\n{session} {seq}"))
+                .collect();
+            if taken.all || payload.len() + listed.len() > MAX_PAYLOAD {
+                payload.push_str("\n*");
+            } else {
+                payload.push_str(&listed);
+            }
+            out.push((EVENTS_CHANNEL, payload));
         }
-        payload
-    });
-    (events, runs.then(|| origin.to_string()))
+        if taken.runs {
+            out.push((RUNS_CHANNEL, origin.to_string()));
+        }
+    }
+}
+
+/// The notifications of a batch, in order: committed work between two transient notices is
+/// coalesced into at most one events and one runs notification.
+pub(crate) fn notifications(origin: Uuid, batch: &[Hint]) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    let mut pending = Coalesced::default();
+    for hint in batch {
+        match hint {
+            Hint::Transient(payload) => {
+                pending.flush(origin, &mut out);
+                out.push((TRANSIENT_CHANNEL, payload.clone()));
+            }
+            other => pending.add(other),
+        }
+    }
+    pending.flush(origin, &mut out);
+    out
 }
 
 /// Reads an events or runs payload: its origin and its hints (`None` for another format).
@@ -202,7 +254,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_batch_becomes_one_payload_per_channel_with_each_sessions_latest_event() {
+    fn a_batch_becomes_one_notification_per_channel_with_each_sessions_latest_event() {
         let origin = Uuid::new_v4();
         let (a, b) = (
             SessionId::from_uuid(Uuid::new_v4()),
@@ -215,19 +267,40 @@ mod tests {
             Hint::Event(a, 4),
             Hint::Run,
         ];
-        let (events, runs) = payloads(origin, &batch);
-        let (from, hints) = parse(&events.expect("events")).expect("parses");
-        assert_eq!((from, hints), (origin, vec![Hint::Event(a, 4), Hint::Event(b, 1)]));
-        assert_eq!(parse(&runs.expect("runs")), Some((origin, vec![])));
+        let sent = notifications(origin, &batch);
+        assert_eq!(sent.len(), 2, "{sent:?}");
+        assert_eq!(sent[0].0, EVENTS_CHANNEL);
+        assert_eq!(
+            parse(&sent[0].1),
+            Some((origin, vec![Hint::Event(a, 4), Hint::Event(b, 1)]))
+        );
+        assert_eq!((sent[1].0, parse(&sent[1].1)), (RUNS_CHANNEL, Some((origin, vec![]))));
 
         let many: Vec<Hint> = (0..500)
             .map(|seq| Hint::Event(SessionId::from_uuid(Uuid::new_v4()), seq))
             .collect();
-        let (events, runs) = payloads(origin, &many);
-        let events = events.expect("events");
-        assert!(events.len() < 8000);
-        assert_eq!(parse(&events), Some((origin, vec![Hint::All])));
-        assert_eq!(runs, None);
-        assert_eq!(payloads(origin, &[]), (None, None));
+        let sent = notifications(origin, &many);
+        assert_eq!(sent.len(), 1);
+        assert!(sent[0].1.len() < 8000);
+        assert_eq!(parse(&sent[0].1), Some((origin, vec![Hint::All])));
+        assert!(notifications(origin, &[]).is_empty());
+    }
+
+    #[test]
+    fn a_transient_notice_keeps_its_place_between_the_steps_around_it() {
+        let origin = Uuid::new_v4();
+        let a = SessionId::from_uuid(Uuid::new_v4());
+        let batch = [
+            Hint::Event(a, 1),
+            Hint::Transient("delta".into()),
+            Hint::Event(a, 2),
+            Hint::Event(a, 3),
+        ];
+        let sent = notifications(origin, &batch);
+        let channels: Vec<&str> = sent.iter().map(|(channel, _)| *channel).collect();
+        assert_eq!(channels, [EVENTS_CHANNEL, TRANSIENT_CHANNEL, EVENTS_CHANNEL]);
+        assert_eq!(parse(&sent[0].1), Some((origin, vec![Hint::Event(a, 1)])));
+        assert_eq!(sent[1].1, "delta");
+        assert_eq!(parse(&sent[2].1), Some((origin, vec![Hint::Event(a, 3)])));
     }
 }

@@ -209,7 +209,7 @@ impl Store {
     pub async fn release_run(&self, lease: &Lease) -> Result<()> {
         self.transaction(
             async |tx: &mut sqlx::PgConnection| {
-                sqlx::query(
+                let released = sqlx::query(
                     "UPDATE runs SET state = 'queued', lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
                      WHERE id = $1 AND lease_owner = $2 AND state = 'running'",
                 )
@@ -217,7 +217,9 @@ impl Store {
                 .bind(&lease.worker)
                 .execute(&mut *tx)
                 .await?;
-                hint(Hint::Run);
+                if released.rows_affected() == 1 {
+                    hint(Hint::Run);
+                }
                 Ok(())
             },
             |_| true,

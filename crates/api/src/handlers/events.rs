@@ -73,6 +73,7 @@ pub async fn stream(
     }
     // Subscribe before the first read, so no wake-up between the read and the wait is missed.
     let wakes = state.hub.subscribe();
+    let reread_at = tokio::time::Instant::now() + state.settings.stream_heartbeat;
     let follower = Follower {
         state,
         principal: caller.principal,
@@ -84,6 +85,7 @@ pub async fn stream(
         ended: false,
         transient: VecDeque::new(),
         stale: true,
+        reread_at,
     };
     let heartbeat = follower.state.settings.stream_heartbeat;
     let sse = Sse::new(follow(follower)).keep_alive(KeepAlive::new().interval(heartbeat).text("heartbeat"));
@@ -115,6 +117,9 @@ struct Follower {
     /// Whether the database may hold something not yet read: set by every wake-up except a
     /// transient frame, so streamed deltas cost no queries.
     stale: bool,
+    /// When the next periodic re-read is due. A fixed schedule, so a steady flow of transient
+    /// frames cannot postpone it (a lost hint costs at most one heartbeat).
+    reread_at: tokio::time::Instant,
 }
 
 fn frame(event: EventRow) -> Event {
@@ -187,7 +192,7 @@ fn follow(follower: Follower) -> impl Stream<Item = Result<Event, Infallible>> {
 
 /// Waits for a wake-up for this session (or everyone), or the periodic re-read.
 async fn wait(follower: &mut Follower) -> Option<()> {
-    let tick = tokio::time::sleep(follower.state.settings.stream_heartbeat);
+    let tick = tokio::time::sleep_until(follower.reread_at);
     tokio::pin!(tick);
     loop {
         tokio::select! {
@@ -211,6 +216,7 @@ async fn wait(follower: &mut Follower) -> Option<()> {
                 Err(broadcast::error::RecvError::Closed) => return None,
             },
             () = &mut tick => {
+                follower.reread_at = tokio::time::Instant::now() + follower.state.settings.stream_heartbeat;
                 follower.announced = i64::MAX;
                 follower.stale = true;
                 return Some(());

@@ -307,29 +307,43 @@ async fn with_every_wake_up_lost_a_stream_still_delivers_every_event_within_its_
 }
 
 #[tokio::test]
-async fn committed_work_wakes_other_processes_with_one_coalesced_notification_after_commit() {
+async fn committed_work_wakes_other_processes_with_coalesced_notifications_after_commit() {
     let app = TestApp::spawn().await;
     let mut guard = wake_guard(&app).await;
-    let session = app.new_session().await;
-    let (_, accepted) = json(app.submit(&session, "wake-1", json!({ "text": "hello" })).await).await;
-    let run_id = domain::ids::RunId::parse(accepted["run"]["run_id"].as_str().expect("id")).expect("run id");
-    let session_id = domain::ids::SessionId::parse(&session).expect("session id");
+    let mut sessions = Vec::new();
+    for _ in 0..8 {
+        sessions.push(domain::ids::SessionId::parse(&app.new_session().await).expect("id"));
+    }
     // Another process's store: its notifications carry its origin, not the app's.
     let producer = app.store();
+    const PER_SESSION: i64 = 25;
     let started = std::time::Instant::now();
-    for n in 2..=200 {
-        producer
-            .append_event(session_id, Some(run_id), &tick(run_id, n))
-            .await
-            .expect("append");
+    let writers: Vec<_> = sessions
+        .iter()
+        .map(|session| {
+            let (store, session) = (producer.clone(), *session);
+            tokio::spawn(async move {
+                for n in 1..=PER_SESSION {
+                    let event = wire::event::Event::QuestionAnswered(wire::event::QuestionAnswered {
+                        run_id: uuid::Uuid::nil(),
+                        question_id: uuid::Uuid::nil(),
+                        answer: n.to_string(),
+                    });
+                    store.append_event(session, None, &event).await.expect("append");
+                }
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.expect("writer");
     }
     let elapsed = started.elapsed();
-    let mut latest = 0;
+    let mut latest: std::collections::HashMap<domain::ids::SessionId, i64> = std::collections::HashMap::new();
     let mut notifications = 0;
-    while latest < 200 {
+    while latest.len() < sessions.len() || latest.values().any(|seq| *seq < PER_SESSION) {
         let notification = tokio::time::timeout(std::time::Duration::from_secs(5), guard.recv())
             .await
-            .expect("the last event is announced")
+            .expect("every session's last event is announced")
             .expect("a notification");
         let (origin, hints) = store::parse_wake_payload(notification.payload()).expect("a wake-up payload");
         if origin != producer.wake_origin() {
@@ -338,17 +352,19 @@ async fn committed_work_wakes_other_processes_with_one_coalesced_notification_af
         assert_eq!(notification.channel(), store::EVENTS_CHANNEL);
         notifications += 1;
         for hint in hints {
-            if let store::Hint::Event(session, seq) = hint {
-                assert_eq!(session, session_id);
-                assert!(seq > latest, "announced in order");
-                latest = seq;
-            }
+            let store::Hint::Event(session, seq) = hint else {
+                panic!("only events were committed: {hint:?}");
+            };
+            let known = latest.entry(session).or_default();
+            assert!(seq > *known, "announced in order");
+            *known = seq;
         }
     }
+    let commits = sessions.len() as u128 * PER_SESSION as u128;
     let allowed = elapsed.as_millis() / store::WAKE_SPACING.as_millis() + 2;
     assert!(
-        notifications as u128 <= allowed,
-        "{notifications} notifications for 199 commits in {elapsed:?}: at most one per {:?}",
+        notifications as u128 <= allowed && notifications as u128 * 2 <= commits,
+        "{notifications} notifications for {commits} commits in {elapsed:?}: at most one per {:?}",
         store::WAKE_SPACING
     );
 }
