@@ -91,37 +91,39 @@ struct SubmitRecord {
 }
 
 impl SubmitRecord {
-    fn response(&self) -> Result<StoredResponse> {
-        match (self.o_status, &self.o_body) {
-            (Some(status), Some(body)) => Ok(StoredResponse {
-                status: u16::try_from(status).map_err(|_| StoreError::Corrupt("stored response status".into()))?,
-                body: body.clone(),
-            }),
-            _ => Err(StoreError::Corrupt(format!(
-                "submit `{}` without a response",
-                self.o_outcome
-            ))),
-        }
-    }
-
     fn into_submit(self, mut run: RunRow) -> Result<Submit> {
-        let missing = |what: &str| StoreError::Corrupt(format!("submit `{}` without {what}", self.o_outcome));
-        Ok(match self.o_outcome.as_str() {
+        let SubmitRecord {
+            o_outcome: outcome,
+            o_run,
+            o_artifact,
+            o_seq,
+            o_status,
+            o_body,
+        } = self;
+        let missing = |what: &str| StoreError::Corrupt(format!("submit `{outcome}` without {what}"));
+        let response = || -> Result<StoredResponse> {
+            let (Some(status), Some(body)) = (o_status, o_body) else {
+                return Err(missing("a response"));
+            };
+            let status = u16::try_from(status).map_err(|_| StoreError::Corrupt("stored response status".into()))?;
+            Ok(StoredResponse { status, body })
+        };
+        Ok(match outcome.as_str() {
             "accepted" => {
-                run.message_seq = Some(self.o_seq.ok_or_else(|| missing("a sequence"))?);
+                run.message_seq = Some(o_seq.ok_or_else(|| missing("a sequence"))?);
                 Submit::Accepted {
-                    response: self.response()?,
+                    response: response()?,
                     run: Box::new(run),
                 }
             }
-            "replay" => Submit::Earlier(Prior::Replay(self.response()?)),
+            "replay" => Submit::Earlier(Prior::Replay(response()?)),
             "key_reused" => Submit::Earlier(Prior::KeyReused),
             "key_in_flight" => Submit::Earlier(Prior::KeyInFlight),
             "session_not_found" => Submit::SessionNotFound,
-            "unknown_artifact" => Submit::UnknownArtifact(ArtifactId::from_uuid(
-                self.o_artifact.ok_or_else(|| missing("an artifact"))?,
-            )),
-            "active_run" => Submit::ActiveRun(RunId::from_uuid(self.o_run.ok_or_else(|| missing("a run"))?)),
+            "unknown_artifact" => {
+                Submit::UnknownArtifact(ArtifactId::from_uuid(o_artifact.ok_or_else(|| missing("an artifact"))?))
+            }
+            "active_run" => Submit::ActiveRun(RunId::from_uuid(o_run.ok_or_else(|| missing("a run"))?)),
             other => return Err(StoreError::Corrupt(format!("submit outcome `{other}`"))),
         })
     }

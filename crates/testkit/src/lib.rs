@@ -138,6 +138,19 @@ impl TestDatabase {
     }
 
     /// A store connected with `role`'s login.
+    /// A listener on the channels that announce committed work ([`store::EVENTS_CHANNEL`],
+    /// [`store::RUNS_CHANNEL`]), to show what was, or was not, announced.
+    pub async fn wake_guard(&self) -> sqlx::postgres::PgListener {
+        let mut guard = sqlx::postgres::PgListener::connect_with(&self.pool)
+            .await
+            .expect("listen");
+        guard
+            .listen_all([store::EVENTS_CHANNEL, store::RUNS_CHANNEL])
+            .await
+            .expect("listen");
+        guard
+    }
+
     pub async fn store_as(&self, role: &str) -> store::Store {
         let options: PgConnectOptions = self.url_as(role).parse().expect("role url");
         let pool = PgPoolOptions::new()
@@ -269,4 +282,10 @@ impl store::Clock for ShiftedClock {
         let offset = *self.offset.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         jiff::Timestamp::now() + offset
     }
+}
+
+/// Asserts that `guard` (a [`TestDatabase::wake_guard`]) hears nothing for a moment.
+pub async fn assert_no_wake_up(guard: &mut sqlx::postgres::PgListener) {
+    let heard = tokio::time::timeout(std::time::Duration::from_millis(300), guard.recv()).await;
+    assert!(heard.is_err(), "no wake-up was sent: {heard:?}");
 }

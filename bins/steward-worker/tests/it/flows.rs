@@ -593,13 +593,7 @@ async fn the_agent_proposes_filing_without_approval_and_nothing_moves_until_the_
 #[tokio::test]
 async fn with_every_wake_up_lost_workers_still_claim_and_finish_runs_by_polling() {
     let mut stack = Stack::deaf(&[]).await;
-    let mut guard = sqlx::postgres::PgListener::connect_with(&stack.db.pool)
-        .await
-        .expect("listen");
-    guard
-        .listen_all([store::EVENTS_CHANNEL, store::RUNS_CHANNEL])
-        .await
-        .expect("listen");
+    let mut guard = stack.db.wake_guard().await;
     stack.start_worker(&[]).await;
     let session = stack.session().await;
     for text in ["first", "second"] {
@@ -619,6 +613,5 @@ async fn with_every_wake_up_lost_workers_still_claim_and_finish_runs_by_polling(
         .await;
     assert_eq!(seqs, (1..=seqs.len() as i64).collect::<Vec<_>>());
     assert_eq!(stack.reply(&session).await["text"], "You said: second");
-    let heard = tokio::time::timeout(std::time::Duration::from_millis(300), guard.recv()).await;
-    assert!(heard.is_err(), "no wake-up was sent: {heard:?}");
+    testkit::assert_no_wake_up(&mut guard).await;
 }

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use store::{LeftOut, ProposalTarget, Propose};
 use uuid::Uuid;
 
+use crate::folders::file;
 use crate::support::{TestApp, expect_problem, json};
 
 fn session_id(text: &str) -> SessionId {
@@ -16,9 +17,19 @@ fn session_id(text: &str) -> SessionId {
 
 /// Proposes through the worker's login, as the tool does, for a fresh invocation.
 async fn propose(worker: &store::Store, target: ProposalTarget<'_>, sessions: &[&str]) -> Propose {
+    propose_for(worker, target, sessions, Uuid::new_v4()).await
+}
+
+/// Proposes as tool invocation `invocation`.
+async fn propose_for(
+    worker: &store::Store,
+    target: ProposalTarget<'_>,
+    sessions: &[&str],
+    invocation: Uuid,
+) -> Propose {
     let sessions: Vec<SessionId> = sessions.iter().map(|id| session_id(id)).collect();
     worker
-        .propose_folder(&PrincipalId::owner(), target, &sessions, Uuid::new_v4())
+        .propose_folder(&PrincipalId::owner(), target, &sessions, invocation)
         .await
         .expect("propose")
 }
@@ -105,12 +116,7 @@ async fn an_existing_folder_proposal_files_only_sessions_still_unfiled_and_canno
     let id = proposed_id(&propose(&worker, ProposalTarget::Folder(work), &[&a, &b]).await);
 
     // The owner files one of them elsewhere meanwhile: the owner's move stands.
-    let moved = app
-        .request(Method::PATCH, &format!("/v1/sessions/{b}"))
-        .json(&json!({ "folder_id": other["folder_id"] }))
-        .send()
-        .await
-        .expect("send");
+    let moved = file(&app, &b, other["folder_id"].clone()).await;
     assert_eq!(moved.status(), 200);
     let (_, list) = app.get_json("/v1/folder-proposals").await;
     assert_eq!(
@@ -202,27 +208,14 @@ async fn scheduled_filed_and_unknown_sessions_are_never_proposed_and_the_tool_is
         .await
         .expect("mark scheduled");
     let (_, folder) = json(post(&app, "/v1/folders", Some(json!({ "name": "Kept" }))).await).await;
-    let filing = app
-        .request(Method::PATCH, &format!("/v1/sessions/{filed}"))
-        .json(&json!({ "folder_id": folder["folder_id"] }))
-        .send()
-        .await
-        .expect("send");
+    let filing = file(&app, &filed, folder["folder_id"].clone()).await;
     assert_eq!(filing.status(), 200);
     let unknown = Uuid::new_v4().to_string();
 
     let name = FolderName::parse("Sorted").expect("name");
-    let sessions = [&plain, &scheduled, &filed, &unknown].map(|id| session_id(id));
+    let sessions = [plain.as_str(), &scheduled, &filed, &unknown];
     let invocation = Uuid::new_v4();
-    let first = worker
-        .propose_folder(
-            &PrincipalId::owner(),
-            ProposalTarget::NewFolder(&name),
-            &sessions,
-            invocation,
-        )
-        .await
-        .expect("propose");
+    let first = propose_for(&worker, ProposalTarget::NewFolder(&name), &sessions, invocation).await;
     let Propose::Proposed { proposal, left_out } = first else {
         panic!("expected a proposal: {first:?}");
     };
@@ -236,15 +229,7 @@ async fn scheduled_filed_and_unknown_sessions_are_never_proposed_and_the_tool_is
         ]
     );
     // A repeated dispatch of the same invocation finds the first proposal.
-    let again = worker
-        .propose_folder(
-            &PrincipalId::owner(),
-            ProposalTarget::NewFolder(&name),
-            &sessions,
-            invocation,
-        )
-        .await
-        .expect("propose again");
+    let again = propose_for(&worker, ProposalTarget::NewFolder(&name), &sessions, invocation).await;
     assert_eq!(again, Propose::Earlier(proposal.id));
     assert_eq!(app.count("folder_proposals").await, 1);
 
@@ -380,12 +365,7 @@ async fn a_session_the_owner_files_leaves_waiting_proposals_for_good() {
     let id = proposed_id(&propose(&worker, ProposalTarget::NewFolder(&name), &[&a]).await);
     let (_, folder) = json(post(&app, "/v1/folders", Some(json!({ "name": "Now" }))).await).await;
     for target in [folder["folder_id"].clone(), Value::Null] {
-        let moved = app
-            .request(Method::PATCH, &format!("/v1/sessions/{a}"))
-            .json(&json!({ "folder_id": target }))
-            .send()
-            .await
-            .expect("send");
+        let moved = file(&app, &a, target).await;
         assert_eq!(moved.status(), 200);
     }
     // Unfiled again, it is not back in the old proposal, which is stale for good.
@@ -427,12 +407,7 @@ async fn two_proposals_racing_for_one_session_record_one() {
         // Cleared for the next round by the owner filing and unfiling it.
         let (_, folder) = json(post(&app, "/v1/folders", Some(json!({ "name": id }))).await).await;
         for target in [folder["folder_id"].clone(), Value::Null] {
-            let moved = app
-                .request(Method::PATCH, &format!("/v1/sessions/{a}"))
-                .json(&json!({ "folder_id": target }))
-                .send()
-                .await
-                .expect("send");
+            let moved = file(&app, &a, target).await;
             assert_eq!(moved.status(), 200);
         }
     }

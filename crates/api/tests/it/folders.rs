@@ -17,7 +17,8 @@ async fn create_folder(app: &TestApp, name: &str) -> Value {
     response.json().await.expect("folder")
 }
 
-async fn file(app: &TestApp, session: &str, folder: Value) -> reqwest::Response {
+/// Files `session` into `folder` (`null` unfiles).
+pub(crate) async fn file(app: &TestApp, session: &str, folder: Value) -> reqwest::Response {
     app.request(Method::PATCH, &format!("/v1/sessions/{session}"))
         .json(&json!({ "folder_id": folder }))
         .send()

@@ -7,6 +7,24 @@ use serde_json::{Value, json};
 
 use crate::support::{TestApp, expect_problem, json};
 
+/// The session's stored events (the first ten) as the stream frames them.
+async fn stored_frames(app: &TestApp, session: &str) -> Vec<Value> {
+    let events = app
+        .store()
+        .events_after(
+            &domain::ids::PrincipalId::owner(),
+            domain::ids::SessionId::parse(session).expect("id"),
+            0,
+            10,
+        )
+        .await
+        .expect("events");
+    events
+        .into_iter()
+        .map(|event| serde_json::to_value(event.into_frame()).expect("json"))
+        .collect()
+}
+
 #[tokio::test]
 async fn a_message_starts_one_queued_run_and_titles_the_session() {
     let app = TestApp::spawn().await;
@@ -38,18 +56,9 @@ async fn a_message_starts_one_queued_run_and_titles_the_session() {
     );
     assert_eq!(indexed["last_run_id"], run["run_id"]);
 
-    let events = app
-        .store()
-        .events_after(
-            &domain::ids::PrincipalId::owner(),
-            domain::ids::SessionId::parse(&session).expect("id"),
-            0,
-            10,
-        )
-        .await
-        .expect("events");
-    assert_eq!(events.len(), 1);
-    let frame = serde_json::to_value(events[0].clone().into_frame()).expect("json");
+    let frames = stored_frames(&app, &session).await;
+    assert_eq!(frames.len(), 1);
+    let frame = &frames[0];
     assert_eq!(frame["kind"], "user.message.created");
     assert_eq!(frame["payload"]["message"]["text"], "Plan a trip to Lisbon\nin May");
     assert_eq!(frame["payload"]["run_id"], run["run_id"]);
@@ -190,17 +199,7 @@ async fn messages_may_be_attachments_alone_and_must_name_artifacts_of_the_sessio
 
     let accepted = app.submit(&session, "a-4", json!({ "attachments": [id] })).await;
     assert_eq!(accepted.status(), 202);
-    let events = app
-        .store()
-        .events_after(
-            &domain::ids::PrincipalId::owner(),
-            domain::ids::SessionId::parse(&session).expect("id"),
-            0,
-            10,
-        )
-        .await
-        .expect("events");
-    let frame = serde_json::to_value(events[0].clone().into_frame()).expect("json");
+    let frame = &stored_frames(&app, &session).await[0];
     let message = &frame["payload"]["message"];
     assert_eq!(message["text"], Value::Null);
     assert_eq!(message["attachments"][0]["filename"], "scan.pdf");
@@ -316,17 +315,7 @@ async fn a_held_key_is_in_flight_and_attachments_keep_their_order_and_their_sess
         .get_json(&format!("/v1/runs/{}", accepted["run"]["run_id"].as_str().expect("id")))
         .await;
     assert_eq!(read, accepted["run"], "the response is the run as stored");
-    let events = app
-        .store()
-        .events_after(
-            &domain::ids::PrincipalId::owner(),
-            domain::ids::SessionId::parse(&session).expect("id"),
-            0,
-            10,
-        )
-        .await
-        .expect("events");
-    let frame = serde_json::to_value(events[0].clone().into_frame()).expect("json");
+    let frame = &stored_frames(&app, &session).await[0];
     let names: Vec<&str> = frame["payload"]["message"]["attachments"]
         .as_array()
         .expect("attachments")

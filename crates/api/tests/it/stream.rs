@@ -238,22 +238,10 @@ async fn an_idle_stream_carries_heartbeat_comments() {
     }
 }
 
-/// A listener on the wake-up channels of committed work.
-async fn wake_guard(app: &TestApp) -> sqlx::postgres::PgListener {
-    let mut guard = sqlx::postgres::PgListener::connect_with(&app.db.pool)
-        .await
-        .expect("listen");
-    guard
-        .listen_all([store::EVENTS_CHANNEL, store::RUNS_CHANNEL])
-        .await
-        .expect("listen");
-    guard
-}
-
 #[tokio::test]
 async fn with_every_wake_up_lost_a_stream_still_delivers_every_event_within_its_heartbeat() {
     let app = TestApp::spawn_deaf(crate::support::Env::default().set("API_STREAM_HEARTBEAT_SECONDS", "1")).await;
-    let mut guard = wake_guard(&app).await;
+    let mut guard = app.db.wake_guard().await;
     let session = app.new_session().await;
     let (_, accepted) = json(app.submit(&session, "deaf-1", json!({ "text": "quietly" })).await).await;
     let run = accepted["run"]["run_id"].as_str().expect("id").to_owned();
@@ -302,14 +290,13 @@ async fn with_every_wake_up_lost_a_stream_still_delivers_every_event_within_its_
         .await
         .expect("the stream closes after the run ends");
     assert!(closed.is_none());
-    let heard = tokio::time::timeout(std::time::Duration::from_millis(300), guard.recv()).await;
-    assert!(heard.is_err(), "no wake-up was sent: {heard:?}");
+    testkit::assert_no_wake_up(&mut guard).await;
 }
 
 #[tokio::test]
 async fn committed_work_wakes_other_processes_with_coalesced_notifications_after_commit() {
     let app = TestApp::spawn().await;
-    let mut guard = wake_guard(&app).await;
+    let mut guard = app.db.wake_guard().await;
     let mut sessions = Vec::new();
     for _ in 0..8 {
         sessions.push(domain::ids::SessionId::parse(&app.new_session().await).expect("id"));
