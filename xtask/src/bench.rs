@@ -1,186 +1,916 @@
-//! `cargo xtask bench`: release builds of the API against a durable temporary cluster (fsync
-//! on, so the commit rate is PostgreSQL's real one), measured by `steward-bench` on loopback.
+//! `cargo xtask bench`: release builds of every role against a durable temporary cluster (fsync
+//! on, so commit rates are PostgreSQL's real ones), each figure measured beside its reference in
+//! the same run (the machine is shared and noisy: only the ratios mean much). The table is
+//! printed and written, with a chart, under `docs/bench/`.
 
-use std::io::Write;
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt;
-use std::process::{Command, ExitCode};
+use std::os::unix::net::UnixDatagram;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use pgcluster::{Cluster, Durability};
+use serde_json::Value;
+
+const USAGE: &str = "usage: cargo xtask bench [--clients N] [--submits N] [--streams N] [--idle-streams N] \
+                     [--replay-events N] [--schedules N] [--no-langgraph]";
+
+struct Options {
+    clients: usize,
+    submits: usize,
+    streams: usize,
+    idle_streams: usize,
+    replay_events: usize,
+    schedules: usize,
+    langgraph: bool,
+}
+
+impl Options {
+    fn parse(args: Vec<String>) -> anyhow::Result<Self> {
+        let mut options = Options {
+            clients: 32,
+            submits: 4000,
+            streams: 100,
+            idle_streams: 10_000,
+            replay_events: 100_000,
+            schedules: 10_000,
+            langgraph: true,
+        };
+        let mut args = args.into_iter();
+        while let Some(arg) = args.next() {
+            let slot = match arg.as_str() {
+                "--no-langgraph" => {
+                    options.langgraph = false;
+                    continue;
+                }
+                "--clients" => &mut options.clients,
+                "--submits" => &mut options.submits,
+                "--streams" => &mut options.streams,
+                "--idle-streams" => &mut options.idle_streams,
+                "--replay-events" => &mut options.replay_events,
+                "--schedules" => &mut options.schedules,
+                other => bail!("unknown argument `{other}` ({USAGE})"),
+            };
+            let value = args.next().with_context(|| format!("{arg} needs a value ({USAGE})"))?;
+            *slot = value
+                .parse()
+                .ok()
+                .filter(|number| *number > 0)
+                .with_context(|| format!("{arg} `{value}` is not a positive number"))?;
+        }
+        Ok(options)
+    }
+}
+
+/// What a figure is held to.
+#[derive(Clone, Copy)]
+enum Goal {
+    AtLeast(f64),
+    AtMost(f64),
+}
+
+/// One line of the report.
+struct Row {
+    measurement: String,
+    value: String,
+    reference: String,
+    /// The compared figure (a ratio or an absolute value) and what it is held to.
+    goal: Option<(f64, Goal, String)>,
+}
+
+impl Row {
+    fn new(measurement: impl Into<String>, value: impl Into<String>) -> Self {
+        Row {
+            measurement: measurement.into(),
+            value: value.into(),
+            reference: String::new(),
+            goal: None,
+        }
+    }
+
+    fn reference(mut self, reference: impl Into<String>) -> Self {
+        self.reference = reference.into();
+        self
+    }
+
+    fn goal(mut self, figure: f64, goal: Goal, text: impl Into<String>) -> Self {
+        self.goal = Some((figure, goal, text.into()));
+        self
+    }
+
+    /// Share of the target reached, in percent.
+    fn reached(&self) -> Option<f64> {
+        let (figure, goal, _) = self.goal.as_ref()?;
+        Some(match *goal {
+            Goal::AtLeast(target) => 100.0 * figure / target,
+            Goal::AtMost(target) => 100.0 * target / figure.max(f64::MIN_POSITIVE),
+        })
+    }
+}
+
+#[derive(Default)]
+struct Report {
+    rows: Vec<Row>,
+}
+
+impl Report {
+    fn push(&mut self, row: Row) {
+        println!("{}", self.line(&row));
+        self.rows.push(row);
+    }
+
+    fn missed(&mut self, measurement: &str, error: &anyhow::Error) {
+        self.push(Row::new(measurement, format!("not measured: {error:#}")));
+    }
+
+    fn line(&self, row: &Row) -> String {
+        let (target, met) = match (&row.goal, row.reached()) {
+            (Some((_, _, text)), Some(reached)) => (text.as_str(), if reached >= 100.0 { "yes" } else { "no" }),
+            _ => ("", ""),
+        };
+        format!(
+            "| {} | {} | {} | {target} | {met} |",
+            row.measurement, row.value, row.reference
+        )
+    }
+
+    fn table(&self) -> String {
+        let mut table =
+            String::from("| measurement | value | reference (same run) | target | met |\n|---|---|---|---|---|\n");
+        for row in &self.rows {
+            let _ = writeln!(table, "{}", self.line(row));
+        }
+        table
+    }
+}
+
+/// Everything a measurement needs: the binaries, the cluster and a scratch directory.
+struct Bench {
+    bin: PathBuf,
+    binaries: pgcluster::Binaries,
+    cluster: Cluster,
+    database_url: String,
+    work: PathBuf,
+    token_file: PathBuf,
+    options: Options,
+    /// The submit rate measured against the API, for the LangGraph comparison.
+    submit_rate: std::cell::Cell<Option<f64>>,
+}
 
 pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
+    let options = Options::parse(args)?;
     let root = crate::workspace_root();
-    let status = crate::cargo()
-        .args([
-            "build",
-            "--release",
-            "--locked",
-            "-p",
-            "steward-api",
-            "-p",
-            "steward-migrate",
-            "-p",
-            "steward-bench",
-        ])
-        .status()
-        .context("build release binaries")?;
-    if !status.success() {
+    let mut build = crate::cargo();
+    build.args(["build", "--release", "--locked"]);
+    for package in ROLES
+        .iter()
+        .map(|role| role.binary)
+        .chain(["steward-migrate", "steward-bench"])
+    {
+        build.args(["-p", package]);
+    }
+    if !build.status().context("build release binaries")?.success() {
         bail!("the release build failed");
     }
-    let bin = root.join("target/release");
+    raise_file_limit();
     let binaries = crate::postgres::ensure_binaries()?;
     let cluster = Cluster::temporary_with(&binaries, Durability::Durable).context("start the benchmark cluster")?;
     let database_url = cluster.url("steward_bench");
+    let bin = root.join("target/release");
     crate::postgres::prepare_database(&bin, &database_url)?;
-
     let work = std::env::temp_dir().join(format!("steward-bench-{}", std::process::id()));
     std::fs::create_dir_all(&work).context("create the bench directory")?;
     let token_file = work.join("api-token");
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&token_file)?;
-    writeln!(file, "bench-token-{}-0123456789abcdef0123456789", std::process::id())?;
-    drop(file);
-
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let mut api = Command::new(bin.join("steward-api"))
-        .env("DATABASE_URL", pgcluster::with_user(&database_url, "steward_api"))
-        .env(crate::postgres::ALLOW_ROOT.0, crate::postgres::ALLOW_ROOT.1)
-        .env("DATABASE_MAX_CONNECTIONS", "32")
-        .env("API_TOKEN_FILE", &token_file)
-        .env("API_LISTEN_ADDR", format!("127.0.0.1:{port}"))
-        .env("AUTH_SCOPES", "sessions.read,sessions.write")
-        .env("LOG_LEVEL", "warn")
-        .spawn()
-        .context("start steward-api")?;
-    let base = format!("http://127.0.0.1:{port}");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if Instant::now() > deadline || api.try_wait()?.is_some() {
-            bail!("steward-api did not start");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    std::thread::sleep(Duration::from_millis(500));
-    let idle_rss = rss_kib(api.id());
-
-    let outcome = Command::new(bin.join("steward-bench"))
-        .arg(&base)
-        .arg(&token_file)
-        .args(&args)
-        .stderr(std::process::Stdio::inherit())
-        .output();
-    let busy_rss = rss_kib(api.id());
-    let _ = kill(Pid::from_raw(api.id() as i32), Signal::SIGTERM);
-    let _ = api.wait();
-    let outcome = outcome.context("run steward-bench")?;
-    let table = String::from_utf8_lossy(&outcome.stdout).into_owned();
-    print!("{table}");
-    // The reference: PostgreSQL's own one-row commit rate on the same cluster, at the same
-    // concurrency, measured right after (the machine is shared; only the ratio means much).
-    let clients = args.get(2).map_or("32", String::as_str);
-    let ceiling = commit_ceiling(&binaries, &cluster, clients);
-    drop(cluster);
-    let _ = std::fs::remove_dir_all(&work);
-    match (ceiling, submits_per_second(&table)) {
-        (Ok(ceiling), Some(submits)) => {
-            println!(
-                "| PostgreSQL one-row insert commits per second (pgbench, {clients} clients, same cluster) | {ceiling:.0} |"
-            );
-            println!(
-                "| submits per second ÷ that commit ceiling | {:.0}% |",
-                100.0 * submits / ceiling
-            );
-        }
-        (Err(error), _) => println!("| PostgreSQL commit ceiling | not measured: {error:#} |"),
-        (_, None) => println!("| PostgreSQL commit ceiling | not compared: no submit rate was printed |"),
-    }
-    if let (Some(idle), Some(busy)) = (idle_rss, busy_rss) {
-        println!(
-            "| steward-api resident memory, idle after start | {:.1} MiB |",
-            idle as f64 / 1024.0
-        );
-        println!(
-            "| steward-api resident memory, after the load | {:.1} MiB |",
-            busy as f64 / 1024.0
-        );
-    }
-    Ok(if outcome.status.success() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    write_secret(
+        &token_file,
+        &format!("bench-token-{}-0123456789abcdef0123456789", std::process::id()),
+    )?;
+    let bench = Bench {
+        bin,
+        binaries,
+        cluster,
+        database_url,
+        work,
+        token_file,
+        options,
+        submit_rate: std::cell::Cell::new(None),
+    };
+    let mut report = Report::default();
+    println!("| measurement | value | reference (same run) | target | met |\n|---|---|---|---|---|");
+    let outcome = bench.measure(&mut report);
+    let machine = machine(&bench);
+    let _ = std::fs::remove_dir_all(&bench.work);
+    drop(bench);
+    outcome?;
+    let docs = root.join("docs/bench");
+    std::fs::create_dir_all(&docs).context("create docs/bench")?;
+    let text = format!(
+        "# Benchmark\n\nWritten by `cargo xtask bench`; see the README's \"Benchmark\" section for what each figure is.\n\n\
+         {machine}\n\n{}\n![chart](bench.png)\n",
+        report.table()
+    );
+    std::fs::write(docs.join("README.md"), text).context("write docs/bench/README.md")?;
+    let bars: Vec<crate::chart::Bar> = report
+        .rows
+        .iter()
+        .filter_map(|row| {
+            Some(crate::chart::Bar {
+                label: row.measurement.replace('`', "").chars().take(70).collect(),
+                text: format!("{} (target {})", row.value, row.goal.as_ref()?.2),
+                reached: row.reached()?,
+            })
+        })
+        .collect();
+    crate::chart::draw(&docs.join("bench.png"), "Steward against its targets", &machine, &bars)?;
+    println!("\n{machine}\nwritten to docs/bench/README.md and docs/bench/bench.png");
+    Ok(ExitCode::SUCCESS)
 }
 
-/// The submit rate `steward-bench` printed.
-fn submits_per_second(table: &str) -> Option<f64> {
-    table
-        .lines()
-        .find(|line| line.starts_with("| message submits per second"))?
-        .trim_end_matches('|')
-        .rsplit('|')
-        .next()?
-        .trim()
-        .parse()
-        .ok()
-}
+impl Bench {
+    fn measure(&self, report: &mut Report) -> anyhow::Result<()> {
+        for role in ROLES {
+            if let Err(error) = self.role(role, report) {
+                report.missed(&format!("`{}` start", role.binary), &error);
+            }
+        }
+        let mut api = self.start_api()?;
+        let outcome = self.against_api(&mut api, report);
+        api.stop();
+        outcome?;
+        if let Err(error) = self.schedules(report) {
+            report.missed("schedule lateness", &error);
+        }
+        if self.options.langgraph {
+            if let Err(error) = self.langgraph(report) {
+                report.missed("LangGraph API server", &error);
+            }
+        } else {
+            report.push(Row::new("LangGraph API server", "skipped (--no-langgraph)"));
+        }
+        Ok(())
+    }
 
-/// One-row insert transactions per second that pgbench reaches on `cluster` with `clients`
-/// connections for 10 seconds (`-M prepared`, no vacuum), in a database of its own.
-fn commit_ceiling(binaries: &pgcluster::Binaries, cluster: &Cluster, clients: &str) -> anyhow::Result<f64> {
-    let psql = |sql: &str, database: &str| -> anyhow::Result<()> {
-        let status = Command::new(client_tool(binaries, "psql"))
+    fn against_api(&self, api: &mut Process, report: &mut Report) -> anyhow::Result<()> {
+        let base = api.base.clone();
+        let clients = self.options.clients.to_string();
+        let submits = self.steward_bench(&[
+            "submits",
+            &base,
+            path(&self.token_file),
+            "200",
+            &self.options.submits.to_string(),
+            &clients,
+        ])?;
+        let rate = number(&submits, "submits_per_second")?;
+        report.push(Row::new(
+            "submit → first persisted event on the stream, p50 / p99 (sequential)",
+            format!(
+                "{:.2} / {:.2} ms",
+                number(&submits, "first_event_p50_ms")?,
+                number(&submits, "first_event_p99_ms")?
+            ),
+        ));
+        match self.commit_ceiling(&clients) {
+            Ok(ceiling) => report.push(
+                Row::new(
+                    format!("message submits per second ({clients} clients)"),
+                    format!("{rate:.0}/s = {:.0}% of the ceiling", 100.0 * rate / ceiling),
+                )
+                .reference(format!("PostgreSQL one-row insert commits (pgbench): {ceiling:.0}/s"))
+                .goal(rate / ceiling, Goal::AtLeast(0.5), "≥ 50% of the ceiling"),
+            ),
+            Err(error) => report.push(Row::new(
+                format!("message submits per second ({clients} clients)"),
+                format!("{rate:.0}/s; ceiling not measured: {error:#}"),
+            )),
+        }
+        self.submit_rate.set(Some(rate));
+
+        let mut worker = self.start_role(role("steward-worker"), &[])?;
+        let events = self.steward_bench(&[
+            "events",
+            &base,
+            path(&self.token_file),
+            &self.options.streams.to_string(),
+            "15",
+        ]);
+        worker.stop();
+        match events {
+            Ok(events) => {
+                let p99 = number(&events, "p99_ms")?;
+                report.push(
+                    Row::new(
+                        format!(
+                            "persisted event → SSE client, p50 / p99 ({} live streams)",
+                            self.options.streams
+                        ),
+                        format!("{:.2} / {p99:.2} ms", number(&events, "p50_ms")?),
+                    )
+                    .reference(format!(
+                        "{} frames of {} runs",
+                        number(&events, "frames")?,
+                        number(&events, "runs")?
+                    ))
+                    .goal(p99, Goal::AtMost(5.0), "p99 ≤ 5 ms"),
+                );
+            }
+            Err(error) => report.missed("persisted event → SSE client latency", &error),
+        }
+
+        let idle = self.steward_bench(&[
+            "idle",
+            &base,
+            path(&self.token_file),
+            &self.options.idle_streams.to_string(),
+            &api.child.id().to_string(),
+            "20",
+        ]);
+        match idle {
+            Ok(idle) => {
+                let mib = number(&idle, "rss_kib")? / 1024.0;
+                report.push(
+                    Row::new(
+                        format!(
+                            "`steward-api` resident memory holding {} idle streams",
+                            self.options.idle_streams
+                        ),
+                        format!("{mib:.1} MiB"),
+                    )
+                    .reference(format!("{:.1} MiB before", number(&idle, "rss_before_kib")? / 1024.0))
+                    .goal(mib, Goal::AtMost(200.0), "≤ 200 MiB"),
+                );
+            }
+            Err(error) => report.missed("idle streams", &error),
+        }
+
+        if let Err(error) = self.replay(&base, report) {
+            report.missed("replay", &error);
+        }
+        Ok(())
+    }
+
+    /// A session of `count` events replayed from `Last-Event-ID: 0`, against `psql \copy` of the
+    /// same rows.
+    fn replay(&self, base: &str, report: &mut Report) -> anyhow::Result<()> {
+        let count = self.options.replay_events;
+        let session = self.psql(
+            "steward_bench",
+            "SELECT id FROM sessions WHERE last_event_seq = 0 ORDER BY created_at LIMIT 1",
+        )?;
+        if session.is_empty() {
+            bail!("no empty session to fill");
+        }
+        self.psql(
+            "steward_bench",
+            &format!(
+                "BEGIN;
+                 INSERT INTO events (session_id, seq, run_id, kind, payload, created_at)
+                 SELECT '{session}', n, NULL, 'user.message.created',
+                        jsonb_build_object('run_id', gen_random_uuid(), 'message',
+                            jsonb_build_object('text', 'replayed message ' || n, 'attachments', '[]'::jsonb)),
+                        clock_timestamp()
+                 FROM generate_series(1, {count}) AS n;
+                 UPDATE sessions SET last_event_seq = {count} WHERE id = '{session}';
+                 COMMIT;"
+            ),
+        )?;
+        self.psql("steward_bench", "VACUUM ANALYZE events")?;
+        let replay = self.steward_bench(&["replay", base, path(&self.token_file), &session, &count.to_string()])?;
+        let seconds = number(&replay, "seconds")?;
+        let started = Instant::now();
+        self.psql(
+            "steward_bench",
+            &format!(
+                "\\copy (SELECT session_id, seq, run_id, kind, payload, created_at FROM events \
+                 WHERE session_id = '{session}' ORDER BY seq) TO '/dev/null'"
+            ),
+        )?;
+        let copy = started.elapsed().as_secs_f64();
+        let (rate, reference) = (count as f64 / seconds, count as f64 / copy);
+        report.push(
+            Row::new(
+                format!("replay of {count} events from `Last-Event-ID: 0`"),
+                format!("{rate:.0} events/s = {:.0}% of `\\copy`", 100.0 * rate / reference),
+            )
+            .reference(format!("`psql \\copy` of the same rows: {reference:.0} rows/s"))
+            .goal(rate / reference, Goal::AtLeast(0.5), "≥ 50% of `\\copy`"),
+        );
+        Ok(())
+    }
+
+    /// The submit workload against the LangGraph API server (`langgraph-cli[inmem]`, in memory)
+    /// with a one-node graph, installed into a temporary virtual environment.
+    fn langgraph(&self, report: &mut Report) -> anyhow::Result<()> {
+        let venv = self.work.join("langgraph-venv");
+        let python = venv.join("bin/python");
+        let quiet = |command: &mut Command, what: &str| -> anyhow::Result<()> {
+            let output = command
+                .stdin(Stdio::null())
+                .output()
+                .with_context(|| format!("run {what}"))?;
+            if !output.status.success() {
+                let text = String::from_utf8_lossy(&output.stderr);
+                bail!("{what} failed: {}", text.lines().last().unwrap_or_default());
+            }
+            Ok(())
+        };
+        quiet(
+            Command::new("python3").args(["-m", "venv"]).arg(&venv),
+            "python3 -m venv",
+        )?;
+        quiet(
+            Command::new(&python).args(["-m", "pip", "install", "--quiet", "langgraph-cli[inmem]"]),
+            "pip install langgraph-cli[inmem]",
+        )?;
+        let project = self.work.join("langgraph-project");
+        std::fs::create_dir_all(&project)?;
+        std::fs::write(project.join("graph.py"), LANGGRAPH_GRAPH)?;
+        std::fs::write(project.join("langgraph.json"), LANGGRAPH_CONFIG)?;
+        let port = free_port()?;
+        let mut server = Process {
+            child: Command::new(venv.join("bin/langgraph"))
+                .args([
+                    "dev",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    &port.to_string(),
+                    "--no-browser",
+                    "--no-reload",
+                ])
+                .current_dir(&project)
+                .env("LANGGRAPH_CLI_NO_ANALYTICS", "1")
+                .env("LANGSMITH_TRACING", "false")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .context("start langgraph dev")?,
+            base: format!("http://127.0.0.1:{port}"),
+            ready: None,
+        };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while !http_ok(&format!("127.0.0.1:{port}"), "/ok") {
+            if Instant::now() > deadline || server.child.try_wait()?.is_some() {
+                bail!("the LangGraph server did not start");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let runs = self.options.submits.min(2000).to_string();
+        let measured = self.steward_bench(&[
+            "langgraph",
+            &server.base,
+            "bench",
+            &runs,
+            &self.options.clients.to_string(),
+        ]);
+        server.stop();
+        let rate = number(&measured?, "runs_per_second")?;
+        match self.submit_rate.get() {
+            Some(submits) => report.push(
+                Row::new(
+                    "message submits against the LangGraph API server",
+                    format!("{:.1}× LangGraph", submits / rate),
+                )
+                .reference(format!("LangGraph in memory, `POST /threads/{{id}}/runs`: {rate:.0}/s"))
+                .goal(submits / rate, Goal::AtLeast(10.0), "≥ 10×"),
+            ),
+            None => report.push(Row::new("LangGraph API server runs per second", format!("{rate:.0}/s"))),
+        }
+        Ok(())
+    }
+
+    /// Lateness of `schedules` schedules all due at one instant, fired by one `steward-schedule`.
+    fn schedules(&self, report: &mut Report) -> anyhow::Result<()> {
+        let count = self.options.schedules;
+        // The due instant: a whole second far enough ahead for the role to be up.
+        let due = self.psql(
+            "steward_bench",
+            "SELECT to_char(date_trunc('second', now()) + interval '6 seconds', 'YYYY-MM-DD\"T\"HH24:MI:SSOF')",
+        )?;
+        self.psql(
+            "steward_bench",
+            &format!(
+                "INSERT INTO schedules (id, principal_id, title, instruction, agent_id, agent_version, policy_profile,
+                     requested_scopes, max_steps, max_model_calls, max_tool_calls, max_cost_micros, run_timeout_seconds,
+                     cadence_kind, local_time, timezone, misfire_grace_seconds, max_consecutive_failures, state, next_fire_at)
+                 SELECT gen_random_uuid(), 'owner', 'bench ' || n, 'benchmark instruction', v.agent_id, v.version, 'default',
+                     '{{}}', 8, 8, 8, 1000000, 300,
+                     'DAILY', to_char('{due}'::timestamptz AT TIME ZONE 'UTC', 'HH24:MI:SS'), 'UTC',
+                     86400, 3, 'active', '{due}'::timestamptz
+                 FROM generate_series(1, {count}) AS n
+                 CROSS JOIN (SELECT agent_id, version FROM agent_versions WHERE agent_id = 'default'
+                             ORDER BY first_registered_at DESC LIMIT 1) AS v"
+            ),
+        )?;
+        let mut scheduler = self.start_role(role("steward-schedule"), &[])?;
+        let deadline = Instant::now() + Duration::from_secs(600);
+        let fired = loop {
+            std::thread::sleep(Duration::from_millis(500));
+            let fired: usize = self
+                .psql(
+                    "steward_bench",
+                    "SELECT count(*) FROM schedule_occurrences o JOIN schedules s ON s.id = o.schedule_id
+                     WHERE s.title LIKE 'bench %'",
+                )?
+                .parse()?;
+            if fired >= count || Instant::now() > deadline || scheduler.child.try_wait()?.is_some() {
+                break fired;
+            }
+        };
+        scheduler.stop();
+        if fired < count {
+            bail!("only {fired} of {count} schedules fired");
+        }
+        let lateness = self.psql(
+            "steward_bench",
+            "WITH late AS (
+                 SELECT extract(epoch FROM r.created_at - o.scheduled_for) * 1000 AS ms
+                 FROM schedule_occurrences o JOIN schedules s ON s.id = o.schedule_id
+                 JOIN runs r ON r.occurrence_id = o.id WHERE s.title LIKE 'bench %')
+             SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY ms),
+                    percentile_cont(0.99) WITHIN GROUP (ORDER BY ms) FROM late",
+        )?;
+        let figures: Vec<f64> = lateness.split('|').filter_map(|part| part.parse().ok()).collect();
+        let [runs, p50, p99] = figures[..] else {
+            bail!("unreadable lateness: {lateness}");
+        };
+        report.push(
+            Row::new(
+                format!("lateness of {count} schedules due at one instant, p50 / p99"),
+                format!("{:.0} / {:.0} ms", p50, p99),
+            )
+            .reference(format!("{runs:.0} runs created"))
+            .goal(p99 / 1000.0, Goal::AtMost(1.0), "p99 ≤ 1 s"),
+        );
+        Ok(())
+    }
+
+    /// Idle resident memory and start-to-READY time of one role.
+    fn role(&self, role: &Role, report: &mut Report) -> anyhow::Result<()> {
+        let started = Instant::now();
+        let mut process = self.start_role(role, &[])?;
+        let ready = process.ready.unwrap_or(started.elapsed());
+        std::thread::sleep(Duration::from_secs(3));
+        let rss = rss_kib(process.child.id()).context("read its resident memory")? as f64 / 1024.0;
+        process.stop();
+        let limit = if role.binary == "steward-call-ingress" {
+            8.0
+        } else {
+            15.0
+        };
+        report.push(
+            Row::new(
+                format!("`{}` resident memory, idle", role.binary),
+                format!("{rss:.1} MiB"),
+            )
+            .goal(rss, Goal::AtMost(limit), format!("≤ {limit:.0} MiB")),
+        );
+        let ms = ready.as_secs_f64() * 1000.0;
+        report.push(
+            Row::new(format!("`{}` start to READY", role.binary), format!("{ms:.0} ms")).goal(
+                ms,
+                Goal::AtMost(100.0),
+                "≤ 100 ms",
+            ),
+        );
+        Ok(())
+    }
+
+    /// Starts a role with its own login and the fixtures it needs, and waits for its `READY=1`.
+    fn start_role(&self, role: &Role, extra: &[(&str, String)]) -> anyhow::Result<Process> {
+        let socket_path = self.work.join(format!("{}.notify", role.binary));
+        let _ = std::fs::remove_file(&socket_path);
+        let socket = UnixDatagram::bind(&socket_path).context("bind the notify socket")?;
+        socket.set_read_timeout(Some(Duration::from_secs(30)))?;
+        let mut env: Vec<(&str, String)> = vec![
+            ("DATABASE_URL", pgcluster::with_user(&self.database_url, role.login)),
+            (crate::postgres::ALLOW_ROOT.0, crate::postgres::ALLOW_ROOT.1.to_owned()),
+            ("LOG_LEVEL", "warn".to_owned()),
+            ("NOTIFY_SOCKET", path(&socket_path).to_owned()),
+        ];
+        let mut base = String::new();
+        match role.binary {
+            "steward-api" => {
+                let port = free_port()?;
+                base = format!("http://127.0.0.1:{port}");
+                env.extend([
+                    ("API_TOKEN_FILE", path(&self.token_file).to_owned()),
+                    ("API_LISTEN_ADDR", format!("127.0.0.1:{port}")),
+                    ("AUTH_SCOPES", "sessions.read,sessions.write".to_owned()),
+                    ("DATABASE_MAX_CONNECTIONS", self.options.clients.to_string()),
+                ]);
+            }
+            "steward-notify" => {
+                let key = self.work.join("apns.p8");
+                let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).context("generate a key")?;
+                write_secret(&key, &pair.serialize_pem())?;
+                env.extend([
+                    ("AGENT_NOTIFICATION_API_ENABLED", "1".to_owned()),
+                    ("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1".to_owned()),
+                    ("APNS_KEY_FILE", path(&key).to_owned()),
+                    ("APNS_TEAM_ID", "TEAM123456".to_owned()),
+                    ("APNS_KEY_ID", "KEY1234567".to_owned()),
+                    ("APNS_TOPIC", "dev.steward.client".to_owned()),
+                ]);
+            }
+            "steward-call-ingress" => {
+                let secret = self.work.join("webhook-secret");
+                write_secret(&secret, "bench-webhook-secret-0123456789")?;
+                env.extend([
+                    ("AGENT_CALL_INGRESS_ENABLED", "1".to_owned()),
+                    ("CALLPROV_WEBHOOK_SECRET_FILE", path(&secret).to_owned()),
+                    ("CALL_INGRESS_LISTEN_ADDR", format!("127.0.0.1:{}", free_port()?)),
+                ]);
+            }
+            _ => {}
+        }
+        env.extend(extra.iter().cloned());
+        let started = Instant::now();
+        let child = Command::new(self.bin.join(role.binary))
+            .env_clear()
+            .envs(env)
+            .stdin(Stdio::null())
+            .spawn()
+            .with_context(|| format!("start {}", role.binary))?;
+        let mut process = Process {
+            child,
+            base,
+            ready: None,
+        };
+        let mut message = [0_u8; 1024];
+        loop {
+            let length = match socket.recv(&mut message) {
+                Ok(length) => length,
+                Err(error) => {
+                    process.stop();
+                    return Err(error).with_context(|| format!("{} sent no READY=1", role.binary));
+                }
+            };
+            if String::from_utf8_lossy(&message[..length])
+                .lines()
+                .any(|line| line == "READY=1")
+            {
+                process.ready = Some(started.elapsed());
+                break;
+            }
+        }
+        let _ = std::fs::remove_file(&socket_path);
+        Ok(process)
+    }
+
+    /// The API, answering `GET /health/ready`.
+    fn start_api(&self) -> anyhow::Result<Process> {
+        let mut api = self.start_role(role("steward-api"), &[])?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let address = api.base.trim_start_matches("http://").to_owned();
+        while !health_ready(&address) {
+            if Instant::now() > deadline || api.child.try_wait()?.is_some() {
+                api.stop();
+                bail!("steward-api did not become ready");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(api)
+    }
+
+    /// Runs one `steward-bench` measurement and parses its JSON answer.
+    fn steward_bench(&self, args: &[&str]) -> anyhow::Result<Value> {
+        let output = Command::new(self.bin.join("steward-bench"))
+            .args(args)
+            .stderr(Stdio::inherit())
+            .output()
+            .context("run steward-bench")?;
+        if !output.status.success() {
+            bail!("steward-bench {} failed ({})", args[0], output.status);
+        }
+        serde_json::from_slice(&output.stdout).context("steward-bench printed no JSON")
+    }
+
+    /// Runs SQL as the cluster's superuser; the unaligned, tuples-only output, trimmed.
+    fn psql(&self, database: &str, sql: &str) -> anyhow::Result<String> {
+        let output = Command::new(client_tool(&self.binaries, "psql"))
             .args([
                 "-X",
                 "-q",
+                "-A",
+                "-t",
                 "-v",
                 "ON_ERROR_STOP=1",
                 "-d",
-                &cluster.url(database),
+                &self.cluster.url(database),
                 "-c",
                 sql,
             ])
-            .status()
+            .output()
             .context("run psql")?;
-        if !status.success() {
-            bail!("psql failed: {sql}");
+        if !output.status.success() {
+            bail!("psql failed: {}", String::from_utf8_lossy(&output.stderr).trim());
         }
-        Ok(())
-    };
-    psql("CREATE DATABASE commit_ceiling", "postgres")?;
-    psql(
-        "CREATE TABLE one_row (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v integer NOT NULL)",
-        "commit_ceiling",
-    )?;
-    let script = std::env::temp_dir().join(format!("steward-ceiling-{}.sql", std::process::id()));
-    std::fs::write(&script, "INSERT INTO one_row (v) VALUES (1);\n").context("write the pgbench script")?;
-    let output = Command::new(client_tool(binaries, "pgbench"))
-        .args(["-n", "-M", "prepared", "-T", "10", "-c", clients, "-j", "2", "-f"])
-        .arg(&script)
-        .arg(cluster.url("commit_ceiling"))
-        .output()
-        .context("run pgbench")?;
-    let _ = std::fs::remove_file(&script);
-    let text = String::from_utf8_lossy(&output.stdout);
-    if !output.status.success() {
-        bail!("pgbench failed: {}", String::from_utf8_lossy(&output.stderr).trim());
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
     }
-    text.lines()
-        .find_map(|line| line.strip_prefix("tps = "))
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|tps| tps.parse().ok())
-        .context("pgbench printed no tps")
+
+    /// One-row insert transactions per second that pgbench reaches on the cluster with
+    /// `clients` connections for 10 seconds (`-M prepared`, no vacuum), in a database of its own.
+    fn commit_ceiling(&self, clients: &str) -> anyhow::Result<f64> {
+        self.psql("postgres", "CREATE DATABASE commit_ceiling")?;
+        self.psql(
+            "commit_ceiling",
+            "CREATE TABLE one_row (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v integer NOT NULL)",
+        )?;
+        let script = self.work.join("ceiling.sql");
+        std::fs::write(&script, "INSERT INTO one_row (v) VALUES (1);\n").context("write the pgbench script")?;
+        let output = Command::new(client_tool(&self.binaries, "pgbench"))
+            .args(["-n", "-M", "prepared", "-T", "10", "-c", clients, "-j", "2", "-f"])
+            .arg(&script)
+            .arg(self.cluster.url("commit_ceiling"))
+            .output()
+            .context("run pgbench")?;
+        if !output.status.success() {
+            bail!("pgbench failed: {}", String::from_utf8_lossy(&output.stderr).trim());
+        }
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .find_map(|line| line.strip_prefix("tps = "))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|tps| tps.parse().ok())
+            .context("pgbench printed no tps")
+    }
+}
+
+/// A daemon role and the database login it runs as.
+struct Role {
+    binary: &'static str,
+    login: &'static str,
+}
+
+const ROLES: &[Role] = &[
+    Role {
+        binary: "steward-api",
+        login: "steward_api",
+    },
+    Role {
+        binary: "steward-worker",
+        login: "steward_worker",
+    },
+    Role {
+        binary: "steward-schedule",
+        login: "steward_schedule",
+    },
+    Role {
+        binary: "steward-notify",
+        login: "steward_notify",
+    },
+    Role {
+        binary: "steward-call-ingress",
+        login: "steward_ingress",
+    },
+];
+
+fn role(binary: &str) -> &'static Role {
+    ROLES.iter().find(|role| role.binary == binary).expect("a listed role")
+}
+
+/// A started role, stopped (SIGTERM, then waited for) when dropped.
+struct Process {
+    child: Child,
+    /// The base URL of a role that serves HTTP.
+    base: String,
+    ready: Option<Duration>,
+}
+
+impl Process {
+    fn stop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = kill(Pid::from_raw(self.child.id() as i32), Signal::SIGTERM);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn number(value: &Value, field: &str) -> anyhow::Result<f64> {
+    value[field]
+        .as_f64()
+        .with_context(|| format!("steward-bench gave no `{field}`"))
+}
+
+fn path(path: &Path) -> &str {
+    path.to_str().unwrap_or_default()
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// A one-node LangGraph graph: the node answers without a model.
+const LANGGRAPH_GRAPH: &str = "\
+from typing import TypedDict
+from langgraph.graph import StateGraph, START, END
+
+class State(TypedDict):
+    messages: list
+
+def answer(state: State) -> dict:
+    return {\"messages\": state.get(\"messages\", []) + [{\"role\": \"assistant\", \"content\": \"ok\"}]}
+
+builder = StateGraph(State)
+builder.add_node(\"answer\", answer)
+builder.add_edge(START, \"answer\")
+builder.add_edge(\"answer\", END)
+graph = builder.compile()
+";
+
+const LANGGRAPH_CONFIG: &str = r#"{"dependencies": ["."], "graphs": {"bench": "./graph.py:graph"}}"#;
+
+/// Whether `GET /health/ready` answers 200 at `address`.
+fn health_ready(address: &str) -> bool {
+    http_ok(address, "/health/ready")
+}
+
+/// Whether `GET path` answers 200 at `address`.
+fn http_ok(address: &str, path: &str) -> bool {
+    use std::io::Read as _;
+    let Ok(mut stream) = std::net::TcpStream::connect(address) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    if stream
+        .write_all(format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes())
+        .is_err()
+    {
+        return false;
+    }
+    let mut head = [0_u8; 12];
+    stream.read_exact(&mut head).is_ok() && &head[9..12] == b"200"
+}
+
+/// Writes an owner-only secret file.
+fn write_secret(file: &Path, contents: &str) -> anyhow::Result<()> {
+    let _ = std::fs::remove_file(file);
+    let mut handle = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(file)
+        .with_context(|| format!("create {}", file.display()))?;
+    writeln!(handle, "{contents}")?;
+    Ok(())
+}
+
+/// Ten thousand streams need as many descriptors in the API and in the load generator.
+fn raise_file_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    }
+}
+
+/// The machine the figures come from.
+fn machine(bench: &Bench) -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|line| line.strip_prefix("model name"))
+        .map(|rest| rest.trim_start_matches([' ', '\t', ':']).to_owned())
+        .unwrap_or_else(|| "unknown CPU".to_owned());
+    let cores = std::thread::available_parallelism().map_or(0, usize::from);
+    let memory = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|line| line.strip_prefix("MemTotal:"))?
+                .trim()
+                .strip_suffix("kB")?
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .map_or_else(
+            || "unknown".to_owned(),
+            |kib| format!("{:.1} GiB", kib / 1024.0 / 1024.0),
+        );
+    let postgres = bench
+        .psql("postgres", "SHOW server_version")
+        .unwrap_or_else(|_| "unknown".to_owned());
+    format!(
+        "Machine: {cores} cores ({model}), {memory} memory, PostgreSQL {postgres} (fsync on), release build, loopback."
+    )
 }
 
 /// A PostgreSQL client program of the same installation as the server binaries: beside them,
 /// beside what they link to (a directory of symlinks), or else on `PATH`.
-fn client_tool(binaries: &pgcluster::Binaries, name: &str) -> std::path::PathBuf {
+fn client_tool(binaries: &pgcluster::Binaries, name: &str) -> PathBuf {
     let beside = binaries.dir().join(name);
     if beside.is_file() {
         return beside;
@@ -203,4 +933,33 @@ fn rss_kib(pid: u32) -> Option<u64> {
             .parse()
             .ok()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_figure_reads_as_the_share_of_its_target_reached() {
+        let reached = |figure, goal| Row::new("m", "v").goal(figure, goal, "t").reached();
+        assert_eq!(reached(0.25, Goal::AtLeast(0.5)), Some(50.0));
+        assert_eq!(reached(10.0, Goal::AtMost(5.0)), Some(50.0));
+        assert_eq!(reached(2.5, Goal::AtMost(5.0)), Some(200.0));
+        assert_eq!(Row::new("m", "v").reached(), None);
+    }
+
+    #[test]
+    fn options_refuse_unknown_arguments_and_values_that_are_not_positive() {
+        let parse = |args: &[&str]| Options::parse(args.iter().map(|arg| (*arg).to_owned()).collect());
+        let options = parse(&["--clients", "8", "--no-langgraph"]).expect("valid");
+        assert_eq!((options.clients, options.langgraph, options.submits), (8, false, 4000));
+        for bad in [
+            &["--clients", "0"][..],
+            &["--clients"],
+            &["--streams", "many"],
+            &["--fast"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
 }

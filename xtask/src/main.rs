@@ -6,12 +6,14 @@
 //!   `cargo test`.
 //! - `cargo xtask contract`: the contract test alone: schemathesis, every check, against the
 //!   stack on a throwaway cluster (the whole `test` run ends with it).
-//! - `cargo xtask bench [SAMPLES SESSIONS CLIENTS]`: release build of the API on a durable
-//!   temporary cluster; prints submit latency, submits per second and memory as a table.
+//! - `cargo xtask bench [OPTIONS]`: release builds of every role on a durable temporary cluster;
+//!   each figure beside its reference from the same run, printed and written (with a chart)
+//!   under `docs/bench/`.
 //! - `cargo xtask preflight [ARGS...]`: the host preflight (`steward-preflight`, whose ARGS it
 //!   takes), run as the current user; exits non-zero when any check fails.
 
 mod bench;
+mod chart;
 mod contract;
 mod dev;
 mod postgres;
@@ -20,7 +22,7 @@ mod test;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask dev [--port N] | cargo xtask test [CARGO-TEST-ARGS...] | cargo xtask contract | cargo xtask bench [SAMPLES SESSIONS CLIENTS] | cargo xtask preflight [PREFLIGHT-ARGS...]";
+const USAGE: &str = "usage: cargo xtask dev [--port N] | cargo xtask test [CARGO-TEST-ARGS...] | cargo xtask contract | cargo xtask bench [--clients N] [--submits N] [--streams N] [--idle-streams N] [--replay-events N] [--schedules N] [--no-langgraph] | cargo xtask preflight [PREFLIGHT-ARGS...]";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);

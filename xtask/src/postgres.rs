@@ -37,7 +37,7 @@ pub fn ensure_test_tools() -> anyhow::Result<()> {
 }
 
 /// Installs Debian `packages` with apt when we are root, else says how.
-fn install(packages: &[&str], what: &str) -> anyhow::Result<()> {
+pub(crate) fn install(packages: &[&str], what: &str) -> anyhow::Result<()> {
     let command = format!("apt-get install -y --no-install-recommends {}", packages.join(" "));
     let root = nix::unistd::Uid::effective().is_root();
     if !root || !Path::new("/usr/bin/apt-get").exists() {

@@ -1,9 +1,21 @@
-//! Measures a running API (run by `cargo xtask bench`, which starts one on a durable cluster):
-//! the latency from submitting a message to its first persisted event arriving on the session's
-//! event stream, and message submits per second with concurrent clients.
+//! Load generator for `cargo xtask bench`, which starts the servers and the references; each
+//! subcommand measures one thing over loopback and prints its figures as one JSON object.
 //!
-//! Usage: `steward-bench <base-url> <token-file> [samples] [sessions] [clients]`.
+//! - `submits BASE TOKEN_FILE SAMPLES SESSIONS CLIENTS`: submit → first persisted event on the
+//!   session's stream (sequential samples), then message submits per second, one into each of
+//!   `SESSIONS` fresh sessions, `CLIENTS` at a time.
+//! - `events BASE TOKEN_FILE STREAMS SECONDS`: `STREAMS` sessions each with a live stream, each
+//!   submitting a message about once a second while the worker answers it; the latency of every
+//!   persisted frame from its event's time (`created_at`, stamped in the writing transaction) to
+//!   its arrival here.
+//! - `idle BASE TOKEN_FILE STREAMS PID HOLD_SECONDS`: opens `STREAMS` streams on as many idle
+//!   sessions, holds them, and reads the resident memory of the API process `PID`.
+//! - `replay BASE TOKEN_FILE SESSION LAST`: the time to receive a session's events from
+//!   `Last-Event-ID: 0` through `LAST`.
+//! - `langgraph BASE ASSISTANT RUNS CLIENTS`: background runs per second on a LangGraph API
+//!   server (`POST /threads/{id}/runs`, one run into each of `RUNS` fresh threads).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -17,6 +29,18 @@ struct Api {
 }
 
 impl Api {
+    fn new(base: &str, token_file: &str, connections: usize) -> anyhow::Result<Arc<Self>> {
+        let token = std::fs::read_to_string(token_file)
+            .context("read the token file")?
+            .trim()
+            .to_owned();
+        Ok(Arc::new(Self {
+            base: base.trim_end_matches('/').to_owned(),
+            token,
+            client: reqwest::Client::builder().pool_max_idle_per_host(connections).build()?,
+        }))
+    }
+
     async fn session(&self) -> anyhow::Result<String> {
         let response = self
             .client
@@ -25,8 +49,25 @@ impl Api {
             .json(&json!({ "agent_id": "default" }))
             .send()
             .await?;
+        if !response.status().is_success() {
+            bail!("creating a session answered {}", response.status());
+        }
         let body: Value = response.json().await?;
         body["session_id"].as_str().map(str::to_owned).context("session id")
+    }
+
+    /// `count` fresh sessions, created `clients` at a time.
+    async fn sessions(self: &Arc<Self>, count: usize, clients: usize) -> anyhow::Result<Vec<String>> {
+        futures_util::stream::iter(0..count)
+            .map(|_| {
+                let api = self.clone();
+                async move { api.session().await }
+            })
+            .buffer_unordered(clients)
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect()
     }
 
     async fn submit(&self, session: &str, key: &str) -> anyhow::Result<()> {
@@ -44,52 +85,112 @@ impl Api {
         Ok(())
     }
 
-    /// Opens the session's stream and waits for its first persisted frame.
-    async fn first_event(&self, session: &str) -> anyhow::Result<()> {
+    /// Opens a session's event stream after sequence `after`.
+    async fn stream(&self, session: &str, after: i64) -> anyhow::Result<reqwest::Response> {
         let response = self
             .client
             .get(format!("{}/v1/sessions/{session}/events", self.base))
             .bearer_auth(&self.token)
+            .header("last-event-id", after.to_string())
             .send()
             .await?;
-        let mut stream = response.bytes_stream();
-        let mut seen = String::new();
-        while let Some(chunk) = stream.next().await {
-            seen.push_str(&String::from_utf8_lossy(&chunk?));
-            if seen.contains("id: 1\n") && seen.contains("\n\n") {
-                return Ok(());
-            }
+        if !response.status().is_success() {
+            bail!("opening the stream answered {}", response.status());
         }
-        bail!("the stream ended without the first event")
+        Ok(response)
+    }
+}
+
+/// One frame of a server-sent event stream.
+struct Frame {
+    id: Option<i64>,
+    data: String,
+}
+
+/// Splits a byte stream into frames as chunks arrive.
+#[derive(Default)]
+struct Frames {
+    buffer: Vec<u8>,
+}
+
+impl Frames {
+    fn push(&mut self, chunk: &[u8]) -> Vec<Frame> {
+        self.buffer.extend_from_slice(chunk);
+        let mut frames = Vec::new();
+        while let Some(end) = self.buffer.windows(2).position(|pair| pair == b"\n\n") {
+            let raw: Vec<u8> = self.buffer.drain(..end + 2).collect();
+            let text = String::from_utf8_lossy(&raw);
+            let mut frame = Frame {
+                id: None,
+                data: String::new(),
+            };
+            for line in text.lines() {
+                if let Some(id) = line.strip_prefix("id:") {
+                    frame.id = id.trim().parse().ok();
+                } else if let Some(data) = line.strip_prefix("data:") {
+                    frame.data.push_str(data.strip_prefix(' ').unwrap_or(data));
+                }
+            }
+            frames.push(frame);
+        }
+        frames
     }
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
     let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[index.min(sorted.len() - 1)]
 }
 
-fn ms(duration: Duration) -> String {
-    format!("{:.2} ms", duration.as_secs_f64() * 1000.0)
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+fn number(args: &[String], index: usize, what: &str) -> anyhow::Result<usize> {
+    args.get(index)
+        .with_context(|| format!("missing {what}"))?
+        .parse()
+        .with_context(|| format!("{what} is not a number"))
+}
+
+/// Resident set size of a process, from /proc.
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status.lines().find_map(|line| {
+        line.strip_prefix("VmRSS:")?
+            .trim()
+            .strip_suffix("kB")?
+            .trim()
+            .parse()
+            .ok()
+    })
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [base, token_file, rest @ ..] = args.as_slice() else {
-        bail!("usage: steward-bench <base-url> <token-file> [samples] [sessions] [clients]");
+    let result = match args.first().map(String::as_str) {
+        Some("submits") => submits(&args[1..]).await?,
+        Some("events") => events(&args[1..]).await?,
+        Some("idle") => idle(&args[1..]).await?,
+        Some("replay") => replay(&args[1..]).await?,
+        Some("langgraph") => langgraph(&args[1..]).await?,
+        _ => bail!("usage: steward-bench submits|events|idle|replay|langgraph ARGS (see the source's header)"),
     };
-    let number = |index: usize, default: usize| rest.get(index).and_then(|text| text.parse().ok()).unwrap_or(default);
-    let (samples, sessions, clients) = (number(0, 300), number(1, 4000), number(2, 32));
-    let token = std::fs::read_to_string(token_file)
-        .context("read the token file")?
-        .trim()
-        .to_owned();
-    let api = std::sync::Arc::new(Api {
-        base: base.trim_end_matches('/').to_owned(),
-        token,
-        client: reqwest::Client::builder().pool_max_idle_per_host(clients).build()?,
-    });
+    println!("{result}");
+    Ok(())
+}
+
+async fn submits(args: &[String]) -> anyhow::Result<Value> {
+    let (samples, sessions, clients) = (
+        number(args, 2, "samples")?,
+        number(args, 3, "sessions")?,
+        number(args, 4, "clients")?,
+    );
+    let api = Api::new(&args[0], &args[1], clients)?;
 
     // Latency: submit → first persisted event on the session's stream, one at a time.
     let mut latencies = Vec::with_capacity(samples);
@@ -97,16 +198,23 @@ async fn main() -> anyhow::Result<()> {
         let session = api.session().await?;
         let started = Instant::now();
         api.submit(&session, &format!("latency-{sample}")).await?;
-        api.first_event(&session).await?;
+        let mut stream = api.stream(&session, 0).await?.bytes_stream();
+        let mut frames = Frames::default();
+        'read: loop {
+            let chunk = stream
+                .next()
+                .await
+                .context("the stream ended without the first event")??;
+            if frames.push(&chunk).iter().any(|frame| frame.id == Some(1)) {
+                break 'read;
+            }
+        }
         latencies.push(started.elapsed());
     }
     latencies.sort();
 
     // Throughput: one message into each of `sessions` fresh sessions, `clients` at a time.
-    let mut ids = Vec::with_capacity(sessions);
-    for _ in 0..sessions {
-        ids.push(api.session().await?);
-    }
+    let ids = api.sessions(sessions, clients).await?;
     let started = Instant::now();
     let results: Vec<anyhow::Result<()>> = futures_util::stream::iter(ids.into_iter().enumerate())
         .map(|(index, session)| {
@@ -121,24 +229,182 @@ async fn main() -> anyhow::Result<()> {
     if failures > 0 {
         bail!("{failures} submits failed");
     }
+    Ok(json!({
+        "first_event_p50_ms": ms(percentile(&latencies, 0.50)),
+        "first_event_p99_ms": ms(percentile(&latencies, 0.99)),
+        "submits_per_second": sessions as f64 / elapsed.as_secs_f64(),
+    }))
+}
 
-    println!("| measurement | value |");
-    println!("|---|---|");
-    println!(
-        "| submit → first persisted event, p50 ({samples} sequential) | {} |",
-        ms(percentile(&latencies, 0.50))
-    );
-    println!(
-        "| submit → first persisted event, p99 | {} |",
-        ms(percentile(&latencies, 0.99))
-    );
-    println!(
-        "| submit → first persisted event, max | {} |",
-        ms(*latencies.last().unwrap_or(&Duration::ZERO))
-    );
-    println!(
-        "| message submits per second ({sessions} submits, {clients} concurrent clients) | {:.0} |",
-        sessions as f64 / elapsed.as_secs_f64()
-    );
-    Ok(())
+async fn events(args: &[String]) -> anyhow::Result<Value> {
+    let (streams, seconds) = (number(args, 2, "streams")?, number(args, 3, "seconds")?);
+    let api = Api::new(&args[0], &args[1], streams)?;
+    let sessions = api.sessions(streams, 32).await?;
+    let until = Instant::now() + Duration::from_secs(seconds as u64);
+    let tasks: Vec<_> = sessions
+        .into_iter()
+        .enumerate()
+        .map(|(index, session)| {
+            let api = api.clone();
+            tokio::spawn(async move { converse(&api, &session, index, until).await })
+        })
+        .collect();
+    let mut latencies = Vec::new();
+    let mut runs = 0;
+    for task in tasks {
+        let (samples, count) = task.await??;
+        latencies.extend(samples);
+        runs += count;
+    }
+    latencies.sort();
+    Ok(json!({
+        "streams": streams,
+        "runs": runs,
+        "frames": latencies.len(),
+        "p50_ms": ms(percentile(&latencies, 0.50)),
+        "p99_ms": ms(percentile(&latencies, 0.99)),
+        "max_ms": ms(latencies.last().copied().unwrap_or_default()),
+    }))
+}
+
+/// One session's conversation: its stream open, a message about once a second, each run
+/// followed to its end (the stream closes after a run's terminal event, and is reopened where
+/// it stopped). Returns every persisted frame's latency and the number of runs.
+async fn converse(api: &Api, session: &str, index: usize, until: Instant) -> anyhow::Result<(Vec<Duration>, usize)> {
+    // Spread the sessions' first messages over the first second.
+    tokio::time::sleep(Duration::from_millis((index as u64 * 7919) % 1000)).await;
+    let (mut latencies, mut last, mut runs) = (Vec::new(), 0_i64, 0);
+    while Instant::now() < until {
+        let started = Instant::now();
+        let mut stream = api.stream(session, last).await?.bytes_stream();
+        api.submit(session, &format!("events-{session}-{runs}")).await?;
+        let mut frames = Frames::default();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk?;
+            let arrived = jiff::Timestamp::now();
+            for frame in frames.push(&chunk) {
+                let Some(id) = frame.id else { continue };
+                last = id;
+                let data: Value = serde_json::from_str(&frame.data).context("a frame's data is not JSON")?;
+                let created: jiff::Timestamp = data["created_at"]
+                    .as_str()
+                    .context("a frame has no created_at")?
+                    .parse()?;
+                let latency = arrived.duration_since(created);
+                latencies.push(Duration::try_from(latency).unwrap_or_default());
+            }
+        }
+        runs += 1;
+        let rest = Duration::from_secs(1).saturating_sub(started.elapsed());
+        tokio::time::sleep(rest).await;
+    }
+    Ok((latencies, runs))
+}
+
+async fn idle(args: &[String]) -> anyhow::Result<Value> {
+    let streams = number(args, 2, "streams")?;
+    let pid: u32 = number(args, 3, "pid")?.try_into()?;
+    let hold = number(args, 4, "hold seconds")?;
+    let api = Api::new(&args[0], &args[1], 64)?;
+    let before = rss_kib(pid).context("read the API's resident memory")?;
+    let sessions = api.sessions(streams, 32).await?;
+    let opened: Vec<anyhow::Result<reqwest::Response>> = futures_util::stream::iter(sessions)
+        .map(|session| {
+            let api = api.clone();
+            async move { api.stream(&session, 0).await }
+        })
+        .buffer_unordered(64)
+        .collect()
+        .await;
+    let open: Vec<reqwest::Response> = opened.into_iter().collect::<anyhow::Result<_>>()?;
+    // Held long enough for every stream's periodic re-read and heartbeat to have run.
+    tokio::time::sleep(Duration::from_secs(hold as u64)).await;
+    let held = rss_kib(pid).context("read the API's resident memory")?;
+    let still_open = open.len();
+    drop(open);
+    Ok(json!({
+        "streams": still_open,
+        "rss_before_kib": before,
+        "rss_kib": held,
+    }))
+}
+
+async fn replay(args: &[String]) -> anyhow::Result<Value> {
+    let session = args.get(2).context("missing session")?;
+    let last = number(args, 3, "last sequence")? as i64;
+    let api = Api::new(&args[0], &args[1], 1)?;
+    let started = Instant::now();
+    let mut stream = api.stream(session, 0).await?.bytes_stream();
+    let mut frames = Frames::default();
+    let mut received = 0_u64;
+    'read: while let Some(chunk) = stream.next().await {
+        for frame in frames.push(&chunk?) {
+            if let Some(id) = frame.id {
+                received += 1;
+                if id == last {
+                    break 'read;
+                }
+            }
+        }
+    }
+    let elapsed = started.elapsed();
+    if received != last as u64 {
+        bail!("the replay gave {received} events, not {last}");
+    }
+    Ok(json!({ "events": received, "seconds": elapsed.as_secs_f64() }))
+}
+
+async fn langgraph(args: &[String]) -> anyhow::Result<Value> {
+    let base = args
+        .first()
+        .context("missing base URL")?
+        .trim_end_matches('/')
+        .to_owned();
+    let assistant = args.get(1).context("missing assistant")?.clone();
+    let (runs, clients) = (number(args, 2, "runs")?, number(args, 3, "clients")?);
+    let client = reqwest::Client::builder().pool_max_idle_per_host(clients).build()?;
+    let threads: Vec<anyhow::Result<String>> = futures_util::stream::iter(0..runs)
+        .map(|_| {
+            let (client, base) = (client.clone(), base.clone());
+            async move {
+                let response = client.post(format!("{base}/threads")).json(&json!({})).send().await?;
+                if !response.status().is_success() {
+                    bail!("creating a thread answered {}", response.status());
+                }
+                let body: Value = response.json().await?;
+                body["thread_id"].as_str().map(str::to_owned).context("thread id")
+            }
+        })
+        .buffer_unordered(clients)
+        .collect()
+        .await;
+    let threads: Vec<String> = threads.into_iter().collect::<anyhow::Result<_>>()?;
+    let started = Instant::now();
+    let results: Vec<anyhow::Result<()>> = futures_util::stream::iter(threads)
+        .map(|thread| {
+            let (client, base, assistant) = (client.clone(), base.clone(), assistant.clone());
+            async move {
+                let response = client
+                    .post(format!("{base}/threads/{thread}/runs"))
+                    .json(&json!({
+                        "assistant_id": assistant,
+                        "input": { "messages": [{ "role": "user", "content": "benchmark message" }] },
+                    }))
+                    .send()
+                    .await?;
+                if !response.status().is_success() {
+                    bail!("creating a run answered {}", response.status());
+                }
+                Ok(())
+            }
+        })
+        .buffer_unordered(clients)
+        .collect()
+        .await;
+    let elapsed = started.elapsed();
+    let failures = results.iter().filter(|result| result.is_err()).count();
+    if failures > 0 {
+        bail!("{failures} LangGraph runs failed");
+    }
+    Ok(json!({ "runs_per_second": runs as f64 / elapsed.as_secs_f64() }))
 }

@@ -5,7 +5,7 @@
 //! | `DATABASE_URL` | PostgreSQL URL of the schedule login | required |
 //! | `AGENT_EMAIL_ENABLED` | `1` when mail is connected | `0` |
 //! | `MAIL_ACCOUNTS_FILE` | the accounts manifest; read for account ids at each firing (blank with mail on: the legacy single `default` account) | unset |
-//! | `SCHEDULE_POLL_MILLISECONDS` | how often due schedules are looked for | `1000` |
+//! | `SCHEDULE_POLL_MILLISECONDS` | the longest pause between looks for due schedules (the role also wakes when the earliest is due, and goes on at once after a full batch) | `1000` |
 //! | `LOG_LEVEL` | as for the other roles | `info` |
 //!
 //! The manifest is read for ids only; this role never opens a credential document and refuses
@@ -99,6 +99,31 @@ fn accounts(mail: &MailAccounts) -> anyhow::Result<Option<AccountIds>> {
     }
 }
 
+/// Schedules fired per batch, between checks for shutdown.
+const BATCH: u32 = 100;
+
+/// The shortest sleep between batches: a due schedule another scheduler holds (or one that
+/// became due during the batch) is retried this soon, never in a busy loop.
+const MIN_PAUSE: Duration = Duration::from_millis(5);
+
+/// How long to sleep: until the earliest schedule is due, at least [`MIN_PAUSE`] and at most
+/// `poll`.
+async fn until_due(store: &Store, poll: Duration) -> Duration {
+    match store.next_due().await {
+        Ok(Some(next)) => {
+            let wait = jiff::Timestamp::now().duration_until(next);
+            Duration::try_from(wait)
+                .unwrap_or(Duration::ZERO)
+                .clamp(MIN_PAUSE, poll.max(MIN_PAUSE))
+        }
+        Ok(None) => poll,
+        Err(error) => {
+            tracing::warn!(%error, "cannot read when the next schedule is due");
+            poll
+        }
+    }
+}
+
 async fn fire(config: Config) -> anyhow::Result<()> {
     let store = Store::connect_lazy(&config.database_url, 4).context("configure the database pool")?;
     let shutdown = role::shutdown_signal();
@@ -112,16 +137,28 @@ async fn fire(config: Config) -> anyhow::Result<()> {
             tracing::warn!("{error:#}; mail scopes cannot be granted");
             None
         });
-        match store.fire_due(jiff::Timestamp::now(), accounts.as_ref(), 100).await {
+        // A full batch may have more due behind it: go on at once. Otherwise sleep until the
+        // next schedule is due, or the poll interval (which bounds how late a schedule created
+        // or changed meanwhile is seen), whichever comes first; after an error, the interval.
+        let pause = match store.fire_due(jiff::Timestamp::now(), accounts.as_ref(), BATCH).await {
             Ok(fired) => {
+                let full = fired.len() == BATCH as usize;
                 for firing in fired {
                     tracing::info!(?firing, "schedule fired");
                 }
+                if full {
+                    Duration::ZERO
+                } else {
+                    until_due(&store, config.poll).await
+                }
             }
-            Err(error) => tracing::warn!(%error, "cannot fire schedules"),
-        }
+            Err(error) => {
+                tracing::warn!(%error, "cannot fire schedules");
+                config.poll
+            }
+        };
         tokio::select! {
-            () = tokio::time::sleep(config.poll) => {}
+            () = tokio::time::sleep(pause) => {}
             () = &mut shutdown => return Ok(()),
         }
     }

@@ -159,6 +159,15 @@ impl Store {
         Ok(fired)
     }
 
+    /// When the earliest active schedule is next due, if any schedule is active.
+    pub async fn next_due(&self) -> Result<Option<Timestamp>> {
+        let next: Option<jiff_sqlx::Timestamp> =
+            sqlx::query_scalar("SELECT min(next_fire_at) FROM schedules WHERE state = 'active'")
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(next.map(|next| next.to_jiff()))
+    }
+
     async fn fire_one(&self, now: Timestamp, accounts: Option<&AccountIds>) -> Result<Option<Firing>> {
         self.transaction(
             async |tx: &mut PgConnection| {

@@ -101,6 +101,53 @@ async fn two_schedule_processes_fire_each_occurrence_exactly_once() {
     );
 }
 
+/// With a poll interval far longer than the test, the role still drains a backlog of more
+/// than one batch without pausing, and wakes by itself when the next schedule falls due.
+#[tokio::test]
+async fn full_batches_go_on_at_once_and_the_role_wakes_when_the_next_schedule_is_due() {
+    let db = TestDatabase::new().await;
+    let version = agent_version(&db).await;
+    due_schedules(&db, &version, 251, &[]).await;
+    sqlx::query("UPDATE schedules SET next_fire_at = now() + interval '2 seconds' WHERE title = 'due 1'")
+        .execute(&db.pool)
+        .await
+        .expect("one schedule due later");
+    let mut scheduler = spawn_scheduler(&db, &[("SCHEDULE_POLL_MILLISECONDS", "600000")]);
+    let count = |state: &'static str| {
+        let pool = db.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(
+                "SELECT count(*) FROM schedule_occurrences o JOIN schedules s ON s.id = o.schedule_id
+                 WHERE (s.title = 'due 1') = ($1 = 'later')",
+            )
+            .bind(state)
+            .fetch_one(&pool)
+            .await
+            .expect("count")
+        }
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while count("backlog").await < 250 || count("later").await < 1 {
+        assert!(
+            Instant::now() < deadline,
+            "{} of the 250 due and {} of the one due later fired within 30 s (the poll is 10 minutes)",
+            count("backlog").await,
+            count("later").await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let lateness: f64 = sqlx::query_scalar(
+        "SELECT extract(epoch FROM o.created_at - o.scheduled_for)::float8 FROM schedule_occurrences o
+         JOIN schedules s ON s.id = o.schedule_id WHERE s.title = 'due 1'",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .expect("lateness");
+    assert!(lateness < 1.5, "the later schedule fired {lateness} s after it was due");
+    scheduler.kill().expect("stop");
+    let _ = scheduler.wait();
+}
+
 /// A valid accounts manifest (`personal` and `work`) at `dir/accounts.json` with `mode`.
 fn manifest(dir: &Path, mode: u32) -> String {
     let accounts: Vec<serde_json::Value> = ["personal", "work"]
