@@ -18,7 +18,7 @@ use pgcluster::{Cluster, Durability};
 use serde_json::Value;
 
 const USAGE: &str = "usage: cargo xtask bench [--clients N] [--submits N] [--streams N] [--idle-streams N] \
-                     [--replay-events N] [--schedules N] [--no-langgraph]";
+                     [--replay-events N] [--schedules N] [--no-langgraph] [--perf DIR]";
 
 struct Options {
     clients: usize,
@@ -28,6 +28,8 @@ struct Options {
     replay_events: usize,
     schedules: usize,
     langgraph: bool,
+    /// Where to write a system-wide `perf` profile of each measurement, when asked.
+    perf: Option<PathBuf>,
 }
 
 impl Options {
@@ -40,12 +42,20 @@ impl Options {
             replay_events: 100_000,
             schedules: 10_000,
             langgraph: true,
+            perf: None,
         };
         let mut args = args.into_iter();
         while let Some(arg) = args.next() {
             let slot = match arg.as_str() {
                 "--no-langgraph" => {
                     options.langgraph = false;
+                    continue;
+                }
+                "--perf" => {
+                    let dir = args
+                        .next()
+                        .with_context(|| format!("--perf needs a directory ({USAGE})"))?;
+                    options.perf = Some(PathBuf::from(dir));
                     continue;
                 }
                 "--clients" => &mut options.clients,
@@ -444,8 +454,12 @@ impl Bench {
                     "--no-reload",
                 ])
                 .current_dir(&project)
+                // No usage report, no version check, no tracing; warnings only, as the roles
+                // here log (its per-run info lines halve its rate).
                 .env("LANGGRAPH_CLI_NO_ANALYTICS", "1")
+                .env("LANGGRAPH_NO_VERSION_CHECK", "true")
                 .env("LANGSMITH_TRACING", "false")
+                .env("LOG_LEVEL", "WARNING")
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
@@ -508,6 +522,7 @@ impl Bench {
                              ORDER BY first_registered_at DESC LIMIT 1) AS v"
             ),
         )?;
+        let _profile = self.profile("schedules");
         let mut scheduler = self.start_role(role("steward-schedule"), &[])?;
         let deadline = Instant::now() + Duration::from_secs(600);
         let fired = loop {
@@ -681,11 +696,23 @@ impl Bench {
 
     /// Runs one `steward-bench` measurement and parses its JSON answer.
     fn steward_bench(&self, args: &[&str]) -> anyhow::Result<Value> {
-        let output = Command::new(self.bin.join("steward-bench"))
+        // The submit run profiles its throughput phase itself; the others are profiled whole.
+        let submits = args[0] == "submits";
+        let _profile = if submits { None } else { self.profile(args[0]) };
+        let mut command = Command::new(self.bin.join("steward-bench"));
+        let data = self.options.perf.as_ref().map(|dir| dir.join("submits.data"));
+        if let (true, Some(data)) = (submits, &data) {
+            let _ = std::fs::create_dir_all(self.options.perf.as_ref().expect("a profile directory"));
+            command.env("STEWARD_BENCH_PERF", data);
+        }
+        let output = command
             .args(args)
             .stderr(Stdio::inherit())
             .output()
             .context("run steward-bench")?;
+        if let (true, Some(data)) = (submits, &data) {
+            summarize(data);
+        }
         if !output.status.success() {
             bail!("steward-bench {} failed ({})", args[0], output.status);
         }
@@ -741,6 +768,74 @@ impl Bench {
             .and_then(|tps| tps.parse().ok())
             .context("pgbench printed no tps")
     }
+}
+
+impl Bench {
+    /// A system-wide profile (`perf record -a -g`) until the returned guard is dropped, when
+    /// `--perf` asked for one.
+    fn profile(&self, name: &str) -> Option<Profile> {
+        let dir = self.options.perf.as_ref()?;
+        if let Err(error) = std::fs::create_dir_all(dir) {
+            eprintln!("xtask: no profile of {name}: {error}");
+            return None;
+        }
+        let data = dir.join(format!("{name}.data"));
+        match Command::new("perf")
+            .args(["record", "-a", "-g", "-F", "299", "-q", "-o"])
+            .arg(&data)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+        {
+            Ok(child) => Some(Profile { child, data }),
+            Err(error) => {
+                eprintln!("xtask: no profile of {name}: perf: {error}");
+                None
+            }
+        }
+    }
+}
+
+/// A running `perf record`; stopped on drop, leaving `<name>.data` and a summary by process
+/// (`<name>.txt`) beside it.
+struct Profile {
+    child: Child,
+    data: PathBuf,
+}
+
+impl Drop for Profile {
+    fn drop(&mut self) {
+        let _ = kill(Pid::from_raw(self.child.id() as i32), Signal::SIGINT);
+        let _ = self.child.wait();
+        summarize(&self.data);
+    }
+}
+
+/// Writes the profile's summary by process, then by symbol, beside it (`<name>.txt`).
+fn summarize(data: &Path) {
+    let mut summary = String::new();
+    for sort in ["comm", "comm,dso,sym"] {
+        if let Ok(output) = Command::new("perf")
+            .args([
+                "report",
+                "--stdio",
+                "--no-children",
+                "-g",
+                "none",
+                "--percent-limit",
+                "0.7",
+                "--sort",
+                sort,
+                "-i",
+            ])
+            .arg(data)
+            .stderr(Stdio::null())
+            .output()
+        {
+            summary.push_str(&String::from_utf8_lossy(&output.stdout));
+        }
+    }
+    let _ = std::fs::write(data.with_extension("txt"), summary);
 }
 
 /// A daemon role and the database login it runs as.

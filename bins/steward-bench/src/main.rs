@@ -137,6 +137,35 @@ impl Frames {
     }
 }
 
+/// A system-wide `perf record` of the throughput phase alone, into the file named by
+/// `STEWARD_BENCH_PERF` (set by `cargo xtask bench --perf DIR`); stopped when dropped.
+struct Profile(std::process::Child);
+
+impl Profile {
+    fn start() -> Option<Profile> {
+        let data = std::env::var_os("STEWARD_BENCH_PERF")?;
+        let child = std::process::Command::new("perf")
+            .args(["record", "-a", "-g", "-F", "299", "-q", "-o"])
+            .arg(data)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .ok()?;
+        // perf needs a moment before it samples.
+        std::thread::sleep(Duration::from_millis(300));
+        Some(Profile(child))
+    }
+}
+
+impl Drop for Profile {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("kill")
+            .args(["-INT", &self.0.id().to_string()])
+            .status();
+        let _ = self.0.wait();
+    }
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     if sorted.is_empty() {
         return Duration::ZERO;
@@ -215,6 +244,7 @@ async fn submits(args: &[String]) -> anyhow::Result<Value> {
 
     // Throughput: one message into each of `sessions` fresh sessions, `clients` at a time.
     let ids = api.sessions(sessions, clients).await?;
+    let profile = Profile::start();
     let started = Instant::now();
     let results: Vec<anyhow::Result<()>> = futures_util::stream::iter(ids.into_iter().enumerate())
         .map(|(index, session)| {
@@ -225,6 +255,7 @@ async fn submits(args: &[String]) -> anyhow::Result<Value> {
         .collect()
         .await;
     let elapsed = started.elapsed();
+    drop(profile);
     let failures = results.iter().filter(|result| result.is_err()).count();
     if failures > 0 {
         bail!("{failures} submits failed");
