@@ -231,7 +231,7 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
         .filter_map(|row| {
             Some(crate::chart::Bar {
                 label: row.measurement.replace('`', "").chars().take(70).collect(),
-                text: format!("{} (target {})", row.value, row.goal.as_ref()?.2),
+                text: format!("{} (target {})", row.value, row.goal.as_ref()?.2).replace('`', ""),
                 reached: row.reached()?,
             })
         })
