@@ -695,14 +695,44 @@ impl Bench {
     }
 
     /// Runs one `steward-bench` measurement and parses its JSON answer.
+    /// Where `--perf` wants the profile `name` (its directory made), if it asked for profiles.
+    fn profile_data(&self, name: &str) -> Option<PathBuf> {
+        let dir = self.options.perf.as_ref()?;
+        if let Err(error) = std::fs::create_dir_all(dir) {
+            eprintln!("xtask: no profile of {name}: {error}");
+            return None;
+        }
+        Some(dir.join(format!("{name}.data")))
+    }
+
+    /// A system-wide profile (`perf record -a -g`) until the returned guard is dropped, when
+    /// `--perf` asked for one.
+    fn profile(&self, name: &str) -> Option<Profile> {
+        let data = self.profile_data(name)?;
+        match Command::new("perf")
+            .args(["record", "-a", "-g", "-F", "299", "-q", "-o"])
+            .arg(&data)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+        {
+            Ok(child) => Some(Profile { child, data }),
+            Err(error) => {
+                eprintln!("xtask: no profile of {name}: perf: {error}");
+                None
+            }
+        }
+    }
+
     fn steward_bench(&self, args: &[&str]) -> anyhow::Result<Value> {
-        // The submit run profiles its throughput phase itself; the others are profiled whole.
-        let submits = args[0] == "submits";
-        let _profile = if submits { None } else { self.profile(args[0]) };
         let mut command = Command::new(self.bin.join("steward-bench"));
-        let data = self.options.perf.as_ref().map(|dir| dir.join("submits.data"));
-        if let (true, Some(data)) = (submits, &data) {
-            let _ = std::fs::create_dir_all(self.options.perf.as_ref().expect("a profile directory"));
+        // The submit run profiles its throughput phase itself; the others are profiled whole.
+        let (_profile, own_profile) = if args[0] == "submits" {
+            (None, self.profile_data(args[0]))
+        } else {
+            (self.profile(args[0]), None)
+        };
+        if let Some(data) = &own_profile {
             command.env("STEWARD_BENCH_PERF", data);
         }
         let output = command
@@ -710,7 +740,7 @@ impl Bench {
             .stderr(Stdio::inherit())
             .output()
             .context("run steward-bench")?;
-        if let (true, Some(data)) = (submits, &data) {
+        if let Some(data) = &own_profile {
             summarize(data);
         }
         if !output.status.success() {
@@ -767,32 +797,6 @@ impl Bench {
             .and_then(|rest| rest.split_whitespace().next())
             .and_then(|tps| tps.parse().ok())
             .context("pgbench printed no tps")
-    }
-}
-
-impl Bench {
-    /// A system-wide profile (`perf record -a -g`) until the returned guard is dropped, when
-    /// `--perf` asked for one.
-    fn profile(&self, name: &str) -> Option<Profile> {
-        let dir = self.options.perf.as_ref()?;
-        if let Err(error) = std::fs::create_dir_all(dir) {
-            eprintln!("xtask: no profile of {name}: {error}");
-            return None;
-        }
-        let data = dir.join(format!("{name}.data"));
-        match Command::new("perf")
-            .args(["record", "-a", "-g", "-F", "299", "-q", "-o"])
-            .arg(&data)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-        {
-            Ok(child) => Some(Profile { child, data }),
-            Err(error) => {
-                eprintln!("xtask: no profile of {name}: perf: {error}");
-                None
-            }
-        }
     }
 }
 

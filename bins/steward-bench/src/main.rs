@@ -142,7 +142,7 @@ impl Frames {
 struct Profile(std::process::Child);
 
 impl Profile {
-    fn start() -> Option<Profile> {
+    async fn start() -> Option<Profile> {
         let data = std::env::var_os("STEWARD_BENCH_PERF")?;
         let child = std::process::Command::new("perf")
             .args(["record", "-a", "-g", "-F", "299", "-q", "-o"])
@@ -152,7 +152,7 @@ impl Profile {
             .spawn()
             .ok()?;
         // perf needs a moment before it samples.
-        std::thread::sleep(Duration::from_millis(300));
+        tokio::time::sleep(Duration::from_millis(300)).await;
         Some(Profile(child))
     }
 }
@@ -244,7 +244,7 @@ async fn submits(args: &[String]) -> anyhow::Result<Value> {
 
     // Throughput: one message into each of `sessions` fresh sessions, `clients` at a time.
     let ids = api.sessions(sessions, clients).await?;
-    let profile = Profile::start();
+    let profile = Profile::start().await;
     let started = Instant::now();
     let results: Vec<anyhow::Result<()>> = futures_util::stream::iter(ids.into_iter().enumerate())
         .map(|(index, session)| {
