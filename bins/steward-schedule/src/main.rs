@@ -100,7 +100,7 @@ fn accounts(mail: &MailAccounts) -> anyhow::Result<Option<AccountIds>> {
 }
 
 /// Schedules fired per batch, between checks for shutdown.
-const BATCH: u32 = 100;
+const BATCH: u32 = 500;
 
 /// The shortest sleep between batches: a due schedule another scheduler holds (or one that
 /// became due during the batch) is retried this soon, never in a busy loop.

@@ -59,6 +59,19 @@ impl EventRow {
     }
 }
 
+/// A stored event ready for the stream: its frame's JSON built around the stored payload, which is
+/// sent as written and never parsed (replaying a long session costs no payload round trip through
+/// the typed vocabulary).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredFrame {
+    pub seq: i64,
+    pub kind: &'static str,
+    /// Whether the event ends its run.
+    pub ends_run: bool,
+    /// The frame's JSON ([`wire::event::Frame`]).
+    pub data: String,
+}
+
 /// Appends an event inside the caller's transaction and returns its sequence: the next value
 /// of the session's counter, the row and the wake-up hint, in one statement.
 pub(crate) async fn append(
@@ -67,49 +80,67 @@ pub(crate) async fn append(
     run: Option<RunId>,
     event: &Event,
 ) -> Result<i64> {
-    append_touching(conn, session, run, event, None).await
+    let seqs = append_to_sessions(conn, &[(session, run, event)], false).await?;
+    Ok(seqs[0])
 }
 
-/// How an appended event also marks its session: new activity, and a title if it has none.
-#[derive(Debug)]
-pub(crate) struct Touch<'a> {
-    pub title: Option<&'a str>,
-}
-
-/// [`append`], also updating the session's activity time and first title when `touch` is given.
-pub(crate) async fn append_touching(
+/// Appends one event to each of `appended`'s sessions (each session at most once) inside the
+/// caller's transaction, in one statement: each takes the next value of its session's counter
+/// and raises its wake-up hint. With `touch`, each session's activity time moves to now. Returns
+/// each event's sequence, in order.
+pub(crate) async fn append_to_sessions(
     conn: &mut PgConnection,
-    session: SessionId,
-    run: Option<RunId>,
-    event: &Event,
-    touch: Option<Touch<'_>>,
-) -> Result<i64> {
-    let (kind, payload) = event
-        .to_stored()
-        .map_err(|error| StoreError::Corrupt(format!("event `{}` is not serializable: {error}", event.kind())))?;
-    let seq: i64 = sqlx::query_scalar(
-        "WITH next AS (
-             UPDATE sessions SET last_event_seq = last_event_seq + 1,
-                 updated_at = CASE WHEN $5 THEN now() ELSE updated_at END,
-                 title = COALESCE(title, $6)
-             WHERE id = $1 RETURNING last_event_seq
+    appended: &[(SessionId, Option<RunId>, &Event)],
+    touch: bool,
+) -> Result<Vec<i64>> {
+    let mut sessions = Vec::with_capacity(appended.len());
+    let mut runs = Vec::with_capacity(appended.len());
+    let mut kinds = Vec::with_capacity(appended.len());
+    let mut payloads = Vec::with_capacity(appended.len());
+    for (session, run, event) in appended {
+        let (kind, payload) = event
+            .to_stored()
+            .map_err(|error| StoreError::Corrupt(format!("event `{}` is not serializable: {error}", event.kind())))?;
+        sessions.push(session.as_uuid());
+        runs.push(run.map(|run| run.as_uuid()));
+        kinds.push(kind);
+        payloads.push(payload);
+    }
+    let rows: Vec<(i64, i64)> = sqlx::query_as(
+        "WITH input AS (
+             SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::jsonb[])
+                 WITH ORDINALITY AS i(session_id, run_id, kind, payload, position)
+         ), next AS (
+             UPDATE sessions s SET last_event_seq = s.last_event_seq + 1,
+                 updated_at = CASE WHEN $5 THEN now() ELSE s.updated_at END
+             FROM input WHERE s.id = input.session_id RETURNING s.id, s.last_event_seq
          ), event AS (
              INSERT INTO events (session_id, seq, run_id, kind, payload)
-             SELECT $1, next.last_event_seq, $2, $3, $4 FROM next
-             RETURNING seq
+             SELECT input.session_id, next.last_event_seq, input.run_id, input.kind, input.payload
+             FROM input JOIN next ON next.id = input.session_id
+             RETURNING session_id, seq
          )
-         SELECT event.seq FROM event",
+         SELECT input.position, event.seq FROM input JOIN event ON event.session_id = input.session_id
+         ORDER BY input.position",
     )
-    .bind(session.as_uuid())
-    .bind(run.map(|run| run.as_uuid()))
-    .bind(kind)
-    .bind(&payload)
-    .bind(touch.is_some())
-    .bind(touch.and_then(|touch| touch.title))
-    .fetch_one(&mut *conn)
+    .bind(&sessions)
+    .bind(&runs)
+    .bind(&kinds)
+    .bind(&payloads)
+    .bind(touch)
+    .fetch_all(&mut *conn)
     .await?;
-    hint(Hint::Event(session, seq));
-    Ok(seq)
+    if rows.len() != appended.len() {
+        return Err(StoreError::Corrupt(format!(
+            "{} of {} sessions took an event (a session is missing or listed twice)",
+            rows.len(),
+            appended.len()
+        )));
+    }
+    for ((session, _, _), (_, seq)) in appended.iter().zip(&rows) {
+        hint(Hint::Event(*session, *seq));
+    }
+    Ok(rows.into_iter().map(|(_, seq)| seq).collect())
 }
 
 impl Store {
@@ -156,5 +187,40 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(EventRow::from_row).collect()
+    }
+
+    /// [`Store::events_after`] as stream frames.
+    pub async fn frames_after(
+        &self,
+        principal: &PrincipalId,
+        session: SessionId,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<StoredFrame>> {
+        let rows: Vec<(i64, Option<Uuid>, String, String, jiff_sqlx::Timestamp)> = sqlx::query_as(
+            "SELECT e.seq, e.run_id, e.kind, e.payload::text, e.created_at
+             FROM events e JOIN sessions s ON s.id = e.session_id
+             WHERE e.session_id = $1 AND s.principal_id = $2 AND e.seq > $3
+             ORDER BY e.seq LIMIT $4",
+        )
+        .bind(session.as_uuid())
+        .bind(principal.as_str())
+        .bind(after)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter()
+            .map(|(seq, run_id, kind, payload, created_at)| {
+                let (kind, ends_run) = Event::stored_kind(&kind)
+                    .ok_or_else(|| StoreError::Corrupt(format!("event {seq} has an unknown kind `{kind}`")))?;
+                let data = wire::event::Frame::data_of_stored(seq, run_id, timestamp(created_at), kind, &payload);
+                Ok(StoredFrame {
+                    seq,
+                    kind,
+                    ends_run,
+                    data,
+                })
+            })
+            .collect()
     }
 }

@@ -30,7 +30,7 @@ pub use artifacts::{ArtifactRow, ArtifactUpload, NewArtifact};
 pub use call_receipts::{CALL_RECEIPTS_CHANNEL, Receipt};
 pub use clock::{Clock, SystemClock};
 pub use delivery::{DeviceTarget, DueNotification, ScheduleOutcome};
-pub use events::EventRow;
+pub use events::{EventRow, StoredFrame};
 pub use folder_proposals::{
     AcceptProposal, DeclineProposal, FilingOverview, FolderProposalRow, LeftOut, MAX_PENDING_PROPOSALS, ProposalTarget,
     Propose,

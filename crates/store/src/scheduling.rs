@@ -4,7 +4,9 @@
 //! A due schedule is locked with `SKIP LOCKED`, so two schedule processes never fire the same
 //! one; its occurrence is unique per (schedule, instant) as a second guard. Firing creates the
 //! fresh session, its first message and the queued run in the transaction that records the
-//! occurrence and advances the schedule.
+//! occurrence and advances the schedule. Due schedules fire in batches: one transaction and one
+//! statement per step for up to [`FIRING_BATCH`] of them, so ten thousand schedules due at one
+//! instant cost a few dozen transactions, not ten thousand.
 
 use domain::cadence::{Daily, parse_local_time};
 use domain::ids::{RunId, ScheduleId, SessionId};
@@ -15,7 +17,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 use wire::event::{Event, ScheduledBy, UserMessage, UserMessageCreated};
 
-use crate::events::{Touch, append_touching};
+use crate::events::append_to_sessions;
 use crate::wake::{Hint, hint};
 use crate::{Result, Store};
 
@@ -73,17 +75,39 @@ async fn notify_outcome(
     Ok(())
 }
 
+/// Queues the outcome alerts of occurrences that did not start, raised at `raised`.
+async fn notify_outcomes(conn: &mut PgConnection, occurrences: &[Uuid], raised: jiff_sqlx::Timestamp) -> Result<()> {
+    let ids: Vec<Uuid> = occurrences.iter().map(|_| Uuid::now_v7()).collect();
+    sqlx::query(
+        "INSERT INTO notification_outbox (id, kind, occurrence_id, deliver_after)
+         SELECT n.id, 'schedule_outcome', n.occurrence_id, $3 + make_interval(secs => $4)
+         FROM unnest($1::uuid[], $2::uuid[]) AS n(id, occurrence_id)",
+    )
+    .bind(&ids)
+    .bind(occurrences)
+    .bind(raised)
+    .bind(PUSH_DELAY_SECONDS)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
 /// Counts a failed occurrence; the schedule stops at `max_consecutive_failures` in a row.
 async fn count_failure(conn: &mut PgConnection, schedule: Uuid) -> Result<()> {
+    count_failures(conn, &[schedule]).await
+}
+
+/// [`count_failure`] for each of `schedules`.
+async fn count_failures(conn: &mut PgConnection, schedules: &[Uuid]) -> Result<()> {
     sqlx::query(
         "UPDATE schedules SET consecutive_failures = consecutive_failures + 1, updated_at = now(),
              state = CASE WHEN consecutive_failures + 1 >= max_consecutive_failures AND state = 'active'
                           THEN 'stopped' ELSE state END,
              next_fire_at = CASE WHEN consecutive_failures + 1 >= max_consecutive_failures THEN NULL ELSE
              next_fire_at END
-         WHERE id = $1",
+         WHERE id = ANY($1)",
     )
-    .bind(schedule)
+    .bind(schedules)
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -145,16 +169,67 @@ struct DueSchedule {
     next_fire_at: jiff_sqlx::Timestamp,
 }
 
+/// Schedules fired in one transaction at most.
+const FIRING_BATCH: usize = 500;
+
+/// What a locked due schedule's occurrence will be.
+#[derive(Clone, Copy, PartialEq)]
+enum Plan {
+    Start,
+    Misfire,
+    Unauthorized,
+}
+
+/// The occurrences of one batch, column by column (each statement takes them as arrays).
+#[derive(Default)]
+struct Occurrences {
+    id: Vec<Uuid>,
+    schedule: Vec<Uuid>,
+    scheduled_for: Vec<jiff_sqlx::Timestamp>,
+    revision: Vec<i32>,
+    state: Vec<&'static str>,
+    reason: Vec<Option<&'static str>>,
+    title: Vec<String>,
+    scheduled_local: Vec<String>,
+}
+
+/// The sessions and runs of the occurrences that start, column by column.
+#[derive(Default)]
+struct Starts {
+    occurrence: Vec<Uuid>,
+    schedule: Vec<Uuid>,
+    scheduled_for: Vec<Timestamp>,
+    instruction: Vec<String>,
+    session: Vec<Uuid>,
+    run: Vec<Uuid>,
+    principal: Vec<String>,
+    agent_id: Vec<String>,
+    agent_version: Vec<String>,
+    title: Vec<String>,
+    max_steps: Vec<i32>,
+    max_model_calls: Vec<i32>,
+    max_tool_calls: Vec<i32>,
+    max_cost_micros: Vec<i64>,
+    run_timeout_seconds: Vec<i32>,
+    wait_timeout_seconds: Vec<i32>,
+    requested_scopes: Vec<String>,
+}
+
 impl Store {
-    /// Fires every active schedule due at `now` (at most `limit`), each in its own transaction.
-    /// `accounts` are the connected mail accounts (ids only), `None` when mail is off.
+    /// Fires every active schedule due at `now` (at most `limit` occurrences), up to
+    /// [`FIRING_BATCH`] schedules per transaction. A schedule that missed several instants fires
+    /// one instant per transaction, so each is recorded (skipped when too late) and the on-time
+    /// one still fires. `accounts` are the connected mail accounts (ids only), `None` when mail is
+    /// off.
     pub async fn fire_due(&self, now: Timestamp, accounts: Option<&AccountIds>, limit: u32) -> Result<Vec<Firing>> {
         let mut fired = Vec::new();
         while fired.len() < limit as usize {
-            let Some(firing) = self.fire_one(now, accounts).await? else {
+            let batch = (limit as usize - fired.len()).min(FIRING_BATCH);
+            let firings = self.fire_batch(now, accounts, batch).await?;
+            if firings.is_empty() {
                 break;
-            };
-            fired.push(firing);
+            }
+            fired.extend(firings);
         }
         Ok(fired)
     }
@@ -168,7 +243,10 @@ impl Store {
         Ok(next.map(|next| next.to_jiff()))
     }
 
-    async fn fire_one(&self, now: Timestamp, accounts: Option<&AccountIds>) -> Result<Option<Firing>> {
+    /// Fires up to `limit` due schedules in one transaction, with one statement per step for the
+    /// whole batch (the session index clock is locked once per batch, not once per firing).
+    async fn fire_batch(&self, now: Timestamp, accounts: Option<&AccountIds>, limit: usize) -> Result<Vec<Firing>> {
+        let working_since = self.now_sql();
         self.transaction(
             async |tx: &mut PgConnection| {
                 let due = sqlx::query_as::<_, DueSchedule>(
@@ -176,186 +254,286 @@ impl Store {
                             max_steps, max_model_calls, max_tool_calls, max_cost_micros, run_timeout_seconds,
                             wait_timeout_seconds, local_time, timezone, misfire_grace_seconds, next_fire_at
                      FROM schedules WHERE state = 'active' AND next_fire_at <= $1
-                     ORDER BY next_fire_at LIMIT 1 FOR UPDATE SKIP LOCKED",
+                     ORDER BY next_fire_at LIMIT $2 FOR UPDATE SKIP LOCKED",
                 )
                 .bind(jiff_sqlx::Timestamp::from(now))
-                .fetch_optional(&mut *tx)
+                .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+                .fetch_all(&mut *tx)
                 .await?;
-                let Some(row) = due else { return Ok(None) };
-                let schedule: Uuid = row.id;
-                let scheduled_for = crate::timestamp(row.next_fire_at);
-                let (local_time, timezone) = (&row.local_time, &row.timezone);
-                let cadence = jiff::tz::TimeZone::get(timezone)
-                    .ok()
-                    .zip(parse_local_time(local_time))
-                    .map(|(zone, local_time)| Daily { local_time, zone });
-                let Some(cadence) = cadence else {
-                    // The zone is no longer known here (tzdata changed, or hosts differ): stop this
-                    // schedule rather than retry it ahead of every other due schedule forever.
+                if due.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let mut fired = Vec::with_capacity(due.len());
+                let mut stopped = Vec::new();
+                let (mut advanced, mut next_fire) = (Vec::new(), Vec::new());
+                let mut occurrences = Occurrences::default();
+                let mut plans = Vec::new();
+                for row in due {
+                    let scheduled_for = crate::timestamp(row.next_fire_at);
+                    let cadence = jiff::tz::TimeZone::get(&row.timezone)
+                        .ok()
+                        .zip(parse_local_time(&row.local_time))
+                        .map(|(zone, local_time)| Daily { local_time, zone });
+                    let Some(cadence) = cadence else {
+                        // The zone is no longer known here (tzdata changed, or hosts differ): stop
+                        // this schedule rather than retry it ahead of every other due one forever.
+                        stopped.push(row.id);
+                        fired.push(Firing::Failed {
+                            schedule: ScheduleId::from_uuid(row.id),
+                            occurrence: Uuid::nil(),
+                            reason: INVALID_CADENCE,
+                        });
+                        continue;
+                    };
+                    advanced.push(row.id);
+                    next_fire.push(jiff_sqlx::Timestamp::from(cadence.next_after(scheduled_for)));
+                    let lateness = now.as_second() - scheduled_for.as_second();
+                    let plan = if lateness > i64::from(row.misfire_grace_seconds) {
+                        Plan::Misfire
+                    } else if !authorize(&row.requested_scopes, accounts) {
+                        Plan::Unauthorized
+                    } else {
+                        Plan::Start
+                    };
+                    let (state, reason) = match plan {
+                        Plan::Start => ("started", None),
+                        Plan::Misfire => ("skipped", Some(MISFIRE)),
+                        Plan::Unauthorized => ("failed", Some(AUTHORIZATION_FAILED)),
+                    };
+                    let occurrence = Uuid::now_v7();
+                    occurrences.id.push(occurrence);
+                    occurrences.schedule.push(row.id);
+                    occurrences.scheduled_for.push(row.next_fire_at);
+                    occurrences.revision.push(row.revision);
+                    occurrences.state.push(state);
+                    occurrences.reason.push(reason);
+                    // The occurrence keeps what its alert names: this revision's title and the
+                    // wall time it was scheduled for, in the schedule's zone.
+                    occurrences.title.push(row.title.clone());
+                    occurrences.scheduled_local.push(
+                        scheduled_for
+                            .to_zoned(cadence.zone.clone())
+                            .strftime("%Y-%m-%d %H:%M")
+                            .to_string(),
+                    );
+                    plans.push((occurrence, scheduled_for, plan, row));
+                }
+                if !stopped.is_empty() {
                     sqlx::query(
-                        "UPDATE schedules SET state = 'stopped', next_fire_at = NULL, updated_at = now() WHERE id = $1",
+                        "UPDATE schedules SET state = 'stopped', next_fire_at = NULL, updated_at = now()
+                         WHERE id = ANY($1)",
                     )
-                    .bind(schedule)
+                    .bind(&stopped)
                     .execute(&mut *tx)
                     .await?;
-                    return Ok(Some(Firing::Failed {
-                        schedule: ScheduleId::from_uuid(schedule),
-                        occurrence: Uuid::nil(),
-                        reason: INVALID_CADENCE,
-                    }));
-                };
-                // One instant at a time: each missed instant is recorded (skipped when too late)
-                // and the loop comes back for the next one, so the on-time firing still fires.
-                let next = cadence.next_after(scheduled_for);
-                sqlx::query("UPDATE schedules SET next_fire_at = $2, updated_at = now() WHERE id = $1")
-                    .bind(schedule)
-                    .bind(jiff_sqlx::Timestamp::from(next))
-                    .execute(&mut *tx)
-                    .await?;
-
-                let occurrence = Uuid::now_v7();
-                let revision = row.revision;
-                // The occurrence keeps what its alert names: this revision's title and the wall
-                // time it was scheduled for, in the schedule's zone.
-                let scheduled_local = scheduled_for
-                    .to_zoned(cadence.zone.clone())
-                    .strftime("%Y-%m-%d %H:%M")
-                    .to_string();
-                let inserted = sqlx::query(
-                    "INSERT INTO schedule_occurrences (id, schedule_id, scheduled_for, schedule_revision, state, title,
-                     scheduled_local)
-                     VALUES ($1, $2, $3, $4, 'started', $5, $6) ON CONFLICT (schedule_id, scheduled_for) DO NOTHING",
-                )
-                .bind(occurrence)
-                .bind(schedule)
-                .bind(jiff_sqlx::Timestamp::from(scheduled_for))
-                .bind(revision)
-                .bind(&row.title)
-                .bind(&scheduled_local)
-                .execute(&mut *tx)
-                .await?;
-                let schedule_id = ScheduleId::from_uuid(schedule);
-                if inserted.rows_affected() == 0 {
-                    // Already fired for this instant: only the schedule moved on.
-                    return Ok(Some(Firing::Skipped {
-                        schedule: schedule_id,
-                        occurrence,
-                        reason: "duplicate",
-                    }));
                 }
-
-                let grace = row.misfire_grace_seconds;
-                let lateness = now.as_second() - scheduled_for.as_second();
-                let settle = async |tx: &mut PgConnection, state: &str, reason: &'static str| -> Result<()> {
-                    sqlx::query("UPDATE schedule_occurrences SET state = $2, reason = $3 WHERE id = $1")
-                        .bind(occurrence)
-                        .bind(state)
-                        .bind(reason)
-                        .execute(&mut *tx)
-                        .await?;
-                    Ok(())
-                };
-                if lateness > i64::from(grace) {
-                    settle(tx, "skipped", MISFIRE).await?;
-                    notify_outcome(tx, None, None, occurrence, jiff_sqlx::Timestamp::from(now)).await?;
-                    return Ok(Some(Firing::Skipped {
-                        schedule: schedule_id,
-                        occurrence,
-                        reason: MISFIRE,
-                    }));
+                if plans.is_empty() {
+                    return Ok(fired);
                 }
-                let requested = &row.requested_scopes;
-                if !authorize(requested, accounts) {
-                    settle(tx, "failed", AUTHORIZATION_FAILED).await?;
-                    count_failure(tx, schedule).await?;
-                    notify_outcome(tx, None, None, occurrence, jiff_sqlx::Timestamp::from(now)).await?;
-                    return Ok(Some(Firing::Failed {
-                        schedule: schedule_id,
-                        occurrence,
-                        reason: AUTHORIZATION_FAILED,
-                    }));
-                }
-
-                // A fresh session pinned to the schedule's agent version, then the run.
-                let principal = &row.principal_id;
-                let session: Uuid = sqlx::query_scalar(
-                    "WITH position AS (
-                         UPDATE session_index_clock SET position = position + 1 RETURNING position
-                     )
-                     INSERT INTO sessions (id, principal_id, index_position, agent_id, agent_version, title,
-                     schedule_id)
-                     SELECT $1, $2, position.position, $3, $4, $5, $6 FROM position RETURNING id",
-                )
-                .bind(Uuid::now_v7())
-                .bind(principal)
-                .bind(&row.agent_id)
-                .bind(&row.agent_version)
-                .bind(&row.title)
-                .bind(schedule)
-                .fetch_one(&mut *tx)
-                .await?;
-                // Its working time is measured by the store's clock, like every run's.
-                let run: Uuid = sqlx::query_scalar(
-                    "INSERT INTO runs (id, session_id, state, principal_id, max_steps, max_model_calls, max_tool_calls,
-                                       max_cost_micros, run_timeout_seconds, deadline_at, occurrence_id,
-                                       requested_scopes, wait_timeout_seconds, working_since)
-                     VALUES ($1, $2, 'queued', $3, $4, $5, $6, $7, $8, $12 + make_interval(secs => $8), $9, $10, $11,
-                             $12)
-                     RETURNING id",
-                )
-                .bind(Uuid::now_v7())
-                .bind(session)
-                .bind(principal)
-                .bind(row.max_steps)
-                .bind(row.max_model_calls)
-                .bind(row.max_tool_calls)
-                .bind(row.max_cost_micros)
-                .bind(row.run_timeout_seconds)
-                .bind(occurrence)
-                .bind(requested)
-                .bind(row.wait_timeout_seconds)
-                .bind(self.now_sql())
-                .fetch_one(&mut *tx)
-                .await?;
-                let (session_id, run_id) = (SessionId::from_uuid(session), RunId::from_uuid(run));
-                let instruction = row.instruction.clone();
-                let event = Event::UserMessageCreated(UserMessageCreated {
-                    run_id: run,
-                    message: UserMessage {
-                        text: Some(instruction),
-                        attachments: Vec::new(),
-                    },
-                    schedule: Some(ScheduledBy {
-                        schedule_id: schedule,
-                        occurrence_id: occurrence,
-                        scheduled_for,
-                    }),
-                });
-                let seq = append_touching(tx, session_id, Some(run_id), &event, Some(Touch { title: None })).await?;
                 sqlx::query(
-                    "UPDATE runs SET message_seq = $2 WHERE id =
-                             $1",
+                    "UPDATE schedules s SET next_fire_at = n.next_fire_at, updated_at = now()
+                     FROM unnest($1::uuid[], $2::timestamptz[]) AS n(id, next_fire_at) WHERE s.id = n.id",
                 )
-                .bind(run)
-                .bind(seq)
+                .bind(&advanced)
+                .bind(&next_fire)
                 .execute(&mut *tx)
                 .await?;
-                sqlx::query("UPDATE schedule_occurrences SET session_id = $2, run_id = $3 WHERE id = $1")
-                    .bind(occurrence)
-                    .bind(session)
-                    .bind(run)
-                    .execute(&mut *tx)
-                    .await?;
-                hint(Hint::Run);
-                Ok(Some(Firing::Started {
-                    schedule: schedule_id,
-                    occurrence,
-                    session: session_id,
-                    run: run_id,
-                }))
+                // Unique per (schedule, instant): an instant already fired inserts nothing, and
+                // only the schedule moved on.
+                let inserted: Vec<Uuid> = sqlx::query_scalar(
+                    "INSERT INTO schedule_occurrences (id, schedule_id, scheduled_for, schedule_revision, state, reason,
+                                                       title, scheduled_local)
+                     SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::int[], $5::text[], $6::text[],
+                                          $7::text[], $8::text[])
+                     ON CONFLICT (schedule_id, scheduled_for) DO NOTHING RETURNING id",
+                )
+                .bind(&occurrences.id)
+                .bind(&occurrences.schedule)
+                .bind(&occurrences.scheduled_for)
+                .bind(&occurrences.revision)
+                .bind(&occurrences.state)
+                .bind(&occurrences.reason)
+                .bind(&occurrences.title)
+                .bind(&occurrences.scheduled_local)
+                .fetch_all(&mut *tx)
+                .await?;
+                let inserted: std::collections::HashSet<Uuid> = inserted.into_iter().collect();
+
+                let (mut alerted, mut failing) = (Vec::new(), Vec::new());
+                let mut starts = Starts::default();
+                for (occurrence, scheduled_for, plan, row) in plans {
+                    let schedule = ScheduleId::from_uuid(row.id);
+                    if !inserted.contains(&occurrence) {
+                        fired.push(Firing::Skipped {
+                            schedule,
+                            occurrence,
+                            reason: "duplicate",
+                        });
+                        continue;
+                    }
+                    match plan {
+                        Plan::Misfire => {
+                            alerted.push(occurrence);
+                            fired.push(Firing::Skipped {
+                                schedule,
+                                occurrence,
+                                reason: MISFIRE,
+                            });
+                        }
+                        Plan::Unauthorized => {
+                            alerted.push(occurrence);
+                            failing.push(row.id);
+                            fired.push(Firing::Failed {
+                                schedule,
+                                occurrence,
+                                reason: AUTHORIZATION_FAILED,
+                            });
+                        }
+                        Plan::Start => {
+                            let (session, run) = (Uuid::now_v7(), Uuid::now_v7());
+                            fired.push(Firing::Started {
+                                schedule,
+                                occurrence,
+                                session: SessionId::from_uuid(session),
+                                run: RunId::from_uuid(run),
+                            });
+                            starts.push(occurrence, scheduled_for, session, run, row);
+                        }
+                    }
+                }
+                if !failing.is_empty() {
+                    count_failures(tx, &failing).await?;
+                }
+                if !alerted.is_empty() {
+                    notify_outcomes(tx, &alerted, jiff_sqlx::Timestamp::from(now)).await?;
+                }
+                if !starts.session.is_empty() {
+                    start(tx, &starts, working_since).await?;
+                }
+                Ok(fired)
             },
             |_| true,
         )
         .await
     }
+}
+
+impl Starts {
+    fn push(&mut self, occurrence: Uuid, scheduled_for: Timestamp, session: Uuid, run: Uuid, row: DueSchedule) {
+        self.occurrence.push(occurrence);
+        self.schedule.push(row.id);
+        self.scheduled_for.push(scheduled_for);
+        self.instruction.push(row.instruction);
+        self.session.push(session);
+        self.run.push(run);
+        self.principal.push(row.principal_id);
+        self.agent_id.push(row.agent_id);
+        self.agent_version.push(row.agent_version);
+        self.title.push(row.title);
+        self.max_steps.push(row.max_steps);
+        self.max_model_calls.push(row.max_model_calls);
+        self.max_tool_calls.push(row.max_tool_calls);
+        self.max_cost_micros.push(row.max_cost_micros);
+        self.run_timeout_seconds.push(row.run_timeout_seconds);
+        self.wait_timeout_seconds.push(row.wait_timeout_seconds);
+        // A text[] column cannot be one row of a 2-D array parameter of varying lengths: each
+        // run's scopes travel as one JSON array.
+        self.requested_scopes
+            .push(serde_json::to_string(&row.requested_scopes).unwrap_or_else(|_| "[]".into()));
+    }
+}
+
+/// Creates each starting occurrence's fresh session (pinned to the schedule's agent version),
+/// its queued run and the first message, the schedule's instruction.
+async fn start(tx: &mut PgConnection, starts: &Starts, working_since: jiff_sqlx::Timestamp) -> Result<()> {
+    let count = i64::try_from(starts.session.len()).unwrap_or(i64::MAX);
+    let last: i64 = sqlx::query_scalar("UPDATE session_index_clock SET position = position + $1 RETURNING position")
+        .bind(count)
+        .fetch_one(&mut *tx)
+        .await?;
+    let positions: Vec<i64> = (last - count + 1..=last).collect();
+    sqlx::query(
+        "INSERT INTO sessions (id, principal_id, index_position, agent_id, agent_version, title, schedule_id)
+         SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::uuid[])",
+    )
+    .bind(&starts.session)
+    .bind(&starts.principal)
+    .bind(&positions)
+    .bind(&starts.agent_id)
+    .bind(&starts.agent_version)
+    .bind(&starts.title)
+    .bind(&starts.schedule)
+    .execute(&mut *tx)
+    .await?;
+    // Its working time is measured by the store's clock, like every run's.
+    sqlx::query(
+        "INSERT INTO runs (id, session_id, state, principal_id, max_steps, max_model_calls, max_tool_calls,
+                           max_cost_micros, run_timeout_seconds, deadline_at, occurrence_id, requested_scopes,
+                           wait_timeout_seconds, working_since)
+         SELECT r.id, r.session_id, 'queued', r.principal_id, r.max_steps, r.max_model_calls, r.max_tool_calls,
+                r.max_cost_micros, r.run_timeout_seconds, $12 + make_interval(secs => r.run_timeout_seconds),
+                r.occurrence_id, ARRAY(SELECT jsonb_array_elements_text(r.scopes::jsonb)), r.wait_timeout_seconds, $12
+         FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::int[], $6::int[], $7::bigint[], $8::int[],
+                     $9::uuid[], $10::text[], $11::int[])
+              AS r(id, session_id, principal_id, max_steps, max_model_calls, max_tool_calls, max_cost_micros,
+                   run_timeout_seconds, occurrence_id, scopes, wait_timeout_seconds)",
+    )
+    .bind(&starts.run)
+    .bind(&starts.session)
+    .bind(&starts.principal)
+    .bind(&starts.max_steps)
+    .bind(&starts.max_model_calls)
+    .bind(&starts.max_tool_calls)
+    .bind(&starts.max_cost_micros)
+    .bind(&starts.run_timeout_seconds)
+    .bind(&starts.occurrence)
+    .bind(&starts.requested_scopes)
+    .bind(&starts.wait_timeout_seconds)
+    .bind(working_since)
+    .execute(&mut *tx)
+    .await?;
+    let events: Vec<Event> = (0..starts.session.len())
+        .map(|at| {
+            Event::UserMessageCreated(UserMessageCreated {
+                run_id: starts.run[at],
+                message: UserMessage {
+                    text: Some(starts.instruction[at].clone()),
+                    attachments: Vec::new(),
+                },
+                schedule: Some(ScheduledBy {
+                    schedule_id: starts.schedule[at],
+                    occurrence_id: starts.occurrence[at],
+                    scheduled_for: starts.scheduled_for[at],
+                }),
+            })
+        })
+        .collect();
+    let appended: Vec<(SessionId, Option<RunId>, &Event)> = (0..starts.session.len())
+        .map(|at| {
+            (
+                SessionId::from_uuid(starts.session[at]),
+                Some(RunId::from_uuid(starts.run[at])),
+                &events[at],
+            )
+        })
+        .collect();
+    let seqs = append_to_sessions(tx, &appended, true).await?;
+    sqlx::query(
+        "UPDATE runs r SET message_seq = m.seq FROM unnest($1::uuid[], $2::bigint[]) AS m(id, seq) WHERE r.id = m.id",
+    )
+    .bind(&starts.run)
+    .bind(&seqs)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "UPDATE schedule_occurrences o SET session_id = s.session_id, run_id = s.run_id
+         FROM unnest($1::uuid[], $2::uuid[], $3::uuid[]) AS s(id, session_id, run_id) WHERE o.id = s.id",
+    )
+    .bind(&starts.occurrence)
+    .bind(&starts.session)
+    .bind(&starts.run)
+    .execute(&mut *tx)
+    .await?;
+    hint(Hint::Run);
+    Ok(())
 }

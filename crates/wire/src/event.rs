@@ -84,6 +84,14 @@ impl Event {
         )
     }
 
+    /// The known kind spelled `kind`, as a static string, and whether it ends its run; `None` for
+    /// a kind this vocabulary does not have.
+    pub fn stored_kind(kind: &str) -> Option<(&'static str, bool)> {
+        let known = *Event::KINDS.iter().find(|known| **known == kind)?;
+        let ends = matches!(known, "run.completed" | "run.failed" | "run.cancelled");
+        Some((known, ends))
+    }
+
     /// The stored form: the kind and the payload as JSON.
     pub fn to_stored(&self) -> Result<(&'static str, Value), serde_json::Error> {
         let value = serde_json::to_value(self)?;
@@ -114,6 +122,37 @@ pub struct Frame {
     pub created_at: jiff::Timestamp,
     #[serde(flatten)]
     pub event: Event,
+}
+
+impl Frame {
+    /// The JSON of a stored event's frame, built around its stored payload (JSON text, as the
+    /// database returns it) without parsing it: the stream's replay path, which sends stored
+    /// events as written. The result is the JSON [`Frame`] serializes to, up to the payload's
+    /// member order and whitespace. `kind` must be one of [`Event::KINDS`].
+    pub fn data_of_stored(
+        seq: i64,
+        run_id: Option<Uuid>,
+        created_at: jiff::Timestamp,
+        kind: &str,
+        payload: &str,
+    ) -> String {
+        use std::fmt::Write as _;
+        let mut data = String::with_capacity(payload.len() + 128);
+        let _ = write!(data, "{{\"seq\":{seq},\"run_id\":");
+        match run_id {
+            Some(run) => {
+                let _ = write!(data, "\"{run}\"");
+            }
+            None => data.push_str("null"),
+        }
+        // Kinds and timestamps never need escaping: kinds are the vocabulary's, and a timestamp
+        // is RFC 3339 digits and separators.
+        let _ = write!(
+            data,
+            ",\"created_at\":\"{created_at}\",\"kind\":\"{kind}\",\"payload\":{payload}}}"
+        );
+        data
+    }
 }
 
 /// The `data` of one frame of a session's event stream: a persisted event beside its position,
@@ -450,6 +489,43 @@ mod tests {
         assert_eq!(value["kind"], "run.cancelled");
         assert_eq!(value["payload"]["reason"], "deadline");
         assert_eq!(value["created_at"], "1970-01-01T00:00:00Z");
+    }
+
+    #[test]
+    fn a_stored_frame_is_the_json_the_typed_frame_serializes_to() {
+        let event = Event::UserMessageCreated(UserMessageCreated {
+            run_id: Uuid::now_v7(),
+            message: UserMessage {
+                text: Some("quote \" backslash \\ line\nbreak é".into()),
+                attachments: Vec::new(),
+            },
+            schedule: None,
+        });
+        let created_at: jiff::Timestamp = "2026-11-23T10:11:12.345678Z".parse().expect("timestamp");
+        for (run_id, event) in [(Some(Uuid::now_v7()), event), (None, run_cancelled())] {
+            let frame = Frame {
+                seq: 42,
+                run_id,
+                created_at,
+                event: event.clone(),
+            };
+            let (kind, payload) = event.to_stored().expect("serializable");
+            let stored = Frame::data_of_stored(42, run_id, created_at, kind, &payload.to_string());
+            let parsed: Frame = serde_json::from_str(&stored).expect("a frame");
+            assert_eq!(parsed, frame);
+            assert_eq!(
+                serde_json::from_str::<Value>(&stored).expect("json"),
+                serde_json::to_value(&frame).expect("json")
+            );
+            assert!(!stored.contains('\n'), "one SSE data line: {stored}");
+        }
+        assert_eq!(Event::stored_kind("run.failed"), Some(("run.failed", true)));
+        assert_eq!(Event::stored_kind("tool.result"), Some(("tool.result", false)));
+        assert_eq!(Event::stored_kind("run.exploded"), None);
+        for kind in Event::KINDS {
+            let ends = Event::stored_kind(kind).expect("known").1;
+            assert_eq!(ends, kind.starts_with("run."), "{kind}");
+        }
     }
 
     #[test]

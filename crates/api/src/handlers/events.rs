@@ -6,18 +6,23 @@
 //! terminal event once no run is active; on an idle session it stays open for the next run. Transient
 //! output (`assistant.delta`, `reasoning.delta`) is relayed as it comes, without an id. A comment
 //! heartbeat is sent at least every 15 seconds.
+//!
+//! The SSE framing is written here rather than by axum's `Sse`, which makes one body chunk per
+//! event: stored frames are sent as stored (never parsed back into the typed vocabulary) and as
+//! many as fit go out in one chunk of about 64 KiB, so a replay costs few writes.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::fmt::Write as _;
 
+use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue};
-use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use domain::ErrorCode;
 use domain::ids::{PrincipalId, SessionId};
 use futures_util::Stream;
-use store::EventRow;
+use store::StoredFrame;
 use tokio::sync::broadcast;
 use wire::event::StreamData;
 use wire::request::StreamEvents;
@@ -29,7 +34,12 @@ use crate::extract::{Path, Query};
 use crate::hub::Wake;
 use crate::problem::ApiError;
 
-const BATCH: u32 = 256;
+/// Stored events read at a time.
+const PAGE: u32 = 1000;
+/// A chunk of the response body is closed once it holds this many bytes of frames.
+const CHUNK: usize = 64 * 1024;
+/// The comment sent on every periodic re-read, so proxies and clients see a live connection.
+const HEARTBEAT: &[u8] = b": heartbeat\n\n";
 
 /// The session's events as `text/event-stream`.
 #[utoipa::path(
@@ -82,102 +92,141 @@ pub async fn stream(
         wakes,
         announced: i64::MAX,
         pending: VecDeque::new(),
+        outgoing: VecDeque::new(),
         ended: false,
-        transient: VecDeque::new(),
         stale: true,
+        draining: false,
         reread_at,
     };
-    let heartbeat = follower.state.settings.stream_heartbeat;
-    let sse = Sse::new(follow(follower)).keep_alive(KeepAlive::new().interval(heartbeat).text("heartbeat"));
-    let mut response = sse.into_response();
-    response
-        .headers_mut()
-        .insert("x-accel-buffering", HeaderValue::from_static("no"));
-    response
-        .headers_mut()
-        .insert("cache-control", HeaderValue::from_static("no-cache"));
-    Ok(response)
+    let headers = [
+        (header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream")),
+        (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+        (
+            HeaderName::from_static("x-accel-buffering"),
+            HeaderValue::from_static("no"),
+        ),
+    ];
+    Ok((headers, Body::from_stream(follow(follower))).into_response())
 }
 
 struct Follower {
     state: AppState,
     principal: PrincipalId,
     session: SessionId,
+    /// The last persisted sequence queued for sending.
     last: i64,
     wakes: broadcast::Receiver<Wake>,
     /// Persisted events up to this sequence may be sent. Raised by the hub's announcements, so
     /// a transient delta published before a step is never overtaken by that step; lifted
     /// entirely when a hint may have been lost (periodic re-read, listener reconnect, lag).
     announced: i64,
-    pending: VecDeque<EventRow>,
-    /// Whether the last persisted event sent ended a run.
+    /// Read persisted events waiting to be written into a chunk.
+    pending: VecDeque<StoredFrame>,
+    /// Chunks ready to send, in order: pages of persisted frames, transient frames, heartbeats.
+    outgoing: VecDeque<Bytes>,
+    /// Whether the last persisted event queued ended a run.
     ended: bool,
-    /// Transient frames (no id) waiting to be sent.
-    transient: VecDeque<Event>,
     /// Whether the database may hold something not yet read: set by every wake-up except a
     /// transient frame, so streamed deltas cost no queries.
     stale: bool,
-    /// When the next periodic re-read is due. A fixed schedule, so a steady flow of transient
-    /// frames cannot postpone it (a lost hint costs at most one heartbeat).
+    /// Whether the last read filled its page, so more is certainly behind it: the next read skips
+    /// the run state, which only matters once the stream has caught up.
+    draining: bool,
+    /// When the next periodic re-read (and heartbeat) is due. A fixed schedule, so a steady flow
+    /// of transient frames cannot postpone it (a lost hint costs at most one heartbeat).
     reread_at: tokio::time::Instant,
 }
 
-fn frame(event: EventRow) -> Event {
-    let (seq, kind) = (event.seq, event.event.kind());
-    let data = serde_json::to_string(&event.into_frame()).unwrap_or_default();
-    Event::default().id(seq.to_string()).event(kind).data(data)
+/// Writes queued persisted frames into one chunk of about [`CHUNK`] bytes: a replay goes out in
+/// few large writes instead of one per event.
+fn chunk(pending: &mut VecDeque<StoredFrame>) -> Bytes {
+    let mut out = String::with_capacity(CHUNK + 1024);
+    while let Some(frame) = pending.pop_front() {
+        let _ = write!(
+            out,
+            "id: {}\nevent: {}\ndata: {}\n\n",
+            frame.seq, frame.kind, frame.data
+        );
+        if out.len() >= CHUNK {
+            break;
+        }
+    }
+    Bytes::from(out)
 }
 
-fn follow(follower: Follower) -> impl Stream<Item = Result<Event, Infallible>> {
+fn follow(follower: Follower) -> impl Stream<Item = Result<Bytes, Infallible>> {
     futures_util::stream::unfold(follower, |mut follower| async move {
         loop {
-            if let Some(frame) = follower.transient.pop_front() {
-                return Some((Ok(frame), follower));
+            if let Some(bytes) = follower.outgoing.pop_front() {
+                return Some((Ok(bytes), follower));
             }
-            if let Some(event) = follower.pending.pop_front() {
-                follower.last = event.seq;
-                follower.ended = event.event.ends_run();
-                let frame = frame(event);
-                return Some((Ok(frame), follower));
+            if !follower.pending.is_empty() {
+                let bytes = chunk(&mut follower.pending);
+                return Some((Ok(bytes), follower));
             }
             if follower.stale {
                 let store = &follower.state.store;
                 // Whether a run is active is read before the events: a run's terminal event commits
                 // with its state, so if it had ended by the first read, the second one returns it.
-                let idle = match store.active_run(follower.session).await {
-                    Ok(active) => active.is_none(),
-                    Err(error) => {
-                        tracing::warn!(%error, "event stream cannot read the run state; closing");
-                        return None;
+                // While draining full pages it is not needed (the stream cannot close there).
+                let idle = if follower.draining {
+                    None
+                } else {
+                    // Database reads are boxed: the stream's state machine stays small while it
+                    // waits, which is most of its life (thousands of idle streams).
+                    match Box::pin(store.active_run(follower.session)).await {
+                        Ok(active) => Some(active.is_none()),
+                        Err(error) => {
+                            tracing::warn!(%error, "event stream cannot read the run state; closing");
+                            return None;
+                        }
                     }
                 };
-                let events = match store
-                    .events_after(&follower.principal, follower.session, follower.last, BATCH)
-                    .await
+                let frames = match Box::pin(store.frames_after(
+                    &follower.principal,
+                    follower.session,
+                    follower.last,
+                    PAGE,
+                ))
+                .await
                 {
-                    Ok(events) => events,
+                    Ok(frames) => frames,
                     Err(error) => {
                         tracing::warn!(%error, "event stream cannot read events; closing");
                         return None;
                     }
                 };
-                let unsent = !events.is_empty();
+                let full = frames.len() == PAGE as usize;
+                let unsent = !frames.is_empty();
                 let announced = follower.announced;
-                follower
-                    .pending
-                    .extend(events.into_iter().filter(|event| event.seq <= announced));
+                for frame in frames.into_iter().take_while(|frame| frame.seq <= announced) {
+                    follower.last = frame.seq;
+                    follower.ended = frame.ends_run;
+                    follower.pending.push_back(frame);
+                }
                 if !follower.pending.is_empty() {
-                    // Stays stale: a full batch may have more behind it.
+                    // Stays stale: there may be more behind this page.
+                    follower.draining = full;
                     continue;
                 }
+                follower.draining = false;
                 if !unsent {
+                    let Some(idle) = idle else {
+                        // Caught up while draining: read again, with the run state first.
+                        continue;
+                    };
                     // Caught up with no active run, right after a run's terminal event: the run is
                     // over and so is the stream. An idle session otherwise keeps its stream open
                     // for the next run (the logical stream survives between runs).
                     if idle && follower.ended {
                         return None;
                     }
-                    if idle && !matches!(store.session(&follower.principal, follower.session).await, Ok(Some(_))) {
+                    if idle
+                        && !matches!(
+                            Box::pin(store.session(&follower.principal, follower.session)).await,
+                            Ok(Some(_))
+                        )
+                    {
                         return None;
                     }
                     // From here on only announced events are sent.
@@ -190,7 +239,8 @@ fn follow(follower: Follower) -> impl Stream<Item = Result<Event, Infallible>> {
     })
 }
 
-/// Waits for a wake-up for this session (or everyone), or the periodic re-read.
+/// Waits for a wake-up for this session (or everyone), or the periodic re-read, which also sends
+/// a heartbeat comment.
 async fn wait(follower: &mut Follower) -> Option<()> {
     let tick = tokio::time::sleep_until(follower.reread_at);
     tokio::pin!(tick);
@@ -204,7 +254,7 @@ async fn wait(follower: &mut Follower) -> Option<()> {
                 }
                 Ok(Wake::Transient { session, kind, data }) if session == follower.session => {
                     // Best effort and never persisted: no id, so it never moves the replay cursor.
-                    follower.transient.push_back(Event::default().event(kind).data(data.as_ref()));
+                    follower.outgoing.push_back(Bytes::from(format!("event: {kind}\ndata: {data}\n\n")));
                     return Some(());
                 }
                 Ok(Wake::Session(..) | Wake::Transient { .. }) => continue,
@@ -217,6 +267,7 @@ async fn wait(follower: &mut Follower) -> Option<()> {
             },
             () = &mut tick => {
                 follower.reread_at = tokio::time::Instant::now() + follower.state.settings.stream_heartbeat;
+                follower.outgoing.push_back(Bytes::from_static(HEARTBEAT));
                 follower.announced = i64::MAX;
                 follower.stale = true;
                 return Some(());

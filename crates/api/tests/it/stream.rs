@@ -93,6 +93,55 @@ async fn reconnecting_at_random_points_loses_and_repeats_nothing() {
 }
 
 #[tokio::test]
+async fn a_replay_of_several_pages_sends_every_stored_event_as_its_typed_frame_and_closes_after_the_run() {
+    let app = TestApp::spawn().await;
+    let session = app.new_session().await;
+    let (_, accepted) = json(app.submit(&session, "p-1", json!({ "text": "a long one" })).await).await;
+    let run = accepted["run"]["run_id"].as_str().expect("id").to_owned();
+    let run_id = domain::ids::RunId::parse(&run).expect("run id");
+    let session_id = domain::ids::SessionId::parse(&session).expect("session id");
+    // More than two pages of the stream's reads, stored before it opens.
+    const TOTAL: i64 = 2_500;
+    let store = app.store();
+    for n in 2..=TOTAL {
+        store
+            .append_event(session_id, Some(run_id), &tick(run_id, n))
+            .await
+            .expect("append");
+    }
+    let cancel = app
+        .request(Method::POST, &format!("/v1/runs/{run}/cancel"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(cancel.status(), 200);
+
+    let principal = domain::ids::PrincipalId::owner();
+    let stored = store
+        .events_after(&principal, session_id, 0, 10_000)
+        .await
+        .expect("stored events");
+    assert_eq!(stored.len(), TOTAL as usize + 1);
+    let mut reader = app.events(&session, None).await;
+    let mut replayed = Vec::new();
+    while let Some(frame) = tokio::time::timeout(std::time::Duration::from_secs(10), reader.next())
+        .await
+        .expect("the replay goes on until it closes")
+    {
+        let parsed: wire::event::Frame = serde_json::from_str(&frame.data).expect("a frame");
+        assert_eq!(frame.id, Some(parsed.seq));
+        assert_eq!(frame.event.as_deref(), Some(parsed.event.kind()));
+        replayed.push(parsed);
+    }
+    // Every stored event in order, each exactly the typed frame, and the stream closed right
+    // after the run's terminal event.
+    let expected: Vec<wire::event::Frame> = stored.into_iter().map(store::EventRow::into_frame).collect();
+    assert_eq!(replayed.len(), expected.len());
+    assert_eq!(replayed, expected);
+    assert_eq!(replayed.last().map(|frame| frame.event.kind()), Some("run.cancelled"));
+}
+
+#[tokio::test]
 async fn a_stream_follows_the_live_run_and_closes_on_its_terminal_event() {
     let app = TestApp::spawn().await;
     let session = app.new_session().await;
