@@ -3,12 +3,14 @@
 //! Events this process commits wake its streams in process (the store's wake-up hints); events
 //! other processes commit arrive as their coalesced `NOTIFY` hints on one `LISTEN` connection
 //! per API process (this process's own notifications are skipped by their origin). Both become
-//! one in-process broadcast. The hint is never trusted for content: a woken stream reads the
-//! events table. After the listener (re)connects, every stream is woken, since notifications sent
+//! wake-ups routed by session: each session with open streams has its own small broadcast
+//! channel, so a hint wakes only that session's streams (and `All` wakes every one). The hint is
+//! never trusted for content: a woken stream reads the events table. After the listener (re)connects, every stream is woken, since notifications sent
 //! while it was away are lost; streams also re-read on a periodic tick, so a lost hint delays an
 //! event, never loses it.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use domain::ids::SessionId;
@@ -34,33 +36,114 @@ pub enum Wake {
     },
 }
 
+/// Wake-ups a session's streams can have waiting before the slowest of them lags (and then
+/// re-reads, which loses nothing but transient frames). Small, since every session with an open
+/// stream holds one such channel.
+const PER_SESSION: usize = 16;
+
+/// Each session's channel, for the sessions that have open streams.
+#[derive(Debug, Default)]
+struct Routes {
+    sessions: Mutex<HashMap<SessionId, broadcast::Sender<Wake>>>,
+}
+
+impl Routes {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, broadcast::Sender<Wake>>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Sends `wake` to the streams it concerns; nobody listening is fine.
+    fn send(&self, wake: Wake) {
+        let sessions = self.lock();
+        match &wake {
+            Wake::Session(session, _) | Wake::Transient { session, .. } => {
+                if let Some(sender) = sessions.get(session) {
+                    let _ = sender.send(wake);
+                }
+            }
+            Wake::All => {
+                for sender in sessions.values() {
+                    let _ = sender.send(Wake::All);
+                }
+            }
+        }
+    }
+}
+
+/// A stream's wake-ups: its session's, and those for everyone.
+#[derive(Debug)]
+pub struct Subscription {
+    session: SessionId,
+    /// Taken only when the subscription is dropped.
+    receiver: Option<broadcast::Receiver<Wake>>,
+    routes: Arc<Routes>,
+}
+
+impl Subscription {
+    pub async fn recv(&mut self) -> Result<Wake, RecvError> {
+        match self.receiver.as_mut() {
+            Some(receiver) => receiver.recv().await,
+            None => Err(RecvError::Closed),
+        }
+    }
+}
+
+impl Drop for Subscription {
+    /// The last stream of a session removes its channel. The receiver is dropped under the lock
+    /// every subscription is made under, so the count is exact.
+    fn drop(&mut self) {
+        let mut sessions = self.routes.lock();
+        drop(self.receiver.take());
+        if sessions
+            .get(&self.session)
+            .is_some_and(|sender| sender.receiver_count() == 0)
+        {
+            sessions.remove(&self.session);
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct EventHub {
-    sender: broadcast::Sender<Wake>,
+    routes: Arc<Routes>,
     /// Dropped with the hub, which ends the listener task.
     _shutdown: oneshot::Sender<()>,
 }
 
 impl EventHub {
     pub fn start(store: &Store) -> Arc<EventHub> {
-        let (sender, _) = broadcast::channel(1024);
+        let routes = Arc::new(Routes::default());
         let (shutdown, stopped) = oneshot::channel();
         let local = store.subscribe_wakes();
         tokio::spawn(listen(
             store.pool().clone(),
             store.wake_origin(),
             local,
-            sender.clone(),
+            routes.clone(),
             stopped,
         ));
         Arc::new(EventHub {
-            sender,
+            routes,
             _shutdown: shutdown,
         })
     }
 
-    pub fn subscribe(&self) -> broadcast::Receiver<Wake> {
-        self.sender.subscribe()
+    /// Wake-ups for the streams of `session`, from now on.
+    pub fn subscribe(&self, session: SessionId) -> Subscription {
+        subscribe(&self.routes, session)
+    }
+}
+
+fn subscribe(routes: &Arc<Routes>, session: SessionId) -> Subscription {
+    let receiver = routes
+        .lock()
+        .entry(session)
+        .or_insert_with(|| broadcast::channel(PER_SESSION).0)
+        .subscribe();
+    Subscription {
+        session,
+        receiver: Some(receiver),
+        routes: routes.clone(),
     }
 }
 
@@ -68,12 +151,12 @@ async fn listen(
     pool: PgPool,
     origin: uuid::Uuid,
     local: broadcast::Receiver<Hint>,
-    sender: broadcast::Sender<Wake>,
+    routes: Arc<Routes>,
     mut stopped: oneshot::Receiver<()>,
 ) {
     tokio::select! {
-        () = relay(pool, origin, sender.clone()) => {}
-        () = relay_local(local, sender) => {}
+        () = relay(pool, origin, routes.clone()) => {}
+        () = relay_local(local, routes) => {}
         _ = &mut stopped => {}
     }
 }
@@ -88,17 +171,17 @@ fn wake(hint: Hint) -> Option<Wake> {
 }
 
 /// Hints of this process's own commits.
-async fn relay_local(mut local: broadcast::Receiver<Hint>, sender: broadcast::Sender<Wake>) {
+async fn relay_local(mut local: broadcast::Receiver<Hint>, routes: Arc<Routes>) {
     loop {
         match local.recv().await {
             Ok(hint) => {
                 if let Some(wake) = wake(hint) {
-                    let _ = sender.send(wake);
+                    routes.send(wake);
                 }
             }
             // Some hints were missed: every stream re-reads.
             Err(RecvError::Lagged(_)) => {
-                let _ = sender.send(Wake::All);
+                routes.send(Wake::All);
             }
             // The store is gone; the listener keeps serving what remains.
             Err(RecvError::Closed) => std::future::pending().await,
@@ -106,7 +189,7 @@ async fn relay_local(mut local: broadcast::Receiver<Hint>, sender: broadcast::Se
     }
 }
 
-async fn relay(pool: PgPool, origin: uuid::Uuid, sender: broadcast::Sender<Wake>) {
+async fn relay(pool: PgPool, origin: uuid::Uuid, routes: Arc<Routes>) {
     loop {
         let mut listener = match PgListener::connect_with(&pool).await {
             Ok(listener) => listener,
@@ -121,12 +204,12 @@ async fn relay(pool: PgPool, origin: uuid::Uuid, sender: broadcast::Sender<Wake>
             tokio::time::sleep(Duration::from_secs(1)).await;
             continue;
         }
-        let _ = sender.send(Wake::All);
+        routes.send(Wake::All);
         loop {
             match listener.try_recv().await {
                 Ok(Some(notification)) if notification.channel() == TRANSIENT_CHANNEL => {
                     if let Some(wake) = transient(notification.payload()) {
-                        let _ = sender.send(wake);
+                        routes.send(wake);
                     }
                 }
                 Ok(Some(notification)) => match store::parse_wake_payload(notification.payload()) {
@@ -134,18 +217,18 @@ async fn relay(pool: PgPool, origin: uuid::Uuid, sender: broadcast::Sender<Wake>
                     Some((from, _)) if from == origin => {}
                     Some((_, hints)) => {
                         for wake in hints.into_iter().filter_map(wake) {
-                            let _ = sender.send(wake);
+                            routes.send(wake);
                         }
                     }
                     None => tracing::debug!("an events notification of another format"),
                 },
                 // The connection dropped and is re-established on the next call: hints may be lost.
                 Ok(None) => {
-                    let _ = sender.send(Wake::All);
+                    routes.send(Wake::All);
                 }
                 Err(error) => {
                     tracing::warn!(%error, "event listener failed; reconnecting");
-                    let _ = sender.send(Wake::All);
+                    routes.send(Wake::All);
                     tokio::time::sleep(Duration::from_secs(1)).await;
                     break;
                 }
@@ -163,4 +246,38 @@ fn transient(payload: &str) -> Option<Wake> {
         kind: notice.output.kind(),
         data: Arc::from(data),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waiting(subscription: &mut Subscription) -> Option<Wake> {
+        subscription.receiver.as_mut()?.try_recv().ok()
+    }
+
+    #[test]
+    fn a_wake_reaches_only_its_sessions_streams_and_the_last_stream_removes_the_channel() {
+        let routes = Arc::new(Routes::default());
+        let (a, b) = (
+            SessionId::from_uuid(uuid::Uuid::new_v4()),
+            SessionId::from_uuid(uuid::Uuid::new_v4()),
+        );
+        let (mut first, mut second, mut other) = (subscribe(&routes, a), subscribe(&routes, a), subscribe(&routes, b));
+        routes.send(Wake::Session(a, 3));
+        assert_eq!(waiting(&mut first), Some(Wake::Session(a, 3)));
+        assert_eq!(waiting(&mut second), Some(Wake::Session(a, 3)));
+        assert_eq!(waiting(&mut other), None);
+        routes.send(Wake::All);
+        for subscription in [&mut first, &mut second, &mut other] {
+            assert_eq!(waiting(subscription), Some(Wake::All));
+        }
+        drop(first);
+        assert!(routes.lock().contains_key(&a), "a stream of the session remains");
+        drop(second);
+        assert!(!routes.lock().contains_key(&a));
+        assert!(routes.lock().contains_key(&b));
+        drop(other);
+        assert!(routes.lock().is_empty());
+    }
 }

@@ -169,6 +169,9 @@ struct DueSchedule {
     next_fire_at: jiff_sqlx::Timestamp,
 }
 
+/// The sequence of a session's first event.
+const FIRST_SEQ: i64 = 1;
+
 /// Schedules fired in one transaction at most.
 const FIRING_BATCH: usize = 500;
 
@@ -469,10 +472,11 @@ async fn start(tx: &mut PgConnection, starts: &Starts, working_since: jiff_sqlx:
     sqlx::query(
         "INSERT INTO runs (id, session_id, state, principal_id, max_steps, max_model_calls, max_tool_calls,
                            max_cost_micros, run_timeout_seconds, deadline_at, occurrence_id, requested_scopes,
-                           wait_timeout_seconds, working_since)
+                           wait_timeout_seconds, working_since, message_seq)
          SELECT r.id, r.session_id, 'queued', r.principal_id, r.max_steps, r.max_model_calls, r.max_tool_calls,
                 r.max_cost_micros, r.run_timeout_seconds, $12 + make_interval(secs => r.run_timeout_seconds),
-                r.occurrence_id, ARRAY(SELECT jsonb_array_elements_text(r.scopes::jsonb)), r.wait_timeout_seconds, $12
+                r.occurrence_id, ARRAY(SELECT jsonb_array_elements_text(r.scopes::jsonb)), r.wait_timeout_seconds, $12,
+                $13
          FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::int[], $5::int[], $6::int[], $7::bigint[], $8::int[],
                      $9::uuid[], $10::text[], $11::int[])
               AS r(id, session_id, principal_id, max_steps, max_model_calls, max_tool_calls, max_cost_micros,
@@ -490,6 +494,7 @@ async fn start(tx: &mut PgConnection, starts: &Starts, working_since: jiff_sqlx:
     .bind(&starts.requested_scopes)
     .bind(&starts.wait_timeout_seconds)
     .bind(working_since)
+    .bind(FIRST_SEQ)
     .execute(&mut *tx)
     .await?;
     let events: Vec<Event> = (0..starts.session.len())
@@ -517,14 +522,14 @@ async fn start(tx: &mut PgConnection, starts: &Starts, working_since: jiff_sqlx:
             )
         })
         .collect();
+    // Each session is new, so its message is its first event: the runs were created pointing at
+    // sequence 1.
     let seqs = append_to_sessions(tx, &appended, true).await?;
-    sqlx::query(
-        "UPDATE runs r SET message_seq = m.seq FROM unnest($1::uuid[], $2::bigint[]) AS m(id, seq) WHERE r.id = m.id",
-    )
-    .bind(&starts.run)
-    .bind(&seqs)
-    .execute(&mut *tx)
-    .await?;
+    if seqs.iter().any(|seq| *seq != FIRST_SEQ) {
+        return Err(crate::StoreError::Corrupt(
+            "a fresh session's first event is not its first".into(),
+        ));
+    }
     sqlx::query(
         "UPDATE schedule_occurrences o SET session_id = s.session_id, run_id = s.run_id
          FROM unnest($1::uuid[], $2::uuid[], $3::uuid[]) AS s(id, session_id, run_id) WHERE o.id = s.id",

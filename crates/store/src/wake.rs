@@ -35,7 +35,7 @@ pub const EVENTS_CHANNEL: &str = "steward_events";
 pub const RUNS_CHANNEL: &str = "steward_runs";
 
 /// The least time between two notifications of the notifier.
-pub const WAKE_SPACING: Duration = Duration::from_millis(5);
+pub const WAKE_SPACING: Duration = Duration::from_millis(2);
 
 /// A notification payload stays well under PostgreSQL's 8000-byte limit.
 const MAX_PAYLOAD: usize = 7000;

@@ -31,7 +31,7 @@ use super::parse_id;
 use crate::AppState;
 use crate::auth::Caller;
 use crate::extract::{Path, Query};
-use crate::hub::Wake;
+use crate::hub::{Subscription, Wake};
 use crate::problem::ApiError;
 
 /// Stored events read at a time.
@@ -82,7 +82,7 @@ pub async fn stream(
         return Err(ApiError::new(ErrorCode::SessionNotFound));
     }
     // Subscribe before the first read, so no wake-up between the read and the wait is missed.
-    let wakes = state.hub.subscribe();
+    let wakes = state.hub.subscribe(session);
     let reread_at = tokio::time::Instant::now() + state.settings.stream_heartbeat;
     let follower = Follower {
         state,
@@ -115,7 +115,7 @@ struct Follower {
     session: SessionId,
     /// The last persisted sequence queued for sending.
     last: i64,
-    wakes: broadcast::Receiver<Wake>,
+    wakes: Subscription,
     /// Persisted events up to this sequence may be sent. Raised by the hub's announcements, so
     /// a transient delta published before a step is never overtaken by that step; lifted
     /// entirely when a hint may have been lost (periodic re-read, listener reconnect, lag).
