@@ -340,9 +340,22 @@ impl Bench {
             &api.child.id().to_string(),
             "20",
         ]);
+        // The same streams held by bare axum on the same HTTP stack (no database, no state):
+        // what an idle stream costs before any of Steward's own work.
+        let floor = self.floor_streams();
         match idle {
             Ok(idle) => {
                 let mib = number(&idle, "rss_kib")? / 1024.0;
+                let before = number(&idle, "rss_before_kib")? / 1024.0;
+                let mut reference = format!("{before:.1} MiB before");
+                match floor {
+                    Ok((floor_before, floor_held)) => reference.push_str(&format!(
+                        "; bare axum holding the same streams: {:.1} MiB ({:.1} before)",
+                        floor_held / 1024.0,
+                        floor_before / 1024.0
+                    )),
+                    Err(error) => eprintln!("bench: the bare axum reference was not measured: {error:#}"),
+                }
                 report.push(
                     Row::new(
                         format!(
@@ -351,7 +364,7 @@ impl Bench {
                         ),
                         format!("{mib:.1} MiB"),
                     )
-                    .reference(format!("{:.1} MiB before", number(&idle, "rss_before_kib")? / 1024.0))
+                    .reference(reference)
                     .goal(mib, Goal::AtMost(200.0), "≤ 200 MiB"),
                 );
             }
@@ -362,6 +375,47 @@ impl Bench {
             report.missed("replay", &error);
         }
         Ok(())
+    }
+
+    /// The resident memory (KiB) of `steward-bench floor` before and while holding the idle
+    /// streams.
+    fn floor_streams(&self) -> anyhow::Result<(f64, f64)> {
+        let port_file = self.work.join("floor.port");
+        let _ = std::fs::remove_file(&port_file);
+        let child = Command::new(self.bin.join("steward-bench"))
+            .args(["floor", path(&port_file)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .context("start steward-bench floor")?;
+        let server = Process {
+            child,
+            base: String::new(),
+            ready: None,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let port = loop {
+            if let Some(port) = std::fs::read_to_string(&port_file).ok().filter(|port| !port.is_empty()) {
+                break port;
+            }
+            if Instant::now() > deadline {
+                bail!("the floor server did not start");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let held = self.steward_bench_profiled(
+            "floor",
+            &[
+                "idle",
+                &format!("http://127.0.0.1:{port}"),
+                path(&self.token_file),
+                &self.options.idle_streams.to_string(),
+                &server.child.id().to_string(),
+                "5",
+            ],
+        )?;
+        drop(server);
+        Ok((number(&held, "rss_before_kib")?, number(&held, "rss_kib")?))
     }
 
     /// A session of `count` events replayed from `Last-Event-ID: 0`, against `psql \copy` of the
@@ -725,12 +779,17 @@ impl Bench {
     }
 
     fn steward_bench(&self, args: &[&str]) -> anyhow::Result<Value> {
+        self.steward_bench_profiled(args[0], args)
+    }
+
+    /// [`Bench::steward_bench`], its profile (with `--perf`) named `profile`.
+    fn steward_bench_profiled(&self, profile: &str, args: &[&str]) -> anyhow::Result<Value> {
         let mut command = Command::new(self.bin.join("steward-bench"));
         // The submit run profiles its throughput phase itself; the others are profiled whole.
         let (_profile, own_profile) = if args[0] == "submits" {
-            (None, self.profile_data(args[0]))
+            (None, self.profile_data(profile))
         } else {
-            (self.profile(args[0]), None)
+            (self.profile(profile), None)
         };
         if let Some(data) = &own_profile {
             command.env("STEWARD_BENCH_PERF", data);

@@ -12,6 +12,10 @@
 //!   sessions, holds them, and reads the resident memory of the API process `PID`.
 //! - `replay BASE TOKEN_FILE SESSION LAST`: the time to receive a session's events from
 //!   `Last-Event-ID: 0` through `LAST`.
+//! - `floor PORT_FILE`: not a measurement but a reference server: bare axum on the API's HTTP
+//!   stack, answering session creation and holding every event stream open without a database,
+//!   authentication or state, so `idle` against it measures what an idle stream costs before
+//!   Steward's own work. It writes its port to `PORT_FILE` and serves until killed.
 //! - `langgraph BASE ASSISTANT RUNS CLIENTS`: background runs per second on a LangGraph API
 //!   server (`POST /threads/{id}/runs`, one run into each of `RUNS` fresh threads).
 
@@ -207,7 +211,8 @@ async fn main() -> anyhow::Result<()> {
         Some("idle") => idle(&args[1..]).await?,
         Some("replay") => replay(&args[1..]).await?,
         Some("langgraph") => langgraph(&args[1..]).await?,
-        _ => bail!("usage: steward-bench submits|events|idle|replay|langgraph ARGS (see the source's header)"),
+        Some("floor") => floor(&args[1..]).await?,
+        _ => bail!("usage: steward-bench submits|events|idle|replay|langgraph|floor ARGS (see the source's header)"),
     };
     println!("{result}");
     Ok(())
@@ -330,6 +335,35 @@ async fn converse(api: &Api, session: &str, index: usize, until: Instant) -> any
         tokio::time::sleep(rest).await;
     }
     Ok((latencies, runs))
+}
+
+/// The reference server of idle streams (see the header).
+async fn floor(args: &[String]) -> anyhow::Result<Value> {
+    use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
+    let port_file = args.first().context("usage: steward-bench floor PORT_FILE")?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let created = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let app = axum::Router::new()
+        .route(
+            "/v1/sessions",
+            axum::routing::post(move || {
+                let session = created.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                async move { axum::Json(json!({ "session_id": session.to_string() })) }
+            }),
+        )
+        .route(
+            "/v1/sessions/{session}/events",
+            axum::routing::get(|| async {
+                let never = futures_util::stream::pending::<Result<axum::body::Bytes, std::convert::Infallible>>();
+                (
+                    [(CONTENT_TYPE, "text/event-stream"), (CACHE_CONTROL, "no-cache")],
+                    axum::body::Body::from_stream(never),
+                )
+            }),
+        );
+    std::fs::write(port_file, listener.local_addr()?.port().to_string())?;
+    axum::serve(listener, app).await?;
+    Ok(json!({}))
 }
 
 async fn idle(args: &[String]) -> anyhow::Result<Value> {

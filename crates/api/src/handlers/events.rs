@@ -34,8 +34,11 @@ use crate::extract::{Path, Query};
 use crate::hub::{Subscription, Wake};
 use crate::problem::ApiError;
 
-/// Stored events read at a time.
+/// Stored events read at a time, at first; later reads size their page from the frames read so
+/// far, to about [`PAGE_BYTES`], within [`PAGE_RANGE`].
 const PAGE: u32 = 1000;
+const PAGE_BYTES: usize = 2 * 1024 * 1024;
+const PAGE_RANGE: (u32, u32) = (64, 8192);
 /// A chunk of the response body is closed once it holds this many bytes of frames.
 const CHUNK: usize = 64 * 1024;
 /// The comment sent on every periodic re-read, so proxies and clients see a live connection.
@@ -91,6 +94,7 @@ pub async fn stream(
         last: after,
         wakes,
         announced: i64::MAX,
+        page: PAGE,
         pending: VecDeque::new(),
         outgoing: VecDeque::new(),
         ended: false,
@@ -120,6 +124,8 @@ struct Follower {
     /// a transient delta published before a step is never overtaken by that step; lifted
     /// entirely when a hint may have been lost (periodic re-read, listener reconnect, lag).
     announced: i64,
+    /// How many stored events the next read asks for.
+    page: u32,
     /// Read persisted events waiting to be written into a chunk.
     pending: VecDeque<StoredFrame>,
     /// Chunks ready to send, in order: pages of persisted frames, transient frames, heartbeats.
@@ -186,7 +192,7 @@ fn follow(follower: Follower) -> impl Stream<Item = Result<Bytes, Infallible>> {
                     &follower.principal,
                     follower.session,
                     follower.last,
-                    PAGE,
+                    follower.page,
                 ))
                 .await
                 {
@@ -196,7 +202,14 @@ fn follow(follower: Follower) -> impl Stream<Item = Result<Bytes, Infallible>> {
                         return None;
                     }
                 };
-                let full = frames.len() == PAGE as usize;
+                let full = frames.len() == follower.page as usize;
+                if !frames.is_empty() {
+                    let bytes: usize = frames.iter().map(|frame| frame.data.len()).sum();
+                    let per_frame = (bytes / frames.len()).max(1);
+                    follower.page = u32::try_from(PAGE_BYTES / per_frame)
+                        .unwrap_or(u32::MAX)
+                        .clamp(PAGE_RANGE.0, PAGE_RANGE.1);
+                }
                 let unsent = !frames.is_empty();
                 let announced = follower.announced;
                 for frame in frames.into_iter().take_while(|frame| frame.seq <= announced) {

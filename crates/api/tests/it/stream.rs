@@ -100,7 +100,7 @@ async fn a_replay_of_several_pages_sends_every_stored_event_as_its_typed_frame_a
     let run = accepted["run"]["run_id"].as_str().expect("id").to_owned();
     let run_id = domain::ids::RunId::parse(&run).expect("run id");
     let session_id = domain::ids::SessionId::parse(&session).expect("session id");
-    // More than two pages of the stream's reads, stored before it opens.
+    // More than the first page of the stream's reads (the next one is sized from it), stored before it opens.
     const TOTAL: i64 = 2_500;
     let store = app.store();
     for n in 2..=TOTAL {
