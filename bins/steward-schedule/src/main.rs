@@ -148,22 +148,28 @@ async fn fire(config: Config) -> anyhow::Result<()> {
             store.fire_due(now, accounts.as_ref(), BATCH),
             store.fire_due(now, accounts.as_ref(), BATCH)
         );
-        let pause = match first.and_then(|first| Ok([first, second?])) {
-            Ok(batches) => {
-                let full = batches.iter().any(|fired| fired.len() == BATCH as usize);
-                for firing in batches.into_iter().flatten() {
-                    tracing::info!(?firing, "schedule fired");
+        let mut full = false;
+        let mut failed = false;
+        for batch in [first, second] {
+            match batch {
+                Ok(fired) => {
+                    full |= fired.len() == BATCH as usize;
+                    for firing in fired {
+                        tracing::info!(?firing, "schedule fired");
+                    }
                 }
-                if full {
-                    Duration::ZERO
-                } else {
-                    until_due(&store, config.poll).await
+                Err(error) => {
+                    tracing::warn!(%error, "cannot fire schedules");
+                    failed = true;
                 }
             }
-            Err(error) => {
-                tracing::warn!(%error, "cannot fire schedules");
-                config.poll
-            }
+        }
+        let pause = if failed {
+            config.poll
+        } else if full {
+            Duration::ZERO
+        } else {
+            until_due(&store, config.poll).await
         };
         tokio::select! {
             () = tokio::time::sleep(pause) => {}

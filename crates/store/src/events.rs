@@ -80,18 +80,29 @@ pub(crate) async fn append(
     run: Option<RunId>,
     event: &Event,
 ) -> Result<i64> {
-    let seqs = append_to_sessions(conn, &[(session, run, event)], false).await?;
+    let seqs = append_to_sessions(conn, &[(session, run, event)], Appending::ToExisting).await?;
     Ok(seqs[0])
 }
 
+/// What kind of sessions an append writes to.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Appending {
+    /// Sessions that may have streams open: each event raises its wake-up hint; the sessions'
+    /// activity times stay.
+    ToExisting,
+    /// Sessions created in the caller's transaction: nobody can be streaming them yet, so no hint
+    /// is raised (a batch of hundreds would otherwise become one "everything changed" wake-up
+    /// for every stream); their activity times move to now.
+    ToNew,
+}
+
 /// Appends one event to each of `appended`'s sessions (each session at most once) inside the
-/// caller's transaction, in one statement: each takes the next value of its session's counter
-/// and raises its wake-up hint. With `touch`, each session's activity time moves to now. Returns
-/// each event's sequence, in order.
+/// caller's transaction, in one statement: each takes the next value of its session's counter.
+/// Returns each event's sequence, in order.
 pub(crate) async fn append_to_sessions(
     conn: &mut PgConnection,
     appended: &[(SessionId, Option<RunId>, &Event)],
-    touch: bool,
+    appending: Appending,
 ) -> Result<Vec<i64>> {
     let mut sessions = Vec::with_capacity(appended.len());
     let mut runs = Vec::with_capacity(appended.len());
@@ -127,7 +138,7 @@ pub(crate) async fn append_to_sessions(
     .bind(&runs)
     .bind(&kinds)
     .bind(&payloads)
-    .bind(touch)
+    .bind(appending == Appending::ToNew)
     .fetch_all(&mut *conn)
     .await?;
     if rows.len() != appended.len() {
@@ -137,8 +148,10 @@ pub(crate) async fn append_to_sessions(
             appended.len()
         )));
     }
-    for ((session, _, _), (_, seq)) in appended.iter().zip(&rows) {
-        hint(Hint::Event(*session, *seq));
+    if appending == Appending::ToExisting {
+        for ((session, _, _), (_, seq)) in appended.iter().zip(&rows) {
+            hint(Hint::Event(*session, *seq));
+        }
     }
     Ok(rows.into_iter().map(|(_, seq)| seq).collect())
 }

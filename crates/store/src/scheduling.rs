@@ -17,7 +17,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 use wire::event::{Event, ScheduledBy, UserMessage, UserMessageCreated};
 
-use crate::events::append_to_sessions;
+use crate::events::{Appending, append_to_sessions};
 use crate::wake::{Hint, hint};
 use crate::{Result, Store};
 
@@ -524,7 +524,7 @@ async fn start(tx: &mut PgConnection, starts: &Starts, working_since: jiff_sqlx:
         .collect();
     // Each session is new, so its message is its first event: the runs were created pointing at
     // sequence 1.
-    let seqs = append_to_sessions(tx, &appended, true).await?;
+    let seqs = append_to_sessions(tx, &appended, Appending::ToNew).await?;
     if seqs.iter().any(|seq| *seq != FIRST_SEQ) {
         return Err(crate::StoreError::Corrupt(
             "a fresh session's first event is not its first".into(),
