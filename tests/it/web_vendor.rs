@@ -1,6 +1,6 @@
-//! The web client's vendored libraries are exactly the files `web/vendor/update.sh` produced
-//! from the npm tarballs it pins: every module is listed in `SHA256SUMS` with its digest, and
-//! nothing else is vendored.
+//! The web client's vendored libraries are exactly the files `web/update-vendor.sh` produced
+//! from the npm tarballs it pins: every module is listed in `web/vendor.sha256` with its digest,
+//! and nothing else is vendored.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -9,8 +9,9 @@ use sha2::{Digest, Sha256};
 
 #[test]
 fn every_vendored_module_matches_its_recorded_checksum() {
-    let vendor = Path::new(env!("CARGO_MANIFEST_DIR")).join("../web/vendor");
-    let sums = std::fs::read_to_string(vendor.join("SHA256SUMS")).expect("read SHA256SUMS");
+    let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("../web");
+    let vendor = web.join("public/vendor");
+    let sums = std::fs::read_to_string(web.join("vendor.sha256")).expect("read web/vendor.sha256");
     let mut listed = BTreeSet::new();
     for line in sums.lines().filter(|line| !line.trim().is_empty()) {
         let (digest, name) = line.split_once("  ").expect("`<sha256>  <file>` lines");
@@ -20,7 +21,7 @@ fn every_vendored_module_matches_its_recorded_checksum() {
             .iter()
             .map(|byte| format!("{byte:02x}"))
             .collect();
-        assert_eq!(actual, digest, "{name} differs from what update.sh vendored");
+        assert_eq!(actual, digest, "{name} differs from what update-vendor.sh vendored");
         // The page has no import map: every import is a relative file.
         let text = String::from_utf8(bytes).expect("UTF-8");
         assert!(

@@ -13,6 +13,7 @@ mod hub;
 pub mod openapi;
 pub mod problem;
 pub mod routes;
+pub mod web;
 
 use std::sync::Arc;
 

@@ -1,12 +1,12 @@
 #!/bin/sh
-# Vendors the web client's three libraries from the npm registry: each package's tarball is
+# Vendors the web client's libraries from the npm registry into web/public/vendor: each package's tarball is
 # checked against the integrity pinned below (npm's sha512), its ES module files are copied here
 # with bare import specifiers rewritten to these relative files (the page has no import map: an
 # inline one would break the no-inline-script policy) and source-map comments dropped, with each
-# package's licence. Then SHA256SUMS is rewritten; a test (`steward-tests` `web_vendor`) checks
+# package's licence. Then web/vendor.sha256 is rewritten; a test (`steward-tests` `web_vendor`) checks
 # the files against it. To upgrade, change a version and its integrity here and run this script.
 set -eu
-cd "$(dirname "$0")"
+cd "$(dirname "$0")/public/vendor"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -44,4 +44,4 @@ cp "$work/preact/package/LICENSE" LICENSE.preact
 cp "$work/@preact/signals/package/LICENSE" LICENSE.signals
 cp "$work/@preact/signals-core/package/LICENSE" LICENSE.signals-core
 cp "$work/htm/package/LICENSE" LICENSE.htm
-sha256sum ./*.mjs > SHA256SUMS
+sha256sum ./*.mjs > ../../vendor.sha256
