@@ -37,7 +37,8 @@ async fn secure(request: axum::extract::Request, next: axum::middleware::Next) -
 }
 
 /// The router of the embedded assets, compressed in every profile. Files are revalidated
-/// (`no-cache`: the `ETag` makes that a 304), so a new build is picked up at once.
+/// (`no-cache`: the `ETag` makes that a 304), so a new build is picked up at once. Build it once,
+/// at start-up: memory-serve decompresses the assets and leaks its configuration each time.
 pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
     memory_serve::load!()
         .index_file(None)
@@ -57,12 +58,13 @@ mod tests {
 
     use super::*;
 
-    async fn get(path: &str, headers: &[(&str, &str)]) -> Response {
+    async fn get(router: &Router, path: &str, headers: &[(&str, &str)]) -> Response {
         let mut request = Request::get(path);
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        router::<()>()
+        router
+            .clone()
             .oneshot(request.body(Body::empty()).expect("request"))
             .await
             .expect("infallible")
@@ -70,7 +72,8 @@ mod tests {
 
     #[tokio::test]
     async fn assets_carry_the_security_headers_a_strong_etag_and_answer_revalidation_with_304() {
-        let response = get("/vendor/preact.mjs", &[]).await;
+        let router = router();
+        let response = get(&router, "/vendor/preact.mjs", &[]).await;
         assert_eq!(response.status(), StatusCode::OK);
         let headers = response.headers();
         assert_eq!(headers[header::CONTENT_SECURITY_POLICY], CONTENT_SECURITY_POLICY);
@@ -98,14 +101,14 @@ mod tests {
         .expect("vendored file");
         assert_eq!(body.as_ref(), vendored.as_slice());
 
-        let again = get("/vendor/preact.mjs", &[("if-none-match", &etag)]).await;
+        let again = get(&router, "/vendor/preact.mjs", &[("if-none-match", &etag)]).await;
         assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
         assert_eq!(
             again.headers()[header::CONTENT_SECURITY_POLICY],
             CONTENT_SECURITY_POLICY
         );
 
-        let compressed = get("/vendor/preact.mjs", &[("accept-encoding", "br")]).await;
+        let compressed = get(&router, "/vendor/preact.mjs", &[("accept-encoding", "br")]).await;
         assert_eq!(compressed.status(), StatusCode::OK);
         assert_eq!(compressed.headers()[header::CONTENT_ENCODING], "br");
         let compressed = axum::body::to_bytes(compressed.into_body(), usize::MAX)
@@ -118,7 +121,7 @@ mod tests {
             vendored.len()
         );
 
-        let missing = get("/vendor/nothing.mjs", &[]).await;
+        let missing = get(&router, "/vendor/nothing.mjs", &[]).await;
         assert_eq!(missing.status(), StatusCode::NOT_FOUND);
         assert_eq!(
             missing.headers()[header::CONTENT_SECURITY_POLICY],

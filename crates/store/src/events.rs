@@ -156,7 +156,39 @@ pub(crate) async fn append_to_sessions(
     Ok(rows.into_iter().map(|(_, seq)| seq).collect())
 }
 
+/// The query of a session's events after a sequence, selecting `$columns`: `$1` the session, `$2`
+/// its principal, `$3` the last sequence already had, `$4` the most rows wanted.
+macro_rules! events_after {
+    ($columns:literal) => {
+        concat!(
+            "SELECT ",
+            $columns,
+            " FROM events e JOIN sessions s ON s.id = e.session_id
+             WHERE e.session_id = $1 AND s.principal_id = $2 AND e.seq > $3
+             ORDER BY e.seq LIMIT $4"
+        )
+    };
+}
+
 impl Store {
+    /// Runs an [`events_after!`] query.
+    async fn rows_after(
+        &self,
+        sql: &'static str,
+        principal: &PrincipalId,
+        session: SessionId,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<PgRow>> {
+        Ok(sqlx::query(sql)
+            .bind(session.as_uuid())
+            .bind(principal.as_str())
+            .bind(after)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
     /// Appends one event in its own transaction.
     pub async fn append_event(&self, session: SessionId, run: Option<RunId>, event: &Event) -> Result<i64> {
         self.transaction(
@@ -187,18 +219,15 @@ impl Store {
         after: i64,
         limit: u32,
     ) -> Result<Vec<EventRow>> {
-        let rows = sqlx::query(
-            "SELECT e.session_id, e.seq, e.run_id, e.kind, e.payload, e.created_at
-             FROM events e JOIN sessions s ON s.id = e.session_id
-             WHERE e.session_id = $1 AND s.principal_id = $2 AND e.seq > $3
-             ORDER BY e.seq LIMIT $4",
-        )
-        .bind(session.as_uuid())
-        .bind(principal.as_str())
-        .bind(after)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = self
+            .rows_after(
+                events_after!("e.session_id, e.seq, e.run_id, e.kind, e.payload, e.created_at"),
+                principal,
+                session,
+                after,
+                limit,
+            )
+            .await?;
         rows.iter().map(EventRow::from_row).collect()
     }
 
@@ -210,20 +239,19 @@ impl Store {
         after: i64,
         limit: u32,
     ) -> Result<Vec<StoredFrame>> {
-        let rows: Vec<(i64, Option<Uuid>, String, String, jiff_sqlx::Timestamp)> = sqlx::query_as(
-            "SELECT e.seq, e.run_id, e.kind, e.payload::text, e.created_at
-             FROM events e JOIN sessions s ON s.id = e.session_id
-             WHERE e.session_id = $1 AND s.principal_id = $2 AND e.seq > $3
-             ORDER BY e.seq LIMIT $4",
-        )
-        .bind(session.as_uuid())
-        .bind(principal.as_str())
-        .bind(after)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.into_iter()
-            .map(|(seq, run_id, kind, payload, created_at)| {
+        let rows = self
+            .rows_after(
+                events_after!("e.seq, e.run_id, e.kind, e.payload::text, e.created_at"),
+                principal,
+                session,
+                after,
+                limit,
+            )
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let (seq, run_id, kind, payload, created_at) =
+                    <(i64, Option<Uuid>, String, String, jiff_sqlx::Timestamp)>::from_row(row)?;
                 let (kind, ends_run) = Event::stored_kind(&kind)
                     .ok_or_else(|| StoreError::Corrupt(format!("event {seq} has an unknown kind `{kind}`")))?;
                 let data = wire::event::Frame::data_of_stored(seq, run_id, timestamp(created_at), kind, &payload);

@@ -60,31 +60,28 @@ async fn notify_outcome(
     occurrence: Uuid,
     raised: jiff_sqlx::Timestamp,
 ) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO notification_outbox (id, kind, session_id, run_id, occurrence_id, deliver_after)
-         VALUES ($1, 'schedule_outcome', $2, $3, $4, $6 + make_interval(secs => $5))",
-    )
-    .bind(Uuid::now_v7())
-    .bind(session)
-    .bind(run)
-    .bind(occurrence)
-    .bind(PUSH_DELAY_SECONDS)
-    .bind(raised)
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
+    notify_outcomes(conn, &[(session, run, occurrence)], raised).await
 }
 
-/// Queues the outcome alerts of occurrences that did not start, raised at `raised`.
-async fn notify_outcomes(conn: &mut PgConnection, occurrences: &[Uuid], raised: jiff_sqlx::Timestamp) -> Result<()> {
-    let ids: Vec<Uuid> = occurrences.iter().map(|_| Uuid::now_v7()).collect();
+/// [`notify_outcome`] for each `(session, run, occurrence)` of `outcomes`, in one statement.
+async fn notify_outcomes(
+    conn: &mut PgConnection,
+    outcomes: &[(Option<Uuid>, Option<Uuid>, Uuid)],
+    raised: jiff_sqlx::Timestamp,
+) -> Result<()> {
+    let ids: Vec<Uuid> = outcomes.iter().map(|_| Uuid::now_v7()).collect();
+    let sessions: Vec<Option<Uuid>> = outcomes.iter().map(|outcome| outcome.0).collect();
+    let runs: Vec<Option<Uuid>> = outcomes.iter().map(|outcome| outcome.1).collect();
+    let occurrences: Vec<Uuid> = outcomes.iter().map(|outcome| outcome.2).collect();
     sqlx::query(
-        "INSERT INTO notification_outbox (id, kind, occurrence_id, deliver_after)
-         SELECT n.id, 'schedule_outcome', n.occurrence_id, $3 + make_interval(secs => $4)
-         FROM unnest($1::uuid[], $2::uuid[]) AS n(id, occurrence_id)",
+        "INSERT INTO notification_outbox (id, kind, session_id, run_id, occurrence_id, deliver_after)
+         SELECT n.id, 'schedule_outcome', n.session_id, n.run_id, n.occurrence_id, $5 + make_interval(secs => $6)
+         FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[]) AS n(id, session_id, run_id, occurrence_id)",
     )
     .bind(&ids)
-    .bind(occurrences)
+    .bind(&sessions)
+    .bind(&runs)
+    .bind(&occurrences)
     .bind(raised)
     .bind(PUSH_DELAY_SECONDS)
     .execute(&mut *conn)
@@ -376,7 +373,7 @@ impl Store {
                     }
                     match plan {
                         Plan::Misfire => {
-                            alerted.push(occurrence);
+                            alerted.push((None, None, occurrence));
                             fired.push(Firing::Skipped {
                                 schedule,
                                 occurrence,
@@ -384,7 +381,7 @@ impl Store {
                             });
                         }
                         Plan::Unauthorized => {
-                            alerted.push(occurrence);
+                            alerted.push((None, None, occurrence));
                             failing.push(row.id);
                             fired.push(Firing::Failed {
                                 schedule,

@@ -26,14 +26,35 @@ fn tick(run: domain::ids::RunId, n: i64) -> wire::event::Event {
     })
 }
 
+/// A fresh session with a run started by a message: their ids as the API spells them and typed.
+struct Started {
+    session: String,
+    run: String,
+    run_id: domain::ids::RunId,
+    session_id: domain::ids::SessionId,
+}
+
+async fn started(app: &TestApp, key: &str, text: &str) -> Started {
+    let session = app.new_session().await;
+    let (_, accepted) = json(app.submit(&session, key, json!({ "text": text })).await).await;
+    let run = accepted["run"]["run_id"].as_str().expect("id").to_owned();
+    Started {
+        run_id: domain::ids::RunId::parse(&run).expect("run id"),
+        session_id: domain::ids::SessionId::parse(&session).expect("session id"),
+        session,
+        run,
+    }
+}
+
 #[tokio::test]
 async fn reconnecting_at_random_points_loses_and_repeats_nothing() {
     let app = TestApp::spawn().await;
-    let session = app.new_session().await;
-    let (_, accepted) = json(app.submit(&session, "s-1", json!({ "text": "stream please" })).await).await;
-    let run = accepted["run"]["run_id"].as_str().expect("id").to_owned();
-    let run_id = domain::ids::RunId::parse(&run).expect("run id");
-    let session_id = domain::ids::SessionId::parse(&session).expect("session id");
+    let Started {
+        session,
+        run,
+        run_id,
+        session_id,
+    } = started(&app, "s-1", "stream please").await;
 
     const TOTAL: i64 = 1000;
     // Events keep arriving while the client reads, drops and reconnects.
@@ -95,11 +116,12 @@ async fn reconnecting_at_random_points_loses_and_repeats_nothing() {
 #[tokio::test]
 async fn a_replay_of_several_pages_sends_every_stored_event_as_its_typed_frame_and_closes_after_the_run() {
     let app = TestApp::spawn().await;
-    let session = app.new_session().await;
-    let (_, accepted) = json(app.submit(&session, "p-1", json!({ "text": "a long one" })).await).await;
-    let run = accepted["run"]["run_id"].as_str().expect("id").to_owned();
-    let run_id = domain::ids::RunId::parse(&run).expect("run id");
-    let session_id = domain::ids::SessionId::parse(&session).expect("session id");
+    let Started {
+        session,
+        run,
+        run_id,
+        session_id,
+    } = started(&app, "p-1", "a long one").await;
     // More than the first page of the stream's reads (the next one is sized from it), stored before it opens.
     const TOTAL: i64 = 2_500;
     let store = app.store();
