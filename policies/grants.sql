@@ -32,7 +32,8 @@ GRANT SELECT ON _sqlx_migrations TO steward_api;
 GRANT SELECT, INSERT ON agent_versions, deleted_sessions, artifacts, artifact_chunks, events,
     idempotency_keys TO steward_api;
 GRANT SELECT, INSERT, UPDATE, DELETE ON folders, sessions TO steward_api;
-GRANT SELECT, DELETE ON folder_proposal_sessions TO steward_api;
+GRANT SELECT, DELETE ON folder_proposal_sessions, web_sessions TO steward_api;
+GRANT INSERT ON web_sessions TO steward_api;
 GRANT SELECT, UPDATE ON folder_proposals TO steward_api;
 GRANT SELECT, UPDATE ON session_index_clock, tool_invocations, approvals, questions,
     schedule_occurrences TO steward_api;

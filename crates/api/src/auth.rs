@@ -1,25 +1,48 @@
-//! Static bearer authentication and per-route scope checks.
+//! Authentication (the static bearer token, or a web session cookie) and per-route scope checks.
 //!
 //! The presented token is compared with the configured one through their SHA-256 digests in
 //! constant time, so neither the content nor the length of the token leaks through timing.
+//!
+//! A web session (see [`crate::handlers::web_session`]) is the web client's credential: the page
+//! exchanges the bearer token once for an `HttpOnly`, `SameSite=Strict` cookie holding a random
+//! secret, and no script of the page can read a credential afterwards. The server keeps only the
+//! secret's digest, the scopes the token had, an expiry and a binding to the configured token, so
+//! replacing the token ends every web session. A cookie-authenticated request that can change
+//! state (any method but GET, HEAD and OPTIONS) must also carry [`CSRF_HEADER`]: a page of another
+//! origin cannot set a custom header without a CORS preflight, which this server never grants.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::middleware::Next;
 use axum::response::Response;
 use domain::ErrorCode;
 use domain::ids::PrincipalId;
 use domain::scope::{Scope, ScopeSet};
 use sha2::{Digest, Sha256};
+use store::Store;
 use subtle::ConstantTimeEq;
 
 use crate::problem::ApiError;
 
+/// The header a cookie-authenticated state-changing request must carry, with the value `1`.
+pub const CSRF_HEADER: &str = "x-steward-csrf";
+/// The web session cookie's name on a loopback host, where the page is plain HTTP.
+pub const LOOPBACK_COOKIE: &str = "steward_session";
+/// The web session cookie's name elsewhere: `Secure`, and the `__Host-` prefix makes the browser
+/// refuse it unless it is also host-only with `Path=/`, so no sibling host can plant one.
+pub const SECURE_COOKIE: &str = "__Host-steward_session";
+
 /// Knows the token digest and the scopes it grants.
 pub struct Authenticator {
     token_digest: [u8; 32],
+    /// Derived from the token: recorded with each web session and required to match.
+    web_binding: [u8; 32],
     scopes: ScopeSet,
     principal: PrincipalId,
+    web_session_ttl: Duration,
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -27,22 +50,48 @@ impl std::fmt::Debug for Authenticator {
         f.debug_struct("Authenticator")
             .field("scopes", &self.scopes)
             .field("principal", &self.principal)
+            .field("web_session_ttl", &self.web_session_ttl)
             .finish_non_exhaustive()
     }
+}
+
+/// How the caller authenticated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Credential {
+    Bearer,
+    /// A web session cookie: its record's id and expiry.
+    WebSession {
+        id: uuid::Uuid,
+        expires_at: jiff::Timestamp,
+    },
 }
 
 /// The authenticated caller, available to handlers as a request extension.
 #[derive(Clone, Debug)]
 pub struct Caller {
     pub principal: PrincipalId,
+    /// What this request may do: the token's scopes, or for a web session the scopes recorded at
+    /// its exchange that the token still has.
+    pub scopes: ScopeSet,
+    pub credential: Credential,
 }
 
 impl Authenticator {
-    pub fn new(token: &[u8], scopes: ScopeSet, principal: PrincipalId) -> Authenticator {
+    /// `web_binding` is a key derived from `token` (an HMAC of a fixed label): stored with each
+    /// web session, so a session made under another token never matches.
+    pub fn new(
+        token: &[u8],
+        scopes: ScopeSet,
+        principal: PrincipalId,
+        web_binding: [u8; 32],
+        web_session_ttl: Duration,
+    ) -> Authenticator {
         Authenticator {
             token_digest: Sha256::digest(token).into(),
+            web_binding,
             scopes,
             principal,
+            web_session_ttl,
         }
     }
 
@@ -54,10 +103,15 @@ impl Authenticator {
         &self.scopes
     }
 
-    fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, ApiError> {
-        let Some(value) = headers.get(header::AUTHORIZATION) else {
-            return Err(unauthenticated(None, "an Authorization: Bearer token is required"));
-        };
+    pub fn web_binding(&self) -> &[u8; 32] {
+        &self.web_binding
+    }
+
+    pub fn web_session_ttl(&self) -> Duration {
+        self.web_session_ttl
+    }
+
+    fn bearer(&self, value: &HeaderValue) -> Result<Caller, ApiError> {
         let token = value
             .to_str()
             .ok()
@@ -76,6 +130,48 @@ impl Authenticator {
         }
         Ok(Caller {
             principal: self.principal.clone(),
+            scopes: self.scopes.clone(),
+            credential: Credential::Bearer,
+        })
+    }
+
+    async fn web_session(
+        &self,
+        store: &Store,
+        method: &Method,
+        headers: &HeaderMap,
+        secret: &str,
+    ) -> Result<Caller, ApiError> {
+        let digest: [u8; 32] = Sha256::digest(secret.as_bytes()).into();
+        let Some(row) = store.web_session(&digest, &self.web_binding).await? else {
+            return Err(
+                unauthenticated(Some("invalid_token"), "the web session has ended; connect again")
+                    .header(header::SET_COOKIE, clear_cookie(headers)),
+            );
+        };
+        let safe = matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
+        if !safe && headers.get(CSRF_HEADER).is_none_or(|value| value != "1") {
+            return Err(ApiError::new(ErrorCode::CsrfHeaderRequired)
+                .detail(format!(
+                    "a request authenticated by the web session cookie must send `{CSRF_HEADER}: 1`"
+                ))
+                .field(CSRF_HEADER));
+        }
+        // Scopes removed from the token since the exchange are gone from its sessions too; names
+        // this build no longer knows grant nothing.
+        let scopes = row
+            .scopes
+            .iter()
+            .filter_map(|name| Scope::parse(name))
+            .filter(|scope| self.scopes.contains(*scope))
+            .collect();
+        Ok(Caller {
+            principal: row.principal,
+            scopes,
+            credential: Credential::WebSession {
+                id: row.id,
+                expires_at: row.expires_at,
+            },
         })
     }
 }
@@ -91,24 +187,120 @@ fn unauthenticated(error: Option<&str>, detail: &str) -> ApiError {
     )
 }
 
+/// Whether the request names a loopback host (`localhost`, `127.0.0.0/8`, `[::1]`): the only
+/// place the web client runs over plain HTTP, so the only place its cookie is not `Secure`.
+pub fn is_loopback(headers: &HeaderMap) -> bool {
+    let Some(host) = headers.get(header::HOST).and_then(|value| value.to_str().ok()) else {
+        return false;
+    };
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split_once(']').map_or(rest, |(address, _)| address),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    name.eq_ignore_ascii_case("localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|address| address.is_loopback())
+}
+
+/// The name the web session cookie has on this request's host.
+fn cookie_name(headers: &HeaderMap) -> &'static str {
+    if is_loopback(headers) {
+        LOOPBACK_COOKIE
+    } else {
+        SECURE_COOKIE
+    }
+}
+
+/// The web session secret the request's `Cookie` headers carry, if any. The header's syntax
+/// (RFC 6265, section 4.2) is `name=value` pairs separated by `; `; one name is all this needs,
+/// so it is read here rather than through a cookie library.
+fn session_secret(headers: &HeaderMap) -> Option<&str> {
+    let name = cookie_name(headers);
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, value)| *key == name && !value.is_empty())
+        .map(|(_, value)| value.trim_matches('"'))
+}
+
+/// A `Set-Cookie` value for the session `secret` on this request's host, lasting `max_age`.
+pub fn session_cookie(headers: &HeaderMap, secret: &str, max_age: Duration) -> HeaderValue {
+    cookie(headers, secret, max_age.as_secs())
+}
+
+/// A `Set-Cookie` value that makes the browser drop the session cookie.
+pub fn clear_cookie(headers: &HeaderMap) -> HeaderValue {
+    cookie(headers, "", 0)
+}
+
+fn cookie(headers: &HeaderMap, value: &str, max_age: u64) -> HeaderValue {
+    let secure = if is_loopback(headers) { "" } else { "; Secure" };
+    let text = format!(
+        "{}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Strict{secure}",
+        cookie_name(headers)
+    );
+    HeaderValue::from_str(&text).expect("a cookie of fixed characters and a base64url secret")
+}
+
+/// Which credentials a route takes, and the scope it needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Needs {
+    /// The bearer token or a web session, holding this scope.
+    Scope(Scope),
+    /// The bearer token or a web session, whatever its scopes.
+    Credential,
+    /// The bearer token itself: exchanging it for a web session.
+    BearerToken,
+}
+
 /// What one route requires of its caller.
 #[derive(Clone, Debug)]
 pub struct Guard {
-    pub authenticator: std::sync::Arc<Authenticator>,
-    pub scope: Scope,
+    pub authenticator: Arc<Authenticator>,
+    pub store: Store,
+    pub needs: Needs,
 }
 
-/// Middleware: 401 without a valid token, 403 when the token lacks the route's scope.
+impl Guard {
+    async fn identify(&self, method: &Method, headers: &HeaderMap) -> Result<Caller, ApiError> {
+        if let Some(value) = headers.get(header::AUTHORIZATION) {
+            return self.authenticator.bearer(value);
+        }
+        if self.needs == Needs::BearerToken {
+            return Err(unauthenticated(
+                None,
+                "a web session is made from the bearer token: send Authorization: Bearer <token>",
+            ));
+        }
+        match session_secret(headers) {
+            Some(secret) => {
+                self.authenticator
+                    .web_session(&self.store, method, headers, secret)
+                    .await
+            }
+            None => Err(unauthenticated(
+                None,
+                "an Authorization: Bearer token (or the web client's session) is required",
+            )),
+        }
+    }
+}
+
+/// Middleware: 401 without a valid credential, 403 when it lacks the route's scope (or, on a
+/// web session, the CSRF header a state-changing request needs).
 pub async fn require(State(guard): State<Guard>, mut request: Request, next: Next) -> Result<Response, ApiError> {
-    let caller = guard.authenticator.authenticate(request.headers())?;
-    if !guard.authenticator.scopes.contains(guard.scope) {
-        let challenge = format!(
-            "Bearer realm=\"steward\", error=\"insufficient_scope\", scope=\"{}\"",
-            guard.scope
-        );
+    let caller = guard.identify(request.method(), request.headers()).await?;
+    if let Needs::Scope(scope) = guard.needs
+        && !caller.scopes.contains(scope)
+    {
+        let challenge = format!("Bearer realm=\"steward\", error=\"insufficient_scope\", scope=\"{scope}\"");
         return Err(ApiError::new(ErrorCode::InsufficientScope)
-            .detail(format!("this operation requires the `{}` scope", guard.scope))
-            .required_scope(guard.scope)
+            .detail(format!("this operation requires the `{scope}` scope"))
+            .required_scope(scope)
             .header(
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_str(&challenge).unwrap_or(HeaderValue::from_static("Bearer")),
@@ -116,4 +308,71 @@ pub async fn require(State(guard): State<Guard>, mut request: Request, next: Nex
     }
     request.extensions_mut().insert(caller);
     Ok(next.run(request).await)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, HeaderValue::from_str(value).expect("host"));
+        headers
+    }
+
+    #[test]
+    fn only_loopback_hosts_get_the_plain_cookie() {
+        for loopback in [
+            "localhost",
+            "localhost:8080",
+            "127.0.0.1:3000",
+            "127.1.2.3",
+            "[::1]:8080",
+            "[::1]",
+        ] {
+            assert!(is_loopback(&host(loopback)), "{loopback}");
+        }
+        for other in [
+            "steward.example",
+            "steward.example:443",
+            "10.0.0.2:8080",
+            "[fe80::1]:80",
+            "localhost.evil",
+        ] {
+            assert!(!is_loopback(&host(other)), "{other}");
+        }
+        assert!(!is_loopback(&HeaderMap::new()));
+        let plain = session_cookie(&host("127.0.0.1:8080"), "s3cret", Duration::from_secs(60));
+        assert_eq!(
+            plain,
+            "steward_session=s3cret; Path=/; Max-Age=60; HttpOnly; SameSite=Strict"
+        );
+        let secure = clear_cookie(&host("steward.example"));
+        assert_eq!(
+            secure,
+            "__Host-steward_session=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict; Secure"
+        );
+    }
+
+    #[test]
+    fn the_secret_is_read_from_the_cookie_of_this_hosts_name() {
+        let mut headers = host("steward.example");
+        headers.append(
+            header::COOKIE,
+            HeaderValue::from_static("theme=dark; steward_session=planted"),
+        );
+        assert_eq!(
+            session_secret(&headers),
+            None,
+            "a plain-named cookie is not taken off loopback"
+        );
+        headers.append(
+            header::COOKIE,
+            HeaderValue::from_static("__Host-steward_session=abc; x=y"),
+        );
+        assert_eq!(session_secret(&headers), Some("abc"));
+        let mut local = host("localhost:8080");
+        local.insert(header::COOKIE, HeaderValue::from_static("a=b;steward_session=xyz"));
+        assert_eq!(session_secret(&local), Some("xyz"));
+    }
 }

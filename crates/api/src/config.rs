@@ -16,6 +16,7 @@
 //! | `RUN_MAX_COST` | per-run cost cap, a decimal | `1` |
 //! | `RUN_TIMEOUT_SECONDS` | per-run deadline | `300` |
 //! | `MODEL_SETTINGS_FILE` | JSON `{"chat": [{"model", "reasoning_efforts"}], "memory": [...]}`: the offered models | the scripted model |
+//! | `API_WEB_SESSION_DAYS` | how long a web client's session lasts from its exchange, 1 to 400 | `30` |
 //! | `API_STREAM_HEARTBEAT_SECONDS` | heartbeat comment interval of event streams, 1 to 15 | `15` |
 //! | `AGENT_EMAIL_ENABLED` with `MAIL_ACCOUNTS_FILE` (or the three `MAIL_*_CREDENTIAL_FILE`) | mail: the accounts' ids shape the rosters; no credential is opened here | off |
 //! | `LOG_LEVEL` | `error`, `warn`, `info`, `debug` or `trace` | `info` |
@@ -139,6 +140,13 @@ impl ApiConfig {
         )?;
 
         let upload_idle_seconds = positive("API_UPLOAD_IDLE_SECONDS", 30)?;
+        let web_session_days = positive("API_WEB_SESSION_DAYS", 30)?;
+        if web_session_days > 400 {
+            return Err(ConfigError::Invalid {
+                variable: "API_WEB_SESSION_DAYS",
+                reason: format!("{web_session_days} is over 400 days (browsers cap a cookie's life there)"),
+            });
+        }
 
         let release = get("AGENT_RELEASE").unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned());
         if release.len() > 128
@@ -234,7 +242,13 @@ impl ApiConfig {
             database_url,
             database_max_connections,
             cursors: CursorCodec::new(derive_key(token, b"steward/cursor/v1")),
-            authenticator: Authenticator::new(token, scopes, PrincipalId::owner()),
+            authenticator: Authenticator::new(
+                token,
+                scopes,
+                PrincipalId::owner(),
+                derive_key(token, b"steward/web-session/v1"),
+                std::time::Duration::from_secs(u64::from(web_session_days) * 86_400),
+            ),
             flags,
             agents,
             artifact_max_bytes,

@@ -35,6 +35,7 @@ pub struct AppState {
 
 #[derive(Debug)]
 struct Settings {
+    authenticator: Arc<auth::Authenticator>,
     flags: FeatureFlags,
     agents: AgentRegistry,
     cursors: CursorCodec,
@@ -60,6 +61,7 @@ pub fn app(config: ApiConfig, store: Store) -> Router {
         offered_models: &config.offered_models,
     });
     let settings = Settings {
+        authenticator: authenticator.clone(),
         flags: config.flags,
         agents: config.agents,
         cursors: config.cursors,

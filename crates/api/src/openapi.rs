@@ -7,15 +7,16 @@ use axum::response::IntoResponse;
 use domain::ErrorCode;
 use domain::flags::FeatureFlags;
 use serde_json::{Value, json};
-use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, Http, HttpAuthScheme, SecurityScheme};
 use utoipa::openapi::{OpenApi as Document, PathItem};
 use utoipa::{Modify, OpenApi};
 
 use crate::AppState;
 use crate::handlers::{
-    approvals, artifacts, events, folder_proposals, folders, health, notifications, runs, schedules, sessions, settings,
+    approvals, artifacts, events, folder_proposals, folders, health, notifications, runs, schedules, sessions,
+    settings, web_session,
 };
-use crate::routes::catalog;
+use crate::routes::{Access, catalog};
 
 struct BearerAuth;
 
@@ -23,6 +24,14 @@ impl Modify for BearerAuth {
     fn modify(&self, openapi: &mut Document) {
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme("bearer", SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)));
+        components.add_security_scheme(
+            "web_session",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                crate::auth::SECURE_COOKIE,
+                "The web client's session, made by `POST /v1/web/session` (named `steward_session` on a \
+                 loopback host). A request that changes state must also send `X-Steward-CSRF: 1`.",
+            ))),
+        );
     }
 }
 
@@ -31,8 +40,8 @@ impl Modify for BearerAuth {
     info(
         title = "Steward API",
         description = "The owner's agent service. Every route except readiness and this document takes \
-                       `Authorization: Bearer <token>`; the scopes each route needs are listed as its security \
-                       requirement. Errors are `application/problem+json` with a stable `code`."
+                       `Authorization: Bearer <token>` or the web client's session cookie; the scopes each \
+                       route needs are listed as its security requirement. Errors are `application/problem+json` with a stable `code`."
     ),
     paths(
         health::ready,
@@ -70,6 +79,9 @@ impl Modify for BearerAuth {
         notifications::acknowledge,
         notifications::register,
         notifications::revoke,
+        web_session::exchange,
+        web_session::current,
+        web_session::revoke,
     ),
     components(schemas(wire::problem::Problem, wire::event::Event)),
     modifiers(&BearerAuth),
@@ -149,6 +161,10 @@ pub fn document(described: &Described<'_>) -> Value {
             continue;
         };
         operation.insert("operationId".into(), json!(route.operation_id));
+        match security(route.access) {
+            Some(security) => operation.insert("security".into(), security),
+            None => operation.remove("security"),
+        };
         let responses = operation
             .entry("responses")
             .or_insert_with(|| json!({}))
@@ -170,6 +186,16 @@ pub fn document(described: &Described<'_>) -> Value {
     }
     refine(&mut document, described);
     document
+}
+
+/// The security requirement of a route taking `access`, from the catalog the guard is built from.
+fn security(access: Access) -> Option<Value> {
+    match access {
+        Access::Public => None,
+        Access::Scoped(scope) => Some(json!([{ "bearer": [scope.as_str()] }, { "web_session": [scope.as_str()] }])),
+        Access::Authenticated => Some(json!([{ "bearer": [] }, { "web_session": [] }])),
+        Access::BearerToken => Some(json!([{ "bearer": [] }])),
+    }
 }
 
 /// A path as a JSON pointer token.

@@ -17,9 +17,10 @@ use domain::flags::{FeatureFlags, Flag};
 use domain::scope::Scope;
 
 use crate::AppState;
-use crate::auth::{self, Authenticator, Guard};
+use crate::auth::{self, Authenticator, Guard, Needs};
 use crate::handlers::{
-    approvals, artifacts, events, folder_proposals, folders, health, notifications, runs, schedules, sessions, settings,
+    approvals, artifacts, events, folder_proposals, folders, health, notifications, runs, schedules, sessions,
+    settings, web_session,
 };
 use crate::{openapi, problem};
 
@@ -28,8 +29,24 @@ use crate::{openapi, problem};
 pub enum Access {
     /// No credentials: readiness and the API description.
     Public,
-    /// A valid bearer token whose grants include this scope.
+    /// The bearer token or a web session, whose grants include this scope.
     Scoped(Scope),
+    /// The bearer token or a web session, whatever its scopes.
+    Authenticated,
+    /// The bearer token itself (a web session is made from it, never from another one).
+    BearerToken,
+}
+
+impl Access {
+    /// What the guard in front of the route checks; `None` for a public route.
+    pub fn needs(self) -> Option<Needs> {
+        match self {
+            Access::Public => None,
+            Access::Scoped(scope) => Some(Needs::Scope(scope)),
+            Access::Authenticated => Some(Needs::Credential),
+            Access::BearerToken => Some(Needs::BearerToken),
+        }
+    }
 }
 
 /// One route of the API.
@@ -60,12 +77,24 @@ impl RouteDef {
         self.flag.is_none_or(|flag| flags.is_on(flag))
     }
 
-    /// Every error code the route can answer with: its own, then `unauthenticated` and
-    /// `insufficient_scope` for a scoped route, then `internal_error`.
+    /// Whether a web session needs the CSRF header to call the route: it can change state.
+    pub fn changes_state(&self) -> bool {
+        !matches!(self.method, Method::GET | Method::HEAD | Method::OPTIONS)
+    }
+
+    /// Every error code the route can answer with: its own, then `unauthenticated` for a route
+    /// that takes credentials, `insufficient_scope` for a scoped one, `csrf_header_required` for
+    /// one a web session can change state through, then `internal_error`.
     pub fn errors(&self) -> Vec<ErrorCode> {
         let mut errors = self.errors.clone();
+        if self.access != Access::Public {
+            errors.push(ErrorCode::Unauthenticated);
+        }
         if matches!(self.access, Access::Scoped(_)) {
-            errors.extend([ErrorCode::Unauthenticated, ErrorCode::InsufficientScope]);
+            errors.push(ErrorCode::InsufficientScope);
+        }
+        if matches!(self.access, Access::Scoped(_) | Access::Authenticated) && self.changes_state() {
+            errors.push(ErrorCode::CsrfHeaderRequired);
         }
         errors.push(ErrorCode::Internal);
         errors
@@ -97,7 +126,7 @@ macro_rules! route {
 
 /// Every route the API can serve.
 pub fn catalog() -> Vec<RouteDef> {
-    use Access::{Public, Scoped};
+    use Access::{Authenticated, BearerToken, Public, Scoped};
     use ErrorCode::*;
     use Scope::{
         NotificationsRead, NotificationsWrite, SchedulesRead, SchedulesWrite, SessionsRead, SessionsWrite,
@@ -300,6 +329,9 @@ pub fn catalog() -> Vec<RouteDef> {
             notifications::revoke,
             [[DeviceNotFound]]
         ),
+        route!(POST "/v1/web/session", BearerToken, None, web_session::exchange, []),
+        route!(GET "/v1/web/session", Authenticated, None, web_session::current, []),
+        route!(DELETE "/v1/web/session", Authenticated, None, web_session::revoke, []),
     ]
 }
 
@@ -310,10 +342,11 @@ pub(crate) fn router(state: AppState, authenticator: Arc<Authenticator>) -> Rout
         .filter(|route| route.is_mounted(&state.settings.flags))
     {
         let mut method_router = (route.make)();
-        if let Access::Scoped(scope) = route.access {
+        if let Some(needs) = route.access.needs() {
             let guard = Guard {
                 authenticator: authenticator.clone(),
-                scope,
+                store: state.store.clone(),
+                needs,
             };
             method_router = method_router.route_layer(middleware::from_fn_with_state(guard, auth::require));
         }

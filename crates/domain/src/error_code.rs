@@ -48,10 +48,11 @@ pub enum ErrorCode {
     FolderProposalResolved,
     FolderProposalStale,
     FolderProposalNotRenamable,
+    CsrfHeaderRequired,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 43] = [
+    pub const ALL: [ErrorCode; 44] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -95,6 +96,7 @@ impl ErrorCode {
         ErrorCode::FolderProposalResolved,
         ErrorCode::FolderProposalStale,
         ErrorCode::FolderProposalNotRenamable,
+        ErrorCode::CsrfHeaderRequired,
     ];
 
     /// The stable machine-readable code, the `code` member of a problem document.
@@ -143,6 +145,7 @@ impl ErrorCode {
             ErrorCode::FolderProposalResolved => "folder_proposal_resolved",
             ErrorCode::FolderProposalStale => "folder_proposal_stale",
             ErrorCode::FolderProposalNotRenamable => "folder_proposal_not_renamable",
+            ErrorCode::CsrfHeaderRequired => "csrf_header_required",
         }
     }
 
@@ -150,7 +153,7 @@ impl ErrorCode {
     pub const fn status(self) -> u16 {
         match self {
             ErrorCode::Unauthenticated => 401,
-            ErrorCode::InsufficientScope => 403,
+            ErrorCode::InsufficientScope | ErrorCode::CsrfHeaderRequired => 403,
             ErrorCode::NotFound
             | ErrorCode::SessionNotFound
             | ErrorCode::FolderNotFound
@@ -240,6 +243,7 @@ impl ErrorCode {
             ErrorCode::FolderProposalResolved => "The folder proposal was already accepted or declined",
             ErrorCode::FolderProposalStale => "None of the proposal's conversations can still be filed",
             ErrorCode::FolderProposalNotRenamable => "Only a proposed new folder can be renamed on acceptance",
+            ErrorCode::CsrfHeaderRequired => "A web session's state-changing request needs the CSRF header",
         }
     }
 }

@@ -23,6 +23,7 @@ mod schedules;
 mod scheduling;
 mod sessions;
 mod wake;
+mod web_sessions;
 mod work;
 
 pub use approvals::{Answer, ApprovalRow, Decide, Decision};
@@ -47,6 +48,7 @@ pub use sessions::{DeleteSession, FileSession, NewSession, SessionPage, SessionR
 pub use wake::{
     EVENTS_CHANNEL, Hint, RUNS_CHANNEL, TRANSIENT_CHANNEL, WAKE_SPACING, Wakes, parse as parse_wake_payload,
 };
+pub use web_sessions::{NewWebSession, WebSessionRow};
 pub use work::{ClaimedRun, Lease, ModelStep, NewCall, RunCounters};
 
 use sqlx::PgPool;

@@ -397,3 +397,24 @@ mod tests {
         assert_eq!(serde_json::json!(RunStatus::NeedsAnswer), "needs_answer");
     }
 }
+
+/// How a request authenticated, as `GET /v1/web/session` reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WebSessionCredential {
+    /// The static bearer token.
+    Bearer,
+    /// The web client's session cookie.
+    WebSession,
+}
+
+/// The caller's credential: made by `POST /v1/web/session`, read by `GET`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct WebSession {
+    pub credential: WebSessionCredential,
+    /// The scopes this credential holds now.
+    pub scopes: Vec<String>,
+    /// When a web session ends; null for the bearer token.
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub expires_at: Option<jiff::Timestamp>,
+}

@@ -11,6 +11,7 @@ pub mod runs;
 pub mod schedules;
 pub mod sessions;
 pub mod settings;
+pub mod web_session;
 
 use domain::ErrorCode;
 

@@ -16,3 +16,4 @@ mod sessions;
 mod settings;
 mod stream;
 mod support;
+mod web_session;

@@ -37,10 +37,20 @@ async fn check_document(app: &TestApp, flags: &FeatureFlags) {
             Access::Scoped(scope) => {
                 assert_eq!(
                     *security,
-                    serde_json::json!([{ "bearer": [scope.as_str()] }]),
+                    serde_json::json!([{ "bearer": [scope.as_str()] }, { "web_session": [scope.as_str()] }]),
                     "{route:?} documents its scope"
                 )
             }
+            Access::Authenticated => assert_eq!(
+                *security,
+                serde_json::json!([{ "bearer": [] }, { "web_session": [] }]),
+                "{route:?} takes either credential"
+            ),
+            Access::BearerToken => assert_eq!(
+                *security,
+                serde_json::json!([{ "bearer": [] }]),
+                "{route:?} takes the token only"
+            ),
         }
     }
     assert_eq!(documented, mounted);
@@ -106,6 +116,9 @@ async fn every_operation_documents_its_errors_ids_and_links() {
         }
         if let Access::Scoped(_) = route.access {
             assert!(operation["responses"]["401"].is_object() && operation["responses"]["403"].is_object());
+        }
+        if route.access != Access::Public {
+            assert!(operation["responses"]["401"].is_object(), "{route:?} documents 401");
         }
     }
     let link = &document["paths"]["/v1/sessions"]["post"]["responses"]["201"]["links"]["SubmitMessage"];

@@ -86,17 +86,27 @@ impl TestApp {
 
     /// Spawns an app whose store sends no wake-up hints at all (its streams rely on re-reads).
     pub async fn spawn_deaf(env: Env) -> TestApp {
-        TestApp::spawn_inner(TestDatabase::new().await, env, true).await
+        TestApp::spawn_inner(TestDatabase::new().await, env, true, None).await
     }
 
     /// Spawns an app on an existing database, as a restart of the service would.
     pub async fn spawn_on(db: TestDatabase, env: Env) -> TestApp {
-        TestApp::spawn_inner(db, env, false).await
+        TestApp::spawn_inner(db, env, false, None).await
     }
 
-    async fn spawn_inner(db: TestDatabase, env: Env, deaf: bool) -> TestApp {
+    /// Spawns an app on an existing database configured with `token`.
+    pub async fn spawn_with_token(db: TestDatabase, env: Env, token: String) -> TestApp {
+        TestApp::spawn_inner(db, env, false, Some(token)).await
+    }
+
+    /// Takes the app apart, stopping its server, and returns its database and token.
+    pub fn stop(self) -> (TestDatabase, String) {
+        (self.db, self.token)
+    }
+
+    async fn spawn_inner(db: TestDatabase, env: Env, deaf: bool, token: Option<String>) -> TestApp {
         let dir = tempfile::tempdir().expect("tempdir");
-        let token = random_token();
+        let token = token.unwrap_or_else(random_token);
         let token_file = write_file(dir.path(), "api-token", &format!("{token}\n"), 0o600);
         let mut vars: HashMap<String, String> = HashMap::from([
             ("DATABASE_URL".into(), db.url_as("api")),
