@@ -22,18 +22,18 @@ const MAX_EXAMPLES: &str = "20";
 const SEED: &str = "169756553792694912130547068163840334508";
 /// The notification flags (the API's flag-gated routes that are built), so their operations are
 /// checked too.
-const FLAGS: &[(&str, &str)] = &[
+pub(crate) const FLAGS: &[(&str, &str)] = &[
     ("AGENT_NOTIFICATION_API_ENABLED", "1"),
     ("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1"),
 ];
 /// Every scope, as the bar says: no operation is answered 403 for want of one.
-const ALL_SCOPES: &str = "sessions.read,sessions.write,schedules.read,schedules.write,settings.read,settings.write,notifications.read,notifications.write,memory.read,memory.write,email.read,email.write,call.read,call.cancel,call.delete,people.read,people.write";
+pub(crate) const ALL_SCOPES: &str = "sessions.read,sessions.write,schedules.read,schedules.write,settings.read,settings.write,notifications.read,notifications.write,memory.read,memory.write,email.read,email.write,call.read,call.cancel,call.delete,people.read,people.write";
 
 /// Runs the contract test against a stack on `admin_url`'s server (a database of its own).
 pub fn run(admin_url: &str) -> anyhow::Result<()> {
     let schemathesis = ensure_schemathesis()?;
     let bin = crate::dev::build_roles()?;
-    let work = tempfile_dir()?;
+    let work = private_dir("contract")?;
     let token_file = work.join("api-token");
     crate::dev::ensure_token(&token_file)?;
     let listen = free_port()?;
@@ -102,7 +102,7 @@ fn ensure_schemathesis() -> anyhow::Result<PathBuf> {
 }
 
 /// `url` naming `database` instead of its own.
-fn with_database(url: &str, database: &str) -> String {
+pub(crate) fn with_database(url: &str, database: &str) -> String {
     let (base, query) = url
         .split_once('?')
         .map_or((url, None), |(base, query)| (base, Some(query)));
@@ -113,14 +113,15 @@ fn with_database(url: &str, database: &str) -> String {
     }
 }
 
-fn free_port() -> anyhow::Result<SocketAddr> {
+pub(crate) fn free_port() -> anyhow::Result<SocketAddr> {
     let listener = TcpListener::bind("127.0.0.1:0").context("find a free port")?;
     listener.local_addr().context("find a free port")
 }
 
-/// A fresh private working directory (schemathesis writes its cache into the current one).
-fn tempfile_dir() -> anyhow::Result<PathBuf> {
-    let dir = std::env::temp_dir().join(format!("steward-contract-{}", std::process::id()));
+/// A fresh private working directory `steward-<name>-<pid>` (schemathesis writes its cache
+/// into the current one).
+pub(crate) fn private_dir(name: &str) -> anyhow::Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("steward-{name}-{}", std::process::id()));
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir(&dir).with_context(|| format!("create {}", dir.display()))?;
     set_private(&dir)?;

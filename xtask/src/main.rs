@@ -16,13 +16,14 @@ mod bench;
 mod chart;
 mod contract;
 mod dev;
+mod e2e;
 mod postgres;
 mod test;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask dev [--port N] | cargo xtask test [CARGO-TEST-ARGS...] | cargo xtask contract | cargo xtask bench [--clients N] [--submits N] [--streams N] [--idle-streams N] [--replay-events N] [--schedules N] [--no-langgraph] | cargo xtask preflight [PREFLIGHT-ARGS...]";
+const USAGE: &str = "usage: cargo xtask dev [--port N] | cargo xtask test [CARGO-TEST-ARGS...] | cargo xtask contract | cargo xtask e2e | cargo xtask bench [--clients N] [--submits N] [--streams N] [--idle-streams N] [--replay-events N] [--schedules N] [--no-langgraph] | cargo xtask preflight [PREFLIGHT-ARGS...]";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -30,6 +31,7 @@ fn main() -> ExitCode {
         Some("dev") => dev::run(args.collect()),
         Some("test") => test::run(args.collect()),
         Some("contract") => test::contract(),
+        Some("e2e") => test::e2e(),
         Some("bench") => bench::run(args.collect()),
         Some("preflight") => preflight(args.collect()),
         Some("-h" | "--help") => {

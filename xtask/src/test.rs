@@ -1,6 +1,7 @@
 //! `cargo xtask test`: one throwaway cluster for the whole run, shared through `DATABASE_URL`
 //! (each test still gets its own database), removed afterwards. The whole suite (no arguments)
-//! ends with the contract test (`contract`) on the same cluster.
+//! ends with the contract test (`contract`) and the web client's end-to-end tests (`e2e`) on the
+//! same cluster.
 
 use std::process::ExitCode;
 
@@ -32,9 +33,14 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     // The contract test's roles inherit the signal mask: they must be able to receive SIGTERM.
     signals.thread_unblock().context("unblock interrupts")?;
     if status.success() && args.is_empty() {
-        if let Err(error) = crate::contract::run(&cluster.url("postgres")) {
-            eprintln!("xtask: {error:#}");
-            status = std::process::ExitStatus::from_raw(1 << 8);
+        for (name, outcome) in [
+            ("contract", crate::contract::run(&cluster.url("postgres"))),
+            ("web client", crate::e2e::run(&cluster.url("postgres"))),
+        ] {
+            if let Err(error) = outcome {
+                eprintln!("xtask: {name}: {error:#}");
+                status = std::process::ExitStatus::from_raw(1 << 8);
+            }
         }
     }
     drop(cluster);
@@ -43,6 +49,15 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
         Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         None => ExitCode::FAILURE,
     })
+}
+
+/// `cargo xtask e2e`: the web client's end-to-end tests alone, on a throwaway cluster.
+pub fn e2e() -> anyhow::Result<ExitCode> {
+    let binaries = crate::postgres::ensure_binaries()?;
+    let cluster = Cluster::temporary(&binaries).context("start the test cluster")?;
+    let outcome = crate::e2e::run(&cluster.url("postgres"));
+    drop(cluster);
+    outcome.map(|()| ExitCode::SUCCESS)
 }
 
 /// `cargo xtask contract`: the contract test alone, on a throwaway cluster.

@@ -355,8 +355,11 @@ pub(crate) fn router(state: AppState, authenticator: Arc<Authenticator>) -> Rout
     router
         .fallback(problem::not_found)
         .method_not_allowed_fallback(problem::method_not_allowed)
-        .layer(middleware::from_fn(trace))
         .with_state(state)
+        // The web client's assets under `/`: no path of theirs is an API path.
+        .merge(crate::web::router())
+        .layer(middleware::from_fn(crate::web::secure))
+        .layer(middleware::from_fn(trace))
 }
 
 /// One log line per request: method, route template (never the query, which may hold cursors),

@@ -1,7 +1,8 @@
 //! The web client's assets (`web/public`), embedded at build time by memory-serve: text assets
 //! brotli-compressed at build time (served as brotli, gzip or plain as the browser accepts), a
 //! strong `ETag` on every file with `If-None-Match` answered 304, and the security headers below
-//! on every response. Not mounted yet: the client is being built (issue 15).
+//! on every response. Mounted at `/` beside the API (see `routes::router`); `/` serves
+//! `index.html`.
 
 use axum::Router;
 use axum::http::{HeaderName, HeaderValue, header};
@@ -27,27 +28,36 @@ pub fn security_headers() -> [(HeaderName, HeaderValue); 4] {
     ]
 }
 
-async fn secure(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+/// Middleware adding [`security_headers`] to every response (the whole app's, API included)
+/// that has not set them itself.
+pub async fn secure(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
+    // A response that set its own (stricter) policy keeps it: artifact bytes are `sandbox`ed.
     for (name, value) in security_headers() {
-        headers.insert(name, value);
+        headers.entry(name).or_insert(value);
     }
     response
 }
 
 /// The router of the embedded assets, compressed in every profile. Files are revalidated
-/// (`no-cache`: the `ETag` makes that a 304), so a new build is picked up at once. Build it once,
-/// at start-up: memory-serve decompresses the assets and leaks its configuration each time.
-pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
-    memory_serve::load!()
-        .index_file(None)
-        .enable_brotli(true)
-        .enable_gzip(true)
-        .cache_control(CacheControl::NoCache)
-        .html_cache_control(CacheControl::NoCache)
-        .into_router()
-        .layer(axum::middleware::from_fn(secure))
+/// (`no-cache`: the `ETag` makes that a 304), so a new build is picked up at once. It is built
+/// once per process and cloned: memory-serve decompresses the assets and leaks its configuration
+/// each time it builds one.
+pub fn router() -> Router {
+    static ROUTER: std::sync::OnceLock<Router> = std::sync::OnceLock::new();
+    ROUTER
+        .get_or_init(|| {
+            memory_serve::load!()
+                .index_file(Some("/index.html"))
+                .enable_brotli(true)
+                .enable_gzip(true)
+                .cache_control(CacheControl::NoCache)
+                .html_cache_control(CacheControl::NoCache)
+                .into_router()
+                .layer(axum::middleware::from_fn(secure))
+        })
+        .clone()
 }
 
 #[cfg(test)]

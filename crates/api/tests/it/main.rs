@@ -16,4 +16,5 @@ mod sessions;
 mod settings;
 mod stream;
 mod support;
+mod web;
 mod web_session;

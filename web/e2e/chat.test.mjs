@@ -1,0 +1,170 @@
+// The chat in real Chromium against the real stack and its scripted model: connect, send and
+// see the streamed answer, approvals (approve and deny), a question, stop, Markdown injection.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { launch, newPage, connect, send, TOKEN } from "./support.mjs";
+
+/** @type {import("playwright-core").Browser} */
+let browser;
+before(async () => {
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+});
+
+/** A connected page in a context of its own. */
+async function connected() {
+  const opened = await newPage(browser);
+  await connect(opened.page);
+  return opened;
+}
+
+test("connecting exchanges the token for a cookie no script can read", async () => {
+  const { page, context, problems } = await connected();
+  const visible = await page.evaluate(() => ({
+    cookie: document.cookie,
+    local: JSON.stringify({ ...localStorage }),
+    session: JSON.stringify({ ...sessionStorage }),
+  }));
+  assert.ok(!visible.cookie.includes("steward_session"), "the session cookie is HttpOnly");
+  for (const stored of [visible.cookie, visible.local, visible.session]) assert.ok(!stored.includes(TOKEN), "the token is kept nowhere");
+  const cookies = await context.cookies();
+  const session = cookies.find((cookie) => cookie.name === "steward_session");
+  assert.ok(session, "the browser holds the session cookie");
+  assert.equal(session.httpOnly, true);
+  assert.equal(session.sameSite, "Strict");
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test("a wrong token keeps the form open with an explanation", async () => {
+  const { page, context } = await newPage(browser);
+  await page.goto("/");
+  await page.getByLabel("Token").fill("not-the-token-but-long-enough-0123456789");
+  await page.getByRole("button", { name: "Connect" }).click();
+  await page.getByRole("alert").filter({ hasText: "not the one this server is configured with" }).waitFor();
+  assert.equal(await page.getByLabel("Token").isVisible(), true);
+  await context.close();
+});
+
+test("a message shows at once and its streamed answer arrives, each exactly once", async () => {
+  const { page, context, problems } = await connected();
+  await send(page, "Hello from the browser");
+  // The optimistic bubble shows before any answer.
+  await page.locator(".message.user", { hasText: "Hello from the browser" }).first().waitFor();
+  const answer = page.locator(".message.assistant:not(.streaming)", { hasText: "You said: Hello from the browser" });
+  await answer.waitFor({ timeout: 20_000 });
+  await page.getByRole("button", { name: "Send" }).waitFor();
+  assert.equal(await page.locator(".message.user", { hasText: "Hello from the browser" }).count(), 1);
+  assert.equal(await page.locator(".message.user.pending").count(), 0, "the persisted message replaced the optimistic one");
+  assert.equal(await answer.count(), 1);
+  assert.equal(await page.locator(".message.assistant.streaming").count(), 0);
+  // The new conversation is in the sidebar.
+  await page.getByRole("complementary").getByRole("button", { name: "Hello from the browser" }).first().waitFor();
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test("Shift-Return inserts a newline and Return sends", async () => {
+  const { page, context } = await connected();
+  const composer = page.getByLabel("Message");
+  await composer.fill("first line");
+  await composer.press("Shift+Enter");
+  await composer.type("second line");
+  assert.equal(await composer.inputValue(), "first line\nsecond line");
+  await composer.press("Enter");
+  await page.locator(".message.assistant", { hasText: "second line" }).waitFor({ timeout: 20_000 });
+  assert.equal(await composer.inputValue(), "");
+  await context.close();
+});
+
+test("a tool call waits for approval, is approved once and completes", async () => {
+  const { page, context, problems } = await connected();
+  await send(page, '/tool notes.add {"text": "Buy oat milk"}');
+  const card = page.getByRole("region", { name: "Approval for notes.add" });
+  await card.getByRole("button", { name: "Approve once" }).waitFor({ timeout: 20_000 });
+  await page.getByRole("status").filter({ hasText: "Needs your approval" }).waitFor();
+  assert.match(await card.locator(".detail").innerText(), /Buy oat milk/);
+  const approve = card.getByRole("button", { name: "Approve once" });
+  await approve.click();
+  // One tap: the controls are gone or disabled, and the card collapses once it is resolved.
+  await card.getByRole("button", { name: "Approved once: notes.add" }).waitFor({ timeout: 20_000 });
+  await page.locator(".message.assistant", { hasText: "notes.add returned" }).waitFor({ timeout: 20_000 });
+  assert.equal(await page.getByRole("status").filter({ hasText: "Needs your approval" }).count(), 0);
+  assert.equal(await card.getByRole("button", { name: "Deny" }).count(), 0);
+  // The collapsed card expands to its arguments without decision controls.
+  await card.getByRole("button", { name: "Approved once: notes.add" }).click();
+  assert.match(await card.locator(".detail").innerText(), /Buy oat milk/);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test("a denied tool call is not run and the run goes on", async () => {
+  const { page, context } = await connected();
+  await send(page, '/tool notes.add {"text": "Never saved"}');
+  const card = page.getByRole("region", { name: "Approval for notes.add" });
+  await card.getByRole("button", { name: "Deny" }).click({ timeout: 20_000 });
+  await card.getByRole("button", { name: "Denied: notes.add" }).waitFor({ timeout: 20_000 });
+  await page.locator(".tool", { hasText: "notes.add · denied" }).waitFor({ timeout: 20_000 });
+  await page.getByRole("button", { name: "Send" }).waitFor({ timeout: 20_000 });
+  await context.close();
+});
+
+test("a question is answered with its id and the run completes", async () => {
+  const { page, context } = await connected();
+  await send(page, "/ask Which colour should the folder be?");
+  const card = page.getByRole("region", { name: "Question" });
+  await card.getByText("Which colour should the folder be?").waitFor({ timeout: 20_000 });
+  await page.getByRole("status").filter({ hasText: "Needs your answer" }).waitFor();
+  await card.getByLabel("Your answer").fill("Teal, please");
+  await card.getByRole("button", { name: "Answer" }).click();
+  await page.locator(".message.assistant", { hasText: "Teal, please" }).waitFor({ timeout: 20_000 });
+  await card.getByText("Your answer:").waitFor();
+  assert.equal(await page.getByRole("status").filter({ hasText: "Needs your answer" }).count(), 0);
+  await context.close();
+});
+
+test("Stop cancels the run in progress", async () => {
+  const { page, context } = await connected();
+  await send(page, "/ask Should I wait?");
+  await page.getByRole("region", { name: "Question" }).waitFor({ timeout: 20_000 });
+  await page.getByRole("button", { name: "Stop" }).click();
+  await page.locator(".run-end", { hasText: "Stopped." }).waitFor({ timeout: 20_000 });
+  await page.getByRole("button", { name: "Send" }).waitFor();
+  await context.close();
+});
+
+test("Markdown from the model never becomes script, an element with handlers or a javascript: link", async () => {
+  const { page, context, problems } = await connected();
+  await page.evaluate(() => {
+    // @ts-ignore a marker any injected script would set
+    window.injected = 0;
+  });
+  await send(
+    page,
+    [
+      "Injection <script>window.injected = 1</script>",
+      '<img src="x" onerror="window.injected = 2">',
+      "[a link](javascript:window.injected=3) and [a safe one](https://example.org/page)",
+      "```",
+      "<b>code stays text</b>",
+      "```",
+    ].join("\n"),
+  );
+  const answer = page.locator(".message.assistant", { hasText: "You said: Injection" });
+  await answer.waitFor({ timeout: 20_000 });
+  await page.getByRole("button", { name: "Send" }).waitFor();
+  assert.equal(await page.evaluate(() => /** @type {any} */ (window).injected), 0);
+  assert.equal(await answer.locator("script, img, iframe, b, [onerror]").count(), 0);
+  assert.equal(await page.locator('a[href^="javascript:"]').count(), 0);
+  assert.match(await answer.innerText(), /<script>window.injected = 1<\/script>/);
+  assert.match(await answer.innerText(), /<img src="x" onerror="window.injected = 2">/);
+  const safe = answer.getByRole("link", { name: "a safe one" });
+  assert.equal(await safe.getAttribute("href"), "https://example.org/page");
+  assert.equal(await safe.getAttribute("rel"), "noopener noreferrer");
+  assert.equal(await answer.locator("pre code").innerText(), "<b>code stays text</b>");
+  await answer.getByRole("button", { name: "Copy code" }).waitFor();
+  assert.deepEqual(problems, []);
+  await context.close();
+});

@@ -1,0 +1,77 @@
+// Shared by the end-to-end tests: Debian's Chromium driven by playwright-core against the stack
+// `cargo xtask test` started (STEWARD_URL, with its token in STEWARD_TOKEN_FILE).
+import { readFileSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+export const BASE = process.env.STEWARD_URL ?? "http://127.0.0.1:8080";
+export const TOKEN = readFileSync(process.env.STEWARD_TOKEN_FILE ?? "../../var/api-token", "utf8").trim();
+export const ARTIFACTS = process.env.STEWARD_ARTIFACTS ?? "../../target/web-e2e";
+mkdirSync(join(ARTIFACTS, "screenshots"), { recursive: true });
+
+/** Widths the layouts are checked at. */
+export const PHONE = { width: 390, height: 844 };
+export const DESKTOP = { width: 1280, height: 860 };
+
+/** Launches Chromium with nothing reaching outside the machine. */
+export async function launch() {
+  return chromium.launch({
+    executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+    headless: true,
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+      "--disable-default-apps",
+    ],
+  });
+}
+
+/**
+ * A fresh page (its own cookies and storage) in `colorScheme` at `viewport`; every request it
+ * makes is checked to stay on this origin, and every page error fails the test.
+ * @param {import("playwright-core").Browser} browser
+ */
+export async function newPage(browser, { viewport = DESKTOP, colorScheme = "light" } = {}) {
+  const context = await browser.newContext({ viewport, colorScheme, baseURL: BASE });
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: BASE });
+  const page = await context.newPage();
+  const problems = [];
+  page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
+  page.on("console", (message) => {
+    if (message.type() === "error" && !/status of 40[13]/.test(message.text())) problems.push(`console: ${message.text()}`);
+  });
+  page.on("request", (request) => {
+    const url = new URL(request.url());
+    if (url.origin !== new URL(BASE).origin && url.protocol !== "data:" && url.protocol !== "blob:") {
+      problems.push(`a request left the origin: ${request.url()}`);
+    }
+  });
+  return { context, page, problems };
+}
+
+/** Opens the page and connects with the token. @param {import("playwright-core").Page} page */
+export async function connect(page) {
+  await page.goto("/");
+  await page.getByLabel("Token").fill(TOKEN);
+  await page.getByRole("button", { name: "Connect" }).click();
+  await page.getByRole("button", { name: "New chat" }).waitFor();
+}
+
+/** Sends `text` from the composer with Return. @param {import("playwright-core").Page} page @param {string} text */
+export async function send(page, text) {
+  const composer = page.getByLabel("Message");
+  await composer.fill(text);
+  await composer.press("Enter");
+}
+
+/** Saves a screenshot as a test artifact, returning its path. */
+export async function screenshot(page, name) {
+  const path = join(ARTIFACTS, "screenshots", `${name}.png`);
+  await page.screenshot({ path, fullPage: false });
+  return path;
+}

@@ -1,0 +1,463 @@
+// Chat state: the session index (the sidebar), the selected conversation's transcript built
+// from its persisted events, the live transient output, and the actions that change them.
+// Nothing here outlives the page except what the server owns.
+import { signal, computed, batch } from "../vendor/signals-core.mjs";
+import { api, ApiError, describe, onForget } from "./api.js";
+
+/**
+ * @typedef {{session_id: string, title: string | null, agent_id: string, folder_id: string | null,
+ *   schedule_id: string | null, last_run_id: string | null, created_at: string, updated_at: string}} SessionRow
+ * @typedef {{kind: "user", key: string, seq: number | null, runId: string | null, text: string,
+ *   attachments: Array<{filename: string}>, pending?: boolean, clientKey?: string}} UserItem
+ * @typedef {{kind: "assistant", key: string, seq: number, runId: string, text: string}} AssistantItem
+ * @typedef {{kind: "tool", key: string, seq: number, runId: string, tool: string, status: string, code: string | null}} ToolItem
+ * @typedef {{kind: "approval", key: string, seq: number, runId: string, approvalId: string, tool: string,
+ *   risk: string, arguments: unknown, digests: Record<string, string>, status: string, deciding: string | null, error: string | null}} ApprovalItem
+ * @typedef {{kind: "question", key: string, seq: number, runId: string, questionId: string, text: string,
+ *   answer: string | null, sending: boolean, error: string | null}} QuestionItem
+ * @typedef {{kind: "end", key: string, seq: number, runId: string, state: string, reason: string | null, detail: string | null}} EndItem
+ * @typedef {UserItem | AssistantItem | ToolItem | ApprovalItem | QuestionItem | EndItem} Item
+ */
+
+/** @type {import("../vendor/signals-core.mjs").Signal<SessionRow[]>} */
+export const sessions = signal([]);
+/** @type {import("../vendor/signals-core.mjs").Signal<string | null>} */
+export const selectedId = signal(null);
+/** @type {import("../vendor/signals-core.mjs").Signal<Item[]>} */
+export const transcript = signal([]);
+/** Transient output of the running run: text so far and whether the model is reasoning. */
+export const live = signal({ runId: /** @type {string | null} */ (null), text: "", reasoning: false });
+/** The run in progress in the selected session, if any. */
+export const activeRun = signal(/** @type {string | null} */ (null));
+export const composerText = signal("");
+export const composerError = signal(/** @type {string | null} */ (null));
+export const indexError = signal(/** @type {string | null} */ (null));
+/** Whether the stream of the selected session is connected. */
+export const streamState = signal(/** @type {"idle" | "open" | "reconnecting"} */ ("idle"));
+
+export const selected = computed(() => sessions.value.find((row) => row.session_id === selectedId.value) ?? null);
+
+/** `Needs your approval`, `Needs your answer`, `Working…` or nothing. */
+export const runStatus = computed(() => {
+  const items = transcript.value;
+  if (items.some((item) => item.kind === "approval" && item.status === "pending")) return "Needs your approval";
+  if (items.some((item) => item.kind === "question" && item.answer === null)) return "Needs your answer";
+  if (activeRun.value) return "Working…";
+  return null;
+});
+
+// ---------------------------------------------------------------------------------------------
+// The session index.
+
+let reconcileTimer = 0;
+
+/** Reads the whole index, following cursors to the end; a repeated cursor is an error. */
+export async function reconcile() {
+  try {
+    /** @type {SessionRow[]} */
+    const rows = [];
+    const seen = new Set();
+    let cursor = null;
+    do {
+      const query = cursor ? `?limit=100&cursor=${encodeURIComponent(cursor)}` : "?limit=100";
+      const page = await api("GET", `/v1/sessions${query}`);
+      rows.push(...page.sessions);
+      cursor = page.next_cursor ?? null;
+      if (cursor !== null) {
+        if (seen.has(cursor)) throw new Error("The server repeated a page cursor; the list is incomplete.");
+        seen.add(cursor);
+      }
+    } while (cursor !== null);
+    sessions.value = rows;
+    indexError.value = null;
+  } catch (error) {
+    if (!(error instanceof ApiError && error.status === 401)) indexError.value = describe(error);
+  }
+}
+
+/** Reconciles now, on focus, and every 30 seconds while the page is open. */
+export function startReconciling() {
+  reconcile();
+  window.clearInterval(reconcileTimer);
+  reconcileTimer = window.setInterval(reconcile, 30_000);
+  window.addEventListener("focus", reconcile);
+}
+
+function stopReconciling() {
+  window.clearInterval(reconcileTimer);
+  window.removeEventListener("focus", reconcile);
+}
+
+/** The five most recent conversations, scheduled ones left out. */
+export const recent = computed(() =>
+  sessions.value
+    .filter((row) => row.schedule_id === null)
+    .slice()
+    .sort((a, b) => (a.updated_at < b.updated_at ? 1 : -1))
+    .slice(0, 5),
+);
+
+// ---------------------------------------------------------------------------------------------
+// The selected conversation and its stream.
+
+/** @type {EventSource | null} */
+let source = null;
+/** The last persisted sequence applied; only persisted ids advance it. */
+let lastSeq = 0;
+
+function closeStream() {
+  if (source) source.close();
+  source = null;
+  streamState.value = "idle";
+}
+
+/** Opens (or reopens) the selected session: its transcript is rebuilt from its events. */
+export function select(/** @type {string | null} */ id) {
+  closeStream();
+  batch(() => {
+    selectedId.value = id;
+    transcript.value = [];
+    live.value = { runId: null, text: "", reasoning: false };
+    activeRun.value = null;
+    composerError.value = null;
+  });
+  lastSeq = 0;
+  if (id) openStream(id);
+}
+
+const PERSISTED = [
+  "user.message.created",
+  "assistant.message",
+  "tool.started",
+  "tool.result",
+  "approval.requested",
+  "approval.resolved",
+  "question.asked",
+  "question.answered",
+  "run.completed",
+  "run.failed",
+  "run.cancelled",
+  "mail.outcome_unknown",
+  "mail.reconciled",
+];
+
+/** @param {string} id */
+function openStream(id) {
+  const stream = new EventSource(`/v1/sessions/${encodeURIComponent(id)}/events`);
+  source = stream;
+  streamState.value = "reconnecting";
+  stream.onopen = () => {
+    if (source === stream) streamState.value = "open";
+  };
+  // The browser reconnects by itself with Last-Event-ID; a closed stream after a run's end
+  // simply reopens and waits for the next run.
+  stream.onerror = () => {
+    if (source === stream) streamState.value = stream.readyState === EventSource.CLOSED ? "idle" : "reconnecting";
+    if (stream.readyState === EventSource.CLOSED && source === stream) {
+      // A refusal (401, 404): the browser gives up; find out why through a plain read.
+      api("GET", `/v1/sessions/${encodeURIComponent(id)}`).catch((error) => {
+        composerError.value = describe(error);
+      });
+    }
+  };
+  for (const kind of PERSISTED) {
+    stream.addEventListener(kind, (message) => {
+      if (source !== stream) return;
+      const seq = Number(/** @type {MessageEvent} */ (message).lastEventId);
+      if (!Number.isSafeInteger(seq) || seq <= lastSeq) return; // already applied
+      lastSeq = seq;
+      apply(JSON.parse(/** @type {MessageEvent} */ (message).data));
+    });
+  }
+  for (const kind of ["assistant.delta", "reasoning.delta"]) {
+    stream.addEventListener(kind, (message) => {
+      if (source !== stream) return;
+      const delta = JSON.parse(/** @type {MessageEvent} */ (message).data);
+      const current = live.value.runId === delta.run_id ? live.value : { runId: delta.run_id, text: "", reasoning: false };
+      live.value =
+        kind === "assistant.delta"
+          ? { runId: delta.run_id, text: current.text + delta.text, reasoning: false }
+          : { ...current, runId: delta.run_id, reasoning: true };
+    });
+  }
+}
+
+/**
+ * Applies one persisted frame to the transcript.
+ * @param {{seq: number, run_id: string, kind: string, payload: any}} frame
+ */
+function apply(frame) {
+  const { seq, kind, payload } = frame;
+  const runId = payload.run_id;
+  let items = transcript.value;
+  const update = (/** @type {(item: Item) => boolean} */ match, /** @type {(item: any) => Item} */ change) => {
+    items = items.map((item) => (match(item) ? change(item) : item));
+  };
+  switch (kind) {
+    case "user.message.created": {
+      const text = payload.message.text ?? "";
+      const item = {
+        kind: "user",
+        key: `e${seq}`,
+        seq,
+        runId,
+        text,
+        attachments: payload.message.attachments,
+      };
+      // The optimistic bubble of this message is replaced in place.
+      const index = items.findIndex(
+        (candidate) => candidate.kind === "user" && candidate.pending && (candidate.runId === runId || candidate.text === text),
+      );
+      items = index >= 0 ? items.map((candidate, at) => (at === index ? /** @type {Item} */ (item) : candidate)) : [...items, /** @type {Item} */ (item)];
+      activeRun.value = runId;
+      break;
+    }
+    case "assistant.message":
+      if (payload.text) items = [...items, { kind: "assistant", key: `e${seq}`, seq, runId, text: payload.text }];
+      if (live.value.runId === runId) live.value = { runId, text: "", reasoning: false };
+      break;
+    case "tool.started":
+      items = [...items, { kind: "tool", key: `t${payload.invocation_id}`, seq, runId, tool: payload.tool, status: "dispatching", code: null }];
+      break;
+    case "tool.result": {
+      const key = `t${payload.invocation_id}`;
+      if (items.some((item) => item.key === key)) {
+        update((item) => item.key === key, (item) => ({ ...item, status: payload.status, code: payload.code }));
+      } else {
+        items = [...items, { kind: "tool", key, seq, runId, tool: payload.tool, status: payload.status, code: payload.code }];
+      }
+      break;
+    }
+    case "approval.requested":
+      items = [
+        ...items,
+        {
+          kind: "approval",
+          key: `a${payload.approval_id}`,
+          seq,
+          runId,
+          approvalId: payload.approval_id,
+          tool: payload.tool,
+          risk: payload.risk,
+          arguments: payload.arguments,
+          digests: payload.argument_digests,
+          status: approvalStatus(payload.status),
+          deciding: null,
+          error: null,
+        },
+      ];
+      break;
+    case "approval.resolved":
+      // The first stored resolution wins over anything the page believed.
+      update(
+        (item) => item.kind === "approval" && item.approvalId === payload.approval_id,
+        (item) => ({ ...item, status: approvalStatus(payload.status), deciding: null }),
+      );
+      break;
+    case "question.asked":
+      items = [
+        ...items,
+        { kind: "question", key: `q${payload.question_id}`, seq, runId, questionId: payload.question_id, text: payload.text, answer: null, sending: false, error: null },
+      ];
+      break;
+    case "question.answered":
+      update(
+        (item) => item.kind === "question" && item.questionId === payload.question_id,
+        (item) => ({ ...item, answer: payload.answer, sending: false }),
+      );
+      break;
+    case "run.completed":
+    case "run.failed":
+    case "run.cancelled":
+      items = [
+        ...items,
+        { kind: "end", key: `e${seq}`, seq, runId, state: payload.state, reason: payload.reason ?? payload.code ?? null, detail: payload.detail ?? null },
+      ];
+      if (activeRun.value === runId) activeRun.value = null;
+      if (live.value.runId === runId) live.value = { runId: null, text: "", reasoning: false };
+      // The server may have titled the conversation: read the index again shortly.
+      window.setTimeout(reconcile, 10_000);
+      break;
+    default:
+      break;
+  }
+  transcript.value = items;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Actions.
+
+/**
+ * Sends the composer's text: an optimistic bubble first, then the message with a stable
+ * idempotency key (reused if the same message is retried).
+ */
+export async function send() {
+  const text = composerText.value.trim();
+  if (!text) return;
+  const clientKey = crypto.randomUUID();
+  /** @type {UserItem} */
+  const bubble = { kind: "user", key: `p${clientKey}`, seq: null, runId: null, text, attachments: [], pending: true, clientKey };
+  batch(() => {
+    transcript.value = [...transcript.value, bubble];
+    composerText.value = "";
+    composerError.value = null;
+  });
+  const restore = (/** @type {string} */ message) => {
+    batch(() => {
+      transcript.value = transcript.value.filter((item) => item.key !== bubble.key);
+      composerText.value = text;
+      composerError.value = message;
+    });
+  };
+  try {
+    let id = selectedId.value;
+    if (!id) {
+      const created = await api("POST", "/v1/sessions", { body: { agent_id: "default", metadata: { title: firstLine(text) } } });
+      id = created.session_id;
+      sessions.value = [created, ...sessions.value];
+      selectedId.value = id;
+      openStream(/** @type {string} */ (id));
+    }
+    const accepted = await submitWithRetry(/** @type {string} */ (id), text, clientKey);
+    const runId = accepted.run.run_id;
+    activeRun.value = runId;
+    transcript.value = transcript.value.map((item) => (item.key === bubble.key ? { ...item, runId } : item));
+  } catch (error) {
+    if (error instanceof ApiError && error.code === "active_run_exists") {
+      // Attach to the run in progress; this message is not queued.
+      activeRun.value = error.problem?.run_id ?? activeRun.value;
+      restore("A reply is still in progress. Your message was not sent; send it when the reply ends.");
+    } else {
+      restore(describe(error));
+    }
+  }
+}
+
+/** The first non-empty line, as the optimistic title. @param {string} text */
+function firstLine(text) {
+  return (text.split("\n").find((line) => line.trim()) ?? text).trim().slice(0, 120);
+}
+
+/**
+ * Submits one message; a network failure is retried with the same key, so the server creates
+ * one run whatever happened to the first attempt.
+ * @param {string} id @param {string} text @param {string} key
+ */
+async function submitWithRetry(id, text, key) {
+  let attempt = 0;
+  for (;;) {
+    try {
+      return await api("POST", `/v1/sessions/${encodeURIComponent(id)}/messages`, {
+        body: { text },
+        headers: { "Idempotency-Key": key },
+      });
+    } catch (error) {
+      const transient = error instanceof ApiError && (error.status === 0 || error.code === "idempotency_key_in_flight");
+      if (!transient || attempt >= 2) throw error;
+      attempt += 1;
+      await new Promise((resolve) => window.setTimeout(resolve, 600 * attempt));
+    }
+  }
+}
+
+/** Stops the run in progress. */
+export async function stop() {
+  const run = activeRun.value;
+  if (!run) return;
+  try {
+    await api("POST", `/v1/runs/${encodeURIComponent(run)}/cancel`);
+  } catch (error) {
+    if (!(error instanceof ApiError && error.code === "run_not_active")) composerError.value = describe(error);
+  }
+}
+
+/**
+ * Decides an approval once: the controls are disabled from the first tap.
+ * @param {string} approvalId @param {"approve_once" | "deny"} decision
+ */
+export async function decide(approvalId, decision) {
+  const card = transcript.value.find((item) => item.kind === "approval" && item.approvalId === approvalId);
+  if (!card || card.kind !== "approval" || card.deciding || card.status !== "pending") return;
+  const problem = refuseTruncated(card);
+  if (problem && decision === "approve_once") {
+    setApproval(approvalId, { error: problem });
+    return;
+  }
+  setApproval(approvalId, { deciding: decision, error: null });
+  try {
+    const resolved = await api("POST", `/v1/approvals/${encodeURIComponent(approvalId)}/decision`, { body: { decision } });
+    setApproval(approvalId, { status: approvalStatus(resolved.status ?? (decision === "deny" ? "denied" : "approved")), deciding: null });
+  } catch (error) {
+    if (error instanceof ApiError && error.code === "approval_already_resolved") {
+      setApproval(approvalId, { status: approvalStatus(error.problem?.resolution ?? "cancelled"), deciding: null });
+    } else {
+      setApproval(approvalId, { deciding: null, error: describe(error) });
+    }
+  }
+}
+
+/** Approval statuses are `PENDING`, `APPROVED`… on the wire; the page uses lower case. @param {string} status */
+function approvalStatus(status) {
+  return String(status).toLowerCase();
+}
+
+/** @param {string} approvalId @param {Partial<ApprovalItem>} change */
+function setApproval(approvalId, change) {
+  transcript.value = transcript.value.map((item) =>
+    item.kind === "approval" && item.approvalId === approvalId ? { ...item, ...change } : item,
+  );
+}
+
+/**
+ * A truncated argument (a string the server cut at 512 characters) must have a digest to be
+ * approved; without one the card cannot be approved.
+ * @param {ApprovalItem} card
+ */
+export function refuseTruncated(card) {
+  /** @type {string[]} */
+  const truncated = [];
+  const walk = (/** @type {unknown} */ value, /** @type {string} */ pointer) => {
+    if (typeof value === "string") {
+      if (value.length >= 512 && value.endsWith("…")) truncated.push(pointer);
+    } else if (Array.isArray(value)) {
+      value.forEach((entry, index) => walk(entry, `${pointer}/${index}`));
+    } else if (value && typeof value === "object") {
+      for (const [name, entry] of Object.entries(value)) walk(entry, `${pointer}/${name.replaceAll("~", "~0").replaceAll("/", "~1")}`);
+    }
+  };
+  walk(card.arguments, "");
+  const missing = truncated.filter((pointer) => !card.digests?.[pointer]);
+  return missing.length ? `A shortened argument has no digest to check it against (${missing.join(", ")}); it cannot be approved.` : null;
+}
+
+/**
+ * Answers a question with its id.
+ * @param {string} questionId @param {string} text
+ */
+export async function answer(questionId, text) {
+  const card = transcript.value.find((item) => item.kind === "question" && item.questionId === questionId);
+  if (!card || card.kind !== "question" || card.sending || card.answer !== null || !text.trim()) return;
+  const set = (/** @type {Partial<QuestionItem>} */ change) => {
+    transcript.value = transcript.value.map((item) => (item.kind === "question" && item.questionId === questionId ? { ...item, ...change } : item));
+  };
+  set({ sending: true, error: null });
+  try {
+    await api("POST", `/v1/runs/${encodeURIComponent(card.runId)}/input`, { body: { question_id: questionId, text } });
+    set({ sending: false, answer: text });
+  } catch (error) {
+    set({ sending: false, error: describe(error) });
+  }
+}
+
+onForget(() => {
+  stopReconciling();
+  closeStream();
+  batch(() => {
+    sessions.value = [];
+    selectedId.value = null;
+    transcript.value = [];
+    activeRun.value = null;
+    composerText.value = "";
+    composerError.value = null;
+  });
+});

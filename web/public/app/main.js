@@ -1,0 +1,527 @@
+// Steward's web client: the connection form, the sidebar, the conversation and the settings.
+import { h, render } from "../vendor/preact.mjs";
+import { useEffect, useRef, useState } from "../vendor/hooks.mjs";
+import { signal } from "../vendor/signals.mjs";
+import htm from "../vendor/htm.mjs";
+import { api, ApiError, checkConnection, connect, connection, describe, forget, holds, onForget } from "./api.js";
+import * as chat from "./chat.js";
+import { markdown } from "./markdown.js";
+import { appearance, setAppearance, TEXT_SIZES, TYPEFACES } from "./preferences.js";
+
+const html = htm.bind(h);
+
+export const CLIENT_VERSION = "0.1.0";
+export const CLIENT_BUILD = "1";
+
+/** Which screen the main area shows, and on a phone whether it is showing at all. */
+const view = signal(/** @type {"chat" | "settings"} */ ("chat"));
+const showingMain = signal(false);
+
+onForget(() => {
+  view.value = "chat";
+  showingMain.value = false;
+});
+
+// ---------------------------------------------------------------------------------------------
+// Connection.
+
+function ConnectView() {
+  const [token, setToken] = useState("");
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState(/** @type {string | null} */ (null));
+  const notice = connection.value.notice;
+  const submit = async (/** @type {Event} */ event) => {
+    event.preventDefault();
+    if (!token.trim()) {
+      setError("Enter the token.");
+      return;
+    }
+    setBusy(true);
+    setError(null);
+    try {
+      await connect(token.trim());
+      setToken("");
+    } catch (failure) {
+      setError(describe(failure));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return html`
+    <main class="centered">
+      <form class="panel" onSubmit=${submit} aria-labelledby="connect-title" novalidate>
+        <h1 id="connect-title">Connect to Steward</h1>
+        <p>This page talks only to the server it came from. Enter the token once; the browser keeps a session the page itself cannot read.</p>
+        <div class="field">
+          <span class="label" id="server-label">Server</span>
+          <div class="origin" aria-labelledby="server-label">${window.location.origin}</div>
+        </div>
+        <div class="field">
+          <label for="token">Token</label>
+          <input id="token" name="token" type="password" autocomplete="off" spellcheck="false" value=${token}
+            onInput=${(/** @type {any} */ e) => setToken(e.currentTarget.value)} aria-describedby="token-hint" />
+          <span class="hint" id="token-hint">The bearer token from the server's API_TOKEN_FILE.</span>
+        </div>
+        ${notice && html`<p class="error" role="status">${notice}</p>`}
+        ${error && html`<p class="error" role="alert">${error}</p>`}
+        <button class="button filled" type="submit" disabled=${busy}>${busy ? "Connecting…" : "Connect"}</button>
+      </form>
+    </main>`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sidebar.
+
+/** @param {{row: chat.SessionRow}} props */
+function SessionRow({ row }) {
+  const current = chat.selectedId.value === row.session_id;
+  return html`<li>
+    <button class="row" aria-current=${current ? "true" : "false"}
+      onClick=${() => {
+        view.value = "chat";
+        showingMain.value = true;
+        if (!current) chat.select(row.session_id);
+      }}>${row.title || "New conversation"}</button>
+  </li>`;
+}
+
+function Sidebar() {
+  const [recentOpen, setRecentOpen] = useState(() => localStorage.getItem("steward.recentOpen") !== "false");
+  const rows = chat.sessions.value;
+  const history = rows.filter((row) => row.schedule_id === null);
+  const scheduled = rows.filter((row) => row.schedule_id !== null);
+  const toggleRecent = () => {
+    localStorage.setItem("steward.recentOpen", String(!recentOpen));
+    setRecentOpen(!recentOpen);
+  };
+  return html`
+    <aside class="sidebar" aria-label="Conversations">
+      <header>
+        <p class="brand">Steward</p>
+        <button class="button filled small" onClick=${() => {
+          view.value = "chat";
+          showingMain.value = true;
+          chat.select(null);
+        }}>New chat</button>
+      </header>
+      <nav>
+        ${chat.indexError.value && html`<p class="error" role="alert">${chat.indexError.value}</p>`}
+        ${history.length > 0 &&
+        html`<section aria-label="Recent chats">
+          <button class="group-title" aria-expanded=${recentOpen} onClick=${toggleRecent}>Recent chats <span aria-hidden="true">${recentOpen ? "−" : "+"}</span></button>
+          ${recentOpen && html`<ul class="rows">${chat.recent.value.map((row) => html`<${SessionRow} key=${row.session_id} row=${row} />`)}</ul>`}
+        </section>`}
+        <section aria-label="History">
+          <h2 class="group-title">History</h2>
+          ${history.length === 0
+            ? html`<p class="empty">No conversations yet.</p>`
+            : html`<ul class="rows">${history.map((row) => html`<${SessionRow} key=${row.session_id} row=${row} />`)}</ul>`}
+        </section>
+        ${scheduled.length > 0 &&
+        html`<section aria-label="Scheduled">
+          <h2 class="group-title">Scheduled</h2>
+          <ul class="rows">${scheduled.map((row) => html`<${SessionRow} key=${row.session_id} row=${row} />`)}</ul>
+        </section>`}
+      </nav>
+      <footer>
+        <button class="button quiet" aria-current=${view.value === "settings" ? "page" : "false"} onClick=${() => {
+          view.value = "settings";
+          showingMain.value = true;
+        }}>Settings</button>
+      </footer>
+    </aside>`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The conversation.
+
+/** Copies a finished message as rich text, semantic HTML and plain text. @param {HTMLElement} body @param {string} text */
+async function copyMessage(body, text) {
+  const clone = /** @type {HTMLElement} */ (body.cloneNode(true));
+  clone.querySelectorAll("button").forEach((button) => button.remove());
+  clone.querySelectorAll("[class], [style]").forEach((element) => {
+    element.removeAttribute("class");
+    element.removeAttribute("style");
+  });
+  const markup = clone.innerHTML;
+  try {
+    await navigator.clipboard.write([
+      new ClipboardItem({
+        "text/html": new Blob([markup], { type: "text/html" }),
+        "text/plain": new Blob([text], { type: "text/plain" }),
+      }),
+    ]);
+  } catch {
+    await navigator.clipboard.writeText(text);
+  }
+}
+
+/** @param {HTMLElement} element */
+function selectText(element) {
+  const range = document.createRange();
+  range.selectNodeContents(element);
+  const selection = window.getSelection();
+  selection?.removeAllRanges();
+  selection?.addRange(range);
+}
+
+/** @param {{code: string}} props */
+function CopyCode({ code }) {
+  const [done, setDone] = useState(false);
+  return html`<button class="button quiet small copy-code" aria-label="Copy code"
+    onClick=${async () => {
+      await navigator.clipboard.writeText(code).catch(() => undefined);
+      setDone(true);
+      window.setTimeout(() => setDone(false), 1500);
+    }}>${done ? "Copied" : "Copy"}</button>`;
+}
+
+/** @param {{item: chat.AssistantItem}} props */
+function AssistantMessage({ item }) {
+  const body = useRef(/** @type {HTMLDivElement | null} */ (null));
+  const [copied, setCopied] = useState(false);
+  return html`<article class="message assistant" aria-label="Steward">
+    <div class="body" ref=${body}>${markdown(item.text, (code) => html`<${CopyCode} code=${code} />`)}</div>
+    <div class="actions">
+      <button class="button quiet small" onClick=${async () => {
+        if (body.current) await copyMessage(body.current, item.text);
+        setCopied(true);
+        window.setTimeout(() => setCopied(false), 1500);
+      }}>${copied ? "Copied" : "Copy"}</button>
+      <button class="button quiet small" onClick=${() => body.current && selectText(body.current)}>Select Text</button>
+    </div>
+  </article>`;
+}
+
+/** @param {{item: chat.ApprovalItem}} props */
+function ApprovalCard({ item }) {
+  const [open, setOpen] = useState(false);
+  const pending = item.status === "pending";
+  const args = html`<pre class="detail" aria-label="Arguments">${JSON.stringify(item.arguments, null, 2)}</pre>`;
+  if (!pending) {
+    const word = { approved: "Approved once", denied: "Denied", cancelled: "Cancelled", expired: "Expired" }[item.status] ?? item.status;
+    return html`<section class="card" aria-label=${`Approval for ${item.tool}`}>
+      <button class="button quiet small" aria-expanded=${open} onClick=${() => setOpen(!open)}>${word}: ${item.tool}</button>
+      ${open && args}
+    </section>`;
+  }
+  const deciding = item.deciding;
+  return html`<section class="card attention" aria-label=${`Approval for ${item.tool}`} data-approval=${item.approvalId}>
+    <h3>Steward wants to run <code>${item.tool}</code></h3>
+    <p class="summary">Risk: ${item.risk}. Nothing happens until you decide.</p>
+    ${args}
+    ${item.error && html`<p class="error" role="alert">${item.error}</p>`}
+    <div class="controls">
+      <button class="button filled" disabled=${deciding !== null} onClick=${() => chat.decide(item.approvalId, "approve_once")}>
+        ${deciding === "approve_once" ? "Approving…" : "Approve once"}</button>
+      <button class="button hairline" disabled=${deciding !== null} onClick=${() => chat.decide(item.approvalId, "deny")}>
+        ${deciding === "deny" ? "Denying…" : "Deny"}</button>
+    </div>
+  </section>`;
+}
+
+/** @param {{item: chat.QuestionItem}} props */
+function QuestionCard({ item }) {
+  const [text, setText] = useState("");
+  if (item.answer !== null) {
+    return html`<section class="card" aria-label="Question">
+      <p class="summary">${item.text}</p>
+      <p><strong>Your answer:</strong> ${item.answer}</p>
+    </section>`;
+  }
+  return html`<section class="card attention" aria-label="Question" data-question=${item.questionId}>
+    <h3>${item.text}</h3>
+    <form class="controls" onSubmit=${(/** @type {Event} */ e) => {
+      e.preventDefault();
+      chat.answer(item.questionId, text);
+    }}>
+      <label class="visually-hidden" for=${`answer-${item.questionId}`}>Your answer</label>
+      <input id=${`answer-${item.questionId}`} class="answer" value=${text} disabled=${item.sending}
+        onInput=${(/** @type {any} */ e) => setText(e.currentTarget.value)} />
+      <button class="button filled" type="submit" disabled=${item.sending || !text.trim()}>${item.sending ? "Sending…" : "Answer"}</button>
+    </form>
+    ${item.error && html`<p class="error" role="alert">${item.error}</p>`}
+  </section>`;
+}
+
+const DEADLINE =
+  "This reply ran out of time: it reached the working-time limit for one reply. Nothing after that point was done; you can ask again.";
+
+/** @param {{item: chat.EndItem}} props */
+function RunEnd({ item }) {
+  if (item.state === "completed") return null;
+  if (item.state === "cancelled") {
+    return html`<p class="run-end" role="status">${item.reason === "deadline" ? DEADLINE : "Stopped."}</p>`;
+  }
+  return html`<p class="run-end failed" role="status">${
+    item.reason === "run.deadline" ? DEADLINE : `The reply failed: ${item.detail || item.reason}`
+  }</p>`;
+}
+
+/**
+ * Tool activity: adjacent successful calls of one tool collapse into one count-labelled bundle.
+ * @param {chat.Item[]} items
+ */
+function bundle(items) {
+  /** @type {Array<chat.Item | {kind: "bundle", key: string, tool: string, count: number}>} */
+  const out = [];
+  for (const item of items) {
+    const previous = out[out.length - 1];
+    if (item.kind === "tool" && item.status === "succeeded" && previous) {
+      if (previous.kind === "tool" && previous.status === "succeeded" && previous.tool === item.tool) {
+        out[out.length - 1] = { kind: "bundle", key: previous.key, tool: item.tool, count: 2 };
+        continue;
+      }
+      if (previous.kind === "bundle" && previous.tool === item.tool) {
+        out[out.length - 1] = { ...previous, count: previous.count + 1 };
+        continue;
+      }
+    }
+    out.push(item);
+  }
+  return out;
+}
+
+const TOOL_WORDS = /** @type {Record<string, string>} */ ({
+  succeeded: "done",
+  failed: "failed",
+  denied: "denied",
+  cancelled: "cancelled",
+  outcome_unknown: "outcome unknown",
+  dispatching: "running…",
+  queued: "queued",
+  awaiting_approval: "waiting for approval",
+  awaiting_answer: "waiting for an answer",
+  approved: "approved",
+});
+
+function Transcript() {
+  const end = useRef(/** @type {HTMLDivElement | null} */ (null));
+  const items = chat.transcript.value;
+  const live = chat.live.value;
+  useEffect(() => {
+    end.current?.scrollIntoView({ block: "end" });
+  }, [items.length, live.text.length]);
+  if (!chat.selectedId.value && items.length === 0) {
+    return html`<div class="welcome"><h2>What can I do for you?</h2><p>Ask anything. Actions that reach outside wait for your approval.</p></div>`;
+  }
+  return html`<div class="transcript-inner" role="log" aria-live="polite" aria-label="Conversation">
+    ${bundle(items).map((item) => {
+      switch (item.kind) {
+        case "user":
+          return html`<div key=${item.key} class=${`message user${item.pending ? " pending" : ""}`} data-seq=${item.seq ?? ""}>${item.text}</div>`;
+        case "assistant":
+          return html`<${AssistantMessage} key=${item.key} item=${item} />`;
+        case "tool":
+          return html`<p key=${item.key} class=${`tool${["failed", "outcome_unknown"].includes(item.status) ? " failed" : ""}`}>${item.tool} · ${TOOL_WORDS[item.status] ?? item.status}</p>`;
+        case "bundle":
+          return html`<p key=${item.key} class="tool">${item.tool} × ${item.count} · done</p>`;
+        case "approval":
+          return html`<${ApprovalCard} key=${item.key} item=${item} />`;
+        case "question":
+          return html`<${QuestionCard} key=${item.key} item=${item} />`;
+        case "end":
+          return html`<${RunEnd} key=${item.key} item=${item} />`;
+        default:
+          return null;
+      }
+    })}
+    ${live.reasoning && !live.text && html`<p class="reasoning">Thinking…</p>`}
+    ${live.text && html`<article class="message assistant streaming" aria-busy="true"><div class="body"><p>${live.text}</p></div></article>`}
+    <div ref=${end}></div>
+  </div>`;
+}
+
+function Composer() {
+  const area = useRef(/** @type {HTMLTextAreaElement | null} */ (null));
+  const running = chat.activeRun.value !== null;
+  const mac = /Mac|iPhone|iPad/.test(navigator.platform);
+  const keydown = (/** @type {KeyboardEvent} */ event) => {
+    if (event.key !== "Enter" || event.isComposing) return;
+    const newline = event.shiftKey || (mac && event.metaKey);
+    if (newline) return; // the textarea inserts it
+    event.preventDefault();
+    chat.send();
+  };
+  useEffect(() => {
+    const element = area.current;
+    if (!element) return;
+    element.style.height = "auto";
+    element.style.height = `${element.scrollHeight}px`;
+  }, [chat.composerText.value]);
+  return html`<div class="composer">
+    ${chat.composerError.value && html`<p class="error" role="alert">${chat.composerError.value}</p>`}
+    <form onSubmit=${(/** @type {Event} */ e) => {
+      e.preventDefault();
+      chat.send();
+    }}>
+      <label class="visually-hidden" for="composer">Message</label>
+      <textarea id="composer" ref=${area} rows="1" placeholder="Message Steward" value=${chat.composerText.value}
+        onInput=${(/** @type {any} */ e) => (chat.composerText.value = e.currentTarget.value)} onKeyDown=${keydown}></textarea>
+      ${running
+        ? html`<button class="button hairline" type="button" onClick=${chat.stop}>Stop</button>`
+        : html`<button class="button filled" type="submit" disabled=${!chat.composerText.value.trim()}>Send</button>`}
+    </form>
+  </div>`;
+}
+
+function ChatView() {
+  const row = chat.selected.value;
+  const status = chat.runStatus.value;
+  const attention = status === "Needs your approval" || status === "Needs your answer";
+  return html`<main class="main" aria-label="Chat">
+    <div class="titlebar">
+      <button class="button quiet small back" onClick=${() => (showingMain.value = false)} aria-label="Back to conversations">‹</button>
+      <div>
+        <h1>${row?.title || (chat.selectedId.value ? "Conversation" : "New chat")}</h1>
+        ${status && html`<div class=${`status${attention ? " attention" : ""}`} role="status">${status}</div>`}
+      </div>
+    </div>
+    <div class="transcript"><${Transcript} /></div>
+    <${Composer} />
+  </main>`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Settings.
+
+function ModelsCard() {
+  const [state, setState] = useState(/** @type {{settings: any, error: string | null, saving: boolean, missing: boolean}} */ ({ settings: null, error: null, saving: false, missing: false }));
+  useEffect(() => {
+    if (!holds("settings.read")) return;
+    api("GET", "/v1/settings/models")
+      .then((settings) => setState((s) => ({ ...s, settings })))
+      .catch((error) => setState((s) => ({ ...s, missing: error instanceof ApiError && (error.status === 404 || error.status === 405), error: describe(error) })));
+  }, []);
+  if (state.missing || !holds("settings.read")) return null;
+  const settings = state.settings;
+  if (!settings) return html`<section class="card" aria-label="Models"><h2>Models</h2>${state.error ? html`<p class="error">${state.error}</p>` : html`<p class="summary">Loading…</p>`}</section>`;
+  const save = async (/** @type {Record<string, string>} */ change) => {
+    const next = { ...settings, ...change };
+    setState((s) => ({ ...s, saving: true, error: null }));
+    try {
+      const saved = await api("PUT", "/v1/settings/models", {
+        body: {
+          chat_model: next.chat_model,
+          chat_reasoning_effort: next.chat_reasoning_effort,
+          memory_model: next.memory_model,
+          memory_reasoning_effort: next.memory_reasoning_effort,
+        },
+      });
+      setState((s) => ({ ...s, settings: saved, saving: false }));
+    } catch (error) {
+      setState((s) => ({ ...s, saving: false, error: describe(error) }));
+    }
+  };
+  const picker = (/** @type {"chat" | "memory"} */ role, /** @type {string} */ label) => {
+    const offered = settings.offered[role] ?? [];
+    const model = settings[`${role}_model`];
+    const efforts = offered.find((/** @type {any} */ o) => o.model === model)?.reasoning_efforts ?? [];
+    return html`<div class="field">
+      <label for=${`${role}-model`}>${label}</label>
+      <select id=${`${role}-model`} value=${model} disabled=${state.saving || !holds("settings.write")}
+        onChange=${(/** @type {any} */ e) => {
+          const chosen = offered.find((/** @type {any} */ o) => o.model === e.currentTarget.value);
+          save({ [`${role}_model`]: e.currentTarget.value, [`${role}_reasoning_effort`]: chosen?.reasoning_efforts?.[0] ?? "none" });
+        }}>
+        ${offered.map((/** @type {any} */ o) => html`<option value=${o.model}>${o.model}</option>`)}
+      </select>
+      <label for=${`${role}-effort`} class="visually-hidden">${label} reasoning effort</label>
+      <select id=${`${role}-effort`} value=${settings[`${role}_reasoning_effort`]} disabled=${state.saving || !holds("settings.write")}
+        onChange=${(/** @type {any} */ e) => save({ [`${role}_reasoning_effort`]: e.currentTarget.value })}>
+        ${efforts.map((/** @type {string} */ effort) => html`<option value=${effort}>${effort === "none" ? "No reasoning effort" : `Reasoning: ${effort}`}</option>`)}
+      </select>
+    </div>`;
+  };
+  return html`<section class="card" aria-label="Models">
+    <h2>Models</h2>
+    <p class="summary">Applied to new chats and to the next message of existing ones.</p>
+    ${picker("chat", "Chat model")}
+    ${picker("memory", "Memory model")}
+    ${state.error && html`<p class="error" role="alert">${state.error}</p>`}
+  </section>`;
+}
+
+function AppearanceCard() {
+  const current = appearance.value;
+  /** @param {string} name @param {string} legend @param {Array<[string, string]>} options @param {string} value @param {(v: string) => void} pick */
+  const group = (name, legend, options, value, pick) => html`<fieldset class="choices">
+    <legend>${legend}</legend>
+    ${options.map(([key, label]) => html`<label class="choice"><input type="radio" name=${name} value=${key} checked=${value === key}
+      onChange=${() => pick(key)} /><span>${label}</span></label>`)}
+  </fieldset>`;
+  return html`<section class="card" aria-label="Appearance">
+    <h2>Appearance</h2>
+    ${group("text-size", "Text size", TEXT_SIZES, current.textSize, (textSize) => setAppearance({ ...current, textSize }))}
+    ${group("typeface", "Typeface", TYPEFACES, current.typeface, (typeface) => setAppearance({ ...current, typeface }))}
+  </section>`;
+}
+
+function SettingsView() {
+  const [release, setRelease] = useState(/** @type {string | null} */ (null));
+  const [leaving, setLeaving] = useState(false);
+  useEffect(() => {
+    fetch("/health/ready", { cache: "no-store", redirect: "error" })
+      .then((response) => response.json())
+      .then((ready) => setRelease(ready.release))
+      .catch(() => setRelease(null));
+  }, []);
+  const session = connection.value;
+  return html`<main class="main settings" aria-label="Settings">
+    <div class="settings-inner">
+      <div class="titlebar-lite">
+        <button class="button quiet small back" onClick=${() => (showingMain.value = false)} aria-label="Back to conversations">‹</button>
+        <h1>Settings</h1>
+      </div>
+      <section class="card" aria-label="Connection">
+        <h2>Connection</h2>
+        <dl class="facts">
+          <dt>Server</dt><dd>${window.location.origin}</dd>
+          <dt>Allowed</dt><dd>${session.scopes.join(", ") || "nothing"}</dd>
+          ${session.expiresAt && html`<dt>Session ends</dt><dd>${new Date(session.expiresAt).toLocaleString()}</dd>`}
+        </dl>
+        <div class="controls">
+          <button class="button hairline danger" disabled=${leaving} onClick=${async () => {
+            setLeaving(true);
+            await forget();
+          }}>${leaving ? "Forgetting…" : "Forget this connection"}</button>
+        </div>
+      </section>
+      <${ModelsCard} />
+      <${AppearanceCard} />
+      <section class="card" aria-label="Data and privacy">
+        <h2>Data & Privacy</h2>
+        <p class="summary">Conversations live on your server. This browser keeps only your appearance choices; nothing about your notifications or messages is stored here.</p>
+        <dl class="facts">
+          <dt>Version</dt><dd>${CLIENT_VERSION} (${CLIENT_BUILD})</dd>
+          <dt>Server release</dt><dd>${release ?? "unknown"}</dd>
+        </dl>
+      </section>
+    </div>
+  </main>`;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function App() {
+  const state = connection.value.state;
+  useEffect(() => {
+    if (state === "connected") chat.startReconciling();
+  }, [state]);
+  if (state === "unknown") return html`<p class="boot">Steward</p>`;
+  if (state === "disconnected") return html`<${ConnectView} />`;
+  return html`<div class=${`shell${showingMain.value ? " showing-main" : ""}`}>
+    <${Sidebar} />
+    ${view.value === "settings" ? html`<${SettingsView} />` : html`<${ChatView} />`}
+  </div>`;
+}
+
+const root = document.getElementById("app");
+if (root) {
+  root.textContent = "";
+  render(html`<${App} />`, root);
+}
+checkConnection();
+if ("serviceWorker" in navigator && window.isSecureContext) {
+  navigator.serviceWorker.register("/sw.js", { scope: "/" }).catch(() => undefined);
+}

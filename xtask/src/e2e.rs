@@ -1,0 +1,101 @@
+//! The web client's end-to-end tests (`web/e2e/*.test.mjs`): Node's test runner drives Debian's
+//! Chromium through playwright-core against the real stack (API, worker, scheduler and the
+//! scripted model) on a fresh database of the caller's cluster, on a free loopback port.
+//!
+//! What it needs is installed when missing: Debian's `chromium` (and a font), and the pinned npm
+//! packages of `web/e2e/package-lock.json` (`npm ci`, again whenever the lock changes).
+//! Screenshots go to `target/web-e2e/screenshots`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, bail};
+
+/// Where Debian's package puts the browser.
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// Runs every `*.test.mjs` of `web/e2e` against a stack on `admin_url`'s server.
+pub fn run(admin_url: &str) -> anyhow::Result<()> {
+    ensure_chromium()?;
+    let e2e = crate::workspace_root().join("web/e2e");
+    ensure_packages(&e2e)?;
+    let mut tests: Vec<PathBuf> = fs::read_dir(&e2e)
+        .context("read web/e2e")?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.to_str().is_some_and(|name| name.ends_with(".test.mjs")))
+        .collect();
+    tests.sort();
+    let bin = crate::dev::build_roles()?;
+    let work = crate::contract::private_dir("e2e")?;
+    let token_file = work.join("api-token");
+    crate::dev::ensure_token(&token_file)?;
+    let listen = crate::contract::free_port()?;
+    let database = crate::contract::with_database(admin_url, "steward_web");
+    let artifacts = crate::workspace_root().join("target/web-e2e");
+    let _ = fs::remove_dir_all(artifacts.join("screenshots"));
+    let mut stack = crate::dev::Stack::start(
+        &bin,
+        &database,
+        &token_file,
+        listen,
+        crate::contract::ALL_SCOPES,
+        "warn",
+        crate::contract::FLAGS,
+    )?;
+    println!("e2e: {} test files in Chromium against http://{listen}", tests.len());
+    let status = Command::new("node")
+        .args(["--test", "--test-concurrency=1", "--test-reporter=spec"])
+        .args(&tests)
+        .current_dir(&e2e)
+        .env("STEWARD_URL", format!("http://{listen}"))
+        .env("STEWARD_TOKEN_FILE", &token_file)
+        .env("STEWARD_ARTIFACTS", &artifacts)
+        .env("CHROMIUM", CHROMIUM)
+        .status()
+        .context("run node --test (is Node.js installed?)");
+    let alive = stack.check();
+    stack.stop();
+    let _ = fs::remove_dir_all(&work);
+    alive.context("a role died during the web client's tests")?;
+    if !status?.success() {
+        bail!("the web client's end-to-end tests failed (see above)");
+    }
+    println!("e2e: screenshots in {}", artifacts.join("screenshots").display());
+    Ok(())
+}
+
+/// Debian's Chromium and a font for it to draw text with.
+fn ensure_chromium() -> anyhow::Result<()> {
+    let mut packages = Vec::new();
+    if !Path::new(CHROMIUM).exists() {
+        packages.push("chromium");
+    }
+    if !Path::new("/usr/share/fonts/truetype/dejavu").exists() {
+        packages.push("fonts-dejavu-core");
+    }
+    if packages.is_empty() {
+        return Ok(());
+    }
+    crate::postgres::install(&packages, "Chromium for the web client's tests")
+}
+
+/// `npm ci` when the installed packages are missing or older than the lock file.
+fn ensure_packages(e2e: &Path) -> anyhow::Result<()> {
+    let modified = |path: &Path| fs::metadata(path).and_then(|meta| meta.modified()).ok();
+    let lock = modified(&e2e.join("package-lock.json")).context("web/e2e/package-lock.json is missing")?;
+    let installed = modified(&e2e.join("node_modules/.package-lock.json"));
+    if installed.is_some_and(|installed| installed >= lock) {
+        return Ok(());
+    }
+    println!("e2e: installing the pinned npm packages (npm ci)");
+    let status = Command::new("npm")
+        .args(["ci", "--no-audit", "--no-fund"])
+        .current_dir(e2e)
+        .status()
+        .context("run npm ci (is npm installed?)")?;
+    if !status.success() {
+        bail!("npm ci failed in web/e2e");
+    }
+    Ok(())
+}
