@@ -32,13 +32,13 @@ export async function launch() {
 }
 
 /**
- * A fresh page (its own cookies and storage) in `colorScheme` at `viewport`; every request it
- * makes is checked to stay on this origin, and every page error fails the test.
+ * A fresh page (its own cookies and storage) in `colorScheme` at `viewport` on `origin`; every
+ * request it makes is checked to stay on that origin, and page errors are collected.
  * @param {import("playwright-core").Browser} browser
  */
-export async function newPage(browser, { viewport = DESKTOP, colorScheme = "light" } = {}) {
-  const context = await browser.newContext({ viewport, colorScheme, baseURL: BASE });
-  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: BASE });
+export async function newPage(browser, { viewport = DESKTOP, colorScheme = "light", origin = BASE } = {}) {
+  const context = await browser.newContext({ viewport, colorScheme, baseURL: origin });
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin });
   const page = await context.newPage();
   const problems = [];
   page.on("pageerror", (error) => problems.push(`page error: ${error.message}`));
@@ -47,7 +47,7 @@ export async function newPage(browser, { viewport = DESKTOP, colorScheme = "ligh
   });
   page.on("request", (request) => {
     const url = new URL(request.url());
-    if (url.origin !== new URL(BASE).origin && url.protocol !== "data:" && url.protocol !== "blob:") {
+    if (url.origin !== new URL(origin).origin && url.protocol !== "data:" && url.protocol !== "blob:") {
       problems.push(`a request left the origin: ${request.url()}`);
     }
   });

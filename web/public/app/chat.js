@@ -35,6 +35,14 @@ export const indexError = signal(/** @type {string | null} */ (null));
 /** Whether the stream of the selected session is connected. */
 export const streamState = signal(/** @type {"idle" | "open" | "reconnecting"} */ ("idle"));
 
+/** The card a notification asked to focus, once it is in the transcript. */
+export const focusRequest = signal(/** @type {{approvalId?: string, questionId?: string} | null} */ (null));
+
+/** @param {{approvalId?: string, questionId?: string} | null} target */
+export function focusCard(target) {
+  focusRequest.value = target;
+}
+
 export const selected = computed(() => sessions.value.find((row) => row.session_id === selectedId.value) ?? null);
 
 /** `Needs your approval`, `Needs your answer`, `Working…` or nothing. */
@@ -50,9 +58,23 @@ export const runStatus = computed(() => {
 // The session index.
 
 let reconcileTimer = 0;
+/** Bumped by every folder mutation: an index read that started before it is discarded. */
+let generation = 0;
+/** Called after each index read that was kept (the folders follow it). */
+const reconciled = new Set();
+
+export function fenceReconciliation() {
+  generation += 1;
+}
+
+/** @param {() => unknown} listener */
+export function onReconciled(listener) {
+  reconciled.add(listener);
+}
 
 /** Reads the whole index, following cursors to the end; a repeated cursor is an error. */
 export async function reconcile() {
+  const started = generation;
   try {
     /** @type {SessionRow[]} */
     const rows = [];
@@ -68,8 +90,10 @@ export async function reconcile() {
         seen.add(cursor);
       }
     } while (cursor !== null);
+    if (started !== generation) return; // a folder change answered meanwhile; its own read follows
     sessions.value = rows;
     indexError.value = null;
+    for (const listener of reconciled) listener();
   } catch (error) {
     if (!(error instanceof ApiError && error.status === 401)) indexError.value = describe(error);
   }
@@ -320,17 +344,24 @@ export async function send() {
     }
     const accepted = await submitWithRetry(/** @type {string} */ (id), text, clientKey);
     const runId = accepted.run.run_id;
-    activeRun.value = runId;
+    // The stream may have brought the run's end before this answer did.
+    if (!ended(runId)) activeRun.value = runId;
     transcript.value = transcript.value.map((item) => (item.key === bubble.key ? { ...item, runId } : item));
   } catch (error) {
     if (error instanceof ApiError && error.code === "active_run_exists") {
       // Attach to the run in progress; this message is not queued.
-      activeRun.value = error.problem?.run_id ?? activeRun.value;
+      const named = error.problem?.run_id;
+      if (named && !ended(named)) activeRun.value = named;
       restore("A reply is still in progress. Your message was not sent; send it when the reply ends.");
     } else {
       restore(describe(error));
     }
   }
+}
+
+/** Whether the transcript holds the end of run `runId`. @param {string} runId */
+function ended(runId) {
+  return transcript.value.some((item) => item.kind === "end" && item.runId === runId);
 }
 
 /** The first non-empty line, as the optimistic title. @param {string} text */
@@ -358,6 +389,30 @@ async function submitWithRetry(id, text, key) {
       await new Promise((resolve) => window.setTimeout(resolve, 600 * attempt));
     }
   }
+}
+
+/**
+ * Deletes a conversation: the server first; the row goes only after it agrees. A conversation
+ * with a run in progress is refused (409) and stays.
+ * @param {string} id
+ * @returns {Promise<string | null>} why it was not deleted
+ */
+export async function deleteSession(id) {
+  fenceReconciliation();
+  try {
+    await api("DELETE", `/v1/sessions/${encodeURIComponent(id)}`);
+  } catch (error) {
+    if (!(error instanceof ApiError && error.code === "session_not_found")) {
+      return error instanceof ApiError && error.code === "session_has_active_run"
+        ? "This conversation has a reply in progress; stop it first."
+        : describe(error);
+    }
+  }
+  fenceReconciliation();
+  sessions.value = sessions.value.filter((row) => row.session_id !== id);
+  if (selectedId.value === id) select(null);
+  reconcile();
+  return null;
 }
 
 /** Stops the run in progress. */

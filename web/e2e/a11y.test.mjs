@@ -1,0 +1,72 @@
+// Accessibility and looks: axe-core finds no serious or critical violation on the connection,
+// chat and settings screens in light and dark, and each is saved as a screenshot at phone and
+// desktop widths (target/web-e2e/screenshots).
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { launch, newPage, connect, send, screenshot, PHONE, DESKTOP } from "./support.mjs";
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+/** @type {import("playwright-core").Browser} */
+let browser;
+before(async () => {
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+});
+
+/**
+ * The serious and critical violations axe finds on the page (WCAG 2 A and AA rules and best
+ * practices). axe is evaluated through the debugging protocol, which the page's CSP does not
+ * govern; the page itself never loads it.
+ * @param {import("playwright-core").Page} page
+ */
+async function violations(page) {
+  await page.evaluate(axeSource);
+  const results = await page.evaluate(() =>
+    // @ts-ignore axe is global once evaluated
+    window.axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] } }),
+  );
+  return results.violations
+    .filter((/** @type {any} */ v) => v.impact === "serious" || v.impact === "critical")
+    .map((/** @type {any} */ v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((/** @type {any} */ n) => n.target.join(" ")).join(", ")}`);
+}
+
+for (const colorScheme of /** @type {const} */ (["light", "dark"])) {
+  test(`connection, chat and settings in ${colorScheme}: no serious violation, screenshots`, async () => {
+    for (const [width, viewport] of /** @type {const} */ ([["desktop", DESKTOP], ["phone", PHONE]])) {
+      const { page, context, problems } = await newPage(browser, { viewport, colorScheme });
+      await page.goto("/");
+      await page.getByLabel("Token").waitFor();
+      assert.deepEqual(await violations(page), [], `connection, ${width}, ${colorScheme}`);
+      await screenshot(page, `connection-${width}-${colorScheme}`);
+
+      await connect(page);
+      if (width === "phone") await page.getByRole("button", { name: "New chat" }).click();
+      await send(page, "Show me some **Markdown**:\n\n| tool | risk |\n|---|---|\n| notes.add | medium |\n\n```\ncargo xtask dev\n```");
+      await page.locator(".message.assistant", { hasText: "You said" }).waitFor({ timeout: 20_000 });
+      await page.getByRole("button", { name: "Send" }).waitFor();
+      await send(page, '/tool notes.add {"text": "Call the plumber on Tuesday"}');
+      await page.getByRole("button", { name: "Approve once" }).waitFor({ timeout: 20_000 });
+      assert.deepEqual(await violations(page), [], `chat, ${width}, ${colorScheme}`);
+      await screenshot(page, `chat-${width}-${colorScheme}`);
+      await page.getByRole("button", { name: "Deny" }).click();
+      await page.getByRole("button", { name: "Send" }).waitFor({ timeout: 20_000 });
+
+      if (width === "phone") await page.getByRole("button", { name: "Back to conversations" }).first().click();
+      await page.getByRole("button", { name: "Settings" }).click();
+      await page.getByRole("region", { name: "Models" }).getByLabel("Chat model", { exact: true }).waitFor();
+      assert.deepEqual(await violations(page), [], `settings, ${width}, ${colorScheme}`);
+      await screenshot(page, `settings-${width}-${colorScheme}`);
+      if (width === "phone") {
+        await page.getByRole("button", { name: "Back to conversations" }).first().click();
+        await screenshot(page, `sidebar-${width}-${colorScheme}`);
+      }
+      assert.deepEqual(problems, []);
+      await context.close();
+    }
+  });
+}

@@ -1,0 +1,68 @@
+// Notifications in the page: the server's pending list is the only authority (nothing about
+// notifications is kept here). Opening one restores its conversation, focuses its approval or
+// question card, and acknowledges it. A server without the routes (404) hides all of it.
+import { signal } from "../vendor/signals-core.mjs";
+import { api, ApiError, describe, holds, onForget } from "./api.js";
+import { onReconciled, select, focusCard } from "./chat.js";
+
+/** @typedef {{notification_id: string, kind: string, created_at: string, payload: {session_id?: string, run_id?: string, approval_id?: string, question_id?: string}}} Notification */
+
+/** @type {import("../vendor/signals-core.mjs").Signal<Notification[]>} */
+export const pending = signal([]);
+export const available = signal(true);
+export const notificationError = signal(/** @type {string | null} */ (null));
+
+export async function loadNotifications() {
+  if (!available.value || !holds("notifications.read")) return;
+  try {
+    const list = await api("GET", "/v1/notifications");
+    pending.value = list.notifications;
+    notificationError.value = null;
+  } catch (error) {
+    if (error instanceof ApiError && (error.status === 404 || error.status === 405)) available.value = false;
+    else if (!(error instanceof ApiError && error.status === 401)) notificationError.value = describe(error);
+  }
+}
+
+/** What a notification asks for, in words. @param {Notification} notification */
+export function headline(notification) {
+  switch (notification.kind) {
+    case "approval":
+      return "An action waits for your approval";
+    case "question":
+      return "Steward has a question for you";
+    case "schedule_outcome":
+      return "A scheduled task has an outcome";
+    case "call_finished":
+      return "A call finished";
+    default:
+      return "Something needs your attention";
+  }
+}
+
+/**
+ * Opens a notification: its conversation, its card focused; then acknowledges it.
+ * @param {Notification} notification
+ */
+export async function openNotification(notification) {
+  const { session_id: session, approval_id: approval, question_id: question } = notification.payload;
+  if (session) {
+    select(session);
+    focusCard(approval ? { approvalId: approval } : question ? { questionId: question } : null);
+  }
+  pending.value = pending.value.filter((item) => item.notification_id !== notification.notification_id);
+  if (!holds("notifications.write")) return;
+  try {
+    await api("POST", `/v1/notifications/${encodeURIComponent(notification.notification_id)}/acknowledge`);
+  } catch (error) {
+    if (!(error instanceof ApiError && error.code === "notification_not_found")) notificationError.value = describe(error);
+  }
+}
+
+onReconciled(loadNotifications);
+
+onForget(() => {
+  pending.value = [];
+  available.value = true;
+  notificationError.value = null;
+});
