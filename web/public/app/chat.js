@@ -3,6 +3,7 @@
 // Nothing here outlives the page except what the server owns.
 import { signal, computed, batch } from "../vendor/signals-core.mjs";
 import { api, ApiError, describe, onForget } from "./api.js";
+import * as attachments from "./attachments.js";
 
 /**
  * @typedef {{session_id: string, title: string | null, agent_id: string, folder_id: string | null,
@@ -138,6 +139,7 @@ function closeStream() {
 /** Opens (or reopens) the selected session: its transcript is rebuilt from its events. */
 export function select(/** @type {string | null} */ id) {
   closeStream();
+  if (id !== selectedId.value) attachments.clearPending();
   batch(() => {
     selectedId.value = id;
     transcript.value = [];
@@ -317,10 +319,27 @@ function apply(frame) {
  */
 export async function send() {
   const text = composerText.value.trim();
-  if (!text) return;
+  const files = attachments.pending.value;
+  if (!text && files.length === 0) return;
+  const uploaded = attachments.ready();
+  if (!uploaded) {
+    composerError.value = files.some((file) => file.state === "failed")
+      ? "A file did not upload: retry it or remove it."
+      : "Wait for the files to finish uploading.";
+    return;
+  }
   const clientKey = crypto.randomUUID();
   /** @type {UserItem} */
-  const bubble = { kind: "user", key: `p${clientKey}`, seq: null, runId: null, text, attachments: [], pending: true, clientKey };
+  const bubble = {
+    kind: "user",
+    key: `p${clientKey}`,
+    seq: null,
+    runId: null,
+    text,
+    attachments: files.map((file) => ({ filename: file.name })),
+    pending: true,
+    clientKey,
+  };
   batch(() => {
     transcript.value = [...transcript.value, bubble];
     composerText.value = "";
@@ -334,15 +353,9 @@ export async function send() {
     });
   };
   try {
-    let id = selectedId.value;
-    if (!id) {
-      const created = await api("POST", "/v1/sessions", { body: { agent_id: "default", metadata: { title: firstLine(text) } } });
-      id = created.session_id;
-      sessions.value = [created, ...sessions.value];
-      selectedId.value = id;
-      openStream(/** @type {string} */ (id));
-    }
-    const accepted = await submitWithRetry(/** @type {string} */ (id), text, clientKey);
+    const id = await ensureSession(text || files[0]?.name || "Attachments");
+    const accepted = await submitWithRetry(id, text, uploaded, clientKey);
+    attachments.clearPending();
     const runId = accepted.run.run_id;
     // The stream may have brought the run's end before this answer did.
     if (!ended(runId)) activeRun.value = runId;
@@ -359,6 +372,31 @@ export async function send() {
   }
 }
 
+/** @type {Promise<string> | null} */
+let creating = null;
+
+/**
+ * The selected session, created (once, however many callers wait) when there is none yet.
+ * @param {string} titleFrom the text its optimistic title is taken from
+ * @returns {Promise<string>}
+ */
+export function ensureSession(titleFrom) {
+  if (selectedId.value) return Promise.resolve(selectedId.value);
+  if (!creating) {
+    creating = api("POST", "/v1/sessions", { body: { agent_id: "default", metadata: { title: firstLine(titleFrom) } } })
+      .then((created) => {
+        sessions.value = [created, ...sessions.value];
+        selectedId.value = created.session_id;
+        openStream(created.session_id);
+        return /** @type {string} */ (created.session_id);
+      })
+      .finally(() => {
+        creating = null;
+      });
+  }
+  return creating;
+}
+
 /** Whether the transcript holds the end of run `runId`. @param {string} runId */
 function ended(runId) {
   return transcript.value.some((item) => item.kind === "end" && item.runId === runId);
@@ -372,14 +410,14 @@ function firstLine(text) {
 /**
  * Submits one message; a network failure is retried with the same key, so the server creates
  * one run whatever happened to the first attempt.
- * @param {string} id @param {string} text @param {string} key
+ * @param {string} id @param {string} text @param {string[]} files @param {string} key
  */
-async function submitWithRetry(id, text, key) {
+async function submitWithRetry(id, text, files, key) {
   let attempt = 0;
   for (;;) {
     try {
       return await api("POST", `/v1/sessions/${encodeURIComponent(id)}/messages`, {
-        body: { text },
+        body: text ? { text, attachments: files } : { attachments: files },
         headers: { "Idempotency-Key": key },
       });
     } catch (error) {

@@ -7,6 +7,7 @@ import { api, ApiError, checkConnection, connect, connection, describe, forget, 
 import * as chat from "./chat.js";
 import * as folders from "./folders.js";
 import * as notifications from "./notifications.js";
+import * as attachments from "./attachments.js";
 import { markdown } from "./markdown.js";
 import { appearance, setAppearance, TEXT_SIZES, TYPEFACES } from "./preferences.js";
 
@@ -407,6 +408,54 @@ function QuestionCard({ item }) {
   </section>`;
 }
 
+/** One attached file of a sent message: an image's preview, or its name and size. */
+function AttachmentView({ file }) {
+  const [url, setUrl] = useState(/** @type {string | null} */ (null));
+  const session = chat.selectedId.value;
+  const image = typeof file.media_type === "string" && file.media_type.startsWith("image/") && file.media_type !== "image/svg+xml";
+  useEffect(() => {
+    if (!image || !file.artifact_id || !session) return;
+    let live = true;
+    attachments
+      .artifactUrl(session, file.artifact_id)
+      .then((found) => live && setUrl(found))
+      .catch(() => live && setUrl(null));
+    return () => {
+      live = false;
+    };
+  }, [file.artifact_id, session]);
+  if (url) return html`<img class="preview" src=${url} alt=${file.filename} data-artifact=${file.artifact_id} data-session=${session} />`;
+  const size = typeof file.size_bytes === "number" ? ` · ${formatBytes(file.size_bytes)}` : "";
+  return html`<span class="file-chip">${file.filename}${size}</span>`;
+}
+
+/** @param {number} bytes */
+function formatBytes(bytes) {
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(0)} KB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/** The files of the message being written, each with its progress, retry and removal. */
+function PendingFiles() {
+  const files = attachments.pending.value;
+  if (files.length === 0) return null;
+  const session = () => chat.ensureSession(files[0]?.name ?? "Attachments");
+  return html`<ul class="pending-files" aria-label="Files to send">${files.map(
+    (file) => html`<li key=${file.key} class=${`pending-file ${file.state}`}>
+      <span class="name">${file.name}</span>
+      ${file.state === "uploading" &&
+      html`<progress max="1" value=${file.progress} aria-label=${`Uploading ${file.name}`}></progress>`}
+      ${file.state === "preparing" && html`<span class="hint">Preparing…</span>`}
+      ${file.state === "done" && html`<span class="hint">${formatBytes(file.size)}</span>`}
+      ${file.state === "failed" &&
+      html`<span class="error">${file.error}</span>
+        <button class="button quiet small" onClick=${() => attachments.retry(file.key, session)}>Retry</button>`}
+      <button class="button quiet small" aria-label=${`Remove ${file.name}`} onClick=${() => attachments.remove(file.key)}>✕</button>
+    </li>`,
+  )}</ul>`;
+}
+
 const DEADLINE =
   "This reply ran out of time: it reached the working-time limit for one reply. Nothing after that point was done; you can ask again.";
 
@@ -482,7 +531,13 @@ function Transcript() {
     ${bundle(items).map((item) => {
       switch (item.kind) {
         case "user":
-          return html`<div key=${item.key} class=${`message user${item.pending ? " pending" : ""}`} data-seq=${item.seq ?? ""}>${item.text}</div>`;
+          return html`<div key=${item.key} class=${`message user${item.pending ? " pending" : ""}`} data-seq=${item.seq ?? ""}>
+            ${item.attachments.length > 0 &&
+            html`<ul class="attached" aria-label="Attachments">${item.attachments.map(
+              (file) => html`<li key=${file.artifact_id ?? file.filename}><${AttachmentView} file=${file} /></li>`,
+            )}</ul>`}
+            ${item.text}
+          </div>`;
         case "assistant":
           return html`<${AssistantMessage} key=${item.key} item=${item} />`;
         case "tool":
@@ -522,18 +577,30 @@ function Composer() {
     element.style.height = "auto";
     element.style.height = `${element.scrollHeight}px`;
   }, [chat.composerText.value]);
+  const files = attachments.pending.value;
+  const choose = (/** @type {any} */ e) => {
+    const input = /** @type {HTMLInputElement} */ (e.currentTarget);
+    const chosen = Array.from(input.files ?? []);
+    input.value = "";
+    if (chosen.length) attachments.add(chosen, () => chat.ensureSession(chat.composerText.value || chosen[0].name));
+  };
   return html`<div class="composer">
     ${chat.composerError.value && html`<p class="error" role="alert">${chat.composerError.value}</p>`}
+    <${PendingFiles} />
     <form onSubmit=${(/** @type {Event} */ e) => {
       e.preventDefault();
       chat.send();
     }}>
+      <label class="button quiet attach" title="Attach files">
+        <span aria-hidden="true">＋</span><span class="visually-hidden">Attach files</span>
+        <input type="file" multiple class="visually-hidden" onChange=${choose} />
+      </label>
       <label class="visually-hidden" for="composer">Message</label>
       <textarea id="composer" ref=${area} rows="1" placeholder="Message Steward" value=${chat.composerText.value}
         onInput=${(/** @type {any} */ e) => (chat.composerText.value = e.currentTarget.value)} onKeyDown=${keydown}></textarea>
       ${running
         ? html`<button class="button hairline" type="button" onClick=${chat.stop}>Stop</button>`
-        : html`<button class="button filled" type="submit" disabled=${!chat.composerText.value.trim()}>Send</button>`}
+        : html`<button class="button filled" type="submit" disabled=${!chat.composerText.value.trim() && files.length === 0}>Send</button>`}
     </form>
   </div>`;
 }
@@ -542,7 +609,21 @@ function ChatView() {
   const row = chat.selected.value;
   const status = chat.runStatus.value;
   const attention = status === "Needs your approval" || status === "Needs your answer";
-  return html`<main class="main" aria-label="Chat">
+  const [dragging, setDragging] = useState(false);
+  const drop = (/** @type {DragEvent} */ e) => {
+    e.preventDefault();
+    setDragging(false);
+    const dropped = Array.from(e.dataTransfer?.files ?? []);
+    if (dropped.length) attachments.add(dropped, () => chat.ensureSession(chat.composerText.value || dropped[0].name));
+  };
+  return html`<main class=${`main${dragging ? " dragging" : ""}`} aria-label="Chat"
+    onDragOver=${(/** @type {DragEvent} */ e) => {
+      if (e.dataTransfer?.types.includes("Files")) {
+        e.preventDefault();
+        setDragging(true);
+      }
+    }}
+    onDragLeave=${() => setDragging(false)} onDrop=${drop}>
     <div class="titlebar">
       <button class="button quiet small back" onClick=${() => (showingMain.value = false)} aria-label="Back to conversations">‹</button>
       <div>
