@@ -45,3 +45,29 @@ fn every_vendored_module_matches_its_recorded_checksum() {
         ["hooks.mjs", "htm.mjs", "preact.mjs", "signals-core.mjs", "signals.mjs"]
     );
 }
+
+#[test]
+fn the_type_declarations_come_from_the_vendored_releases() {
+    // `tsc --checkJs` reads each vendored module's types from the npm package web/e2e installs
+    // (vendor/<module>.d.mts re-exports it): the two must name the same release.
+    let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("../web");
+    let script = std::fs::read_to_string(web.join("update-vendor.sh")).expect("read web/update-vendor.sh");
+    let package: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(web.join("e2e/package.json")).expect("read web/e2e/package.json"),
+    )
+    .expect("package.json is JSON");
+    let mut pinned = 0;
+    for line in script.lines().filter_map(|line| line.trim().strip_prefix("fetch ")) {
+        let mut words = line.split_whitespace();
+        let (Some(name), Some(version)) = (words.next(), words.next()) else {
+            continue;
+        };
+        assert_eq!(
+            package["devDependencies"][name].as_str(),
+            Some(version),
+            "web/e2e/package.json must pin {name} {version}, the vendored release"
+        );
+        pinned += 1;
+    }
+    assert_eq!(pinned, 4, "preact, @preact/signals, @preact/signals-core and htm");
+}

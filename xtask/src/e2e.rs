@@ -2,6 +2,7 @@
 //! Chromium through playwright-core against the real stack (API, worker, scheduler and the
 //! scripted model) on a fresh database of the caller's cluster, on a free loopback port.
 //!
+//! Before the browser runs, `tsc --checkJs` checks the client's types (`web/tsconfig.json`).
 //! What it needs is installed when missing: Debian's `chromium` (and a font), and the pinned npm
 //! packages of `web/e2e/package-lock.json` (`npm ci`, again whenever the lock changes).
 //! Screenshots go to `target/web-e2e/screenshots`.
@@ -26,6 +27,7 @@ pub fn run(admin_url: &str) -> anyhow::Result<()> {
         .filter(|path| path.to_str().is_some_and(|name| name.ends_with(".test.mjs")))
         .collect();
     tests.sort();
+    typecheck(&e2e)?;
     let bin = crate::dev::build_roles()?;
     let work = crate::contract::private_dir("e2e")?;
     let token_file = work.join("api-token");
@@ -62,6 +64,21 @@ pub fn run(admin_url: &str) -> anyhow::Result<()> {
         bail!("the web client's end-to-end tests failed (see above)");
     }
     println!("e2e: screenshots in {}", artifacts.join("screenshots").display());
+    Ok(())
+}
+
+/// `tsc --checkJs` over the web client (`web/tsconfig.json`): its JSDoc types, the vendored
+/// modules' declarations and the DOM's.
+fn typecheck(e2e: &Path) -> anyhow::Result<()> {
+    println!("e2e: type-checking the web client (tsc --checkJs)");
+    let status = Command::new(e2e.join("node_modules/.bin/tsc"))
+        .args(["-p", "../tsconfig.json"])
+        .current_dir(e2e)
+        .status()
+        .context("run tsc")?;
+    if !status.success() {
+        bail!("the web client does not type-check (see above)");
+    }
     Ok(())
 }
 

@@ -9,7 +9,8 @@ import * as attachments from "./attachments.js";
  * @typedef {{session_id: string, title: string | null, agent_id: string, folder_id: string | null,
  *   schedule_id: string | null, last_run_id: string | null, created_at: string, updated_at: string}} SessionRow
  * @typedef {{kind: "user", key: string, seq: number | null, runId: string | null, text: string,
- *   attachments: Array<{filename: string}>, pending?: boolean, clientKey?: string}} UserItem
+ *   attachments: Array<{filename: string, artifact_id?: string, media_type?: string, size_bytes?: number}>,
+ *   pending?: boolean, clientKey?: string}} UserItem
  * @typedef {{kind: "assistant", key: string, seq: number, runId: string, text: string}} AssistantItem
  * @typedef {{kind: "tool", key: string, seq: number, runId: string, tool: string, status: string, code: string | null}} ToolItem
  * @typedef {{kind: "approval", key: string, seq: number, runId: string, approvalId: string, tool: string,

@@ -592,7 +592,9 @@ function Composer() {
       chat.send();
     }}>
       <label class="button quiet attach" title="Attach files">
-        <span aria-hidden="true">＋</span><span class="visually-hidden">Attach files</span>
+        <svg aria-hidden="true" viewBox="0 0 24 24" width="20" height="20" fill="none" stroke="currentColor" stroke-width="2"
+          stroke-linecap="round" stroke-linejoin="round"><path d="M21 11.5l-8.6 8.6a5.5 5.5 0 0 1-7.8-7.8l8.6-8.6a3.7 3.7 0 0 1 5.2 5.2l-8.6 8.6a1.8 1.8 0 0 1-2.6-2.6l7.9-7.9" /></svg>
+        <span class="visually-hidden">Attach files</span>
         <input type="file" multiple class="visually-hidden" onChange=${choose} />
       </label>
       <label class="visually-hidden" for="composer">Message</label>
