@@ -168,3 +168,26 @@ test("Markdown from the model never becomes script, an element with handlers or 
   assert.deepEqual(problems, []);
   await context.close();
 });
+
+test("a long argument is shown shortened with its digest, and a cut without one is refused", async () => {
+  const { page, context } = await connected();
+  const long = "All the milk in the world. ".repeat(30);
+  await send(page, `/tool notes.add {"text": "${long.trim()}"}`);
+  const card = page.getByRole("region", { name: "Approval for notes.add" });
+  await card.getByRole("button", { name: "Approve once" }).waitFor({ timeout: 20_000 });
+  const note = card.getByRole("list", { name: "Shortened arguments" });
+  await note.getByText("/text").waitFor();
+  assert.match(await note.innerText(), /first 512 characters; the whole text has SHA-256 [0-9a-f]{16}…/);
+  // The page's own check, on what the server sent and on a cut with its digest taken away.
+  const verdicts = await page.evaluate(async () => {
+    const chat = await import("/app/chat.js");
+    const card = chat.transcript.value.find((item) => item.kind === "approval");
+    const stripped = { ...card, digests: {} };
+    return [chat.refuseTruncated(card), chat.refuseTruncated(stripped)];
+  });
+  assert.equal(verdicts[0], null);
+  assert.match(String(verdicts[1]), /cannot be approved/);
+  await card.getByRole("button", { name: "Approve once" }).click();
+  await card.getByRole("button", { name: "Approved once: notes.add" }).waitFor({ timeout: 20_000 });
+  await context.close();
+});

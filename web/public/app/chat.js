@@ -502,17 +502,45 @@ function setApproval(approvalId, change) {
   );
 }
 
+/** Strings the server cut for display are exactly this many characters, with a digest. */
+export const DISPLAY_MAX_CHARS = 512;
+
 /**
- * A truncated argument (a string the server cut at 512 characters) must have a digest to be
- * approved; without one the card cannot be approved.
- * @param {ApprovalItem} card
+ * The value at a JSON Pointer (RFC 6901) in `root`, or `undefined`.
+ * @param {unknown} root @param {string} pointer
+ */
+export function atPointer(root, pointer) {
+  if (pointer === "") return root;
+  let value = root;
+  for (const raw of pointer.slice(1).split("/")) {
+    const key = raw.replaceAll("~1", "/").replaceAll("~0", "~");
+    if (value === null || typeof value !== "object" || !Object.hasOwn(value, key)) return undefined;
+    value = /** @type {Record<string, unknown>} */ (value)[key];
+  }
+  return value;
+}
+
+/**
+ * Why an approval cannot be approved as shown, or `null`. A string the server cut for display
+ * is verified through its entry in `argument_digests`: each entry must name a string of exactly
+ * 512 characters and carry a SHA-256; a string of 512 or more characters without its digest,
+ * or a digest naming anything else, refuses the card.
+ * @param {{arguments: unknown, digests: Record<string, string>}} card
  */
 export function refuseTruncated(card) {
+  const digests = card.digests ?? {};
   /** @type {string[]} */
-  const truncated = [];
+  const wrong = [];
+  for (const [pointer, digest] of Object.entries(digests)) {
+    const value = atPointer(card.arguments, pointer);
+    const cut = typeof value === "string" && [...value].length === DISPLAY_MAX_CHARS;
+    if (!cut || !/^[0-9a-f]{64}$/.test(String(digest))) wrong.push(pointer || "/");
+  }
+  // A string at the display limit without a digest may have been cut with nothing to check it
+  // by (one that is exactly 512 characters long cannot be told apart): refused, to be safe.
   const walk = (/** @type {unknown} */ value, /** @type {string} */ pointer) => {
     if (typeof value === "string") {
-      if (value.length >= 512 && value.endsWith("…")) truncated.push(pointer);
+      if ([...value].length >= DISPLAY_MAX_CHARS && !digests[pointer]) wrong.push(pointer || "/");
     } else if (Array.isArray(value)) {
       value.forEach((entry, index) => walk(entry, `${pointer}/${index}`));
     } else if (value && typeof value === "object") {
@@ -520,8 +548,9 @@ export function refuseTruncated(card) {
     }
   };
   walk(card.arguments, "");
-  const missing = truncated.filter((pointer) => !card.digests?.[pointer]);
-  return missing.length ? `A shortened argument has no digest to check it against (${missing.join(", ")}); it cannot be approved.` : null;
+  return wrong.length
+    ? `A shortened argument cannot be checked against its digest (${wrong.join(", ")}); it cannot be approved.`
+    : null;
 }
 
 /**

@@ -361,7 +361,13 @@ function AssistantMessage({ item }) {
 function ApprovalCard({ item }) {
   const [open, setOpen] = useState(false);
   const pending = item.status === "pending";
-  const args = html`<pre class="detail" aria-label="Arguments">${JSON.stringify(item.arguments, null, 2)}</pre>`;
+  const shortened = Object.entries(item.digests ?? {});
+  const args = html`<pre class="detail" aria-label="Arguments">${JSON.stringify(item.arguments, null, 2)}</pre>
+    ${shortened.length > 0 &&
+    html`<ul class="shortened" aria-label="Shortened arguments">${shortened.map(
+      ([pointer, digest]) => html`<li key=${pointer}>
+        <code>${pointer}</code> is shown to its first ${chat.DISPLAY_MAX_CHARS} characters; the whole text has SHA-256 <code>${String(digest).slice(0, 16)}…</code></li>`,
+    )}</ul>`}`;
   if (!pending) {
     const word = { approved: "Approved once", denied: "Denied", cancelled: "Cancelled", expired: "Expired" }[item.status] ?? item.status;
     return html`<section class="card" aria-label=${`Approval for ${item.tool}`}>
@@ -370,13 +376,14 @@ function ApprovalCard({ item }) {
     </section>`;
   }
   const deciding = item.deciding;
+  const refusal = chat.refuseTruncated(item);
   return html`<section class="card attention" aria-label=${`Approval for ${item.tool}`} data-approval=${item.approvalId}>
     <h3>Steward wants to run <code>${item.tool}</code></h3>
     <p class="summary">Risk: ${item.risk}. Nothing happens until you decide.</p>
     ${args}
-    ${item.error && html`<p class="error" role="alert">${item.error}</p>`}
+    ${(item.error || refusal) && html`<p class="error" role="alert">${item.error || refusal}</p>`}
     <div class="controls">
-      <button class="button filled" disabled=${deciding !== null} onClick=${() => chat.decide(item.approvalId, "approve_once")}>
+      <button class="button filled" disabled=${deciding !== null || refusal !== null} onClick=${() => chat.decide(item.approvalId, "approve_once")}>
         ${deciding === "approve_once" ? "Approving…" : "Approve once"}</button>
       <button class="button hairline" disabled=${deciding !== null} onClick=${() => chat.decide(item.approvalId, "deny")}>
         ${deciding === "deny" ? "Denying…" : "Deny"}</button>
