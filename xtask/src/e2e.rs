@@ -14,7 +14,7 @@ use std::process::Command;
 use anyhow::{Context, bail};
 
 /// Where Debian's package puts the browser.
-const CHROMIUM: &str = "/usr/bin/chromium";
+pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
 
 /// Runs every `*.test.mjs` of `web/e2e` against a stack on `admin_url`'s server.
 pub fn run(admin_url: &str) -> anyhow::Result<()> {
@@ -83,7 +83,7 @@ fn typecheck(e2e: &Path) -> anyhow::Result<()> {
 }
 
 /// Debian's Chromium and a font for it to draw text with.
-fn ensure_chromium() -> anyhow::Result<()> {
+pub(crate) fn ensure_chromium() -> anyhow::Result<()> {
     let mut packages = Vec::new();
     if !Path::new(CHROMIUM).exists() {
         packages.push("chromium");
@@ -98,7 +98,7 @@ fn ensure_chromium() -> anyhow::Result<()> {
 }
 
 /// `npm ci` when the installed packages are missing or older than the lock file.
-fn ensure_packages(e2e: &Path) -> anyhow::Result<()> {
+pub(crate) fn ensure_packages(e2e: &Path) -> anyhow::Result<()> {
     let modified = |path: &Path| fs::metadata(path).and_then(|meta| meta.modified()).ok();
     let lock = modified(&e2e.join("package-lock.json")).context("web/e2e/package-lock.json is missing")?;
     let installed = modified(&e2e.join("node_modules/.package-lock.json"));

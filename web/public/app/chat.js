@@ -140,6 +140,7 @@ function closeStream() {
 /** Opens (or reopens) the selected session: its transcript is rebuilt from its events. */
 export function select(/** @type {string | null} */ id) {
   closeStream();
+  queue = [];
   if (id !== selectedId.value) attachments.clearPending();
   batch(() => {
     selectedId.value = id;
@@ -193,7 +194,7 @@ function openStream(id) {
       const seq = Number(/** @type {MessageEvent} */ (message).lastEventId);
       if (!Number.isSafeInteger(seq) || seq <= lastSeq) return; // already applied
       lastSeq = seq;
-      apply(JSON.parse(/** @type {MessageEvent} */ (message).data));
+      enqueue(JSON.parse(/** @type {MessageEvent} */ (message).data));
     });
   }
   for (const kind of ["assistant.delta", "reasoning.delta"]) {
@@ -209,16 +210,41 @@ function openStream(id) {
   }
 }
 
+/** Frames received and not yet applied: a replay of thousands is applied in a few batches. */
+/** @type {Array<{seq: number, run_id: string, kind: string, payload: any}>} */
+let queue = [];
+let flushTimer = 0;
+let titleTimer = 0;
+
+/** @param {{seq: number, run_id: string, kind: string, payload: any}} frame */
+function enqueue(frame) {
+  queue.push(frame);
+  if (!flushTimer) flushTimer = window.setTimeout(flush, 16);
+}
+
+function flush() {
+  flushTimer = 0;
+  const frames = queue;
+  queue = [];
+  batch(() => {
+    const items = transcript.value.slice();
+    for (const frame of frames) apply(frame, items);
+    transcript.value = items;
+  });
+}
+
 /**
- * Applies one persisted frame to the transcript.
+ * Applies one persisted frame to `items`, a copy of the transcript being built.
  * @param {{seq: number, run_id: string, kind: string, payload: any}} frame
+ * @param {Item[]} items
  */
-function apply(frame) {
+function apply(frame, items) {
   const { seq, kind, payload } = frame;
   const runId = payload.run_id;
-  let items = transcript.value;
   const update = (/** @type {(item: Item) => boolean} */ match, /** @type {(item: any) => Item} */ change) => {
-    items = items.map((item) => (match(item) ? change(item) : item));
+    items.forEach((item, at) => {
+      if (match(item)) items[at] = change(item);
+    });
   };
   switch (kind) {
     case "user.message.created": {
@@ -235,30 +261,29 @@ function apply(frame) {
       const index = items.findIndex(
         (candidate) => candidate.kind === "user" && candidate.pending && (candidate.runId === runId || candidate.text === text),
       );
-      items = index >= 0 ? items.map((candidate, at) => (at === index ? /** @type {Item} */ (item) : candidate)) : [...items, /** @type {Item} */ (item)];
+      if (index >= 0) items[index] = /** @type {Item} */ (item);
+      else items.push(/** @type {Item} */ (item));
       activeRun.value = runId;
       break;
     }
     case "assistant.message":
-      if (payload.text) items = [...items, { kind: "assistant", key: `e${seq}`, seq, runId, text: payload.text }];
+      if (payload.text) items.push({ kind: "assistant", key: `e${seq}`, seq, runId, text: payload.text });
       if (live.value.runId === runId) live.value = { runId, text: "", reasoning: false };
       break;
     case "tool.started":
-      items = [...items, { kind: "tool", key: `t${payload.invocation_id}`, seq, runId, tool: payload.tool, status: "dispatching", code: null }];
+      items.push({ kind: "tool", key: `t${payload.invocation_id}`, seq, runId, tool: payload.tool, status: "dispatching", code: null });
       break;
     case "tool.result": {
       const key = `t${payload.invocation_id}`;
       if (items.some((item) => item.key === key)) {
         update((item) => item.key === key, (item) => ({ ...item, status: payload.status, code: payload.code }));
       } else {
-        items = [...items, { kind: "tool", key, seq, runId, tool: payload.tool, status: payload.status, code: payload.code }];
+        items.push({ kind: "tool", key, seq, runId, tool: payload.tool, status: payload.status, code: payload.code });
       }
       break;
     }
     case "approval.requested":
-      items = [
-        ...items,
-        {
+      items.push({
           kind: "approval",
           key: `a${payload.approval_id}`,
           seq,
@@ -271,8 +296,7 @@ function apply(frame) {
           status: approvalStatus(payload.status),
           deciding: null,
           error: null,
-        },
-      ];
+      });
       break;
     case "approval.resolved":
       // The first stored resolution wins over anything the page believed.
@@ -282,10 +306,9 @@ function apply(frame) {
       );
       break;
     case "question.asked":
-      items = [
-        ...items,
+      items.push(
         { kind: "question", key: `q${payload.question_id}`, seq, runId, questionId: payload.question_id, text: payload.text, answer: null, sending: false, error: null },
-      ];
+      );
       break;
     case "question.answered":
       update(
@@ -296,19 +319,21 @@ function apply(frame) {
     case "run.completed":
     case "run.failed":
     case "run.cancelled":
-      items = [
-        ...items,
+      items.push(
         { kind: "end", key: `e${seq}`, seq, runId, state: payload.state, reason: payload.reason ?? payload.code ?? null, detail: payload.detail ?? null },
-      ];
-      if (activeRun.value === runId) activeRun.value = null;
+      );
+      if (activeRun.value === runId) {
+        activeRun.value = null;
+        // A watched reply ended: the server may have titled the conversation; read the index
+        // once more ten seconds later.
+        window.clearTimeout(titleTimer);
+        titleTimer = window.setTimeout(reconcile, 10_000);
+      }
       if (live.value.runId === runId) live.value = { runId: null, text: "", reasoning: false };
-      // The server may have titled the conversation: read the index again shortly.
-      window.setTimeout(reconcile, 10_000);
       break;
     default:
       break;
   }
-  transcript.value = items;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 // Steward's web client: the connection form, the sidebar, the conversation and the settings.
 import { h, render } from "../vendor/preact.mjs";
-import { useEffect, useRef, useState } from "../vendor/hooks.mjs";
+import { useEffect, useMemo, useRef, useState } from "../vendor/hooks.mjs";
 import { signal } from "../vendor/signals.mjs";
 import htm from "../vendor/htm.mjs";
 import { api, ApiError, checkConnection, connect, connection, describe, forget, holds, onForget } from "./api.js";
@@ -343,9 +343,10 @@ function CopyCode({ code }) {
 /** @param {{item: chat.AssistantItem}} props */
 function AssistantMessage({ item }) {
   const body = useRef(/** @type {HTMLDivElement | null} */ (null));
+  const rendered = useMemo(() => markdown(item.text, (code) => html`<${CopyCode} code=${code} />`), [item.text]);
   const [copied, setCopied] = useState(false);
   return html`<article class="message assistant" aria-label="Steward">
-    <div class="body" ref=${body}>${markdown(item.text, (code) => html`<${CopyCode} code=${code} />`)}</div>
+    <div class="body" ref=${body}>${rendered}</div>
     <div class="actions">
       <button class="button quiet small" onClick=${async () => {
         if (body.current) await copyMessage(body.current, item.text);
@@ -514,10 +515,74 @@ const TOOL_WORDS = /** @type {Record<string, string>} */ ({
   approved: "approved",
 });
 
+/**
+ * The element of one transcript item. Items are replaced, never changed, when the transcript
+ * changes, so an item's element is kept by identity and Preact skips the ones it has seen.
+ * @type {WeakMap<object, any>}
+ */
+const itemElements = new WeakMap();
+
+/** @param {any} item */
+function rendered(item) {
+  const cached = itemElements.get(item);
+  if (cached) return cached;
+  const element = renderItem(item);
+  if (item.kind !== "bundle") itemElements.set(item, element);
+  return element;
+}
+
+/** @param {any} item */
+function renderItem(item) {
+  switch (item.kind) {
+    case "user":
+      return html`<div key=${item.key} class=${`message user${item.pending ? " pending" : ""}`} data-seq=${item.seq ?? ""}>
+        ${item.attachments.length > 0 &&
+        html`<ul class="attached" aria-label="Attachments">${item.attachments.map(
+          (file) => html`<li key=${file.artifact_id ?? file.filename}><${AttachmentView} file=${file} /></li>`,
+        )}</ul>`}
+        ${item.text}
+      </div>`;
+    case "assistant":
+      return html`<${AssistantMessage} key=${item.key} item=${item} />`;
+    case "tool":
+      return html`<p key=${item.key} class=${`tool${["failed", "outcome_unknown"].includes(item.status) ? " failed" : ""}`}>${item.tool} · ${TOOL_WORDS[item.status] ?? item.status}</p>`;
+    case "bundle":
+      return html`<p key=${item.key} class="tool">${item.tool} × ${item.count} · done</p>`;
+    case "approval":
+      return html`<${ApprovalCard} key=${item.key} item=${item} />`;
+    case "question":
+      return html`<${QuestionCard} key=${item.key} item=${item} />`;
+    case "end":
+      return html`<${RunEnd} key=${item.key} item=${item} />`;
+    default:
+      return null;
+  }
+}
+
+/** Items rendered at first, and added each time the top of the conversation comes into view
+ * (small enough that rendering them stays well under a 100 ms task). */
+const WINDOW = 100;
+const MORE = 50;
+
 function Transcript() {
   const end = useRef(/** @type {HTMLDivElement | null} */ (null));
+  const top = useRef(/** @type {HTMLDivElement | null} */ (null));
   const items = chat.transcript.value;
   const live = chat.live.value;
+  const [shown, setShown] = useState(WINDOW);
+  const id = chat.selectedId.value;
+  useEffect(() => setShown(WINDOW), [id]);
+  const all = bundle(items);
+  const visible = all.length > shown ? all.slice(-shown) : all;
+  useEffect(() => {
+    const sentinel = top.current;
+    if (!sentinel || visible.length === all.length) return;
+    const observer = new IntersectionObserver((entries) => {
+      if (entries.some((entry) => entry.isIntersecting)) setShown((count) => count + MORE);
+    });
+    observer.observe(sentinel);
+    return () => observer.disconnect();
+  }, [visible.length, all.length]);
   useEffect(() => {
     end.current?.scrollIntoView({ block: "end" });
   }, [items.length, live.text.length]);
@@ -535,32 +600,9 @@ function Transcript() {
     return html`<div class="welcome"><h2>What can I do for you?</h2><p>Ask anything. Actions that reach outside wait for your approval.</p></div>`;
   }
   return html`<div class="transcript-inner" role="log" aria-live="polite" aria-label="Conversation">
-    ${bundle(items).map((item) => {
-      switch (item.kind) {
-        case "user":
-          return html`<div key=${item.key} class=${`message user${item.pending ? " pending" : ""}`} data-seq=${item.seq ?? ""}>
-            ${item.attachments.length > 0 &&
-            html`<ul class="attached" aria-label="Attachments">${item.attachments.map(
-              (file) => html`<li key=${file.artifact_id ?? file.filename}><${AttachmentView} file=${file} /></li>`,
-            )}</ul>`}
-            ${item.text}
-          </div>`;
-        case "assistant":
-          return html`<${AssistantMessage} key=${item.key} item=${item} />`;
-        case "tool":
-          return html`<p key=${item.key} class=${`tool${["failed", "outcome_unknown"].includes(item.status) ? " failed" : ""}`}>${item.tool} · ${TOOL_WORDS[item.status] ?? item.status}</p>`;
-        case "bundle":
-          return html`<p key=${item.key} class="tool">${item.tool} × ${item.count} · done</p>`;
-        case "approval":
-          return html`<${ApprovalCard} key=${item.key} item=${item} />`;
-        case "question":
-          return html`<${QuestionCard} key=${item.key} item=${item} />`;
-        case "end":
-          return html`<${RunEnd} key=${item.key} item=${item} />`;
-        default:
-          return null;
-      }
-    })}
+    ${visible.length < all.length &&
+    html`<div ref=${top} class="earlier"><button class="button quiet small" onClick=${() => setShown(shown + MORE)}>Show earlier messages</button></div>`}
+    ${visible.map(rendered)}
     ${live.reasoning && !live.text && html`<p class="reasoning">Thinking…</p>`}
     ${live.text && html`<article class="message assistant streaming" aria-busy="true"><div class="body"><p>${live.text}</p></div></article>`}
     <div ref=${end}></div>
@@ -796,7 +838,19 @@ function NotificationsView() {
 function App() {
   const state = connection.value.state;
   useEffect(() => {
-    if (state === "connected") chat.startReconciling();
+    if (state !== "connected") return;
+    chat.startReconciling();
+    // A link to one conversation: `/#session=<id>` opens it, on load and when the hash changes.
+    const follow = () => {
+      const linked = /^#session=([0-9a-f-]{36})$/.exec(window.location.hash);
+      if (!linked) return;
+      view.value = "chat";
+      showingMain.value = true;
+      chat.select(linked[1]);
+    };
+    follow();
+    window.addEventListener("hashchange", follow);
+    return () => window.removeEventListener("hashchange", follow);
   }, [state]);
   if (state === "unknown") return html`<p class="boot">Steward</p>`;
   if (state === "disconnected") return html`<${ConnectView} />`;
