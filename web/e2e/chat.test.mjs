@@ -180,7 +180,12 @@ test("a long argument is shown shortened with its digest, and a cut without one 
   assert.match(await note.innerText(), /first 512 characters; the whole text has SHA-256 [0-9a-f]{16}…/);
   // The page's own check, on what the server sent and on a cut with its digest taken away.
   const verdicts = await page.evaluate(async () => {
-    const chat = await import("/app/chat.js");
+    // The page's own module instance, under its content-hashed name.
+    const url = performance
+      .getEntriesByType("resource")
+      .map((entry) => entry.name)
+      .find((name) => /\/app\/chat(\.[0-9a-f]{16})?\.js$/.test(name));
+    const chat = await import(/** @type {string} */ (url));
     const card = chat.transcript.value.find((item) => item.kind === "approval");
     const stripped = { ...card, digests: {} };
     return [chat.refuseTruncated(card), chat.refuseTruncated(stripped)];
@@ -189,5 +194,58 @@ test("a long argument is shown shortened with its digest, and a cut without one 
   assert.match(String(verdicts[1]), /cannot be approved/);
   await card.getByRole("button", { name: "Approve once" }).click();
   await card.getByRole("button", { name: "Approved once: notes.add" }).waitFor({ timeout: 20_000 });
+  await context.close();
+});
+
+test("Copy puts semantic HTML without colour and plain text on the clipboard; a code block copies its code", async () => {
+  const { page, context } = await connected();
+  await send(page, "Copy **this** and `that`\n\n```\nlet x = 1;\n```");
+  const answer = page.locator(".message.assistant", { hasText: "You said: Copy" });
+  await answer.waitFor({ timeout: 20_000 });
+  await answer.locator(".actions").getByRole("button", { name: "Copy" }).click();
+  await answer.locator(".actions").getByRole("button", { name: "Copied" }).waitFor();
+  const copied = await page.evaluate(async () => {
+    const [item] = await navigator.clipboard.read();
+    return {
+      types: item.types,
+      html: await (await item.getType("text/html")).text(),
+      plain: await (await item.getType("text/plain")).text(),
+    };
+  });
+  assert.ok(copied.types.includes("text/html") && copied.types.includes("text/plain"), copied.types.join());
+  assert.match(copied.html, /<strong>this<\/strong>/);
+  assert.match(copied.html, /<code>that<\/code>/);
+  assert.doesNotMatch(copied.html, /class=|style=|<button/);
+  assert.match(copied.plain, /You said: Copy \*\*this\*\*/);
+  await answer.getByRole("button", { name: "Copy code" }).click();
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), "let x = 1;");
+  await context.close();
+});
+
+test("tool calls in a row of one tool collapse into one counted bundle", async () => {
+  const { page, context } = await connected();
+  await send(page, "/tool notes.list {}\n/tool notes.list {}\n/tool notes.list {}");
+  await page.locator(".tool", { hasText: "notes.list × 3 · done" }).waitFor({ timeout: 20_000 });
+  await page.getByRole("button", { name: "Send" }).waitFor({ timeout: 20_000 });
+  assert.equal(await page.locator(".tool", { hasText: "notes.list" }).count(), 1);
+  await context.close();
+});
+
+test("the service worker caches the app shell and never an API answer", async () => {
+  const { page, context } = await connected();
+  await page.evaluate(() => navigator.serviceWorker.ready);
+  await page.reload();
+  await page.getByRole("button", { name: "New chat" }).waitFor();
+  const cached = await page.evaluate(async () => {
+    const urls = [];
+    for (const name of await caches.keys()) {
+      for (const request of await (await caches.open(name)).keys()) urls.push(new URL(request.url).pathname);
+    }
+    return { urls, controlled: navigator.serviceWorker.controller !== null };
+  });
+  assert.equal(cached.controlled, true);
+  assert.ok(cached.urls.includes("/"), cached.urls.join());
+  assert.ok(cached.urls.some((url) => /^\/app\/main\.[0-9a-f]{16}\.js$/.test(url)), cached.urls.join());
+  assert.deepEqual(cached.urls.filter((url) => url.startsWith("/v1") || url.startsWith("/health")), []);
   await context.close();
 });

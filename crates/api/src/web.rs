@@ -40,10 +40,34 @@ pub async fn secure(request: axum::extract::Request, next: axum::middleware::Nex
     response
 }
 
-/// The router of the embedded assets, compressed in every profile. Files are revalidated
-/// (`no-cache`: the `ETag` makes that a 304), so a new build is picked up at once. It is built
-/// once per process and cloned: memory-serve decompresses the assets and leaks its configuration
-/// each time it builds one.
+/// Whether `path` names a content-hashed file (`<stem>.<16 hex digits>.<ext>`, see the build
+/// script): its bytes can never change under that name.
+pub fn is_hashed(path: &str) -> bool {
+    let Some((rest, _extension)) = path.rsplit_once('.') else {
+        return false;
+    };
+    rest.rsplit_once('.')
+        .is_some_and(|(_, hash)| hash.len() == 16 && hash.bytes().all(|byte| byte.is_ascii_hexdigit()))
+}
+
+/// Content-hashed files are cached for a year without revalidation; the rest keep `no-cache`.
+async fn cache_hashed(request: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let hashed = is_hashed(request.uri().path());
+    let mut response = next.run(request).await;
+    if hashed && response.status().is_success() {
+        response.headers_mut().insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("public, max-age=31536000, immutable"),
+        );
+    }
+    response
+}
+
+/// The router of the embedded assets, compressed in every profile. Scripts and styles have
+/// content-hashed names and are cached for good; the page, the service worker, the manifest and
+/// the icon are revalidated (`no-cache`: the `ETag` makes that a 304), so a new build is picked
+/// up at once. It is built once per process and cloned: memory-serve decompresses the assets and
+/// leaks its configuration each time it builds one.
 pub fn router() -> Router {
     static ROUTER: std::sync::OnceLock<Router> = std::sync::OnceLock::new();
     ROUTER
@@ -55,6 +79,7 @@ pub fn router() -> Router {
                 .cache_control(CacheControl::NoCache)
                 .html_cache_control(CacheControl::NoCache)
                 .into_router()
+                .layer(axum::middleware::from_fn(cache_hashed))
                 .layer(axum::middleware::from_fn(secure))
         })
         .clone()
@@ -80,10 +105,72 @@ mod tests {
             .expect("infallible")
     }
 
+    async fn text(response: Response) -> String {
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .expect("body");
+        String::from_utf8(body.to_vec()).expect("UTF-8")
+    }
+
+    /// The hashed path the page names for `prefix` (e.g. `/vendor/preact.`).
+    fn named(page: &str, prefix: &str) -> String {
+        let start = page.find(prefix).unwrap_or_else(|| panic!("the page names {prefix}…"));
+        let end = start + page[start..].find('"').expect("a closing quote");
+        page[start..end].to_owned()
+    }
+
+    #[test]
+    fn only_names_with_a_sixteen_digit_hash_are_hashed() {
+        assert!(is_hashed("/vendor/preact.0123456789abcdef.mjs"));
+        assert!(is_hashed("/app.fedcba9876543210.css"));
+        assert!(!is_hashed("/vendor/preact.mjs"));
+        assert!(!is_hashed("/sw.js"));
+        assert!(!is_hashed("/app/main.0123456789abcde.js"));
+        assert!(!is_hashed("/app/main.0123456789abcdeg.js"));
+    }
+
+    #[tokio::test]
+    async fn scripts_have_hashed_names_cached_for_good_and_the_page_names_them() {
+        let router = router();
+        let page = get(&router, "/", &[]).await;
+        assert_eq!(page.headers()[header::CACHE_CONTROL], "no-cache");
+        let page = text(page).await;
+        let main = named(&page, "/app/main.");
+        assert!(is_hashed(&main), "{main}");
+        assert!(
+            !page.contains("\"/app/main.js\""),
+            "the page names the hashed entry only"
+        );
+        let entry = get(&router, &main, &[]).await;
+        assert_eq!(entry.status(), StatusCode::OK);
+        assert_eq!(
+            entry.headers()[header::CACHE_CONTROL],
+            "public, max-age=31536000, immutable"
+        );
+        // Its imports name hashed files too, each of them served.
+        let entry = text(entry).await;
+        let api = named(&entry, "./api.");
+        assert!(is_hashed(&api), "{api}");
+        let api = get(&router, &format!("/app/{}", api.trim_start_matches("./")), &[]).await;
+        assert_eq!(api.status(), StatusCode::OK);
+        // The service worker keeps its name, is revalidated, and caches the hashed shell.
+        let worker = get(&router, "/sw.js", &[]).await;
+        assert_eq!(worker.headers()[header::CACHE_CONTROL], "no-cache");
+        let worker = text(worker).await;
+        assert!(worker.contains(&format!("\"{main}\"")), "the worker caches {main}");
+        // The unhashed names and the type declarations are not served.
+        assert_eq!(get(&router, "/app/main.js", &[]).await.status(), StatusCode::NOT_FOUND);
+        assert_eq!(
+            get(&router, "/vendor/preact.d.mts", &[]).await.status(),
+            StatusCode::NOT_FOUND
+        );
+    }
+
     #[tokio::test]
     async fn assets_carry_the_security_headers_a_strong_etag_and_answer_revalidation_with_304() {
         let router = router();
-        let response = get(&router, "/vendor/preact.mjs", &[]).await;
+        let preact = named(&text(get(&router, "/", &[]).await).await, "/vendor/preact.");
+        let response = get(&router, &preact, &[]).await;
         assert_eq!(response.status(), StatusCode::OK);
         let headers = response.headers();
         assert_eq!(headers[header::CONTENT_SECURITY_POLICY], CONTENT_SECURITY_POLICY);
@@ -111,14 +198,14 @@ mod tests {
         .expect("vendored file");
         assert_eq!(body.as_ref(), vendored.as_slice());
 
-        let again = get(&router, "/vendor/preact.mjs", &[("if-none-match", &etag)]).await;
+        let again = get(&router, &preact, &[("if-none-match", &etag)]).await;
         assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
         assert_eq!(
             again.headers()[header::CONTENT_SECURITY_POLICY],
             CONTENT_SECURITY_POLICY
         );
 
-        let compressed = get(&router, "/vendor/preact.mjs", &[("accept-encoding", "br")]).await;
+        let compressed = get(&router, &preact, &[("accept-encoding", "br")]).await;
         assert_eq!(compressed.status(), StatusCode::OK);
         assert_eq!(compressed.headers()[header::CONTENT_ENCODING], "br");
         let compressed = axum::body::to_bytes(compressed.into_body(), usize::MAX)

@@ -210,6 +210,17 @@ function openStream(id) {
   }
 }
 
+/**
+ * The index of the last of the newest 50 items that `match`, or -1.
+ * @param {Item[]} items @param {(item: Item) => boolean} match
+ */
+function findRecent(items, match) {
+  for (let at = items.length - 1; at >= Math.max(0, items.length - 50); at -= 1) {
+    if (match(items[at])) return at;
+  }
+  return -1;
+}
+
 /** Frames received and not yet applied: a replay of thousands is applied in a few batches. */
 /** @type {Array<{seq: number, run_id: string, kind: string, payload: any}>} */
 let queue = [];
@@ -257,9 +268,10 @@ function apply(frame, items) {
         text,
         attachments: payload.message.attachments,
       };
-      // The optimistic bubble of this message is replaced in place.
-      const index = items.findIndex(
-        (candidate) => candidate.kind === "user" && candidate.pending && (candidate.runId === runId || candidate.text === text),
+      // The optimistic bubble of this message is replaced in place (only the newest items can
+      // hold one).
+      const index = findRecent(items,
+        (candidate) => candidate.kind === "user" && candidate.pending === true && (candidate.runId === runId || candidate.text === text),
       );
       if (index >= 0) items[index] = /** @type {Item} */ (item);
       else items.push(/** @type {Item} */ (item));

@@ -561,8 +561,8 @@ function renderItem(item) {
 
 /** Items rendered at first, and added each time the top of the conversation comes into view
  * (small enough that rendering them stays well under a 100 ms task). */
-const WINDOW = 100;
-const MORE = 50;
+const WINDOW = 50;
+const MORE = 25;
 
 function Transcript() {
   const end = useRef(/** @type {HTMLDivElement | null} */ (null));

@@ -14,16 +14,29 @@ async fn the_page_is_served_at_the_root_with_strict_headers_and_the_api_keeps_it
     assert_eq!(headers["x-content-type-options"], "nosniff");
     assert!(headers["content-type"].to_str().expect("type").starts_with("text/html"));
     let html = page.text().await.expect("body");
-    assert!(
-        html.contains(r#"<script type="module" src="/app/main.js"></script>"#),
-        "{html}"
-    );
+    assert!(html.contains(r#"<script type="module" src="/app/main."#), "{html}");
     assert!(
         !html.contains("<script>") && !html.contains("style="),
         "no inline script or style"
     );
 
-    for asset in ["/app/main.js", "/app.css", "/manifest.webmanifest", "/sw.js"] {
+    // The page names its script and style by their content-hashed names.
+    let named = |prefix: &str| {
+        let start = html.find(prefix).unwrap_or_else(|| panic!("the page names {prefix}…"));
+        html[start..start + html[start..].find('"').expect("quote")].to_owned()
+    };
+    let (script, style) = (named("/app/main."), named("/app."));
+    assert!(
+        api::web::is_hashed(&script) && api::web::is_hashed(&style),
+        "{script} {style}"
+    );
+    for asset in [
+        script.as_str(),
+        style.as_str(),
+        "/manifest.webmanifest",
+        "/sw.js",
+        "/icon.svg",
+    ] {
         let response = app.client.get(app.url(asset)).send().await.expect("send");
         assert_eq!(response.status(), 200, "{asset}");
         assert!(response.headers().contains_key("etag"), "{asset}");
