@@ -249,3 +249,36 @@ test("the service worker caches the app shell and never an API answer", async ()
   assert.deepEqual(cached.urls.filter((url) => url.startsWith("/v1") || url.startsWith("/health")), []);
   await context.close();
 });
+
+test("a message the server does not accept leaves no bubble and comes back to the composer", async () => {
+  const { page, context } = await connected();
+  await send(page, "First, to make the conversation");
+  await page.locator(".message.assistant", { hasText: "You said: First" }).waitFor({ timeout: 20_000 });
+  await page.getByRole("button", { name: "Send" }).waitFor();
+  await page.route("**/messages", (route) =>
+    route.fulfill({
+      status: 503,
+      contentType: "application/problem+json",
+      body: JSON.stringify({ type: "urn:steward:problem:not_ready", title: "Not ready", status: 503, code: "not_ready", detail: "The service is starting." }),
+    }),
+  );
+  await send(page, "This one fails");
+  await page.getByRole("alert").filter({ hasText: "The service is starting." }).waitFor();
+  assert.equal(await page.getByLabel("Message").inputValue(), "This one fails");
+  assert.equal(await page.locator(".message.user", { hasText: "This one fails" }).count(), 0);
+
+  // A reply still in progress: the page attaches to it and queues nothing.
+  await page.unroute("**/messages");
+  await page.route("**/messages", (route) =>
+    route.fulfill({
+      status: 409,
+      contentType: "application/problem+json",
+      body: JSON.stringify({ type: "urn:steward:problem:active_run_exists", title: "A run is active", status: 409, code: "active_run_exists", run_id: "01a20000-0000-7000-8000-000000000000" }),
+    }),
+  );
+  await page.getByRole("button", { name: "Send" }).click();
+  await page.getByRole("alert").filter({ hasText: "A reply is still in progress" }).waitFor();
+  await page.getByRole("button", { name: "Stop" }).waitFor();
+  assert.equal(await page.getByLabel("Message").inputValue(), "This one fails");
+  await context.close();
+});

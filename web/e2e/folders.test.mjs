@@ -102,3 +102,22 @@ test("the agent's proposal is accepted under the owner's name and files the conv
   assert.deepEqual(problems, []);
   await context.close();
 });
+
+test("a server without folders shows no folder control and no error", async () => {
+  const { page, context, problems } = await newPage(browser);
+  const missing = (/** @type {import("playwright-core").Route} */ route) =>
+    route.fulfill({
+      status: 404,
+      contentType: "application/problem+json",
+      body: JSON.stringify({ type: "urn:steward:problem:not_found", title: "Not found", status: 404, code: "not_found" }),
+    });
+  await page.route("**/v1/folders", missing);
+  await page.route("**/v1/folder-proposals", missing);
+  await connect(page);
+  await page.getByRole("region", { name: "History" }).waitFor();
+  await page.waitForTimeout(500);
+  assert.equal(await page.getByRole("region", { name: "Folders" }).count(), 0);
+  assert.equal(await page.getByRole("alert").count(), 0);
+  assert.deepEqual(problems.filter((problem) => !problem.includes("404")), []);
+  await context.close();
+});
