@@ -282,3 +282,29 @@ test("a message the server does not accept leaves no bubble and comes back to th
   assert.equal(await page.getByLabel("Message").inputValue(), "This one fails");
   await context.close();
 });
+
+test("a run cancelled at its deadline explains the deadline", async () => {
+  const { page, context } = await connected();
+  const created = await page.request.post("/v1/sessions", {
+    headers: { "X-Steward-CSRF": "1" },
+    data: { agent_id: "default", metadata: { title: "Deadline" } },
+  });
+  const session = (await created.json()).session_id;
+  const run = "01a20000-0000-7000-8000-00000000d1ad";
+  const frame = (/** @type {number} */ seq, /** @type {string} */ kind, /** @type {object} */ payload) =>
+    `id: ${seq}\nevent: ${kind}\ndata: ${JSON.stringify({ seq, run_id: run, created_at: new Date().toISOString(), kind, payload })}\n\n`;
+  // The stream as the server writes it, for a run its deadline cancelled.
+  await page.route(`**/v1/sessions/${session}/events*`, (route) =>
+    route.fulfill({
+      status: 200,
+      contentType: "text/event-stream",
+      body:
+        frame(1, "user.message.created", { run_id: run, message: { text: "A long job", attachments: [] } }) +
+        frame(2, "run.cancelled", { run_id: run, state: "cancelled", reason: "deadline" }),
+    }),
+  );
+  await page.goto(`/#session=${session}`);
+  await page.locator(".run-end", { hasText: "ran out of time" }).waitFor({ timeout: 20_000 });
+  assert.equal(await page.locator(".message.user", { hasText: "A long job" }).count(), 1);
+  await context.close();
+});

@@ -60,6 +60,7 @@ export const runStatus = computed(() => {
 // The session index.
 
 let reconcileTimer = 0;
+let lastSignature = "";
 /** Bumped by every folder mutation: an index read that started before it is discarded. */
 let generation = 0;
 /** Called after each index read that was kept (the folders follow it). */
@@ -93,7 +94,12 @@ export async function reconcile() {
       }
     } while (cursor !== null);
     if (started !== generation) return; // a folder change answered meanwhile; its own read follows
-    sessions.value = rows;
+    // An unchanged index changes nothing on the page (no re-render of a long sidebar).
+    const signature = rows.map((row) => `${row.session_id} ${row.updated_at} ${row.title} ${row.folder_id}`).join("\n");
+    if (signature !== lastSignature || rows.length !== sessions.value.length) {
+      lastSignature = signature;
+      sessions.value = rows;
+    }
     indexError.value = null;
     for (const listener of reconciled) listener();
   } catch (error) {

@@ -215,9 +215,13 @@ function ScheduleGroup({ rows }) {
   </li>`;
 }
 
+/** History rows rendered at first and per "Show more": a long history stays cheap to draw. */
+const HISTORY_PAGE = 100;
+
 function Sidebar() {
   const [recentOpen, setRecentOpen] = useState(() => localStorage.getItem("steward.recentOpen") !== "false");
   const [creating, setCreating] = useState(false);
+  const [historyShown, setHistoryShown] = useState(HISTORY_PAGE);
   const rows = chat.sessions.value;
   const withFolders = folders.support.value === "present";
   const known = new Set(folders.folders.value.map((folder) => folder.folder_id));
@@ -272,7 +276,10 @@ function Sidebar() {
           <h2 class="group-title">History</h2>
           ${history.length === 0
             ? html`<p class="empty">No conversations yet.</p>`
-            : html`<ul class="rows">${history.map((row) => html`<${SessionRow} key=${row.session_id} row=${row} />`)}</ul>`}
+            : html`<ul class="rows">${history.slice(0, historyShown).map((row) => html`<${SessionRow} key=${row.session_id} row=${row} />`)}</ul>`}
+          ${history.length > historyShown &&
+          html`<button class="button quiet small more" onClick=${() => setHistoryShown(historyShown + HISTORY_PAGE)}>
+            Show ${Math.min(HISTORY_PAGE, history.length - historyShown)} more of ${history.length - historyShown}</button>`}
         </section>
         ${groups.some((group) => group.length > 1) &&
         html`<section aria-label="Scheduled">
@@ -473,9 +480,7 @@ function RunEnd({ item }) {
   if (item.state === "cancelled") {
     return html`<p class="run-end" role="status">${item.reason === "deadline" ? DEADLINE : "Stopped."}</p>`;
   }
-  return html`<p class="run-end failed" role="status">${
-    item.reason === "run.deadline" ? DEADLINE : `The reply failed: ${item.detail || item.reason}`
-  }</p>`;
+  return html`<p class="run-end failed" role="status">The reply failed: ${item.detail || item.reason}</p>`;
 }
 
 /**
