@@ -49,7 +49,7 @@ pub struct CreateSession {
     pub agent_id: String,
     /// Free-form client metadata: a JSON object of at most 16 KiB, strings without U+0000,
     /// numbers within ±(2^53 − 1). A string `title` member becomes the session's initial title.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>, nullable = false)]
     pub metadata: Option<serde_json::Map<String, Value>>,
 }

@@ -1,0 +1,326 @@
+//! The client SDK: the protocol half of the spec's client contract (part 9), written once in
+//! Rust on the `wire` crate's request and response types, so no shape is copied by hand.
+//!
+//! This first part covers the connection rules, the session index and message submission:
+//! - [`Client::new`] takes an HTTPS base URL (plain HTTP only for loopback addresses, the
+//!   development exception) without user info, query or fragment; redirects are refused.
+//! - A 401 is [`ClientError::Reauthenticate`]; a 403 stays [`ClientError::Forbidden`].
+//! - [`Client::sessions`] follows the index's cursors to the end and refuses a repeated one.
+//! - [`Client::submit`] reuses one idempotency key across retries, and on `active_run_exists`
+//!   attaches to the named run without queueing anything.
+
+use std::net::IpAddr;
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode, Url};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use uuid::Uuid;
+use wire::problem::Problem;
+use wire::request::{CreateSession, SubmitMessage};
+use wire::response::{Accepted, Run, Session, SessionPage, SessionSummary};
+
+/// What went wrong, in the terms the contract distinguishes.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("the base URL is not usable: {0}")]
+    BaseUrl(String),
+    /// 401: the token is wrong or gone; connect again.
+    #[error("the server does not accept this token; connect again ({})", detail(.0))]
+    Reauthenticate(Box<Problem>),
+    /// 403: the token is valid but does not allow this.
+    #[error("not allowed: {}", detail(.0))]
+    Forbidden(Box<Problem>),
+    /// Any other problem document.
+    #[error("{} ({status})", detail(.problem))]
+    Problem { status: u16, problem: Box<Problem> },
+    /// The server answered something that is not the contract's.
+    #[error("unexpected answer ({status}): {message}")]
+    Unexpected { status: u16, message: String },
+    #[error("the server repeated a page cursor; the list would never end")]
+    RepeatedCursor,
+    #[error("the server answered with a redirect, which this client never follows")]
+    Redirect,
+    #[error("cannot reach the server: {0}")]
+    Transport(#[source] reqwest::Error),
+}
+
+fn detail(problem: &Problem) -> &str {
+    problem.detail.as_deref().unwrap_or(&problem.title)
+}
+
+impl ClientError {
+    /// The problem's stable `code`, when the server sent one.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            ClientError::Reauthenticate(problem) | ClientError::Forbidden(problem) => Some(&problem.code),
+            ClientError::Problem { problem, .. } => Some(&problem.code),
+            _ => None,
+        }
+    }
+
+    fn transient(&self) -> bool {
+        match self {
+            ClientError::Transport(_) => true,
+            ClientError::Problem { problem, .. } => problem.code == "idempotency_key_in_flight",
+            _ => false,
+        }
+    }
+}
+
+pub type Result<T, E = ClientError> = std::result::Result<T, E>;
+
+/// What submitting a message did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Submitted {
+    /// The message is stored and its run queued.
+    Accepted(Box<Run>),
+    /// Another run was already active: nothing was queued; this is the run to follow.
+    Attached(Uuid),
+}
+
+impl Submitted {
+    pub fn run_id(&self) -> Uuid {
+        match self {
+            Submitted::Accepted(run) => run.run_id,
+            Submitted::Attached(run) => *run,
+        }
+    }
+}
+
+/// A connection to one Steward server.
+#[derive(Clone)]
+pub struct Client {
+    http: reqwest::Client,
+    base: Url,
+    token: String,
+    retries: u32,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the token.
+        f.debug_struct("Client")
+            .field("base", &self.base.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Checks a base URL against the connection rules; the URL to build requests on.
+pub fn base_url(text: &str) -> Result<Url> {
+    let url = Url::parse(text.trim()).map_err(|error| ClientError::BaseUrl(error.to_string()))?;
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(ClientError::BaseUrl("it must not carry a user name or password".into()));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(ClientError::BaseUrl("it must not have a query or a fragment".into()));
+    }
+    match url.scheme() {
+        "https" => {}
+        "http" if is_loopback(&url) => {}
+        "http" => {
+            return Err(ClientError::BaseUrl(
+                "plain HTTP is allowed only for a loopback address (127.0.0.1, ::1, localhost); use HTTPS".into(),
+            ));
+        }
+        other => return Err(ClientError::BaseUrl(format!("the scheme must be https, not {other}"))),
+    }
+    let mut url = url;
+    if !url.path().ends_with('/') {
+        let path = format!("{}/", url.path());
+        url.set_path(&path);
+    }
+    Ok(url)
+}
+
+fn is_loopback(url: &Url) -> bool {
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost") || host.parse::<IpAddr>().is_ok_and(|address| address.is_loopback())
+}
+
+impl Client {
+    /// A client of the server at `base` (see [`base_url`]) presenting `token`.
+    pub fn new(base: &str, token: impl Into<String>) -> Result<Client> {
+        let base = base_url(base)?;
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(ClientError::Transport)?;
+        Ok(Client {
+            http,
+            base,
+            token: token.into(),
+            retries: 3,
+        })
+    }
+
+    pub fn base(&self) -> &Url {
+        &self.base
+    }
+
+    fn url(&self, path: &str) -> Url {
+        self.base
+            .join(path.trim_start_matches('/'))
+            .expect("a relative path joins any base")
+    }
+
+    fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .request(method, self.url(path))
+            .bearer_auth(&self.token)
+            .header(reqwest::header::ACCEPT, "application/json")
+    }
+
+    /// Sends `request` and reads its JSON answer, mapping every refusal to its error.
+    async fn send<T: DeserializeOwned>(&self, request: reqwest::RequestBuilder) -> Result<T> {
+        let response = request.send().await.map_err(ClientError::Transport)?;
+        let status = response.status();
+        if status.is_redirection() {
+            return Err(ClientError::Redirect);
+        }
+        let bytes = response.bytes().await.map_err(ClientError::Transport)?;
+        if status.is_success() {
+            return serde_json::from_slice(&bytes).map_err(|error| ClientError::Unexpected {
+                status: status.as_u16(),
+                message: error.to_string(),
+            });
+        }
+        let problem: Problem = serde_json::from_slice(&bytes).map_err(|_| ClientError::Unexpected {
+            status: status.as_u16(),
+            message: String::from_utf8_lossy(&bytes).chars().take(200).collect(),
+        })?;
+        Err(match status {
+            StatusCode::UNAUTHORIZED => ClientError::Reauthenticate(Box::new(problem)),
+            StatusCode::FORBIDDEN => ClientError::Forbidden(Box::new(problem)),
+            _ => ClientError::Problem {
+                status: status.as_u16(),
+                problem: Box::new(problem),
+            },
+        })
+    }
+
+    async fn json<B: Serialize, T: DeserializeOwned>(&self, method: Method, path: &str, body: &B) -> Result<T> {
+        self.send(self.request(method, path).json(body)).await
+    }
+
+    /// The whole session index, following its cursors to the end; a cursor the server already
+    /// gave is refused rather than followed forever.
+    pub async fn sessions(&self) -> Result<Vec<SessionSummary>> {
+        let mut sessions = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut request = self.request(Method::GET, "v1/sessions").query(&[("limit", "100")]);
+            if let Some(cursor) = &cursor {
+                request = request.query(&[("cursor", cursor)]);
+            }
+            let page: SessionPage = self.send(request).await?;
+            sessions.extend(page.sessions);
+            match page.next_cursor {
+                None => return Ok(sessions),
+                Some(next) => {
+                    if !seen.insert(next.clone()) {
+                        return Err(ClientError::RepeatedCursor);
+                    }
+                    cursor = Some(next);
+                }
+            }
+        }
+    }
+
+    /// Creates a conversation with `agent_id`, titled `title` until the server names it.
+    pub async fn create_session(&self, agent_id: &str, title: Option<&str>) -> Result<Session> {
+        let metadata = title.map(|title| {
+            let mut map = serde_json::Map::new();
+            map.insert("title".into(), serde_json::Value::String(title.to_owned()));
+            map
+        });
+        let body = CreateSession {
+            agent_id: agent_id.to_owned(),
+            metadata,
+        };
+        self.json(Method::POST, "v1/sessions", &body).await
+    }
+
+    /// Submits one message. One idempotency key serves every attempt, so a retry after a lost
+    /// answer finds the run the first attempt made; `active_run_exists` attaches to the run in
+    /// progress and queues nothing.
+    pub async fn submit(&self, session: Uuid, message: &SubmitMessage) -> Result<Submitted> {
+        let key = Uuid::new_v4().to_string();
+        let path = format!("v1/sessions/{session}/messages");
+        let mut attempt = 0;
+        loop {
+            let request = self
+                .request(Method::POST, &path)
+                .header("Idempotency-Key", &key)
+                .json(message);
+            match self.send::<Accepted>(request).await {
+                Ok(accepted) => return Ok(Submitted::Accepted(Box::new(accepted.run))),
+                Err(ClientError::Problem { problem, .. }) if problem.code == "active_run_exists" => {
+                    return match problem.run_id {
+                        Some(run) => Ok(Submitted::Attached(run)),
+                        None => Err(ClientError::Unexpected {
+                            status: 409,
+                            message: "active_run_exists without a run_id".into(),
+                        }),
+                    };
+                }
+                Err(error) if error.transient() && attempt < self.retries => {
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_millis(200 * u64::from(attempt))).await;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// The run `run`.
+    pub async fn run(&self, run: Uuid) -> Result<Run> {
+        self.send(self.request(Method::GET, &format!("v1/runs/{run}"))).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls_follow_the_connection_rules() {
+        for good in [
+            "https://steward.example",
+            "https://steward.example/",
+            "https://steward.example:8443/prefix",
+            "http://127.0.0.1:8080",
+            "http://localhost:8080/",
+            "http://[::1]:8080",
+        ] {
+            let url = base_url(good).unwrap_or_else(|error| panic!("{good}: {error}"));
+            assert!(url.path().ends_with('/'), "{url}");
+        }
+        for (bad, why) in [
+            ("http://steward.example", "loopback"),
+            ("http://10.0.0.2:8080", "loopback"),
+            ("https://owner:secret@steward.example", "user name"),
+            ("https://steward.example/?token=x", "query"),
+            ("https://steward.example/#x", "fragment"),
+            ("ftp://steward.example", "scheme"),
+            ("steward.example", "relative URL"),
+        ] {
+            let error = base_url(bad).expect_err(bad).to_string();
+            assert!(error.contains(why), "{bad}: {error}");
+        }
+        let client = Client::new("https://steward.example/prefix", "secret-token").expect("client");
+        assert_eq!(
+            client.url("v1/sessions").as_str(),
+            "https://steward.example/prefix/v1/sessions"
+        );
+        assert!(
+            !format!("{client:?}").contains("secret-token"),
+            "the token never shows in Debug"
+        );
+    }
+}
