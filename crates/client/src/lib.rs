@@ -9,6 +9,10 @@
 //! - [`Client::submit`] reuses one idempotency key across retries, and on `active_run_exists`
 //!   attaches to the named run without queueing anything.
 
+mod stream;
+
+pub use stream::{Follow, Update};
+
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -141,6 +145,25 @@ fn is_loopback(url: &Url) -> bool {
     host.eq_ignore_ascii_case("localhost") || host.parse::<IpAddr>().is_ok_and(|address| address.is_loopback())
 }
 
+/// The error a refused request's body means: 401 and 403 apart, any other problem document as
+/// itself, anything else unexpected.
+fn refusal(status: StatusCode, bytes: &[u8]) -> ClientError {
+    let Ok(problem) = serde_json::from_slice::<Problem>(bytes) else {
+        return ClientError::Unexpected {
+            status: status.as_u16(),
+            message: String::from_utf8_lossy(bytes).chars().take(200).collect(),
+        };
+    };
+    match status {
+        StatusCode::UNAUTHORIZED => ClientError::Reauthenticate(Box::new(problem)),
+        StatusCode::FORBIDDEN => ClientError::Forbidden(Box::new(problem)),
+        _ => ClientError::Problem {
+            status: status.as_u16(),
+            problem: Box::new(problem),
+        },
+    }
+}
+
 impl Client {
     /// A client of the server at `base` (see [`base_url`]) presenting `token`.
     pub fn new(base: &str, token: impl Into<String>) -> Result<Client> {
@@ -189,18 +212,7 @@ impl Client {
                 message: error.to_string(),
             });
         }
-        let problem: Problem = serde_json::from_slice(&bytes).map_err(|_| ClientError::Unexpected {
-            status: status.as_u16(),
-            message: String::from_utf8_lossy(&bytes).chars().take(200).collect(),
-        })?;
-        Err(match status {
-            StatusCode::UNAUTHORIZED => ClientError::Reauthenticate(Box::new(problem)),
-            StatusCode::FORBIDDEN => ClientError::Forbidden(Box::new(problem)),
-            _ => ClientError::Problem {
-                status: status.as_u16(),
-                problem: Box::new(problem),
-            },
-        })
+        Err(refusal(status, &bytes))
     }
 
     async fn json<B: Serialize, T: DeserializeOwned>(&self, method: Method, path: &str, body: &B) -> Result<T> {

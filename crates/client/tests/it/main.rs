@@ -188,3 +188,125 @@ async fn a_retry_after_a_lost_answer_finds_the_run_the_first_attempt_made() {
         .expect("runs");
     assert_eq!(runs, vec![run.run_id], "one run, the one the retry reported");
 }
+
+/// A proxy to `upstream` that cuts each of its first `cuts` connections after a pseudo-random
+/// number of answer bytes (a new point each run); later connections pass untouched.
+async fn cutting_proxy(upstream: String, cuts: usize) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::AtomicUsize;
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = format!("http://{}", listener.local_addr().expect("address"));
+    let made = Arc::new(AtomicUsize::new(0));
+    let count = made.clone();
+    let upstream = upstream.trim_start_matches("http://").to_owned();
+    let mut seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .subsec_nanos() as u64
+        | 1;
+    tokio::spawn(async move {
+        loop {
+            let Ok((client, _)) = listener.accept().await else {
+                return;
+            };
+            let server = TcpStream::connect(&upstream).await.expect("upstream");
+            if count.load(Ordering::SeqCst) >= cuts {
+                tokio::spawn(async move {
+                    let (mut client, mut server) = (client, server);
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                });
+                continue;
+            }
+            count.fetch_add(1, Ordering::SeqCst);
+            // xorshift: where this connection is cut, somewhere in its first 24 KiB.
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let budget = 300 + (seed % (24 * 1024)) as usize;
+            tokio::spawn(async move {
+                let (mut client_read, mut client_write) = client.into_split();
+                let (mut server_read, mut server_write) = server.into_split();
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
+                });
+                let mut left = budget;
+                let mut buffer = vec![0u8; 4096];
+                while left > 0 {
+                    let Ok(read) = server_read.read(&mut buffer).await else {
+                        break;
+                    };
+                    if read == 0 {
+                        break;
+                    }
+                    let take = read.min(left);
+                    if client_write.write_all(&buffer[..take]).await.is_err() {
+                        break;
+                    }
+                    left -= take;
+                }
+                // Cut: both halves dropped here.
+            });
+        }
+    });
+    (address, made)
+}
+
+#[tokio::test]
+async fn the_stream_through_random_cuts_yields_every_persisted_event_once_in_order() {
+    const EVENTS: i64 = 300;
+    let (base, db, _dir) = api("sessions.read,sessions.write").await;
+    let direct = Client::new(&base, TOKEN).expect("client");
+    let session = direct
+        .create_session("default", None)
+        .await
+        .expect("create")
+        .summary
+        .session_id;
+    let run = uuid::Uuid::new_v4();
+    sqlx::query(
+        "INSERT INTO events (session_id, seq, run_id, kind, payload, created_at)
+         SELECT $1, n, NULL,
+           CASE WHEN n = $3 THEN 'run.completed' WHEN n % 2 = 1 THEN 'user.message.created' ELSE 'assistant.message' END,
+           CASE WHEN n = $3 THEN jsonb_build_object('run_id', $2::uuid, 'state', 'completed',
+                  'usage', jsonb_build_object('steps', 1, 'model_calls', 1, 'tool_calls', 0,
+                                              'input_tokens', 1, 'output_tokens', 1, 'cost', '0'))
+                WHEN n % 2 = 1 THEN jsonb_build_object('run_id', $2::uuid,
+                  'message', jsonb_build_object('text', 'message ' || n || ' ' || repeat('x', 90), 'attachments', '[]'::jsonb))
+                ELSE jsonb_build_object('run_id', $2::uuid, 'step', 1, 'text', 'answer ' || n || ' ' || repeat('y', 90),
+                  'tool_calls', '[]'::jsonb, 'usage', jsonb_build_object('input_tokens', 1, 'output_tokens', 1, 'cost', '0'))
+           END,
+           clock_timestamp()
+         FROM generate_series(1, $3) AS n",
+    )
+    .bind(session)
+    .bind(run)
+    .bind(EVENTS)
+    .execute(&db.pool)
+    .await
+    .expect("seed events");
+    sqlx::query("UPDATE sessions SET last_event_seq = $2 WHERE id = $1")
+        .bind(session)
+        .bind(EVENTS)
+        .execute(&db.pool)
+        .await
+        .expect("session sequence");
+
+    let (proxy, cut) = cutting_proxy(base, 6).await;
+    let through = Client::new(&proxy, TOKEN).expect("client");
+    let mut follow = through.follow(session, 0, Some(run));
+    let mut seen = Vec::new();
+    while let Some(update) = tokio::time::timeout(std::time::Duration::from_secs(60), follow.next())
+        .await
+        .expect("the stream keeps moving")
+    {
+        if let client::Update::Event(frame) = update.expect("no refusal") {
+            seen.push(frame.seq);
+        }
+    }
+    assert!(
+        cut.load(Ordering::SeqCst) >= 3,
+        "the proxy cut {} connections",
+        cut.load(Ordering::SeqCst)
+    );
+    assert_eq!(seen, (1..=EVENTS).collect::<Vec<_>>(), "every event once, in order");
+    assert_eq!(follow.cursor(), EVENTS);
+}

@@ -1,0 +1,202 @@
+//! Following a session's event stream: incremental SSE parsing (`eventsource-stream`), a replay
+//! cursor that only persisted ids advance, reconnection with `Last-Event-ID` (backing off, or
+//! waiting as long as the server's `retry:` asks), and a logical stream that ends only with a
+//! run's terminal event. Raw reasoning is never handed on: it becomes an indicator.
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use eventsource_stream::{EventStreamError, Eventsource};
+use futures_util::{Stream, StreamExt};
+use reqwest::{Method, StatusCode};
+use uuid::Uuid;
+use wire::event::{Event, Frame, Transient};
+
+use crate::{Client, ClientError, Result};
+
+/// What the stream brings.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Update {
+    /// A persisted event, each exactly once and in order.
+    Event(Box<Frame>),
+    /// A piece of the answer being written (best effort: it may be missing after a reconnect;
+    /// the persisted `assistant.message` is the answer).
+    Delta { run_id: Uuid, text: String },
+    /// The model is reasoning; its text is not kept.
+    Reasoning { run_id: Uuid },
+}
+
+type Source = Pin<Box<dyn Stream<Item = Result<eventsource_stream::Event, EventStreamError<reqwest::Error>>> + Send>>;
+
+/// A logical stream of one session's events, across as many connections as it takes.
+pub struct Follow {
+    client: Client,
+    session: Uuid,
+    /// The last persisted sequence handed on.
+    cursor: i64,
+    /// The run whose end ends the stream; `None`: the first run's end.
+    until: Option<Uuid>,
+    source: Option<Source>,
+    retry: Duration,
+    failures: u32,
+    done: bool,
+}
+
+impl std::fmt::Debug for Follow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Follow")
+            .field("session", &self.session)
+            .field("cursor", &self.cursor)
+            .field("until", &self.until)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The run an event belongs to, from its payload.
+fn run_of(event: &Event) -> Option<Uuid> {
+    match event {
+        Event::RunCompleted(ended) => Some(ended.run_id),
+        Event::RunFailed(ended) => Some(ended.run_id),
+        Event::RunCancelled(ended) => Some(ended.run_id),
+        _ => None,
+    }
+}
+
+impl Client {
+    /// Follows `session`'s events after sequence `after` until the end of run `until` (or of
+    /// the first run to end, when `None`).
+    pub fn follow(&self, session: Uuid, after: i64, until: Option<Uuid>) -> Follow {
+        Follow {
+            client: self.clone(),
+            session,
+            cursor: after,
+            until,
+            source: None,
+            retry: Duration::from_millis(250),
+            failures: 0,
+            done: false,
+        }
+    }
+}
+
+impl Follow {
+    /// The last persisted sequence handed on: where a later stream would resume.
+    pub fn cursor(&self) -> i64 {
+        self.cursor
+    }
+
+    async fn connect(&mut self) -> Result<Source> {
+        let mut request = self
+            .client
+            .request(Method::GET, &format!("v1/sessions/{}/events", self.session))
+            .header(reqwest::header::ACCEPT, "text/event-stream");
+        if self.cursor > 0 {
+            request = request.header("Last-Event-ID", self.cursor.to_string());
+        }
+        let response = request.send().await.map_err(ClientError::Transport)?;
+        let status = response.status();
+        if status != StatusCode::OK {
+            if status.is_redirection() {
+                return Err(ClientError::Redirect);
+            }
+            let bytes = response.bytes().await.map_err(ClientError::Transport)?;
+            return Err(crate::refusal(status, &bytes));
+        }
+        Ok(Box::pin(response.bytes_stream().eventsource()))
+    }
+
+    /// Waits before reconnecting: the server's `retry:`, doubled for each failure in a row (at
+    /// most 10 s).
+    async fn back_off(&mut self) {
+        let wait = self
+            .retry
+            .saturating_mul(1 << self.failures.min(5))
+            .min(Duration::from_secs(10));
+        self.failures += 1;
+        tokio::time::sleep(wait).await;
+    }
+
+    /// The next update; `None` once the run has ended. A refusal (401, 403, 404) ends the stream
+    /// with its error; a lost connection is reconnected.
+    pub async fn next(&mut self) -> Option<Result<Update>> {
+        loop {
+            if self.done {
+                return None;
+            }
+            let Some(source) = self.source.as_mut() else {
+                match self.connect().await {
+                    Ok(source) => {
+                        self.source = Some(source);
+                        continue;
+                    }
+                    Err(error @ ClientError::Transport(_)) => {
+                        if self.failures >= 8 {
+                            self.done = true;
+                            return Some(Err(error));
+                        }
+                        self.back_off().await;
+                        continue;
+                    }
+                    Err(error) => {
+                        self.done = true;
+                        return Some(Err(error));
+                    }
+                }
+            };
+            let event = match source.next().await {
+                Some(Ok(event)) => event,
+                // The connection ended or broke before the run did: resume after the cursor.
+                Some(Err(_)) | None => {
+                    self.source = None;
+                    self.back_off().await;
+                    continue;
+                }
+            };
+            self.failures = 0;
+            if let Some(retry) = event.retry {
+                self.retry = retry;
+            }
+            if let Some(update) = self.update(&event) {
+                return Some(update);
+            }
+        }
+    }
+
+    /// What one SSE event means; `None` for one to skip (already handed on, or unknown).
+    fn update(&mut self, event: &eventsource_stream::Event) -> Option<Result<Update>> {
+        if event.event == "assistant.delta" || event.event == "reasoning.delta" {
+            return match serde_json::from_str::<Transient>(&event.data) {
+                Ok(Transient::AssistantDelta(delta)) => Some(Ok(Update::Delta {
+                    run_id: delta.run_id,
+                    text: delta.text,
+                })),
+                Ok(Transient::ReasoningDelta(delta)) => Some(Ok(Update::Reasoning { run_id: delta.run_id })),
+                Err(_) => None,
+            };
+        }
+        // A persisted event: its id is its sequence. Sequences need not be contiguous; only one
+        // not above the cursor is a repeat.
+        let seq: i64 = event.id.trim().parse().ok()?;
+        if seq <= self.cursor {
+            return None;
+        }
+        let frame: Frame = match serde_json::from_str(&event.data) {
+            Ok(frame) => frame,
+            Err(error) => {
+                return Some(Err(ClientError::Unexpected {
+                    status: 200,
+                    message: format!("event {seq}: {error}"),
+                }));
+            }
+        };
+        self.cursor = seq;
+        if frame.event.ends_run() {
+            let run = frame.run_id.or_else(|| run_of(&frame.event));
+            if self.until.is_none() || self.until == run {
+                self.done = true;
+                self.source = None;
+            }
+        }
+        Some(Ok(Update::Event(Box::new(frame))))
+    }
+}
