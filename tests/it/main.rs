@@ -201,12 +201,30 @@ fn the_scheduler_cannot_load_mail_credentials() {
     assert_excludes("steward-schedule", &["mail-mcp", "agent", "reqwest", "api"]);
 }
 
+#[test]
+fn the_terminal_client_links_no_database_no_agent_and_no_openssl() {
+    // Its keyring backend is the pure-Rust Secret Service client (zbus), not libdbus or OpenSSL.
+    assert_excludes(
+        "steward",
+        &[
+            "sqlx",
+            "store",
+            "agent",
+            "api",
+            "openssl",
+            "openssl-sys",
+            "native-tls",
+            "libdbus-sys",
+        ],
+    );
+}
+
 /// The workspace crates each role may link; anything else (a new internal dependency) fails
 /// until it is argued for here.
 #[test]
 fn each_role_links_only_the_workspace_crates_it_needs() {
     let workspace: BTreeSet<String> = graph().members.keys().cloned().collect();
-    let allowed: [(&str, &[&str]); 6] = [
+    let allowed: [(&str, &[&str]); 7] = [
         // `wire` (the event vocabulary, with the store that writes it) is types only.
         ("steward-api", &["api", "store", "wire", "domain", "hardening", "role"]),
         (
@@ -223,6 +241,9 @@ fn each_role_links_only_the_workspace_crates_it_needs() {
             "steward-call-ingress",
             &["store", "wire", "domain", "hardening", "role"],
         ),
+        // The terminal client speaks only the HTTP API: the SDK on the wire types, no store,
+        // no agent loop, no server code.
+        ("steward", &["client", "wire", "domain"]),
     ];
     for (role, allowed) in allowed {
         let linked: Vec<String> = closure(role).intersection(&workspace).cloned().collect();

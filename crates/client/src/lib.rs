@@ -1,16 +1,26 @@
 //! The client SDK: the protocol half of the spec's client contract (part 9), written once in
 //! Rust on the `wire` crate's request and response types, so no shape is copied by hand.
 //!
-//! This first part covers the connection rules, the session index and message submission:
 //! - [`Client::new`] takes an HTTPS base URL (plain HTTP only for loopback addresses, the
 //!   development exception) without user info, query or fragment; redirects are refused.
 //! - A 401 is [`ClientError::Reauthenticate`]; a 403 stays [`ClientError::Forbidden`].
 //! - [`Client::sessions`] follows the index's cursors to the end and refuses a repeated one.
 //! - [`Client::submit`] reuses one idempotency key across retries, and on `active_run_exists`
 //!   attaches to the named run without queueing anything.
+//! - [`Client::follow`] is a session's event stream across reconnections ([`stream`]).
+//! - [`approvals`] checks an approval's cut arguments against their digests before it can be
+//!   approved; decisions and answers go to the server once each.
+//! - [`artifacts`] uploads with progress and retry, and downloads through an in-memory LRU
+//!   cache of at most 32 MiB revalidated with `If-None-Match`.
+//! - [`resources`]: folders, schedules, notifications, model settings and runs.
 
+pub mod approvals;
+pub mod artifacts;
+pub mod resources;
 mod stream;
 
+pub use approvals::{CheckedApproval, Refused};
+pub use artifacts::{Downloaded, Progress};
 pub use stream::{Follow, Update};
 
 use std::net::IpAddr;
@@ -99,6 +109,8 @@ pub struct Client {
     base: Url,
     token: String,
     retries: u32,
+    /// Artifact bytes, shared by every clone of this client.
+    cache: std::sync::Arc<std::sync::Mutex<artifacts::Cache>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -178,6 +190,7 @@ impl Client {
             base,
             token: token.into(),
             retries: 3,
+            cache: Default::default(),
         })
     }
 
@@ -217,6 +230,24 @@ impl Client {
 
     async fn json<B: Serialize, T: DeserializeOwned>(&self, method: Method, path: &str, body: &B) -> Result<T> {
         self.send(self.request(method, path).json(body)).await
+    }
+
+    async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
+        self.send(self.request(Method::GET, path)).await
+    }
+
+    /// Sends `request`, whose success has no body to read (204 and the like).
+    async fn send_empty(&self, request: reqwest::RequestBuilder) -> Result<()> {
+        let response = request.send().await.map_err(ClientError::Transport)?;
+        let status = response.status();
+        if status.is_redirection() {
+            return Err(ClientError::Redirect);
+        }
+        if status.is_success() {
+            return Ok(());
+        }
+        let bytes = response.bytes().await.map_err(ClientError::Transport)?;
+        Err(refusal(status, &bytes))
     }
 
     /// The whole session index, following its cursors to the end; a cursor the server already
@@ -290,9 +321,32 @@ impl Client {
         }
     }
 
-    /// The run `run`.
-    pub async fn run(&self, run: Uuid) -> Result<Run> {
-        self.send(self.request(Method::GET, &format!("v1/runs/{run}"))).await
+    /// One session of the index.
+    pub async fn session(&self, session: Uuid) -> Result<Session> {
+        self.get(&format!("v1/sessions/{session}")).await
+    }
+
+    /// Deletes a conversation; a repeat by the same owner succeeds; one with an active run is
+    /// refused (`session_has_active_run`).
+    pub async fn delete_session(&self, session: Uuid) -> Result<()> {
+        self.send_empty(self.request(Method::DELETE, &format!("v1/sessions/{session}")))
+            .await
+    }
+
+    /// What the server makes of this client's token: its kind and the scopes it holds. A wrong
+    /// token is [`ClientError::Reauthenticate`].
+    pub async fn credential(&self) -> Result<wire::response::WebSession> {
+        self.get("v1/web/session").await
+    }
+
+    /// The latest conversation (most recently active, scheduled sessions left out).
+    pub async fn latest_conversation(&self) -> Result<Option<SessionSummary>> {
+        Ok(self
+            .sessions()
+            .await?
+            .into_iter()
+            .filter(|session| session.schedule_id.is_none())
+            .max_by_key(|session| session.updated_at))
     }
 }
 

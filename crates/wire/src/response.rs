@@ -358,6 +358,18 @@ pub struct Device {
     pub updated_at: jiff::Timestamp,
 }
 
+/// `GET /v1/settings/models` and the answer to saving them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ModelSettings {
+    pub chat_model: String,
+    pub chat_reasoning_effort: String,
+    pub memory_model: String,
+    pub memory_reasoning_effort: String,
+    /// The combinations the server offers: `{"chat": [{"model", "reasoning_efforts"}], "memory": [...]}`.
+    #[schema(value_type = Object)]
+    pub offered: domain::models::Offered,
+}
+
 /// A pending notification (`GET /v1/notifications`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Notification {

@@ -5,25 +5,13 @@ use axum::extract::State;
 use axum::{Extension, Json as JsonResponse};
 use domain::ErrorCode;
 use domain::models::{ModelChoice, Offered};
-use serde::Serialize;
-use utoipa::ToSchema;
 use wire::request::SaveModelSettings;
+use wire::response::ModelSettings;
 
 use crate::AppState;
 use crate::auth::Caller;
 use crate::extract::Json;
 use crate::problem::ApiError;
-
-#[derive(Serialize, ToSchema)]
-pub struct ModelSettings {
-    chat_model: String,
-    chat_reasoning_effort: String,
-    memory_model: String,
-    memory_reasoning_effort: String,
-    /// The combinations the server offers: `{"chat": [{"model", "reasoning_efforts"}], "memory": [...]}`.
-    #[schema(value_type = Object)]
-    offered: Offered,
-}
 
 fn view(choice: ModelChoice, offered: &Offered) -> ModelSettings {
     ModelSettings {

@@ -1,46 +1,22 @@
 //! The SDK against the real API on a real database: the connection's errors, the session index,
-//! and message submission with its idempotent retry.
+//! message submission with its idempotent retry, the event stream through cuts, approvals with
+//! their digests, questions, and artifacts with the cache.
 
-use std::collections::{HashMap, HashSet};
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use client::{Client, ClientError, Submitted};
-use testkit::TestDatabase;
+use std::time::Duration;
+
+use client::approvals::{self, Decided};
+use client::{Client, ClientError, Refused, Submitted};
+use domain::approval::ApprovalStatus;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use wire::event::Event;
 use wire::request::SubmitMessage;
 
-const TOKEN: &str = "client-sdk-test-token-0123456789abcdefghij";
-
-/// The API on a free loopback port with `scopes`; its base URL and database.
-async fn api(scopes: &str) -> (String, TestDatabase, tempfile::TempDir) {
-    let db = TestDatabase::new().await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let token_file = dir.path().join("token");
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&token_file)
-        .expect("token file");
-    file.write_all(TOKEN.as_bytes()).expect("write token");
-    let vars: HashMap<&str, String> = HashMap::from([
-        ("DATABASE_URL", db.url_as("api")),
-        ("API_TOKEN_FILE", token_file.display().to_string()),
-        ("AUTH_SCOPES", scopes.to_owned()),
-    ]);
-    let config = api::ApiConfig::from_env(|name| vars.get(name).cloned()).expect("configuration");
-    let app = api::app(config, db.store_as("api").await);
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("address"));
-    tokio::spawn(async move {
-        let _ = api::serve(listener, app, std::future::pending()).await;
-    });
-    (base, db, dir)
-}
+use crate::stack::{Stack, TOKEN};
 
 fn message(text: &str) -> SubmitMessage {
     SubmitMessage {
@@ -51,7 +27,8 @@ fn message(text: &str) -> SubmitMessage {
 
 #[tokio::test]
 async fn a_wrong_token_asks_to_connect_again_and_a_missing_scope_is_forbidden() {
-    let (base, _db, _dir) = api("sessions.read").await;
+    let stack = Stack::api("sessions.read").await;
+    let base = stack.base.clone();
     let wrong = Client::new(&base, "not-the-token-but-long-enough-0123456789").expect("client");
     let error = wrong.sessions().await.expect_err("refused");
     assert!(matches!(error, ClientError::Reauthenticate(_)), "{error:?}");
@@ -69,7 +46,8 @@ async fn a_wrong_token_asks_to_connect_again_and_a_missing_scope_is_forbidden() 
 
 #[tokio::test]
 async fn the_index_is_read_to_its_end_across_pages() {
-    let (base, _db, _dir) = api("sessions.read,sessions.write").await;
+    let stack = Stack::api("sessions.read,sessions.write").await;
+    let base = stack.base.clone();
     let client = Client::new(&base, TOKEN).expect("client");
     let mut made = HashSet::new();
     for n in 0..230 {
@@ -108,7 +86,8 @@ async fn a_repeated_cursor_is_refused() {
 
 #[tokio::test]
 async fn a_second_message_attaches_to_the_active_run_and_queues_nothing() {
-    let (base, db, _dir) = api("sessions.read,sessions.write").await;
+    let stack = Stack::api("sessions.read,sessions.write").await;
+    let (base, db) = (stack.base.clone(), &stack.db);
     let client = Client::new(&base, TOKEN).expect("client");
     let session = client
         .create_session("default", None)
@@ -166,7 +145,8 @@ async fn dropping_proxy(upstream: String) -> (String, Arc<AtomicBool>) {
 
 #[tokio::test]
 async fn a_retry_after_a_lost_answer_finds_the_run_the_first_attempt_made() {
-    let (base, db, _dir) = api("sessions.read,sessions.write").await;
+    let stack = Stack::api("sessions.read,sessions.write").await;
+    let (base, db) = (stack.base.clone(), &stack.db);
     let direct = Client::new(&base, TOKEN).expect("client");
     let session = direct
         .create_session("default", None)
@@ -253,7 +233,8 @@ async fn cutting_proxy(upstream: String, cuts: usize) -> (String, Arc<std::sync:
 #[tokio::test]
 async fn the_stream_through_random_cuts_yields_every_persisted_event_once_in_order() {
     const EVENTS: i64 = 300;
-    let (base, db, _dir) = api("sessions.read,sessions.write").await;
+    let stack = Stack::api("sessions.read,sessions.write").await;
+    let (base, db) = (stack.base.clone(), &stack.db);
     let direct = Client::new(&base, TOKEN).expect("client");
     let session = direct
         .create_session("default", None)
@@ -309,4 +290,236 @@ async fn the_stream_through_random_cuts_yields_every_persisted_event_once_in_ord
     );
     assert_eq!(seen, (1..=EVENTS).collect::<Vec<_>>(), "every event once, in order");
     assert_eq!(follow.cursor(), EVENTS);
+}
+
+/// Follows `follow` until `stop` picks an event out; every event seen before it is returned too.
+async fn until<T>(follow: &mut client::Follow, mut stop: impl FnMut(&Event) -> Option<T>) -> (Vec<Event>, T) {
+    let mut seen = Vec::new();
+    loop {
+        let update = tokio::time::timeout(Duration::from_secs(30), follow.next())
+            .await
+            .expect("the stream keeps moving")
+            .expect("the stream goes on")
+            .expect("no refusal");
+        if let client::Update::Event(frame) = update {
+            if let Some(found) = stop(&frame.event) {
+                return (seen, found);
+            }
+            seen.push(frame.event);
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_cut_argument_is_proven_by_its_digest_and_a_tampered_one_is_refused() {
+    let stack = Stack::with_worker("sessions.read,sessions.write").await;
+    let client = stack.client();
+    let session = client
+        .create_session("default", None)
+        .await
+        .expect("create")
+        .summary
+        .session_id;
+    let long = "Oat milk, and a loaf of bread. ".repeat(25);
+    assert!(long.chars().count() > 512);
+    let text = format!("/tool notes.add {}", serde_json::json!({ "text": long }));
+    let run = client.submit(session, &message(&text)).await.expect("submit").run_id();
+    let mut follow = client.follow(session, 0, Some(run));
+    let (before, requested) = until(&mut follow, |event| match event {
+        Event::ApprovalRequested(requested) => Some(requested.clone()),
+        _ => None,
+    })
+    .await;
+    let proposed = before
+        .iter()
+        .find_map(|event| match event {
+            Event::AssistantMessage(step) => step.tool_calls.first().map(|call| call.arguments.clone()),
+            _ => None,
+        })
+        .expect("the model's proposed call");
+
+    let pending = client.approvals(session).await.expect("pending approvals");
+    assert_eq!(pending.len(), 1);
+    let approval = &pending[0];
+    assert_eq!(approval.approval_id, requested.approval_id);
+    assert_eq!(
+        approval.arguments["text"].as_str().map(|text| text.chars().count()),
+        Some(512)
+    );
+
+    // Against the proposal: proven whole, so the whole text can be shown.
+    let checked = approvals::check(&approval.arguments, &approval.argument_digests, Some(&proposed)).expect("proven");
+    assert!(checked.whole);
+    assert_eq!(checked.arguments["text"], long.as_str());
+    // Without it: every cut has its digest.
+    let structural = approvals::check(&approval.arguments, &approval.argument_digests, None).expect("digested");
+    assert_eq!(structural.cuts.keys().collect::<Vec<_>>(), ["/text"]);
+
+    // Tampered: the text shown differs from the text proposed, the digest kept.
+    let mut tampered = approval.arguments.clone();
+    tampered["text"] = serde_json::Value::String(format!("X{}", &long[1..512]));
+    assert_eq!(
+        approvals::check(&tampered, &approval.argument_digests, Some(&proposed)),
+        Err(Refused::Mismatch("/text".into()))
+    );
+    // Tampered: the digest removed.
+    assert_eq!(
+        approvals::check(&approval.arguments, &Default::default(), None),
+        Err(Refused::CutWithoutDigest("/text".into()))
+    );
+
+    let decided = client
+        .approve_once(approval.approval_id, &checked)
+        .await
+        .expect("decide");
+    let Decided::Decided(stored) = decided else {
+        panic!("the first decision is stored: {decided:?}");
+    };
+    assert_eq!(stored.status, ApprovalStatus::Approved);
+    // The first stored resolution wins over a later one.
+    assert_eq!(
+        client.deny(approval.approval_id).await.expect("answered"),
+        Decided::AlreadyResolved(ApprovalStatus::Approved)
+    );
+    let (_, ended) = until(&mut follow, |event| event.ends_run().then(|| event.clone())).await;
+    assert!(matches!(ended, Event::RunCompleted(_)), "{ended:?}");
+}
+
+#[tokio::test]
+async fn a_question_is_answered_with_its_displayed_id() {
+    let stack = Stack::with_worker("sessions.read,sessions.write").await;
+    let client = stack.client();
+    let session = client
+        .create_session("default", None)
+        .await
+        .expect("create")
+        .summary
+        .session_id;
+    let run = client
+        .submit(session, &message("/ask Which colour?"))
+        .await
+        .expect("submit")
+        .run_id();
+    let mut follow = client.follow(session, 0, Some(run));
+    let (_, question) = until(&mut follow, |event| match event {
+        Event::QuestionAsked(question) => Some(question.clone()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(question.text, "Which colour?");
+    let error = client
+        .answer(run, uuid::Uuid::new_v4(), "Teal")
+        .await
+        .expect_err("not the displayed question");
+    assert_eq!(error.code(), Some("question_not_pending"));
+    client
+        .answer(run, question.question_id, "Teal")
+        .await
+        .expect("answered");
+    let (seen, ended) = until(&mut follow, |event| event.ends_run().then(|| event.clone())).await;
+    assert!(matches!(ended, Event::RunCompleted(_)), "{ended:?}");
+    assert!(
+        seen.iter()
+            .any(|event| matches!(event, Event::QuestionAnswered(answered) if answered.answer == "Teal"))
+    );
+}
+
+/// A proxy to `upstream` whose first connection is cut after `bytes` of the request; later
+/// connections pass untouched.
+async fn upload_cutting_proxy(upstream: String, bytes: usize) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = format!("http://{}", listener.local_addr().expect("address"));
+    let upstream = upstream.trim_start_matches("http://").to_owned();
+    tokio::spawn(async move {
+        let mut first = true;
+        loop {
+            let Ok((mut client, _)) = listener.accept().await else {
+                return;
+            };
+            let mut server = TcpStream::connect(&upstream).await.expect("upstream");
+            if !std::mem::take(&mut first) {
+                tokio::spawn(async move {
+                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                });
+                continue;
+            }
+            tokio::spawn(async move {
+                let mut left = bytes;
+                let mut buffer = vec![0u8; 8192];
+                while left > 0 {
+                    let Ok(read) = client.read(&mut buffer).await else {
+                        break;
+                    };
+                    if read == 0 {
+                        break;
+                    }
+                    let take = read.min(left);
+                    if server.write_all(&buffer[..take]).await.is_err() {
+                        break;
+                    }
+                    left -= take;
+                }
+                // Cut: both ends dropped mid-request.
+            });
+        }
+    });
+    address
+}
+
+#[tokio::test]
+async fn an_upload_cut_midway_is_retried_and_a_download_is_revalidated_from_the_cache() {
+    let stack = Stack::api("sessions.read,sessions.write").await;
+    let direct = stack.client();
+    let session = direct
+        .create_session("default", None)
+        .await
+        .expect("create")
+        .summary
+        .session_id;
+    let proxy = upload_cutting_proxy(stack.base.clone(), 100 * 1024).await;
+    let through = Client::new(&proxy, TOKEN).expect("client");
+    let bytes: Vec<u8> = (0..300 * 1024).map(|n| (n % 251) as u8).collect();
+    let reports = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = reports.clone();
+    let progress: client::Progress = Arc::new(move |done, total| seen.lock().expect("lock").push((done, total)));
+    let artifact = through
+        .upload(
+            session,
+            "data.bin",
+            "application/octet-stream",
+            bytes.clone().into(),
+            Some(progress),
+        )
+        .await
+        .expect("uploaded on a retry");
+    assert_eq!(artifact.size_bytes, 300 * 1024);
+    let reports = reports.lock().expect("lock").clone();
+    assert_eq!(reports.last(), Some(&(300 * 1024, Some(300 * 1024))));
+    assert!(
+        reports.windows(2).any(|pair| pair[1].0 < pair[0].0),
+        "progress started again for the retry"
+    );
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM artifacts WHERE session_id = $1")
+        .bind(session)
+        .fetch_one(&stack.db.pool)
+        .await
+        .expect("count");
+    assert_eq!(stored, 1, "the cut attempt stored nothing");
+
+    let first = direct
+        .download(session, artifact.artifact_id, None)
+        .await
+        .expect("download");
+    assert_eq!(first.bytes.as_ref(), bytes.as_slice());
+    assert!(!first.from_cache);
+    assert_eq!(first.etag, artifact.etag);
+    assert_eq!(direct.cached_bytes(), bytes.len());
+    let second = direct
+        .download(session, artifact.artifact_id, None)
+        .await
+        .expect("revalidate");
+    assert!(second.from_cache, "304: the cached bytes are reused");
+    assert_eq!(second.bytes, first.bytes);
+    direct.clear_cache();
+    assert_eq!(direct.cached_bytes(), 0);
 }

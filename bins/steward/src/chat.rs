@@ -1,0 +1,364 @@
+//! `steward chat`: a conversation in the terminal. Each message's run is followed on the
+//! session's event stream: the answer is shown on standard output as its Markdown blocks
+//! complete, and tool activity, approvals and questions on standard error. On a terminal,
+//! approvals are answered inline (approve once or deny, with the whole arguments shown once their
+//! cuts are proven) and questions are answered at a prompt; without one, they are left for
+//! another client and the command keeps following the run. Ctrl-C asks before stopping the run.
+
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use client::approvals::{self, Decided};
+use client::{Client, Submitted, Update};
+use uuid::Uuid;
+use wire::event::{ApprovalRequested, CancelReason, Event, QuestionAsked, ToolCall};
+use wire::request::SubmitMessage;
+
+use crate::render::Answer;
+
+/// Exit status of a run that failed.
+pub const RUN_FAILED: u8 = 3;
+/// Exit status of a run that was cancelled.
+pub const RUN_CANCELLED: u8 = 4;
+/// Exit status after an interrupt that stopped following (the shell's convention).
+pub const INTERRUPTED: u8 = 130;
+
+pub struct Options {
+    pub session: Option<Uuid>,
+    pub resume_latest: bool,
+    pub message: Option<String>,
+    pub agent: String,
+}
+
+/// How a run ended, as an exit status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    Completed,
+    Failed,
+    Cancelled,
+    Interrupted,
+}
+
+impl Outcome {
+    fn exit_code(self) -> ExitCode {
+        match self {
+            Outcome::Completed => ExitCode::SUCCESS,
+            Outcome::Failed => ExitCode::from(RUN_FAILED),
+            Outcome::Cancelled => ExitCode::from(RUN_CANCELLED),
+            Outcome::Interrupted => ExitCode::from(INTERRUPTED),
+        }
+    }
+}
+
+/// Whether the owner can be asked: standard input and standard error are terminals.
+fn attended() -> bool {
+    std::io::stdin().is_terminal() && std::io::stderr().is_terminal()
+}
+
+pub async fn run(client: &Client, options: Options) -> anyhow::Result<ExitCode> {
+    let session = match (options.session, options.resume_latest) {
+        (Some(session), _) => client.session(session).await?.summary.session_id,
+        (None, true) => match client.latest_conversation().await? {
+            Some(latest) => {
+                eprintln!(
+                    "Continuing “{}”",
+                    latest.title.as_deref().unwrap_or("untitled conversation")
+                );
+                latest.session_id
+            }
+            None => bail!("there is no conversation to continue; start one with `steward chat`"),
+        },
+        (None, false) => client.create_session(&options.agent, None).await?.summary.session_id,
+    };
+    if let Some(message) = options.message {
+        let outcome = send(client, session, &message).await?;
+        return Ok(outcome.exit_code());
+    }
+    eprintln!("Conversation {session}. Type a message and press Return; /exit or Ctrl-D ends.");
+    loop {
+        if attended() {
+            eprint!("› ");
+        }
+        let line = tokio::select! {
+            line = read_line() => line?,
+            _ = tokio::signal::ctrl_c() => return Ok(Outcome::Interrupted.exit_code()),
+        };
+        let Some(line) = line else {
+            return Ok(ExitCode::SUCCESS);
+        };
+        let text = line.trim();
+        if text.is_empty() {
+            continue;
+        }
+        if text == "/exit" || text == "/quit" {
+            return Ok(ExitCode::SUCCESS);
+        }
+        if send(client, session, text).await? == Outcome::Interrupted {
+            return Ok(Outcome::Interrupted.exit_code());
+        }
+    }
+}
+
+/// A line of standard input; `None` at its end.
+async fn read_line() -> anyhow::Result<Option<String>> {
+    tokio::task::spawn_blocking(|| {
+        let mut line = String::new();
+        let read = std::io::stdin().read_line(&mut line).context("read standard input")?;
+        Ok(if read == 0 { None } else { Some(line) })
+    })
+    .await
+    .context("read standard input")?
+}
+
+/// Sends one message and follows its run (or the run already active) to its end.
+async fn send(client: &Client, session: Uuid, text: &str) -> anyhow::Result<Outcome> {
+    let message = SubmitMessage {
+        text: Some(text.to_owned()),
+        attachments: Vec::new(),
+    };
+    let submitted = client.submit(session, &message).await?;
+    let run = client.run(submitted.run_id()).await?;
+    if let Submitted::Attached(_) = submitted {
+        eprintln!("A reply is already being written in this conversation; showing it (your message was not sent).");
+    }
+    // Everything after the run's own message belongs to the run.
+    let after = run.message_seq.unwrap_or(0);
+    follow(client, session, run.run_id, after).await
+}
+
+/// What the owner is shown of one run.
+struct Following<'a> {
+    client: &'a Client,
+    run: Uuid,
+    answer: Answer,
+    /// The model's proposed calls, by tool, whole: what approvals are checked against.
+    proposed: HashMap<String, Vec<ToolCall>>,
+    thinking: Option<indicatif::ProgressBar>,
+}
+
+async fn follow(client: &Client, session: Uuid, run: Uuid, after: i64) -> anyhow::Result<Outcome> {
+    let mut stream = client.follow(session, after, Some(run));
+    let mut shown = Following {
+        client,
+        run,
+        answer: Answer::new(std::io::stdout().is_terminal()),
+        proposed: HashMap::new(),
+        thinking: None,
+    };
+    loop {
+        let update = tokio::select! {
+            update = stream.next() => update,
+            _ = tokio::signal::ctrl_c() => {
+                if shown.stop().await? {
+                    continue;
+                }
+                return Ok(Outcome::Interrupted);
+            }
+        };
+        let Some(update) = update else {
+            bail!("the event stream ended before the run did");
+        };
+        shown.stop_thinking();
+        match update? {
+            Update::Delta { run_id, text } if run_id == run => shown.answer.delta(&text),
+            Update::Reasoning { run_id } if run_id == run => shown.start_thinking(),
+            Update::Delta { .. } | Update::Reasoning { .. } => {}
+            Update::Event(frame) => {
+                if let Some(outcome) = shown.event(frame.event).await? {
+                    return Ok(outcome);
+                }
+            }
+        }
+    }
+}
+
+impl Following<'_> {
+    fn start_thinking(&mut self) {
+        if self.thinking.is_none() && std::io::stderr().is_terminal() {
+            let spinner = indicatif::ProgressBar::new_spinner().with_message("Thinking…");
+            spinner.enable_steady_tick(std::time::Duration::from_millis(120));
+            self.thinking = Some(spinner);
+        }
+    }
+
+    fn stop_thinking(&mut self) {
+        if let Some(spinner) = self.thinking.take() {
+            spinner.finish_and_clear();
+        }
+    }
+
+    /// After Ctrl-C: asks, and stops the run if the owner says so. `Ok(true)`: keep following.
+    async fn stop(&mut self) -> anyhow::Result<bool> {
+        self.stop_thinking();
+        if !attended() {
+            return Ok(false);
+        }
+        let stop = tokio::task::spawn_blocking(|| {
+            dialoguer::Confirm::new()
+                .with_prompt("Stop this run?")
+                .default(false)
+                .interact_opt()
+        })
+        .await
+        .context("ask")?
+        .unwrap_or(None)
+        .unwrap_or(false);
+        if stop {
+            match self.client.cancel_run(self.run).await {
+                Ok(_) => eprintln!("Stopping…"),
+                Err(error) if error.code() == Some("run_not_active") => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Shows one persisted event; the outcome when it ends the run.
+    async fn event(&mut self, event: Event) -> anyhow::Result<Option<Outcome>> {
+        match event {
+            Event::AssistantMessage(step) if step.run_id == self.run => {
+                self.answer.finish(&step.text);
+                for call in step.tool_calls {
+                    self.proposed.entry(call.tool.clone()).or_default().push(call);
+                }
+            }
+            Event::ToolStarted(started) => eprintln!("→ {}", started.tool),
+            Event::ToolResult(result) => match &result.code {
+                None => eprintln!("✓ {} ({})", result.tool, result.status.as_str()),
+                Some(code) => eprintln!("✗ {} ({}: {code})", result.tool, result.status.as_str()),
+            },
+            Event::ApprovalRequested(approval) => self.approval(approval).await?,
+            Event::ApprovalResolved(resolved) => {
+                eprintln!(
+                    "Approval for {}: {}",
+                    resolved.tool,
+                    resolved.status.as_str().to_lowercase()
+                );
+            }
+            Event::QuestionAsked(question) => self.question(question).await?,
+            Event::MailOutcomeUnknown(unknown) => eprintln!(
+                "! The outcome of {} on {} is unknown ({}); it will not be repeated, only reconciled.",
+                unknown.tool, unknown.account_id, unknown.code
+            ),
+            Event::MailReconciled(reconciled) => eprintln!(
+                "Reconciled {} on {}: {}",
+                reconciled.operation,
+                reconciled.account_id,
+                reconciled.state.as_str()
+            ),
+            Event::RunCompleted(ended) if ended.run_id == self.run => return Ok(Some(Outcome::Completed)),
+            Event::RunFailed(ended) if ended.run_id == self.run => {
+                eprintln!("The run failed: {} ({})", ended.detail, ended.code);
+                return Ok(Some(Outcome::Failed));
+            }
+            Event::RunCancelled(ended) if ended.run_id == self.run => {
+                match ended.reason {
+                    CancelReason::Requested => eprintln!("The run was stopped."),
+                    CancelReason::Deadline => {
+                        eprintln!("The run was stopped at its deadline: it ran longer than its time limit allows.");
+                    }
+                }
+                return Ok(Some(Outcome::Cancelled));
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    async fn approval(&mut self, approval: ApprovalRequested) -> anyhow::Result<()> {
+        // The model's proposal whose display is exactly this approval, when there is one.
+        let candidates = self.proposed.get(&approval.tool).cloned().unwrap_or_default();
+        let checked = candidates
+            .iter()
+            .find_map(|call| {
+                approvals::check(&approval.arguments, &approval.argument_digests, Some(&call.arguments)).ok()
+            })
+            .map_or_else(
+                || approvals::check(&approval.arguments, &approval.argument_digests, None),
+                Ok,
+            );
+        eprintln!("\n{} wants approval ({} risk):", approval.tool, approval.risk.as_str());
+        let arguments = match &checked {
+            Ok(checked) => &checked.arguments,
+            Err(_) => &approval.arguments,
+        };
+        eprintln!(
+            "{}",
+            serde_json::to_string_pretty(arguments).unwrap_or_else(|_| arguments.to_string())
+        );
+        if let Ok(checked) = &checked {
+            for (pointer, digest) in &checked.cuts {
+                eprintln!("  {pointer} is shown to its first 512 characters; the whole text has SHA-256 {digest}");
+            }
+        }
+        if let Err(refused) = &checked {
+            eprintln!("This approval cannot be approved: {refused}.");
+        }
+        if !attended() {
+            eprintln!(
+                "Waiting for a decision from another client (or `steward approvals approve {} --session …`).",
+                approval.approval_id
+            );
+            return Ok(());
+        }
+        let approvable = checked.is_ok();
+        let choice = tokio::task::spawn_blocking(move || {
+            let items: &[&str] = if approvable {
+                &["Approve once", "Deny"]
+            } else {
+                &["Deny", "Leave it pending"]
+            };
+            dialoguer::Select::new()
+                .with_prompt("Decide")
+                .items(items)
+                .default(0)
+                .interact_opt()
+                .map(|choice| choice.map(|index| items[index]))
+        })
+        .await
+        .context("ask")?
+        .unwrap_or(None);
+        let decided = match (choice, &checked) {
+            (Some("Approve once"), Ok(checked)) => self.client.approve_once(approval.approval_id, checked).await?,
+            (Some("Deny"), _) => self.client.deny(approval.approval_id).await?,
+            _ => {
+                eprintln!("Left pending.");
+                return Ok(());
+            }
+        };
+        match decided {
+            Decided::Decided(approval) => eprintln!("{}.", approval.status.as_str().to_lowercase()),
+            Decided::AlreadyResolved(status) => eprintln!(
+                "Already {} elsewhere; that decision stands.",
+                status.as_str().to_lowercase()
+            ),
+        }
+        Ok(())
+    }
+
+    async fn question(&mut self, question: QuestionAsked) -> anyhow::Result<()> {
+        eprintln!("\nQuestion: {}", question.text);
+        if !attended() {
+            eprintln!("Waiting for an answer from another client.");
+            return Ok(());
+        }
+        let answer = tokio::task::spawn_blocking(|| {
+            dialoguer::Input::<String>::new()
+                .with_prompt("Your answer")
+                .interact_text()
+        })
+        .await
+        .context("ask")?
+        .context("read the answer")?;
+        match self.client.answer(question.run_id, question.question_id, &answer).await {
+            Ok(_) => {}
+            Err(error) if error.code() == Some("question_not_pending") => {
+                eprintln!("That question was already answered elsewhere.");
+            }
+            Err(error) => return Err(error.into()),
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,110 @@
+//! Showing an answer as it streams: text is held until a Markdown block is complete (a blank
+//! line outside a code fence), then the block is rendered for the terminal (`termimad`) or, when
+//! standard output is not a terminal, written as it came.
+
+use std::io::Write;
+
+/// An answer being written, one step at a time.
+pub struct Answer {
+    skin: Option<termimad::MadSkin>,
+    /// Text received for the current step.
+    text: String,
+    /// How much of `text` has been shown.
+    shown: usize,
+}
+
+impl Answer {
+    /// `styled`: render Markdown for a terminal; otherwise plain text.
+    pub fn new(styled: bool) -> Answer {
+        Answer {
+            skin: styled.then(termimad::MadSkin::default),
+            text: String::new(),
+            shown: 0,
+        }
+    }
+
+    /// A piece of the answer arrived.
+    pub fn delta(&mut self, piece: &str) {
+        self.text.push_str(piece);
+        if let Some(end) = complete_blocks(&self.text[self.shown..]) {
+            let start = self.shown;
+            self.show(start, start + end);
+        }
+    }
+
+    /// The step's whole text, as stored: what the pieces missed is shown now, and the step ends.
+    pub fn finish(&mut self, whole: &str) {
+        let start = if whole.is_char_boundary(self.shown) && whole[..self.shown] == self.text[..self.shown] {
+            self.shown
+        } else {
+            // Pieces were lost or differ: show the stored text from its start.
+            0
+        };
+        self.text = whole.to_owned();
+        self.show(start, whole.len());
+        self.text.clear();
+        self.shown = 0;
+    }
+
+    fn show(&mut self, start: usize, end: usize) {
+        let block = &self.text[start..end];
+        if !block.trim().is_empty() {
+            let mut out = std::io::stdout().lock();
+            let _ = match &self.skin {
+                Some(skin) => write!(out, "{}", skin.term_text(block.trim_end_matches('\n'))),
+                None => writeln!(out, "{}", block.trim_end_matches('\n')),
+            };
+            let _ = out.flush();
+        }
+        self.shown = end;
+    }
+}
+
+/// The end of the last complete block in `text` (just after a blank line outside a fenced code
+/// block), if any.
+fn complete_blocks(text: &str) -> Option<usize> {
+    let mut fenced = false;
+    let mut end = None;
+    let mut offset = 0;
+    let mut previous_blank = false;
+    for line in text.split_inclusive('\n') {
+        let complete = line.ends_with('\n');
+        let trimmed = line.trim();
+        if complete && (trimmed.starts_with("```") || trimmed.starts_with("~~~")) {
+            fenced = !fenced;
+            if !fenced {
+                // A closed fence ends its block.
+                end = Some(offset + line.len());
+            }
+        } else if complete && !fenced && trimmed.is_empty() && !previous_blank && offset > 0 {
+            end = Some(offset + line.len());
+        }
+        previous_blank = trimmed.is_empty();
+        offset += line.len();
+    }
+    end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_block_is_complete_after_a_blank_line_outside_a_fence() {
+        assert_eq!(complete_blocks("Hello, wor"), None);
+        assert_eq!(complete_blocks("Hello.\n\nNext"), Some(8));
+        assert_eq!(complete_blocks("```rust\nfn main() {\n\n"), None, "inside a fence");
+        let fenced = "```\ncode\n\nmore\n```\nafter";
+        assert_eq!(complete_blocks(fenced), Some(fenced.len() - "after".len()));
+        assert_eq!(complete_blocks("- a\n- b\n\n- c"), Some(9));
+    }
+
+    #[test]
+    fn the_stored_text_fills_in_what_the_pieces_missed() {
+        let mut answer = Answer::new(false);
+        answer.delta("First paragraph.\n\nSecond ");
+        assert_eq!(answer.shown, "First paragraph.\n\n".len());
+        answer.finish("First paragraph.\n\nSecond paragraph.");
+        assert_eq!((answer.shown, answer.text.as_str()), (0, ""));
+    }
+}

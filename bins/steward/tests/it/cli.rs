@@ -1,0 +1,407 @@
+//! The `steward` command as a user runs it, against the real API and worker: `connect` with no
+//! credential store service, `chat -m` (also on a pseudo-terminal, answering an approval),
+//! `--json` outputs that parse as the API's shapes, one-line errors, and `forget`.
+
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use wire::response::{Approval, Artifact, Folder, ModelSettings, Notification, Schedule, Session, SessionSummary};
+
+use crate::stack::{Stack, TOKEN};
+
+const SCOPES: &str = "sessions.read,sessions.write,schedules.read,schedules.write,settings.read,settings.write,notifications.read,notifications.write";
+
+/// A user of the command: a home of their own, and no credential store service (no D-Bus
+/// session bus).
+struct User {
+    home: tempfile::TempDir,
+}
+
+struct Output {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl User {
+    fn new() -> User {
+        let home = tempfile::tempdir().expect("home");
+        std::fs::create_dir(home.path().join("run")).expect("runtime dir");
+        User { home }
+    }
+
+    fn config(&self) -> PathBuf {
+        self.home.path().join("config/steward")
+    }
+
+    fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_steward"));
+        command
+            .args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.home.path())
+            .env("XDG_CONFIG_HOME", self.home.path().join("config"))
+            .env("XDG_RUNTIME_DIR", self.home.path().join("run"))
+            .kill_on_drop(true);
+        command
+    }
+
+    /// Runs `steward args…` with `input` on standard input (not a terminal).
+    async fn run(&self, args: &[&str], input: &str) -> Output {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn steward");
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(input.as_bytes()).await.expect("write stdin");
+        drop(stdin);
+        let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+            .await
+            .expect("steward finishes")
+            .expect("steward ran");
+        Output {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// Runs `steward args…` expecting success and JSON on standard output.
+    async fn json<T: serde::de::DeserializeOwned>(&self, args: &[&str]) -> T {
+        let mut all = vec!["--json"];
+        all.extend_from_slice(args);
+        let output = self.run(&all, "").await;
+        assert_eq!(output.code, 0, "steward {args:?}: {}", output.stderr);
+        serde_json::from_str(&output.stdout)
+            .unwrap_or_else(|error| panic!("steward {args:?} printed no such JSON ({error}): {}", output.stdout))
+    }
+
+    async fn connect(&self, base: &str) -> Output {
+        self.run(&["connect", base], &format!("{TOKEN}\n")).await
+    }
+}
+
+#[tokio::test]
+async fn connect_without_a_credential_store_keeps_the_token_in_an_owner_only_file() {
+    let stack = Stack::api(SCOPES).await;
+    let user = User::new();
+
+    let wrong = user
+        .run(&["connect", &stack.base], "not-the-token-0123456789abcdef\n")
+        .await;
+    assert_eq!(wrong.code, 1, "{}", wrong.stderr);
+    assert!(
+        wrong
+            .stderr
+            .starts_with("steward: the server does not accept this token"),
+        "{}",
+        wrong.stderr
+    );
+    assert_eq!(wrong.stderr.lines().count(), 1, "one line: {}", wrong.stderr);
+    assert!(!user.config().join("connection.json").exists(), "nothing kept");
+
+    // Without the notification routes, the command says so and the rest keeps working.
+    let unavailable = user.run(&["notifications"], "").await;
+    assert_eq!(unavailable.code, 1);
+    assert!(unavailable.stderr.contains("not connected"), "{}", unavailable.stderr);
+
+    let plain = user.run(&["connect", "http://steward.example"], "x\n").await;
+    assert_eq!(plain.code, 1);
+    assert!(plain.stderr.contains("use HTTPS"), "{}", plain.stderr);
+
+    let connected = user.connect(&stack.base).await;
+    assert_eq!(connected.code, 0, "{}", connected.stderr);
+    assert!(
+        connected.stderr.contains("no credential store answered"),
+        "{}",
+        connected.stderr
+    );
+    let token = user.config().join("token");
+    assert_eq!(std::fs::read_to_string(&token).expect("token file"), TOKEN);
+    let mode = std::fs::metadata(&token).expect("token file").permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "owner-only");
+    let dir_mode = std::fs::metadata(user.config()).expect("dir").permissions().mode();
+    assert_eq!(dir_mode & 0o777, 0o700);
+    let saved = std::fs::read_to_string(user.config().join("connection.json")).expect("connection");
+    assert!(!saved.contains(TOKEN), "the token is never in the configuration file");
+    let saved: serde_json::Value = serde_json::from_str(&saved).expect("json");
+    assert_eq!(saved["token_store"], "file");
+
+    // Said once: later commands use the file without a word.
+    let listed = user.run(&["sessions"], "").await;
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert_eq!(listed.stderr, "");
+    // A server without the notification routes: said plainly, nothing else affected.
+    let unavailable = user.run(&["notifications"], "").await;
+    assert_eq!(unavailable.code, 1);
+    assert_eq!(
+        unavailable.stderr.trim(),
+        "steward: this server does not offer notifications (its notification API is off)"
+    );
+
+    // A token file others could read is refused.
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let refused = user.run(&["sessions"], "").await;
+    assert_eq!(refused.code, 1);
+    assert!(refused.stderr.contains("only its owner can read"), "{}", refused.stderr);
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+
+    let forgot = user.run(&["forget"], "").await;
+    assert_eq!(forgot.code, 0, "{}", forgot.stderr);
+    assert!(!token.exists() && !user.config().join("connection.json").exists());
+    let after = user.run(&["sessions"], "").await;
+    assert_eq!(after.code, 1);
+    assert_eq!(
+        after.stderr.trim(),
+        "steward: not connected; run `steward connect <URL>` first"
+    );
+}
+
+#[tokio::test]
+async fn json_outputs_parse_as_the_api_shapes() {
+    let stack = Stack::with_worker(SCOPES).await;
+    let user = User::new();
+    assert_eq!(user.connect(&stack.base).await.code, 0);
+
+    let chat = user.run(&["chat", "-m", "Hello there"], "").await;
+    assert_eq!(chat.code, 0, "{}", chat.stderr);
+    assert_eq!(chat.stdout.trim(), "You said: Hello there");
+
+    let sessions: Vec<SessionSummary> = user.json(&["sessions"]).await;
+    assert_eq!(sessions.len(), 1);
+    let session = sessions[0].session_id.to_string();
+
+    let folder: Folder = user.json(&["folders", "create", "Groceries"]).await;
+    let filed: Session = user
+        .json(&["folders", "file", &session, &folder.folder_id.to_string()])
+        .await;
+    assert_eq!(filed.summary.folder_id, Some(folder.folder_id));
+    let folders: Vec<Folder> = user.json(&["folders"]).await;
+    assert_eq!(folders, vec![folder]);
+
+    let schedules: Vec<Schedule> = user.json(&["schedules"]).await;
+    assert!(schedules.is_empty());
+    let notifications: Vec<Notification> = user.json(&["notifications"]).await;
+    assert!(notifications.is_empty());
+    let approvals: Vec<Approval> = user.json(&["approvals", "--session", &session]).await;
+    assert!(approvals.is_empty());
+    let settings: ModelSettings = user.json(&["settings"]).await;
+    assert!(!settings.offered.chat.is_empty());
+
+    let file = user.home.path().join("notes.txt");
+    std::fs::write(&file, "a list\n").expect("write");
+    let artifact: Artifact = user.json(&["upload", &session, file.to_str().expect("path")]).await;
+    assert_eq!((artifact.size_bytes, artifact.media_type.as_str()), (7, "text/plain"));
+    let copy = user.home.path().join("copy.txt");
+    let saved: serde_json::Value = user
+        .json(&[
+            "download",
+            &session,
+            &artifact.artifact_id.to_string(),
+            "-o",
+            copy.to_str().expect("path"),
+        ])
+        .await;
+    assert_eq!(saved["artifact"]["artifact_id"], artifact.artifact_id.to_string());
+    assert_eq!(std::fs::read_to_string(&copy).expect("downloaded"), "a list\n");
+    let again = user
+        .run(
+            &[
+                "download",
+                &session,
+                &artifact.artifact_id.to_string(),
+                "-o",
+                copy.to_str().expect("path"),
+            ],
+            "",
+        )
+        .await;
+    assert_eq!(again.code, 1, "a download never overwrites a file");
+
+    let unknown = user
+        .run(&["--json", "sessions", "delete", &uuid::Uuid::new_v4().to_string()], "")
+        .await;
+    assert_eq!(unknown.code, 1);
+    assert_eq!(unknown.stderr.lines().count(), 1, "{}", unknown.stderr);
+    let bad = user.run(&["sessions", "delete", "not-an-id"], "").await;
+    assert_eq!(bad.code, 2, "a command line that does not parse: {}", bad.stderr);
+}
+
+/// A pseudo-terminal running `steward args…`: what it printed so far, and keys to type.
+struct Terminal {
+    master: std::fs::File,
+    screen: Arc<Mutex<Vec<u8>>>,
+    child: tokio::process::Child,
+}
+
+impl Terminal {
+    fn start(user: &User, args: &[&str]) -> Terminal {
+        let size = nix::pty::Winsize {
+            ws_row: 40,
+            ws_col: 120,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        let pty = nix::pty::openpty(Some(&size), None).expect("openpty");
+        let slave = std::fs::File::from(pty.slave);
+        let mut command = user.command(args);
+        command
+            .env("TERM", "xterm-256color")
+            .stdin(Stdio::from(slave.try_clone().expect("dup")))
+            .stdout(Stdio::from(slave.try_clone().expect("dup")))
+            .stderr(Stdio::from(slave));
+        let child = command.spawn().expect("spawn steward");
+        // The command holds the only copies of the terminal's other end now.
+        drop(command);
+        let master = std::fs::File::from(pty.master);
+        let mut reader = master.try_clone().expect("dup");
+        let screen = Arc::new(Mutex::new(Vec::new()));
+        let sink = screen.clone();
+        std::thread::spawn(move || {
+            let mut buffer = [0u8; 4096];
+            while let Ok(read) = reader.read(&mut buffer) {
+                if read == 0 {
+                    break;
+                }
+                sink.lock().expect("lock").extend_from_slice(&buffer[..read]);
+            }
+        });
+        Terminal { master, screen, child }
+    }
+
+    /// The screen's text so far, without escape sequences.
+    fn text(&self) -> String {
+        strip_escapes(&String::from_utf8_lossy(&self.screen.lock().expect("lock")))
+    }
+
+    async fn wait_for(&self, what: &str) {
+        for _ in 0..600 {
+            if self.text().contains(what) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("the terminal never showed {what:?}:\n{}", self.text());
+    }
+
+    fn type_keys(&mut self, keys: &str) {
+        self.master.write_all(keys.as_bytes()).expect("type");
+    }
+}
+
+fn strip_escapes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() || c == '~' {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[tokio::test]
+async fn chat_on_a_terminal_answers_an_approval_inline_and_exits_with_the_run() {
+    let stack = Stack::with_worker(SCOPES).await;
+    let user = User::new();
+    assert_eq!(user.connect(&stack.base).await.code, 0);
+
+    let mut terminal = Terminal::start(&user, &["chat", "-m", r#"/tool notes.add {"text": "Buy oat milk"}"#]);
+    terminal.wait_for("notes.add wants approval").await;
+    terminal.wait_for("Approve once").await;
+    assert!(
+        terminal.text().contains(r#""text": "Buy oat milk""#),
+        "{}",
+        terminal.text()
+    );
+    terminal.type_keys("\r");
+    let status = tokio::time::timeout(Duration::from_secs(60), terminal.child.wait())
+        .await
+        .expect("steward finishes")
+        .expect("steward ran");
+    // The reader may still be draining the last output.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let screen = terminal.text();
+    assert_eq!(status.code(), Some(0), "{screen}");
+    assert!(screen.contains("approved"), "{screen}");
+    assert!(screen.contains("notes.add returned"), "{screen}");
+    let notes: i64 = sqlx::query_scalar("SELECT count(*) FROM notes")
+        .fetch_one(&stack.db.pool)
+        .await
+        .expect("count notes");
+    assert_eq!(notes, 1, "approved once, written once");
+
+    // Without a terminal the approval is left for another client; denying it elsewhere ends the
+    // run, and the exit status says it did not complete as asked.
+    let waiting = tokio::spawn({
+        let command = user.command(&["chat", "-m", r#"/tool notes.add {"text": "Never saved"}"#]);
+        async move {
+            let mut command = command;
+            command
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            command.spawn().expect("spawn").wait_with_output().await.expect("ran")
+        }
+    });
+    let client = stack.client();
+    let approval = loop {
+        let sessions = client.sessions().await.expect("index");
+        let mut found = None;
+        for session in sessions {
+            if let Some(pending) = client.approvals(session.session_id).await.expect("approvals").pop() {
+                found = Some(pending);
+            }
+        }
+        if let Some(found) = found {
+            break found;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let denied = user
+        .run(
+            &[
+                "approvals",
+                "deny",
+                &approval.approval_id.to_string(),
+                "--session",
+                &approval.session_id.to_string(),
+            ],
+            "",
+        )
+        .await;
+    assert_eq!(denied.code, 0, "{}", denied.stderr);
+    let output = tokio::time::timeout(Duration::from_secs(60), waiting)
+        .await
+        .expect("steward finishes")
+        .expect("joined");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("Waiting for a decision from another client"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("denied"), "{stderr}");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "the run completes after the denial: {stderr}"
+    );
+}

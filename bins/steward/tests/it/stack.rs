@@ -1,0 +1,98 @@
+//! A stack for one test: a fresh database, the API on 127.0.0.1, and (when asked) an in-process
+//! worker on the offline scripted model.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+
+use client::Client;
+use testkit::TestDatabase;
+use tokio::net::TcpListener;
+
+pub const TOKEN: &str = "client-sdk-test-token-0123456789abcdefghij";
+
+pub struct Stack {
+    pub base: String,
+    pub db: TestDatabase,
+    _dir: tempfile::TempDir,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+impl Stack {
+    /// The API alone, granting `scopes`.
+    pub async fn api(scopes: &str) -> Stack {
+        Stack::api_with(scopes, &[]).await
+    }
+
+    /// The API granting `scopes`, with `flags` on (or other settings).
+    pub async fn api_with(scopes: &str, flags: &[(&str, &str)]) -> Stack {
+        let db = TestDatabase::new().await;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let token_file = dir.path().join("token");
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&token_file)
+            .expect("token file");
+        file.write_all(TOKEN.as_bytes()).expect("write token");
+        let mut vars: HashMap<&str, String> = HashMap::from([
+            ("DATABASE_URL", db.url_as("api")),
+            ("API_TOKEN_FILE", token_file.display().to_string()),
+            ("AUTH_SCOPES", scopes.to_owned()),
+        ]);
+        vars.extend(flags.iter().map(|(name, value)| (*name, (*value).to_owned())));
+        let config = api::ApiConfig::from_env(|name| vars.get(name).cloned()).expect("configuration");
+        let app = api::app(config, db.store_as("api").await);
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("address"));
+        let server = tokio::spawn(async move {
+            let _ = api::serve(listener, app, std::future::pending()).await;
+        });
+        Stack {
+            base,
+            db,
+            _dir: dir,
+            tasks: vec![server],
+        }
+    }
+
+    /// The API granting `scopes` (with the notification routes) and a worker running the
+    /// scripted model.
+    pub async fn with_worker(scopes: &str) -> Stack {
+        let flags = [
+            ("AGENT_NOTIFICATION_API_ENABLED", "1"),
+            ("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1"),
+        ];
+        let mut stack = Stack::api_with(scopes, &flags).await;
+        let vars: HashMap<&str, String> = HashMap::from([
+            ("DATABASE_URL", stack.db.url_as("worker")),
+            ("WORKER_LEASE_SECONDS", "5".to_owned()),
+        ]);
+        let config = agent::WorkerConfig::from_env(|name| vars.get(name).cloned()).expect("worker configuration");
+        let executor = agent::executor::Executor {
+            store: stack.db.store_as("worker").await,
+            providers: agent::executor::Providers::new(None),
+            http: reqwest::Client::new(),
+            mail: None,
+        };
+        stack.tasks.push(tokio::spawn(agent::worker::run(
+            config,
+            executor,
+            std::future::pending(),
+        )));
+        stack
+    }
+
+    pub fn client(&self) -> Client {
+        Client::new(&self.base, TOKEN).expect("client")
+    }
+}
