@@ -243,7 +243,8 @@ fn each_role_links_only_the_workspace_crates_it_needs() {
         ),
         // The terminal client speaks only the HTTP API: the SDK on the wire types, no store,
         // no agent loop, no server code.
-        ("steward", &["client", "wire", "domain"]),
+        // `hardening` reads the fallback token file as every role reads its secrets.
+        ("steward", &["client", "wire", "domain", "hardening"]),
     ];
     for (role, allowed) in allowed {
         let linked: Vec<String> = closure(role).intersection(&workspace).cloned().collect();

@@ -13,7 +13,7 @@ use anyhow::{Context, bail};
 use client::approvals::{self, Decided};
 use client::{Client, Submitted, Update};
 use uuid::Uuid;
-use wire::event::{ApprovalRequested, CancelReason, Event, QuestionAsked, ToolCall};
+use wire::event::{ApprovalRequested, CancelReason, Event, QuestionAsked};
 use wire::request::SubmitMessage;
 
 use crate::render::Answer;
@@ -95,8 +95,11 @@ pub async fn run(client: &Client, options: Options) -> anyhow::Result<ExitCode> 
         if text == "/exit" || text == "/quit" {
             return Ok(ExitCode::SUCCESS);
         }
-        if send(client, session, text).await? == Outcome::Interrupted {
-            return Ok(Outcome::Interrupted.exit_code());
+        match send(client, session, text).await {
+            Ok(Outcome::Interrupted) => return Ok(Outcome::Interrupted.exit_code()),
+            Ok(_) => {}
+            // The conversation goes on after a message that could not be sent or followed.
+            Err(error) => eprintln!("steward: {}", crate::one_line(&error)),
         }
     }
 }
@@ -120,12 +123,17 @@ async fn send(client: &Client, session: Uuid, text: &str) -> anyhow::Result<Outc
     };
     let submitted = client.submit(session, &message).await?;
     let run = client.run(submitted.run_id()).await?;
-    if let Submitted::Attached(_) = submitted {
-        eprintln!("A reply is already being written in this conversation; showing it (your message was not sent).");
+    let attached = matches!(submitted, Submitted::Attached(_));
+    if attached {
+        eprintln!("A reply is already being written in this conversation; showing it.");
     }
     // Everything after the run's own message belongs to the run.
     let after = run.message_seq.unwrap_or(0);
-    follow(client, session, run.run_id, after).await
+    let outcome = follow(client, session, run.run_id, after).await?;
+    if attached && outcome != Outcome::Interrupted {
+        bail!("your message was not sent: another reply was being written; send it again");
+    }
+    Ok(outcome)
 }
 
 /// What the owner is shown of one run.
@@ -133,8 +141,8 @@ struct Following<'a> {
     client: &'a Client,
     run: Uuid,
     answer: Answer,
-    /// The model's proposed calls, by tool, whole: what approvals are checked against.
-    proposed: HashMap<String, Vec<ToolCall>>,
+    /// The model's proposed calls' arguments, by tool, whole: what approvals are checked against.
+    proposed: HashMap<String, Vec<serde_json::Value>>,
     thinking: Option<indicatif::ProgressBar>,
 }
 
@@ -221,7 +229,7 @@ impl Following<'_> {
             Event::AssistantMessage(step) if step.run_id == self.run => {
                 self.answer.finish(&step.text);
                 for call in step.tool_calls {
-                    self.proposed.entry(call.tool.clone()).or_default().push(call);
+                    self.proposed.entry(call.tool).or_default().push(call.arguments);
                 }
             }
             Event::ToolStarted(started) => eprintln!("→ {}", started.tool),
@@ -269,16 +277,8 @@ impl Following<'_> {
 
     async fn approval(&mut self, approval: ApprovalRequested) -> anyhow::Result<()> {
         // The model's proposal whose display is exactly this approval, when there is one.
-        let candidates = self.proposed.get(&approval.tool).cloned().unwrap_or_default();
-        let checked = candidates
-            .iter()
-            .find_map(|call| {
-                approvals::check(&approval.arguments, &approval.argument_digests, Some(&call.arguments)).ok()
-            })
-            .map_or_else(
-                || approvals::check(&approval.arguments, &approval.argument_digests, None),
-                Ok,
-            );
+        let proposals: Vec<serde_json::Value> = self.proposed.get(&approval.tool).cloned().unwrap_or_default();
+        let checked = approvals::check_against_proposals(&approval.arguments, &approval.argument_digests, &proposals);
         eprintln!("\n{} wants approval ({} risk):", approval.tool, approval.risk.as_str());
         let arguments = match &checked {
             Ok(checked) => &checked.arguments,

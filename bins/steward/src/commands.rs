@@ -2,7 +2,7 @@
 //! prints text for people, or with `--json` the API's own shapes for scripts; progress bars show
 //! only on a terminal.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -15,12 +15,25 @@ use serde::Serialize;
 use uuid::Uuid;
 use wire::request::SaveModelSettings;
 
-use crate::connection;
+use crate::{connection, out};
 
 fn print_json(value: &impl Serialize) -> anyhow::Result<ExitCode> {
     let text = serde_json::to_string_pretty(value).context("encode JSON")?;
-    println!("{text}");
+    out!("{text}");
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_downloaded_file_is_named_by_its_last_component_and_never_hidden() {
+        assert_eq!(local_name("report.pdf"), PathBuf::from("report.pdf"));
+        assert_eq!(local_name("../../etc/passwd"), PathBuf::from("passwd"));
+        assert_eq!(local_name(".bashrc"), PathBuf::from("attachment"));
+        assert_eq!(local_name(".."), PathBuf::from("attachment"));
+    }
 }
 
 /// A client for the saved connection.
@@ -37,11 +50,11 @@ fn read_token() -> anyhow::Result<String> {
             .interact()
             .context("read the token")?
     } else {
-        let mut text = String::new();
+        let mut line = String::new();
         std::io::stdin()
-            .read_to_string(&mut text)
+            .read_line(&mut line)
             .context("read the token from standard input")?;
-        text.lines().next().unwrap_or_default().to_owned()
+        line
     };
     let token = token.trim().to_owned();
     if token.is_empty() {
@@ -76,7 +89,7 @@ pub async fn connect(url: &str, json: bool) -> anyhow::Result<ExitCode> {
     if json {
         return print_json(&connected);
     }
-    println!(
+    out!(
         "Connected to {} (scopes: {}).",
         connected.base_url,
         connected.scopes.join(", ")
@@ -89,7 +102,7 @@ pub async fn forget(json: bool) -> anyhow::Result<ExitCode> {
         if json {
             return print_json(&serde_json::json!({ "forgotten": null }));
         }
-        println!("Not connected; nothing to forget.");
+        out!("Not connected; nothing to forget.");
         return Ok(ExitCode::SUCCESS);
     };
     // Revocation is tried first, but the local token goes even when it fails.
@@ -116,7 +129,7 @@ pub async fn forget(json: bool) -> anyhow::Result<ExitCode> {
             "device_revoked": revoked.unwrap_or(false),
         }));
     }
-    println!("Forgot the connection to {}.", saved.base_url);
+    out!("Forgot the connection to {}.", saved.base_url);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -142,7 +155,7 @@ pub async fn sessions(client: &Client, action: Option<SessionsAction>, json: boo
                 } else {
                     ""
                 };
-                println!(
+                out!(
                     "{}  {}  {}{kind}",
                     session.session_id,
                     session.updated_at.strftime("%Y-%m-%d %H:%M"),
@@ -155,7 +168,7 @@ pub async fn sessions(client: &Client, action: Option<SessionsAction>, json: boo
             if json {
                 return print_json(&serde_json::json!({ "deleted": session }));
             }
-            println!("Deleted {session}.");
+            out!("Deleted {session}.");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -191,7 +204,7 @@ pub async fn folders(client: &Client, action: Option<FoldersAction>, json: bool)
                 return print_json(&folders);
             }
             for folder in folders {
-                println!("{}  {}", folder.folder_id, folder.name);
+                out!("{}  {}", folder.folder_id, folder.name);
             }
             return Ok(ExitCode::SUCCESS);
         }
@@ -202,7 +215,7 @@ pub async fn folders(client: &Client, action: Option<FoldersAction>, json: bool)
             if json {
                 return print_json(&serde_json::json!({ "deleted": folder }));
             }
-            println!("Deleted folder {folder}.");
+            out!("Deleted folder {folder}.");
             return Ok(ExitCode::SUCCESS);
         }
         FoldersAction::File { session, folder } => {
@@ -211,8 +224,8 @@ pub async fn folders(client: &Client, action: Option<FoldersAction>, json: bool)
                 return print_json(&session);
             }
             match folder {
-                Some(folder) => println!("Filed {} into {folder}.", session.summary.session_id),
-                None => println!("Moved {} back to the history.", session.summary.session_id),
+                Some(folder) => out!("Filed {} into {folder}.", session.summary.session_id),
+                None => out!("Moved {} back to the history.", session.summary.session_id),
             }
             return Ok(ExitCode::SUCCESS);
         }
@@ -220,7 +233,7 @@ pub async fn folders(client: &Client, action: Option<FoldersAction>, json: bool)
     if json {
         return print_json(&changed);
     }
-    println!("{}  {}", changed.folder_id, changed.name);
+    out!("{}  {}", changed.folder_id, changed.name);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -243,17 +256,18 @@ pub enum SchedulesAction {
     },
 }
 
-fn print_schedule(schedule: &wire::response::Schedule) {
+fn print_schedule(schedule: &wire::response::Schedule) -> anyhow::Result<()> {
     let next = schedule
         .next_fire_at
         .map_or_else(|| "-".to_owned(), |at| at.to_string());
-    println!(
+    out!(
         "{}  {}  next {next}  {} (revision {})",
         schedule.id,
         schedule.state.as_str(),
         schedule.title,
         schedule.revision
     );
+    Ok(())
 }
 
 pub async fn schedules(client: &Client, action: Option<SchedulesAction>, json: bool) -> anyhow::Result<ExitCode> {
@@ -263,17 +277,21 @@ pub async fn schedules(client: &Client, action: Option<SchedulesAction>, json: b
             if json {
                 return print_json(&schedules);
             }
-            schedules.iter().for_each(print_schedule);
+            for schedule in &schedules {
+                print_schedule(schedule)?;
+            }
         }
         SchedulesAction::Show { schedule } => {
             let schedule = client.schedule(schedule).await?;
             if json {
                 return print_json(&schedule);
             }
-            print_schedule(&schedule);
-            println!(
+            print_schedule(&schedule)?;
+            out!(
                 "  daily at {} {}\n  {}",
-                schedule.cadence.local_time, schedule.cadence.timezone, schedule.instruction
+                schedule.cadence.local_time,
+                schedule.cadence.timezone,
+                schedule.instruction
             );
         }
         SchedulesAction::Cancel { schedule, revision } => {
@@ -285,7 +303,7 @@ pub async fn schedules(client: &Client, action: Option<SchedulesAction>, json: b
             if json {
                 return print_json(&schedule);
             }
-            println!("Cancelled “{}”.", schedule.title);
+            out!("Cancelled “{}”.", schedule.title);
         }
         SchedulesAction::Occurrences { schedule } => {
             let occurrences = client.occurrences(schedule).await?;
@@ -293,7 +311,7 @@ pub async fn schedules(client: &Client, action: Option<SchedulesAction>, json: b
                 return print_json(&occurrences);
             }
             for occurrence in occurrences {
-                println!(
+                out!(
                     "{}  {}  {}{}",
                     occurrence.occurrence_id,
                     occurrence.scheduled_for,
@@ -352,7 +370,7 @@ fn print_decided(decided: &Decided, json: bool) -> anyhow::Result<ExitCode> {
             if json {
                 return print_json(approval);
             }
-            println!("{}: {}", approval.tool, approval.status.as_str().to_lowercase());
+            out!("{}: {}", approval.tool, approval.status.as_str().to_lowercase());
             Ok(ExitCode::SUCCESS)
         }
         Decided::AlreadyResolved(status) => {
@@ -378,10 +396,10 @@ pub async fn approvals(
                 return print_json(&pending);
             }
             if pending.is_empty() {
-                println!("No approval is waiting in {session}.");
+                out!("No approval is waiting in {session}.");
             }
             for approval in pending {
-                println!(
+                out!(
                     "{}  {} ({} risk)\n{}",
                     approval.approval_id,
                     approval.tool,
@@ -389,7 +407,7 @@ pub async fn approvals(
                     serde_json::to_string_pretty(&approval.arguments).unwrap_or_default()
                 );
                 for (pointer, digest) in &approval.argument_digests {
-                    println!("  {pointer} is shown to its first 512 characters; the whole text has SHA-256 {digest}");
+                    out!("  {pointer} is shown to its first 512 characters; the whole text has SHA-256 {digest}");
                 }
             }
         }
@@ -448,7 +466,7 @@ pub async fn notifications(
                     .session_id
                     .map(|session| format!("  conversation {session}"))
                     .unwrap_or_default();
-                println!(
+                out!(
                     "{}  {}  {}{session}",
                     notification.notification_id,
                     notification.created_at.strftime("%Y-%m-%d %H:%M"),
@@ -464,7 +482,7 @@ pub async fn notifications(
             if json {
                 return print_json(&serde_json::json!({ "acknowledged": notification }));
             }
-            println!("Acknowledged {notification}.");
+            out!("Acknowledged {notification}.");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -509,17 +527,19 @@ pub async fn settings(client: &Client, action: Option<SettingsAction>, json: boo
     if json {
         return print_json(&settings);
     }
-    println!(
+    out!(
         "chat: {} (reasoning effort {})",
-        settings.chat_model, settings.chat_reasoning_effort
+        settings.chat_model,
+        settings.chat_reasoning_effort
     );
-    println!(
+    out!(
         "memory: {} (reasoning effort {})",
-        settings.memory_model, settings.memory_reasoning_effort
+        settings.memory_model,
+        settings.memory_reasoning_effort
     );
     for (role, offered) in [("chat", &settings.offered.chat), ("memory", &settings.offered.memory)] {
         for model in offered {
-            println!(
+            out!(
                 "  offered for {role}: {} ({})",
                 model.model,
                 model.reasoning_efforts.join(", ")
@@ -601,9 +621,12 @@ pub async fn upload(
     if json {
         return print_json(&artifact);
     }
-    println!(
+    out!(
         "{}  {} ({} bytes, {})",
-        artifact.artifact_id, artifact.filename, artifact.size_bytes, artifact.media_type
+        artifact.artifact_id,
+        artifact.filename,
+        artifact.size_bytes,
+        artifact.media_type
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -626,7 +649,7 @@ pub async fn download(
     let path = match output {
         _ if to_stdout => None,
         Some(path) => Some(path),
-        None => Some(PathBuf::from(&metadata.filename)),
+        None => Some(local_name(&metadata.filename)),
     };
     let bar = progress_bar(json || to_stdout, &metadata.filename);
     let downloaded = client.download(session, artifact, reporter(&bar)).await;
@@ -651,9 +674,18 @@ pub async fn download(
         });
     }
     if let Some(path) = path {
-        println!("Saved {} ({} bytes).", path.display(), downloaded.bytes.len());
+        out!("Saved {} ({} bytes).", path.display(), downloaded.bytes.len());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A file name in the current directory for an artifact's name: its last component only, and
+/// never a hidden file.
+fn local_name(filename: &str) -> PathBuf {
+    match Path::new(filename).file_name().and_then(|name| name.to_str()) {
+        Some(name) if !name.starts_with('.') => PathBuf::from(name),
+        _ => PathBuf::from("attachment"),
+    }
 }
 
 /// Writes `bytes` to `path`, which must not exist yet: a download never overwrites a file.

@@ -74,26 +74,14 @@ fn read_token(connection: &Connection) -> anyhow::Result<String> {
             .and_then(|entry| entry.get_password())
             .context("the token is not in the credential store; run `steward connect` again"),
         TokenStore::File => {
+            // Opened without following links, then checked on the open file: a regular file
+            // of this user's, mode 0600 or 0400, no extended ACL entries.
             let path = token_file(&directory()?);
-            check_owner_only(&path)?;
-            let token = fs::read_to_string(&path)
-                .with_context(|| format!("read {}; run `steward connect` again", path.display()))?;
+            let bytes = hardening::secret_file::read_owner_only(&path).context("read the token file")?;
+            let token = String::from_utf8(bytes).context("the token file is not UTF-8")?;
             Ok(token.trim().to_owned())
         }
     }
-}
-
-/// Refuses a token file another user could read or a symbolic link.
-fn check_owner_only(path: &Path) -> anyhow::Result<()> {
-    let meta =
-        fs::symlink_metadata(path).with_context(|| format!("read {}; run `steward connect` again", path.display()))?;
-    if !meta.file_type().is_file() || meta.permissions().mode() & 0o077 != 0 {
-        bail!(
-            "{} must be a regular file only its owner can read (mode 0600)",
-            path.display()
-        );
-    }
-    Ok(())
 }
 
 /// Keeps `token` for `base_url`: in the credential store, or in the owner-only file when no
@@ -104,6 +92,10 @@ pub fn save(base_url: &str, token: &str) -> anyhow::Result<Connection> {
     fs::set_permissions(&dir, fs::Permissions::from_mode(0o700))
         .with_context(|| format!("make {} owner-only", dir.display()))?;
     let previous = load().ok().flatten();
+    if let Some(previous) = previous.as_ref().filter(|previous| previous.base_url != base_url) {
+        // The token of the server connected before goes with the connection it belonged to.
+        clear(previous)?;
+    }
     let token_store = match keyring::Entry::new(SERVICE, base_url).and_then(|entry| entry.set_password(token)) {
         Ok(()) => {
             let _ = fs::remove_file(token_file(&dir));

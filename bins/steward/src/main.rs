@@ -113,17 +113,36 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
+    let code = match runtime.block_on(run(cli)) {
         Ok(code) => code,
         Err(error) => {
             eprintln!("steward: {}", one_line(&error));
             ExitCode::FAILURE
         }
-    }
+    };
+    // A read of standard input may still be blocked (Ctrl-C at the prompt): do not wait for it.
+    runtime.shutdown_background();
+    code
 }
 
+/// Writes a line to standard output; a closed pipe (`steward sessions | head -1`) ends the
+/// command quietly instead of panicking as `println!` would.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut stdout = std::io::stdout().lock();
+        if let Err(error) = writeln!(stdout, $($arg)*) {
+            if error.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(0);
+            }
+            return Err(anyhow::Error::new(error).context("write standard output"));
+        }
+    }};
+}
+pub(crate) use out;
+
 /// The error and its causes on one line.
-fn one_line(error: &anyhow::Error) -> String {
+pub(crate) fn one_line(error: &anyhow::Error) -> String {
     let mut text = error.to_string();
     for cause in error.chain().skip(1) {
         let cause = cause.to_string();

@@ -17,6 +17,7 @@ use domain::approval::{ApprovalStatus, DISPLAY_STRING_MAX_CHARS, display_argumen
 use reqwest::Method;
 use serde_json::Value;
 use uuid::Uuid;
+use wire::event::Event;
 use wire::request::{AnswerQuestion, DecideApproval, Decision};
 use wire::response::{Approval, ApprovalList, Run};
 
@@ -33,6 +34,8 @@ pub enum Refused {
     MalformedDigest(String),
     #[error("the arguments shown are not the arguments expected (first difference at `{0}`)")]
     Mismatch(String),
+    #[error("`{0}` was cut, and no proposed call was found to prove it against")]
+    Unverifiable(String),
 }
 
 /// An approval whose cuts are all proven. Only [`check`] makes one (it cannot be built outside
@@ -111,6 +114,27 @@ pub fn check(
     })
 }
 
+/// Checks an approval against the calls the model proposed for its tool in its run (see
+/// [`Client::proposals`]): it must be exactly the display of one of them. With no proposal at
+/// hand, an approval with a cut string is refused, since nothing can prove the cut.
+pub fn check_against_proposals(
+    arguments: &Value,
+    digests: &BTreeMap<String, String>,
+    proposals: &[Value],
+) -> Result<CheckedApproval, Refused> {
+    let Some(first) = proposals.first() else {
+        let checked = check(arguments, digests, None)?;
+        return match checked.cuts.keys().next() {
+            Some(pointer) => Err(Refused::Unverifiable(pointer.clone())),
+            None => Ok(checked),
+        };
+    };
+    proposals
+        .iter()
+        .find_map(|proposal| check(arguments, digests, Some(proposal)).ok())
+        .map_or_else(|| check(arguments, digests, Some(first)), Ok)
+}
+
 fn walk_strings(value: &Value, pointer: String, visit: &mut impl FnMut(&str, &str)) {
     match value {
         Value::String(text) => visit(&pointer, text),
@@ -165,6 +189,40 @@ pub enum Decided {
 }
 
 impl Client {
+    /// The calls the model proposed for `approval`'s tool in its run, whole, read from the
+    /// session's stored events up to the approval's own request.
+    pub async fn proposals(&self, approval: &Approval) -> Result<Vec<Value>> {
+        let mut follow = self.follow(approval.session_id, 0, Some(approval.run_id));
+        let mut proposals = Vec::new();
+        let read = async {
+            while let Some(update) = follow.next().await {
+                let crate::Update::Event(frame) = update? else {
+                    continue;
+                };
+                match frame.event {
+                    Event::AssistantMessage(step) if step.run_id == approval.run_id => proposals.extend(
+                        step.tool_calls
+                            .into_iter()
+                            .filter(|call| call.tool == approval.tool)
+                            .map(|call| call.arguments),
+                    ),
+                    Event::ApprovalRequested(requested) if requested.approval_id == approval.approval_id => {
+                        return Ok(());
+                    }
+                    _ => {}
+                }
+            }
+            Ok(())
+        };
+        match tokio::time::timeout(std::time::Duration::from_secs(30), read).await {
+            Ok(outcome) => outcome.map(|()| proposals),
+            Err(_) => Err(ClientError::Unexpected {
+                status: 200,
+                message: "the approval's request was not found in the session's events".into(),
+            }),
+        }
+    }
+
     /// The session's pending approvals, oldest first.
     pub async fn approvals(&self, session: Uuid) -> Result<Vec<Approval>> {
         Ok(self
@@ -242,6 +300,24 @@ mod tests {
         let checked = check(&arguments, &digests, Some(&long)).expect("matches what was expected");
         assert!(checked.whole);
         assert_eq!(checked.arguments, long);
+    }
+
+    #[test]
+    fn proposals_prove_cuts_and_none_leaves_a_cut_unproven() {
+        let long = json!({ "body": "z".repeat(600) });
+        let other = json!({ "body": "y".repeat(600) });
+        let (arguments, digests) = shown(&long);
+        assert!(check_against_proposals(&arguments, &digests, &[other.clone(), long.clone()]).is_ok_and(|c| c.whole));
+        assert_eq!(
+            check_against_proposals(&arguments, &digests, &[other]),
+            Err(Refused::Mismatch("/body".into()))
+        );
+        assert_eq!(
+            check_against_proposals(&arguments, &digests, &[]),
+            Err(Refused::Unverifiable("/body".into()))
+        );
+        let short = json!({ "text": "short" });
+        assert!(check_against_proposals(&short, &BTreeMap::new(), &[]).is_ok());
     }
 
     #[test]

@@ -90,7 +90,9 @@ pub struct Downloaded {
 
 impl Client {
     /// Uploads `bytes` as `filename` of `media_type` to `session`. A connection lost on the way
-    /// is retried from the start (at most three times); a refusal is not.
+    /// is retried from the start (at most three times); a refusal is not. An upload has no
+    /// idempotency key: when the answer (not the request) was lost, the retry stores a second
+    /// copy, which only costs space; the message names the artifact the caller got back.
     pub async fn upload(
         &self,
         session: Uuid,
@@ -118,7 +120,7 @@ impl Client {
             let part = Part::stream_with_length(reqwest::Body::wrap_stream(body), total)
                 .file_name(filename.to_owned())
                 .mime_str(media_type)
-                .map_err(|_| ClientError::BaseUrl(format!("`{media_type}` is not a media type")))?;
+                .map_err(|_| ClientError::Invalid(format!("`{media_type}` is not a media type")))?;
             let request = self
                 .request(Method::POST, &format!("v1/sessions/{session}/artifacts"))
                 .multipart(Form::new().part("file", part));

@@ -55,6 +55,9 @@ pub enum ClientError {
     RepeatedCursor,
     #[error("the server answered with a redirect, which this client never follows")]
     Redirect,
+    /// The caller's input cannot be sent as it is.
+    #[error("{0}")]
+    Invalid(String),
     #[error("cannot reach the server: {0}")]
     Transport(#[source] reqwest::Error),
 }
@@ -70,6 +73,18 @@ impl ClientError {
             ClientError::Reauthenticate(problem) | ClientError::Forbidden(problem) => Some(&problem.code),
             ClientError::Problem { problem, .. } => Some(&problem.code),
             _ => None,
+        }
+    }
+
+    /// Worth trying again later: the connection, or a server (or proxy in front of it) that is
+    /// failing or asks to slow down.
+    fn retryable(&self) -> bool {
+        match self {
+            ClientError::Transport(_) => true,
+            ClientError::Problem { status, .. } | ClientError::Unexpected { status, .. } => {
+                *status >= 500 || *status == 429
+            }
+            _ => false,
         }
     }
 

@@ -108,8 +108,10 @@ impl Follow {
     /// Waits before reconnecting: the server's `retry:`, doubled for each failure in a row (at
     /// most 10 s).
     async fn back_off(&mut self) {
+        // A `retry: 0` must not become a tight loop.
         let wait = self
             .retry
+            .max(Duration::from_millis(100))
             .saturating_mul(1 << self.failures.min(5))
             .min(Duration::from_secs(10));
         self.failures += 1;
@@ -117,7 +119,8 @@ impl Follow {
     }
 
     /// The next update; `None` once the run has ended. A refusal (401, 403, 404) ends the stream
-    /// with its error; a lost connection is reconnected.
+    /// with its error; a lost connection, a 5xx or a 429 (a proxy while the server restarts) is
+    /// retried.
     pub async fn next(&mut self) -> Option<Result<Update>> {
         loop {
             if self.done {
@@ -129,7 +132,7 @@ impl Follow {
                         self.source = Some(source);
                         continue;
                     }
-                    Err(error @ ClientError::Transport(_)) => {
+                    Err(error) if error.retryable() => {
                         if self.failures >= 8 {
                             self.done = true;
                             return Some(Err(error));
@@ -180,16 +183,10 @@ impl Follow {
         if seq <= self.cursor {
             return None;
         }
-        let frame: Frame = match serde_json::from_str(&event.data) {
-            Ok(frame) => frame,
-            Err(error) => {
-                return Some(Err(ClientError::Unexpected {
-                    status: 200,
-                    message: format!("event {seq}: {error}"),
-                }));
-            }
-        };
+        // An event this client does not know (a newer server's kind) is passed over, but the
+        // cursor still moves past it so a reconnection does not ask for it again.
         self.cursor = seq;
+        let frame: Frame = serde_json::from_str(&event.data).ok()?;
         if frame.event.ends_run() {
             let run = frame.run_id.or_else(|| run_of(&frame.event));
             if self.until.is_none() || self.until == run {

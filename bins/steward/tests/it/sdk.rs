@@ -119,23 +119,28 @@ async fn dropping_proxy(upstream: String) -> (String, Arc<AtomicBool>) {
     let flag = dropped.clone();
     let upstream = upstream.trim_start_matches("http://").to_owned();
     tokio::spawn(async move {
+        let mut first = true;
         loop {
             let Ok((mut client, _)) = listener.accept().await else {
                 return;
             };
             let mut server = TcpStream::connect(&upstream).await.expect("upstream");
-            if flag.swap(true, Ordering::SeqCst) {
+            if !std::mem::take(&mut first) {
                 tokio::spawn(async move {
                     let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
                 });
                 continue;
             }
+            let flag = flag.clone();
             tokio::spawn(async move {
                 // Forward the request, wait for the answer to start, then hang up on the client.
                 let mut buffer = vec![0u8; 64 * 1024];
                 let read = client.read(&mut buffer).await.expect("request");
                 server.write_all(&buffer[..read]).await.expect("forward");
-                let _ = server.read(&mut buffer).await;
+                // Only once the server has answered is the answer lost.
+                if server.read(&mut buffer).await.is_ok_and(|answered| answered > 0) {
+                    flag.store(true, Ordering::SeqCst);
+                }
                 drop(client);
             });
         }
@@ -351,6 +356,23 @@ async fn a_cut_argument_is_proven_by_its_digest_and_a_tampered_one_is_refused() 
     let checked = approvals::check(&approval.arguments, &approval.argument_digests, Some(&proposed)).expect("proven");
     assert!(checked.whole);
     assert_eq!(checked.arguments["text"], long.as_str());
+    // The proposal, as the SDK finds it in the stored events.
+    assert_eq!(
+        client.proposals(approval).await.expect("proposals"),
+        vec![proposed.clone()]
+    );
+    assert!(
+        approvals::check_against_proposals(
+            &approval.arguments,
+            &approval.argument_digests,
+            std::slice::from_ref(&proposed)
+        )
+        .is_ok()
+    );
+    assert_eq!(
+        approvals::check_against_proposals(&approval.arguments, &approval.argument_digests, &[]),
+        Err(Refused::Unverifiable("/text".into()))
+    );
     // Without it: every cut has its digest.
     let structural = approvals::check(&approval.arguments, &approval.argument_digests, None).expect("digested");
     assert_eq!(structural.cuts.keys().collect::<Vec<_>>(), ["/text"]);
