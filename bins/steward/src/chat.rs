@@ -144,6 +144,8 @@ struct Following<'a> {
     /// The model's proposed calls' arguments, by tool, whole: what approvals are checked against.
     proposed: HashMap<String, Vec<serde_json::Value>>,
     thinking: Option<indicatif::ProgressBar>,
+    /// Approvals decided here, whose resolution needs no second line.
+    decided: std::collections::HashSet<Uuid>,
 }
 
 async fn follow(client: &Client, session: Uuid, run: Uuid, after: i64) -> anyhow::Result<Outcome> {
@@ -154,6 +156,7 @@ async fn follow(client: &Client, session: Uuid, run: Uuid, after: i64) -> anyhow
         answer: Answer::new(std::io::stdout().is_terminal()),
         proposed: HashMap::new(),
         thinking: None,
+        decided: std::collections::HashSet::new(),
     };
     loop {
         let update = tokio::select! {
@@ -203,6 +206,8 @@ impl Following<'_> {
         if !attended() {
             return Ok(false);
         }
+        // The terminal has echoed ^C: the question starts on a line of its own.
+        eprintln!();
         let stop = tokio::task::spawn_blocking(|| {
             dialoguer::Confirm::new()
                 .with_prompt("Stop this run?")
@@ -238,6 +243,7 @@ impl Following<'_> {
                 Some(code) => eprintln!("✗ {} ({}: {code})", result.tool, result.status.as_str()),
             },
             Event::ApprovalRequested(approval) => self.approval(approval).await?,
+            Event::ApprovalResolved(resolved) if self.decided.contains(&resolved.approval_id) => {}
             Event::ApprovalResolved(resolved) => {
                 eprintln!(
                     "Approval for {}: {}",
@@ -324,10 +330,11 @@ impl Following<'_> {
             (Some("Approve once"), Ok(checked)) => self.client.approve_once(approval.approval_id, checked).await?,
             (Some("Deny"), _) => self.client.deny(approval.approval_id).await?,
             _ => {
-                eprintln!("Left pending.");
+                eprintln!("Left pending: decide from another client, or press Ctrl-C to stop the run.");
                 return Ok(());
             }
         };
+        self.decided.insert(approval.approval_id);
         match decided {
             Decided::Decided(approval) => eprintln!("{}.", approval.status.as_str().to_lowercase()),
             Decided::AlreadyResolved(status) => eprintln!(

@@ -36,6 +36,15 @@ mod tests {
     }
 }
 
+/// Reports a change that has nothing more to show: `{key: id}` as JSON, else `text`.
+fn done(json: bool, key: &str, id: Uuid, text: &str) -> anyhow::Result<ExitCode> {
+    if json {
+        return print_json(&serde_json::json!({ key: id }));
+    }
+    out!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
 /// A client for the saved connection.
 pub fn connected() -> anyhow::Result<Client> {
     let (connection, token) = connection::load_with_token()?;
@@ -165,10 +174,7 @@ pub async fn sessions(client: &Client, action: Option<SessionsAction>, json: boo
         }
         SessionsAction::Delete { session } => {
             client.delete_session(session).await?;
-            if json {
-                return print_json(&serde_json::json!({ "deleted": session }));
-            }
-            out!("Deleted {session}.");
+            return done(json, "deleted", session, &format!("Deleted {session}."));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -212,11 +218,7 @@ pub async fn folders(client: &Client, action: Option<FoldersAction>, json: bool)
         FoldersAction::Rename { folder, name } => client.rename_folder(folder, &name).await?,
         FoldersAction::Delete { folder } => {
             client.delete_folder(folder).await?;
-            if json {
-                return print_json(&serde_json::json!({ "deleted": folder }));
-            }
-            out!("Deleted folder {folder}.");
-            return Ok(ExitCode::SUCCESS);
+            return done(json, "deleted", folder, &format!("Deleted folder {folder}."));
         }
         FoldersAction::File { session, folder } => {
             let session = client.file_session(session, folder).await?;
@@ -479,10 +481,12 @@ pub async fn notifications(
         }
         NotificationsAction::Ack { notification } => {
             client.acknowledge(notification).await.map_err(unavailable)?;
-            if json {
-                return print_json(&serde_json::json!({ "acknowledged": notification }));
-            }
-            out!("Acknowledged {notification}.");
+            return done(
+                json,
+                "acknowledged",
+                notification,
+                &format!("Acknowledged {notification}."),
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -174,6 +174,29 @@ async fn a_retry_after_a_lost_answer_finds_the_run_the_first_attempt_made() {
     assert_eq!(runs, vec![run.run_id], "one run, the one the retry reported");
 }
 
+/// Copies at most `budget` bytes from `from` to `to`, stopping early when either side ends.
+async fn forward_at_most(
+    from: &mut (impl tokio::io::AsyncRead + Unpin),
+    to: &mut (impl tokio::io::AsyncWrite + Unpin),
+    budget: usize,
+) {
+    let mut left = budget;
+    let mut buffer = vec![0u8; 8192];
+    while left > 0 {
+        let Ok(read) = from.read(&mut buffer).await else {
+            return;
+        };
+        if read == 0 {
+            return;
+        }
+        let take = read.min(left);
+        if to.write_all(&buffer[..take]).await.is_err() {
+            return;
+        }
+        left -= take;
+    }
+}
+
 /// A proxy to `upstream` that cuts each of its first `cuts` connections after a pseudo-random
 /// number of answer bytes (a new point each run); later connections pass untouched.
 async fn cutting_proxy(upstream: String, cuts: usize) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
@@ -213,21 +236,7 @@ async fn cutting_proxy(upstream: String, cuts: usize) -> (String, Arc<std::sync:
                 tokio::spawn(async move {
                     let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
                 });
-                let mut left = budget;
-                let mut buffer = vec![0u8; 4096];
-                while left > 0 {
-                    let Ok(read) = server_read.read(&mut buffer).await else {
-                        break;
-                    };
-                    if read == 0 {
-                        break;
-                    }
-                    let take = read.min(left);
-                    if client_write.write_all(&buffer[..take]).await.is_err() {
-                        break;
-                    }
-                    left -= take;
-                }
+                forward_at_most(&mut server_read, &mut client_write, budget).await;
                 // Cut: both halves dropped here.
             });
         }
@@ -466,21 +475,7 @@ async fn upload_cutting_proxy(upstream: String, bytes: usize) -> String {
                 continue;
             }
             tokio::spawn(async move {
-                let mut left = bytes;
-                let mut buffer = vec![0u8; 8192];
-                while left > 0 {
-                    let Ok(read) = client.read(&mut buffer).await else {
-                        break;
-                    };
-                    if read == 0 {
-                        break;
-                    }
-                    let take = read.min(left);
-                    if server.write_all(&buffer[..take]).await.is_err() {
-                        break;
-                    }
-                    left -= take;
-                }
+                forward_at_most(&mut client, &mut server, bytes).await;
                 // Cut: both ends dropped mid-request.
             });
         }
