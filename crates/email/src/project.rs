@@ -1,0 +1,222 @@
+//! A message as the mailbox projection keeps it, parsed from its RFC 5322 bytes by
+//! `mail-parser`: the text a person reads (the first text part, or the HTML part reduced to
+//! text; no remote content is ever fetched), attachment metadata without the bytes, and the
+//! headers that say a message is bulk. Message content is for the projection and the model
+//! only, marked untrusted there; it is never logged.
+
+use mail_parser::{Address, MessageParser, MimeHeaders};
+use serde::{Deserialize, Serialize};
+
+/// The longest text kept for one message, in characters; a longer one is cut and marked.
+pub const TEXT_MAX_CHARS: usize = 100_000;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ProjectError {
+    #[error("the message is not an RFC 5322 message")]
+    Unparseable,
+}
+
+/// A person or mailbox on a message.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Correspondent {
+    pub name: Option<String>,
+    /// Lowercased.
+    pub address: String,
+}
+
+/// What is known of an attachment: never its bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttachmentMeta {
+    pub filename: Option<String>,
+    pub media_type: String,
+    pub size_bytes: u64,
+}
+
+/// The headers that mark mail sent to many (RFC 2369, RFC 3834, `Precedence`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BulkHeaders {
+    pub list_unsubscribe: bool,
+    pub list_id: bool,
+    /// `Precedence: bulk`, `list` or `junk`.
+    pub precedence_bulk: bool,
+    /// `Auto-Submitted` with any value but `no`.
+    pub auto_submitted: bool,
+}
+
+impl BulkHeaders {
+    pub fn any(self) -> bool {
+        self.list_unsubscribe || self.list_id || self.precedence_bulk || self.auto_submitted
+    }
+}
+
+/// One projected message.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProjectedMessage {
+    pub from: Option<Correspondent>,
+    pub to: Vec<Correspondent>,
+    pub cc: Vec<Correspondent>,
+    pub subject: Option<String>,
+    pub date: Option<jiff::Timestamp>,
+    /// Plain text: the first text part, or the HTML part reduced to text.
+    pub text: String,
+    /// The text was longer than [`TEXT_MAX_CHARS`] and was cut.
+    pub text_cut: bool,
+    pub attachments: Vec<AttachmentMeta>,
+    pub bulk: BulkHeaders,
+}
+
+fn correspondents(address: Option<&Address<'_>>) -> Vec<Correspondent> {
+    address
+        .map(|address| {
+            address
+                .iter()
+                .filter_map(|addr| {
+                    let mailbox = addr.address()?.trim().to_lowercase();
+                    (!mailbox.is_empty()).then(|| Correspondent {
+                        name: addr
+                            .name()
+                            .map(str::trim)
+                            .filter(|name| !name.is_empty())
+                            .map(str::to_owned),
+                        address: mailbox,
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Projects the RFC 5322 message `raw`.
+pub fn project(raw: &[u8]) -> Result<ProjectedMessage, ProjectError> {
+    let message = MessageParser::default().parse(raw).ok_or(ProjectError::Unparseable)?;
+    let header_text = |name: &str| message.header_raw(name).map(|value| value.trim().to_ascii_lowercase());
+    let bulk = BulkHeaders {
+        list_unsubscribe: message.header_raw("List-Unsubscribe").is_some(),
+        list_id: message.header_raw("List-Id").is_some(),
+        precedence_bulk: header_text("Precedence")
+            .is_some_and(|value| matches!(value.as_str(), "bulk" | "list" | "junk")),
+        auto_submitted: header_text("Auto-Submitted").is_some_and(|value| value != "no"),
+    };
+    // `body_text` gives the HTML part reduced to text when a message has no plain part.
+    let full = message.body_text(0).map(|text| text.into_owned()).unwrap_or_default();
+    let text_cut = full.chars().count() > TEXT_MAX_CHARS;
+    let text = if text_cut {
+        full.chars().take(TEXT_MAX_CHARS).collect()
+    } else {
+        full
+    };
+    let attachments = message
+        .attachments()
+        .map(|part| AttachmentMeta {
+            filename: part.attachment_name().map(str::to_owned),
+            media_type: part.content_type().map_or_else(
+                || "application/octet-stream".to_owned(),
+                |kind| match kind.subtype() {
+                    Some(subtype) => format!("{}/{}", kind.ctype(), subtype).to_ascii_lowercase(),
+                    None => kind.ctype().to_ascii_lowercase(),
+                },
+            ),
+            size_bytes: part.len() as u64,
+        })
+        .collect();
+    Ok(ProjectedMessage {
+        from: correspondents(message.from()).into_iter().next(),
+        to: correspondents(message.to()),
+        cc: correspondents(message.cc()),
+        subject: message.subject().map(|subject| subject.trim().to_owned()),
+        date: message
+            .date()
+            .and_then(|date| jiff::Timestamp::from_second(date.to_timestamp()).ok()),
+        text,
+        text_cut,
+        attachments,
+        bulk,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mail_builder::MessageBuilder;
+    use mail_builder::headers::raw::Raw;
+
+    #[test]
+    fn a_plain_message_gives_its_people_subject_date_and_text() {
+        let raw = MessageBuilder::new()
+            .from(("Ada Lovelace", "Ada@Example.com"))
+            .to(vec![("Owner", "owner@example.org")])
+            .cc("bob@example.net")
+            .subject("  Lunch on Friday?  ")
+            .date(1_700_000_000_i64)
+            .text_body("Are you free on Friday?\n\n> quoted earlier text\n")
+            .write_to_vec()
+            .expect("built");
+        let message = project(&raw).expect("parses");
+        assert_eq!(
+            message.from,
+            Some(Correspondent {
+                name: Some("Ada Lovelace".into()),
+                address: "ada@example.com".into()
+            })
+        );
+        assert_eq!(message.to[0].address, "owner@example.org");
+        assert_eq!(message.cc[0].address, "bob@example.net");
+        assert_eq!(message.subject.as_deref(), Some("Lunch on Friday?"));
+        assert_eq!(
+            message.date,
+            Some(jiff::Timestamp::from_second(1_700_000_000).expect("instant"))
+        );
+        assert!(message.text.starts_with("Are you free on Friday?"));
+        assert!(!message.bulk.any());
+        assert!(message.attachments.is_empty());
+    }
+
+    #[test]
+    fn html_is_reduced_to_text_and_attachments_keep_only_their_metadata() {
+        let raw = MessageBuilder::new()
+            .from("shop@example.com")
+            .to("owner@example.org")
+            .subject("Your receipt")
+            .html_body(
+                "<html><body><p>Thank you for your <b>order</b>.</p>\
+                 <img src=\"https://tracker.example/pixel.gif\"><script>alert(1)</script></body></html>",
+            )
+            .attachment("application/pdf", "receipt.pdf", vec![7u8; 2048])
+            .header("List-Unsubscribe", Raw::new("<https://example.com/u/1>"))
+            .header("Precedence", Raw::new("Bulk"))
+            .write_to_vec()
+            .expect("built");
+        let message = project(&raw).expect("parses");
+        assert!(message.text.contains("Thank you for your order."), "{}", message.text);
+        assert!(!message.text.contains('<'), "no markup: {}", message.text);
+        assert!(
+            !message.text.contains("tracker.example"),
+            "no remote content: {}",
+            message.text
+        );
+        assert_eq!(
+            message.attachments,
+            vec![AttachmentMeta {
+                filename: Some("receipt.pdf".into()),
+                media_type: "application/pdf".into(),
+                size_bytes: 2048,
+            }]
+        );
+        assert!(message.bulk.list_unsubscribe && message.bulk.precedence_bulk && message.bulk.any());
+        assert!(!message.bulk.list_id);
+    }
+
+    #[test]
+    fn a_long_text_is_cut_and_marked() {
+        let raw = MessageBuilder::new()
+            .from("a@example.com")
+            .to("owner@example.org")
+            .subject("Long")
+            .text_body("é".repeat(TEXT_MAX_CHARS + 10))
+            .write_to_vec()
+            .expect("built");
+        let message = project(&raw).expect("parses");
+        assert!(message.text_cut);
+        assert_eq!(message.text.chars().count(), TEXT_MAX_CHARS);
+    }
+}
