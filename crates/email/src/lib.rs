@@ -6,9 +6,12 @@
 //!   metadata (never attachment bytes), with the headers that mark bulk mail.
 //! - [`assess`]: the offline, rule-based classifier (the dev and test default), pinned at
 //!   [`assess::CLASSIFIER_VERSION`]: importance, reply need and a one-line gist.
+//! - [`provider`]: the provider as the async worker reads it with the read document only: the
+//!   profile, the changes since a history id (an expired one means a full resync), raw messages.
 //! - [`allowance`]: the email cost allowances (USD 20 per UTC day, USD 200 per rolling 30 days)
 //!   and the `runtime/limits.yaml` overlay that may change them to finite amounts.
 
 pub mod allowance;
 pub mod assess;
 pub mod project;
+pub mod provider;

@@ -2,7 +2,9 @@
 //! token wire formats the service uses — the refresh-token grant, `labels.list`, `threads.list`
 //! (with `q`, `includeSpamTrash`, `maxResults` and paging), `threads.get` (`format=metadata`
 //! with `metadataHeaders`), `drafts.create` and `messages.send` (both with a base64url RFC 5322
-//! `raw`). Each refresh token is a grant of one scope on one mailbox; every call is checked
+//! `raw`), and for Email mode `users.getProfile`, `history.list` (with `startHistoryId`, paging,
+//! and 404 for a start older than the mailbox keeps), `messages.get?format=raw` and
+//! `threads.modify`. Each refresh token is a grant of one scope on one mailbox; every call is checked
 //! against the scopes Google documents for it, so a tool that used the wrong credential document
 //! fails here as it would there.
 //!
@@ -44,6 +46,8 @@ pub struct StoredMessage {
     pub internal_date: i64,
     /// Its `X-` headers, as given.
     pub extra_headers: Vec<(String, String)>,
+    /// The message's bytes when it was delivered whole ([`FakeGmail::deliver_raw`]).
+    pub raw: Option<Vec<u8>>,
 }
 
 /// An RFC 2822 date (UTC) of `seconds` since the epoch, as a `Date` header shows it.
@@ -65,6 +69,30 @@ struct Mailbox {
     address: String,
     messages: Vec<StoredMessage>,
     drafts: Vec<(String, String)>,
+    /// The mailbox's history id: raised by every change.
+    history_id: u64,
+    /// History records (`history.list`'s items), oldest first.
+    history: Vec<Value>,
+    /// The oldest start id still answered; an older one is 404, as the provider does once it
+    /// no longer keeps that history.
+    history_floor: u64,
+}
+
+impl Mailbox {
+    /// Records one change (`messagesAdded`, `labelsAdded` or `labelsRemoved`) of `message`.
+    fn record(&mut self, kind: &str, message: &StoredMessage, labels: &[String]) {
+        self.history_id += 1;
+        let summary = json!({ "id": message.id, "threadId": message.thread_id, "labelIds": message.label_ids });
+        let mut item = json!({ "message": summary });
+        if kind != "messagesAdded" {
+            item["labelIds"] = json!(labels);
+        }
+        self.history.push(json!({
+            "id": self.history_id.to_string(),
+            "messages": [summary],
+            kind: [item],
+        }));
+    }
 }
 
 /// What the next send (or draft) does after it is stored.
@@ -142,6 +170,10 @@ impl FakeGmail {
             .route("/gmail/v1/users/me/threads/{id}", get(thread))
             .route("/gmail/v1/users/me/drafts", post(create_draft))
             .route("/gmail/v1/users/me/messages/send", post(send))
+            .route("/gmail/v1/users/me/profile", get(profile))
+            .route("/gmail/v1/users/me/history", get(history))
+            .route("/gmail/v1/users/me/messages/{id}", get(message_raw))
+            .route("/gmail/v1/users/me/threads/{id}/modify", post(modify_thread))
             .with_state(inner.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let base_url = format!("http://{}", listener.local_addr().expect("addr"));
@@ -208,14 +240,68 @@ impl FakeGmail {
             body: body.to_owned(),
             internal_date: unix_now(),
             extra_headers: Vec::new(),
+            raw: None,
         };
-        inner
-            .mailboxes
-            .get_mut(mailbox)
-            .expect("mailbox")
-            .messages
-            .push(message);
+        let mailbox = inner.mailboxes.get_mut(mailbox).expect("mailbox");
+        mailbox.record("messagesAdded", &message, &[]);
+        mailbox.messages.push(message);
         id
+    }
+
+    /// Stores the RFC 5322 message `raw` in `mailbox` with `labels`, in thread `thread` (a new
+    /// thread when `None`); returns its id. Subject, sender and body are read from `raw` for
+    /// searches.
+    pub fn deliver_raw(&self, mailbox: &str, raw: &[u8], labels: &[&str], thread: Option<&str>) -> String {
+        let parsed = mail_parser::MessageParser::default()
+            .parse(raw)
+            .expect("an RFC 5322 message");
+        let mut inner = lock(&self.inner);
+        let id = inner.id();
+        let to = inner
+            .mailboxes
+            .get(mailbox)
+            .map(|m| m.address.clone())
+            .unwrap_or_default();
+        let message = StoredMessage {
+            id: id.clone(),
+            thread_id: thread.map_or_else(|| id.clone(), str::to_owned),
+            label_ids: labels.iter().map(|label| (*label).to_owned()).collect(),
+            message_id: parsed
+                .message_id()
+                .map_or_else(|| format!("{id}@example.org"), str::to_owned),
+            subject: parsed.subject().unwrap_or_default().to_owned(),
+            from: parsed
+                .from()
+                .and_then(|from| from.first())
+                .and_then(|from| from.address())
+                .unwrap_or_default()
+                .to_owned(),
+            to: vec![to],
+            body: parsed.body_text(0).map(|body| body.into_owned()).unwrap_or_default(),
+            internal_date: parsed.date().map_or_else(unix_now, |date| date.to_timestamp()),
+            extra_headers: Vec::new(),
+            raw: Some(raw.to_vec()),
+        };
+        let mailbox = inner.mailboxes.get_mut(mailbox).expect("mailbox");
+        mailbox.record("messagesAdded", &message, &[]);
+        mailbox.messages.push(message);
+        id
+    }
+
+    /// Adds and removes labels on every message of `thread`, as a client of the provider would
+    /// (recorded in the history).
+    pub fn relabel(&self, mailbox: &str, thread: &str, add: &[&str], remove: &[&str]) {
+        let mut inner = lock(&self.inner);
+        let mailbox = inner.mailboxes.get_mut(mailbox).expect("mailbox");
+        relabel_thread(mailbox, thread, add, remove);
+    }
+
+    /// The provider stops keeping the history so far: a `history.list` from an earlier id is
+    /// 404, and a client must resynchronise.
+    pub fn expire_history(&self, mailbox: &str) {
+        let mut inner = lock(&self.inner);
+        let mailbox = inner.mailboxes.get_mut(mailbox).expect("mailbox");
+        mailbox.history_floor = mailbox.history_id;
     }
 
     /// The messages of `mailbox` carrying `label`.
@@ -533,6 +619,7 @@ fn parse_raw(inner: &mut Inner, mailbox: &str, raw: &str, label: &str) -> Result
         message_id: parsed.message_id().unwrap_or_default().to_owned(),
         internal_date: unix_now(),
         extra_headers,
+        raw: None,
         subject: parsed.subject().unwrap_or_default().to_owned(),
         from: inner.mailboxes[mailbox].address.clone(),
         to,
@@ -567,6 +654,7 @@ async fn create_draft(State(inner): State<Shared>, headers: HeaderMap, Json(body
         }
         let stored = inner.mailboxes.get_mut(&mailbox).expect("mailbox");
         stored.drafts.push((draft_id, message.id.clone()));
+        stored.record("messagesAdded", &message, &[]);
         stored.messages.push(message);
         match fault {
             None => return Json(answer).into_response(),
@@ -629,19 +717,201 @@ async fn send(State(inner): State<Shared>, headers: HeaderMap, Json(body): Json<
                 label_ids: vec!["INBOX".into(), "UNREAD".into()],
                 ..message.clone()
             };
-            inner.mailboxes.get_mut(&name).expect("mailbox").messages.push(copy);
+            let target = inner.mailboxes.get_mut(&name).expect("mailbox");
+            target.record("messagesAdded", &copy, &[]);
+            target.messages.push(copy);
         }
         let answer = json!({ "id": message.id, "threadId": message.thread_id, "labelIds": ["SENT"] });
-        inner
-            .mailboxes
-            .get_mut(&mailbox)
-            .expect("mailbox")
-            .messages
-            .push(message);
+        let sender = inner.mailboxes.get_mut(&mailbox).expect("mailbox");
+        sender.record("messagesAdded", &message, &[]);
+        sender.messages.push(message);
         match inner.send_fault.take() {
             None => return Json(answer).into_response(),
             Some(fault) => fault,
         }
     };
     dropped(fault).await
+}
+
+/// Applies a label change to every message of `thread`, recording each in the history; whether
+/// the thread exists.
+fn relabel_thread(mailbox: &mut Mailbox, thread: &str, add: &[&str], remove: &[&str]) -> bool {
+    let indexes: Vec<usize> = (0..mailbox.messages.len())
+        .filter(|&index| mailbox.messages[index].thread_id == thread)
+        .collect();
+    for &index in &indexes {
+        let message = &mut mailbox.messages[index];
+        let added: Vec<String> = add
+            .iter()
+            .filter(|label| !message.label_ids.iter().any(|l| l == *label))
+            .map(|label| (*label).to_owned())
+            .collect();
+        let removed: Vec<String> = remove
+            .iter()
+            .filter(|label| message.label_ids.iter().any(|l| l == *label))
+            .map(|label| (*label).to_owned())
+            .collect();
+        message.label_ids.extend(added.iter().cloned());
+        message.label_ids.retain(|label| !removed.contains(label));
+        let message = message.clone();
+        if !added.is_empty() {
+            mailbox.record("labelsAdded", &message, &added);
+        }
+        if !removed.is_empty() {
+            mailbox.record("labelsRemoved", &message, &removed);
+        }
+    }
+    !indexes.is_empty()
+}
+
+/// A stored message as RFC 5322 bytes: as delivered, or written from its fields.
+fn rfc5322(message: &StoredMessage) -> Vec<u8> {
+    if let Some(raw) = &message.raw {
+        return raw.clone();
+    }
+    let mut builder = mail_builder::MessageBuilder::new()
+        .from(message.from.as_str())
+        .to(message.to.iter().map(String::as_str).collect::<Vec<_>>())
+        .subject(message.subject.as_str())
+        .message_id(message.message_id.trim_matches(['<', '>']))
+        .date(message.internal_date)
+        .text_body(message.body.as_str());
+    for (name, value) in &message.extra_headers {
+        builder = builder.header(name.clone(), mail_builder::headers::raw::Raw::new(value.clone()));
+    }
+    builder.write_to_vec().unwrap_or_default()
+}
+
+async fn profile(State(inner): State<Shared>, headers: HeaderMap) -> Response {
+    let mut inner = lock(&inner);
+    let mailbox = match inner.authorize(&headers, &[READONLY, MODIFY], "GET profile") {
+        Ok(mailbox) => mailbox,
+        Err(refused) => return refused.into_response(),
+    };
+    let Some(mailbox) = inner.mailboxes.get(&mailbox) else {
+        return error(StatusCode::NOT_FOUND, "Requested entity was not found.");
+    };
+    let threads: std::collections::HashSet<&str> = mailbox
+        .messages
+        .iter()
+        .map(|message| message.thread_id.as_str())
+        .collect();
+    Json(json!({
+        "emailAddress": mailbox.address,
+        "messagesTotal": mailbox.messages.len(),
+        "threadsTotal": threads.len(),
+        "historyId": mailbox.history_id.to_string(),
+    }))
+    .into_response()
+}
+
+async fn history(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Query(query): Query<Vec<(String, String)>>,
+) -> Response {
+    let mut inner = lock(&inner);
+    if let Some(response) = throttled(&mut inner) {
+        return response;
+    }
+    let mailbox = match inner.authorize(&headers, &[READONLY, MODIFY], "GET history") {
+        Ok(mailbox) => mailbox,
+        Err(refused) => return refused.into_response(),
+    };
+    let parameter = |name: &str| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let Some(start) = parameter("startHistoryId").and_then(|start| start.parse::<u64>().ok()) else {
+        return error(StatusCode::BAD_REQUEST, "Invalid startHistoryId");
+    };
+    let max: usize = parameter("maxResults").and_then(|v| v.parse().ok()).unwrap_or(100);
+    let offset: usize = parameter("pageToken").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let Some(mailbox) = inner.mailboxes.get(&mailbox) else {
+        return error(StatusCode::NOT_FOUND, "Requested entity was not found.");
+    };
+    if start < mailbox.history_floor {
+        return error(StatusCode::NOT_FOUND, "Requested entity was not found.");
+    }
+    let newer: Vec<&Value> = mailbox
+        .history
+        .iter()
+        .filter(|record| record["id"].as_str().and_then(|id| id.parse::<u64>().ok()) > Some(start))
+        .collect();
+    let page: Vec<&Value> = newer.iter().skip(offset).take(max).copied().collect();
+    let mut body = json!({ "historyId": mailbox.history_id.to_string() });
+    if !page.is_empty() {
+        body["history"] = json!(page);
+    }
+    if offset + page.len() < newer.len() {
+        body["nextPageToken"] = json!((offset + page.len()).to_string());
+    }
+    Json(body).into_response()
+}
+
+async fn message_raw(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(query): Query<Vec<(String, String)>>,
+) -> Response {
+    let mut inner = lock(&inner);
+    if let Some(response) = throttled(&mut inner) {
+        return response;
+    }
+    let mailbox = match inner.authorize(&headers, &[READONLY, MODIFY], "GET messages") {
+        Ok(mailbox) => mailbox,
+        Err(refused) => return refused.into_response(),
+    };
+    if !query.iter().any(|(k, v)| k == "format" && v == "raw") {
+        return error(StatusCode::BAD_REQUEST, "this stand-in answers format=raw only");
+    }
+    let Some(message) = inner
+        .mailboxes
+        .get(&mailbox)
+        .and_then(|mailbox| mailbox.messages.iter().find(|message| message.id == id))
+    else {
+        return error(StatusCode::NOT_FOUND, "Requested entity was not found.");
+    };
+    let raw = base64::engine::general_purpose::URL_SAFE.encode(rfc5322(message));
+    Json(json!({
+        "id": message.id,
+        "threadId": message.thread_id,
+        "labelIds": message.label_ids,
+        "internalDate": (message.internal_date * 1000).to_string(),
+        "raw": raw,
+    }))
+    .into_response()
+}
+
+async fn modify_thread(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Json(body): Json<Value>,
+) -> Response {
+    let mut inner = lock(&inner);
+    let mailbox = match inner.authorize(&headers, &[MODIFY], "POST threads.modify") {
+        Ok(mailbox) => mailbox,
+        Err(refused) => return refused.into_response(),
+    };
+    let labels = |name: &str| -> Vec<String> {
+        body[name]
+            .as_array()
+            .map(|labels| labels.iter().filter_map(|l| l.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default()
+    };
+    let (add, remove) = (labels("addLabelIds"), labels("removeLabelIds"));
+    let Some(mailbox) = inner.mailboxes.get_mut(&mailbox) else {
+        return error(StatusCode::NOT_FOUND, "Requested entity was not found.");
+    };
+    let add: Vec<&str> = add.iter().map(String::as_str).collect();
+    let remove: Vec<&str> = remove.iter().map(String::as_str).collect();
+    if !relabel_thread(mailbox, &id, &add, &remove) {
+        return error(StatusCode::NOT_FOUND, "Requested entity was not found.");
+    }
+    let messages: Vec<Value> = mailbox
+        .messages
+        .iter()
+        .filter(|message| message.thread_id == id)
+        .map(|message| json!({ "id": message.id, "threadId": message.thread_id, "labelIds": message.label_ids }))
+        .collect();
+    Json(json!({ "id": id, "historyId": mailbox.history_id.to_string(), "messages": messages })).into_response()
 }
