@@ -410,13 +410,22 @@ fn throttled(inner: &mut Inner) -> Option<Response> {
     None
 }
 
+impl Inner {
+    /// Starts a read: a scripted 429 first, then the bearer token's mailbox, which must hold the
+    /// read-only or the modify scope.
+    fn read(&mut self, headers: &HeaderMap, call: &str) -> Result<String, Box<Response>> {
+        if let Some(response) = throttled(self) {
+            return Err(Box::new(response));
+        }
+        self.authorize(headers, &[READONLY, MODIFY], call)
+            .map_err(|refused| Box::new(refused.into_response()))
+    }
+}
+
 async fn labels(State(inner): State<Shared>, headers: HeaderMap) -> Response {
     let mut inner = lock(&inner);
-    if let Some(response) = throttled(&mut inner) {
-        return response;
-    }
-    if let Err(refused) = inner.authorize(&headers, &[READONLY, MODIFY], "GET labels") {
-        return refused.into_response();
+    if let Err(response) = inner.read(&headers, "GET labels") {
+        return *response;
     }
     let labels: Vec<Value> = ["INBOX", "SENT", "DRAFT", "SPAM", "TRASH", "UNREAD"]
         .iter()
@@ -481,12 +490,9 @@ async fn threads(
     Query(query): Query<Vec<(String, String)>>,
 ) -> Response {
     let mut inner = lock(&inner);
-    if let Some(response) = throttled(&mut inner) {
-        return response;
-    }
-    let mailbox = match inner.authorize(&headers, &[READONLY, MODIFY], "GET threads") {
+    let mailbox = match inner.read(&headers, "GET threads") {
         Ok(mailbox) => mailbox,
-        Err(refused) => return refused.into_response(),
+        Err(response) => return *response,
     };
     let q = query
         .iter()
@@ -811,12 +817,9 @@ async fn history(
     Query(query): Query<Vec<(String, String)>>,
 ) -> Response {
     let mut inner = lock(&inner);
-    if let Some(response) = throttled(&mut inner) {
-        return response;
-    }
-    let mailbox = match inner.authorize(&headers, &[READONLY, MODIFY], "GET history") {
+    let mailbox = match inner.read(&headers, "GET history") {
         Ok(mailbox) => mailbox,
-        Err(refused) => return refused.into_response(),
+        Err(response) => return *response,
     };
     let parameter = |name: &str| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
     let Some(start) = parameter("startHistoryId").and_then(|start| start.parse::<u64>().ok()) else {
@@ -853,12 +856,9 @@ async fn message_raw(
     Query(query): Query<Vec<(String, String)>>,
 ) -> Response {
     let mut inner = lock(&inner);
-    if let Some(response) = throttled(&mut inner) {
-        return response;
-    }
-    let mailbox = match inner.authorize(&headers, &[READONLY, MODIFY], "GET messages") {
+    let mailbox = match inner.read(&headers, "GET messages") {
         Ok(mailbox) => mailbox,
-        Err(refused) => return refused.into_response(),
+        Err(response) => return *response,
     };
     if !query.iter().any(|(k, v)| k == "format" && v == "raw") {
         return error(StatusCode::BAD_REQUEST, "this stand-in answers format=raw only");
