@@ -296,7 +296,7 @@ impl Following<'_> {
         );
         if let Ok(checked) = &checked {
             for (pointer, digest) in &checked.cuts {
-                eprintln!("  {pointer} is shown to its first 512 characters; the whole text has SHA-256 {digest}");
+                eprintln!("{}", crate::render::cut_note(pointer, digest));
             }
         }
         if let Err(refused) = &checked {

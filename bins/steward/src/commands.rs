@@ -409,7 +409,7 @@ pub async fn approvals(
                     serde_json::to_string_pretty(&approval.arguments).unwrap_or_default()
                 );
                 for (pointer, digest) in &approval.argument_digests {
-                    out!("  {pointer} is shown to its first 512 characters; the whole text has SHA-256 {digest}");
+                    out!("{}", crate::render::cut_note(pointer, digest));
                 }
             }
         }

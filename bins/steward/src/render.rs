@@ -4,6 +4,11 @@
 
 use std::io::Write;
 
+/// The line saying an approval argument was cut for display, and what proves its whole value.
+pub fn cut_note(pointer: &str, digest: &str) -> String {
+    format!("  {pointer} is shown to its first 512 characters; the whole text has SHA-256 {digest}")
+}
+
 /// An answer being written, one step at a time.
 pub struct Answer {
     skin: Option<termimad::MadSkin>,

@@ -88,12 +88,10 @@ impl ClientError {
         }
     }
 
+    /// Worth submitting again with the same idempotency key: anything retryable, or the first
+    /// attempt still being processed.
     fn transient(&self) -> bool {
-        match self {
-            ClientError::Transport(_) => true,
-            ClientError::Problem { problem, .. } => problem.code == "idempotency_key_in_flight",
-            _ => false,
-        }
+        self.retryable() || self.code() == Some("idempotency_key_in_flight")
     }
 }
 

@@ -110,41 +110,54 @@ async fn a_second_message_attaches_to_the_active_run_and_queues_nothing() {
     assert_eq!(runs, 1, "nothing was queued");
 }
 
-/// A proxy to `upstream` that lets the first request through but drops its answer, closing the
-/// connection instead; later connections pass untouched.
-async fn dropping_proxy(upstream: String) -> (String, Arc<AtomicBool>) {
+/// A proxy on loopback to `upstream`: each of its first `special` connections goes to `handle`
+/// with its index (client side first); later ones pass untouched.
+async fn proxy<F, Fut>(upstream: String, special: usize, handle: F) -> String
+where
+    F: Fn(usize, TcpStream, TcpStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let address = format!("http://{}", listener.local_addr().expect("address"));
-    let dropped = Arc::new(AtomicBool::new(false));
-    let flag = dropped.clone();
     let upstream = upstream.trim_start_matches("http://").to_owned();
     tokio::spawn(async move {
-        let mut first = true;
-        loop {
+        for index in 0.. {
             let Ok((mut client, _)) = listener.accept().await else {
                 return;
             };
             let mut server = TcpStream::connect(&upstream).await.expect("upstream");
-            if !std::mem::take(&mut first) {
+            if index < special {
+                tokio::spawn(handle(index, client, server));
+            } else {
                 tokio::spawn(async move {
                     let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
                 });
-                continue;
             }
-            let flag = flag.clone();
-            tokio::spawn(async move {
-                // Forward the request, wait for the answer to start, then hang up on the client.
-                let mut buffer = vec![0u8; 64 * 1024];
-                let read = client.read(&mut buffer).await.expect("request");
-                server.write_all(&buffer[..read]).await.expect("forward");
-                // Only once the server has answered is the answer lost.
-                if server.read(&mut buffer).await.is_ok_and(|answered| answered > 0) {
-                    flag.store(true, Ordering::SeqCst);
-                }
-                drop(client);
-            });
         }
     });
+    address
+}
+
+/// A proxy to `upstream` that lets the first request through but drops its answer, closing the
+/// connection instead; later connections pass untouched.
+async fn dropping_proxy(upstream: String) -> (String, Arc<AtomicBool>) {
+    let dropped = Arc::new(AtomicBool::new(false));
+    let flag = dropped.clone();
+    let address = proxy(upstream, 1, move |_, mut client, mut server| {
+        let flag = flag.clone();
+        async move {
+            // Forward the request, wait for the answer to start, then hang up on the client.
+            let mut buffer = vec![0u8; 64 * 1024];
+            let read = client.read(&mut buffer).await.expect("request");
+            server.write_all(&buffer[..read]).await.expect("forward");
+            // Only once the server has answered is the answer lost.
+            if server.read(&mut buffer).await.is_ok_and(|answered| answered > 0) {
+                flag.store(true, Ordering::SeqCst);
+            }
+            drop(client);
+        }
+    })
+    .await;
     (address, dropped)
 }
 
@@ -198,49 +211,36 @@ async fn forward_at_most(
 }
 
 /// A proxy to `upstream` that cuts each of its first `cuts` connections after a pseudo-random
-/// number of answer bytes (a new point each run); later connections pass untouched.
+/// number of answer bytes (new points each run); later connections pass untouched. Counts the
+/// connections it cut.
 async fn cutting_proxy(upstream: String, cuts: usize) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
     use std::sync::atomic::AtomicUsize;
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let address = format!("http://{}", listener.local_addr().expect("address"));
     let made = Arc::new(AtomicUsize::new(0));
     let count = made.clone();
-    let upstream = upstream.trim_start_matches("http://").to_owned();
-    let mut seed = std::time::SystemTime::now()
+    let seed = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
         .subsec_nanos() as u64
         | 1;
-    tokio::spawn(async move {
-        loop {
-            let Ok((client, _)) = listener.accept().await else {
-                return;
-            };
-            let server = TcpStream::connect(&upstream).await.expect("upstream");
-            if count.load(Ordering::SeqCst) >= cuts {
-                tokio::spawn(async move {
-                    let (mut client, mut server) = (client, server);
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-                });
-                continue;
-            }
-            count.fetch_add(1, Ordering::SeqCst);
-            // xorshift: where this connection is cut, somewhere in its first 24 KiB.
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            let budget = 300 + (seed % (24 * 1024)) as usize;
+    let address = proxy(upstream, cuts, move |index, client, server| {
+        count.fetch_add(1, Ordering::SeqCst);
+        // xorshift: where this connection is cut, somewhere in its first 24 KiB.
+        let mut x = seed ^ (index as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let budget = 300 + (x % (24 * 1024)) as usize;
+        async move {
+            let (mut client_read, mut client_write) = client.into_split();
+            let (mut server_read, mut server_write) = server.into_split();
             tokio::spawn(async move {
-                let (mut client_read, mut client_write) = client.into_split();
-                let (mut server_read, mut server_write) = server.into_split();
-                tokio::spawn(async move {
-                    let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
-                });
-                forward_at_most(&mut server_read, &mut client_write, budget).await;
-                // Cut: both halves dropped here.
+                let _ = tokio::io::copy(&mut client_read, &mut server_write).await;
             });
+            forward_at_most(&mut server_read, &mut client_write, budget).await;
+            // Cut: both halves dropped here.
         }
-    });
+    })
+    .await;
     (address, made)
 }
 
@@ -458,29 +458,11 @@ async fn a_question_is_answered_with_its_displayed_id() {
 /// A proxy to `upstream` whose first connection is cut after `bytes` of the request; later
 /// connections pass untouched.
 async fn upload_cutting_proxy(upstream: String, bytes: usize) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let address = format!("http://{}", listener.local_addr().expect("address"));
-    let upstream = upstream.trim_start_matches("http://").to_owned();
-    tokio::spawn(async move {
-        let mut first = true;
-        loop {
-            let Ok((mut client, _)) = listener.accept().await else {
-                return;
-            };
-            let mut server = TcpStream::connect(&upstream).await.expect("upstream");
-            if !std::mem::take(&mut first) {
-                tokio::spawn(async move {
-                    let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-                });
-                continue;
-            }
-            tokio::spawn(async move {
-                forward_at_most(&mut client, &mut server, bytes).await;
-                // Cut: both ends dropped mid-request.
-            });
-        }
-    });
-    address
+    proxy(upstream, 1, move |_, mut client, mut server| async move {
+        forward_at_most(&mut client, &mut server, bytes).await;
+        // Cut: both ends dropped mid-request.
+    })
+    .await
 }
 
 #[tokio::test]
