@@ -62,7 +62,19 @@ GRANT SELECT ON sessions, approvals, schedules, schedule_occurrences TO steward_
 GRANT SELECT, UPDATE ON notification_outbox, devices TO steward_notify;
 GRANT SELECT, INSERT ON notification_deliveries TO steward_notify;
 
--- async-worker and maintenance: no tables until their duties land (their grants arrive with them).
+-- Email mode. api reads the projections, records operations (archive, spam, refresh
+-- requests) and clears the server's own suspected-spam flag; the async worker keeps the
+-- projections and runs refreshes; the worker runs the provider writes and records their labels.
+GRANT SELECT ON email_accounts, email_messages TO steward_api;
+GRANT SELECT, UPDATE ON email_threads TO steward_api;
+GRANT SELECT, INSERT ON email_operations TO steward_api;
+GRANT SELECT, INSERT, UPDATE ON email_accounts, email_threads, email_messages TO steward_async_worker;
+GRANT SELECT, UPDATE ON email_operations TO steward_async_worker;
+GRANT SELECT, INSERT ON email_charges TO steward_async_worker;
+GRANT SELECT ON email_accounts TO steward_worker;
+GRANT SELECT, UPDATE ON email_threads, email_operations TO steward_worker;
+
+-- maintenance: no tables until its duties land (its grants arrive with them).
 
 -- call: the spec's table, for the tables this schema has (see policies/privileges.md).
 GRANT SELECT ON _sqlx_migrations, sessions TO steward_call;

@@ -224,12 +224,17 @@ fn the_terminal_client_links_no_database_no_agent_and_no_openssl() {
 #[test]
 fn each_role_links_only_the_workspace_crates_it_needs() {
     let workspace: BTreeSet<String> = graph().members.keys().cloned().collect();
-    let allowed: [(&str, &[&str]); 7] = [
+    let allowed: [(&str, &[&str]); 8] = [
         // `wire` (the event vocabulary, with the store that writes it) is types only.
         ("steward-api", &["api", "store", "wire", "domain", "hardening", "role"]),
         (
             "steward-worker",
             &["agent", "mail-mcp", "store", "wire", "domain", "hardening", "role"],
+        ),
+        // Email mode's refresh: the mail client for reads, no agent loop, no api.
+        (
+            "steward-async-worker",
+            &["email", "mail-mcp", "store", "wire", "domain", "hardening", "role"],
         ),
         ("steward-schedule", &["store", "wire", "domain", "hardening", "role"]),
         (

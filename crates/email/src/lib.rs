@@ -8,6 +8,11 @@
 //!   [`assess::CLASSIFIER_VERSION`]: importance, reply need and a one-line gist.
 //! - [`provider`]: the provider as the async worker reads it with the read document only: the
 //!   profile, the changes since a history id (an expired one means a full resync), raw messages.
+//! - [`refresh`]: one account's update into the store's projections: a bounded backfill first
+//!   (and after an expired history id), then incremental updates from the history, then the
+//!   assessment of what waits.
+//! - [`worker`]: the async worker's loop: requested refreshes (operations) and the background
+//!   cadence.
 //! - [`allowance`]: the email cost allowances (USD 20 per UTC day, USD 200 per rolling 30 days)
 //!   and the `runtime/limits.yaml` overlay that may change them to finite amounts.
 
@@ -15,3 +20,5 @@ pub mod allowance;
 pub mod assess;
 pub mod project;
 pub mod provider;
+pub mod refresh;
+pub mod worker;

@@ -1,11 +1,12 @@
 //! The mail provider as the async worker reads it, with an account's read document only: the
-//! profile (its current history id), the changes since a history id (`history.list`, every page;
-//! a start the provider no longer keeps is [`HistoryError::Expired`], answered by a full
-//! resynchronisation), and one message's RFC 5322 bytes (`messages.get?format=raw`). Reads go
+//! profile (its current history id), the messages a query finds (`messages.list`, every page),
+//! the changes since a history id (`history.list`, every page; a start the provider no longer
+//! keeps is [`HistoryError::Expired`], answered by a full resynchronisation), and one message's
+//! RFC 5322 bytes with its labels (`messages.get?format=raw`). Reads go
 //! through `mail_mcp::gmail::GmailClient`, which paces each account to the per-user quota and
 //! backs off on 429 and 5xx.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use base64::Engine;
 use mail_mcp::gmail::{Credential, GmailClient, MailError};
@@ -13,6 +14,8 @@ use serde_json::Value;
 
 /// The most history records asked for per page.
 const HISTORY_PAGE: &str = "500";
+/// The most messages asked for per list page (the provider's maximum).
+const LIST_PAGE: &str = "500";
 
 /// The account's address and where its history stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,8 +36,8 @@ pub struct MessageRef {
 pub struct Changes {
     /// New messages, each once, in history order.
     pub added: Vec<MessageRef>,
-    /// Threads whose labels changed.
-    pub relabelled: BTreeSet<String>,
+    /// Messages whose labels changed: message id → (thread id, its labels after the change).
+    pub relabelled: BTreeMap<String, (String, Vec<String>)>,
     /// Where the history stands after these changes: the next start.
     pub history_id: String,
 }
@@ -61,6 +64,15 @@ fn text(value: &Value) -> String {
     value.as_str().unwrap_or_default().to_owned()
 }
 
+fn labels(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|label| label.as_str().map(str::to_owned))
+        .collect()
+}
+
 fn unexpected(what: &str) -> MailError {
     MailError::Rejected {
         status: 200,
@@ -78,6 +90,38 @@ pub async fn profile(gmail: &GmailClient, credential: Credential<'_>) -> Result<
         address: text(&body["emailAddress"]),
         history_id,
     })
+}
+
+/// The messages `query` finds (the provider's search language; Spam and Trash included), newest
+/// first, every page.
+pub async fn list_messages(
+    gmail: &GmailClient,
+    credential: Credential<'_>,
+    query: &str,
+) -> Result<Vec<MessageRef>, MailError> {
+    let mut found = Vec::new();
+    let mut page: Option<String> = None;
+    loop {
+        let mut parameters = vec![
+            ("q", query.to_owned()),
+            ("maxResults", LIST_PAGE.to_owned()),
+            ("includeSpamTrash", "true".to_owned()),
+        ];
+        if let Some(token) = &page {
+            parameters.push(("pageToken", token.clone()));
+        }
+        let body = gmail.read(credential, "messages", &parameters).await?;
+        for message in body["messages"].as_array().into_iter().flatten() {
+            let (id, thread_id) = (text(&message["id"]), text(&message["threadId"]));
+            if !id.is_empty() && !thread_id.is_empty() {
+                found.push(MessageRef { id, thread_id });
+            }
+        }
+        match body["nextPageToken"].as_str() {
+            Some(token) if page.as_deref() != Some(token) => page = Some(token.to_owned()),
+            _ => return Ok(found),
+        }
+    }
 }
 
 /// Every change after history id `start`, all pages.
@@ -117,9 +161,11 @@ pub async fn changes_since(
             }
             for kind in ["labelsAdded", "labelsRemoved"] {
                 for changed in record[kind].as_array().into_iter().flatten() {
-                    let thread = text(&changed["message"]["threadId"]);
-                    if !thread.is_empty() {
-                        changes.relabelled.insert(thread);
+                    let message = &changed["message"];
+                    let (id, thread) = (text(&message["id"]), text(&message["threadId"]));
+                    if !id.is_empty() && !thread.is_empty() {
+                        // Records are oldest first: the last one names the labels now.
+                        changes.relabelled.insert(id, (thread, labels(&message["labelIds"])));
                     }
                 }
             }
@@ -147,12 +193,7 @@ pub async fn raw_message(gmail: &GmailClient, credential: Credential<'_>, id: &s
     Ok(RawMessage {
         id: text(&body["id"]),
         thread_id: text(&body["threadId"]),
-        label_ids: body["labelIds"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|label| label.as_str().map(str::to_owned))
-            .collect(),
+        label_ids: labels(&body["labelIds"]),
         bytes,
     })
 }

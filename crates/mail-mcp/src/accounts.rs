@@ -48,6 +48,67 @@ pub enum AccountsError {
     },
     #[error("mail account `{0}`: its three documents must share one directory of their own")]
     Directory(String),
+    #[error("the credential `{0}` is loaded: this role holds read documents only")]
+    HoldsWriteDocument(String),
+}
+
+/// One connected account as a reading role (the async worker) holds it: the read document,
+/// and neither the write nor the send document.
+#[derive(Clone, Debug)]
+pub struct ReadAccount {
+    pub account_id: String,
+    pub read: CredentialDocument,
+}
+
+/// The read documents of the accounts the environment configures (the same mail
+/// configuration every application role gets), loaded fail-closed; `None` when mail is off.
+/// The write and send documents are never opened, and a write or send document among the
+/// role's systemd credentials (`mail-<id>-write`, `mail-<id>-send`) refuses the start: such a
+/// unit was given what this role must never hold.
+pub fn read_accounts_from_env(get: impl Fn(&str) -> Option<String>) -> Result<Option<Vec<ReadAccount>>, AccountsError> {
+    let credentials = get("CREDENTIALS_DIRECTORY")
+        .filter(|directory| !directory.is_empty())
+        .map(PathBuf::from);
+    if let Some(directory) = &credentials
+        && let Ok(entries) = std::fs::read_dir(directory)
+    {
+        let mut names: Vec<String> = entries
+            .filter_map(|entry| entry.ok())
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with("mail-") && (name.ends_with("-write") || name.ends_with("-send")))
+            .collect();
+        names.sort();
+        if let Some(name) = names.into_iter().next() {
+            return Err(AccountsError::HoldsWriteDocument(name));
+        }
+    }
+    let files: Vec<(AccountFiles, bool)> = match MailEnvironment::parse(get)? {
+        MailEnvironment::Off => return Ok(None),
+        MailEnvironment::Legacy([read, write, send]) => vec![(
+            AccountFiles {
+                account_id: LEGACY_ACCOUNT_ID.into(),
+                read,
+                write,
+                send,
+            },
+            false,
+        )],
+        MailEnvironment::Manifest(path) => read_manifest(Path::new(&path))?
+            .accounts
+            .into_iter()
+            .map(|account| (account, true))
+            .collect(),
+    };
+    files
+        .iter()
+        .map(|(files, tagged_check)| {
+            Ok(ReadAccount {
+                account_id: files.account_id.clone(),
+                read: load_document(files, MailScope::Read, *tagged_check, credentials.as_deref())?,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
 }
 
 impl MailAccounts {
@@ -93,13 +154,17 @@ impl MailAccounts {
     }
 }
 
-fn load_manifest(path: &Path, credentials: Option<&Path>) -> Result<MailAccounts, AccountsError> {
+fn read_manifest(path: &Path) -> Result<Manifest, AccountsError> {
     let refuse = |reason: String| AccountsError::Manifest {
         path: path.to_owned(),
         reason,
     };
     let bytes = hardening::config_file::read_protected(path).map_err(|error| refuse(error.to_string()))?;
-    let manifest = Manifest::parse(&bytes).map_err(|error| refuse(error.to_string()))?;
+    Manifest::parse(&bytes).map_err(|error| refuse(error.to_string()))
+}
+
+fn load_manifest(path: &Path, credentials: Option<&Path>) -> Result<MailAccounts, AccountsError> {
+    let manifest = read_manifest(path)?;
     let mut directories = std::collections::BTreeSet::new();
     let mut accounts = Vec::new();
     for account in &manifest.accounts {
@@ -138,24 +203,37 @@ fn load_account(
     if parents.iter().any(|parent| *parent != parents[0]) {
         return Err(AccountsError::Directory(files.account_id.clone()));
     }
-    // The legacy form has no configured id to hold a tag against.
-    let account = tagged_check.then_some(files.account_id.as_str());
-    let load = |path: &str, scope: MailScope| {
-        let loaded = credentials
-            .map(|directory| directory.join(credential_name(&files.account_id, scope)))
-            .filter(|copy| std::fs::symlink_metadata(copy).is_ok())
-            .unwrap_or_else(|| PathBuf::from(path));
-        CredentialDocument::load(&loaded, scope, account).map_err(|source| AccountsError::Document {
-            account: files.account_id.clone(),
-            file: loaded,
-            source,
-        })
-    };
     Ok(Account {
         account_id: files.account_id.clone(),
-        read: load(&files.read, MailScope::Read)?,
-        write: load(&files.write, MailScope::Write)?,
-        send: load(&files.send, MailScope::Send)?,
+        read: load_document(files, MailScope::Read, tagged_check, credentials)?,
+        write: load_document(files, MailScope::Write, tagged_check, credentials)?,
+        send: load_document(files, MailScope::Send, tagged_check, credentials)?,
+    })
+}
+
+/// Loads the `scope` document of `files`: the systemd credential copy when there is one, else
+/// the configured path.
+fn load_document(
+    files: &AccountFiles,
+    scope: MailScope,
+    tagged_check: bool,
+    credentials: Option<&Path>,
+) -> Result<CredentialDocument, AccountsError> {
+    // The legacy form has no configured id to hold a tag against.
+    let account = tagged_check.then_some(files.account_id.as_str());
+    let path = match scope {
+        MailScope::Read => &files.read,
+        MailScope::Write => &files.write,
+        MailScope::Send => &files.send,
+    };
+    let loaded = credentials
+        .map(|directory| directory.join(credential_name(&files.account_id, scope)))
+        .filter(|copy| std::fs::symlink_metadata(copy).is_ok())
+        .unwrap_or_else(|| PathBuf::from(path));
+    CredentialDocument::load(&loaded, scope, account).map_err(|source| AccountsError::Document {
+        account: files.account_id.clone(),
+        file: loaded,
+        source,
     })
 }
 
@@ -222,6 +300,48 @@ mod tests {
         assert_eq!(ids, ["personal", "work"]);
         assert_eq!(accounts.default().send.scope, MailScope::Send);
         assert!(load(&[]).expect("off").is_none());
+    }
+
+    #[test]
+    fn a_reading_role_opens_read_documents_only_and_refuses_a_loaded_write_or_send_document() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let work = account_dir(root.path(), "work", Some("work"));
+        let path = manifest(root.path(), &[("work", &work)], "work");
+        // The write and send documents are never opened: gone from the host, nothing changes.
+        std::fs::remove_file(&work[1]).expect("remove write");
+        std::fs::remove_file(&work[2]).expect("remove send");
+        let credentials = root.path().join("credentials");
+        std::fs::create_dir(&credentials).expect("mkdir");
+        let directory = credentials.display().to_string();
+        let vars = |extra: &[(&str, &str)]| -> HashMap<String, String> {
+            [
+                ("AGENT_EMAIL_ENABLED", "1"),
+                ("MAIL_ACCOUNTS_FILE", path.as_str()),
+                ("CREDENTIALS_DIRECTORY", directory.as_str()),
+            ]
+            .iter()
+            .chain(extra)
+            .map(|(k, v)| ((*k).into(), (*v).into()))
+            .collect()
+        };
+        let load = |vars: HashMap<String, String>| read_accounts_from_env(|name| vars.get(name).cloned());
+        let accounts = load(vars(&[])).expect("loads").expect("mail on");
+        assert_eq!(accounts.len(), 1);
+        assert_eq!(
+            (accounts[0].account_id.as_str(), accounts[0].read.scope),
+            ("work", MailScope::Read)
+        );
+        for scope in [MailScope::Write, MailScope::Send] {
+            let copy = credentials.join(credential_name("work", scope));
+            std::fs::write(&copy, "{}").expect("write");
+            let error = load(vars(&[])).expect_err("refused");
+            assert!(
+                matches!(&error, AccountsError::HoldsWriteDocument(name) if *name == credential_name("work", scope)),
+                "{error}"
+            );
+            std::fs::remove_file(&copy).expect("remove");
+        }
+        assert!(load(HashMap::new()).expect("off").is_none());
     }
 
     #[test]

@@ -110,8 +110,12 @@ struct CachedToken {
 /// `threads.get`, `drafts.create` 10; `messages.send` 100).
 fn quota_units(path: &str) -> f64 {
     match path {
-        "labels" => 1.0,
+        "labels" | "profile" => 1.0,
+        "history" => 2.0,
         "messages/send" => 100.0,
+        // `messages.list` and `messages.get`.
+        "messages" => 5.0,
+        path if path.starts_with("messages/") => 5.0,
         _ => 10.0,
     }
 }

@@ -7,6 +7,8 @@ mod artifacts;
 mod call_receipts;
 mod clock;
 mod delivery;
+mod email_operations;
+mod email_projection;
 mod ending;
 mod events;
 mod folder_proposals;
@@ -31,6 +33,8 @@ pub use artifacts::{ArtifactRow, ArtifactUpload, NewArtifact};
 pub use call_receipts::{CALL_RECEIPTS_CHANNEL, Receipt};
 pub use clock::{Clock, SystemClock};
 pub use delivery::{DeviceTarget, DueNotification, ScheduleOutcome};
+pub use email_operations::{EmailOperationRow, RefreshRequest};
+pub use email_projection::{EmailAccountRow, NewAssessment, NewEmailMessage, WaitingThread};
 pub use events::{EventRow, StoredFrame};
 pub use folder_proposals::{
     AcceptProposal, DeclineProposal, FilingOverview, FolderProposalRow, LeftOut, MAX_PENDING_PROPOSALS, ProposalTarget,

@@ -172,6 +172,7 @@ impl FakeGmail {
             .route("/gmail/v1/users/me/messages/send", post(send))
             .route("/gmail/v1/users/me/profile", get(profile))
             .route("/gmail/v1/users/me/history", get(history))
+            .route("/gmail/v1/users/me/messages", get(messages))
             .route("/gmail/v1/users/me/messages/{id}", get(message_raw))
             .route("/gmail/v1/users/me/threads/{id}/modify", post(modify_thread))
             .with_state(inner.clone());
@@ -484,6 +485,62 @@ fn terms(query: &str) -> Vec<String> {
     terms
 }
 
+/// The messages of a mailbox a list query finds, newest first: `q`'s terms, with drafts found
+/// only when a folder is named, and Spam and Trash only with `includeSpamTrash`, `in:anywhere`,
+/// or by their own name.
+fn search<'a>(messages: &'a [StoredMessage], query: &[(String, String)]) -> Vec<&'a StoredMessage> {
+    let parameter = |name: &str| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let spam_and_trash = parameter("includeSpamTrash") == Some("true");
+    let terms = terms(parameter("q").unwrap_or_default());
+    let folder_named = terms
+        .iter()
+        .any(|term| term.starts_with("in:") || term.starts_with("label:"));
+    let anywhere = terms.iter().any(|term| {
+        let term = term.to_ascii_lowercase();
+        ["in:anywhere", "in:spam", "in:trash", "label:spam", "label:trash"].contains(&term.as_str())
+    });
+    messages
+        .iter()
+        .rev()
+        .filter(|message| {
+            let has = |label: &str| message.label_ids.iter().any(|l| l == label);
+            let hidden =
+                (has("DRAFT") && !folder_named) || ((has("SPAM") || has("TRASH")) && !(spam_and_trash || anywhere));
+            !hidden && terms.iter().all(|term| matches(message, term))
+        })
+        .collect()
+}
+
+/// `users.messages.list`: ids and thread ids, newest first, paged.
+async fn messages(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Query(query): Query<Vec<(String, String)>>,
+) -> Response {
+    let mut inner = lock(&inner);
+    let mailbox = match inner.read(&headers, "GET messages.list") {
+        Ok(mailbox) => mailbox,
+        Err(response) => return *response,
+    };
+    let parameter = |name: &str| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let max: usize = parameter("maxResults").and_then(|v| v.parse().ok()).unwrap_or(100);
+    let offset: usize = parameter("pageToken").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let found: Vec<Value> = search(&inner.mailboxes[&mailbox].messages, &query)
+        .into_iter()
+        .map(|message| json!({ "id": message.id, "threadId": message.thread_id }))
+        .collect();
+    let estimate = found.len();
+    let page: Vec<Value> = found.into_iter().skip(offset).take(max).collect();
+    let mut answer = json!({ "resultSizeEstimate": estimate });
+    if !page.is_empty() {
+        answer["messages"] = json!(page);
+    }
+    if offset + max < estimate {
+        answer["nextPageToken"] = (offset + max).to_string().into();
+    }
+    Json(answer).into_response()
+}
+
 async fn threads(
     State(inner): State<Shared>,
     headers: HeaderMap,
@@ -494,32 +551,13 @@ async fn threads(
         Ok(mailbox) => mailbox,
         Err(response) => return *response,
     };
-    let q = query
-        .iter()
-        .find(|(k, _)| k == "q")
-        .map(|(_, v)| v.as_str())
-        .unwrap_or_default();
     let parameter = |name: &str| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
     let max: usize = parameter("maxResults").and_then(|v| v.parse().ok()).unwrap_or(100);
     let offset: usize = parameter("pageToken").and_then(|v| v.parse().ok()).unwrap_or(0);
-    let spam_and_trash = parameter("includeSpamTrash") == Some("true");
-    let terms = terms(q);
-    let folder_named = terms
-        .iter()
-        .any(|term| term.starts_with("in:") || term.starts_with("label:"));
-    // Spam and Trash come only with `includeSpamTrash`, `in:anywhere`, or by their own name.
-    let anywhere = terms.iter().any(|term| {
-        let term = term.to_ascii_lowercase();
-        ["in:anywhere", "in:spam", "in:trash", "label:spam", "label:trash"].contains(&term.as_str())
-    });
     let mut seen = Vec::new();
     let mut found = Vec::new();
-    for message in inner.mailboxes[&mailbox].messages.iter().rev() {
-        let has = |label: &str| message.label_ids.iter().any(|l| l == label);
-        // Drafts are found when a folder is named; Spam and Trash only when asked for.
-        let hidden =
-            (has("DRAFT") && !folder_named) || ((has("SPAM") || has("TRASH")) && !(spam_and_trash || anywhere));
-        if hidden || seen.contains(&message.thread_id) || !terms.iter().all(|term| matches(message, term)) {
+    for message in search(&inner.mailboxes[&mailbox].messages, &query) {
+        if seen.contains(&message.thread_id) {
             continue;
         }
         seen.push(message.thread_id.clone());

@@ -2,6 +2,8 @@
 //! format: the profile, history after a new message and after a label change, an expired history
 //! id, and a raw message projected and assessed.
 
+mod refresh;
+
 use std::collections::HashSet;
 use std::time::Duration;
 
@@ -90,7 +92,10 @@ async fn history_brings_new_messages_and_label_changes_and_an_expired_start_asks
         .await
         .expect("history");
     assert!(later.added.is_empty());
-    assert_eq!(later.relabelled.iter().collect::<Vec<_>>(), [&first]);
+    assert_eq!(
+        later.relabelled.into_iter().collect::<Vec<_>>(),
+        [(first.clone(), (first.clone(), vec!["UNREAD".to_owned()]))]
+    );
 
     // Nothing new: the same history id back.
     let quiet = provider::changes_since(&reader.gmail, reader.credential(), &later.history_id)

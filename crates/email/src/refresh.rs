@@ -1,0 +1,350 @@
+//! Refreshing one account's mailbox projection with its read document only.
+//!
+//! - **First update, and after an expired history id:** a bounded backfill. The profile's
+//!   history id is read first (so nothing that arrives during the backfill is missed by the next
+//!   incremental update), then every message since the window's start (`after:`), Spam and
+//!   Trash included, is projected; the window's start is recorded as the account's coverage. A
+//!   resynchronisation also brings the labels of messages already projected up to date.
+//! - **Later updates:** incremental, from the provider's history: new messages are projected
+//!   once each (with their labels), and label changes are applied message by message.
+//! - **Then assessment:** threads whose newest message is unassessed are assessed oldest first
+//!   by the pinned classifier, and the account records why any still wait.
+//!
+//! A failed update records a stable error code on the account (never message content); the
+//! next completed update clears it. Reads are paced by `GmailClient` to the per-user quota.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use mail_mcp::accounts::ReadAccount;
+use mail_mcp::gmail::{Credential, GmailClient, MailError};
+use store::{NewAssessment, NewEmailMessage, Store, StoreError, WaitingThread};
+
+use crate::assess::{self, Importance, ReplyNeed};
+use crate::project::{self, ProjectedMessage};
+use crate::provider::{self, HistoryError, MessageRef};
+
+/// How far back the first update reaches, unless configured otherwise.
+pub const DEFAULT_BACKFILL_DAYS: u32 = 30;
+
+/// Threads assessed per batch.
+const ASSESS_BATCH: i64 = 100;
+
+fn credential(account: &ReadAccount) -> Credential<'_> {
+    Credential {
+        account_id: &account.account_id,
+        document: &account.read,
+    }
+}
+
+/// Which kind of update ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UpdateKind {
+    /// The first: the backfill window.
+    Backfill,
+    /// From the history.
+    Incremental,
+    /// The history id had expired: the backfill window again.
+    Resync,
+}
+
+/// What an update did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Updated {
+    pub kind: UpdateKind,
+    /// Messages projected for the first time.
+    pub new_messages: usize,
+    /// Messages whose labels were brought up to date.
+    pub relabelled: usize,
+    /// Threads assessed.
+    pub assessed: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RefreshError {
+    #[error(transparent)]
+    Mail(#[from] MailError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the account `{0}` is not recorded")]
+    UnknownAccount(String),
+}
+
+impl RefreshError {
+    /// The stable code recorded on the account.
+    pub fn code(&self) -> &'static str {
+        match self {
+            RefreshError::Mail(error) => error.code(),
+            RefreshError::Store(_) => "email.store_unavailable",
+            RefreshError::UnknownAccount(_) => "email.account_unknown",
+        }
+    }
+}
+
+/// Refreshes accounts into the store.
+#[derive(Clone, Debug)]
+pub struct Refresher {
+    pub store: Store,
+    pub gmail: Arc<GmailClient>,
+    /// How far back the first update (and a resynchronisation) reaches.
+    pub backfill: jiff::SignedDuration,
+}
+
+impl Refresher {
+    /// Updates `account`'s projection and assesses what waits. A failure is recorded on the
+    /// account (its code) and returned; an expired history id is not a failure but a resync.
+    pub async fn update(&self, account: &ReadAccount) -> Result<Updated, RefreshError> {
+        let outcome = self.update_projection(account).await;
+        let outcome = match outcome {
+            Ok(mut updated) => match self.assess_waiting(account).await {
+                Ok(assessed) => {
+                    updated.assessed = assessed;
+                    Ok(updated)
+                }
+                Err(error) => Err(error),
+            },
+            Err(error) => Err(error),
+        };
+        if let Err(error) = &outcome
+            && let Err(recording) = self
+                .store
+                .email_update_failed(&account.account_id, error.code(), false)
+                .await
+        {
+            tracing::warn!(account = %account.account_id, error = %recording, "cannot record a failed mail update");
+        }
+        outcome
+    }
+
+    async fn update_projection(&self, account: &ReadAccount) -> Result<Updated, RefreshError> {
+        let state = self
+            .store
+            .email_account(&account.account_id)
+            .await?
+            .ok_or_else(|| RefreshError::UnknownAccount(account.account_id.clone()))?;
+        let Some(start) = state.history_id else {
+            return self.backfill(account, UpdateKind::Backfill).await;
+        };
+        let changes = match provider::changes_since(&self.gmail, credential(account), &start).await {
+            Ok(changes) => changes,
+            Err(HistoryError::Expired) => {
+                tracing::info!(account = %account.account_id, "mail history expired; resynchronising");
+                return self.backfill(account, UpdateKind::Resync).await;
+            }
+            Err(HistoryError::Mail(error)) => return Err(error.into()),
+        };
+        let mut new_messages = 0;
+        for message in &changes.added {
+            if self.project_message(account, message, false).await? {
+                new_messages += 1;
+            }
+        }
+        let mut by_thread: BTreeMap<&str, Vec<(String, Vec<String>)>> = BTreeMap::new();
+        for (message, (thread, labels)) in &changes.relabelled {
+            by_thread
+                .entry(thread.as_str())
+                .or_default()
+                .push((message.clone(), labels.clone()));
+        }
+        for (thread, labels) in &by_thread {
+            self.store.email_set_labels(&account.account_id, thread, labels).await?;
+        }
+        self.store
+            .email_update_completed(&account.account_id, None, &changes.history_id, None)
+            .await?;
+        Ok(Updated {
+            kind: UpdateKind::Incremental,
+            new_messages,
+            relabelled: changes.relabelled.len(),
+            assessed: 0,
+        })
+    }
+
+    /// The backfill window: every message since its start, projected (or, when already
+    /// projected during a resync, its labels brought up to date).
+    async fn backfill(&self, account: &ReadAccount, kind: UpdateKind) -> Result<Updated, RefreshError> {
+        let profile = provider::profile(&self.gmail, credential(account)).await?;
+        let from = self.store.now() - self.backfill;
+        let found =
+            provider::list_messages(&self.gmail, credential(account), &format!("after:{}", from.as_second())).await?;
+        let ids: Vec<String> = found.iter().map(|message| message.id.clone()).collect();
+        let known: HashSet<String> = self
+            .store
+            .email_known_messages(&account.account_id, &ids)
+            .await?
+            .into_iter()
+            .collect();
+        let (mut new_messages, mut relabelled) = (0, 0);
+        // Oldest first, so each thread's subject is its first message's from the start.
+        for message in found.iter().rev() {
+            if known.contains(&message.id) {
+                if kind == UpdateKind::Resync && self.project_message(account, message, true).await? {
+                    relabelled += 1;
+                }
+            } else if self.project_message(account, message, false).await? {
+                new_messages += 1;
+            }
+        }
+        self.store
+            .email_update_completed(
+                &account.account_id,
+                Some(&profile.address),
+                &profile.history_id,
+                Some(from),
+            )
+            .await?;
+        Ok(Updated {
+            kind,
+            new_messages,
+            relabelled,
+            assessed: 0,
+        })
+    }
+
+    /// Reads `message` and stores it (or, with `labels_only`, only its labels); whether it
+    /// was new (or relabelled). A message the provider no longer has is passed over.
+    async fn project_message(
+        &self,
+        account: &ReadAccount,
+        message: &MessageRef,
+        labels_only: bool,
+    ) -> Result<bool, RefreshError> {
+        let raw = match provider::raw_message(&self.gmail, credential(account), &message.id).await {
+            Ok(raw) => raw,
+            Err(MailError::Rejected { status: 404, .. }) => return Ok(false),
+            Err(error) => return Err(error.into()),
+        };
+        let thread = if raw.thread_id.is_empty() {
+            &message.thread_id
+        } else {
+            &raw.thread_id
+        };
+        if labels_only {
+            return Ok(self
+                .store
+                .email_set_labels(&account.account_id, thread, &[(message.id.clone(), raw.label_ids)])
+                .await?);
+        }
+        let projected = match project::project(&raw.bytes) {
+            Ok(projected) => projected,
+            Err(error) => {
+                // Never the content: which message, and why.
+                tracing::warn!(account = %account.account_id, message = %message.id, %error, "mail message not projected");
+                return Ok(false);
+            }
+        };
+        let new = NewEmailMessage {
+            provider_message_id: &message.id,
+            provider_thread_id: thread,
+            sender: json(&projected.from),
+            recipients: json(&projected.to),
+            copied: json(&projected.cc),
+            sent_at: projected.date.unwrap_or_else(|| self.store.now()),
+            subject: projected.subject.as_deref().unwrap_or_default(),
+            body: &projected.text,
+            text_cut: projected.text_cut,
+            attachments: json(&projected.attachments),
+            bulk: json(&projected.bulk),
+            labels: &raw.label_ids,
+        };
+        Ok(self.store.email_record_message(&account.account_id, &new).await?)
+    }
+
+    /// Assesses the account's waiting threads, oldest first; how many were assessed.
+    async fn assess_waiting(&self, account: &ReadAccount) -> Result<usize, RefreshError> {
+        let state = self
+            .store
+            .email_account(&account.account_id)
+            .await?
+            .ok_or_else(|| RefreshError::UnknownAccount(account.account_id.clone()))?;
+        let owner: HashSet<String> = state.address.iter().map(|address| address.to_lowercase()).collect();
+        let known: HashSet<String> = self
+            .store
+            .email_known_correspondents(&account.account_id)
+            .await?
+            .into_iter()
+            .collect();
+        let mut assessed = 0;
+        loop {
+            let waiting = self
+                .store
+                .email_waiting_threads(&account.account_id, ASSESS_BATCH)
+                .await?;
+            if waiting.is_empty() {
+                break;
+            }
+            let mut recorded_any = false;
+            for thread in &waiting {
+                let message = rebuild(thread);
+                let assessment = assess::assess(
+                    &message,
+                    assess::Mailbox {
+                        owner: &owner,
+                        known: &known,
+                    },
+                );
+                let recorded = self
+                    .store
+                    .email_record_assessment(
+                        thread.thread,
+                        &thread.provider_message_id,
+                        &NewAssessment {
+                            classifier: &assessment.classifier,
+                            importance: match assessment.importance {
+                                Importance::Important => "important",
+                                Importance::Other => "other",
+                            },
+                            reply_need: assessment.reply_need.map(|need| match need {
+                                ReplyNeed::NeedsReply => "needs_reply",
+                                ReplyNeed::ForYourAttention => "for_your_attention",
+                            }),
+                            gist: &assessment.gist,
+                            rule: rule_name(assessment.rule),
+                        },
+                    )
+                    .await?;
+                if recorded {
+                    assessed += 1;
+                    recorded_any = true;
+                }
+            }
+            // A batch where nothing could be recorded would come back the same.
+            if !recorded_any {
+                break;
+            }
+        }
+        self.store.email_set_waiting(&account.account_id, None).await?;
+        Ok(assessed)
+    }
+}
+
+/// The rule's stored name.
+fn rule_name(rule: assess::Rule) -> &'static str {
+    match rule {
+        assess::Rule::FromOwner => "from_owner",
+        assess::Rule::Bulk => "bulk",
+        assess::Rule::Transactional => "transactional",
+        assess::Rule::KnownCorrespondent => "known_correspondent",
+        assess::Rule::UnknownSender => "unknown_sender",
+    }
+}
+
+/// A stored message as the classifier reads it.
+fn rebuild(thread: &WaitingThread) -> ProjectedMessage {
+    ProjectedMessage {
+        from: serde_json::from_value(thread.sender.clone()).unwrap_or_default(),
+        to: serde_json::from_value(thread.recipients.clone()).unwrap_or_default(),
+        cc: serde_json::from_value(thread.copied.clone()).unwrap_or_default(),
+        subject: Some(thread.subject.clone()).filter(|subject| !subject.is_empty()),
+        date: Some(thread.sent_at),
+        text: thread.body.clone(),
+        text_cut: thread.text_cut,
+        attachments: serde_json::from_value(thread.attachments.clone()).unwrap_or_default(),
+        bulk: serde_json::from_value(thread.bulk.clone()).unwrap_or_default(),
+    }
+}
+
+/// A part of the projection as stored JSON (plain data: encoding cannot fail).
+fn json(value: &impl serde::Serialize) -> serde_json::Value {
+    serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
+}

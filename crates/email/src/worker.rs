@@ -1,0 +1,121 @@
+//! The async worker's loop: refreshes the owner asked for (operations, claimed with a lease so a
+//! crashed process's claim passes to another), and every account on a background cadence.
+//! An account is updated by one refresh at a time in this process.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use mail_mcp::accounts::ReadAccount;
+use tokio::time::Instant;
+
+use crate::refresh::Refresher;
+
+/// How the loop is paced.
+#[derive(Clone, Debug)]
+pub struct Pace {
+    /// The background cadence: each account is updated at least this often.
+    pub cadence: Duration,
+    /// How often requested refreshes are looked for.
+    pub poll: Duration,
+    /// How long a claimed refresh is this process's before another may take it over.
+    pub lease: Duration,
+}
+
+impl Default for Pace {
+    fn default() -> Self {
+        Pace {
+            cadence: Duration::from_secs(300),
+            poll: Duration::from_secs(1),
+            lease: Duration::from_secs(600),
+        }
+    }
+}
+
+/// The async worker: its refresher, the accounts it holds (read documents only) and its name in
+/// claims.
+#[derive(Debug)]
+pub struct AsyncWorker {
+    pub refresher: Refresher,
+    pub accounts: Vec<ReadAccount>,
+    pub worker_id: String,
+    pub pace: Pace,
+}
+
+impl AsyncWorker {
+    /// Runs until `shutdown` resolves (between updates: an update in progress finishes first).
+    pub async fn run(self, shutdown: impl std::future::Future<Output = ()>) {
+        tokio::pin!(shutdown);
+        let store = &self.refresher.store;
+        let ids: Vec<String> = self.accounts.iter().map(|account| account.account_id.clone()).collect();
+        // Accounts are recorded (awaiting their first update) before anything else.
+        while let Err(error) = store.email_ensure_accounts(&ids).await {
+            tracing::warn!(%error, "cannot record the mail accounts; retrying");
+            tokio::select! {
+                () = tokio::time::sleep(self.pace.poll) => {}
+                () = &mut shutdown => return,
+            }
+        }
+        tracing::info!(worker = %self.worker_id, accounts = ids.len(), "async worker started");
+        let mut updated: HashMap<String, Instant> = HashMap::new();
+        loop {
+            self.requested(&mut updated).await;
+            for account in &self.accounts {
+                let due = updated
+                    .get(&account.account_id)
+                    .is_none_or(|at| at.elapsed() >= self.pace.cadence);
+                // A failure is logged and recorded on the account by `update`.
+                if due && self.update(account, &mut updated).await.is_err() {
+                    continue;
+                }
+            }
+            tokio::select! {
+                () = tokio::time::sleep(self.pace.poll) => {}
+                () = &mut shutdown => break,
+            }
+        }
+        tracing::info!("async worker stopping");
+    }
+
+    /// Runs every requested refresh that is due, one at a time.
+    async fn requested(&self, updated: &mut HashMap<String, Instant>) {
+        let store = &self.refresher.store;
+        loop {
+            let operation = match store.email_claim_refresh(&self.worker_id, self.pace.lease).await {
+                Ok(Some(operation)) => operation,
+                Ok(None) => return,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot claim refreshes");
+                    return;
+                }
+            };
+            let code = match self
+                .accounts
+                .iter()
+                .find(|account| account.account_id == operation.account_id)
+            {
+                // Recorded once, since removed from the configuration.
+                None => Some("email.account_unknown"),
+                Some(account) => self.update(account, updated).await.err(),
+            };
+            if let Err(error) = store.email_settle_refresh(operation.id, code).await {
+                tracing::warn!(operation = %operation.id, %error, "cannot settle a refresh");
+            }
+        }
+    }
+
+    /// Updates one account; the failure's code (already recorded on the account).
+    async fn update(&self, account: &ReadAccount, updated: &mut HashMap<String, Instant>) -> Result<(), &'static str> {
+        updated.insert(account.account_id.clone(), Instant::now());
+        match self.refresher.update(account).await {
+            Ok(done) => {
+                tracing::info!(account = %account.account_id, kind = ?done.kind, new = done.new_messages,
+                    relabelled = done.relabelled, assessed = done.assessed, "mail updated");
+                Ok(())
+            }
+            Err(error) => {
+                tracing::warn!(account = %account.account_id, code = error.code(), %error, "mail update failed");
+                Err(error.code())
+            }
+        }
+    }
+}

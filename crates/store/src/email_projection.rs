@@ -1,0 +1,435 @@
+//! Email mode's mailbox projections (migration 0017), as the async worker keeps them: each
+//! connected account's refresh state, its threads and their messages, the assessment of each
+//! thread's newest message, and the charges of automatic assessment. Message content is stored
+//! for the owner's reading pane and the model only; nothing here logs it.
+
+use jiff::Timestamp;
+use serde_json::Value;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::{Result, Store, timestamp};
+
+/// Columns of [`EmailAccountRow`], in its order.
+const ACCOUNT_COLUMNS: &str =
+    "account_id, address, history_id, coverage_from, updated_at, last_error, last_error_at, waiting";
+
+/// A connected account's refresh state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EmailAccountRow {
+    pub account_id: String,
+    pub address: Option<String>,
+    /// Where the next incremental update starts; `None`: a full backfill is due.
+    pub history_id: Option<String>,
+    /// The start of the backfilled window.
+    pub coverage_from: Option<Timestamp>,
+    /// The end of the last completed update; `None` while the first is awaited.
+    pub updated_at: Option<Timestamp>,
+    pub last_error: Option<String>,
+    pub last_error_at: Option<Timestamp>,
+    /// Why new mail waits unassessed.
+    pub waiting: Option<String>,
+}
+
+#[derive(sqlx::FromRow)]
+struct AccountRecord {
+    account_id: String,
+    address: Option<String>,
+    history_id: Option<String>,
+    coverage_from: Option<jiff_sqlx::Timestamp>,
+    updated_at: Option<jiff_sqlx::Timestamp>,
+    last_error: Option<String>,
+    last_error_at: Option<jiff_sqlx::Timestamp>,
+    waiting: Option<String>,
+}
+
+impl From<AccountRecord> for EmailAccountRow {
+    fn from(record: AccountRecord) -> Self {
+        EmailAccountRow {
+            account_id: record.account_id,
+            address: record.address,
+            history_id: record.history_id,
+            coverage_from: record.coverage_from.map(timestamp),
+            updated_at: record.updated_at.map(timestamp),
+            last_error: record.last_error,
+            last_error_at: record.last_error_at.map(timestamp),
+            waiting: record.waiting,
+        }
+    }
+}
+
+/// One message as projected, ready to store (JSON members are the `email` crate's shapes).
+#[derive(Clone, Debug)]
+pub struct NewEmailMessage<'a> {
+    pub provider_message_id: &'a str,
+    pub provider_thread_id: &'a str,
+    /// A correspondent object, or null.
+    pub sender: Value,
+    pub recipients: Value,
+    pub copied: Value,
+    pub sent_at: Timestamp,
+    pub subject: &'a str,
+    pub body: &'a str,
+    pub text_cut: bool,
+    pub attachments: Value,
+    pub bulk: Value,
+    pub labels: &'a [String],
+}
+
+/// A thread whose newest message waits for assessment, with that message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WaitingThread {
+    pub thread: Uuid,
+    pub provider_message_id: String,
+    pub sender: Value,
+    pub recipients: Value,
+    pub copied: Value,
+    pub sent_at: Timestamp,
+    pub subject: String,
+    pub body: String,
+    pub text_cut: bool,
+    pub attachments: Value,
+    pub bulk: Value,
+}
+
+#[derive(sqlx::FromRow)]
+struct WaitingRecord {
+    thread: Uuid,
+    provider_message_id: String,
+    sender: Value,
+    recipients: Value,
+    copied: Value,
+    sent_at: jiff_sqlx::Timestamp,
+    subject: String,
+    body: String,
+    text_cut: bool,
+    attachments: Value,
+    bulk: Value,
+}
+
+impl From<WaitingRecord> for WaitingThread {
+    fn from(record: WaitingRecord) -> Self {
+        WaitingThread {
+            thread: record.thread,
+            provider_message_id: record.provider_message_id,
+            sender: record.sender,
+            recipients: record.recipients,
+            copied: record.copied,
+            sent_at: timestamp(record.sent_at),
+            subject: record.subject,
+            body: record.body,
+            text_cut: record.text_cut,
+            attachments: record.attachments,
+            bulk: record.bulk,
+        }
+    }
+}
+
+/// An assessment to record on a thread (the `email` crate's classifier output).
+#[derive(Clone, Copy, Debug)]
+pub struct NewAssessment<'a> {
+    pub classifier: &'a str,
+    /// `important` or `other`.
+    pub importance: &'a str,
+    /// `needs_reply`, `for_your_attention` or none.
+    pub reply_need: Option<&'a str>,
+    pub gist: &'a str,
+    pub rule: &'a str,
+}
+
+impl Store {
+    /// Records the configured accounts that have no row yet (awaiting their first update).
+    pub async fn email_ensure_accounts(&self, account_ids: &[String]) -> Result<()> {
+        sqlx::query("INSERT INTO email_accounts (account_id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING")
+            .bind(account_ids)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Every account with a row, in id order.
+    pub async fn email_accounts(&self) -> Result<Vec<EmailAccountRow>> {
+        let records: Vec<AccountRecord> = sqlx::query_as(&format!(
+            "SELECT {ACCOUNT_COLUMNS} FROM email_accounts ORDER BY account_id"
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(records.into_iter().map(EmailAccountRow::from).collect())
+    }
+
+    pub async fn email_account(&self, account_id: &str) -> Result<Option<EmailAccountRow>> {
+        let record: Option<AccountRecord> = sqlx::query_as(&format!(
+            "SELECT {ACCOUNT_COLUMNS} FROM email_accounts WHERE account_id = $1"
+        ))
+        .bind(account_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(record.map(EmailAccountRow::from))
+    }
+
+    /// Stores `message` in its thread (made on first sight) unless it is already stored, then
+    /// recomputes the thread from its messages; a new message clears the thread's assessment,
+    /// so its newest message is assessed again. True when the message was new.
+    pub async fn email_record_message(&self, account_id: &str, message: &NewEmailMessage<'_>) -> Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        let (thread,): (Uuid,) = sqlx::query_as(
+            "INSERT INTO email_threads (account_id, provider_thread_id, latest_at) VALUES ($1, $2, $3)
+             ON CONFLICT (account_id, provider_thread_id) DO UPDATE SET account_id = EXCLUDED.account_id
+             RETURNING id",
+        )
+        .bind(account_id)
+        .bind(message.provider_thread_id)
+        .bind(jiff_sqlx::Timestamp::from(message.sent_at))
+        .fetch_one(&mut *tx)
+        .await?;
+        let inserted = sqlx::query(
+            "INSERT INTO email_messages (account_id, provider_message_id, thread, sender, recipients, copied,
+                 sent_at, subject, body, text_cut, attachments, bulk, labels)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+             ON CONFLICT (account_id, provider_message_id) DO NOTHING",
+        )
+        .bind(account_id)
+        .bind(message.provider_message_id)
+        .bind(thread)
+        .bind(&message.sender)
+        .bind(&message.recipients)
+        .bind(&message.copied)
+        .bind(jiff_sqlx::Timestamp::from(message.sent_at))
+        .bind(message.subject)
+        .bind(message.body)
+        .bind(message.text_cut)
+        .bind(&message.attachments)
+        .bind(&message.bulk)
+        .bind(message.labels)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected()
+            == 1;
+        if inserted {
+            recompute_thread(&mut tx, thread, true).await?;
+        }
+        tx.commit().await?;
+        Ok(inserted)
+    }
+
+    /// Sets the labels of the stored messages of `provider_thread_id` (each message's own, by
+    /// provider message id) and the thread's union of them; messages not named keep theirs.
+    /// False when the thread is not projected.
+    pub async fn email_set_labels(
+        &self,
+        account_id: &str,
+        provider_thread_id: &str,
+        labels: &[(String, Vec<String>)],
+    ) -> Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        let thread: Option<(Uuid,)> =
+            sqlx::query_as("SELECT id FROM email_threads WHERE account_id = $1 AND provider_thread_id = $2 FOR UPDATE")
+                .bind(account_id)
+                .bind(provider_thread_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some((thread,)) = thread else {
+            return Ok(false);
+        };
+        for (message, message_labels) in labels {
+            sqlx::query("UPDATE email_messages SET labels = $3 WHERE account_id = $1 AND provider_message_id = $2")
+                .bind(account_id)
+                .bind(message)
+                .bind(message_labels)
+                .execute(&mut *tx)
+                .await?;
+        }
+        recompute_thread(&mut tx, thread, false).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    /// The provider thread ids of the account's projected threads.
+    pub async fn email_provider_threads(&self, account_id: &str) -> Result<Vec<String>> {
+        let rows: Vec<(String,)> =
+            sqlx::query_as("SELECT provider_thread_id FROM email_threads WHERE account_id = $1 ORDER BY latest_at")
+                .bind(account_id)
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+
+    /// The provider message ids of the account already stored, among `ids`.
+    pub async fn email_known_messages(&self, account_id: &str, ids: &[String]) -> Result<Vec<String>> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT provider_message_id FROM email_messages WHERE account_id = $1 AND provider_message_id = ANY($2)",
+        )
+        .bind(account_id)
+        .bind(ids)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
+    }
+
+    /// Addresses the owner has written to from this account (recipients of its sent mail).
+    pub async fn email_known_correspondents(&self, account_id: &str) -> Result<Vec<String>> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT DISTINCT lower(person->>'address') FROM email_messages,
+                 jsonb_array_elements(recipients || copied) AS person
+             WHERE account_id = $1 AND 'SENT' = ANY (labels)",
+        )
+        .bind(account_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(|(address,)| address).collect())
+    }
+
+    /// Up to `limit` threads of the account awaiting assessment, oldest first, each with its
+    /// newest message.
+    pub async fn email_waiting_threads(&self, account_id: &str, limit: i64) -> Result<Vec<WaitingThread>> {
+        let records: Vec<WaitingRecord> = sqlx::query_as(
+            "SELECT t.id AS thread, m.provider_message_id, m.sender, m.recipients, m.copied, m.sent_at,
+                    m.subject, m.body, m.text_cut, m.attachments, m.bulk
+             FROM email_threads t
+             CROSS JOIN LATERAL (SELECT * FROM email_messages WHERE thread = t.id
+                                 ORDER BY sent_at DESC, provider_message_id DESC LIMIT 1) m
+             WHERE t.account_id = $1 AND t.importance IS NULL
+             ORDER BY t.latest_at, t.id LIMIT $2",
+        )
+        .bind(account_id)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(records.into_iter().map(WaitingThread::from).collect())
+    }
+
+    /// Records the assessment of `thread`'s newest message, unless a newer message arrived
+    /// since it was read (`provider_message_id` is no longer the newest); true when recorded.
+    pub async fn email_record_assessment(
+        &self,
+        thread: Uuid,
+        provider_message_id: &str,
+        assessment: &NewAssessment<'_>,
+    ) -> Result<bool> {
+        let recorded = sqlx::query(
+            "UPDATE email_threads t SET importance = $3, reply_need = $4, gist = $5, classifier = $6,
+                 rule = $7, assessed_at = $8
+             WHERE t.id = $1 AND t.importance IS NULL
+               AND $2 = (SELECT provider_message_id FROM email_messages WHERE thread = t.id
+                         ORDER BY sent_at DESC, provider_message_id DESC LIMIT 1)",
+        )
+        .bind(thread)
+        .bind(provider_message_id)
+        .bind(assessment.importance)
+        .bind(assessment.reply_need)
+        .bind(assessment.gist)
+        .bind(assessment.classifier)
+        .bind(assessment.rule)
+        .bind(self.now_sql())
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(recorded == 1)
+    }
+
+    /// Records a completed update of the account: its address (kept when `None`), where its history now stands,
+    /// the coverage (kept when `coverage_from` is `None`), the time (this store's clock), and no
+    /// refresh error.
+    pub async fn email_update_completed(
+        &self,
+        account_id: &str,
+        address: Option<&str>,
+        history_id: &str,
+        coverage_from: Option<Timestamp>,
+    ) -> Result<()> {
+        sqlx::query(
+            "UPDATE email_accounts SET address = COALESCE($2, address), history_id = $3,
+                 coverage_from = COALESCE($4, coverage_from), updated_at = $5,
+                 last_error = NULL, last_error_at = NULL
+             WHERE account_id = $1",
+        )
+        .bind(account_id)
+        .bind(address)
+        .bind(history_id)
+        .bind(coverage_from.map(jiff_sqlx::Timestamp::from))
+        .bind(self.now_sql())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Records a failed update (a stable error code, never message content); with
+    /// `resynchronise`, the next update is a full backfill.
+    pub async fn email_update_failed(&self, account_id: &str, code: &str, resynchronise: bool) -> Result<()> {
+        sqlx::query(
+            "UPDATE email_accounts SET last_error = $2, last_error_at = $3,
+                 history_id = CASE WHEN $4 THEN NULL ELSE history_id END
+             WHERE account_id = $1",
+        )
+        .bind(account_id)
+        .bind(code)
+        .bind(self.now_sql())
+        .bind(resynchronise)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Records why new mail of the account waits unassessed (`None`: nothing waits).
+    pub async fn email_set_waiting(&self, account_id: &str, waiting: Option<&str>) -> Result<()> {
+        sqlx::query("UPDATE email_accounts SET waiting = $2 WHERE account_id = $1")
+            .bind(account_id)
+            .bind(waiting)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Records what one automatic model request cost (USD micros).
+    pub async fn email_charge(&self, account_id: &str, at: Timestamp, micros: i64, reported: bool) -> Result<()> {
+        sqlx::query("INSERT INTO email_charges (account_id, charged_at, micros, reported) VALUES ($1, $2, $3, $4)")
+            .bind(account_id)
+            .bind(jiff_sqlx::Timestamp::from(at))
+            .bind(micros)
+            .bind(reported)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Every charge since `since` (all accounts: the allowances are the owner's), oldest first.
+    pub async fn email_charges_since(&self, since: Timestamp) -> Result<Vec<(Timestamp, i64)>> {
+        let rows: Vec<(jiff_sqlx::Timestamp, i64)> =
+            sqlx::query_as("SELECT charged_at, micros FROM email_charges WHERE charged_at >= $1 ORDER BY charged_at")
+                .bind(jiff_sqlx::Timestamp::from(since))
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows.into_iter().map(|(at, micros)| (timestamp(at), micros)).collect())
+    }
+}
+
+/// Recomputes `thread` from its messages: subject (the first message's), correspondents (each
+/// sender once, in order of first appearance), newest date, count, attachments, and the union
+/// of labels; `reassess` clears the assessment.
+async fn recompute_thread(conn: &mut PgConnection, thread: Uuid, reassess: bool) -> Result<()> {
+    sqlx::query(
+        "UPDATE email_threads t SET
+             subject = COALESCE((SELECT subject FROM email_messages WHERE thread = t.id
+                                 ORDER BY sent_at, provider_message_id LIMIT 1), ''),
+             correspondents = COALESCE((SELECT jsonb_agg(sender ORDER BY first_at) FROM
+                 (SELECT sender, min(sent_at) AS first_at FROM email_messages
+                  WHERE thread = t.id AND sender <> 'null'::jsonb GROUP BY sender) s), '[]'),
+             latest_at = COALESCE((SELECT max(sent_at) FROM email_messages WHERE thread = t.id), t.latest_at),
+             message_count = (SELECT count(*) FROM email_messages WHERE thread = t.id),
+             has_attachments = EXISTS (SELECT 1 FROM email_messages WHERE thread = t.id
+                                       AND jsonb_array_length(attachments) > 0),
+             labels = ARRAY(SELECT DISTINCT unnest(labels) FROM email_messages WHERE thread = t.id ORDER BY 1),
+             importance = CASE WHEN $2 THEN NULL ELSE importance END,
+             reply_need = CASE WHEN $2 THEN NULL ELSE reply_need END,
+             gist = CASE WHEN $2 THEN NULL ELSE gist END,
+             classifier = CASE WHEN $2 THEN NULL ELSE classifier END,
+             rule = CASE WHEN $2 THEN NULL ELSE rule END,
+             assessed_at = CASE WHEN $2 THEN NULL ELSE assessed_at END
+         WHERE t.id = $1",
+    )
+    .bind(thread)
+    .bind(reassess)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
