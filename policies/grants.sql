@@ -72,7 +72,7 @@ GRANT SELECT, INSERT, UPDATE ON email_accounts, email_threads, email_messages TO
 GRANT SELECT, UPDATE ON email_operations TO steward_async_worker;
 GRANT SELECT, INSERT ON email_charges TO steward_async_worker;
 GRANT SELECT ON email_accounts TO steward_worker;
-GRANT SELECT, UPDATE ON email_threads, email_operations TO steward_worker;
+GRANT SELECT, UPDATE ON email_threads, email_messages, email_operations TO steward_worker;
 
 -- maintenance: no tables until its duties land (its grants arrive with them).
 

@@ -229,7 +229,16 @@ fn each_role_links_only_the_workspace_crates_it_needs() {
         ("steward-api", &["api", "store", "wire", "domain", "hardening", "role"]),
         (
             "steward-worker",
-            &["agent", "mail-mcp", "store", "wire", "domain", "hardening", "role"],
+            &[
+                "agent",
+                "email",
+                "mail-mcp",
+                "store",
+                "wire",
+                "domain",
+                "hardening",
+                "role",
+            ],
         ),
         // Email mode's refresh: the mail client for reads, no agent loop, no api.
         (

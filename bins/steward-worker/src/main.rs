@@ -1,23 +1,31 @@
-//! The worker role: claims queued runs and executes them until SIGTERM or SIGINT.
+//! The worker role: claims queued runs and executes them until SIGTERM or SIGINT. With Email
+//! mode (`AGENT_EMAIL_MODE_ENABLED=1`) it also runs Email mode's provider writes (archive, move
+//! back, report spam, Not spam) with each account's write document.
 
 use std::process::ExitCode;
 
 use agent::WorkerConfig;
 use agent::executor::{Executor, Providers};
 use anyhow::Context;
+use domain::flags::{FeatureFlags, Flag};
 use store::Store;
 
 fn main() -> ExitCode {
-    let config = match role::prepare("steward-worker", role::RoleKind::Application, || {
-        WorkerConfig::from_env(|name| std::env::var(name).ok())
+    let (config, email_mode) = match role::prepare("steward-worker", role::RoleKind::Application, || {
+        let flags = FeatureFlags::from_env(|name| std::env::var(name).ok()).map_err(|error| error.to_string())?;
+        let config = WorkerConfig::from_env(|name| std::env::var(name).ok()).map_err(|error| error.to_string())?;
+        if flags.is_on(Flag::EmailMode) && config.mail.is_none() {
+            return Err("AGENT_EMAIL_MODE_ENABLED=1 needs the mail accounts (AGENT_EMAIL_ENABLED=1)".to_owned());
+        }
+        Ok((config, flags.is_on(Flag::EmailMode)))
     }) {
         Ok(config) => config,
         Err(code) => return code,
     };
-    role::run(config.log_level, work(config))
+    role::run(config.log_level, work(config, email_mode))
 }
 
-async fn work(config: WorkerConfig) -> anyhow::Result<()> {
+async fn work(config: WorkerConfig, email_mode: bool) -> anyhow::Result<()> {
     let store = Store::connect_lazy(&config.database_url, config.database_max_connections)
         .context("configure the database pool")?;
     let http = reqwest::Client::builder().build().context("build the HTTP client")?;
@@ -32,6 +40,22 @@ async fn work(config: WorkerConfig) -> anyhow::Result<()> {
         )),
         None => None,
     };
+    let writes = match (&config.mail, email_mode) {
+        (Some(accounts), true) => {
+            let writer = email::writes::Writer {
+                store: store.clone(),
+                gmail: std::sync::Arc::new(
+                    mail_mcp::gmail::GmailClient::new(config.mail_endpoints.clone())
+                        .context("build the mail provider client")?,
+                ),
+                accounts: accounts.accounts.clone(),
+                worker_id: config.worker_id.clone(),
+                pace: email::writes::WritePace::default(),
+            };
+            Some(tokio::spawn(writer.run(role::shutdown_signal())))
+        }
+        _ => None,
+    };
     let executor = Executor {
         store,
         providers: Providers::new(openai),
@@ -40,5 +64,9 @@ async fn work(config: WorkerConfig) -> anyhow::Result<()> {
     };
     role::ready();
     agent::worker::run(config, executor, role::shutdown_signal()).await;
+    // The writer stops on the same signal, after the write in progress settles.
+    if let Some(writes) = writes {
+        let _ = writes.await;
+    }
     Ok(())
 }

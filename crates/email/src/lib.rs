@@ -13,6 +13,9 @@
 //!   assessment of what waits.
 //! - [`worker`]: the async worker's loop: requested refreshes (operations) and the background
 //!   cadence.
+//! - [`writes`]: the provider writes (archive, move back, report spam, Not spam) the worker
+//!   runs as durable operations with the write document; an uncertain one is settled by reading
+//!   the thread's labels, never sent again.
 //! - [`allowance`]: the email cost allowances (USD 20 per UTC day, USD 200 per rolling 30 days)
 //!   and the `runtime/limits.yaml` overlay that may change them to finite amounts.
 
@@ -22,3 +25,4 @@ pub mod project;
 pub mod provider;
 pub mod refresh;
 pub mod worker;
+pub mod writes;

@@ -13,6 +13,7 @@ use std::time::Duration;
 use jiff::Timestamp;
 use uuid::Uuid;
 
+use crate::email_projection::apply_labels;
 use crate::{Result, Store, timestamp};
 
 /// Columns of [`EmailOperationRow`], in its order.
@@ -65,6 +66,88 @@ impl From<OperationRecord> for EmailOperationRow {
         }
     }
 }
+
+/// A provider write the owner can ask for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteKind {
+    /// Inbox off (the thread is handled).
+    Archive,
+    /// Back to the originating account's Inbox.
+    MoveToInbox,
+    /// Spam on, Inbox off.
+    ReportSpam,
+    /// Spam off, Inbox on.
+    NotSpam,
+}
+
+impl WriteKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WriteKind::Archive => "archive",
+            WriteKind::MoveToInbox => "move_to_inbox",
+            WriteKind::ReportSpam => "report_spam",
+            WriteKind::NotSpam => "not_spam",
+        }
+    }
+
+    pub fn parse(kind: &str) -> Option<WriteKind> {
+        [
+            WriteKind::Archive,
+            WriteKind::MoveToInbox,
+            WriteKind::ReportSpam,
+            WriteKind::NotSpam,
+        ]
+        .into_iter()
+        .find(|candidate| candidate.as_str() == kind)
+    }
+}
+
+/// A write request's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WriteRequest {
+    Accepted(EmailOperationRow),
+    UnknownThread,
+    /// The thread is not where this write applies (`in_inbox`, `archived`, `in_spam`,
+    /// `not_in_spam`: where it is).
+    NotApplicable(&'static str),
+    /// Another write of the thread has not settled yet.
+    Pending(EmailOperationRow),
+}
+
+/// A write claimed by a worker, with the thread it changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimedWrite {
+    pub operation: EmailOperationRow,
+    pub kind: WriteKind,
+    pub provider_thread_id: String,
+}
+
+/// How a provider write ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// Applied: the thread's messages now carry these labels (provider message id, labels).
+    Succeeded(Vec<(String, Vec<String>)>),
+    /// Refused (a stable code): nothing changed.
+    Failed(String),
+    /// Nothing proves whether it happened (a stable code): reconcile by reading, never repeat.
+    Uncertain(String),
+}
+
+/// What reading the thread showed about an uncertain write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reconciliation {
+    /// The labels show it applied.
+    Applied(Vec<(String, Vec<String>)>),
+    /// The labels show it did not (the owner may ask again).
+    NotApplied(Vec<(String, Vec<String>)>),
+    /// The thread is gone from the mailbox.
+    Gone,
+}
+
+/// The code of a write the labels show was not applied.
+pub const NOT_APPLIED: &str = "mail.not_applied";
+/// The code of a write whose thread is gone.
+pub const THREAD_GONE: &str = "mail.thread_gone";
 
 /// A refresh request's answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -174,9 +257,237 @@ impl Store {
         Ok(())
     }
 
+    /// Requests the write `kind` of `thread`, where it applies and when no other write of the
+    /// thread is unsettled.
+    pub async fn email_request_write(&self, thread: Uuid, kind: WriteKind) -> Result<WriteRequest> {
+        let now = self.now_sql();
+        self.transaction(
+            async |conn| {
+                let place: Option<(String, bool, bool)> =
+                    sqlx::query_as("SELECT account_id, in_inbox, in_spam FROM email_threads WHERE id = $1 FOR UPDATE")
+                        .bind(thread)
+                        .fetch_optional(&mut *conn)
+                        .await?;
+                let Some((account_id, in_inbox, in_spam)) = place else {
+                    return Ok(WriteRequest::UnknownThread);
+                };
+                let pending: Option<OperationRecord> = sqlx::query_as(&format!(
+                    "SELECT {OPERATION_COLUMNS} FROM email_operations
+                     WHERE thread = $1 AND (state IN ('queued', 'dispatching')
+                                            OR (state = 'uncertain' AND reconciled_at IS NULL))
+                     ORDER BY created_at LIMIT 1"
+                ))
+                .bind(thread)
+                .fetch_optional(&mut *conn)
+                .await?;
+                if let Some(pending) = pending {
+                    return Ok(WriteRequest::Pending(pending.into()));
+                }
+                let refused = match kind {
+                    _ if in_spam && kind != WriteKind::NotSpam => Some("in_spam"),
+                    WriteKind::Archive | WriteKind::ReportSpam if !in_inbox => Some("archived"),
+                    WriteKind::MoveToInbox if in_inbox => Some("in_inbox"),
+                    WriteKind::NotSpam if !in_spam => Some("not_in_spam"),
+                    _ => None,
+                };
+                if let Some(place) = refused {
+                    return Ok(WriteRequest::NotApplicable(place));
+                }
+                let record: OperationRecord = sqlx::query_as(&format!(
+                    "INSERT INTO email_operations (id, account_id, thread, kind, created_at, updated_at)
+                     VALUES ($1, $2, $3, $4, $5, $5) RETURNING {OPERATION_COLUMNS}"
+                ))
+                .bind(Uuid::now_v7())
+                .bind(&account_id)
+                .bind(thread)
+                .bind(kind.as_str())
+                .bind(now)
+                .fetch_one(&mut *conn)
+                .await?;
+                Ok(WriteRequest::Accepted(record.into()))
+            },
+            |_| true,
+        )
+        .await
+    }
+
+    /// Claims the oldest queued write for `lease`; it stays `queued` until
+    /// [`Store::email_mark_dispatching`].
+    pub async fn email_claim_write(&self, worker: &str, lease: Duration) -> Result<Option<ClaimedWrite>> {
+        self.claim_write(worker, lease, "state = 'queued'").await
+    }
+
+    /// Claims the oldest uncertain write not yet reconciled, for one reading of its thread.
+    pub async fn email_claim_uncertain(&self, worker: &str, lease: Duration) -> Result<Option<ClaimedWrite>> {
+        self.claim_write(worker, lease, "state = 'uncertain' AND reconciled_at IS NULL")
+            .await
+    }
+
+    async fn claim_write(&self, worker: &str, lease: Duration, due: &str) -> Result<Option<ClaimedWrite>> {
+        let claimed: Option<(Uuid, String)> = sqlx::query_as(&format!(
+            "WITH claimed AS (
+                 UPDATE email_operations SET claimed_by = $1, lease_until = $2, updated_at = $3
+                 WHERE id = (SELECT id FROM email_operations
+                             WHERE kind <> 'refresh' AND {due} AND (lease_until IS NULL OR lease_until < $3)
+                             ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+                 RETURNING id, thread)
+             SELECT claimed.id, t.provider_thread_id FROM claimed JOIN email_threads t ON t.id = claimed.thread"
+        ))
+        .bind(worker)
+        .bind(self.after(lease))
+        .bind(self.now_sql())
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some((id, provider_thread_id)) = claimed else {
+            return Ok(None);
+        };
+        let operation = self
+            .email_operation(id)
+            .await?
+            .ok_or_else(|| crate::StoreError::Corrupt(format!("email operation {id} vanished")))?;
+        let kind = WriteKind::parse(&operation.kind)
+            .ok_or_else(|| crate::StoreError::Corrupt(format!("email operation {id} has kind {}", operation.kind)))?;
+        Ok(Some(ClaimedWrite {
+            operation,
+            kind,
+            provider_thread_id,
+        }))
+    }
+
+    /// Marks a claimed write as leaving now, committed before its request is sent; false when
+    /// the claim was lost (another worker's now).
+    pub async fn email_mark_dispatching(&self, id: Uuid, worker: &str) -> Result<bool> {
+        let marked = sqlx::query(
+            "UPDATE email_operations SET state = 'dispatching', updated_at = $3
+             WHERE id = $1 AND state = 'queued' AND claimed_by = $2",
+        )
+        .bind(id)
+        .bind(worker)
+        .bind(self.now_sql())
+        .execute(&self.pool)
+        .await?
+        .rows_affected();
+        Ok(marked == 1)
+    }
+
+    /// Settles a dispatched write from the provider's answer; a success records the labels it
+    /// left and the thread's handled or reported state.
+    pub async fn email_settle_write(&self, claimed: &ClaimedWrite, outcome: &WriteOutcome) -> Result<()> {
+        let now = self.now_sql();
+        let id = claimed.operation.id;
+        self.transaction(
+            async |conn| {
+                let (state, error) = match outcome {
+                    WriteOutcome::Succeeded(_) => ("succeeded", None),
+                    WriteOutcome::Failed(code) => ("failed", Some(code.as_str())),
+                    WriteOutcome::Uncertain(code) => ("uncertain", Some(code.as_str())),
+                };
+                let settled = sqlx::query(
+                    "UPDATE email_operations SET state = $2, error = $3, lease_until = NULL, updated_at = $4
+                     WHERE id = $1 AND state = 'dispatching'",
+                )
+                .bind(id)
+                .bind(state)
+                .bind(error)
+                .bind(now)
+                .execute(&mut *conn)
+                .await?
+                .rows_affected();
+                if settled == 1
+                    && let WriteOutcome::Succeeded(labels) = outcome
+                {
+                    applied(conn, claimed, labels, now).await?;
+                }
+                Ok(())
+            },
+            |_| true,
+        )
+        .await
+    }
+
+    /// Leaves `uncertain` every write still `dispatching` after its claim expired (its worker
+    /// died mid-request); how many.
+    pub async fn email_strand_dispatches(&self) -> Result<u64> {
+        Ok(sqlx::query(
+            "UPDATE email_operations SET state = 'uncertain', error = 'mail.outcome_unknown', lease_until = NULL,
+                 updated_at = $1
+             WHERE kind <> 'refresh' AND state = 'dispatching' AND lease_until < $1",
+        )
+        .bind(self.now_sql())
+        .execute(&self.pool)
+        .await?
+        .rows_affected())
+    }
+
+    /// Settles an uncertain write from what reading its thread showed.
+    pub async fn email_reconcile_write(&self, claimed: &ClaimedWrite, reading: &Reconciliation) -> Result<()> {
+        let now = self.now_sql();
+        let id = claimed.operation.id;
+        self.transaction(
+            async |conn| {
+                let (state, error) = match reading {
+                    Reconciliation::Applied(_) => ("succeeded", None),
+                    Reconciliation::NotApplied(_) => ("failed", Some(NOT_APPLIED)),
+                    Reconciliation::Gone => ("failed", Some(THREAD_GONE)),
+                };
+                let settled = sqlx::query(
+                    "UPDATE email_operations SET state = $2, error = $3, reconciled_at = $4, lease_until = NULL,
+                         updated_at = $4
+                     WHERE id = $1 AND state = 'uncertain' AND reconciled_at IS NULL",
+                )
+                .bind(id)
+                .bind(state)
+                .bind(error)
+                .bind(now)
+                .execute(&mut *conn)
+                .await?
+                .rows_affected();
+                if settled == 1 {
+                    match reading {
+                        Reconciliation::Applied(labels) => applied(conn, claimed, labels, now).await?,
+                        Reconciliation::NotApplied(labels) => {
+                            apply_labels(conn, claimed.operation.thread_id()?, labels).await?;
+                        }
+                        Reconciliation::Gone => {}
+                    }
+                }
+                Ok(())
+            },
+            |_| true,
+        )
+        .await
+    }
+
     /// This store's clock plus `lease`, as bound into a statement.
     fn after(&self, lease: Duration) -> jiff_sqlx::Timestamp {
         let lease = jiff::SignedDuration::try_from(lease).unwrap_or(jiff::SignedDuration::ZERO);
         jiff_sqlx::Timestamp::from(self.now() + lease)
     }
+}
+
+impl EmailOperationRow {
+    /// The thread of a write.
+    fn thread_id(&self) -> Result<Uuid> {
+        self.thread
+            .ok_or_else(|| crate::StoreError::Corrupt(format!("email write {} has no thread", self.id)))
+    }
+}
+
+/// Records what an applied write left: the labels, and the thread's handled or reported state.
+async fn applied(
+    conn: &mut sqlx::PgConnection,
+    claimed: &ClaimedWrite,
+    labels: &[(String, Vec<String>)],
+    now: jiff_sqlx::Timestamp,
+) -> Result<()> {
+    let thread = claimed.operation.thread_id()?;
+    apply_labels(conn, thread, labels).await?;
+    let statement = match claimed.kind {
+        WriteKind::Archive => "UPDATE email_threads SET handled_at = $2 WHERE id = $1",
+        WriteKind::MoveToInbox => "UPDATE email_threads SET handled_at = NULL WHERE id = $1 AND $2 IS NOT NULL",
+        WriteKind::ReportSpam => "UPDATE email_threads SET reported_at = $2, suspected_spam = false WHERE id = $1",
+        WriteKind::NotSpam => "UPDATE email_threads SET reported_at = NULL WHERE id = $1 AND $2 IS NOT NULL",
+    };
+    sqlx::query(statement).bind(thread).bind(now).execute(conn).await?;
+    Ok(())
 }

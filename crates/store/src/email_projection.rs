@@ -231,15 +231,7 @@ impl Store {
         let Some((thread,)) = thread else {
             return Ok(false);
         };
-        for (message, message_labels) in labels {
-            sqlx::query("UPDATE email_messages SET labels = $3 WHERE account_id = $1 AND provider_message_id = $2")
-                .bind(account_id)
-                .bind(message)
-                .bind(message_labels)
-                .execute(&mut *tx)
-                .await?;
-        }
-        recompute_thread(&mut tx, thread, false).await?;
+        apply_labels(&mut tx, thread, labels).await?;
         tx.commit().await?;
         Ok(true)
     }
@@ -401,6 +393,24 @@ impl Store {
                 .await?;
         Ok(rows.into_iter().map(|(at, micros)| (timestamp(at), micros)).collect())
     }
+}
+
+/// Sets the labels of `thread`'s messages named in `labels` (provider message id, labels) and
+/// recomputes the thread.
+pub(crate) async fn apply_labels(
+    conn: &mut PgConnection,
+    thread: Uuid,
+    labels: &[(String, Vec<String>)],
+) -> Result<()> {
+    for (message, message_labels) in labels {
+        sqlx::query("UPDATE email_messages SET labels = $3 WHERE thread = $1 AND provider_message_id = $2")
+            .bind(thread)
+            .bind(message)
+            .bind(message_labels)
+            .execute(&mut *conn)
+            .await?;
+    }
+    recompute_thread(conn, thread, false).await
 }
 
 /// Recomputes `thread` from its messages: subject (the first message's), correspondents (each

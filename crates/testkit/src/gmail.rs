@@ -117,6 +117,7 @@ struct Inner {
     /// (mailbox, scope, method and path) of every authorized API call.
     calls: Vec<(String, String, String)>,
     send_fault: Option<SendFault>,
+    modify_fault: Option<SendFault>,
     draft_fault: Option<SendFault>,
     /// Sent messages keep the `Message-ID` they were given (the provider's habit is to replace it).
     keep_sent_message_ids: bool,
@@ -328,6 +329,11 @@ impl FakeGmail {
     /// Every authorized API call: (mailbox, scope, "METHOD path").
     pub fn calls(&self) -> Vec<(String, String, String)> {
         lock(&self.inner).calls.clone()
+    }
+
+    /// The next `threads.modify` meets `fault` (after applying it, unless `DropUnsent`).
+    pub fn fail_next_modify(&self, fault: SendFault) {
+        lock(&self.inner).modify_fault = Some(fault);
     }
 
     pub fn fail_next_send(&self, fault: SendFault) {
@@ -925,31 +931,43 @@ async fn modify_thread(
     Path(id): Path<String>,
     Json(body): Json<Value>,
 ) -> Response {
-    let mut inner = lock(&inner);
-    let mailbox = match inner.authorize(&headers, &[MODIFY], "POST threads.modify") {
-        Ok(mailbox) => mailbox,
-        Err(refused) => return refused.into_response(),
+    let fault = {
+        let mut inner = lock(&inner);
+        let mailbox = match inner.authorize(&headers, &[MODIFY], "POST threads.modify") {
+            Ok(mailbox) => mailbox,
+            Err(refused) => return refused.into_response(),
+        };
+        let fault = inner.modify_fault.take();
+        if fault == Some(SendFault::DropUnsent) {
+            drop(inner);
+            std::panic::resume_unwind(Box::new("connection dropped on purpose"));
+        }
+        let labels = |name: &str| -> Vec<String> {
+            body[name]
+                .as_array()
+                .map(|labels| labels.iter().filter_map(|l| l.as_str().map(str::to_owned)).collect())
+                .unwrap_or_default()
+        };
+        let (add, remove) = (labels("addLabelIds"), labels("removeLabelIds"));
+        let Some(mailbox) = inner.mailboxes.get_mut(&mailbox) else {
+            return error(StatusCode::NOT_FOUND, "Requested entity was not found.");
+        };
+        let add: Vec<&str> = add.iter().map(String::as_str).collect();
+        let remove: Vec<&str> = remove.iter().map(String::as_str).collect();
+        if !relabel_thread(mailbox, &id, &add, &remove) {
+            return error(StatusCode::NOT_FOUND, "Requested entity was not found.");
+        }
+        let messages: Vec<Value> = mailbox
+            .messages
+            .iter()
+            .filter(|message| message.thread_id == id)
+            .map(|message| json!({ "id": message.id, "threadId": message.thread_id, "labelIds": message.label_ids }))
+            .collect();
+        let answer = json!({ "id": id, "historyId": mailbox.history_id.to_string(), "messages": messages });
+        match fault {
+            None => return Json(answer).into_response(),
+            Some(fault) => fault,
+        }
     };
-    let labels = |name: &str| -> Vec<String> {
-        body[name]
-            .as_array()
-            .map(|labels| labels.iter().filter_map(|l| l.as_str().map(str::to_owned)).collect())
-            .unwrap_or_default()
-    };
-    let (add, remove) = (labels("addLabelIds"), labels("removeLabelIds"));
-    let Some(mailbox) = inner.mailboxes.get_mut(&mailbox) else {
-        return error(StatusCode::NOT_FOUND, "Requested entity was not found.");
-    };
-    let add: Vec<&str> = add.iter().map(String::as_str).collect();
-    let remove: Vec<&str> = remove.iter().map(String::as_str).collect();
-    if !relabel_thread(mailbox, &id, &add, &remove) {
-        return error(StatusCode::NOT_FOUND, "Requested entity was not found.");
-    }
-    let messages: Vec<Value> = mailbox
-        .messages
-        .iter()
-        .filter(|message| message.thread_id == id)
-        .map(|message| json!({ "id": message.id, "threadId": message.thread_id, "labelIds": message.label_ids }))
-        .collect();
-    Json(json!({ "id": id, "historyId": mailbox.history_id.to_string(), "messages": messages })).into_response()
+    dropped(fault).await
 }

@@ -3,6 +3,7 @@
 //! id, and a raw message projected and assessed.
 
 mod refresh;
+mod writes;
 
 use std::collections::HashSet;
 use std::time::Duration;

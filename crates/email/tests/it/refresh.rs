@@ -23,7 +23,7 @@ fn account(fake: &FakeGmail, mailbox: &str) -> ReadAccount {
     }
 }
 
-fn gmail(fake: &FakeGmail) -> Arc<GmailClient> {
+pub fn gmail(fake: &FakeGmail) -> Arc<GmailClient> {
     Arc::new(
         GmailClient::new(Endpoints {
             api_base_url: fake.base_url.clone(),
