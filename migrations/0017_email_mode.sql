@@ -59,9 +59,9 @@ CREATE TABLE email_threads (
     )
 );
 -- The Important inbox's first page, and Other mail, in order.
-CREATE INDEX email_threads_important ON email_threads (priority, latest_at DESC, id)
+CREATE INDEX email_threads_important ON email_threads (priority, latest_at DESC, id DESC)
     WHERE in_inbox AND importance = 'important';
-CREATE INDEX email_threads_other ON email_threads (latest_at DESC, id)
+CREATE INDEX email_threads_other ON email_threads (latest_at DESC, id DESC)
     WHERE NOT (in_inbox AND importance IS NOT DISTINCT FROM 'important');
 -- New mail waiting for assessment, oldest first.
 CREATE INDEX email_threads_unassessed ON email_threads (account_id, latest_at) WHERE importance IS NULL;

@@ -12,7 +12,7 @@ use mail_mcp::gmail::{Endpoints, GmailClient};
 use testkit::TestDatabase;
 use testkit::gmail::{FakeGmail, READONLY};
 
-fn account(fake: &FakeGmail, mailbox: &str) -> ReadAccount {
+pub fn account(fake: &FakeGmail, mailbox: &str) -> ReadAccount {
     let refresh = fake.grant(mailbox, READONLY);
     let json = format!(
         r#"{{"client_id":"client","client_secret":"secret","refresh_token":"{refresh}","scope":"{READONLY}"}}"#

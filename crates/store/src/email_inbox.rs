@@ -1,0 +1,221 @@
+//! Reading Email mode's projections as the owner's client sees them: the priority inbox
+//! (Important: in the Inbox and assessed important, needing a reply first, then for your
+//! attention, then the rest, newest first) and Other mail (everything else: unassessed, other,
+//! archived, spam), each filtered by account and search and paged by keyset; and one thread
+//! with its messages' text and attachment metadata.
+
+use jiff::Timestamp;
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::{Result, Store, timestamp};
+
+/// Which listing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InboxView {
+    Important,
+    Other,
+}
+
+/// Where a page ends: the last row's ordering key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InboxPosition {
+    pub priority: i16,
+    pub latest_at: Timestamp,
+    pub id: Uuid,
+}
+
+/// One page request.
+#[derive(Clone, Copy, Debug)]
+pub struct InboxQuery<'a> {
+    pub view: InboxView,
+    pub account_id: Option<&'a str>,
+    /// Words looked for in the subject, correspondents, gist and message text
+    /// (case-insensitive, as one phrase).
+    pub search: Option<&'a str>,
+    pub after: Option<InboxPosition>,
+    pub limit: u32,
+}
+
+/// Columns of [`ThreadSummary`], in its order.
+const SUMMARY_COLUMNS: &str = "t.id, t.account_id, t.subject, t.correspondents, t.latest_at, t.message_count,
+     t.has_attachments, t.labels, t.in_inbox, t.in_spam, t.suspected_spam, t.importance, t.reply_need, t.gist,
+     t.classifier, t.rule, t.handled_at IS NOT NULL AS handled, t.reported_at IS NOT NULL AS reported, t.priority";
+
+/// A thread as a row of the inbox shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThreadSummary {
+    pub id: Uuid,
+    pub account_id: String,
+    pub subject: String,
+    /// Correspondent objects, each sender once.
+    pub correspondents: Value,
+    pub latest_at: Timestamp,
+    pub message_count: i32,
+    pub has_attachments: bool,
+    pub labels: Vec<String>,
+    pub in_inbox: bool,
+    pub in_spam: bool,
+    pub suspected_spam: bool,
+    pub importance: Option<String>,
+    pub reply_need: Option<String>,
+    pub gist: Option<String>,
+    pub classifier: Option<String>,
+    pub rule: Option<String>,
+    /// Archived by the owner through Steward.
+    pub handled: bool,
+    /// Reported as spam by the owner through Steward.
+    pub reported: bool,
+    pub priority: i16,
+}
+
+impl ThreadSummary {
+    /// This row's ordering key, for the next page.
+    pub fn position(&self) -> InboxPosition {
+        InboxPosition {
+            priority: self.priority,
+            latest_at: self.latest_at,
+            id: self.id,
+        }
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct SummaryRecord {
+    id: Uuid,
+    account_id: String,
+    subject: String,
+    correspondents: Value,
+    latest_at: jiff_sqlx::Timestamp,
+    message_count: i32,
+    has_attachments: bool,
+    labels: Vec<String>,
+    in_inbox: bool,
+    in_spam: bool,
+    suspected_spam: bool,
+    importance: Option<String>,
+    reply_need: Option<String>,
+    gist: Option<String>,
+    classifier: Option<String>,
+    rule: Option<String>,
+    handled: bool,
+    reported: bool,
+    priority: i16,
+}
+
+impl From<SummaryRecord> for ThreadSummary {
+    fn from(record: SummaryRecord) -> Self {
+        ThreadSummary {
+            id: record.id,
+            account_id: record.account_id,
+            subject: record.subject,
+            correspondents: record.correspondents,
+            latest_at: timestamp(record.latest_at),
+            message_count: record.message_count,
+            has_attachments: record.has_attachments,
+            labels: record.labels,
+            in_inbox: record.in_inbox,
+            in_spam: record.in_spam,
+            suspected_spam: record.suspected_spam,
+            importance: record.importance,
+            reply_need: record.reply_need,
+            gist: record.gist,
+            classifier: record.classifier,
+            rule: record.rule,
+            handled: record.handled,
+            reported: record.reported,
+            priority: record.priority,
+        }
+    }
+}
+
+/// One message of a thread as the reading pane shows it: text and attachment metadata.
+#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
+pub struct ThreadMessage {
+    pub provider_message_id: String,
+    pub sender: Value,
+    pub recipients: Value,
+    pub copied: Value,
+    #[sqlx(try_from = "jiff_sqlx::Timestamp")]
+    pub sent_at: SentAt,
+    pub subject: String,
+    pub body: String,
+    pub text_cut: bool,
+    pub attachments: Value,
+}
+
+/// When a message was sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SentAt(pub Timestamp);
+
+impl From<jiff_sqlx::Timestamp> for SentAt {
+    fn from(value: jiff_sqlx::Timestamp) -> Self {
+        SentAt(timestamp(value))
+    }
+}
+
+/// `text` as a `LIKE` pattern matching it anywhere, its wildcards taken literally.
+fn contains_pattern(text: &str) -> String {
+    let escaped = text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+    format!("%{escaped}%")
+}
+
+impl Store {
+    /// One page of `query.view`, at most `query.limit` rows.
+    pub async fn email_inbox(&self, query: &InboxQuery<'_>) -> Result<Vec<ThreadSummary>> {
+        let (filter, order, after) = match query.view {
+            InboxView::Important => (
+                "t.in_inbox AND t.importance = 'important'",
+                "t.priority, t.latest_at DESC, t.id DESC",
+                "($4::smallint IS NULL OR t.priority > $4 OR (t.priority = $4 AND (t.latest_at, t.id) < ($5, $6)))",
+            ),
+            InboxView::Other => (
+                "NOT (t.in_inbox AND t.importance IS NOT DISTINCT FROM 'important')",
+                "t.latest_at DESC, t.id DESC",
+                "($4::smallint IS NULL OR (t.latest_at, t.id) < ($5, $6))",
+            ),
+        };
+        let records: Vec<SummaryRecord> = sqlx::query_as(&format!(
+            "SELECT {SUMMARY_COLUMNS} FROM email_threads t
+             WHERE {filter} AND ($1::text IS NULL OR t.account_id = $1)
+               AND ($2::text IS NULL OR t.subject ILIKE $2 OR t.correspondents::text ILIKE $2 OR t.gist ILIKE $2
+                    OR EXISTS (SELECT 1 FROM email_messages m WHERE m.thread = t.id AND m.body ILIKE $2))
+               AND {after}
+             ORDER BY {order} LIMIT $3"
+        ))
+        .bind(query.account_id)
+        .bind(query.search.map(contains_pattern))
+        .bind(i64::from(query.limit))
+        .bind(query.after.map(|position| position.priority))
+        .bind(
+            query
+                .after
+                .map(|position| jiff_sqlx::Timestamp::from(position.latest_at)),
+        )
+        .bind(query.after.map(|position| position.id))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(records.into_iter().map(ThreadSummary::from).collect())
+    }
+
+    /// One thread and its messages, oldest first.
+    pub async fn email_thread(&self, id: Uuid) -> Result<Option<(ThreadSummary, Vec<ThreadMessage>)>> {
+        let record: Option<SummaryRecord> = sqlx::query_as(&format!(
+            "SELECT {SUMMARY_COLUMNS} FROM email_threads t WHERE t.id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(record) = record else {
+            return Ok(None);
+        };
+        let messages: Vec<ThreadMessage> = sqlx::query_as(
+            "SELECT provider_message_id, sender, recipients, copied, sent_at, subject, body, text_cut, attachments
+             FROM email_messages WHERE thread = $1 ORDER BY sent_at, provider_message_id",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(Some((record.into(), messages)))
+    }
+}
