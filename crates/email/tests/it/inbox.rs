@@ -2,10 +2,9 @@
 //! account and search filters, Other mail, and a thread's text and attachment metadata.
 
 use store::{InboxQuery, InboxView};
-use testkit::TestDatabase;
 use testkit::gmail::FakeGmail;
 
-use crate::refresh::{account, gmail};
+use crate::refresh::{account, recorded};
 
 fn subjects(rows: &[store::ThreadSummary]) -> Vec<&str> {
     rows.iter().map(|row| row.subject.as_str()).collect()
@@ -51,20 +50,8 @@ async fn the_inbox_orders_by_reply_need_then_date_and_pages_by_keyset() {
         .write_to_vec()
         .expect("built");
     let slides = fake.deliver_raw("owner", &with_attachment, &["INBOX"], None);
-    let db = TestDatabase::new().await;
-    let worker = db.store_as("async-worker").await;
-    worker
-        .email_ensure_accounts(&["personal".to_owned()])
-        .await
-        .expect("account");
-    email::refresh::Refresher {
-        store: worker,
-        gmail: gmail(&fake),
-        backfill: jiff::SignedDuration::from_hours(24),
-    }
-    .update(&account(&fake, "owner"))
-    .await
-    .expect("refresh");
+    let (db, refresher) = recorded(&fake, 24).await;
+    refresher.update(&account(&fake, "owner")).await.expect("refresh");
 
     let api = db.store_as("api").await;
     let query = |view, limit| InboxQuery {

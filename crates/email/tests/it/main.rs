@@ -7,46 +7,34 @@ mod refresh;
 mod writes;
 
 use std::collections::HashSet;
-use std::time::Duration;
 
 use email::provider::{self, HistoryError};
-use mail_mcp::document::{CredentialDocument, MailScope};
-use mail_mcp::gmail::{Credential, Endpoints, GmailClient};
+use mail_mcp::gmail::{Credential, GmailClient};
 use testkit::gmail::{FakeGmail, READONLY};
 
 struct Reader {
-    gmail: GmailClient,
-    document: CredentialDocument,
+    gmail: std::sync::Arc<GmailClient>,
+    account: mail_mcp::accounts::ReadAccount,
 }
 
 impl Reader {
     fn credential(&self) -> Credential<'_> {
         Credential {
-            account_id: "personal",
-            document: &self.document,
+            account_id: &self.account.account_id,
+            document: &self.account.read,
         }
     }
 }
 
 fn reader(fake: &FakeGmail, mailbox: &str) -> Reader {
-    let refresh = fake.grant(mailbox, READONLY);
-    let json = format!(
-        r#"{{"client_id":"client","client_secret":"secret","refresh_token":"{refresh}","scope":"{READONLY}"}}"#
-    );
-    let document = CredentialDocument::parse(json.as_bytes(), MailScope::Read, None).expect("read document");
-    let gmail = GmailClient::new(Endpoints {
-        api_base_url: fake.base_url.clone(),
-        token_url: fake.token_url(),
-        read_attempts: 2,
-        read_backoff: Duration::from_millis(10),
-        request_timeout: Duration::from_secs(5),
-        quota_units_per_second: 1_000_000.0,
-    })
-    .expect("client");
-    Reader { gmail, document }
+    Reader {
+        gmail: refresh::gmail(fake),
+        account: refresh::account(fake, mailbox),
+    }
 }
 
-fn newsletter() -> Vec<u8> {
+/// A newsletter (HTML, `List-Unsubscribe`) to the owner.
+pub fn newsletter() -> Vec<u8> {
     mail_builder::MessageBuilder::new()
         .from(("Weekly News", "news@letters.example"))
         .to("owner@example.org")

@@ -48,18 +48,21 @@ async fn threads(db: &TestDatabase) -> Vec<(String, Vec<String>, Option<String>,
     .expect("threads")
 }
 
-fn newsletter(subject: &str) -> Vec<u8> {
-    mail_builder::MessageBuilder::new()
-        .from(("Weekly News", "news@letters.example"))
-        .to("owner@example.org")
-        .subject(subject)
-        .html_body("<p>Ten things <b>worth</b> reading.</p>")
-        .header(
-            "List-Unsubscribe",
-            mail_builder::headers::raw::Raw::new("<https://letters.example/u/1>"),
-        )
-        .write_to_vec()
-        .expect("built")
+/// A fresh database with the account `personal` recorded, and a refresher writing to it as the
+/// async-worker login with a backfill window of `backfill_hours`.
+pub async fn recorded(fake: &FakeGmail, backfill_hours: i64) -> (TestDatabase, Refresher) {
+    let db = TestDatabase::new().await;
+    let store = db.store_as("async-worker").await;
+    store
+        .email_ensure_accounts(&["personal".to_owned()])
+        .await
+        .expect("account");
+    let refresher = Refresher {
+        store,
+        gmail: gmail(fake),
+        backfill: jiff::SignedDuration::from_hours(backfill_hours),
+    };
+    (db, refresher)
 }
 
 fn strings(values: &[&str]) -> Vec<String> {
@@ -70,17 +73,8 @@ fn strings(values: &[&str]) -> Vec<String> {
 async fn backfill_then_history_then_a_resync_after_the_history_expired() {
     let fake = FakeGmail::start().await;
     fake.mailbox("owner", "owner@example.org");
-    let db = TestDatabase::new().await;
-    let store = db.store_as("async-worker").await;
-    store
-        .email_ensure_accounts(&["personal".to_owned()])
-        .await
-        .expect("account");
-    let refresher = Refresher {
-        store: store.clone(),
-        gmail: gmail(&fake),
-        backfill: jiff::SignedDuration::from_hours(30 * 24),
-    };
+    let (db, refresher) = recorded(&fake, 30 * 24).await;
+    let store = refresher.store.clone();
     let account = account(&fake, "owner");
 
     // Awaiting the first update.
@@ -96,7 +90,7 @@ async fn backfill_then_history_then_a_resync_after_the_history_expired() {
         .write_to_vec()
         .expect("built");
     fake.deliver_raw("owner", &hello, &["SENT"], None);
-    let letter = fake.deliver_raw("owner", &newsletter("This week"), &["INBOX"], None);
+    let letter = fake.deliver_raw("owner", &crate::newsletter(), &["INBOX"], None);
     let lunch = fake.deliver(
         "owner",
         "ada@example.com",
@@ -222,17 +216,8 @@ async fn backfill_then_history_then_a_resync_after_the_history_expired() {
 async fn a_failed_update_is_recorded_on_the_account_and_cleared_by_the_next() {
     let fake = FakeGmail::start().await;
     fake.mailbox("owner", "owner@example.org");
-    let db = TestDatabase::new().await;
-    let store = db.store_as("async-worker").await;
-    store
-        .email_ensure_accounts(&["personal".to_owned()])
-        .await
-        .expect("account");
-    let refresher = Refresher {
-        store: store.clone(),
-        gmail: gmail(&fake),
-        backfill: jiff::SignedDuration::from_hours(24),
-    };
+    let (_db, refresher) = recorded(&fake, 24).await;
+    let store = refresher.store.clone();
     let account = account(&fake, "owner");
     let revoked = ReadAccount {
         read: {

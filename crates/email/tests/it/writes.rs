@@ -35,12 +35,7 @@ struct Mailbox {
 async fn mailbox() -> Mailbox {
     let fake = FakeGmail::start().await;
     fake.mailbox("owner", "owner@example.org");
-    let db = TestDatabase::new().await;
-    let async_worker = db.store_as("async-worker").await;
-    async_worker
-        .email_ensure_accounts(&["personal".to_owned()])
-        .await
-        .expect("account");
+    let (db, refresher) = crate::refresh::recorded(&fake, 24).await;
     let account = Account {
         account_id: "personal".into(),
         read: document(&fake, MailScope::Read, READONLY),
@@ -52,11 +47,7 @@ async fn mailbox() -> Mailbox {
         read: account.read.clone(),
     };
     Mailbox {
-        refresher: Refresher {
-            store: async_worker,
-            gmail: gmail(&fake),
-            backfill: jiff::SignedDuration::from_hours(24),
-        },
+        refresher,
         writer: Writer {
             store: db.store_as("worker").await,
             gmail: gmail(&fake),
