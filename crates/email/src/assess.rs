@@ -43,6 +43,26 @@ pub enum ReplyNeed {
     ForYourAttention,
 }
 
+impl Importance {
+    /// The stored name (as serialized).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Importance::Important => "important",
+            Importance::Other => "other",
+        }
+    }
+}
+
+impl ReplyNeed {
+    /// The stored name (as serialized).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReplyNeed::NeedsReply => "needs_reply",
+            ReplyNeed::ForYourAttention => "for_your_attention",
+        }
+    }
+}
+
 /// Which rule decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -52,6 +72,19 @@ pub enum Rule {
     Transactional,
     KnownCorrespondent,
     UnknownSender,
+}
+
+impl Rule {
+    /// The stored name (as serialized).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rule::FromOwner => "from_owner",
+            Rule::Bulk => "bulk",
+            Rule::Transactional => "transactional",
+            Rule::KnownCorrespondent => "known_correspondent",
+            Rule::UnknownSender => "unknown_sender",
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -191,6 +224,26 @@ mod tests {
             HashSet::from(["owner@example.org".to_owned()]),
             HashSet::from(["ada@example.com".to_owned()]),
         )
+    }
+
+    #[test]
+    fn stored_names_are_the_serialized_names() {
+        let named = |value: serde_json::Value, stored: &str| assert_eq!(value, serde_json::json!(stored));
+        for importance in [Importance::Important, Importance::Other] {
+            named(serde_json::to_value(importance).expect("json"), importance.as_str());
+        }
+        for need in [ReplyNeed::NeedsReply, ReplyNeed::ForYourAttention] {
+            named(serde_json::to_value(need).expect("json"), need.as_str());
+        }
+        for rule in [
+            Rule::FromOwner,
+            Rule::Bulk,
+            Rule::Transactional,
+            Rule::KnownCorrespondent,
+            Rule::UnknownSender,
+        ] {
+            named(serde_json::to_value(rule).expect("json"), rule.as_str());
+        }
     }
 
     #[test]

@@ -18,11 +18,11 @@ use std::sync::Arc;
 
 use mail_mcp::accounts::ReadAccount;
 use mail_mcp::gmail::{Credential, GmailClient, MailError};
-use store::{NewAssessment, NewEmailMessage, Store, StoreError, WaitingThread};
+use store::{EmailMessageRow, NewAssessment, NewEmailMessage, Store, StoreError, WaitingThread};
 
-use crate::assess::{self, Importance, ReplyNeed};
+use crate::assess::{self, ReplyNeed};
 use crate::project::{self, ProjectedMessage};
-use crate::provider::{self, HistoryError, MessageRef};
+use crate::provider::{self, HistoryError, MessageRef, RawMessage};
 
 /// How far back the first update reaches, unless configured otherwise.
 pub const DEFAULT_BACKFILL_DAYS: u32 = 30;
@@ -94,22 +94,14 @@ impl Refresher {
     /// Updates `account`'s projection and assesses what waits. A failure is recorded on the
     /// account (its code) and returned; an expired history id is not a failure but a resync.
     pub async fn update(&self, account: &ReadAccount) -> Result<Updated, RefreshError> {
-        let outcome = self.update_projection(account).await;
-        let outcome = match outcome {
-            Ok(mut updated) => match self.assess_waiting(account).await {
-                Ok(assessed) => {
-                    updated.assessed = assessed;
-                    Ok(updated)
-                }
-                Err(error) => Err(error),
-            },
-            Err(error) => Err(error),
-        };
+        let outcome: Result<Updated, RefreshError> = async {
+            let mut updated = self.update_projection(account).await?;
+            updated.assessed = self.assess_waiting(account).await?;
+            Ok(updated)
+        }
+        .await;
         if let Err(error) = &outcome
-            && let Err(recording) = self
-                .store
-                .email_update_failed(&account.account_id, error.code(), false)
-                .await
+            && let Err(recording) = self.store.email_update_failed(&account.account_id, error.code()).await
         {
             tracing::warn!(account = %account.account_id, error = %recording, "cannot record a failed mail update");
         }
@@ -135,7 +127,7 @@ impl Refresher {
         };
         let mut new_messages = 0;
         for message in &changes.added {
-            if self.project_message(account, message, false).await? {
+            if self.project_message(account, message).await? {
                 new_messages += 1;
             }
         }
@@ -178,10 +170,10 @@ impl Refresher {
         // Oldest first, so each thread's subject is its first message's from the start.
         for message in found.iter().rev() {
             if known.contains(&message.id) {
-                if kind == UpdateKind::Resync && self.project_message(account, message, true).await? {
+                if kind == UpdateKind::Resync && self.relabel_message(account, message).await? {
                     relabelled += 1;
                 }
-            } else if self.project_message(account, message, false).await? {
+            } else if self.project_message(account, message).await? {
                 new_messages += 1;
             }
         }
@@ -201,30 +193,37 @@ impl Refresher {
         })
     }
 
-    /// Reads `message` and stores it (or, with `labels_only`, only its labels); whether it
-    /// was new (or relabelled). A message the provider no longer has is passed over.
-    async fn project_message(
-        &self,
-        account: &ReadAccount,
-        message: &MessageRef,
-        labels_only: bool,
-    ) -> Result<bool, RefreshError> {
-        let raw = match provider::raw_message(&self.gmail, credential(account), &message.id).await {
-            Ok(raw) => raw,
-            Err(MailError::Rejected { status: 404, .. }) => return Ok(false),
-            Err(error) => return Err(error.into()),
-        };
-        let thread = if raw.thread_id.is_empty() {
-            &message.thread_id
-        } else {
-            &raw.thread_id
-        };
-        if labels_only {
-            return Ok(self
-                .store
-                .email_set_labels(&account.account_id, thread, &[(message.id.clone(), raw.label_ids)])
-                .await?);
+    /// `message` as the provider has it now; `None` when it no longer has it.
+    async fn read(&self, account: &ReadAccount, message: &MessageRef) -> Result<Option<RawMessage>, RefreshError> {
+        match provider::raw_message(&self.gmail, credential(account), &message.id).await {
+            Ok(mut raw) => {
+                if raw.thread_id.is_empty() {
+                    raw.thread_id.clone_from(&message.thread_id);
+                }
+                Ok(Some(raw))
+            }
+            Err(MailError::Rejected { status: 404, .. }) => Ok(None),
+            Err(error) => Err(error.into()),
         }
+    }
+
+    /// Brings the labels of a projected `message` up to date; whether it is still there.
+    async fn relabel_message(&self, account: &ReadAccount, message: &MessageRef) -> Result<bool, RefreshError> {
+        let Some(raw) = self.read(account, message).await? else {
+            return Ok(false);
+        };
+        Ok(self
+            .store
+            .email_set_labels(&account.account_id, &raw.thread_id, &[(raw.id, raw.label_ids)])
+            .await?)
+    }
+
+    /// Reads `message` and stores it; whether it was new. A message the provider no longer
+    /// has, or one that is not a message at all, is passed over.
+    async fn project_message(&self, account: &ReadAccount, message: &MessageRef) -> Result<bool, RefreshError> {
+        let Some(raw) = self.read(account, message).await? else {
+            return Ok(false);
+        };
         let projected = match project::project(&raw.bytes) {
             Ok(projected) => projected,
             Err(error) => {
@@ -235,7 +234,7 @@ impl Refresher {
         };
         let new = NewEmailMessage {
             provider_message_id: &message.id,
-            provider_thread_id: thread,
+            provider_thread_id: &raw.thread_id,
             sender: json(&projected.from),
             recipients: json(&projected.to),
             copied: json(&projected.cc),
@@ -250,8 +249,13 @@ impl Refresher {
         Ok(self.store.email_record_message(&account.account_id, &new).await?)
     }
 
-    /// Assesses the account's waiting threads, oldest first; how many were assessed.
+    /// Assesses the account's waiting threads, oldest first; how many were assessed. What the
+    /// classifier knows of the mailbox is read only when something waits.
     async fn assess_waiting(&self, account: &ReadAccount) -> Result<usize, RefreshError> {
+        let mut waiting = self.waiting(account).await?;
+        if waiting.is_empty() {
+            return Ok(0);
+        }
         let state = self
             .store
             .email_account(&account.account_id)
@@ -264,46 +268,27 @@ impl Refresher {
             .await?
             .into_iter()
             .collect();
+        let mailbox = assess::Mailbox {
+            owner: &owner,
+            known: &known,
+        };
         let mut assessed = 0;
-        loop {
-            let waiting = self
-                .store
-                .email_waiting_threads(&account.account_id, ASSESS_BATCH)
-                .await?;
-            if waiting.is_empty() {
-                break;
-            }
+        while !waiting.is_empty() {
             let mut recorded_any = false;
             for thread in &waiting {
-                let message = rebuild(thread);
-                let assessment = assess::assess(
-                    &message,
-                    assess::Mailbox {
-                        owner: &owner,
-                        known: &known,
-                    },
-                );
-                let recorded = self
+                let assessment = assess::assess(&rebuild(&thread.message), mailbox);
+                let new = NewAssessment {
+                    classifier: &assessment.classifier,
+                    importance: assessment.importance.as_str(),
+                    reply_need: assessment.reply_need.map(ReplyNeed::as_str),
+                    gist: &assessment.gist,
+                    rule: assessment.rule.as_str(),
+                };
+                if self
                     .store
-                    .email_record_assessment(
-                        thread.thread,
-                        &thread.provider_message_id,
-                        &NewAssessment {
-                            classifier: &assessment.classifier,
-                            importance: match assessment.importance {
-                                Importance::Important => "important",
-                                Importance::Other => "other",
-                            },
-                            reply_need: assessment.reply_need.map(|need| match need {
-                                ReplyNeed::NeedsReply => "needs_reply",
-                                ReplyNeed::ForYourAttention => "for_your_attention",
-                            }),
-                            gist: &assessment.gist,
-                            rule: rule_name(assessment.rule),
-                        },
-                    )
-                    .await?;
-                if recorded {
+                    .email_record_assessment(thread.thread, &thread.message.provider_message_id, &new)
+                    .await?
+                {
                     assessed += 1;
                     recorded_any = true;
                 }
@@ -312,35 +297,31 @@ impl Refresher {
             if !recorded_any {
                 break;
             }
+            waiting = self.waiting(account).await?;
         }
-        self.store.email_set_waiting(&account.account_id, None).await?;
         Ok(assessed)
     }
-}
 
-/// The rule's stored name.
-fn rule_name(rule: assess::Rule) -> &'static str {
-    match rule {
-        assess::Rule::FromOwner => "from_owner",
-        assess::Rule::Bulk => "bulk",
-        assess::Rule::Transactional => "transactional",
-        assess::Rule::KnownCorrespondent => "known_correspondent",
-        assess::Rule::UnknownSender => "unknown_sender",
+    async fn waiting(&self, account: &ReadAccount) -> Result<Vec<WaitingThread>, RefreshError> {
+        Ok(self
+            .store
+            .email_waiting_threads(&account.account_id, ASSESS_BATCH)
+            .await?)
     }
 }
 
 /// A stored message as the classifier reads it.
-fn rebuild(thread: &WaitingThread) -> ProjectedMessage {
+fn rebuild(message: &EmailMessageRow) -> ProjectedMessage {
     ProjectedMessage {
-        from: serde_json::from_value(thread.sender.clone()).unwrap_or_default(),
-        to: serde_json::from_value(thread.recipients.clone()).unwrap_or_default(),
-        cc: serde_json::from_value(thread.copied.clone()).unwrap_or_default(),
-        subject: Some(thread.subject.clone()).filter(|subject| !subject.is_empty()),
-        date: Some(thread.sent_at),
-        text: thread.body.clone(),
-        text_cut: thread.text_cut,
-        attachments: serde_json::from_value(thread.attachments.clone()).unwrap_or_default(),
-        bulk: serde_json::from_value(thread.bulk.clone()).unwrap_or_default(),
+        from: serde_json::from_value(message.sender.clone()).unwrap_or_default(),
+        to: serde_json::from_value(message.recipients.clone()).unwrap_or_default(),
+        cc: serde_json::from_value(message.copied.clone()).unwrap_or_default(),
+        subject: Some(message.subject.clone()).filter(|subject| !subject.is_empty()),
+        date: Some(message.sent_at),
+        text: message.body.clone(),
+        text_cut: message.text_cut,
+        attachments: serde_json::from_value(message.attachments.clone()).unwrap_or_default(),
+        bulk: serde_json::from_value(message.bulk.clone()).unwrap_or_default(),
     }
 }
 

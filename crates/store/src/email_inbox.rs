@@ -8,6 +8,7 @@ use jiff::Timestamp;
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::email_projection::{EmailMessageRow, MESSAGE_COLUMNS, MessageRecord};
 use crate::{Result, Store, timestamp};
 
 /// Which listing.
@@ -129,31 +130,6 @@ impl From<SummaryRecord> for ThreadSummary {
     }
 }
 
-/// One message of a thread as the reading pane shows it: text and attachment metadata.
-#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
-pub struct ThreadMessage {
-    pub provider_message_id: String,
-    pub sender: Value,
-    pub recipients: Value,
-    pub copied: Value,
-    #[sqlx(try_from = "jiff_sqlx::Timestamp")]
-    pub sent_at: SentAt,
-    pub subject: String,
-    pub body: String,
-    pub text_cut: bool,
-    pub attachments: Value,
-}
-
-/// When a message was sent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SentAt(pub Timestamp);
-
-impl From<jiff_sqlx::Timestamp> for SentAt {
-    fn from(value: jiff_sqlx::Timestamp) -> Self {
-        SentAt(timestamp(value))
-    }
-}
-
 /// `text` as a `LIKE` pattern matching it anywhere, its wildcards taken literally.
 fn contains_pattern(text: &str) -> String {
     let escaped = text.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
@@ -199,7 +175,7 @@ impl Store {
     }
 
     /// One thread and its messages, oldest first.
-    pub async fn email_thread(&self, id: Uuid) -> Result<Option<(ThreadSummary, Vec<ThreadMessage>)>> {
+    pub async fn email_thread(&self, id: Uuid) -> Result<Option<(ThreadSummary, Vec<EmailMessageRow>)>> {
         let record: Option<SummaryRecord> = sqlx::query_as(&format!(
             "SELECT {SUMMARY_COLUMNS} FROM email_threads t WHERE t.id = $1"
         ))
@@ -209,13 +185,15 @@ impl Store {
         let Some(record) = record else {
             return Ok(None);
         };
-        let messages: Vec<ThreadMessage> = sqlx::query_as(
-            "SELECT provider_message_id, sender, recipients, copied, sent_at, subject, body, text_cut, attachments
-             FROM email_messages WHERE thread = $1 ORDER BY sent_at, provider_message_id",
-        )
+        let messages: Vec<MessageRecord> = sqlx::query_as(&format!(
+            "SELECT {MESSAGE_COLUMNS} FROM email_messages WHERE thread = $1 ORDER BY sent_at, provider_message_id"
+        ))
         .bind(id)
         .fetch_all(&self.pool)
         .await?;
-        Ok(Some((record.into(), messages)))
+        Ok(Some((
+            record.into(),
+            messages.into_iter().map(EmailMessageRow::from).collect(),
+        )))
     }
 }

@@ -51,6 +51,14 @@ struct OperationRecord {
     reconciled_at: Option<jiff_sqlx::Timestamp>,
 }
 
+/// A claimed write with its thread's provider id.
+#[derive(sqlx::FromRow)]
+struct ClaimRecord {
+    #[sqlx(flatten)]
+    operation: OperationRecord,
+    provider_thread_id: String,
+}
+
 impl From<OperationRecord> for EmailOperationRow {
     fn from(record: OperationRecord) -> Self {
         EmailOperationRow {
@@ -185,9 +193,7 @@ impl Store {
                      ORDER BY created_at DESC LIMIT 1"
                 ))
                 .bind(account_id)
-                .bind(jiff_sqlx::Timestamp::from(
-                    now - jiff::SignedDuration::try_from(interval).unwrap_or(jiff::SignedDuration::ZERO),
-                ))
+                .bind(jiff_sqlx::Timestamp::from(now - signed(interval)))
                 .fetch_optional(&mut *conn)
                 .await?;
                 if let Some(recent) = recent {
@@ -324,29 +330,31 @@ impl Store {
     }
 
     async fn claim_write(&self, worker: &str, lease: Duration, due: &str) -> Result<Option<ClaimedWrite>> {
-        let claimed: Option<(Uuid, String)> = sqlx::query_as(&format!(
+        let claimed: Option<ClaimRecord> = sqlx::query_as(&format!(
             "WITH claimed AS (
                  UPDATE email_operations SET claimed_by = $1, lease_until = $2, updated_at = $3
                  WHERE id = (SELECT id FROM email_operations
                              WHERE kind <> 'refresh' AND {due} AND (lease_until IS NULL OR lease_until < $3)
                              ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-                 RETURNING id, thread)
-             SELECT claimed.id, t.provider_thread_id FROM claimed JOIN email_threads t ON t.id = claimed.thread"
+                 RETURNING {OPERATION_COLUMNS})
+             SELECT claimed.*, t.provider_thread_id FROM claimed JOIN email_threads t ON t.id = claimed.thread"
         ))
         .bind(worker)
         .bind(self.after(lease))
         .bind(self.now_sql())
         .fetch_optional(&self.pool)
         .await?;
-        let Some((id, provider_thread_id)) = claimed else {
+        let Some(ClaimRecord {
+            operation,
+            provider_thread_id,
+        }) = claimed
+        else {
             return Ok(None);
         };
-        let operation = self
-            .email_operation(id)
-            .await?
-            .ok_or_else(|| crate::StoreError::Corrupt(format!("email operation {id} vanished")))?;
-        let kind = WriteKind::parse(&operation.kind)
-            .ok_or_else(|| crate::StoreError::Corrupt(format!("email operation {id} has kind {}", operation.kind)))?;
+        let operation = EmailOperationRow::from(operation);
+        let kind = WriteKind::parse(&operation.kind).ok_or_else(|| {
+            crate::StoreError::Corrupt(format!("email operation {} has kind {}", operation.id, operation.kind))
+        })?;
         Ok(Some(ClaimedWrite {
             operation,
             kind,
@@ -460,9 +468,13 @@ impl Store {
 
     /// This store's clock plus `lease`, as bound into a statement.
     fn after(&self, lease: Duration) -> jiff_sqlx::Timestamp {
-        let lease = jiff::SignedDuration::try_from(lease).unwrap_or(jiff::SignedDuration::ZERO);
-        jiff_sqlx::Timestamp::from(self.now() + lease)
+        jiff_sqlx::Timestamp::from(self.now() + signed(lease))
     }
+}
+
+/// `duration` as a signed one (a duration too long for it counts as none).
+fn signed(duration: Duration) -> jiff::SignedDuration {
+    jiff::SignedDuration::try_from(duration).unwrap_or(jiff::SignedDuration::ZERO)
 }
 
 impl EmailOperationRow {

@@ -1,6 +1,6 @@
 //! Email mode's mailbox projections (migration 0017), as the async worker keeps them: each
 //! connected account's refresh state, its threads and their messages, the assessment of each
-//! thread's newest message, and the charges of automatic assessment. Message content is stored
+//! thread's newest message. Message content is stored
 //! for the owner's reading pane and the model only; nothing here logs it.
 
 use jiff::Timestamp;
@@ -76,11 +76,16 @@ pub struct NewEmailMessage<'a> {
     pub labels: &'a [String],
 }
 
-/// A thread whose newest message waits for assessment, with that message.
+/// Columns of [`EmailMessageRow`] (of `email_messages`), in its order.
+pub(crate) const MESSAGE_COLUMNS: &str =
+    "provider_message_id, sender, recipients, copied, sent_at, subject, body, text_cut, attachments, bulk";
+
+/// One stored message: correspondents, date, text, attachment metadata (never bytes) and the
+/// bulk headers it carries.
 #[derive(Clone, Debug, PartialEq)]
-pub struct WaitingThread {
-    pub thread: Uuid,
+pub struct EmailMessageRow {
     pub provider_message_id: String,
+    /// A correspondent object, or null.
     pub sender: Value,
     pub recipients: Value,
     pub copied: Value,
@@ -93,8 +98,7 @@ pub struct WaitingThread {
 }
 
 #[derive(sqlx::FromRow)]
-struct WaitingRecord {
-    thread: Uuid,
+pub(crate) struct MessageRecord {
     provider_message_id: String,
     sender: Value,
     recipients: Value,
@@ -107,10 +111,9 @@ struct WaitingRecord {
     bulk: Value,
 }
 
-impl From<WaitingRecord> for WaitingThread {
-    fn from(record: WaitingRecord) -> Self {
-        WaitingThread {
-            thread: record.thread,
+impl From<MessageRecord> for EmailMessageRow {
+    fn from(record: MessageRecord) -> Self {
+        EmailMessageRow {
             provider_message_id: record.provider_message_id,
             sender: record.sender,
             recipients: record.recipients,
@@ -123,6 +126,20 @@ impl From<WaitingRecord> for WaitingThread {
             bulk: record.bulk,
         }
     }
+}
+
+/// A thread whose newest message waits for assessment, with that message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WaitingThread {
+    pub thread: Uuid,
+    pub message: EmailMessageRow,
+}
+
+#[derive(sqlx::FromRow)]
+struct WaitingRecord {
+    thread: Uuid,
+    #[sqlx(flatten)]
+    message: MessageRecord,
 }
 
 /// An assessment to record on a thread (the `email` crate's classifier output).
@@ -145,16 +162,6 @@ impl Store {
             .execute(&self.pool)
             .await?;
         Ok(())
-    }
-
-    /// Every account with a row, in id order.
-    pub async fn email_accounts(&self) -> Result<Vec<EmailAccountRow>> {
-        let records: Vec<AccountRecord> = sqlx::query_as(&format!(
-            "SELECT {ACCOUNT_COLUMNS} FROM email_accounts ORDER BY account_id"
-        ))
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(records.into_iter().map(EmailAccountRow::from).collect())
     }
 
     pub async fn email_account(&self, account_id: &str) -> Result<Option<EmailAccountRow>> {
@@ -236,16 +243,6 @@ impl Store {
         Ok(true)
     }
 
-    /// The provider thread ids of the account's projected threads.
-    pub async fn email_provider_threads(&self, account_id: &str) -> Result<Vec<String>> {
-        let rows: Vec<(String,)> =
-            sqlx::query_as("SELECT provider_thread_id FROM email_threads WHERE account_id = $1 ORDER BY latest_at")
-                .bind(account_id)
-                .fetch_all(&self.pool)
-                .await?;
-        Ok(rows.into_iter().map(|(id,)| id).collect())
-    }
-
     /// The provider message ids of the account already stored, among `ids`.
     pub async fn email_known_messages(&self, account_id: &str, ids: &[String]) -> Result<Vec<String>> {
         let rows: Vec<(String,)> = sqlx::query_as(
@@ -274,20 +271,24 @@ impl Store {
     /// Up to `limit` threads of the account awaiting assessment, oldest first, each with its
     /// newest message.
     pub async fn email_waiting_threads(&self, account_id: &str, limit: i64) -> Result<Vec<WaitingThread>> {
-        let records: Vec<WaitingRecord> = sqlx::query_as(
-            "SELECT t.id AS thread, m.provider_message_id, m.sender, m.recipients, m.copied, m.sent_at,
-                    m.subject, m.body, m.text_cut, m.attachments, m.bulk
-             FROM email_threads t
-             CROSS JOIN LATERAL (SELECT * FROM email_messages WHERE thread = t.id
+        let records: Vec<WaitingRecord> = sqlx::query_as(&format!(
+            "SELECT t.id AS thread, m.* FROM email_threads t
+             CROSS JOIN LATERAL (SELECT {MESSAGE_COLUMNS} FROM email_messages WHERE thread = t.id
                                  ORDER BY sent_at DESC, provider_message_id DESC LIMIT 1) m
              WHERE t.account_id = $1 AND t.importance IS NULL
-             ORDER BY t.latest_at, t.id LIMIT $2",
-        )
+             ORDER BY t.latest_at, t.id LIMIT $2"
+        ))
         .bind(account_id)
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        Ok(records.into_iter().map(WaitingThread::from).collect())
+        Ok(records
+            .into_iter()
+            .map(|record| WaitingThread {
+                thread: record.thread,
+                message: record.message.into(),
+            })
+            .collect())
     }
 
     /// Records the assessment of `thread`'s newest message, unless a newer message arrived
@@ -345,53 +346,15 @@ impl Store {
         Ok(())
     }
 
-    /// Records a failed update (a stable error code, never message content); with
-    /// `resynchronise`, the next update is a full backfill.
-    pub async fn email_update_failed(&self, account_id: &str, code: &str, resynchronise: bool) -> Result<()> {
-        sqlx::query(
-            "UPDATE email_accounts SET last_error = $2, last_error_at = $3,
-                 history_id = CASE WHEN $4 THEN NULL ELSE history_id END
-             WHERE account_id = $1",
-        )
-        .bind(account_id)
-        .bind(code)
-        .bind(self.now_sql())
-        .bind(resynchronise)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
-
-    /// Records why new mail of the account waits unassessed (`None`: nothing waits).
-    pub async fn email_set_waiting(&self, account_id: &str, waiting: Option<&str>) -> Result<()> {
-        sqlx::query("UPDATE email_accounts SET waiting = $2 WHERE account_id = $1")
+    /// Records a failed update (a stable error code, never message content).
+    pub async fn email_update_failed(&self, account_id: &str, code: &str) -> Result<()> {
+        sqlx::query("UPDATE email_accounts SET last_error = $2, last_error_at = $3 WHERE account_id = $1")
             .bind(account_id)
-            .bind(waiting)
+            .bind(code)
+            .bind(self.now_sql())
             .execute(&self.pool)
             .await?;
         Ok(())
-    }
-
-    /// Records what one automatic model request cost (USD micros).
-    pub async fn email_charge(&self, account_id: &str, at: Timestamp, micros: i64, reported: bool) -> Result<()> {
-        sqlx::query("INSERT INTO email_charges (account_id, charged_at, micros, reported) VALUES ($1, $2, $3, $4)")
-            .bind(account_id)
-            .bind(jiff_sqlx::Timestamp::from(at))
-            .bind(micros)
-            .bind(reported)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
-    /// Every charge since `since` (all accounts: the allowances are the owner's), oldest first.
-    pub async fn email_charges_since(&self, since: Timestamp) -> Result<Vec<(Timestamp, i64)>> {
-        let rows: Vec<(jiff_sqlx::Timestamp, i64)> =
-            sqlx::query_as("SELECT charged_at, micros FROM email_charges WHERE charged_at >= $1 ORDER BY charged_at")
-                .bind(jiff_sqlx::Timestamp::from(since))
-                .fetch_all(&self.pool)
-                .await?;
-        Ok(rows.into_iter().map(|(at, micros)| (timestamp(at), micros)).collect())
     }
 }
 

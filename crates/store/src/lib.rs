@@ -34,12 +34,12 @@ pub use artifacts::{ArtifactRow, ArtifactUpload, NewArtifact};
 pub use call_receipts::{CALL_RECEIPTS_CHANNEL, Receipt};
 pub use clock::{Clock, SystemClock};
 pub use delivery::{DeviceTarget, DueNotification, ScheduleOutcome};
-pub use email_inbox::{InboxPosition, InboxQuery, InboxView, SentAt, ThreadMessage, ThreadSummary};
+pub use email_inbox::{InboxPosition, InboxQuery, InboxView, ThreadSummary};
 pub use email_operations::{
     ClaimedWrite, EmailOperationRow, NOT_APPLIED, Reconciliation, RefreshRequest, THREAD_GONE, WriteKind, WriteOutcome,
     WriteRequest,
 };
-pub use email_projection::{EmailAccountRow, NewAssessment, NewEmailMessage, WaitingThread};
+pub use email_projection::{EmailAccountRow, EmailMessageRow, NewAssessment, NewEmailMessage, WaitingThread};
 pub use events::{EventRow, StoredFrame};
 pub use folder_proposals::{
     AcceptProposal, DeclineProposal, FilingOverview, FolderProposalRow, LeftOut, MAX_PENDING_PROPOSALS, ProposalTarget,
