@@ -45,16 +45,8 @@ fn config() -> Result<Config, String> {
     let accounts = mail_mcp::accounts::read_accounts_from_env(|name| std::env::var(name).ok())
         .map_err(|error| error.to_string())?
         .ok_or("Email mode needs the mail accounts: set AGENT_EMAIL_ENABLED=1 and MAIL_ACCOUNTS_FILE")?;
-    let mut endpoints = Endpoints::default();
-    for (variable, target) in [
-        ("MAIL_API_BASE_URL", &mut endpoints.api_base_url),
-        ("MAIL_OAUTH_TOKEN_URL", &mut endpoints.token_url),
-    ] {
-        if let Some(url) = get(variable) {
-            mail_mcp::endpoint::checked(&url).map_err(|reason| format!("{variable} is invalid: {reason}"))?;
-            *target = url;
-        }
-    }
+    let endpoints =
+        Endpoints::from_env(get).map_err(|(variable, reason)| format!("{variable} is invalid: {reason}"))?;
     let number = |name: &'static str, default: u32| {
         role::positive(get(name).as_deref(), default).map_err(|reason| format!("{name} is invalid: {reason}"))
     };

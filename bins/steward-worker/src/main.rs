@@ -40,14 +40,13 @@ async fn work(config: WorkerConfig, email_mode: bool) -> anyhow::Result<()> {
         )),
         None => None,
     };
-    let writes = match (&config.mail, email_mode) {
-        (Some(accounts), true) => {
+    // Email mode's writes share the mail tools' provider client: one quota pacing and one token
+    // cache per process.
+    let writes = match (&config.mail, &mail, email_mode) {
+        (Some(accounts), Some(service), true) => {
             let writer = email::writes::Writer {
                 store: store.clone(),
-                gmail: std::sync::Arc::new(
-                    mail_mcp::gmail::GmailClient::new(config.mail_endpoints.clone())
-                        .context("build the mail provider client")?,
-                ),
+                gmail: service.client().clone(),
                 accounts: accounts.accounts.clone(),
                 worker_id: config.worker_id.clone(),
                 pace: email::writes::WritePace::default(),
@@ -65,8 +64,10 @@ async fn work(config: WorkerConfig, email_mode: bool) -> anyhow::Result<()> {
     role::ready();
     agent::worker::run(config, executor, role::shutdown_signal()).await;
     // The writer stops on the same signal, after the write in progress settles.
-    if let Some(writes) = writes {
-        let _ = writes.await;
+    if let Some(writes) = writes
+        && let Err(error) = writes.await
+    {
+        tracing::error!(%error, "the email writes loop ended abnormally");
     }
     Ok(())
 }

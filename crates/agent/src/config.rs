@@ -126,19 +126,11 @@ impl WorkerConfig {
             });
         }
         let mail = mail_mcp::accounts::MailAccounts::from_env(&lookup)?;
-        let mut mail_endpoints = mail_mcp::gmail::Endpoints::default();
-        for (variable, target) in [
-            ("MAIL_API_BASE_URL", &mut mail_endpoints.api_base_url),
-            ("MAIL_OAUTH_TOKEN_URL", &mut mail_endpoints.token_url),
-        ] {
-            if let Some(url) = get(variable) {
-                mail_mcp::endpoint::checked(&url).map_err(|reason| ConfigError::Invalid {
-                    variable,
-                    reason: reason.into(),
-                })?;
-                *target = url;
-            }
-        }
+        let mail_endpoints =
+            mail_mcp::gmail::Endpoints::from_env(&get).map_err(|(variable, reason)| ConfigError::Invalid {
+                variable,
+                reason: reason.into(),
+            })?;
         let log_level = role::log_level(get("LOG_LEVEL").as_deref()).map_err(|reason| ConfigError::Invalid {
             variable: "LOG_LEVEL",
             reason,

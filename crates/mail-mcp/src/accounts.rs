@@ -66,10 +66,7 @@ pub struct ReadAccount {
 /// role's systemd credentials (`mail-<id>-write`, `mail-<id>-send`) refuses the start: such a
 /// unit was given what this role must never hold.
 pub fn read_accounts_from_env(get: impl Fn(&str) -> Option<String>) -> Result<Option<Vec<ReadAccount>>, AccountsError> {
-    let credentials = get("CREDENTIALS_DIRECTORY")
-        .filter(|directory| !directory.is_empty())
-        .map(PathBuf::from);
-    if let Some(directory) = &credentials
+    if let Some(directory) = credentials_directory(&get)
         && let Ok(entries) = std::fs::read_dir(directory)
     {
         let mut names: Vec<String> = entries
@@ -82,59 +79,124 @@ pub fn read_accounts_from_env(get: impl Fn(&str) -> Option<String>) -> Result<Op
             return Err(AccountsError::HoldsWriteDocument(name));
         }
     }
-    let files: Vec<(AccountFiles, bool)> = match MailEnvironment::parse(get)? {
-        MailEnvironment::Off => return Ok(None),
-        MailEnvironment::Legacy([read, write, send]) => vec![(
-            AccountFiles {
-                account_id: LEGACY_ACCOUNT_ID.into(),
-                read,
-                write,
-                send,
-            },
-            false,
-        )],
-        MailEnvironment::Manifest(path) => read_manifest(Path::new(&path))?
-            .accounts
-            .into_iter()
-            .map(|account| (account, true))
-            .collect(),
+    let Some(configured) = Configured::from_env(get)? else {
+        return Ok(None);
     };
-    files
+    configured
+        .accounts
         .iter()
-        .map(|(files, tagged_check)| {
+        .map(|files| {
             Ok(ReadAccount {
                 account_id: files.account_id.clone(),
-                read: load_document(files, MailScope::Read, *tagged_check, credentials.as_deref())?,
+                read: load_document(
+                    files,
+                    MailScope::Read,
+                    configured.tagged,
+                    configured.credentials.as_deref(),
+                )?,
             })
         })
         .collect::<Result<Vec<_>, _>>()
         .map(Some)
 }
 
-impl MailAccounts {
-    /// Loads the accounts the environment (read through `get`) configures; `None` when mail
-    /// is off.
-    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Option<MailAccounts>, AccountsError> {
-        let credentials = get("CREDENTIALS_DIRECTORY")
-            .filter(|directory| !directory.is_empty())
-            .map(PathBuf::from);
-        let credentials = credentials.as_deref();
-        match MailEnvironment::parse(get)? {
-            MailEnvironment::Off => Ok(None),
-            MailEnvironment::Legacy([read, write, send]) => {
-                let files = AccountFiles {
+/// `$CREDENTIALS_DIRECTORY`, where systemd puts the unit's credentials.
+fn credentials_directory(get: &impl Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    get("CREDENTIALS_DIRECTORY")
+        .filter(|directory| !directory.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The accounts the environment configures with their documents' paths checked (each account's
+/// three documents share one directory of their own); nothing is opened but the manifest.
+struct Configured {
+    default_account: String,
+    accounts: Vec<AccountFiles>,
+    /// Documents must carry no other account's tag (the manifest form; the legacy form has no
+    /// configured id to hold a tag against).
+    tagged: bool,
+    credentials: Option<PathBuf>,
+}
+
+impl Configured {
+    fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Option<Configured>, AccountsError> {
+        let credentials = credentials_directory(&get);
+        let (default_account, accounts, tagged) = match MailEnvironment::parse(get)? {
+            MailEnvironment::Off => return Ok(None),
+            MailEnvironment::Legacy([read, write, send]) => (
+                LEGACY_ACCOUNT_ID.to_owned(),
+                vec![AccountFiles {
                     account_id: LEGACY_ACCOUNT_ID.into(),
                     read,
                     write,
                     send,
-                };
-                Ok(Some(MailAccounts {
-                    default_account: LEGACY_ACCOUNT_ID.into(),
-                    accounts: vec![load_account(&files, false, credentials)?],
-                }))
+                }],
+                false,
+            ),
+            MailEnvironment::Manifest(path) => {
+                let manifest = read_manifest(Path::new(&path))?;
+                (manifest.default_account, manifest.accounts, true)
             }
-            MailEnvironment::Manifest(path) => load_manifest(Path::new(&path), credentials).map(Some),
+        };
+        let mut directories = std::collections::BTreeSet::new();
+        for files in &accounts {
+            let parents: Vec<Option<&Path>> = [&files.read, &files.write, &files.send]
+                .iter()
+                .map(|path| Path::new(path.as_str()).parent())
+                .collect();
+            if parents.iter().any(|parent| *parent != parents[0]) || !directories.insert(parents[0]) {
+                return Err(AccountsError::Directory(files.account_id.clone()));
+            }
         }
+        Ok(Some(Configured {
+            default_account,
+            accounts,
+            tagged,
+            credentials,
+        }))
+    }
+}
+
+impl MailAccounts {
+    /// Loads the accounts the environment (read through `get`) configures; `None` when mail
+    /// is off.
+    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Option<MailAccounts>, AccountsError> {
+        let Some(configured) = Configured::from_env(get)? else {
+            return Ok(None);
+        };
+        let mut accounts = configured
+            .accounts
+            .iter()
+            .map(|files| {
+                Ok(Account {
+                    account_id: files.account_id.clone(),
+                    read: load_document(
+                        files,
+                        MailScope::Read,
+                        configured.tagged,
+                        configured.credentials.as_deref(),
+                    )?,
+                    write: load_document(
+                        files,
+                        MailScope::Write,
+                        configured.tagged,
+                        configured.credentials.as_deref(),
+                    )?,
+                    send: load_document(
+                        files,
+                        MailScope::Send,
+                        configured.tagged,
+                        configured.credentials.as_deref(),
+                    )?,
+                })
+            })
+            .collect::<Result<Vec<_>, AccountsError>>()?;
+        // Default first: tools are composed in this order.
+        accounts.sort_by_key(|account| account.account_id != configured.default_account);
+        Ok(Some(MailAccounts {
+            default_account: configured.default_account,
+            accounts,
+        }))
     }
 
     /// The accounts' ids, as the API and the scheduler read them from the manifest.
@@ -163,52 +225,9 @@ fn read_manifest(path: &Path) -> Result<Manifest, AccountsError> {
     Manifest::parse(&bytes).map_err(|error| refuse(error.to_string()))
 }
 
-fn load_manifest(path: &Path, credentials: Option<&Path>) -> Result<MailAccounts, AccountsError> {
-    let manifest = read_manifest(path)?;
-    let mut directories = std::collections::BTreeSet::new();
-    let mut accounts = Vec::new();
-    for account in &manifest.accounts {
-        let loaded = load_account(account, true, credentials)?;
-        let directory = Path::new(&account.read)
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default();
-        if !directories.insert(directory) {
-            return Err(AccountsError::Directory(account.account_id.clone()));
-        }
-        accounts.push(loaded);
-    }
-    // Default first: tools are composed in this order.
-    accounts.sort_by_key(|account| account.account_id != manifest.default_account);
-    Ok(MailAccounts {
-        default_account: manifest.default_account,
-        accounts,
-    })
-}
-
 /// The systemd credential name of an account's document.
 pub fn credential_name(account_id: &str, scope: MailScope) -> String {
     format!("mail-{account_id}-{}", scope.kind())
-}
-
-fn load_account(
-    files: &AccountFiles,
-    tagged_check: bool,
-    credentials: Option<&Path>,
-) -> Result<Account, AccountsError> {
-    let parents: Vec<Option<&Path>> = [&files.read, &files.write, &files.send]
-        .iter()
-        .map(|path| Path::new(path.as_str()).parent())
-        .collect();
-    if parents.iter().any(|parent| *parent != parents[0]) {
-        return Err(AccountsError::Directory(files.account_id.clone()));
-    }
-    Ok(Account {
-        account_id: files.account_id.clone(),
-        read: load_document(files, MailScope::Read, tagged_check, credentials)?,
-        write: load_document(files, MailScope::Write, tagged_check, credentials)?,
-        send: load_document(files, MailScope::Send, tagged_check, credentials)?,
-    })
 }
 
 /// Loads the `scope` document of `files`: the systemd credential copy when there is one, else
@@ -342,6 +361,13 @@ mod tests {
             std::fs::remove_file(&copy).expect("remove");
         }
         assert!(load(HashMap::new()).expect("off").is_none());
+        // The same path rules as every role: two accounts in one directory are refused.
+        let shared = manifest(root.path(), &[("work", &work), ("home", &work)], "work");
+        let error = load(vars(&[("MAIL_ACCOUNTS_FILE", shared.as_str())])).expect_err("shared directory");
+        assert!(
+            matches!(&error, AccountsError::Directory(account) if account == "home"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! Every request is paced per account against the provider's per-user quota (a token bucket
 //! of [`Endpoints::quota_units_per_second`], holding at most a second's worth, charged each
 //! method's documented units), so a burst such as a reconciliation's header search slows down
-//! instead of being throttled. Reads (`threads.list`, `threads.get`, `labels.list`) are
+//! instead of being throttled. Reads (`threads.list`, `threads.get`, `labels.list`,
+//! `getProfile`, `history.list`, `messages.list`, `messages.get`) are
 //! retried on 429, 5xx, usage-limit 403s and transport errors, honouring `Retry-After`. A write or send is never retried once its
 //! request may have reached the provider: a refused connection proves nothing was sent (the
 //! call fails), and a 4xx proves it was refused, but a timeout, a reset or a 5xx after dispatch
@@ -59,6 +60,25 @@ impl Default for Endpoints {
             request_timeout: Duration::from_secs(30),
             quota_units_per_second: 250.0,
         }
+    }
+}
+
+impl Endpoints {
+    /// Google's endpoints, unless `MAIL_API_BASE_URL` or `MAIL_OAUTH_TOKEN_URL` (read through
+    /// `get`; unset and empty are the same) name others: https, or plain http to a loopback
+    /// address only. The error names the variable and why.
+    pub fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Endpoints, (&'static str, &'static str)> {
+        let mut endpoints = Endpoints::default();
+        for (variable, target) in [
+            ("MAIL_API_BASE_URL", &mut endpoints.api_base_url),
+            ("MAIL_OAUTH_TOKEN_URL", &mut endpoints.token_url),
+        ] {
+            if let Some(url) = get(variable).filter(|url| !url.is_empty()) {
+                crate::endpoint::checked(&url).map_err(|reason| (variable, reason))?;
+                *target = url;
+            }
+        }
+        Ok(endpoints)
     }
 }
 

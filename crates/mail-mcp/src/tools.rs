@@ -90,7 +90,7 @@ pub enum MailOutcome {
 pub struct MailService {
     accounts: MailAccounts,
     tools: Vec<MailTool>,
-    client: GmailClient,
+    client: std::sync::Arc<GmailClient>,
 }
 
 fn failed(error: &MailError) -> MailOutcome {
@@ -196,16 +196,26 @@ fn describe_message(message: &Value) -> Value {
 impl MailService {
     /// The service of `accounts` with a provider client of its own at `endpoints`.
     pub fn connect(accounts: MailAccounts, endpoints: crate::gmail::Endpoints) -> Result<MailService, reqwest::Error> {
-        Ok(MailService::new(accounts, GmailClient::new(endpoints)?))
+        Ok(MailService::new(
+            accounts,
+            std::sync::Arc::new(GmailClient::new(endpoints)?),
+        ))
     }
 
-    pub fn new(accounts: MailAccounts, client: GmailClient) -> MailService {
+    /// The service of `accounts` calling the provider through `client` (shared with the rest of
+    /// the process, so its quota pacing and token cache are one per process).
+    pub fn new(accounts: MailAccounts, client: std::sync::Arc<GmailClient>) -> MailService {
         let tools = domain::mail_tools::tools(&accounts.ids());
         MailService {
             accounts,
             tools,
             client,
         }
+    }
+
+    /// The provider client, for other work of the same process on the same accounts.
+    pub fn client(&self) -> &std::sync::Arc<GmailClient> {
+        &self.client
     }
 
     /// The connected accounts' ids, the default first.

@@ -125,21 +125,28 @@ pub fn run(level: tracing::Level, work: impl Future<Output = anyhow::Result<()>>
     }
 }
 
-/// Resolves on SIGTERM or SIGINT.
-pub async fn shutdown_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
+/// Resolves on SIGTERM or SIGINT. The listeners are installed when this is called, not when
+/// the future is first polled: a task that is busy before it first waits on the signal (a
+/// loop's first pass) still sees one that arrives meanwhile. Call from inside the runtime.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
+    use tokio::signal::unix::{Signal, SignalKind, signal};
+    let terminate = signal(SignalKind::terminate()).ok();
+    let interrupt = signal(SignalKind::interrupt()).ok();
+    async fn received(signal: Option<Signal>) {
+        match signal {
+            Some(mut signal) => {
                 signal.recv().await;
             }
-            Err(_) => std::future::pending::<()>().await,
+            None => std::future::pending::<()>().await,
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
     }
-    tracing::info!("shutting down");
+    async move {
+        tokio::select! {
+            () = received(terminate) => {}
+            () = received(interrupt) => {}
+        }
+        tracing::info!("shutting down");
+    }
 }
 
 #[cfg(test)]

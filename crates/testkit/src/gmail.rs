@@ -79,6 +79,12 @@ struct Mailbox {
 }
 
 impl Mailbox {
+    /// Stores a new message, recorded in the history.
+    fn add(&mut self, message: StoredMessage) {
+        self.record("messagesAdded", &message, &[]);
+        self.messages.push(message);
+    }
+
     /// Records one change (`messagesAdded`, `labelsAdded` or `labelsRemoved`) of `message`.
     fn record(&mut self, kind: &str, message: &StoredMessage, labels: &[String]) {
         self.history_id += 1;
@@ -245,8 +251,7 @@ impl FakeGmail {
             raw: None,
         };
         let mailbox = inner.mailboxes.get_mut(mailbox).expect("mailbox");
-        mailbox.record("messagesAdded", &message, &[]);
-        mailbox.messages.push(message);
+        mailbox.add(message);
         id
     }
 
@@ -285,8 +290,7 @@ impl FakeGmail {
             raw: Some(raw.to_vec()),
         };
         let mailbox = inner.mailboxes.get_mut(mailbox).expect("mailbox");
-        mailbox.record("messagesAdded", &message, &[]);
-        mailbox.messages.push(message);
+        mailbox.add(message);
         id
     }
 
@@ -517,6 +521,24 @@ fn search<'a>(messages: &'a [StoredMessage], query: &[(String, String)]) -> Vec<
         .collect()
 }
 
+/// Puts one page of `items` under `member` in `answer` (none when the page is empty), with the
+/// next page's token when more follow: `maxResults` (default 100) per page, `pageToken` an
+/// offset. Whether the page had anything.
+fn paged(answer: &mut Value, member: &str, items: &[Value], query: &[(String, String)]) -> bool {
+    let parameter = |name: &str| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let max: usize = parameter("maxResults").and_then(|v| v.parse().ok()).unwrap_or(100);
+    let offset: usize = parameter("pageToken").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let page: Vec<&Value> = items.iter().skip(offset).take(max).collect();
+    if page.is_empty() {
+        return false;
+    }
+    answer[member] = json!(page);
+    if offset + page.len() < items.len() {
+        answer["nextPageToken"] = json!((offset + page.len()).to_string());
+    }
+    true
+}
+
 /// `users.messages.list`: ids and thread ids, newest first, paged.
 async fn messages(
     State(inner): State<Shared>,
@@ -528,22 +550,12 @@ async fn messages(
         Ok(mailbox) => mailbox,
         Err(response) => return *response,
     };
-    let parameter = |name: &str| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
-    let max: usize = parameter("maxResults").and_then(|v| v.parse().ok()).unwrap_or(100);
-    let offset: usize = parameter("pageToken").and_then(|v| v.parse().ok()).unwrap_or(0);
     let found: Vec<Value> = search(&inner.mailboxes[&mailbox].messages, &query)
         .into_iter()
         .map(|message| json!({ "id": message.id, "threadId": message.thread_id }))
         .collect();
-    let estimate = found.len();
-    let page: Vec<Value> = found.into_iter().skip(offset).take(max).collect();
-    let mut answer = json!({ "resultSizeEstimate": estimate });
-    if !page.is_empty() {
-        answer["messages"] = json!(page);
-    }
-    if offset + max < estimate {
-        answer["nextPageToken"] = (offset + max).to_string().into();
-    }
+    let mut answer = json!({ "resultSizeEstimate": found.len() });
+    paged(&mut answer, "messages", &found, &query);
     Json(answer).into_response()
 }
 
@@ -557,9 +569,6 @@ async fn threads(
         Ok(mailbox) => mailbox,
         Err(response) => return *response,
     };
-    let parameter = |name: &str| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
-    let max: usize = parameter("maxResults").and_then(|v| v.parse().ok()).unwrap_or(100);
-    let offset: usize = parameter("pageToken").and_then(|v| v.parse().ok()).unwrap_or(0);
     let mut seen = Vec::new();
     let mut found = Vec::new();
     for message in search(&inner.mailboxes[&mailbox].messages, &query) {
@@ -572,14 +581,9 @@ async fn threads(
                            "historyId": "1" }),
         );
     }
-    let estimate = found.len();
-    let page: Vec<Value> = found.into_iter().skip(offset).take(max).collect();
-    if page.is_empty() {
-        return Json(json!({ "resultSizeEstimate": 0 })).into_response();
-    }
-    let mut answer = json!({ "threads": page, "resultSizeEstimate": estimate });
-    if offset + max < estimate {
-        answer["nextPageToken"] = (offset + max).to_string().into();
+    let mut answer = json!({ "resultSizeEstimate": found.len() });
+    if !paged(&mut answer, "threads", &found, &query) {
+        answer["resultSizeEstimate"] = json!(0);
     }
     Json(answer).into_response()
 }
@@ -704,8 +708,7 @@ async fn create_draft(State(inner): State<Shared>, headers: HeaderMap, Json(body
         }
         let stored = inner.mailboxes.get_mut(&mailbox).expect("mailbox");
         stored.drafts.push((draft_id, message.id.clone()));
-        stored.record("messagesAdded", &message, &[]);
-        stored.messages.push(message);
+        stored.add(message);
         match fault {
             None => return Json(answer).into_response(),
             Some(fault) => fault,
@@ -768,13 +771,11 @@ async fn send(State(inner): State<Shared>, headers: HeaderMap, Json(body): Json<
                 ..message.clone()
             };
             let target = inner.mailboxes.get_mut(&name).expect("mailbox");
-            target.record("messagesAdded", &copy, &[]);
-            target.messages.push(copy);
+            target.add(copy);
         }
         let answer = json!({ "id": message.id, "threadId": message.thread_id, "labelIds": ["SENT"] });
         let sender = inner.mailboxes.get_mut(&mailbox).expect("mailbox");
-        sender.record("messagesAdded", &message, &[]);
-        sender.messages.push(message);
+        sender.add(message);
         match inner.send_fault.take() {
             None => return Json(answer).into_response(),
             Some(fault) => fault,
@@ -834,9 +835,9 @@ fn rfc5322(message: &StoredMessage) -> Vec<u8> {
 
 async fn profile(State(inner): State<Shared>, headers: HeaderMap) -> Response {
     let mut inner = lock(&inner);
-    let mailbox = match inner.authorize(&headers, &[READONLY, MODIFY], "GET profile") {
+    let mailbox = match inner.read(&headers, "GET profile") {
         Ok(mailbox) => mailbox,
-        Err(refused) => return refused.into_response(),
+        Err(response) => return *response,
     };
     let Some(mailbox) = inner.mailboxes.get(&mailbox) else {
         return error(StatusCode::NOT_FOUND, "Requested entity was not found.");
@@ -869,27 +870,20 @@ async fn history(
     let Some(start) = parameter("startHistoryId").and_then(|start| start.parse::<u64>().ok()) else {
         return error(StatusCode::BAD_REQUEST, "Invalid startHistoryId");
     };
-    let max: usize = parameter("maxResults").and_then(|v| v.parse().ok()).unwrap_or(100);
-    let offset: usize = parameter("pageToken").and_then(|v| v.parse().ok()).unwrap_or(0);
     let Some(mailbox) = inner.mailboxes.get(&mailbox) else {
         return error(StatusCode::NOT_FOUND, "Requested entity was not found.");
     };
     if start < mailbox.history_floor {
         return error(StatusCode::NOT_FOUND, "Requested entity was not found.");
     }
-    let newer: Vec<&Value> = mailbox
+    let newer: Vec<Value> = mailbox
         .history
         .iter()
         .filter(|record| record["id"].as_str().and_then(|id| id.parse::<u64>().ok()) > Some(start))
+        .cloned()
         .collect();
-    let page: Vec<&Value> = newer.iter().skip(offset).take(max).copied().collect();
     let mut body = json!({ "historyId": mailbox.history_id.to_string() });
-    if !page.is_empty() {
-        body["history"] = json!(page);
-    }
-    if offset + page.len() < newer.len() {
-        body["nextPageToken"] = json!((offset + page.len()).to_string());
-    }
+    paged(&mut body, "history", &newer, &query);
     Json(body).into_response()
 }
 
