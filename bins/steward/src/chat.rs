@@ -122,8 +122,11 @@ async fn send(client: &Client, session: Uuid, text: &str) -> anyhow::Result<Outc
         attachments: Vec::new(),
     };
     let submitted = client.submit(session, &message).await?;
-    let run = client.run(submitted.run_id()).await?;
     let attached = matches!(submitted, Submitted::Attached(_));
+    let run = match submitted {
+        Submitted::Accepted(run) => *run,
+        Submitted::Attached(run) => client.run(run).await?,
+    };
     if attached {
         eprintln!("A reply is already being written in this conversation; showing it.");
     }

@@ -115,8 +115,8 @@ pub async fn forget(json: bool) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     };
     // Revocation is tried first, but the local token goes even when it fails.
-    let revoked = match connection::load_with_token() {
-        Ok((_, token)) => match Client::new(&saved.base_url, token) {
+    let revoked = match connection::read_token(&saved) {
+        Ok(token) => match Client::new(&saved.base_url, token) {
             Ok(client) => client.revoke_device(&saved.client_device_id).await,
             Err(error) => Err(error),
         },
@@ -423,7 +423,9 @@ pub async fn approvals(
             else {
                 bail!("approval {approval} is not waiting in conversation {session}");
             };
-            let checked = approvals::check(&pending.arguments, &pending.argument_digests, None)
+            // As in chat: a cut argument is approved only when a proposal of the model proves it.
+            let proposals = client.proposals(&pending).await?;
+            let checked = approvals::check_against_proposals(&pending.arguments, &pending.argument_digests, &proposals)
                 .map_err(|refused| anyhow::anyhow!("approval {approval} cannot be approved: {refused}"))?;
             let decided = client.approve_once(approval, &checked).await?;
             return print_decided(&decided, json);

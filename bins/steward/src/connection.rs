@@ -68,7 +68,8 @@ pub fn load_with_token() -> anyhow::Result<(Connection, String)> {
     Ok((connection, token))
 }
 
-fn read_token(connection: &Connection) -> anyhow::Result<String> {
+/// The token of a saved connection.
+pub fn read_token(connection: &Connection) -> anyhow::Result<String> {
     match connection.token_store {
         TokenStore::Keyring => keyring::Entry::new(SERVICE, &connection.base_url)
             .and_then(|entry| entry.get_password())

@@ -127,7 +127,7 @@ impl WorkerConfig {
         }
         let mail = mail_mcp::accounts::MailAccounts::from_env(&lookup)?;
         let mail_endpoints =
-            mail_mcp::gmail::Endpoints::from_env(&get).map_err(|(variable, reason)| ConfigError::Invalid {
+            mail_mcp::gmail::Endpoints::from_env(get).map_err(|(variable, reason)| ConfigError::Invalid {
                 variable,
                 reason: reason.into(),
             })?;

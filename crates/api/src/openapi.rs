@@ -5,6 +5,7 @@ use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
 use domain::ErrorCode;
+use domain::approval::pointer_token;
 use domain::flags::FeatureFlags;
 use serde_json::{Value, json};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, Http, HttpAuthScheme, SecurityScheme};
@@ -155,7 +156,7 @@ pub fn document(described: &Described<'_>) -> Value {
     for route in catalog().iter().filter(|route| route.is_mounted(described.flags)) {
         let method = route.method.as_str().to_ascii_lowercase();
         let Some(operation) = document
-            .pointer_mut(&format!("/paths/{}/{method}", escape(route.path)))
+            .pointer_mut(&format!("/paths/{}/{method}", pointer_token(route.path)))
             .and_then(Value::as_object_mut)
         else {
             continue;
@@ -196,11 +197,6 @@ fn security(access: Access) -> Option<Value> {
         Access::Authenticated => Some(json!([{ "bearer": [] }, { "web_session": [] }])),
         Access::BearerToken => Some(json!([{ "bearer": [] }])),
     }
-}
-
-/// A path as a JSON pointer token.
-fn escape(path: &str) -> String {
-    path.replace('~', "~0").replace('/', "~1")
 }
 
 /// One response per status among `errors`, each a problem document limited to its codes.
@@ -402,7 +398,7 @@ fn refine(document: &mut Value, described: &Described<'_>) {
     }
     if let Some(body) = document.pointer_mut("/paths/~1v1~1sessions~1{session_id}~1artifacts/post/requestBody") {
         for raw in ["application/octet-stream"] {
-            if let Some(Value::Object(media)) = body.pointer_mut(&format!("/content/{}", escape(raw))) {
+            if let Some(Value::Object(media)) = body.pointer_mut(&format!("/content/{}", pointer_token(raw))) {
                 media.remove("schema");
             }
         }

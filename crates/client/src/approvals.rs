@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use domain::approval::{ApprovalStatus, DISPLAY_STRING_MAX_CHARS, display_arguments};
+use domain::approval::{ApprovalStatus, DISPLAY_STRING_MAX_CHARS, display_arguments, pointer_token};
 use reqwest::Method;
 use serde_json::Value;
 use uuid::Uuid;
@@ -145,8 +145,7 @@ fn walk_strings(value: &Value, pointer: String, visit: &mut impl FnMut(&str, &st
         }
         Value::Object(map) => {
             for (key, item) in map {
-                let escaped = key.replace('~', "~0").replace('/', "~1");
-                walk_strings(item, format!("{pointer}/{escaped}"), visit);
+                walk_strings(item, format!("{pointer}/{}", pointer_token(key)), visit);
             }
         }
         _ => {}
@@ -158,7 +157,7 @@ fn first_difference(a: &Value, b: &Value, pointer: String) -> String {
     match (a, b) {
         (Value::Object(left), Value::Object(right)) => {
             for key in left.keys().chain(right.keys()) {
-                let escaped = key.replace('~', "~0").replace('/', "~1");
+                let escaped = pointer_token(key);
                 match (left.get(key), right.get(key)) {
                     (Some(x), Some(y)) if x == y => {}
                     (Some(x), Some(y)) => return first_difference(x, y, format!("{pointer}/{escaped}")),
@@ -190,9 +189,10 @@ pub enum Decided {
 
 impl Client {
     /// The calls the model proposed for `approval`'s tool in its run, whole, read from the
-    /// session's stored events up to the approval's own request.
+    /// session's stored events from the run's message up to the approval's own request.
     pub async fn proposals(&self, approval: &Approval) -> Result<Vec<Value>> {
-        let mut follow = self.follow(approval.session_id, 0, Some(approval.run_id));
+        let after = self.run(approval.run_id).await?.message_seq.unwrap_or(0);
+        let mut follow = self.follow(approval.session_id, after, Some(approval.run_id));
         let mut proposals = Vec::new();
         let read = async {
             while let Some(update) = follow.next().await {

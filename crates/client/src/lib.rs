@@ -224,21 +224,30 @@ impl Client {
             .header(reqwest::header::ACCEPT, "application/json")
     }
 
-    /// Sends `request` and reads its JSON answer, mapping every refusal to its error.
-    async fn send<T: DeserializeOwned>(&self, request: reqwest::RequestBuilder) -> Result<T> {
+    /// Sends `request`; its response when it succeeded, every refusal mapped to its error (a
+    /// redirect is never followed).
+    pub(crate) async fn checked(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response> {
         let response = request.send().await.map_err(ClientError::Transport)?;
         let status = response.status();
         if status.is_redirection() {
             return Err(ClientError::Redirect);
         }
-        let bytes = response.bytes().await.map_err(ClientError::Transport)?;
         if status.is_success() {
-            return serde_json::from_slice(&bytes).map_err(|error| ClientError::Unexpected {
-                status: status.as_u16(),
-                message: error.to_string(),
-            });
+            return Ok(response);
         }
+        let bytes = response.bytes().await.map_err(ClientError::Transport)?;
         Err(refusal(status, &bytes))
+    }
+
+    /// Sends `request` and reads its JSON answer, mapping every refusal to its error.
+    async fn send<T: DeserializeOwned>(&self, request: reqwest::RequestBuilder) -> Result<T> {
+        let response = self.checked(request).await?;
+        let status = response.status();
+        let bytes = response.bytes().await.map_err(ClientError::Transport)?;
+        serde_json::from_slice(&bytes).map_err(|error| ClientError::Unexpected {
+            status: status.as_u16(),
+            message: error.to_string(),
+        })
     }
 
     async fn json<B: Serialize, T: DeserializeOwned>(&self, method: Method, path: &str, body: &B) -> Result<T> {
@@ -251,16 +260,7 @@ impl Client {
 
     /// Sends `request`, whose success has no body to read (204 and the like).
     async fn send_empty(&self, request: reqwest::RequestBuilder) -> Result<()> {
-        let response = request.send().await.map_err(ClientError::Transport)?;
-        let status = response.status();
-        if status.is_redirection() {
-            return Err(ClientError::Redirect);
-        }
-        if status.is_success() {
-            return Ok(());
-        }
-        let bytes = response.bytes().await.map_err(ClientError::Transport)?;
-        Err(refusal(status, &bytes))
+        self.checked(request).await.map(drop)
     }
 
     /// The whole session index, following its cursors to the end; a cursor the server already

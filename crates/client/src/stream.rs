@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures_util::{Stream, StreamExt};
-use reqwest::{Method, StatusCode};
+use reqwest::Method;
 use uuid::Uuid;
 use wire::event::{Event, Frame, Transient};
 
-use crate::{Client, ClientError, Result};
+use crate::{Client, Result};
 
 /// What the stream brings.
 #[derive(Clone, Debug, PartialEq)]
@@ -93,15 +93,7 @@ impl Follow {
         if self.cursor > 0 {
             request = request.header("Last-Event-ID", self.cursor.to_string());
         }
-        let response = request.send().await.map_err(ClientError::Transport)?;
-        let status = response.status();
-        if status != StatusCode::OK {
-            if status.is_redirection() {
-                return Err(ClientError::Redirect);
-            }
-            let bytes = response.bytes().await.map_err(ClientError::Transport)?;
-            return Err(crate::refusal(status, &bytes));
-        }
+        let response = self.client.checked(request).await?;
         Ok(Box::pin(response.bytes_stream().eventsource()))
     }
 

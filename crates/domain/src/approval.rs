@@ -176,13 +176,20 @@ fn truncate(value: &Value, pointer: String, digests: &mut Map<String, Value>) ->
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(key, item)| {
-                    let escaped = key.replace('~', "~0").replace('/', "~1");
-                    (key.clone(), truncate(item, format!("{pointer}/{escaped}"), digests))
+                    (
+                        key.clone(),
+                        truncate(item, format!("{pointer}/{}", pointer_token(key)), digests),
+                    )
                 })
                 .collect(),
         ),
         other => other.clone(),
     }
+}
+
+/// `key` as one JSON Pointer reference token (RFC 6901: `~` as `~0`, `/` as `~1`).
+pub fn pointer_token(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
 }
 
 #[cfg(test)]
