@@ -1,8 +1,10 @@
 //! `cargo xtask dev`: the whole service (api, worker and schedule roles) on this machine with nothing set
-//! up by hand.
+//! up by hand. `--demo-mail` adds Email mode: the mail provider stand-in with a demo mailbox
+//! (`steward-demo-mail`), its account connected, and the async worker keeping its projection.
 //!
 //! State lives under the git-ignored `var/`: the PostgreSQL cluster (`var/pg`), the API token
-//! (`var/api-token`, owner-only) and `var/dev.json` describing the running stack for tools.
+//! (`var/api-token`, owner-only), the demo account (`var/demo-mail`, made afresh each start) and
+//! `var/dev.json` describing the running stack for tools.
 
 use std::fs;
 use std::io::{Read, Write};
@@ -34,10 +36,14 @@ fn template_scopes() -> anyhow::Result<String> {
 
 struct Options {
     port: u16,
+    demo_mail: bool,
 }
 
 fn parse(args: Vec<String>) -> anyhow::Result<Options> {
-    let mut options = Options { port: DEFAULT_PORT };
+    let mut options = Options {
+        port: DEFAULT_PORT,
+        demo_mail: false,
+    };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -47,7 +53,8 @@ fn parse(args: Vec<String>) -> anyhow::Result<Options> {
                     .parse()
                     .with_context(|| format!("--port `{value}` is not a port number"))?;
             }
-            other => bail!("unknown argument `{other}` (usage: cargo xtask dev [--port N])"),
+            "--demo-mail" => options.demo_mail = true,
+            other => bail!("unknown argument `{other}` (usage: cargo xtask dev [--port N] [--demo-mail])"),
         }
     }
     Ok(options)
@@ -83,9 +90,27 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     // The roles start before signals are blocked: a child inherits the mask, and a role that
     // cannot receive SIGTERM never stops.
     let log_level = std::env::var("LOG_LEVEL").unwrap_or_else(|_| "info".to_owned());
-    let mut stack = match Stack::start(&bin, &database_url, &token_file, listen, &scopes, &log_level, &[]) {
+    let mut demo = None;
+    let started = (|| {
+        if options.demo_mail {
+            demo = Some(crate::demo_mail::DemoMail::start(&bin, &var.join("demo-mail"))?);
+        }
+        let environment = demo
+            .as_ref()
+            .map(crate::demo_mail::DemoMail::environment)
+            .unwrap_or_default();
+        let flags: Vec<(&str, &str)> = environment
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+            .collect();
+        Stack::start(&bin, &database_url, &token_file, listen, &scopes, &log_level, &flags)
+    })();
+    let mut stack = match started {
         Ok(stack) => stack,
         Err(error) => {
+            if let Some(demo) = demo.as_mut() {
+                demo.stop();
+            }
             if let Some(cluster) = cluster.as_mut() {
                 let _ = cluster.stop();
             }
@@ -109,11 +134,17 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
         "\nsteward is ready\n  base URL:   {base_url}\n  token file: {}\n  described in var/dev.json; Ctrl-C stops everything\n",
         token_file.display()
     );
+    if demo.is_some() {
+        println!("  Email mode: the demo account `demo` is connected to the local mail provider stand-in\n");
+    }
 
     let outcome = loop {
         match signals.wait().context("wait for signals")? {
             Signal::SIGCHLD => {
                 if let Err(error) = stack.check() {
+                    break Err(error);
+                }
+                if let Some(Err(error)) = demo.as_mut().map(crate::demo_mail::DemoMail::check) {
                     break Err(error);
                 }
             }
@@ -122,6 +153,9 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     };
     eprintln!("xtask: stopping");
     stack.stop();
+    if let Some(demo) = demo.as_mut() {
+        demo.stop();
+    }
     if let Some(cluster) = cluster.as_mut() {
         cluster.stop().context("stop PostgreSQL")?;
     }
@@ -143,6 +177,11 @@ pub fn build_roles() -> anyhow::Result<std::path::PathBuf> {
             "steward-schedule",
             "-p",
             "steward-migrate",
+            "-p",
+            "steward-async-worker",
+            // steward-demo-mail, the mail provider stand-in of `--demo-mail` and the browser tests.
+            "-p",
+            "testkit",
         ])
         .status()
         .context("build the roles")?;
@@ -152,11 +191,13 @@ pub fn build_roles() -> anyhow::Result<std::path::PathBuf> {
     Ok(crate::workspace_root().join("target/debug"))
 }
 
-/// The implemented roles, running: the API, a worker and the scheduler.
+/// The implemented roles, running: the API, a worker and the scheduler, and with Email mode on
+/// the async worker.
 pub struct Stack {
     api: Child,
     worker: Child,
     scheduler: Child,
+    async_worker: Option<Child>,
 }
 
 impl Stack {
@@ -205,7 +246,24 @@ impl Stack {
                 .env(allow_root, allow)
                 .spawn()
                 .context("start steward-schedule")?,
+            async_worker: None,
         };
+        if flags.contains(&("AGENT_EMAIL_MODE_ENABLED", "1")) {
+            let started = Command::new(bin.join("steward-async-worker"))
+                .env("DATABASE_URL", login("steward_async_worker"))
+                .env("LOG_LEVEL", log_level)
+                .envs(flags.iter().copied())
+                .env(allow_root, allow)
+                .spawn()
+                .context("start steward-async-worker");
+            match started {
+                Ok(child) => stack.async_worker = Some(child),
+                Err(error) => {
+                    stack.stop();
+                    return Err(error);
+                }
+            }
+        }
         if let Err(error) = wait_ready(listen, &mut stack.api) {
             stack.stop();
             return Err(error);
@@ -224,6 +282,11 @@ impl Stack {
                 bail!("{name} exited on its own ({status})");
             }
         }
+        if let Some(child) = self.async_worker.as_mut()
+            && let Some(status) = child.try_wait().context("check steward-async-worker")?
+        {
+            bail!("steward-async-worker exited on its own ({status})");
+        }
         Ok(())
     }
 
@@ -231,6 +294,9 @@ impl Stack {
         stop(&mut self.api);
         stop(&mut self.worker);
         stop(&mut self.scheduler);
+        if let Some(child) = self.async_worker.as_mut() {
+            stop(child);
+        }
     }
 }
 
@@ -312,7 +378,7 @@ fn health_status(listen: SocketAddr) -> Option<u16> {
     std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
 }
 
-fn stop(child: &mut Child) {
+pub(crate) fn stop(child: &mut Child) {
     if matches!(child.try_wait(), Ok(None)) {
         let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
     }

@@ -1,6 +1,7 @@
 //! The web client's end-to-end tests (`web/e2e/*.test.mjs`): Node's test runner drives Debian's
 //! Chromium through playwright-core against the real stack (API, worker, scheduler and the
-//! scripted model) on a fresh database of the caller's cluster, on a free loopback port.
+//! scripted model; Email mode on, with the async worker and the demo mailbox of
+//! `steward-demo-mail`) on a fresh database of the caller's cluster, on a free loopback port.
 //!
 //! Before the browser runs, `tsc --checkJs` checks the client's types (`web/tsconfig.json`).
 //! What it needs is installed when missing: Debian's `chromium` (and a font), and the pinned npm
@@ -36,15 +37,25 @@ pub fn run(admin_url: &str) -> anyhow::Result<()> {
     let database = crate::contract::with_database(admin_url, "steward_web");
     let artifacts = crate::workspace_root().join("target/web-e2e");
     let _ = fs::remove_dir_all(artifacts.join("screenshots"));
-    let mut stack = crate::dev::Stack::start(
+    let mut demo = crate::demo_mail::DemoMail::start(&bin, &work.join("demo-mail"))?;
+    let environment = demo.environment();
+    let mut flags: Vec<(&str, &str)> = crate::contract::FLAGS.to_vec();
+    flags.extend(environment.iter().map(|(name, value)| (name.as_str(), value.as_str())));
+    let mut stack = match crate::dev::Stack::start(
         &bin,
         &database,
         &token_file,
         listen,
         crate::contract::ALL_SCOPES,
         "warn",
-        crate::contract::FLAGS,
-    )?;
+        &flags,
+    ) {
+        Ok(stack) => stack,
+        Err(error) => {
+            demo.stop();
+            return Err(error);
+        }
+    };
     println!("e2e: {} test files in Chromium against http://{listen}", tests.len());
     let status = Command::new("node")
         .args(["--test", "--test-concurrency=1", "--test-reporter=spec"])
@@ -56,8 +67,9 @@ pub fn run(admin_url: &str) -> anyhow::Result<()> {
         .env("CHROMIUM", CHROMIUM)
         .status()
         .context("run node --test (is Node.js installed?)");
-    let alive = stack.check();
+    let alive = stack.check().and_then(|()| demo.check());
     stack.stop();
+    demo.stop();
     let _ = fs::remove_dir_all(&work);
     alive.context("a role died during the web client's tests")?;
     if !status?.success() {

@@ -15,6 +15,7 @@
 mod bench;
 mod chart;
 mod contract;
+mod demo_mail;
 mod dev;
 mod e2e;
 mod postgres;

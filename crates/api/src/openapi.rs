@@ -14,7 +14,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::AppState;
 use crate::handlers::{
-    approvals, artifacts, events, folder_proposals, folders, health, notifications, runs, schedules, sessions,
+    approvals, artifacts, email, events, folder_proposals, folders, health, notifications, runs, schedules, sessions,
     settings, web_session,
 };
 use crate::routes::{Access, catalog};
@@ -80,6 +80,16 @@ impl Modify for BearerAuth {
         notifications::acknowledge,
         notifications::register,
         notifications::revoke,
+        email::accounts,
+        email::refresh,
+        email::threads,
+        email::thread,
+        email::archive,
+        email::move_to_inbox,
+        email::report_spam,
+        email::not_spam,
+        email::clear_spam_flag,
+        email::operation_status,
         web_session::exchange,
         web_session::current,
         web_session::revoke,
@@ -255,6 +265,22 @@ fn links(operation_id: &str) -> Vec<(&'static str, &'static str, Value)> {
             ("201", "StreamEvents", to("events.stream", session())),
             ("201", "PendingApprovals", to("approvals.pending", session())),
         ],
+        "email.archive" | "email.move_to_inbox" | "email.report_spam" | "email.not_spam" => vec![(
+            "202",
+            "GetOperation",
+            to(
+                "email.operation_status",
+                json!({ "operation_id": "$response.body#/operation_id" }),
+            ),
+        )],
+        "email.refresh" => vec![(
+            "202",
+            "GetOperation",
+            to(
+                "email.operation_status",
+                json!({ "operation_id": "$response.body#/operation/operation_id" }),
+            ),
+        )],
         "artifacts.upload" => {
             let artifact =
                 || json!({ "session_id": "$response.body#/session_id", "artifact_id": "$response.body#/artifact_id" });

@@ -19,7 +19,7 @@ use domain::scope::Scope;
 use crate::AppState;
 use crate::auth::{self, Authenticator, Guard, Needs};
 use crate::handlers::{
-    approvals, artifacts, events, folder_proposals, folders, health, notifications, runs, schedules, sessions,
+    approvals, artifacts, email, events, folder_proposals, folders, health, notifications, runs, schedules, sessions,
     settings, web_session,
 };
 use crate::{openapi, problem};
@@ -110,6 +110,14 @@ const JSON_BODY: [ErrorCode; 4] = [
     ErrorCode::PayloadTooLarge,
 ];
 
+/// What a conversation change can answer: no such conversation, not where the change applies,
+/// another change of it not settled.
+const EMAIL_WRITE: [ErrorCode; 3] = [
+    ErrorCode::EmailThreadNotFound,
+    ErrorCode::EmailWriteNotApplicable,
+    ErrorCode::EmailWritePending,
+];
+
 macro_rules! route {
     ($method:ident $path:literal, $access:expr, $flag:expr, $module:ident :: $handler:ident, [$($error:expr),* $(,)?]) => {
         RouteDef {
@@ -129,8 +137,8 @@ pub fn catalog() -> Vec<RouteDef> {
     use Access::{Authenticated, BearerToken, Public, Scoped};
     use ErrorCode::*;
     use Scope::{
-        NotificationsRead, NotificationsWrite, SchedulesRead, SchedulesWrite, SessionsRead, SessionsWrite,
-        SettingsRead, SettingsWrite,
+        EmailRead, EmailWrite, NotificationsRead, NotificationsWrite, SchedulesRead, SchedulesWrite, SessionsRead,
+        SessionsWrite, SettingsRead, SettingsWrite,
     };
     vec![
         route!(GET "/health/ready", Public, None, health::ready, [[NotReady]]),
@@ -328,6 +336,70 @@ pub fn catalog() -> Vec<RouteDef> {
             Some(Flag::NotificationApi),
             notifications::revoke,
             [[DeviceNotFound]]
+        ),
+        route!(GET "/v1/email/accounts", Scoped(EmailRead), Some(Flag::EmailMode), email::accounts, []),
+        route!(
+            POST "/v1/email/accounts/{account_id}/refresh",
+            Scoped(EmailRead),
+            Some(Flag::EmailMode),
+            email::refresh,
+            [[EmailAccountNotFound]]
+        ),
+        route!(
+            GET "/v1/email/threads",
+            Scoped(EmailRead),
+            Some(Flag::EmailMode),
+            email::threads,
+            [[InvalidRequest, InvalidCursor, ValidationFailed, EmailAccountNotFound]]
+        ),
+        route!(
+            GET "/v1/email/threads/{thread_id}",
+            Scoped(EmailRead),
+            Some(Flag::EmailMode),
+            email::thread,
+            [[EmailThreadNotFound]]
+        ),
+        route!(
+            POST "/v1/email/threads/{thread_id}/archive",
+            Scoped(EmailWrite),
+            Some(Flag::EmailMode),
+            email::archive,
+            [EMAIL_WRITE]
+        ),
+        route!(
+            POST "/v1/email/threads/{thread_id}/move-to-inbox",
+            Scoped(EmailWrite),
+            Some(Flag::EmailMode),
+            email::move_to_inbox,
+            [EMAIL_WRITE]
+        ),
+        route!(
+            POST "/v1/email/threads/{thread_id}/spam",
+            Scoped(EmailWrite),
+            Some(Flag::EmailMode),
+            email::report_spam,
+            [EMAIL_WRITE]
+        ),
+        route!(
+            POST "/v1/email/threads/{thread_id}/not-spam",
+            Scoped(EmailWrite),
+            Some(Flag::EmailMode),
+            email::not_spam,
+            [EMAIL_WRITE]
+        ),
+        route!(
+            POST "/v1/email/threads/{thread_id}/spam-flag",
+            Scoped(EmailWrite),
+            Some(Flag::EmailMode),
+            email::clear_spam_flag,
+            [[EmailThreadNotFound]]
+        ),
+        route!(
+            GET "/v1/email/operations/{operation_id}",
+            Scoped(EmailRead),
+            Some(Flag::EmailMode),
+            email::operation_status,
+            [[EmailOperationNotFound]]
         ),
         route!(POST "/v1/web/session", BearerToken, None, web_session::exchange, []),
         route!(GET "/v1/web/session", Authenticated, None, web_session::current, []),

@@ -12,7 +12,8 @@ use sha2::Sha256;
 
 const VERSION: u8 = 1;
 const TAG_LEN: usize = 16;
-const BODY_LEN: usize = 1 + 1 + 8;
+/// The version and kind bytes before a position.
+const HEADER_LEN: usize = 2;
 
 /// Which listing a cursor belongs to; a cursor from one listing is refused by another.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,6 +21,10 @@ const BODY_LEN: usize = 1 + 1 + 8;
 pub enum CursorKind {
     Sessions = 1,
     Memories = 2,
+    /// Email mode's priority inbox (`view=important`).
+    EmailImportant = 3,
+    /// Email mode's Other mail (`view=other`).
+    EmailOther = 4,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -54,21 +59,32 @@ impl CursorCodec {
     }
 
     pub fn encode(&self, kind: CursorKind, position: i64) -> String {
-        let mut bytes = Vec::with_capacity(BODY_LEN + TAG_LEN);
+        self.encode_bytes(kind, &position.to_be_bytes())
+    }
+
+    pub fn decode(&self, kind: CursorKind, cursor: &str) -> Result<i64, CursorError> {
+        let position: [u8; 8] = self.decode_bytes(kind, cursor)?.try_into().map_err(|_| CursorError)?;
+        Ok(i64::from_be_bytes(position))
+    }
+
+    /// A cursor whose position is `position`'s bytes (a composite ordering key).
+    pub fn encode_bytes(&self, kind: CursorKind, position: &[u8]) -> String {
+        let mut bytes = Vec::with_capacity(HEADER_LEN + position.len() + TAG_LEN);
         bytes.push(VERSION);
         bytes.push(kind as u8);
-        bytes.extend_from_slice(&position.to_be_bytes());
+        bytes.extend_from_slice(position);
         let tag = self.tag(&bytes);
         bytes.extend_from_slice(&tag);
         URL_SAFE_NO_PAD.encode(bytes)
     }
 
-    pub fn decode(&self, kind: CursorKind, cursor: &str) -> Result<i64, CursorError> {
+    /// The position bytes of a cursor this codec made for `kind`.
+    pub fn decode_bytes(&self, kind: CursorKind, cursor: &str) -> Result<Vec<u8>, CursorError> {
         let bytes = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| CursorError)?;
-        if bytes.len() != BODY_LEN + TAG_LEN {
+        if bytes.len() < HEADER_LEN + TAG_LEN {
             return Err(CursorError);
         }
-        let (body, tag) = bytes.split_at(BODY_LEN);
+        let (body, tag) = bytes.split_at(bytes.len() - TAG_LEN);
         let expected = self.tag(body);
         if subtle::ConstantTimeEq::ct_eq(tag, &expected[..]).unwrap_u8() != 1 {
             return Err(CursorError);
@@ -76,9 +92,7 @@ impl CursorCodec {
         if body[0] != VERSION || body[1] != kind as u8 {
             return Err(CursorError);
         }
-        let mut position = [0u8; 8];
-        position.copy_from_slice(&body[2..]);
-        Ok(i64::from_be_bytes(position))
+        Ok(body[HEADER_LEN..].to_vec())
     }
 }
 
@@ -111,5 +125,16 @@ mod tests {
 
         let other_key = CursorCodec::new([8; 32]);
         assert_eq!(other_key.decode(CursorKind::Sessions, &cursor), Err(CursorError));
+    }
+
+    #[test]
+    fn composite_positions_round_trip_in_their_own_listing() {
+        let codec = CursorCodec::new([7; 32]);
+        let position: Vec<u8> = (0..26).collect();
+        let cursor = codec.encode_bytes(CursorKind::EmailImportant, &position);
+        assert_eq!(codec.decode_bytes(CursorKind::EmailImportant, &cursor), Ok(position));
+        assert_eq!(codec.decode_bytes(CursorKind::EmailOther, &cursor), Err(CursorError));
+        // A session cursor is 8 bytes of position: an inbox cursor is not one.
+        assert_eq!(codec.decode(CursorKind::EmailImportant, &cursor), Err(CursorError));
     }
 }

@@ -49,10 +49,15 @@ pub enum ErrorCode {
     FolderProposalStale,
     FolderProposalNotRenamable,
     CsrfHeaderRequired,
+    EmailAccountNotFound,
+    EmailThreadNotFound,
+    EmailOperationNotFound,
+    EmailWriteNotApplicable,
+    EmailWritePending,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 44] = [
+    pub const ALL: [ErrorCode; 49] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -97,6 +102,11 @@ impl ErrorCode {
         ErrorCode::FolderProposalStale,
         ErrorCode::FolderProposalNotRenamable,
         ErrorCode::CsrfHeaderRequired,
+        ErrorCode::EmailAccountNotFound,
+        ErrorCode::EmailThreadNotFound,
+        ErrorCode::EmailOperationNotFound,
+        ErrorCode::EmailWriteNotApplicable,
+        ErrorCode::EmailWritePending,
     ];
 
     /// The stable machine-readable code, the `code` member of a problem document.
@@ -146,6 +156,11 @@ impl ErrorCode {
             ErrorCode::FolderProposalStale => "folder_proposal_stale",
             ErrorCode::FolderProposalNotRenamable => "folder_proposal_not_renamable",
             ErrorCode::CsrfHeaderRequired => "csrf_header_required",
+            ErrorCode::EmailAccountNotFound => "email_account_not_found",
+            ErrorCode::EmailThreadNotFound => "email_thread_not_found",
+            ErrorCode::EmailOperationNotFound => "email_operation_not_found",
+            ErrorCode::EmailWriteNotApplicable => "email_write_not_applicable",
+            ErrorCode::EmailWritePending => "email_write_pending",
         }
     }
 
@@ -194,6 +209,9 @@ impl ErrorCode {
             ErrorCode::FolderProposalResolved
             | ErrorCode::FolderProposalStale
             | ErrorCode::FolderProposalNotRenamable => 409,
+            ErrorCode::EmailAccountNotFound | ErrorCode::EmailThreadNotFound | ErrorCode::EmailOperationNotFound => 404,
+            // Where the thread is (or a write of it not yet settled), not the request's shape.
+            ErrorCode::EmailWriteNotApplicable | ErrorCode::EmailWritePending => 409,
         }
     }
 
@@ -244,6 +262,11 @@ impl ErrorCode {
             ErrorCode::FolderProposalStale => "None of the proposal's conversations can still be filed",
             ErrorCode::FolderProposalNotRenamable => "Only a proposed new folder can be renamed on acceptance",
             ErrorCode::CsrfHeaderRequired => "A web session's state-changing request needs the CSRF header",
+            ErrorCode::EmailAccountNotFound => "Mail account not found",
+            ErrorCode::EmailThreadNotFound => "Conversation not found",
+            ErrorCode::EmailOperationNotFound => "Mail operation not found",
+            ErrorCode::EmailWriteNotApplicable => "The conversation is not where this change applies",
+            ErrorCode::EmailWritePending => "Another change of this conversation has not settled yet",
         }
     }
 }

@@ -174,6 +174,18 @@ impl Store {
         Ok(records.into_iter().map(ThreadSummary::from).collect())
     }
 
+    /// Clears the server's suspected-spam flag of `thread` (the owner said Not spam; nothing is
+    /// written to the mailbox); the thread as it now is, `None` when there is no such thread.
+    pub async fn email_clear_spam_flag(&self, thread: Uuid) -> Result<Option<ThreadSummary>> {
+        let record: Option<SummaryRecord> = sqlx::query_as(&format!(
+            "UPDATE email_threads t SET suspected_spam = false WHERE t.id = $1 RETURNING {SUMMARY_COLUMNS}"
+        ))
+        .bind(thread)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(record.map(ThreadSummary::from))
+    }
+
     /// One thread and its messages, oldest first.
     pub async fn email_thread(&self, id: Uuid) -> Result<Option<(ThreadSummary, Vec<EmailMessageRow>)>> {
         let record: Option<SummaryRecord> = sqlx::query_as(&format!(

@@ -164,6 +164,16 @@ impl Store {
         Ok(())
     }
 
+    /// Every account Email mode knows, by id.
+    pub async fn email_accounts(&self) -> Result<Vec<EmailAccountRow>> {
+        let records: Vec<AccountRecord> = sqlx::query_as(&format!(
+            "SELECT {ACCOUNT_COLUMNS} FROM email_accounts ORDER BY account_id"
+        ))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(records.into_iter().map(EmailAccountRow::from).collect())
+    }
+
     pub async fn email_account(&self, account_id: &str) -> Result<Option<EmailAccountRow>> {
         let record: Option<AccountRecord> = sqlx::query_as(&format!(
             "SELECT {ACCOUNT_COLUMNS} FROM email_accounts WHERE account_id = $1"

@@ -5,8 +5,10 @@
 //! removed when the binary exits. Each test's database is copied from a template that holds the
 //! current migrations, so a new database costs a file copy rather than a migration run.
 //! [`gmail`] is a mail provider on 127.0.0.1 speaking the Gmail wire format; [`roles`] checks
-//! what every role binary refuses at start.
+//! what every role binary refuses at start; [`demo`] fills a demo mailbox for trying Email mode
+//! offline (the `steward-demo-mail` binary serves it).
 
+pub mod demo;
 pub mod gmail;
 pub mod roles;
 

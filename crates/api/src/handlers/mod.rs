@@ -2,6 +2,7 @@
 
 pub mod approvals;
 pub mod artifacts;
+pub mod email;
 pub mod events;
 pub mod folder_proposals;
 pub mod folders;

@@ -3,6 +3,7 @@
 
 mod artifacts;
 mod config;
+mod email;
 mod folder_proposals;
 mod folders;
 mod health;

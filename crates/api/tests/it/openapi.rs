@@ -62,16 +62,19 @@ async fn document_matches_the_router_with_flags_off_and_on() {
     check_document(&off, &FeatureFlags::default()).await;
     let (_, document) = off.get_json("/v1/openapi.json").await;
     assert!(document["paths"].get("/v1/notifications").is_none());
+    assert!(document["paths"].get("/v1/email/threads").is_none());
 
     let on = TestApp::spawn_with(
         Env::default()
             .set("AGENT_NOTIFICATION_API_ENABLED", "1")
-            .set("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1"),
+            .set("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1")
+            .set("AGENT_EMAIL_MODE_ENABLED", "1"),
     )
     .await;
     let flags = FeatureFlags::with(&[
         domain::flags::Flag::NotificationApi,
         domain::flags::Flag::NotificationDispatch,
+        domain::flags::Flag::EmailMode,
     ])
     .expect("flags");
     check_document(&on, &flags).await;
@@ -84,6 +87,7 @@ fn every_catalog_route_is_annotated() {
     let all_on = FeatureFlags::with(&[
         domain::flags::Flag::NotificationApi,
         domain::flags::Flag::NotificationDispatch,
+        domain::flags::Flag::EmailMode,
     ])
     .expect("flags");
     let document = api::openapi::annotated(&all_on);

@@ -1,0 +1,417 @@
+//! Email mode (`/v1/email`, mounted with `AGENT_EMAIL_MODE_ENABLED=1`): the accounts with their
+//! freshness and coverage, a refresh request, the priority inbox and Other mail, a thread's
+//! reading pane, and the conversation changes (archive, move back, report spam, Not spam) the
+//! worker runs as durable operations, each readable at `/v1/email/operations/{id}`.
+//!
+//! Mail content is served to the owner only and never logged here.
+
+use std::time::Duration;
+
+use axum::Json as JsonResponse;
+use axum::extract::State;
+use axum::http::StatusCode;
+use domain::ErrorCode;
+use domain::cursor::CursorKind;
+use serde_json::Value;
+use store::{
+    EmailAccountRow, EmailMessageRow, EmailOperationRow, InboxPosition, InboxQuery, ThreadSummary, WriteKind,
+    WriteRequest,
+};
+use uuid::Uuid;
+use wire::email::{
+    AttachmentMeta, Correspondent, EmailAccount, EmailAccountList, EmailMessage, EmailOperation, EmailOperationKind,
+    EmailOperationState, EmailThread, EmailThreadPage, EmailThreadSummary, Freshness, Importance, InboxView,
+    ListEmailThreads, MailboxPlace, RefreshAnswer, ThreadState,
+};
+
+use crate::AppState;
+use crate::extract::{Path, Query};
+use crate::problem::ApiError;
+
+/// A new refresh of an account is admitted at most this often; a request within it is answered
+/// with the one already admitted.
+pub const REFRESH_INTERVAL: Duration = Duration::from_secs(60);
+const MAX_PAGE_SIZE: u32 = 100;
+
+fn account(row: EmailAccountRow) -> EmailAccount {
+    EmailAccount {
+        freshness: if row.updated_at.is_some() {
+            Freshness::Current
+        } else {
+            Freshness::Pending
+        },
+        account_id: row.account_id,
+        address: row.address,
+        updated_at: row.updated_at,
+        coverage_from: row.coverage_from,
+        last_error: row.last_error,
+        last_error_at: row.last_error_at,
+        waiting: row.waiting,
+        // Unsubscribe assistance is not part of this release (its flag is refused at start).
+        unsubscribe_supported: false,
+        // The provider keeps a Spam label in every mailbox.
+        spam_supported: true,
+    }
+}
+
+/// Correspondent objects as the projection stores them; anything else is left out.
+fn correspondents(value: Value) -> Vec<Correspondent> {
+    serde_json::from_value(value).unwrap_or_default()
+}
+
+fn summary(row: ThreadSummary) -> EmailThreadSummary {
+    let place = if row.in_spam {
+        MailboxPlace::Spam
+    } else if row.in_inbox {
+        MailboxPlace::Inbox
+    } else {
+        MailboxPlace::Archived
+    };
+    let state = match place {
+        MailboxPlace::Spam => row.reported.then_some(ThreadState::Reported),
+        MailboxPlace::Archived if row.handled => Some(ThreadState::Handled),
+        MailboxPlace::Archived => Some(ThreadState::Archived),
+        MailboxPlace::Inbox => match row.reply_need.as_deref() {
+            Some("needs_reply") => Some(ThreadState::NeedsReply),
+            Some("for_your_attention") => Some(ThreadState::ForYourAttention),
+            _ => None,
+        },
+    };
+    EmailThreadSummary {
+        thread_id: row.id,
+        account_id: row.account_id,
+        subject: row.subject,
+        correspondents: correspondents(row.correspondents),
+        latest_at: row.latest_at,
+        message_count: u32::try_from(row.message_count).unwrap_or_default(),
+        has_attachments: row.has_attachments,
+        place,
+        state,
+        importance: match row.importance.as_deref() {
+            Some("important") => Some(Importance::Important),
+            Some(_) => Some(Importance::Other),
+            None => None,
+        },
+        gist: row.gist,
+        classifier: row.classifier,
+        suspected_spam: row.suspected_spam,
+    }
+}
+
+fn message(row: EmailMessageRow) -> EmailMessage {
+    EmailMessage {
+        message_id: row.provider_message_id,
+        from: serde_json::from_value(row.sender).unwrap_or_default(),
+        to: correspondents(row.recipients),
+        cc: correspondents(row.copied),
+        sent_at: row.sent_at,
+        subject: row.subject,
+        text: row.body,
+        text_cut: row.text_cut,
+        attachments: serde_json::from_value::<Vec<AttachmentMeta>>(row.attachments).unwrap_or_default(),
+    }
+}
+
+fn operation(row: EmailOperationRow) -> EmailOperation {
+    let kind = match row.kind.as_str() {
+        "refresh" => EmailOperationKind::Refresh,
+        "archive" => EmailOperationKind::Archive,
+        "move_to_inbox" => EmailOperationKind::MoveToInbox,
+        "report_spam" => EmailOperationKind::ReportSpam,
+        _ => EmailOperationKind::NotSpam,
+    };
+    let state = match row.state.as_str() {
+        "queued" => EmailOperationState::Queued,
+        "dispatching" => EmailOperationState::Dispatching,
+        "succeeded" => EmailOperationState::Succeeded,
+        "failed" => EmailOperationState::Failed,
+        _ => EmailOperationState::Uncertain,
+    };
+    EmailOperation {
+        operation_id: row.id,
+        kind,
+        state,
+        account_id: row.account_id,
+        thread_id: row.thread,
+        error: row.error,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+        reconciled_at: row.reconciled_at,
+    }
+}
+
+fn parse_uuid(text: &str, missing: ErrorCode) -> Result<Uuid, ApiError> {
+    super::parse_id(text, |text| Uuid::parse_str(text).ok(), missing)
+}
+
+/// Every connected account: freshness (`pending` until its first update completes), historical
+/// coverage, the last refresh error and why new mail waits unassessed.
+#[utoipa::path(
+    get, path = "/v1/email/accounts", tag = "email",
+    security(("bearer" = ["email.read"])),
+    responses((status = 200, description = "Every account", body = EmailAccountList))
+)]
+pub async fn accounts(State(state): State<AppState>) -> Result<JsonResponse<EmailAccountList>, ApiError> {
+    let rows = state.store.email_accounts().await?;
+    Ok(JsonResponse(EmailAccountList {
+        accounts: rows.into_iter().map(account).collect(),
+    }))
+}
+
+/// Asks for a refresh of the account. A new one is admitted at most every 60 seconds per account;
+/// within that the one admitted is answered (`admitted: false`). Follow it at
+/// `/v1/email/operations/{operation_id}`.
+#[utoipa::path(
+    post, path = "/v1/email/accounts/{account_id}/refresh", tag = "email",
+    security(("bearer" = ["email.read"])),
+    params(("account_id" = String, Path)),
+    responses((status = 202, description = "The refresh admitted, or the one admitted within the interval", body = RefreshAnswer))
+)]
+pub async fn refresh(
+    State(state): State<AppState>,
+    Path(account_id): Path<String>,
+) -> Result<(StatusCode, JsonResponse<RefreshAnswer>), ApiError> {
+    let request = state
+        .store
+        .email_request_refresh(&account_id, REFRESH_INTERVAL)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::EmailAccountNotFound).detail("no connected account has this id"))?;
+    Ok((
+        StatusCode::ACCEPTED,
+        JsonResponse(RefreshAnswer {
+            admitted: request.admitted,
+            operation: operation(request.operation),
+        }),
+    ))
+}
+
+/// The 26 bytes of a listing position: priority, microseconds since the epoch, thread id.
+fn encode_position(position: InboxPosition) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(26);
+    bytes.extend_from_slice(&position.priority.to_be_bytes());
+    bytes.extend_from_slice(&position.latest_at.as_microsecond().to_be_bytes());
+    bytes.extend_from_slice(position.id.as_bytes());
+    bytes
+}
+
+fn decode_position(bytes: &[u8]) -> Option<InboxPosition> {
+    let priority = i16::from_be_bytes(bytes.get(..2)?.try_into().ok()?);
+    let micros = i64::from_be_bytes(bytes.get(2..10)?.try_into().ok()?);
+    let id = Uuid::from_slice(bytes.get(10..)?).ok()?;
+    Some(InboxPosition {
+        priority,
+        latest_at: jiff::Timestamp::from_microsecond(micros).ok()?,
+        id,
+    })
+}
+
+/// One page of the priority inbox (`view=important`, five rows by default) or of Other mail
+/// (`view=other`), by account and search, paged by cursor.
+#[utoipa::path(
+    get, path = "/v1/email/threads", tag = "email",
+    security(("bearer" = ["email.read"])),
+    params(ListEmailThreads),
+    responses((status = 200, description = "One page of the listing", body = EmailThreadPage))
+)]
+pub async fn threads(
+    State(state): State<AppState>,
+    Query(params): Query<ListEmailThreads>,
+) -> Result<JsonResponse<EmailThreadPage>, ApiError> {
+    let view = params.view.unwrap_or_default();
+    let (kind, default_limit, store_view) = match view {
+        InboxView::Important => (CursorKind::EmailImportant, 5, store::InboxView::Important),
+        InboxView::Other => (CursorKind::EmailOther, 25, store::InboxView::Other),
+    };
+    let limit = params.limit.unwrap_or(default_limit);
+    if !(1..=MAX_PAGE_SIZE).contains(&limit) {
+        return Err(ApiError::new(ErrorCode::InvalidRequest)
+            .detail(format!("limit must be between 1 and {MAX_PAGE_SIZE}"))
+            .field("limit"));
+    }
+    let after = match params.cursor.as_deref() {
+        None => None,
+        Some(cursor) => {
+            let invalid =
+                || ApiError::new(ErrorCode::InvalidCursor).detail("cursor is malformed, altered or from another view");
+            let bytes = state
+                .settings
+                .cursors
+                .decode_bytes(kind, cursor)
+                .map_err(|_| invalid())?;
+            Some(decode_position(&bytes).ok_or_else(invalid)?)
+        }
+    };
+    if let Some(account_id) = params.account_id.as_deref()
+        && state.store.email_account(account_id).await?.is_none()
+    {
+        return Err(ApiError::new(ErrorCode::EmailAccountNotFound)
+            .detail("no connected account has this id")
+            .field("account_id"));
+    }
+    let search = params.q.as_deref().map(str::trim).filter(|words| !words.is_empty());
+    // One row more than asked says whether another page follows.
+    let mut rows = state
+        .store
+        .email_inbox(&InboxQuery {
+            view: store_view,
+            account_id: params.account_id.as_deref(),
+            search,
+            after,
+            limit: limit + 1,
+        })
+        .await?;
+    let more = rows.len() > limit as usize;
+    rows.truncate(limit as usize);
+    let next_cursor = match rows.last() {
+        Some(last) if more => Some(
+            state
+                .settings
+                .cursors
+                .encode_bytes(kind, &encode_position(last.position())),
+        ),
+        _ => None,
+    };
+    Ok(JsonResponse(EmailThreadPage {
+        threads: rows.into_iter().map(summary).collect(),
+        next_cursor,
+    }))
+}
+
+/// A conversation's reading pane: its row and its messages' text and attachment metadata,
+/// oldest first. No remote content is ever part of it.
+#[utoipa::path(
+    get, path = "/v1/email/threads/{thread_id}", tag = "email",
+    security(("bearer" = ["email.read"])),
+    params(("thread_id" = Uuid, Path)),
+    responses((status = 200, description = "The conversation", body = EmailThread))
+)]
+pub async fn thread(
+    State(state): State<AppState>,
+    Path(thread_id): Path<String>,
+) -> Result<JsonResponse<EmailThread>, ApiError> {
+    let id = parse_uuid(&thread_id, ErrorCode::EmailThreadNotFound)?;
+    let (row, messages) = state
+        .store
+        .email_thread(id)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::EmailThreadNotFound))?;
+    Ok(JsonResponse(EmailThread {
+        summary: summary(row),
+        messages: messages.into_iter().map(message).collect(),
+    }))
+}
+
+/// Requests a conversation change as a durable operation.
+async fn write(
+    state: &AppState,
+    thread_id: &str,
+    kind: WriteKind,
+) -> Result<(StatusCode, JsonResponse<EmailOperation>), ApiError> {
+    let id = parse_uuid(thread_id, ErrorCode::EmailThreadNotFound)?;
+    match state.store.email_request_write(id, kind).await? {
+        WriteRequest::Accepted(row) => Ok((StatusCode::ACCEPTED, JsonResponse(operation(row)))),
+        WriteRequest::UnknownThread => Err(ApiError::new(ErrorCode::EmailThreadNotFound)),
+        WriteRequest::NotApplicable(place) => Err(ApiError::new(ErrorCode::EmailWriteNotApplicable)
+            .detail(format!("the conversation is {}", place.replace('_', " ")))),
+        WriteRequest::Pending(row) => Err(ApiError::new(ErrorCode::EmailWritePending)
+            .detail(format!("operation {} of this conversation has not settled", row.id))),
+    }
+}
+
+/// Archives a conversation of the Inbox (Inbox label off; it reads Handled). Asynchronous: follow
+/// the operation; a failure or uncertain outcome leaves the conversation where it was.
+#[utoipa::path(
+    post, path = "/v1/email/threads/{thread_id}/archive", tag = "email",
+    security(("bearer" = ["email.write"])),
+    params(("thread_id" = Uuid, Path)),
+    responses((status = 202, description = "The archive requested", body = EmailOperation))
+)]
+pub async fn archive(
+    State(state): State<AppState>,
+    Path(thread_id): Path<String>,
+) -> Result<(StatusCode, JsonResponse<EmailOperation>), ApiError> {
+    write(&state, &thread_id, WriteKind::Archive).await
+}
+
+/// Moves an archived conversation back to its own account's Inbox.
+#[utoipa::path(
+    post, path = "/v1/email/threads/{thread_id}/move-to-inbox", tag = "email",
+    security(("bearer" = ["email.write"])),
+    params(("thread_id" = Uuid, Path)),
+    responses((status = 202, description = "The move requested", body = EmailOperation))
+)]
+pub async fn move_to_inbox(
+    State(state): State<AppState>,
+    Path(thread_id): Path<String>,
+) -> Result<(StatusCode, JsonResponse<EmailOperation>), ApiError> {
+    write(&state, &thread_id, WriteKind::MoveToInbox).await
+}
+
+/// Reports a conversation of the Inbox as spam: the Spam label on, the Inbox label off.
+#[utoipa::path(
+    post, path = "/v1/email/threads/{thread_id}/spam", tag = "email",
+    security(("bearer" = ["email.write"])),
+    params(("thread_id" = Uuid, Path)),
+    responses((status = 202, description = "The report requested", body = EmailOperation))
+)]
+pub async fn report_spam(
+    State(state): State<AppState>,
+    Path(thread_id): Path<String>,
+) -> Result<(StatusCode, JsonResponse<EmailOperation>), ApiError> {
+    write(&state, &thread_id, WriteKind::ReportSpam).await
+}
+
+/// Not spam: a conversation in Spam returns to the Inbox (exactly the conversation reported).
+#[utoipa::path(
+    post, path = "/v1/email/threads/{thread_id}/not-spam", tag = "email",
+    security(("bearer" = ["email.write"])),
+    params(("thread_id" = Uuid, Path)),
+    responses((status = 202, description = "The return requested", body = EmailOperation))
+)]
+pub async fn not_spam(
+    State(state): State<AppState>,
+    Path(thread_id): Path<String>,
+) -> Result<(StatusCode, JsonResponse<EmailOperation>), ApiError> {
+    write(&state, &thread_id, WriteKind::NotSpam).await
+}
+
+/// Clears the server's suspected-spam flag of a conversation (the owner says Not spam); nothing
+/// is written to the mailbox.
+#[utoipa::path(
+    post, path = "/v1/email/threads/{thread_id}/spam-flag", tag = "email",
+    security(("bearer" = ["email.write"])),
+    params(("thread_id" = Uuid, Path)),
+    responses((status = 200, description = "The conversation, flag cleared", body = EmailThreadSummary))
+)]
+pub async fn clear_spam_flag(
+    State(state): State<AppState>,
+    Path(thread_id): Path<String>,
+) -> Result<JsonResponse<EmailThreadSummary>, ApiError> {
+    let id = parse_uuid(&thread_id, ErrorCode::EmailThreadNotFound)?;
+    let row = state
+        .store
+        .email_clear_spam_flag(id)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::EmailThreadNotFound))?;
+    Ok(JsonResponse(summary(row)))
+}
+
+/// A mailbox operation's durable status: it settles to `succeeded`, `failed` or `uncertain`.
+#[utoipa::path(
+    get, path = "/v1/email/operations/{operation_id}", tag = "email",
+    security(("bearer" = ["email.read"])),
+    params(("operation_id" = Uuid, Path)),
+    responses((status = 200, description = "The operation", body = EmailOperation))
+)]
+pub async fn operation_status(
+    State(state): State<AppState>,
+    Path(operation_id): Path<String>,
+) -> Result<JsonResponse<EmailOperation>, ApiError> {
+    let id = parse_uuid(&operation_id, ErrorCode::EmailOperationNotFound)?;
+    let row = state
+        .store
+        .email_operation(id)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::EmailOperationNotFound))?;
+    Ok(JsonResponse(operation(row)))
+}

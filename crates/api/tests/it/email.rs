@@ -1,0 +1,482 @@
+//! Email mode's routes over projections written as the async worker writes them: accounts with
+//! freshness, the priority inbox's first five and its pages, Other mail, account and search
+//! filters, a thread's reading pane, conversation changes as durable operations (settled by the
+//! worker login), the refresh admission interval and the suspected-spam flag.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use store::{NewAssessment, NewEmailMessage, Store, WriteOutcome};
+
+use crate::support::{Env, TestApp, expect_problem, json};
+
+async fn app() -> TestApp {
+    TestApp::spawn_with(Env::default().set("AGENT_EMAIL_MODE_ENABLED", "1")).await
+}
+
+/// One delivered message of its own thread, `minute` minutes into the day, assessed as
+/// `importance` with `reply_need` unless `importance` is `None`.
+struct Letter<'a> {
+    id: &'a str,
+    from: &'a str,
+    subject: &'a str,
+    body: &'a str,
+    minute: i64,
+    labels: &'a [&'a str],
+    importance: Option<&'a str>,
+    reply_need: Option<&'a str>,
+}
+
+async fn deliver(store: &Store, account: &str, letter: &Letter<'_>) {
+    let labels: Vec<String> = letter.labels.iter().map(|label| (*label).to_owned()).collect();
+    let attachments = if letter.subject.contains("Slides") {
+        json!([{ "filename": "slides.pdf", "media_type": "application/pdf", "size_bytes": 2048 }])
+    } else {
+        json!([])
+    };
+    store
+        .email_record_message(
+            account,
+            &NewEmailMessage {
+                provider_message_id: letter.id,
+                provider_thread_id: letter.id,
+                sender: json!({ "name": null, "address": letter.from }),
+                recipients: json!([{ "name": "Owner", "address": "owner@example.org" }]),
+                copied: json!([]),
+                sent_at: jiff::Timestamp::from_second(1_780_000_000 + 60 * letter.minute).expect("time"),
+                subject: letter.subject,
+                body: letter.body,
+                text_cut: false,
+                attachments,
+                bulk: json!({}),
+                labels: &labels,
+            },
+        )
+        .await
+        .expect("message");
+    let Some(importance) = letter.importance else {
+        return;
+    };
+    let waiting = store.email_waiting_threads(account, 100).await.expect("waiting");
+    let thread = waiting
+        .iter()
+        .find(|thread| thread.message.provider_message_id == letter.id)
+        .expect("waits");
+    let recorded = store
+        .email_record_assessment(
+            thread.thread,
+            letter.id,
+            &NewAssessment {
+                classifier: "jev-1.13.0",
+                importance,
+                reply_need: letter.reply_need,
+                gist: &format!("Gist of {}", letter.subject),
+                rule: "known_correspondent",
+            },
+        )
+        .await
+        .expect("assessment");
+    assert!(recorded);
+}
+
+/// Two accounts: `personal` updated, with seven important letters (two needing a reply), one
+/// other and one unassessed; `work` awaiting its first update.
+async fn mailbox(app: &TestApp) -> Store {
+    let store = app.db.store_as("async-worker").await;
+    store
+        .email_ensure_accounts(&["personal".to_owned(), "work".to_owned()])
+        .await
+        .expect("accounts");
+    let letters = [
+        ("m1", "ada@example.com", "Question one", Some("needs_reply")),
+        ("m2", "bob@example.com", "Note one", Some("for_your_attention")),
+        ("m3", "ada@example.com", "Question two", Some("needs_reply")),
+        ("m4", "bob@example.com", "Note two", None),
+        ("m5", "cy@example.com", "Slides", Some("for_your_attention")),
+        ("m6", "dee@example.com", "Dinner", None),
+        ("m7", "eve@example.com", "Garden", None),
+    ];
+    for (minute, (id, from, subject, reply_need)) in (0_i64..).zip(letters) {
+        let letter = Letter {
+            id,
+            from,
+            subject,
+            body: "Plain words; 100% real_text.",
+            minute,
+            labels: &["INBOX"],
+            importance: Some("important"),
+            reply_need,
+        };
+        deliver(&store, "personal", &letter).await;
+    }
+    let news = Letter {
+        id: "m8",
+        from: "news@letters.example",
+        subject: "This week",
+        body: "Ten things.",
+        minute: 10,
+        labels: &["INBOX"],
+        importance: Some("other"),
+        reply_need: None,
+    };
+    deliver(&store, "personal", &news).await;
+    let fresh = Letter {
+        id: "m9",
+        from: "fay@example.com",
+        subject: "Unassessed",
+        body: "Just in.",
+        minute: 11,
+        labels: &["INBOX"],
+        importance: None,
+        reply_need: None,
+    };
+    deliver(&store, "personal", &fresh).await;
+    store
+        .email_update_completed(
+            "personal",
+            Some("owner@example.org"),
+            "100",
+            Some(jiff::Timestamp::UNIX_EPOCH),
+        )
+        .await
+        .expect("updated");
+    store
+}
+
+fn subjects(page: &Value) -> Vec<&str> {
+    page["threads"]
+        .as_array()
+        .expect("threads")
+        .iter()
+        .map(|thread| thread["subject"].as_str().expect("subject"))
+        .collect()
+}
+
+fn thread_id<'a>(page: &'a Value, subject: &str) -> &'a str {
+    page["threads"]
+        .as_array()
+        .expect("threads")
+        .iter()
+        .find(|thread| thread["subject"] == subject)
+        .and_then(|thread| thread["thread_id"].as_str())
+        .expect("thread")
+}
+
+#[tokio::test]
+async fn accounts_report_freshness_and_the_inbox_pages_filters_and_reads() {
+    let app = app().await;
+    mailbox(&app).await;
+
+    let (status, accounts) = app.get_json("/v1/email/accounts").await;
+    assert_eq!(status, 200);
+    let accounts = accounts["accounts"].as_array().expect("accounts").clone();
+    assert_eq!(accounts.len(), 2);
+    assert_eq!(accounts[0]["account_id"], "personal");
+    assert_eq!(accounts[0]["freshness"], "current");
+    assert_eq!(accounts[0]["address"], "owner@example.org");
+    assert_eq!(accounts[0]["spam_supported"], true);
+    assert_eq!(accounts[0]["unsubscribe_supported"], false);
+    assert_eq!(accounts[1]["freshness"], "pending");
+    assert_eq!(accounts[1]["updated_at"], Value::Null);
+
+    // The initial request: the five most important, needing a reply first.
+    let (status, first) = app.get_json("/v1/email/threads").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        subjects(&first),
+        ["Question two", "Question one", "Slides", "Note one", "Garden"]
+    );
+    assert_eq!(first["threads"][0]["state"], "needs_reply");
+    assert_eq!(first["threads"][2]["state"], "for_your_attention");
+    assert_eq!(first["threads"][4]["state"], Value::Null);
+    assert_eq!(first["threads"][0]["place"], "inbox");
+    assert_eq!(first["threads"][0]["classifier"], "jev-1.13.0");
+    assert_eq!(first["threads"][0]["gist"], "Gist of Question two");
+    assert_eq!(
+        first["threads"][0]["correspondents"],
+        json!([{ "name": null, "address": "ada@example.com" }])
+    );
+    let cursor = first["next_cursor"].as_str().expect("more follow");
+    let (_, second) = app.get_json(&format!("/v1/email/threads?cursor={cursor}")).await;
+    assert_eq!(subjects(&second), ["Dinner", "Note two"]);
+    assert_eq!(second["next_cursor"], Value::Null);
+
+    // A cursor of one view is refused by the other; an altered one too.
+    expect_problem(
+        app.request(Method::GET, &format!("/v1/email/threads?view=other&cursor={cursor}"))
+            .send()
+            .await
+            .expect("send"),
+        400,
+        "invalid_cursor",
+    )
+    .await;
+    expect_problem(
+        app.request(Method::GET, "/v1/email/threads?cursor=AAAA")
+            .send()
+            .await
+            .expect("send"),
+        400,
+        "invalid_cursor",
+    )
+    .await;
+    expect_problem(
+        app.request(Method::GET, "/v1/email/threads?limit=101")
+            .send()
+            .await
+            .expect("send"),
+        400,
+        "invalid_request",
+    )
+    .await;
+
+    // Other mail: everything else, newest first.
+    let (_, other) = app.get_json("/v1/email/threads?view=other").await;
+    assert_eq!(subjects(&other), ["Unassessed", "This week"]);
+    assert_eq!(other["threads"][0]["importance"], Value::Null);
+    assert_eq!(other["threads"][1]["importance"], "other");
+
+    // Filters: an account (unknown → 404, one without mail → nothing) and words, literally.
+    let (_, work) = app.get_json("/v1/email/threads?account_id=work").await;
+    assert_eq!(subjects(&work), Vec::<&str>::new());
+    expect_problem(
+        app.request(Method::GET, "/v1/email/threads?account_id=nobody")
+            .send()
+            .await
+            .expect("send"),
+        404,
+        "email_account_not_found",
+    )
+    .await;
+    let (_, found) = app.get_json("/v1/email/threads?q=question&limit=10").await;
+    assert_eq!(subjects(&found), ["Question two", "Question one"]);
+    let (_, literal) = app.get_json("/v1/email/threads?q=100%25%20real_text&limit=10").await;
+    assert_eq!(subjects(&literal).len(), 7);
+    let (_, none) = app.get_json("/v1/email/threads?q=100_%25&limit=10").await;
+    assert_eq!(subjects(&none), Vec::<&str>::new());
+
+    // The reading pane: text and attachment metadata, never bytes.
+    let slides = thread_id(&first, "Slides");
+    let (status, detail) = app.get_json(&format!("/v1/email/threads/{slides}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(detail["subject"], "Slides");
+    assert_eq!(detail["messages"][0]["text"], "Plain words; 100% real_text.");
+    assert_eq!(
+        detail["messages"][0]["attachments"],
+        json!([{ "filename": "slides.pdf", "media_type": "application/pdf", "size_bytes": 2048 }])
+    );
+    assert_eq!(detail["messages"][0]["to"][0]["address"], "owner@example.org");
+    for missing in ["not-an-id", &uuid::Uuid::new_v4().to_string()] {
+        expect_problem(
+            app.request(Method::GET, &format!("/v1/email/threads/{missing}"))
+                .send()
+                .await
+                .expect("send"),
+            404,
+            "email_thread_not_found",
+        )
+        .await;
+    }
+}
+
+async fn post(app: &TestApp, path: &str) -> reqwest::Response {
+    app.request(Method::POST, path).send().await.expect("send")
+}
+
+#[tokio::test]
+async fn archive_and_spam_are_operations_the_worker_settles() {
+    let app = app().await;
+    mailbox(&app).await;
+    let worker = app.db.store_as("worker").await;
+    let (_, first) = app.get_json("/v1/email/threads?limit=20").await;
+    let garden = thread_id(&first, "Garden").to_owned();
+
+    let (status, archive) = json(post(&app, &format!("/v1/email/threads/{garden}/archive")).await).await;
+    assert_eq!(status, 202, "{archive}");
+    assert_eq!(archive["kind"], "archive");
+    assert_eq!(archive["state"], "queued");
+    assert_eq!(archive["thread_id"], garden.as_str());
+    // One unsettled change per conversation.
+    let pending = expect_problem(
+        post(&app, &format!("/v1/email/threads/{garden}/spam")).await,
+        409,
+        "email_write_pending",
+    )
+    .await;
+    assert!(
+        pending["detail"]
+            .as_str()
+            .expect("detail")
+            .contains(archive["operation_id"].as_str().expect("id"))
+    );
+
+    // The worker runs it: claimed, dispatching, settled with the labels the provider answered.
+    let claimed = worker
+        .email_claim_write("worker-1", std::time::Duration::from_secs(30))
+        .await
+        .expect("claim")
+        .expect("queued");
+    assert!(
+        worker
+            .email_mark_dispatching(claimed.operation.id, "worker-1")
+            .await
+            .expect("mark")
+    );
+    let (_, dispatching) = app
+        .get_json(&format!(
+            "/v1/email/operations/{}",
+            archive["operation_id"].as_str().expect("id")
+        ))
+        .await;
+    assert_eq!(dispatching["state"], "dispatching");
+    worker
+        .email_settle_write(&claimed, &WriteOutcome::Succeeded(vec![("m7".into(), vec![])]))
+        .await
+        .expect("settle");
+    let (status, settled) = app
+        .get_json(&format!(
+            "/v1/email/operations/{}",
+            archive["operation_id"].as_str().expect("id")
+        ))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(settled["state"], "succeeded");
+    assert_eq!(settled["error"], Value::Null);
+
+    // Handled: gone from the priority inbox, in Other mail with its state line.
+    let (_, inbox) = app.get_json("/v1/email/threads?limit=20").await;
+    assert!(!subjects(&inbox).contains(&"Garden"));
+    let (_, other) = app.get_json("/v1/email/threads?view=other").await;
+    let row = other["threads"]
+        .as_array()
+        .expect("threads")
+        .iter()
+        .find(|thread| thread["thread_id"] == garden.as_str())
+        .expect("in Other mail")
+        .clone();
+    assert_eq!(
+        (row["place"].as_str(), row["state"].as_str()),
+        (Some("archived"), Some("handled"))
+    );
+    // Archived: not archivable or reportable again, but movable back.
+    for path in ["archive", "spam", "not-spam"] {
+        expect_problem(
+            post(&app, &format!("/v1/email/threads/{garden}/{path}")).await,
+            409,
+            "email_write_not_applicable",
+        )
+        .await;
+    }
+    let (status, back) = json(post(&app, &format!("/v1/email/threads/{garden}/move-to-inbox")).await).await;
+    assert_eq!((status, back["kind"].as_str()), (202, Some("move_to_inbox")));
+
+    // An uncertain outcome is a settled status the client can read, and blocks a second write.
+    let dinner = thread_id(&first, "Dinner").to_owned();
+    let (_, spam) = json(post(&app, &format!("/v1/email/threads/{dinner}/spam")).await).await;
+    assert_eq!(spam["kind"], "report_spam");
+    let claimed = loop {
+        let claimed = worker
+            .email_claim_write("worker-1", std::time::Duration::from_secs(30))
+            .await
+            .expect("claim")
+            .expect("queued");
+        if claimed.operation.id.to_string() == spam["operation_id"] {
+            break claimed;
+        }
+        worker
+            .email_mark_dispatching(claimed.operation.id, "worker-1")
+            .await
+            .expect("mark");
+        worker
+            .email_settle_write(&claimed, &WriteOutcome::Failed("mail.refused".into()))
+            .await
+            .expect("settle");
+    };
+    assert!(
+        worker
+            .email_mark_dispatching(claimed.operation.id, "worker-1")
+            .await
+            .expect("mark")
+    );
+    worker
+        .email_settle_write(&claimed, &WriteOutcome::Uncertain("mail.outcome_unknown".into()))
+        .await
+        .expect("settle");
+    let (_, uncertain) = app
+        .get_json(&format!(
+            "/v1/email/operations/{}",
+            spam["operation_id"].as_str().expect("id")
+        ))
+        .await;
+    assert_eq!(
+        (uncertain["state"].as_str(), uncertain["error"].as_str()),
+        (Some("uncertain"), Some("mail.outcome_unknown"))
+    );
+    expect_problem(
+        post(&app, &format!("/v1/email/threads/{dinner}/spam")).await,
+        409,
+        "email_write_pending",
+    )
+    .await;
+
+    for missing in ["x", &uuid::Uuid::new_v4().to_string()] {
+        expect_problem(
+            app.request(Method::GET, &format!("/v1/email/operations/{missing}"))
+                .send()
+                .await
+                .expect("send"),
+            404,
+            "email_operation_not_found",
+        )
+        .await;
+        expect_problem(
+            post(&app, &format!("/v1/email/threads/{missing}/archive")).await,
+            404,
+            "email_thread_not_found",
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn a_refresh_is_admitted_once_a_minute_and_the_spam_flag_clears_without_a_write() {
+    let app = app().await;
+    mailbox(&app).await;
+    let (status, first) = json(post(&app, "/v1/email/accounts/personal/refresh").await).await;
+    assert_eq!(status, 202);
+    assert_eq!(first["admitted"], true);
+    assert_eq!(first["operation"]["kind"], "refresh");
+    assert_eq!(first["operation"]["thread_id"], Value::Null);
+    let (status, again) = json(post(&app, "/v1/email/accounts/personal/refresh").await).await;
+    assert_eq!(status, 202);
+    assert_eq!(again["admitted"], false);
+    assert_eq!(again["operation"]["operation_id"], first["operation"]["operation_id"]);
+    // Another account is admitted on its own.
+    let (_, work) = json(post(&app, "/v1/email/accounts/work/refresh").await).await;
+    assert_eq!(work["admitted"], true);
+    expect_problem(
+        post(&app, "/v1/email/accounts/nobody/refresh").await,
+        404,
+        "email_account_not_found",
+    )
+    .await;
+
+    let (_, first_page) = app.get_json("/v1/email/threads?limit=20").await;
+    let dinner = thread_id(&first_page, "Dinner").to_owned();
+    sqlx::query("UPDATE email_threads SET suspected_spam = true WHERE id = $1::uuid")
+        .bind(&dinner)
+        .execute(&app.db.pool)
+        .await
+        .expect("flag");
+    let (_, flagged) = app.get_json(&format!("/v1/email/threads/{dinner}")).await;
+    assert_eq!(flagged["suspected_spam"], true);
+    let operations_before = app.count("email_operations").await;
+    let (status, cleared) = json(post(&app, &format!("/v1/email/threads/{dinner}/spam-flag")).await).await;
+    assert_eq!(status, 200);
+    assert_eq!(cleared["suspected_spam"], false);
+    assert_eq!(cleared["place"], "inbox");
+    assert_eq!(
+        app.count("email_operations").await,
+        operations_before,
+        "no mailbox write"
+    );
+}

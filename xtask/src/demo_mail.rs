@@ -1,0 +1,79 @@
+//! The demo mailbox for `cargo xtask dev --demo-mail` and the web client's browser tests:
+//! `steward-demo-mail` (testkit's mail provider stand-in, filled with a few hundred
+//! conversations) in a private directory, and the environment that connects its account to the
+//! stack with Email mode on.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+
+/// The running stand-in.
+pub struct DemoMail {
+    child: Child,
+    manifest: PathBuf,
+    provider: Vec<(String, String)>,
+}
+
+impl DemoMail {
+    /// Starts the stand-in writing its account under `dir` (made owner-only), and waits until it
+    /// is ready.
+    pub fn start(bin: &Path, dir: &Path) -> anyhow::Result<DemoMail> {
+        let _ = fs::remove_dir_all(dir);
+        fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+        fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .with_context(|| format!("chmod {}", dir.display()))?;
+        let mut child = Command::new(bin.join("steward-demo-mail"))
+            .arg(dir)
+            .spawn()
+            .context("start steward-demo-mail")?;
+        let ready = dir.join("provider.env");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !ready.exists() {
+            if let Some(status) = child.try_wait()? {
+                bail!("steward-demo-mail exited during startup ({status})");
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                bail!("steward-demo-mail was not ready within 60 seconds");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let provider = fs::read_to_string(&ready)
+            .context("read provider.env")?
+            .lines()
+            .filter_map(|line| line.split_once('='))
+            .map(|(name, value)| (name.to_owned(), value.to_owned()))
+            .collect();
+        Ok(DemoMail {
+            child,
+            manifest: dir.join("accounts.json"),
+            provider,
+        })
+    }
+
+    /// Mail and Email mode on, the demo account's manifest, and the stand-in's addresses.
+    pub fn environment(&self) -> Vec<(String, String)> {
+        let mut environment = vec![
+            ("AGENT_EMAIL_ENABLED".to_owned(), "1".to_owned()),
+            ("AGENT_EMAIL_MODE_ENABLED".to_owned(), "1".to_owned()),
+            ("MAIL_ACCOUNTS_FILE".to_owned(), self.manifest.display().to_string()),
+        ];
+        environment.extend(self.provider.iter().cloned());
+        environment
+    }
+
+    /// An error when the stand-in has exited on its own.
+    pub fn check(&mut self) -> anyhow::Result<()> {
+        if let Some(status) = self.child.try_wait().context("check steward-demo-mail")? {
+            bail!("steward-demo-mail exited on its own ({status})");
+        }
+        Ok(())
+    }
+
+    pub fn stop(&mut self) {
+        crate::dev::stop(&mut self.child);
+    }
+}
