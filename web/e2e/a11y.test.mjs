@@ -1,5 +1,5 @@
 // Accessibility and looks: axe-core finds no serious or critical violation on the connection,
-// chat and settings screens in light and dark, and each is saved as a screenshot at phone and
+// chat, settings and Email screens in light and dark, and each is saved as a screenshot at phone and
 // desktop widths (target/web-e2e/screenshots).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -65,6 +65,14 @@ for (const colorScheme of /** @type {const} */ (["light", "dark"])) {
         await page.getByRole("button", { name: "Back to conversations" }).first().click();
         await screenshot(page, `sidebar-${width}-${colorScheme}`);
       }
+
+      await page.getByRole("tab", { name: "Email" }).click();
+      await page.locator(".mail-row").first().waitFor({ timeout: 30_000 });
+      assert.deepEqual(await violations(page), [], `email inbox, ${width}, ${colorScheme}`);
+      await page.locator(".mail-row .mail-open").first().click();
+      await page.locator(".mail-text").first().waitFor();
+      assert.deepEqual(await violations(page), [], `email conversation, ${width}, ${colorScheme}`);
+      await screenshot(page, `email-${width}-${colorScheme}`);
       assert.deepEqual(problems, []);
       await context.close();
     }

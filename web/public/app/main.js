@@ -8,6 +8,7 @@ import * as chat from "./chat.js";
 import * as folders from "./folders.js";
 import * as notifications from "./notifications.js";
 import * as attachments from "./attachments.js";
+import { EmailView } from "./inbox.js";
 import { markdown } from "./markdown.js";
 import { appearance, setAppearance, TEXT_SIZES, TYPEFACES } from "./preferences.js";
 
@@ -19,11 +20,21 @@ export const CLIENT_BUILD = "1";
 /** Which screen the main area shows, and on a phone whether it is showing at all. */
 const view = signal(/** @type {"chat" | "settings" | "notifications"} */ ("chat"));
 const showingMain = signal(false);
+/** Chat or Email: both stay mounted, the other one hidden. */
+const mode = signal(/** @type {"chat" | "email"} */ ("chat"));
 
 onForget(() => {
   view.value = "chat";
   showingMain.value = false;
+  mode.value = "chat";
 });
+
+/** The two modes. */
+function ModeBar() {
+  const tab = (/** @type {"chat" | "email"} */ which, /** @type {string} */ label) =>
+    html`<button role="tab" aria-selected=${mode.value === which ? "true" : "false"} onClick=${() => (mode.value = which)}>${label}</button>`;
+  return html`<nav class="modebar" aria-label="Modes"><div role="tablist" aria-label="Mode">${tab("chat", "Chat")}${tab("email", "Email")}</div></nav>`;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Connection.
@@ -859,9 +870,13 @@ function App() {
   }, [state]);
   if (state === "unknown") return html`<p class="boot">Steward</p>`;
   if (state === "disconnected") return html`<${ConnectView} />`;
-  return html`<div class=${`shell${showingMain.value ? " showing-main" : ""}`}>
-    <${Sidebar} />
-    ${view.value === "settings" ? html`<${SettingsView} />` : view.value === "notifications" ? html`<${NotificationsView} />` : html`<${ChatView} />`}
+  return html`<div class="app">
+    <${ModeBar} />
+    <div class=${`shell${showingMain.value ? " showing-main" : ""}`} hidden=${mode.value !== "chat"}>
+      <${Sidebar} />
+      ${view.value === "settings" ? html`<${SettingsView} />` : view.value === "notifications" ? html`<${NotificationsView} />` : html`<${ChatView} />`}
+    </div>
+    <${EmailView} shown=${mode.value === "email"} />
   </div>`;
 }
 
