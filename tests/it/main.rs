@@ -184,6 +184,7 @@ fn the_call_ingress_listener_cannot_hold_keys_models_mail_or_push() {
         &[
             "callprov",
             "agent",
+            "model-client",
             "mail-mcp",
             "notify",
             "reqwest",
@@ -233,6 +234,7 @@ fn each_role_links_only_the_workspace_crates_it_needs() {
                 "agent",
                 "email",
                 "mail-mcp",
+                "model-client",
                 "store",
                 "wire",
                 "domain",
@@ -240,10 +242,20 @@ fn each_role_links_only_the_workspace_crates_it_needs() {
                 "role",
             ],
         ),
-        // Email mode's refresh: the mail client for reads, no agent loop, no api.
+        // Email mode's refresh: the mail client for reads and the model client for assessment;
+        // no agent loop, no tools, no api.
         (
             "steward-async-worker",
-            &["email", "mail-mcp", "store", "wire", "domain", "hardening", "role"],
+            &[
+                "email",
+                "mail-mcp",
+                "model-client",
+                "store",
+                "wire",
+                "domain",
+                "hardening",
+                "role",
+            ],
         ),
         ("steward-schedule", &["store", "wire", "domain", "hardening", "role"]),
         (

@@ -11,6 +11,7 @@
 //! | `MAIL_API_BASE_URL`, `MAIL_OAUTH_TOKEN_URL` | the provider (https; plain http only to loopback) | Google's |
 //! | `EMAIL_BACKFILL_DAYS` | how far back the first update reaches (the account's coverage) | `30` |
 //! | `EMAIL_REFRESH_EVERY_SECONDS` | the background cadence: each account is updated at least this often | `300` |
+//! | `EMAIL_CLASSIFIER` and its settings | `offline` (the documented rules) or `model` (the agent's model within the email cost allowances; see `email::classify::from_env`) | `offline` |
 //! | `ASYNC_WORKER_ID` | this process's name in claims | `async-worker-<pid>-<random>` |
 //! | `LOG_LEVEL` | as for the other roles | `info` |
 
@@ -31,6 +32,7 @@ struct Config {
     accounts: Vec<ReadAccount>,
     endpoints: Endpoints,
     backfill_days: u32,
+    classifier: email::classify::Classifier,
     pace: Pace,
     worker_id: String,
     log_level: tracing::Level,
@@ -56,11 +58,17 @@ fn config() -> Result<Config, String> {
             "EMAIL_BACKFILL_DAYS is invalid: `{backfill_days}` is more than 365"
         ));
     }
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(120))
+        .build()
+        .map_err(|error| format!("cannot build the model client: {error}"))?;
+    let classifier = email::classify::from_env(get, http)?;
     Ok(Config {
         database_url: get("DATABASE_URL").ok_or("DATABASE_URL is required")?,
         accounts,
         endpoints,
         backfill_days,
+        classifier,
         pace: Pace {
             cadence: Duration::from_secs(u64::from(number("EMAIL_REFRESH_EVERY_SECONDS", 300)?)),
             ..Pace::default()
@@ -93,6 +101,7 @@ async fn work(config: Config) -> anyhow::Result<()> {
             store,
             gmail: Arc::new(gmail),
             backfill: jiff::SignedDuration::from_hours(24 * i64::from(config.backfill_days)),
+            classifier: Arc::new(config.classifier),
         },
         accounts: config.accounts,
         worker_id: config.worker_id,

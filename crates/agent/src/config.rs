@@ -26,26 +26,13 @@ pub enum ConfigError {
     Missing(&'static str),
     #[error("{variable} is invalid: {reason}")]
     Invalid { variable: &'static str, reason: String },
-    #[error("OPENAI_API_KEY_FILE: {0}")]
-    KeyFile(#[from] hardening::secret_file::SecretFileError),
+    #[error("{0}")]
+    Endpoint(#[from] model_client::endpoint::EndpointError),
     #[error("{0}")]
     Mail(#[from] mail_mcp::accounts::AccountsError),
 }
 
-/// The OpenAI-compatible endpoint, when configured.
-#[derive(Clone)]
-pub struct OpenAiEndpoint {
-    pub base_url: String,
-    pub api_key: Option<String>,
-}
-
-impl std::fmt::Debug for OpenAiEndpoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiEndpoint")
-            .field("base_url", &self.base_url)
-            .finish_non_exhaustive()
-    }
-}
+pub use model_client::endpoint::OpenAiEndpoint;
 
 /// How uncertain mail writes and sends are looked for: the first search at once, the n-th
 /// `n × spacing_seconds` after the one before; after `attempts` searches without finding the
@@ -85,46 +72,7 @@ impl WorkerConfig {
                 variable: "DATABASE_URL",
                 reason: error.to_string(),
             })?;
-        let openai = match get("OPENAI_BASE_URL") {
-            None => {
-                if get("OPENAI_API_KEY_FILE").is_some() {
-                    return Err(ConfigError::Invalid {
-                        variable: "OPENAI_API_KEY_FILE",
-                        reason: "set OPENAI_BASE_URL as well".into(),
-                    });
-                }
-                None
-            }
-            Some(base_url) => {
-                if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-                    return Err(ConfigError::Invalid {
-                        variable: "OPENAI_BASE_URL",
-                        reason: "must be an http(s) URL".into(),
-                    });
-                }
-                let api_key = match get("OPENAI_API_KEY_FILE") {
-                    None => None,
-                    Some(path) => {
-                        let bytes = hardening::secret_file::read_owner_only(std::path::Path::new(&path))?;
-                        let key = String::from_utf8(bytes).map_err(|_| ConfigError::Invalid {
-                            variable: "OPENAI_API_KEY_FILE",
-                            reason: "not UTF-8".into(),
-                        })?;
-                        Some(key.trim().to_owned())
-                    }
-                };
-                Some(OpenAiEndpoint {
-                    base_url: base_url.trim_end_matches('/').to_owned(),
-                    api_key,
-                })
-            }
-        };
-        if get("OPENAI_API_KEY").is_some() {
-            return Err(ConfigError::Invalid {
-                variable: "OPENAI_API_KEY",
-                reason: "inline keys are refused; put the key in a file named by OPENAI_API_KEY_FILE".into(),
-            });
-        }
+        let openai = model_client::endpoint::openai_from_env(get)?;
         let mail = mail_mcp::accounts::MailAccounts::from_env(&lookup)?;
         let mail_endpoints =
             mail_mcp::gmail::Endpoints::from_env(get).map_err(|(variable, reason)| ConfigError::Invalid {

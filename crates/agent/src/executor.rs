@@ -345,6 +345,7 @@ impl Executor {
                 reasoning_effort,
                 messages,
                 tools: toolbox.specs(),
+                max_output_tokens: None,
             };
             // A model call has no side effect: it is abandoned when the run is stopped.
             let response = tokio::select! {

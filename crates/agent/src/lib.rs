@@ -6,8 +6,7 @@
 pub mod config;
 pub mod executor;
 pub mod history;
-pub mod model;
-pub mod openai;
+pub use model_client::{model, openai};
 pub mod scripted;
 pub mod tools;
 pub mod worker;

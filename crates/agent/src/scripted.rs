@@ -138,6 +138,7 @@ impl ModelProvider for Scripted {
                 usage: Usage {
                     input_tokens: input,
                     output_tokens: output,
+                    reported: true,
                 },
             })
         })
@@ -154,6 +155,7 @@ mod tests {
             reasoning_effort: None,
             messages,
             tools: Vec::new(),
+            max_output_tokens: None,
         }
     }
 

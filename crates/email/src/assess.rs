@@ -72,6 +72,8 @@ pub enum Rule {
     Transactional,
     KnownCorrespondent,
     UnknownSender,
+    /// The agent's model decided (`classify::ModelClassifier`).
+    Model,
 }
 
 impl Rule {
@@ -83,6 +85,7 @@ impl Rule {
             Rule::Transactional => "transactional",
             Rule::KnownCorrespondent => "known_correspondent",
             Rule::UnknownSender => "unknown_sender",
+            Rule::Model => "model",
         }
     }
 }
@@ -152,7 +155,12 @@ fn gist(message: &ProjectedMessage) -> String {
         .map(str::to_owned)
         .or_else(|| message.subject.clone().filter(|subject| !subject.is_empty()))
         .unwrap_or_else(|| "(no text)".to_owned());
-    let line = line.split_whitespace().collect::<Vec<_>>().join(" ");
+    one_line(&line)
+}
+
+/// `text` on one line (whitespace runs made one space), cut to [`GIST_MAX_CHARS`] with `…`.
+pub(crate) fn one_line(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if line.chars().count() <= GIST_MAX_CHARS {
         return line;
     }

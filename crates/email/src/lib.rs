@@ -1,11 +1,13 @@
-//! Email mode (issue 17), built in slices and mounted nowhere yet: nothing in a role or route
-//! links this crate until the async worker and the `/v1/email` routes arrive.
+//! Email mode (issue 17): what the async worker (refresh, assessment) and the worker (provider
+//! writes) do; the API serves the projections through `store` and links none of it.
 //!
 //! - [`project`]: one message as the mailbox projection keeps it: correspondents, subject,
 //!   date, plain text (HTML reduced to text, no remote content ever fetched) and attachment
 //!   metadata (never attachment bytes), with the headers that mark bulk mail.
 //! - [`assess`]: the offline, rule-based classifier (the dev and test default), pinned at
 //!   [`assess::CLASSIFIER_VERSION`]: importance, reply need and a one-line gist.
+//! - [`classify`]: the classifier the async worker uses: the offline rules, or the agent's model
+//!   through the OpenAI-compatible client, each request within the cost allowances and charged.
 //! - [`provider`]: the provider as the async worker reads it with the read document only: the
 //!   profile, the changes since a history id (an expired one means a full resync), raw messages.
 //! - [`refresh`]: one account's update into the store's projections: a bounded backfill first
@@ -21,6 +23,7 @@
 
 pub mod allowance;
 pub mod assess;
+pub mod classify;
 pub mod project;
 pub mod provider;
 pub mod refresh;

@@ -86,6 +86,78 @@ fn correspondents(address: Option<&Address<'_>>) -> Vec<Correspondent> {
         .unwrap_or_default()
 }
 
+/// Elements that start a line of their own when HTML is read as text. mail-parser's reducer
+/// breaks lines only at `<br>` and `</p>`, so a heading ran into the paragraph after it.
+const BLOCK_ELEMENTS: &[&str] = &[
+    "address",
+    "article",
+    "blockquote",
+    "div",
+    "dl",
+    "dt",
+    "dd",
+    "footer",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "header",
+    "hr",
+    "li",
+    "ol",
+    "p",
+    "pre",
+    "section",
+    "table",
+    "tr",
+    "ul",
+];
+
+/// `html` with a `<br>` before every opening or closing tag of a block element.
+fn with_block_breaks(html: &str) -> String {
+    let mut out = String::with_capacity(html.len() + html.len() / 8);
+    let mut rest = html;
+    while let Some(at) = rest.find('<') {
+        out.push_str(&rest[..at]);
+        let tag = &rest[at + 1..];
+        let name: String = tag
+            .strip_prefix('/')
+            .unwrap_or(tag)
+            .chars()
+            .take_while(char::is_ascii_alphanumeric)
+            .collect::<String>()
+            .to_ascii_lowercase();
+        if BLOCK_ELEMENTS.contains(&name.as_str()) {
+            out.push_str("<br>");
+        }
+        out.push('<');
+        rest = tag;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// `text` with lines trimmed at their end, at most one blank line in a row, and none at either
+/// end.
+fn collapse_blank_lines(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut blank = 0;
+    for line in text.lines().map(str::trim_end) {
+        if line.trim().is_empty() {
+            blank += 1;
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(if blank > 0 { "\n\n" } else { "\n" });
+        }
+        blank = 0;
+        out.push_str(line.trim_start());
+    }
+    out
+}
+
 /// Projects the RFC 5322 message `raw`.
 pub fn project(raw: &[u8]) -> Result<ProjectedMessage, ProjectError> {
     let message = MessageParser::default().parse(raw).ok_or(ProjectError::Unparseable)?;
@@ -97,8 +169,14 @@ pub fn project(raw: &[u8]) -> Result<ProjectedMessage, ProjectError> {
             .is_some_and(|value| matches!(value.as_str(), "bulk" | "list" | "junk")),
         auto_submitted: header_text("Auto-Submitted").is_some_and(|value| value != "no"),
     };
-    // `body_text` gives the HTML part reduced to text when a message has no plain part.
-    let full = message.body_text(0).map(|text| text.into_owned()).unwrap_or_default();
+    // A message without a plain part has its HTML part reduced to text (mail-parser's reducer,
+    // with block elements broken onto lines of their own first).
+    let full = match message.text_part(0).map(|part| &part.body) {
+        Some(mail_parser::PartType::Html(html)) => {
+            collapse_blank_lines(&mail_parser::decoders::html::html_to_text(&with_block_breaks(html)))
+        }
+        _ => message.body_text(0).map(|text| text.into_owned()).unwrap_or_default(),
+    };
     let text_cut = full.chars().count() > TEXT_MAX_CHARS;
     let text = if text_cut {
         full.chars().take(TEXT_MAX_CHARS).collect()
@@ -169,6 +247,28 @@ mod tests {
         assert!(message.text.starts_with("Are you free on Friday?"));
         assert!(!message.bulk.any());
         assert!(message.attachments.is_empty());
+    }
+
+    #[test]
+    fn block_elements_of_html_start_lines_of_their_own() {
+        let raw = MessageBuilder::new()
+            .from("news@letters.example")
+            .to("owner@example.org")
+            .subject("This week")
+            .html_body(
+                "<h1>This week</h1><p>Issue 3: <b>five</b> picks.</p><ul><li>One</li><li>Two</li></ul><div>Bye</div>",
+            )
+            .write_to_vec()
+            .expect("built");
+        let message = project(&raw).expect("parses");
+        let lines: Vec<&str> = message.text.lines().filter(|line| !line.is_empty()).collect();
+        assert_eq!(
+            lines,
+            ["This week", "Issue 3: five picks.", "One", "Two", "Bye"],
+            "{:?}",
+            message.text
+        );
+        assert!(!message.text.contains("\n\n\n"));
     }
 
     #[test]

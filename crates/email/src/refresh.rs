@@ -20,7 +20,9 @@ use mail_mcp::accounts::ReadAccount;
 use mail_mcp::gmail::{Credential, GmailClient, MailError};
 use store::{EmailMessageRow, NewAssessment, NewEmailMessage, Store, StoreError, WaitingThread};
 
-use crate::assess::{self, ReplyNeed};
+use crate::allowance::{self, Charge, Standing};
+use crate::assess::{self, Assessment, Mailbox, ReplyNeed};
+use crate::classify::{Classifier, ModelClassifier};
 use crate::project::{self, ProjectedMessage};
 use crate::provider::{self, HistoryError, MessageRef, RawMessage};
 
@@ -88,6 +90,8 @@ pub struct Refresher {
     pub gmail: Arc<GmailClient>,
     /// How far back the first update (and a resynchronisation) reaches.
     pub backfill: jiff::SignedDuration,
+    /// What assesses new mail.
+    pub classifier: Arc<Classifier>,
 }
 
 impl Refresher {
@@ -254,6 +258,9 @@ impl Refresher {
     async fn assess_waiting(&self, account: &ReadAccount) -> Result<usize, RefreshError> {
         let mut waiting = self.waiting(account).await?;
         if waiting.is_empty() {
+            if matches!(self.classifier.as_ref(), Classifier::Model(_)) {
+                self.store.email_set_waiting(&account.account_id, None).await?;
+            }
             return Ok(0);
         }
         let state = self
@@ -276,7 +283,16 @@ impl Refresher {
         while !waiting.is_empty() {
             let mut recorded_any = false;
             for thread in &waiting {
-                let assessment = assess::assess(&rebuild(&thread.message), mailbox);
+                let message = rebuild(&thread.message);
+                let assessment = match self.classifier.as_ref() {
+                    Classifier::Offline => assess::assess(&message, mailbox),
+                    Classifier::Model(model) => match self.ask_model(model, account, &message, mailbox).await? {
+                        Some(assessment) => assessment,
+                        // Waiting for the allowances, or the model failed: the rest waits too,
+                        // in date order, for a later update.
+                        None => return Ok(assessed),
+                    },
+                };
                 let new = NewAssessment {
                     classifier: &assessment.classifier,
                     importance: assessment.importance.as_str(),
@@ -299,7 +315,59 @@ impl Refresher {
             }
             waiting = self.waiting(account).await?;
         }
+        if matches!(self.classifier.as_ref(), Classifier::Model(_)) {
+            self.store.email_set_waiting(&account.account_id, None).await?;
+        }
         Ok(assessed)
+    }
+
+    /// One automatic model assessment, when the allowances have room for its ceiling; the
+    /// request is charged (its reported usage, or its ceiling). `None` when it must wait: the
+    /// account then says why (an allowance spent), or the model failed (logged).
+    async fn ask_model(
+        &self,
+        model: &ModelClassifier,
+        account: &ReadAccount,
+        message: &ProjectedMessage,
+        mailbox: Mailbox<'_>,
+    ) -> Result<Option<Assessment>, RefreshError> {
+        let prepared = model.prepare(message);
+        let now = self.store.now();
+        let since = now.checked_sub(allowance::MONTH).unwrap_or(now);
+        let charges: Vec<Charge> = self
+            .store
+            .email_charges_since(since)
+            .await?
+            .into_iter()
+            .map(|(at, micros)| Charge {
+                at,
+                cost: domain::run::Cost::from_micros(micros),
+            })
+            .collect();
+        let waiting = match allowance::standing(model.allowances, &charges, now, prepared.ceiling) {
+            Standing::Open => None,
+            Standing::DailySpent => Some("daily_allowance_spent"),
+            Standing::MonthlySpent => Some("monthly_allowance_spent"),
+        };
+        if let Some(reason) = waiting {
+            self.store.email_set_waiting(&account.account_id, Some(reason)).await?;
+            return Ok(None);
+        }
+        match model.ask(&prepared, message, mailbox).await {
+            Ok(answered) => {
+                self.store
+                    .email_record_charge(&account.account_id, answered.charge.micros(), answered.reported)
+                    .await?;
+                Ok(Some(answered.assessment))
+            }
+            Err(failed) => {
+                self.store
+                    .email_record_charge(&account.account_id, failed.charge.micros(), false)
+                    .await?;
+                tracing::warn!(account = %account.account_id, error = %failed.error, "the assessing model failed; new mail waits for the next update");
+                Ok(None)
+            }
+        }
     }
 
     async fn waiting(&self, account: &ReadAccount) -> Result<Vec<WaitingThread>, RefreshError> {

@@ -356,6 +356,41 @@ impl Store {
         Ok(())
     }
 
+    /// The charges of Email mode's automatic model requests (every account's) made after
+    /// `since`, oldest first: when, and USD micros.
+    pub async fn email_charges_since(&self, since: Timestamp) -> Result<Vec<(Timestamp, i64)>> {
+        let rows: Vec<(jiff_sqlx::Timestamp, i64)> =
+            sqlx::query_as("SELECT charged_at, micros FROM email_charges WHERE charged_at > $1 ORDER BY charged_at")
+                .bind(jiff_sqlx::Timestamp::from(since))
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(rows.into_iter().map(|(at, micros)| (timestamp(at), micros)).collect())
+    }
+
+    /// Records one automatic model request's charge at this store's clock; `reported` is false
+    /// when the provider reported no usage and the request's ceiling was charged.
+    pub async fn email_record_charge(&self, account_id: &str, micros: i64, reported: bool) -> Result<()> {
+        sqlx::query("INSERT INTO email_charges (account_id, charged_at, micros, reported) VALUES ($1, $2, $3, $4)")
+            .bind(account_id)
+            .bind(self.now_sql())
+            .bind(micros)
+            .bind(reported)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Records why new mail of the account waits unassessed (`daily_allowance_spent`,
+    /// `monthly_allowance_spent`), or that nothing waits for that reason (`None`).
+    pub async fn email_set_waiting(&self, account_id: &str, waiting: Option<&str>) -> Result<()> {
+        sqlx::query("UPDATE email_accounts SET waiting = $2 WHERE account_id = $1 AND waiting IS DISTINCT FROM $2")
+            .bind(account_id)
+            .bind(waiting)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
     /// Records a failed update (a stable error code, never message content).
     pub async fn email_update_failed(&self, account_id: &str, code: &str) -> Result<()> {
         sqlx::query("UPDATE email_accounts SET last_error = $2, last_error_at = $3 WHERE account_id = $1")

@@ -61,6 +61,7 @@ pub async fn recorded(fake: &FakeGmail, backfill_hours: i64) -> (TestDatabase, R
         store,
         gmail: gmail(fake),
         backfill: jiff::SignedDuration::from_hours(backfill_hours),
+        classifier: Arc::new(email::classify::Classifier::Offline),
     };
     (db, refresher)
 }
@@ -323,6 +324,7 @@ async fn the_async_worker_updates_every_account_at_start_and_runs_what_the_owner
             store: db.store_as("async-worker").await,
             gmail: gmail(&fake),
             backfill: jiff::SignedDuration::from_hours(24),
+            classifier: Arc::new(email::classify::Classifier::Offline),
         },
         accounts: vec![account(&fake, "owner")],
         worker_id: "async-test".into(),

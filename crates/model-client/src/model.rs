@@ -34,12 +34,16 @@ pub struct ModelRequest {
     pub reasoning_effort: Option<String>,
     pub messages: Vec<ChatMessage>,
     pub tools: Vec<ToolSpec>,
+    /// The most output tokens the answer may take (`max_tokens`), when bounded.
+    pub max_output_tokens: Option<u32>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Usage {
     pub input_tokens: i64,
     pub output_tokens: i64,
+    /// Whether the provider reported the usage (when not, the counts are zero and prove nothing).
+    pub reported: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -10,7 +10,7 @@ use futures_util::StreamExt;
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
-use crate::config::OpenAiEndpoint;
+use crate::endpoint::OpenAiEndpoint;
 use crate::model::{ChatMessage, Deltas, ModelError, ModelProvider, ModelRequest, ModelResponse, ToolCall, Usage};
 
 pub struct OpenAi {
@@ -72,6 +72,9 @@ pub fn body(request: &ModelRequest) -> Value {
     if let Some(effort) = &request.reasoning_effort {
         body["reasoning_effort"] = json!(effort);
     }
+    if let Some(most) = request.max_output_tokens {
+        body["max_tokens"] = json!(most);
+    }
     body
 }
 
@@ -103,6 +106,7 @@ impl Assembly {
             self.usage = Usage {
                 input_tokens: usage["prompt_tokens"].as_i64().unwrap_or_default(),
                 output_tokens: usage["completion_tokens"].as_i64().unwrap_or_default(),
+                reported: true,
             };
         }
         let Some(delta) = chunk["choices"].get(0).map(|choice| &choice["delta"]) else {
