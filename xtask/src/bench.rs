@@ -255,6 +255,12 @@ impl Bench {
         if let Err(error) = self.schedules(report) {
             report.missed("schedule lateness", &error);
         }
+        if let Err(error) = self.email_inbox(report) {
+            report.missed("Email inbox first page", &error);
+        }
+        if let Err(error) = self.email_refresh(report) {
+            report.missed("Email incremental refresh", &error);
+        }
         if self.options.langgraph {
             if let Err(error) = self.langgraph(report) {
                 report.missed("LangGraph API server", &error);
@@ -718,6 +724,68 @@ impl Bench {
     }
 
     /// Idle resident memory and start-to-READY time of one role.
+    /// The priority inbox's first page over 50,000 projected threads, beside the session
+    /// index's first page on the same API.
+    fn email_inbox(&self, report: &mut Report) -> anyhow::Result<()> {
+        self.psql(
+            "steward_bench",
+            "INSERT INTO email_accounts (account_id, address, history_id, coverage_from, updated_at)
+                 VALUES ('inbox-bench', 'owner@bench.example', '1', now() - interval '30 days', now());
+             INSERT INTO email_threads (account_id, provider_thread_id, subject, correspondents, latest_at,
+                 message_count, labels, importance, reply_need, gist, classifier, rule, assessed_at)
+             SELECT 'inbox-bench', 't' || g, 'Subject ' || g,
+                 jsonb_build_array(jsonb_build_object('name', 'Person ' || (g % 500), 'address', 'p' || (g % 500) || '@example.com')),
+                 now() - make_interval(mins => g), 1 + g % 4,
+                 CASE WHEN g % 10 < 8 THEN ARRAY['INBOX'] ELSE ARRAY[]::text[] END,
+                 CASE WHEN g % 5 = 0 THEN 'important' ELSE 'other' END,
+                 CASE WHEN g % 15 = 0 THEN 'needs_reply' WHEN g % 5 = 0 AND g % 3 = 1 THEN 'for_your_attention' END,
+                 'The gist of conversation ' || g, 'jev-1.13.0', 'known_correspondent', now()
+             FROM generate_series(1, 50000) g;
+             ANALYZE email_threads;",
+        )?;
+        let mut api = self.start_api_with(&[
+            ("AGENT_EMAIL_MODE_ENABLED", "1".to_owned()),
+            ("AUTH_SCOPES", "sessions.read,sessions.write,email.read".to_owned()),
+        ])?;
+        let measured = self.steward_bench(&["inbox", &api.base, path(&self.token_file), "2000"]);
+        api.stop();
+        let inbox = measured?;
+        let p99 = number(&inbox, "p99_ms")?;
+        report.push(
+            Row::new(
+                "Email inbox first page (5 of 50,000 projected threads), p50 / p99",
+                format!("{:.2} / {p99:.2} ms", number(&inbox, "p50_ms")?),
+            )
+            .reference(format!(
+                "session index first page of 5: {:.2} / {:.2} ms",
+                number(&inbox, "reference_p50_ms")?,
+                number(&inbox, "reference_p99_ms")?
+            ))
+            .goal(p99, Goal::AtMost(20.0), "p99 ≤ 20 ms"),
+        );
+        Ok(())
+    }
+
+    /// An incremental update of 100 new messages against the local provider stand-in, beside
+    /// the same provider reads alone.
+    fn email_refresh(&self, report: &mut Report) -> anyhow::Result<()> {
+        let login = pgcluster::with_user(&self.database_url, "steward_async_worker");
+        let refresh = self.steward_bench(&["refresh", &login])?;
+        let seconds = number(&refresh, "update_ms")? / 1000.0;
+        report.push(
+            Row::new(
+                "Email incremental refresh of 100 new messages (local stand-in, Gmail's quota pacing)",
+                format!("{seconds:.2} s"),
+            )
+            .reference(format!(
+                "the history and 100 raw reads alone, paced alike: {:.2} s",
+                number(&refresh, "reference_ms")? / 1000.0
+            ))
+            .goal(seconds, Goal::AtMost(2.0), "≤ 2 s"),
+        );
+        Ok(())
+    }
+
     fn role(&self, role: &Role, report: &mut Report) -> anyhow::Result<()> {
         let started = Instant::now();
         let mut process = self.start_role(role, &[])?;
@@ -832,7 +900,12 @@ impl Bench {
 
     /// The API, answering `GET /health/ready`.
     fn start_api(&self) -> anyhow::Result<Process> {
-        let mut api = self.start_role(role("steward-api"), &[])?;
+        self.start_api_with(&[])
+    }
+
+    /// [`Bench::start_api`] with `extra` in its environment.
+    fn start_api_with(&self, extra: &[(&str, String)]) -> anyhow::Result<Process> {
+        let mut api = self.start_role(role("steward-api"), extra)?;
         let deadline = Instant::now() + Duration::from_secs(30);
         let address = api.base.trim_start_matches("http://").to_owned();
         while !health_ready(&address) {

@@ -18,6 +18,9 @@
 //!   Steward's own work. It writes its port to `PORT_FILE` and serves until killed.
 //! - `langgraph BASE ASSISTANT RUNS CLIENTS`: background runs per second on a LangGraph API
 //!   server (`POST /threads/{id}/runs`, one run into each of `RUNS` fresh threads).
+//! - `inbox` and `refresh`: Email mode's budgets (see `email.rs`).
+
+mod email;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -212,7 +215,11 @@ async fn main() -> anyhow::Result<()> {
         Some("replay") => replay(&args[1..]).await?,
         Some("langgraph") => langgraph(&args[1..]).await?,
         Some("floor") => floor(&args[1..]).await?,
-        _ => bail!("usage: steward-bench submits|events|idle|replay|langgraph|floor ARGS (see the source's header)"),
+        Some("inbox") => email::inbox(&args[1..]).await?,
+        Some("refresh") => email::refresh(&args[1..]).await?,
+        _ => bail!(
+            "usage: steward-bench submits|events|idle|replay|langgraph|floor|inbox|refresh ARGS (see the source's header)"
+        ),
     };
     println!("{result}");
     Ok(())
