@@ -86,7 +86,8 @@ pub async fn refresh(args: &[String]) -> anyhow::Result<Value> {
     let fake = FakeGmail::start().await;
     let backfilled = testkit::demo::fill(&fake, "bench", jiff::Timestamp::now());
     let refresh_token = fake.grant("bench", READONLY);
-    let document = json!({ "client_id": "bench", "client_secret": "bench", "refresh_token": refresh_token, "scope": READONLY });
+    let document =
+        json!({ "client_id": "bench", "client_secret": "bench", "refresh_token": refresh_token, "scope": READONLY });
     let account = ReadAccount {
         account_id: "bench".into(),
         read: CredentialDocument::parse(document.to_string().as_bytes(), MailScope::Read, None)?,

@@ -43,7 +43,7 @@ function size(bytes) {
   return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 }
 
-/** The account's freshness line: pending, a recorded failure, or nothing. @param {{account: email.Account, many: boolean}} props */
+/** The account's freshness line: pending, a recorded failure, allowance waiting, or when it was updated and how far back its mail goes. @param {{account: email.Account, many: boolean}} props */
 function Freshness({ account, many }) {
   const name = many ? `${account.address ?? account.account_id}: ` : "";
   if (account.last_error) {
@@ -55,7 +55,9 @@ function Freshness({ account, many }) {
   if (account.waiting) {
     return html`<p class="freshness" role="status">${name}New mail waits unassessed: the ${account.waiting.startsWith("daily") ? "daily" : "monthly"} email allowance is spent.</p>`;
   }
-  return null;
+  const updated = account.updated_at ? shortDate(account.updated_at) : null;
+  const since = account.coverage_from ? new Date(account.coverage_from).toLocaleDateString([], { day: "numeric", month: "short", year: "numeric" }) : null;
+  return html`<p class="freshness" data-account=${account.account_id}>${name}${updated && `Updated ${updated}`}${since && ` · mail since ${since}`}</p>`;
 }
 
 /** @param {{thread: email.Thread, many: boolean, onOpen: (id: string) => void}} props */

@@ -222,12 +222,7 @@ pub async fn threads(
         InboxView::Important => (CursorKind::EmailImportant, 5, store::InboxView::Important),
         InboxView::Other => (CursorKind::EmailOther, 25, store::InboxView::Other),
     };
-    let limit = params.limit.unwrap_or(default_limit);
-    if !(1..=MAX_PAGE_SIZE).contains(&limit) {
-        return Err(ApiError::new(ErrorCode::InvalidRequest)
-            .detail(format!("limit must be between 1 and {MAX_PAGE_SIZE}"))
-            .field("limit"));
-    }
+    let limit = super::page_limit(params.limit, default_limit, MAX_PAGE_SIZE)?;
     let after = match params.cursor.as_deref() {
         None => None,
         Some(cursor) => {

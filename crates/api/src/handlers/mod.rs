@@ -22,3 +22,14 @@ use crate::problem::ApiError;
 fn parse_id<T>(text: &str, parse: fn(&str) -> Option<T>, missing: ErrorCode) -> Result<T, ApiError> {
     parse(text).ok_or_else(|| ApiError::new(missing).detail("no resource has this id"))
 }
+
+/// A listing's page size: `requested`, else `default`; outside 1 to `max` it is refused.
+fn page_limit(requested: Option<u32>, default: u32, max: u32) -> Result<u32, ApiError> {
+    let limit = requested.unwrap_or(default);
+    if !(1..=max).contains(&limit) {
+        return Err(ApiError::new(ErrorCode::InvalidRequest)
+            .detail(format!("limit must be between 1 and {max}"))
+            .field("limit"));
+    }
+    Ok(limit)
+}

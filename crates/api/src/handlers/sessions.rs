@@ -104,12 +104,7 @@ pub async fn list(
     Extension(caller): Extension<Caller>,
     Query(params): Query<ListSessions>,
 ) -> Result<JsonResponse<SessionPage>, ApiError> {
-    let limit = params.limit.unwrap_or(DEFAULT_PAGE_SIZE);
-    if !(1..=MAX_PAGE_SIZE).contains(&limit) {
-        return Err(ApiError::new(ErrorCode::InvalidRequest)
-            .detail(format!("limit must be between 1 and {MAX_PAGE_SIZE}"))
-            .field("limit"));
-    }
+    let limit = super::page_limit(params.limit, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)?;
     let after = match params.cursor.as_deref() {
         None => None,
         Some(cursor) => Some(

@@ -200,34 +200,23 @@ async fn accounts_report_freshness_and_the_inbox_pages_filters_and_reads() {
     assert_eq!(subjects(&second), ["Dinner", "Note two"]);
     assert_eq!(second["next_cursor"], Value::Null);
 
-    // A cursor of one view is refused by the other; an altered one too.
-    expect_problem(
-        app.request(Method::GET, &format!("/v1/email/threads?view=other&cursor={cursor}"))
-            .send()
-            .await
-            .expect("send"),
-        400,
-        "invalid_cursor",
-    )
-    .await;
-    expect_problem(
-        app.request(Method::GET, "/v1/email/threads?cursor=AAAA")
-            .send()
-            .await
-            .expect("send"),
-        400,
-        "invalid_cursor",
-    )
-    .await;
-    expect_problem(
-        app.request(Method::GET, "/v1/email/threads?limit=101")
-            .send()
-            .await
-            .expect("send"),
-        400,
-        "invalid_request",
-    )
-    .await;
+    // A cursor of one view is refused by the other; an altered one too; a page too large.
+    for (path, status, code) in [
+        (
+            format!("/v1/email/threads?view=other&cursor={cursor}"),
+            400,
+            "invalid_cursor",
+        ),
+        ("/v1/email/threads?cursor=AAAA".to_owned(), 400, "invalid_cursor"),
+        ("/v1/email/threads?limit=101".to_owned(), 400, "invalid_request"),
+        (
+            "/v1/email/threads?account_id=nobody".to_owned(),
+            404,
+            "email_account_not_found",
+        ),
+    ] {
+        expect_problem(get(&app, &path).await, status, code).await;
+    }
 
     // Other mail: everything else, newest first.
     let (_, other) = app.get_json("/v1/email/threads?view=other").await;
@@ -238,15 +227,6 @@ async fn accounts_report_freshness_and_the_inbox_pages_filters_and_reads() {
     // Filters: an account (unknown → 404, one without mail → nothing) and words, literally.
     let (_, work) = app.get_json("/v1/email/threads?account_id=work").await;
     assert_eq!(subjects(&work), Vec::<&str>::new());
-    expect_problem(
-        app.request(Method::GET, "/v1/email/threads?account_id=nobody")
-            .send()
-            .await
-            .expect("send"),
-        404,
-        "email_account_not_found",
-    )
-    .await;
     let (_, found) = app.get_json("/v1/email/threads?q=question&limit=10").await;
     assert_eq!(subjects(&found), ["Question two", "Question one"]);
     let (_, literal) = app.get_json("/v1/email/threads?q=100%25%20real_text&limit=10").await;
@@ -267,10 +247,7 @@ async fn accounts_report_freshness_and_the_inbox_pages_filters_and_reads() {
     assert_eq!(detail["messages"][0]["to"][0]["address"], "owner@example.org");
     for missing in ["not-an-id", &uuid::Uuid::new_v4().to_string()] {
         expect_problem(
-            app.request(Method::GET, &format!("/v1/email/threads/{missing}"))
-                .send()
-                .await
-                .expect("send"),
+            get(&app, &format!("/v1/email/threads/{missing}")).await,
             404,
             "email_thread_not_found",
         )
@@ -280,6 +257,10 @@ async fn accounts_report_freshness_and_the_inbox_pages_filters_and_reads() {
 
 async fn post(app: &TestApp, path: &str) -> reqwest::Response {
     app.request(Method::POST, path).send().await.expect("send")
+}
+
+async fn get(app: &TestApp, path: &str) -> reqwest::Response {
+    app.request(Method::GET, path).send().await.expect("send")
 }
 
 #[tokio::test]
@@ -420,10 +401,7 @@ async fn archive_and_spam_are_operations_the_worker_settles() {
 
     for missing in ["x", &uuid::Uuid::new_v4().to_string()] {
         expect_problem(
-            app.request(Method::GET, &format!("/v1/email/operations/{missing}"))
-                .send()
-                .await
-                .expect("send"),
+            get(&app, &format!("/v1/email/operations/{missing}")).await,
             404,
             "email_operation_not_found",
         )
