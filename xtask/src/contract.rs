@@ -1,5 +1,6 @@
 //! The contract test: schemathesis, with every check, against the dev stack's OpenAPI document,
-//! with a token holding every scope. It passes only with no failure and no error.
+//! with a token holding every scope, the notification routes and Email mode (on the demo
+//! mailbox of `steward-demo-mail`) mounted. It passes only with no failure and no error.
 //!
 //! schemathesis (pinned) is installed from PyPI into a virtual environment under
 //! `target/xtask/schemathesis` (kept between runs, rebuilt when the pin changes). The stack runs
@@ -39,7 +40,17 @@ pub fn run(admin_url: &str) -> anyhow::Result<()> {
     let listen = free_port()?;
     let database = with_database(admin_url, "steward_contract");
     // Only warnings from the roles: thousands of request lines would bury schemathesis's report.
-    let mut stack = crate::dev::Stack::start(&bin, &database, &token_file, listen, ALL_SCOPES, "warn", FLAGS)?;
+    let mut demo = crate::demo_mail::DemoMail::start(&bin, &work.join("demo-mail"))?;
+    let environment = demo.environment();
+    let mut flags: Vec<(&str, &str)> = FLAGS.to_vec();
+    flags.extend(environment.iter().map(|(name, value)| (name.as_str(), value.as_str())));
+    let mut stack = match crate::dev::Stack::start(&bin, &database, &token_file, listen, ALL_SCOPES, "warn", &flags) {
+        Ok(stack) => stack,
+        Err(error) => {
+            demo.stop();
+            return Err(error);
+        }
+    };
     let token = fs::read_to_string(&token_file).context("read the token")?;
     let seed = std::env::var("STEWARD_CONTRACT_SEED").unwrap_or_else(|_| SEED.to_owned());
     let seed: Vec<String> = if seed == "random" {
@@ -61,8 +72,9 @@ pub fn run(admin_url: &str) -> anyhow::Result<()> {
         .current_dir(&work)
         .status()
         .context("run schemathesis");
-    let alive = stack.check();
+    let alive = stack.check().and_then(|()| demo.check());
     stack.stop();
+    demo.stop();
     let _ = fs::remove_dir_all(&work);
     alive.context("a role died during the contract test")?;
     if !status?.success() {

@@ -94,7 +94,7 @@ impl Modify for BearerAuth {
         web_session::current,
         web_session::revoke,
     ),
-    components(schemas(wire::problem::Problem, wire::event::Event)),
+    components(schemas(wire::problem::Problem, wire::event::Event, wire::email::InboxView)),
     modifiers(&BearerAuth),
 )]
 struct ApiDoc;

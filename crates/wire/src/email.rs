@@ -67,11 +67,11 @@ pub struct ListEmailThreads {
     /// `important` (default) or `other`.
     pub view: Option<InboxView>,
     /// Only this account's conversations.
-    #[param(min_length = 1, max_length = 64)]
+    #[param(min_length = 1, max_length = 64, pattern = "^[a-z0-9_-]+$")]
     pub account_id: Option<String>,
     /// Words looked for in the subject, correspondents, gist and text (case-insensitive, as one
     /// phrase; `%` and `_` are literal).
-    #[param(min_length = 1, max_length = 200)]
+    #[param(min_length = 1, max_length = 200, pattern = r"^[^\u0000]*$")]
     pub q: Option<String>,
     /// The `next_cursor` of the previous page of the same view.
     pub cursor: Option<String>,

@@ -32,6 +32,8 @@ use crate::problem::ApiError;
 /// with the one already admitted.
 pub const REFRESH_INTERVAL: Duration = Duration::from_secs(60);
 const MAX_PAGE_SIZE: u32 = 100;
+/// The longest search, in characters.
+const MAX_SEARCH_CHARS: usize = 200;
 
 fn account(row: EmailAccountRow) -> EmailAccount {
     EmailAccount {
@@ -171,11 +173,15 @@ pub async fn refresh(
     State(state): State<AppState>,
     Path(account_id): Path<String>,
 ) -> Result<(StatusCode, JsonResponse<RefreshAnswer>), ApiError> {
+    let unknown = || ApiError::new(ErrorCode::EmailAccountNotFound).detail("no connected account has this id");
+    if !domain::manifest::valid_account_id(&account_id) {
+        return Err(unknown());
+    }
     let request = state
         .store
         .email_request_refresh(&account_id, REFRESH_INTERVAL)
         .await?
-        .ok_or_else(|| ApiError::new(ErrorCode::EmailAccountNotFound).detail("no connected account has this id"))?;
+        .ok_or_else(unknown)?;
     Ok((
         StatusCode::ACCEPTED,
         JsonResponse(RefreshAnswer {
@@ -223,6 +229,20 @@ pub async fn threads(
         InboxView::Other => (CursorKind::EmailOther, 25, store::InboxView::Other),
     };
     let limit = super::page_limit(params.limit, default_limit, MAX_PAGE_SIZE)?;
+    if let Some(account_id) = params.account_id.as_deref()
+        && !domain::manifest::valid_account_id(account_id)
+    {
+        return Err(ApiError::new(ErrorCode::InvalidRequest)
+            .detail("an account id is lowercase letters, digits, `-` and `_`")
+            .field("account_id"));
+    }
+    if let Some(words) = params.q.as_deref()
+        && (words.is_empty() || words.chars().count() > MAX_SEARCH_CHARS || words.contains('\0'))
+    {
+        return Err(ApiError::new(ErrorCode::InvalidRequest)
+            .detail(format!("q must be 1 to {MAX_SEARCH_CHARS} characters, without NUL"))
+            .field("q"));
+    }
     let after = match params.cursor.as_deref() {
         None => None,
         Some(cursor) => {

@@ -214,6 +214,19 @@ async fn accounts_report_freshness_and_the_inbox_pages_filters_and_reads() {
             404,
             "email_account_not_found",
         ),
+        (
+            "/v1/email/threads?account_id=Not%20an%20id".to_owned(),
+            400,
+            "invalid_request",
+        ),
+        ("/v1/email/threads?q=".to_owned(), 400, "invalid_request"),
+        (
+            format!("/v1/email/threads?q={}", "w".repeat(201)),
+            400,
+            "invalid_request",
+        ),
+        ("/v1/email/threads?q=a%00b".to_owned(), 400, "invalid_request"),
+        ("/v1/email/threads?view=all".to_owned(), 400, "invalid_request"),
     ] {
         expect_problem(get(&app, &path).await, status, code).await;
     }
@@ -431,12 +444,14 @@ async fn a_refresh_is_admitted_once_a_minute_and_the_spam_flag_clears_without_a_
     // Another account is admitted on its own.
     let (_, work) = json(post(&app, "/v1/email/accounts/work/refresh").await).await;
     assert_eq!(work["admitted"], true);
-    expect_problem(
-        post(&app, "/v1/email/accounts/nobody/refresh").await,
-        404,
-        "email_account_not_found",
-    )
-    .await;
+    for nobody in ["nobody", "Not%20an%20id", "a%00b"] {
+        expect_problem(
+            post(&app, &format!("/v1/email/accounts/{nobody}/refresh")).await,
+            404,
+            "email_account_not_found",
+        )
+        .await;
+    }
 
     let (_, first_page) = app.get_json("/v1/email/threads?limit=20").await;
     let dinner = thread_id(&first_page, "Dinner").to_owned();

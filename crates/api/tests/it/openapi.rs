@@ -6,9 +6,35 @@ use serde_json::Value;
 
 use crate::support::{Env, TestApp};
 
+/// Every `$ref` under `value` that points into `document`.
+fn references<'a>(value: &'a Value, found: &mut Vec<&'a str>) {
+    match value {
+        Value::Object(members) => {
+            for (name, member) in members {
+                match (name.as_str(), member) {
+                    ("$ref", Value::String(target)) => found.push(target),
+                    _ => references(member, found),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| references(item, found)),
+        _ => {}
+    }
+}
+
 async fn check_document(app: &TestApp, flags: &FeatureFlags) {
     let (status, document) = app.get_json("/v1/openapi.json").await;
     assert_eq!(status, 200);
+    // Every reference resolves (a parameter's enum schema, say, is among the components).
+    let mut found = Vec::new();
+    references(&document, &mut found);
+    assert!(!found.is_empty());
+    for target in found {
+        let pointer = target
+            .strip_prefix('#')
+            .unwrap_or_else(|| panic!("{target} is not local"));
+        assert!(document.pointer(pointer).is_some(), "{target} resolves to nothing");
+    }
     assert_eq!(document["openapi"].as_str().map(|v| v.starts_with("3.")), Some(true));
     let paths = document["paths"].as_object().expect("paths");
 
