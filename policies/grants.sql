@@ -73,6 +73,10 @@ GRANT SELECT, UPDATE ON email_operations TO steward_async_worker;
 GRANT SELECT, INSERT ON email_charges TO steward_async_worker;
 GRANT SELECT ON email_accounts TO steward_worker;
 GRANT SELECT, UPDATE ON email_threads, email_messages, email_operations TO steward_worker;
+-- Drafts are the owner's, saved through the api: a draft row's newest revision moves forward,
+-- revisions are insert-only.
+GRANT SELECT, INSERT, UPDATE ON email_drafts TO steward_api;
+GRANT SELECT, INSERT ON email_draft_revisions TO steward_api;
 
 -- maintenance: no tables until its duties land (its grants arrive with them).
 

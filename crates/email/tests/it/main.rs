@@ -3,6 +3,7 @@
 //! id, and a raw message projected and assessed.
 
 mod classify;
+mod drafts;
 mod inbox;
 mod refresh;
 mod writes;

@@ -1,0 +1,215 @@
+//! Versioned drafts as the api login keeps them (issue 18's first part): a draft on an account or
+//! in a thread; saves only from the newest revision, so of two concurrent saves one wins and the
+//! other gets the winner's version; the full history; a restore as a new revision.
+
+use serde_json::json;
+use store::{DraftAuthor, DraftContent, DraftPlace, NewEmailMessage, SaveDraft, Store};
+use testkit::TestDatabase;
+
+fn content(body: &str) -> DraftContent {
+    DraftContent {
+        to: vec!["ada@example.com".into()],
+        cc: Vec::new(),
+        subject: "Re: Lunch".into(),
+        body: body.into(),
+    }
+}
+
+/// A database with the account `personal` and one thread in it; the api's store and the thread.
+async fn mailbox() -> (TestDatabase, Store, uuid::Uuid) {
+    let db = TestDatabase::new().await;
+    let worker = db.store_as("async-worker").await;
+    worker
+        .email_ensure_accounts(&["personal".to_owned()])
+        .await
+        .expect("account");
+    worker
+        .email_record_message(
+            "personal",
+            &NewEmailMessage {
+                provider_message_id: "m1",
+                provider_thread_id: "t1",
+                sender: json!({ "name": null, "address": "ada@example.com" }),
+                recipients: json!([]),
+                copied: json!([]),
+                sent_at: jiff::Timestamp::now(),
+                subject: "Lunch",
+                body: "Are you free on Friday?",
+                text_cut: false,
+                attachments: json!([]),
+                bulk: json!({}),
+                labels: &["INBOX".to_owned()],
+            },
+        )
+        .await
+        .expect("message");
+    let thread = worker
+        .email_waiting_threads("personal", 10)
+        .await
+        .expect("threads")
+        .first()
+        .expect("one thread")
+        .thread;
+    let api = db.store_as("api").await;
+    (db, api, thread)
+}
+
+fn saved(outcome: SaveDraft) -> store::DraftRow {
+    match outcome {
+        SaveDraft::Saved(row) => row,
+        other => panic!("not saved: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_draft_is_made_in_a_thread_or_on_an_account_and_saved_from_its_newest_revision_only() {
+    let (_db, api, thread) = mailbox().await;
+    let reply = api
+        .email_create_draft(
+            DraftPlace::Thread(thread),
+            &content("Yes, Friday works."),
+            DraftAuthor::Agent,
+        )
+        .await
+        .expect("create")
+        .expect("the thread exists");
+    assert_eq!((reply.account_id.as_str(), reply.thread), ("personal", Some(thread)));
+    assert_eq!(reply.newest.revision, 1);
+    assert_eq!(reply.newest.author, "agent");
+    let fresh = api
+        .email_create_draft(DraftPlace::Account("personal"), &content("Hello"), DraftAuthor::Owner)
+        .await
+        .expect("create")
+        .expect("the account exists");
+    assert_eq!(fresh.thread, None);
+    for nowhere in [DraftPlace::Account("nobody"), DraftPlace::Thread(uuid::Uuid::new_v4())] {
+        assert_eq!(
+            api.email_create_draft(nowhere, &content("x"), DraftAuthor::Owner)
+                .await
+                .expect("create"),
+            None
+        );
+    }
+
+    let second = saved(
+        api.email_save_draft(reply.id, 1, &content("Yes, Friday at one works."), DraftAuthor::Owner)
+            .await
+            .expect("save"),
+    );
+    assert_eq!((second.newest.revision, second.newest.author.as_str()), (2, "owner"));
+    // A save from revision 1 again is a conflict: nothing saved, the newest returned.
+    match api
+        .email_save_draft(reply.id, 1, &content("Stale edit"), DraftAuthor::Owner)
+        .await
+        .expect("save")
+    {
+        SaveDraft::Conflict(newest) => assert_eq!(newest.newest, second.newest),
+        other => panic!("expected a conflict: {other:?}"),
+    }
+    assert_eq!(
+        api.email_save_draft(uuid::Uuid::new_v4(), 1, &content("x"), DraftAuthor::Owner)
+            .await
+            .expect("save"),
+        SaveDraft::NotFound
+    );
+    let read = api.email_draft(reply.id).await.expect("read").expect("draft");
+    assert_eq!(read.newest.content.body, "Yes, Friday at one works.");
+}
+
+#[tokio::test]
+async fn of_two_concurrent_saves_one_wins_and_the_other_gets_the_winners_version() {
+    let (_db, api, thread) = mailbox().await;
+    let draft = api
+        .email_create_draft(DraftPlace::Thread(thread), &content("First"), DraftAuthor::Owner)
+        .await
+        .expect("create")
+        .expect("draft");
+    for round in 0..5 {
+        let expected = draft_revision(&api, draft.id).await;
+        let (left_content, right_content) = (content(&format!("left {round}")), content(&format!("right {round}")));
+        let (left, right) = tokio::join!(
+            api.email_save_draft(draft.id, expected, &left_content, DraftAuthor::Owner),
+            api.email_save_draft(draft.id, expected, &right_content, DraftAuthor::Owner),
+        );
+        let outcomes = [left.expect("save"), right.expect("save")];
+        let winners: Vec<&store::DraftRow> = outcomes
+            .iter()
+            .filter_map(|outcome| match outcome {
+                SaveDraft::Saved(row) => Some(row),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(winners.len(), 1, "{outcomes:?}");
+        let loser = outcomes
+            .iter()
+            .find_map(|outcome| match outcome {
+                SaveDraft::Conflict(newest) => Some(newest),
+                _ => None,
+            })
+            .expect("one conflict");
+        assert_eq!(loser.newest, winners[0].newest, "the loser gets the winner's version");
+        assert_eq!(winners[0].newest.revision, expected + 1);
+    }
+    assert_eq!(api.email_draft_history(draft.id).await.expect("history").len(), 6);
+}
+
+async fn draft_revision(api: &Store, id: uuid::Uuid) -> i32 {
+    api.email_draft(id).await.expect("read").expect("draft").newest.revision
+}
+
+#[tokio::test]
+async fn the_history_is_kept_whole_and_an_earlier_revision_is_restored_as_a_new_one() {
+    let (_db, api, thread) = mailbox().await;
+    let draft = api
+        .email_create_draft(DraftPlace::Thread(thread), &content("One"), DraftAuthor::Agent)
+        .await
+        .expect("create")
+        .expect("draft");
+    saved(
+        api.email_save_draft(draft.id, 1, &content("Two"), DraftAuthor::Owner)
+            .await
+            .expect("save"),
+    );
+    saved(
+        api.email_save_draft(draft.id, 2, &content("Three"), DraftAuthor::Owner)
+            .await
+            .expect("save"),
+    );
+    let restored = saved(api.email_restore_draft(draft.id, 1, 3).await.expect("restore"));
+    assert_eq!(restored.newest.revision, 4);
+    assert_eq!(restored.newest.content.body, "One");
+    assert_eq!(restored.newest.restored_from, Some(1));
+    assert_eq!(restored.newest.author, "owner");
+
+    let history = api.email_draft_history(draft.id).await.expect("history");
+    let bodies: Vec<(i32, &str, Option<i32>)> = history
+        .iter()
+        .map(|revision| {
+            (
+                revision.revision,
+                revision.content.body.as_str(),
+                revision.restored_from,
+            )
+        })
+        .collect();
+    assert_eq!(
+        bodies,
+        [
+            (1, "One", None),
+            (2, "Two", None),
+            (3, "Three", None),
+            (4, "One", Some(1))
+        ]
+    );
+
+    // A stale restore is a conflict; a revision the draft does not have is refused.
+    assert!(matches!(
+        api.email_restore_draft(draft.id, 2, 3).await.expect("restore"),
+        SaveDraft::Conflict(newest) if newest.newest.revision == 4
+    ));
+    assert_eq!(
+        api.email_restore_draft(draft.id, 9, 4).await.expect("restore"),
+        SaveDraft::UnknownRevision
+    );
+    assert_eq!(api.email_draft_history(draft.id).await.expect("history").len(), 4);
+}

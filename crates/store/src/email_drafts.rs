@@ -1,0 +1,324 @@
+//! Email mode's versioned drafts (migration 0018), as the api keeps them for the owner: a draft
+//! replies in a thread of its account or starts a new message there. A save names the revision
+//! its author had (optimistic): it becomes the next revision only if that is still the newest;
+//! otherwise it is refused with the newest, so the client can keep both. A restore copies an
+//! earlier revision as a new one. The history is never rewritten. Saving is not a mailbox write.
+
+use jiff::Timestamp;
+use uuid::Uuid;
+
+use crate::{Result, Store, timestamp};
+
+/// What a revision holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DraftContent {
+    /// Recipient addresses.
+    pub to: Vec<String>,
+    pub cc: Vec<String>,
+    pub subject: String,
+    pub body: String,
+}
+
+/// Who wrote a revision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DraftAuthor {
+    Owner,
+    /// The agent's proposal, which the owner edits.
+    Agent,
+}
+
+impl DraftAuthor {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DraftAuthor::Owner => "owner",
+            DraftAuthor::Agent => "agent",
+        }
+    }
+}
+
+/// One saved version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DraftRevision {
+    pub revision: i32,
+    pub content: DraftContent,
+    /// `owner` or `agent`.
+    pub author: String,
+    /// The revision this one restores.
+    pub restored_from: Option<i32>,
+    pub created_at: Timestamp,
+}
+
+/// A draft with its newest revision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DraftRow {
+    pub id: Uuid,
+    pub account_id: String,
+    /// The thread it replies in; `None` for a new message.
+    pub thread: Option<Uuid>,
+    pub created_at: Timestamp,
+    pub updated_at: Timestamp,
+    pub newest: DraftRevision,
+}
+
+/// A save's (or restore's) answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SaveDraft {
+    Saved(DraftRow),
+    /// The saver's revision is not the newest: here is the newest, nothing was saved.
+    Conflict(DraftRow),
+    NotFound,
+    /// A restore named a revision the draft does not have.
+    UnknownRevision,
+}
+
+/// Where a new draft goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DraftPlace<'a> {
+    /// A new message from this account.
+    Account(&'a str),
+    /// A reply in this thread, from the thread's account.
+    Thread(Uuid),
+}
+
+/// Columns of a draft with its newest revision, `d` and `r`.
+const DRAFT_COLUMNS: &str = "d.id, d.account_id, d.thread, d.created_at, d.updated_at, r.revision, r.recipients,
+     r.copied, r.subject, r.body, r.author, r.restored_from, r.created_at AS revision_created_at";
+
+#[derive(sqlx::FromRow)]
+struct DraftRecord {
+    id: Uuid,
+    account_id: String,
+    thread: Option<Uuid>,
+    created_at: jiff_sqlx::Timestamp,
+    updated_at: jiff_sqlx::Timestamp,
+    #[sqlx(flatten)]
+    newest: RevisionRecord,
+}
+
+#[derive(sqlx::FromRow)]
+struct RevisionRecord {
+    revision: i32,
+    recipients: Vec<String>,
+    copied: Vec<String>,
+    subject: String,
+    body: String,
+    author: String,
+    restored_from: Option<i32>,
+    #[sqlx(rename = "revision_created_at")]
+    created_at: jiff_sqlx::Timestamp,
+}
+
+impl From<RevisionRecord> for DraftRevision {
+    fn from(record: RevisionRecord) -> Self {
+        DraftRevision {
+            revision: record.revision,
+            content: DraftContent {
+                to: record.recipients,
+                cc: record.copied,
+                subject: record.subject,
+                body: record.body,
+            },
+            author: record.author,
+            restored_from: record.restored_from,
+            created_at: timestamp(record.created_at),
+        }
+    }
+}
+
+impl From<DraftRecord> for DraftRow {
+    fn from(record: DraftRecord) -> Self {
+        DraftRow {
+            id: record.id,
+            account_id: record.account_id,
+            thread: record.thread,
+            created_at: timestamp(record.created_at),
+            updated_at: timestamp(record.updated_at),
+            newest: record.newest.into(),
+        }
+    }
+}
+
+/// The draft `id` with its newest revision, on `conn`.
+async fn read_draft(conn: &mut sqlx::PgConnection, id: Uuid) -> Result<Option<DraftRow>> {
+    let record: Option<DraftRecord> = sqlx::query_as(&format!(
+        "SELECT {DRAFT_COLUMNS} FROM email_drafts d
+         JOIN email_draft_revisions r ON r.draft = d.id AND r.revision = d.revision
+         WHERE d.id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(conn)
+    .await?;
+    Ok(record.map(DraftRow::from))
+}
+
+/// Appends revision `revision` of `draft` and makes it the newest, at `now`.
+async fn append(
+    conn: &mut sqlx::PgConnection,
+    draft: Uuid,
+    revision: i32,
+    content: &DraftContent,
+    author: DraftAuthor,
+    restored_from: Option<i32>,
+    now: jiff_sqlx::Timestamp,
+) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO email_draft_revisions (draft, revision, recipients, copied, subject, body, author, restored_from, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+    )
+    .bind(draft)
+    .bind(revision)
+    .bind(&content.to)
+    .bind(&content.cc)
+    .bind(&content.subject)
+    .bind(&content.body)
+    .bind(author.as_str())
+    .bind(restored_from)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query("UPDATE email_drafts SET revision = $2, updated_at = $3 WHERE id = $1")
+        .bind(draft)
+        .bind(revision)
+        .bind(now)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+impl Store {
+    /// Creates a draft at `place` with `content` as revision 1; `None` when the account or
+    /// thread is unknown.
+    pub async fn email_create_draft(
+        &self,
+        place: DraftPlace<'_>,
+        content: &DraftContent,
+        author: DraftAuthor,
+    ) -> Result<Option<DraftRow>> {
+        let now = self.now_sql();
+        self.transaction(
+            async |conn| {
+                let (account_id, thread) = match place {
+                    DraftPlace::Account(account_id) => {
+                        let known: Option<(String,)> =
+                            sqlx::query_as("SELECT account_id FROM email_accounts WHERE account_id = $1")
+                                .bind(account_id)
+                                .fetch_optional(&mut *conn)
+                                .await?;
+                        match known {
+                            Some((account_id,)) => (account_id, None),
+                            None => return Ok(None),
+                        }
+                    }
+                    DraftPlace::Thread(thread) => {
+                        let known: Option<(String,)> =
+                            sqlx::query_as("SELECT account_id FROM email_threads WHERE id = $1")
+                                .bind(thread)
+                                .fetch_optional(&mut *conn)
+                                .await?;
+                        match known {
+                            Some((account_id,)) => (account_id, Some(thread)),
+                            None => return Ok(None),
+                        }
+                    }
+                };
+                let id = Uuid::now_v7();
+                sqlx::query(
+                    "INSERT INTO email_drafts (id, account_id, thread, revision, created_at, updated_at)
+                     VALUES ($1, $2, $3, 1, $4, $4)",
+                )
+                .bind(id)
+                .bind(&account_id)
+                .bind(thread)
+                .bind(now)
+                .execute(&mut *conn)
+                .await?;
+                append(conn, id, 1, content, author, None, now).await?;
+                read_draft(conn, id).await
+            },
+            |_| true,
+        )
+        .await
+    }
+
+    /// The draft `id` with its newest revision.
+    pub async fn email_draft(&self, id: Uuid) -> Result<Option<DraftRow>> {
+        let mut conn = self.pool.acquire().await?;
+        read_draft(&mut conn, id).await
+    }
+
+    /// Saves `content` as the next revision of `id` if `expected_revision` is still the newest.
+    pub async fn email_save_draft(
+        &self,
+        id: Uuid,
+        expected_revision: i32,
+        content: &DraftContent,
+        author: DraftAuthor,
+    ) -> Result<SaveDraft> {
+        self.next_revision(id, expected_revision, author, || Some((content.clone(), None)))
+            .await
+    }
+
+    /// Copies revision `from` of `id` as its next revision, if `expected_revision` is still the
+    /// newest.
+    pub async fn email_restore_draft(&self, id: Uuid, from: i32, expected_revision: i32) -> Result<SaveDraft> {
+        let history = self.email_draft_history(id).await?;
+        let earlier = history.into_iter().find(|revision| revision.revision == from);
+        self.next_revision(id, expected_revision, DraftAuthor::Owner, move || {
+            earlier.map(|earlier| (earlier.content, Some(from)))
+        })
+        .await
+    }
+
+    /// The one way a draft gets a new revision: under the draft's row lock, refused with the
+    /// newest when `expected_revision` is not it; `next` gives the content (and the revision
+    /// it restores), `None` when there is nothing to save.
+    async fn next_revision(
+        &self,
+        id: Uuid,
+        expected_revision: i32,
+        author: DraftAuthor,
+        next: impl FnOnce() -> Option<(DraftContent, Option<i32>)> + Send,
+    ) -> Result<SaveDraft> {
+        let now = self.now_sql();
+        self.transaction(
+            async |conn| {
+                let locked: Option<(i32,)> =
+                    sqlx::query_as("SELECT revision FROM email_drafts WHERE id = $1 FOR UPDATE")
+                        .bind(id)
+                        .fetch_optional(&mut *conn)
+                        .await?;
+                let Some((newest,)) = locked else {
+                    return Ok(SaveDraft::NotFound);
+                };
+                let Some(current) = read_draft(&mut *conn, id).await? else {
+                    return Ok(SaveDraft::NotFound);
+                };
+                if newest != expected_revision {
+                    return Ok(SaveDraft::Conflict(current));
+                }
+                let Some((content, restored_from)) = next() else {
+                    return Ok(SaveDraft::UnknownRevision);
+                };
+                append(conn, id, newest + 1, &content, author, restored_from, now).await?;
+                Ok(match read_draft(conn, id).await? {
+                    Some(saved) => SaveDraft::Saved(saved),
+                    None => SaveDraft::NotFound,
+                })
+            },
+            |outcome| matches!(outcome, SaveDraft::Saved(_)),
+        )
+        .await
+    }
+
+    /// Every revision of `id`, oldest first (empty when there is no such draft).
+    pub async fn email_draft_history(&self, id: Uuid) -> Result<Vec<DraftRevision>> {
+        let records: Vec<RevisionRecord> = sqlx::query_as(
+            "SELECT revision, recipients, copied, subject, body, author, restored_from, created_at AS revision_created_at
+             FROM email_draft_revisions WHERE draft = $1 ORDER BY revision",
+        )
+        .bind(id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(records.into_iter().map(DraftRevision::from).collect())
+    }
+}
