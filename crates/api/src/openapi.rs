@@ -14,8 +14,8 @@ use utoipa::{Modify, OpenApi};
 
 use crate::AppState;
 use crate::handlers::{
-    approvals, artifacts, email, events, folder_proposals, folders, health, notifications, runs, schedules, sessions,
-    settings, web_session,
+    approvals, artifacts, drafts, email, events, folder_proposals, folders, health, notifications, runs, schedules,
+    sessions, settings, web_session,
 };
 use crate::routes::{Access, catalog};
 
@@ -90,6 +90,11 @@ impl Modify for BearerAuth {
         email::not_spam,
         email::clear_spam_flag,
         email::operation_status,
+        drafts::create,
+        drafts::get,
+        drafts::save,
+        drafts::history,
+        drafts::restore,
         web_session::exchange,
         web_session::current,
         web_session::revoke,
@@ -265,6 +270,14 @@ fn links(operation_id: &str) -> Vec<(&'static str, &'static str, Value)> {
             ("201", "StreamEvents", to("events.stream", session())),
             ("201", "PendingApprovals", to("approvals.pending", session())),
         ],
+        "drafts.create" => {
+            let draft = || json!({ "draft_id": "$response.body#/draft_id" });
+            vec![
+                ("201", "GetDraft", to("drafts.get", draft())),
+                ("201", "SaveDraft", to("drafts.save", draft())),
+                ("201", "DraftHistory", to("drafts.history", draft())),
+            ]
+        }
         "email.archive" | "email.move_to_inbox" | "email.report_spam" | "email.not_spam" => vec![(
             "202",
             "GetOperation",

@@ -41,6 +41,8 @@ impl ApiError {
                 revision: None,
                 state: None,
                 resolution: None,
+                server: None,
+                local: None,
             }),
             headers: Vec::new(),
         }
@@ -84,6 +86,13 @@ impl ApiError {
 
     pub fn resolution(mut self, status: ApprovalStatus) -> ApiError {
         self.problem.resolution = Some(status);
+        self
+    }
+
+    /// Both versions of a draft whose save was refused.
+    pub fn draft_versions(mut self, server: wire::email::Draft, local: wire::email::DraftContent) -> ApiError {
+        self.problem.server = Some(Box::new(server));
+        self.problem.local = Some(local);
         self
     }
 

@@ -19,8 +19,8 @@ use domain::scope::Scope;
 use crate::AppState;
 use crate::auth::{self, Authenticator, Guard, Needs};
 use crate::handlers::{
-    approvals, artifacts, email, events, folder_proposals, folders, health, notifications, runs, schedules, sessions,
-    settings, web_session,
+    approvals, artifacts, drafts, email, events, folder_proposals, folders, health, notifications, runs, schedules,
+    sessions, settings, web_session,
 };
 use crate::{openapi, problem};
 
@@ -400,6 +400,41 @@ pub fn catalog() -> Vec<RouteDef> {
             Some(Flag::EmailMode),
             email::operation_status,
             [[EmailOperationNotFound]]
+        ),
+        route!(
+            POST "/v1/email/drafts",
+            Scoped(EmailWrite),
+            Some(Flag::EmailMode),
+            drafts::create,
+            [JSON_BODY, [UnknownEmailAccount, UnknownEmailThread]]
+        ),
+        route!(
+            GET "/v1/email/drafts/{draft_id}",
+            Scoped(EmailRead),
+            Some(Flag::EmailMode),
+            drafts::get,
+            [[EmailDraftNotFound]]
+        ),
+        route!(
+            PUT "/v1/email/drafts/{draft_id}",
+            Scoped(EmailWrite),
+            Some(Flag::EmailMode),
+            drafts::save,
+            [JSON_BODY, [EmailDraftNotFound, RevisionMismatch]]
+        ),
+        route!(
+            GET "/v1/email/drafts/{draft_id}/revisions",
+            Scoped(EmailRead),
+            Some(Flag::EmailMode),
+            drafts::history,
+            [[EmailDraftNotFound]]
+        ),
+        route!(
+            POST "/v1/email/drafts/{draft_id}/revisions/{revision}/restore",
+            Scoped(EmailWrite),
+            Some(Flag::EmailMode),
+            drafts::restore,
+            [JSON_BODY, [EmailDraftNotFound, EmailDraftRevisionNotFound, RevisionMismatch]]
         ),
         route!(POST "/v1/web/session", BearerToken, None, web_session::exchange, []),
         route!(GET "/v1/web/session", Authenticated, None, web_session::current, []),

@@ -54,10 +54,14 @@ pub enum ErrorCode {
     EmailOperationNotFound,
     EmailWriteNotApplicable,
     EmailWritePending,
+    EmailDraftNotFound,
+    EmailDraftRevisionNotFound,
+    UnknownEmailAccount,
+    UnknownEmailThread,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 49] = [
+    pub const ALL: [ErrorCode; 53] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -107,6 +111,10 @@ impl ErrorCode {
         ErrorCode::EmailOperationNotFound,
         ErrorCode::EmailWriteNotApplicable,
         ErrorCode::EmailWritePending,
+        ErrorCode::EmailDraftNotFound,
+        ErrorCode::EmailDraftRevisionNotFound,
+        ErrorCode::UnknownEmailAccount,
+        ErrorCode::UnknownEmailThread,
     ];
 
     /// The stable machine-readable code, the `code` member of a problem document.
@@ -161,6 +169,10 @@ impl ErrorCode {
             ErrorCode::EmailOperationNotFound => "email_operation_not_found",
             ErrorCode::EmailWriteNotApplicable => "email_write_not_applicable",
             ErrorCode::EmailWritePending => "email_write_pending",
+            ErrorCode::EmailDraftNotFound => "email_draft_not_found",
+            ErrorCode::EmailDraftRevisionNotFound => "email_draft_revision_not_found",
+            ErrorCode::UnknownEmailAccount => "unknown_email_account",
+            ErrorCode::UnknownEmailThread => "unknown_email_thread",
         }
     }
 
@@ -212,6 +224,9 @@ impl ErrorCode {
             ErrorCode::EmailAccountNotFound | ErrorCode::EmailThreadNotFound | ErrorCode::EmailOperationNotFound => 404,
             // Where the thread is (or a write of it not yet settled), not the request's shape.
             ErrorCode::EmailWriteNotApplicable | ErrorCode::EmailWritePending => 409,
+            ErrorCode::EmailDraftNotFound | ErrorCode::EmailDraftRevisionNotFound => 404,
+            // A well-formed body naming what the server's state lacks, as `unknown_folder`.
+            ErrorCode::UnknownEmailAccount | ErrorCode::UnknownEmailThread => 409,
         }
     }
 
@@ -267,6 +282,10 @@ impl ErrorCode {
             ErrorCode::EmailOperationNotFound => "Mail operation not found",
             ErrorCode::EmailWriteNotApplicable => "The conversation is not where this change applies",
             ErrorCode::EmailWritePending => "Another change of this conversation has not settled yet",
+            ErrorCode::EmailDraftNotFound => "Draft not found",
+            ErrorCode::EmailDraftRevisionNotFound => "The draft has no such revision",
+            ErrorCode::UnknownEmailAccount => "Unknown mail account",
+            ErrorCode::UnknownEmailThread => "Unknown conversation",
         }
     }
 }

@@ -236,3 +236,191 @@ pub struct RefreshAnswer {
     pub admitted: bool,
     pub operation: EmailOperation,
 }
+
+/// `POST /v1/email/drafts`: a new message from `account_id`, or a reply in `thread_id` (exactly
+/// one of the two). Saving a draft is not a mailbox write.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateDraft {
+    #[schema(min_length = 1, max_length = 64, pattern = "^[a-z0-9_-]+$")]
+    pub account_id: Option<String>,
+    pub thread_id: Option<Uuid>,
+    #[serde(default)]
+    #[schema(max_items = 100)]
+    pub to: Vec<String>,
+    #[serde(default)]
+    #[schema(max_items = 100)]
+    pub cc: Vec<String>,
+    #[serde(default)]
+    #[schema(max_length = 998)]
+    pub subject: String,
+    #[serde(default)]
+    #[schema(max_length = 100000)]
+    pub body: String,
+}
+
+/// `PUT /v1/email/drafts/{draft_id}`: the next revision, saved only if `expected_revision` is
+/// still the newest (otherwise 409 `revision_mismatch` with both versions).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SaveDraft {
+    #[schema(minimum = 1)]
+    pub expected_revision: u32,
+    #[serde(default)]
+    #[schema(max_items = 100)]
+    pub to: Vec<String>,
+    #[serde(default)]
+    #[schema(max_items = 100)]
+    pub cc: Vec<String>,
+    #[serde(default)]
+    #[schema(max_length = 998)]
+    pub subject: String,
+    #[serde(default)]
+    #[schema(max_length = 100000)]
+    pub body: String,
+}
+
+/// `POST /v1/email/drafts/{draft_id}/revisions/{revision}/restore`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RestoreDraft {
+    #[schema(minimum = 1)]
+    pub expected_revision: u32,
+}
+
+/// What a revision holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct DraftContent {
+    pub to: Vec<String>,
+    pub cc: Vec<String>,
+    pub subject: String,
+    pub body: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DraftAuthor {
+    Owner,
+    /// The agent's proposal.
+    Agent,
+}
+
+/// One saved version of a draft.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct DraftRevision {
+    pub revision: u32,
+    #[serde(flatten)]
+    pub content: DraftContent,
+    pub author: DraftAuthor,
+    /// The revision this one restores.
+    pub restored_from: Option<u32>,
+    #[schema(value_type = String, format = DateTime)]
+    pub saved_at: jiff::Timestamp,
+}
+
+/// A draft and its newest revision.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Draft {
+    pub draft_id: Uuid,
+    pub account_id: String,
+    /// The conversation it replies in; null for a new message.
+    pub thread_id: Option<Uuid>,
+    #[serde(flatten)]
+    pub newest: DraftRevision,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: jiff::Timestamp,
+}
+
+/// `GET /v1/email/drafts/{draft_id}/revisions`: every revision, oldest first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct DraftHistory {
+    pub draft_id: Uuid,
+    pub revisions: Vec<DraftRevision>,
+}
+
+/// Most recipients a draft names in `to`, and again in `cc`.
+pub const MAX_RECIPIENTS: usize = 100;
+/// Longest subject (RFC 5322's line length) and body, in characters.
+pub const MAX_SUBJECT_CHARS: usize = 998;
+pub const MAX_BODY_CHARS: usize = 100_000;
+
+/// A plausible address: one `@` between a local part and a domain, nothing that would change a
+/// header's meaning (white space, control characters, `<>,;:"()[]\`), at most 320 characters.
+fn plausible_address(address: &str) -> bool {
+    let Some((local, domain)) = address.split_once('@') else {
+        return false;
+    };
+    address.len() <= 320
+        && !local.is_empty()
+        && !domain.is_empty()
+        && !domain.contains('@')
+        && address
+            .chars()
+            .all(|c| !c.is_whitespace() && !c.is_control() && !"<>,;:\"()[]\\".contains(c))
+}
+
+/// A draft's content checked: plausible addresses, a one-line subject, no NUL.
+fn checked(
+    to: Vec<String>,
+    cc: Vec<String>,
+    subject: String,
+    body: String,
+) -> Result<DraftContent, crate::request::Invalid> {
+    use crate::request::Invalid;
+    for (field, list) in [("to", &to), ("cc", &cc)] {
+        if list.len() > MAX_RECIPIENTS {
+            return Err(Invalid::new(field, format!("at most {MAX_RECIPIENTS} recipients")));
+        }
+        if let Some((index, _)) = list.iter().enumerate().find(|(_, address)| !plausible_address(address)) {
+            return Err(Invalid::new(&format!("{field}.{index}"), "not an email address"));
+        }
+    }
+    if subject.chars().count() > MAX_SUBJECT_CHARS || subject.contains(['\r', '\n', '\0']) {
+        return Err(Invalid::new(
+            "subject",
+            format!("one line of at most {MAX_SUBJECT_CHARS} characters"),
+        ));
+    }
+    if body.chars().count() > MAX_BODY_CHARS || body.contains('\0') {
+        return Err(Invalid::new(
+            "body",
+            format!("at most {MAX_BODY_CHARS} characters, without NUL"),
+        ));
+    }
+    Ok(DraftContent { to, cc, subject, body })
+}
+
+impl CreateDraft {
+    /// Where the draft goes and what it holds, checked.
+    pub fn checked(self) -> Result<(DraftTarget, DraftContent), crate::request::Invalid> {
+        use crate::request::Invalid;
+        let target = match (self.account_id, self.thread_id) {
+            (Some(account_id), None) => DraftTarget::Account(account_id),
+            (None, Some(thread_id)) => DraftTarget::Thread(thread_id),
+            _ => {
+                return Err(Invalid::new(
+                    "account_id",
+                    "give exactly one of account_id and thread_id",
+                ));
+            }
+        };
+        Ok((target, checked(self.to, self.cc, self.subject, self.body)?))
+    }
+}
+
+impl SaveDraft {
+    /// The content, checked.
+    pub fn checked(self) -> Result<(u32, DraftContent), crate::request::Invalid> {
+        Ok((
+            self.expected_revision,
+            checked(self.to, self.cc, self.subject, self.body)?,
+        ))
+    }
+}
+
+/// Where a new draft goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DraftTarget {
+    Account(String),
+    Thread(Uuid),
+}

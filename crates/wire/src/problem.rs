@@ -49,4 +49,11 @@ pub struct Problem {
     /// How the approval was resolved (`approval_already_resolved`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolution: Option<ApprovalStatus>,
+    /// A draft's newest version on the server (`revision_mismatch` of a draft save), so the
+    /// client can keep both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<Box<crate::email::Draft>>,
+    /// The version the refused save carried (`revision_mismatch` of a draft save).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local: Option<crate::email::DraftContent>,
 }

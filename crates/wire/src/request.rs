@@ -336,7 +336,7 @@ pub struct Invalid {
 }
 
 impl Invalid {
-    fn new(field: &str, detail: impl Into<String>) -> Invalid {
+    pub(crate) fn new(field: &str, detail: impl Into<String>) -> Invalid {
         Invalid {
             field: field.to_owned(),
             detail: detail.into(),

@@ -473,3 +473,173 @@ async fn a_refresh_is_admitted_once_a_minute_and_the_spam_flag_clears_without_a_
         "no mailbox write"
     );
 }
+
+async fn send(app: &TestApp, method: Method, path: &str, body: Value) -> (u16, Value) {
+    json(app.request(method, path).json(&body).send().await.expect("send")).await
+}
+
+#[tokio::test]
+async fn drafts_are_versioned_and_a_stale_save_gets_both_versions() {
+    let app = app().await;
+    mailbox(&app).await;
+    let (_, first) = app.get_json("/v1/email/threads").await;
+    let thread = thread_id(&first, "Question two").to_owned();
+
+    // Exactly one place, known, and plausible addresses.
+    for (body, status, code, field) in [
+        (
+            json!({ "to": ["ada@example.com"] }),
+            422,
+            "validation_failed",
+            "account_id",
+        ),
+        (
+            json!({ "account_id": "personal", "thread_id": thread, "to": [] }),
+            422,
+            "validation_failed",
+            "account_id",
+        ),
+        (
+            json!({ "account_id": "nobody" }),
+            409,
+            "unknown_email_account",
+            "account_id",
+        ),
+        (
+            json!({ "thread_id": uuid::Uuid::new_v4() }),
+            409,
+            "unknown_email_thread",
+            "thread_id",
+        ),
+        (
+            json!({ "thread_id": thread, "to": ["Ada <ada@example.com>"] }),
+            422,
+            "validation_failed",
+            "to.0",
+        ),
+        (
+            json!({ "thread_id": thread, "subject": "Two\r\nBcc: eve@example.com" }),
+            422,
+            "validation_failed",
+            "subject",
+        ),
+    ] {
+        let response = app
+            .request(Method::POST, "/v1/email/drafts")
+            .json(&body)
+            .send()
+            .await
+            .expect("send");
+        let problem = expect_problem(response, status, code).await;
+        assert_eq!(problem["field"], field, "{body}");
+    }
+    assert_eq!(app.count("email_drafts").await, 0, "nothing stored");
+
+    let response = app
+        .request(Method::POST, "/v1/email/drafts")
+        .json(&json!({ "thread_id": thread, "to": ["ada@example.com"], "subject": "Re: Question two", "body": "Yes." }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(response.status(), 201);
+    let location = response.headers()["location"].to_str().expect("location").to_owned();
+    let (_, created) = json(response).await;
+    assert_eq!(
+        location,
+        format!("/v1/email/drafts/{}", created["draft_id"].as_str().expect("id"))
+    );
+    assert_eq!(
+        (created["revision"].as_u64(), created["author"].as_str()),
+        (Some(1), Some("owner"))
+    );
+    assert_eq!(created["account_id"], "personal");
+    assert_eq!(created["thread_id"], thread.as_str());
+
+    let (status, second) = send(
+        &app,
+        Method::PUT,
+        &location,
+        json!({ "expected_revision": 1, "to": ["ada@example.com"], "subject": "Re: Question two", "body": "Yes, Friday." }),
+    )
+    .await;
+    assert_eq!((status, second["revision"].as_u64()), (200, Some(2)));
+
+    // Another tab saves from revision 1: refused, with both versions.
+    let response = app
+        .request(Method::PUT, &location)
+        .json(&json!({ "expected_revision": 1, "body": "No." }))
+        .send()
+        .await
+        .expect("send");
+    let conflict = expect_problem(response, 409, "revision_mismatch").await;
+    assert_eq!(conflict["revision"], 2);
+    assert_eq!(conflict["server"]["body"], "Yes, Friday.");
+    assert_eq!(conflict["server"]["revision"], 2);
+    assert_eq!(conflict["local"]["body"], "No.");
+    let (_, read) = app.get_json(&location).await;
+    assert_eq!(read["body"], "Yes, Friday.");
+
+    let (status, restored) = send(
+        &app,
+        Method::POST,
+        &format!("{location}/revisions/1/restore"),
+        json!({ "expected_revision": 2 }),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        (restored["revision"].as_u64(), restored["restored_from"].as_u64()),
+        (Some(3), Some(1))
+    );
+    assert_eq!(restored["body"], "Yes.");
+    let (_, history) = app.get_json(&format!("{location}/revisions")).await;
+    let bodies: Vec<&str> = history["revisions"]
+        .as_array()
+        .expect("revisions")
+        .iter()
+        .map(|revision| revision["body"].as_str().expect("body"))
+        .collect();
+    assert_eq!(bodies, ["Yes.", "Yes, Friday.", "Yes."]);
+
+    let (status, _) = send(
+        &app,
+        Method::POST,
+        &format!("{location}/revisions/9/restore"),
+        json!({ "expected_revision": 3 }),
+    )
+    .await;
+    assert_eq!(status, 404);
+    let stale = app
+        .request(Method::POST, &format!("{location}/revisions/2/restore"))
+        .json(&json!({ "expected_revision": 2 }))
+        .send()
+        .await
+        .expect("send");
+    let conflict = expect_problem(stale, 409, "revision_mismatch").await;
+    assert_eq!(
+        (
+            conflict["server"]["revision"].as_u64(),
+            conflict["local"]["body"].as_str()
+        ),
+        (Some(3), Some("Yes, Friday."))
+    );
+    for missing in ["x", &uuid::Uuid::new_v4().to_string()] {
+        expect_problem(
+            get(&app, &format!("/v1/email/drafts/{missing}")).await,
+            404,
+            "email_draft_not_found",
+        )
+        .await;
+        expect_problem(
+            get(&app, &format!("/v1/email/drafts/{missing}/revisions")).await,
+            404,
+            "email_draft_not_found",
+        )
+        .await;
+    }
+    assert_eq!(
+        app.count("email_operations").await,
+        0,
+        "saving a draft writes nothing to the mailbox"
+    );
+}

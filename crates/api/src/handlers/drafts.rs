@@ -1,0 +1,224 @@
+//! Email mode's versioned drafts (`/v1/email/drafts`, mounted with Email mode): create one on an
+//! account or in a conversation, read it, save the next revision from the newest only (a stale
+//! save answers 409 `revision_mismatch` with both versions), read its whole history, restore an
+//! earlier revision as a new one. Saving a draft never writes to the mailbox.
+
+use axum::Json as JsonResponse;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use domain::ErrorCode;
+use store::{DraftAuthor as StoredAuthor, DraftPlace, DraftRevision as StoredRevision, DraftRow, SaveDraft as Saved};
+use uuid::Uuid;
+use wire::email::{
+    CreateDraft, Draft, DraftAuthor, DraftContent, DraftHistory, DraftRevision, DraftTarget, RestoreDraft, SaveDraft,
+};
+
+use crate::AppState;
+use crate::extract::{Json, Path};
+use crate::problem::ApiError;
+
+fn content(stored: store::DraftContent) -> DraftContent {
+    DraftContent {
+        to: stored.to,
+        cc: stored.cc,
+        subject: stored.subject,
+        body: stored.body,
+    }
+}
+
+fn stored(content: DraftContent) -> store::DraftContent {
+    store::DraftContent {
+        to: content.to,
+        cc: content.cc,
+        subject: content.subject,
+        body: content.body,
+    }
+}
+
+fn revision(stored: StoredRevision) -> DraftRevision {
+    let number = |value: i32| u32::try_from(value).unwrap_or_default();
+    DraftRevision {
+        revision: number(stored.revision),
+        content: content(stored.content),
+        author: if stored.author == "agent" {
+            DraftAuthor::Agent
+        } else {
+            DraftAuthor::Owner
+        },
+        restored_from: stored.restored_from.map(number),
+        saved_at: stored.created_at,
+    }
+}
+
+fn draft(row: DraftRow) -> Draft {
+    Draft {
+        draft_id: row.id,
+        account_id: row.account_id,
+        thread_id: row.thread,
+        newest: revision(row.newest),
+        created_at: row.created_at,
+    }
+}
+
+fn draft_id(text: &str) -> Result<Uuid, ApiError> {
+    super::parse_id(text, |text| Uuid::parse_str(text).ok(), ErrorCode::EmailDraftNotFound)
+}
+
+/// A save's answer: the draft, or 409 with both versions, or 404.
+fn saved(outcome: Saved, local: DraftContent) -> Result<JsonResponse<Draft>, ApiError> {
+    match outcome {
+        Saved::Saved(row) => Ok(JsonResponse(draft(row))),
+        Saved::Conflict(row) => {
+            let newest = row.newest.revision;
+            Err(ApiError::new(ErrorCode::RevisionMismatch)
+                .detail("the draft was saved since this version was read; both versions are here")
+                .revision(newest)
+                .draft_versions(draft(row), local))
+        }
+        Saved::NotFound => Err(ApiError::new(ErrorCode::EmailDraftNotFound)),
+        Saved::UnknownRevision => Err(ApiError::new(ErrorCode::EmailDraftRevisionNotFound)),
+    }
+}
+
+fn expected(revision: u32) -> i32 {
+    i32::try_from(revision).unwrap_or(i32::MAX)
+}
+
+/// Creates a draft: a new message from an account, or a reply in a conversation.
+#[utoipa::path(
+    post, path = "/v1/email/drafts", tag = "email",
+    security(("bearer" = ["email.write"])),
+    request_body = CreateDraft,
+    responses((status = 201, description = "Created, as revision 1", body = Draft, headers(("Location" = String))))
+)]
+pub async fn create(State(state): State<AppState>, Json(body): Json<CreateDraft>) -> Result<Response, ApiError> {
+    let (target, content) = body.checked()?;
+    let (place, unknown) = match &target {
+        DraftTarget::Account(account_id) => (
+            DraftPlace::Account(account_id),
+            ApiError::new(ErrorCode::UnknownEmailAccount).field("account_id"),
+        ),
+        DraftTarget::Thread(thread) => (
+            DraftPlace::Thread(*thread),
+            ApiError::new(ErrorCode::UnknownEmailThread).field("thread_id"),
+        ),
+    };
+    let row = state
+        .store
+        .email_create_draft(place, &stored(content), StoredAuthor::Owner)
+        .await?
+        .ok_or(unknown)?;
+    let location = format!("/v1/email/drafts/{}", row.id);
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        JsonResponse(draft(row)),
+    )
+        .into_response())
+}
+
+/// A draft with its newest revision.
+#[utoipa::path(
+    get, path = "/v1/email/drafts/{draft_id}", tag = "email",
+    security(("bearer" = ["email.read"])),
+    params(("draft_id" = Uuid, Path)),
+    responses((status = 200, description = "The draft", body = Draft))
+)]
+pub async fn get(State(state): State<AppState>, Path(id): Path<String>) -> Result<JsonResponse<Draft>, ApiError> {
+    let row = state
+        .store
+        .email_draft(draft_id(&id)?)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::EmailDraftNotFound))?;
+    Ok(JsonResponse(draft(row)))
+}
+
+/// Saves the next revision, if `expected_revision` is still the newest; otherwise nothing is
+/// saved and the answer (409 `revision_mismatch`) carries the server's version (`server`) and
+/// the refused one (`local`).
+#[utoipa::path(
+    put, path = "/v1/email/drafts/{draft_id}", tag = "email",
+    security(("bearer" = ["email.write"])),
+    params(("draft_id" = Uuid, Path)),
+    request_body = SaveDraft,
+    responses((status = 200, description = "Saved as the next revision", body = Draft))
+)]
+pub async fn save(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Json(body): Json<SaveDraft>,
+) -> Result<JsonResponse<Draft>, ApiError> {
+    let id = draft_id(&id)?;
+    let (expected_revision, local) = body.checked()?;
+    let outcome = state
+        .store
+        .email_save_draft(
+            id,
+            expected(expected_revision),
+            &stored(local.clone()),
+            StoredAuthor::Owner,
+        )
+        .await?;
+    saved(outcome, local)
+}
+
+/// Every revision of a draft, oldest first.
+#[utoipa::path(
+    get, path = "/v1/email/drafts/{draft_id}/revisions", tag = "email",
+    security(("bearer" = ["email.read"])),
+    params(("draft_id" = Uuid, Path)),
+    responses((status = 200, description = "The history", body = DraftHistory))
+)]
+pub async fn history(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<JsonResponse<DraftHistory>, ApiError> {
+    let id = draft_id(&id)?;
+    let revisions = state.store.email_draft_history(id).await?;
+    if revisions.is_empty() {
+        return Err(ApiError::new(ErrorCode::EmailDraftNotFound));
+    }
+    Ok(JsonResponse(DraftHistory {
+        draft_id: id,
+        revisions: revisions.into_iter().map(revision).collect(),
+    }))
+}
+
+/// Restores an earlier revision as the next one, if `expected_revision` is still the newest.
+#[utoipa::path(
+    post, path = "/v1/email/drafts/{draft_id}/revisions/{revision}/restore", tag = "email",
+    security(("bearer" = ["email.write"])),
+    params(("draft_id" = Uuid, Path), ("revision" = u32, Path, minimum = 1)),
+    request_body = RestoreDraft,
+    responses((status = 200, description = "Restored as the next revision", body = Draft))
+)]
+pub async fn restore(
+    State(state): State<AppState>,
+    Path((id, from)): Path<(String, String)>,
+    Json(body): Json<RestoreDraft>,
+) -> Result<JsonResponse<Draft>, ApiError> {
+    let id = draft_id(&id)?;
+    let from: i32 = from
+        .parse()
+        .ok()
+        .filter(|from| *from >= 1)
+        .ok_or_else(|| ApiError::new(ErrorCode::EmailDraftRevisionNotFound))?;
+    let outcome = state
+        .store
+        .email_restore_draft(id, from, expected(body.expected_revision))
+        .await?;
+    // A refused restore's own version is the revision it would have restored.
+    let local = match &outcome {
+        Saved::Conflict(_) => state
+            .store
+            .email_draft_history(id)
+            .await?
+            .into_iter()
+            .find(|stored| stored.revision == from)
+            .map(|stored| content(stored.content))
+            .unwrap_or_default(),
+        _ => DraftContent::default(),
+    };
+    saved(outcome, local)
+}
