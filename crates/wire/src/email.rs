@@ -261,6 +261,8 @@ pub struct CreateDraft {
 
 /// `PUT /v1/email/drafts/{draft_id}`: the next revision, saved only if `expected_revision` is
 /// still the newest (otherwise 409 `revision_mismatch` with both versions).
+/// The content members repeat [`CreateDraft`]'s: serde cannot refuse unknown members around a
+/// flattened struct, and both bodies refuse them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SaveDraft {
