@@ -19,6 +19,9 @@ export const REFRESH_EVERY_MS = 60_000;
 export const POLL_MS = 1_000;
 /** Consecutive status failures after which refresh stops until the next active refresh. */
 export const MAX_STATUS_FAILURES = 3;
+/** How long an operation is followed before the page stops waiting for it (the server may be
+ * without its worker); it is then reported as not done yet, never sent again. */
+export const SETTLE_WAIT_MS = 120_000;
 /** The initial request shows the five most important conversations; later pages are larger. */
 const FIRST_PAGE = 5;
 const NEXT_PAGE = 25;
@@ -267,7 +270,9 @@ export async function change(id, change) {
     return;
   }
   restore(
-    settled.state === "uncertain"
+    settled.state === "pending"
+      ? `${CHANGE_WORDS[change]} has not run yet (the server has not taken it up); it will not be sent again from here.`
+      : settled.state === "uncertain"
       ? `${CHANGE_WORDS[change]} may not have happened (${settled.error ?? "outcome unknown"}); it will not be repeated. Check the mailbox before trying again.`
       : settled.state === "failed"
         ? `${CHANGE_WORDS[change]} failed (${settled.error ?? "refused"}).`
@@ -290,14 +295,17 @@ const sleep = (/** @type {number} */ ms) => new Promise((resolve) => window.setT
 
 /**
  * Reads an operation until it settles. Status failures retry with doubling waits; after three in
- * a row it gives up with `unreadable`.
+ * a row it gives up with `unreadable`, and after SETTLE_WAIT_MS without a settled state with
+ * `pending`.
  * @param {string} id
  * @returns {Promise<{state: string, error: string | null}>}
  */
 export async function settle(id) {
   let failures = 0;
   let wait = POLL_MS;
+  const started = Date.now();
   for (;;) {
+    if (Date.now() - started > SETTLE_WAIT_MS) return { state: "pending", error: null };
     await sleep(wait);
     try {
       /** @type {Operation} */
