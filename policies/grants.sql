@@ -35,8 +35,11 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON folders, sessions TO steward_api;
 GRANT SELECT, DELETE ON folder_proposal_sessions, web_sessions TO steward_api;
 GRANT INSERT ON web_sessions TO steward_api;
 GRANT SELECT, UPDATE ON folder_proposals TO steward_api;
-GRANT SELECT, UPDATE ON session_index_clock, tool_invocations, approvals, questions,
-    schedule_occurrences TO steward_api;
+GRANT SELECT, UPDATE ON session_index_clock, approvals, questions, schedule_occurrences TO steward_api;
+-- Review & Send puts the one `send_message` call of a frozen draft in its run.
+GRANT SELECT, INSERT, UPDATE ON tool_invocations TO steward_api;
+-- A draft's send status reads the reconciliation of an uncertain send.
+GRANT SELECT ON mail_reconciliations TO steward_api;
 GRANT SELECT, INSERT, UPDATE ON runs, notification_outbox, schedules, devices, model_settings
     TO steward_api;
 -- A message submit in one round trip (migration 0015); it runs with the api login's rights.

@@ -276,6 +276,7 @@ impl Following<'_> {
                     CancelReason::Deadline => {
                         eprintln!("The run was stopped at its deadline: it ran longer than its time limit allows.");
                     }
+                    CancelReason::DraftChanged => eprintln!("The send was withdrawn: its draft changed."),
                 }
                 return Ok(Some(Outcome::Cancelled));
             }

@@ -18,7 +18,7 @@ use domain::approval::{InvocationState, display_arguments};
 use domain::ids::{RunId, SessionId};
 use domain::run::Cost;
 use serde_json::{Value, json};
-use store::{ClaimedRun, InvocationRow, Lease, ModelStep, NewCall, RunCounters, Store, StoreError};
+use store::{ClaimedRun, InvocationRow, Lease, ModelStep, NewCall, RunCounters, RunKind, Store, StoreError};
 use tokio::sync::mpsc;
 use wire::event::{Delta, Transient, TransientNotice};
 
@@ -222,6 +222,9 @@ impl Executor {
                     .await;
             }
         };
+        if claimed.kind == RunKind::DraftSend {
+            return self.send_draft(&claimed, &configuration, stop).await;
+        }
         let Some(provider) = self.providers.get(&configuration.model.provider) else {
             let detail = format!(
                 "model provider `{}` is not configured on this worker",
@@ -264,6 +267,77 @@ impl Executor {
         })
     }
 
+    /// A frozen draft's run: its one `send_message` call is settled like any call (parked for
+    /// the owner's approval, dispatched once after approve-once), and the run ends with it. No
+    /// model is asked, so none needs to be reachable.
+    async fn send_draft(
+        &self,
+        claimed: &ClaimedRun,
+        configuration: &AgentConfiguration,
+        stop: &Stop,
+    ) -> Result<Finish, StoreError> {
+        let run_tools = RunTools {
+            configuration,
+            scheduled_scopes: None,
+        };
+        let toolbox = Toolbox::for_run(run_tools, self.http.clone(), self.mail.clone());
+        let wait_seconds = configuration.wait_timeout_seconds();
+        if let Some(finish) = self
+            .settle_all(claimed, &toolbox, wait_seconds, &claimed.counters, stop)
+            .await?
+        {
+            return Ok(finish);
+        }
+        Ok(
+            match self.store.complete_run(&claimed.lease, &claimed.counters).await? {
+                Some(()) => Finish::Ended,
+                None => Finish::Lost,
+            },
+        )
+    }
+
+    /// Settles the run's invocations in order; `Some` when the execution stops here.
+    async fn settle_all(
+        &self,
+        claimed: &ClaimedRun,
+        toolbox: &Toolbox,
+        wait_seconds: u32,
+        counters: &RunCounters,
+        stop: &Stop,
+    ) -> Result<Option<Finish>, StoreError> {
+        let lease = &claimed.lease;
+        for invocation in self.store.invocations(lease.run).await? {
+            if stop.is_raised() {
+                return Ok(Some(Finish::Lost));
+            }
+            if invocation.state == InvocationState::Queued
+                && let Some(scope) = toolbox.withheld_scope(&invocation.tool)
+            {
+                // A scheduled run holds only the tools its schedule requested scopes for:
+                // reaching for another ends the run with the schedule authorization failure.
+                let detail = format!(
+                    "this schedule did not request the `{scope}` scope that `{}` needs; a schedule that \
+                     uses mail must be created over HTTP with exactly the read and write use scopes",
+                    invocation.tool
+                );
+                if let Some(finish) = self
+                    .refuse(lease, &invocation, store::AUTHORIZATION_FAILED, &detail)
+                    .await?
+                {
+                    return Ok(Some(finish));
+                }
+                return self
+                    .fail(lease, store::AUTHORIZATION_FAILED, &detail, counters)
+                    .await
+                    .map(Some);
+            }
+            if let Some(finish) = self.settle(claimed, toolbox, &invocation, wait_seconds).await? {
+                return Ok(Some(finish));
+            }
+        }
+        Ok(None)
+    }
+
     async fn drive(
         &self,
         claimed: &ClaimedRun,
@@ -276,37 +350,14 @@ impl Executor {
         let lease = &claimed.lease;
         let limits = claimed.run.limits;
         let mut counters = claimed.counters;
+        // A scheduled run waits for the owner as its schedule says, any other as its agent does.
+        let wait_seconds = claimed
+            .wait_timeout_seconds
+            .unwrap_or_else(|| configuration.wait_timeout_seconds());
         loop {
             // 1. Settle the latest step's invocations, in order.
-            for invocation in self.store.invocations(lease.run).await? {
-                if stop.is_raised() {
-                    return Ok(Finish::Lost);
-                }
-                // A scheduled run waits for the owner as its schedule says, any other as its agent does.
-                let wait_seconds = claimed
-                    .wait_timeout_seconds
-                    .unwrap_or_else(|| configuration.wait_timeout_seconds());
-                if invocation.state == InvocationState::Queued
-                    && let Some(scope) = toolbox.withheld_scope(&invocation.tool)
-                {
-                    // A scheduled run holds only the tools its schedule requested scopes for:
-                    // reaching for another ends the run with the schedule authorization failure.
-                    let detail = format!(
-                        "this schedule did not request the `{scope}` scope that `{}` needs; a schedule that \
-                         uses mail must be created over HTTP with exactly the read and write use scopes",
-                        invocation.tool
-                    );
-                    if let Some(finish) = self
-                        .refuse(lease, &invocation, store::AUTHORIZATION_FAILED, &detail)
-                        .await?
-                    {
-                        return Ok(finish);
-                    }
-                    return self.fail(lease, store::AUTHORIZATION_FAILED, &detail, &counters).await;
-                }
-                if let Some(finish) = self.settle(claimed, toolbox, &invocation, wait_seconds).await? {
-                    return Ok(finish);
-                }
+            if let Some(finish) = self.settle_all(claimed, toolbox, wait_seconds, &counters, stop).await? {
+                return Ok(finish);
             }
             if stop.is_raised() {
                 return Ok(Finish::Lost);

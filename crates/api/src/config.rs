@@ -91,6 +91,8 @@ pub struct ApiConfig {
     pub stream_heartbeat: std::time::Duration,
     /// The model combinations offered in the settings.
     pub offered_models: domain::models::Offered,
+    /// The connected mail accounts' ids, when mail is on (Review & Send names their send tools).
+    pub mail_accounts: Option<AccountIds>,
 }
 
 fn parse_number<T: std::str::FromStr>(
@@ -258,6 +260,7 @@ impl ApiConfig {
             run_limits,
             stream_heartbeat: std::time::Duration::from_secs(heartbeat),
             offered_models,
+            mail_accounts: mail,
         })
     }
 }

@@ -44,6 +44,7 @@ struct Settings {
     run_limits: domain::run::RunLimits,
     stream_heartbeat: std::time::Duration,
     offered_models: domain::models::Offered,
+    mail_accounts: Option<domain::manifest::AccountIds>,
     release: String,
     openapi_json: String,
 }
@@ -70,6 +71,7 @@ pub fn app(config: ApiConfig, store: Store) -> Router {
         run_limits: config.run_limits,
         stream_heartbeat: config.stream_heartbeat,
         offered_models: config.offered_models,
+        mail_accounts: config.mail_accounts,
         release: config.release,
         openapi_json,
     };

@@ -95,6 +95,7 @@ impl Modify for BearerAuth {
         drafts::save,
         drafts::history,
         drafts::restore,
+        drafts::review,
         web_session::exchange,
         web_session::current,
         web_session::revoke,

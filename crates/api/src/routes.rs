@@ -420,7 +420,7 @@ pub fn catalog() -> Vec<RouteDef> {
             Scoped(EmailWrite),
             Some(Flag::EmailMode),
             drafts::save,
-            [JSON_BODY, [EmailDraftNotFound, RevisionMismatch]]
+            [JSON_BODY, [EmailDraftNotFound, RevisionMismatch, EmailDraftSending]]
         ),
         route!(
             GET "/v1/email/drafts/{draft_id}/revisions",
@@ -434,7 +434,23 @@ pub fn catalog() -> Vec<RouteDef> {
             Scoped(EmailWrite),
             Some(Flag::EmailMode),
             drafts::restore,
-            [JSON_BODY, [EmailDraftNotFound, EmailDraftRevisionNotFound, RevisionMismatch]]
+            [JSON_BODY, [EmailDraftNotFound, EmailDraftRevisionNotFound, RevisionMismatch, EmailDraftSending]]
+        ),
+        route!(
+            POST "/v1/email/drafts/{draft_id}/review",
+            Scoped(EmailWrite),
+            Some(Flag::EmailMode),
+            drafts::review,
+            [
+                JSON_BODY,
+                [
+                    EmailDraftNotFound,
+                    RevisionMismatch,
+                    EmailDraftSending,
+                    EmailDraftNoRecipients,
+                    EmailSendUnavailable
+                ]
+            ]
         ),
         route!(POST "/v1/web/session", BearerToken, None, web_session::exchange, []),
         route!(GET "/v1/web/session", Authenticated, None, web_session::current, []),

@@ -58,10 +58,13 @@ pub enum ErrorCode {
     EmailDraftRevisionNotFound,
     UnknownEmailAccount,
     UnknownEmailThread,
+    EmailDraftSending,
+    EmailDraftNoRecipients,
+    EmailSendUnavailable,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 53] = [
+    pub const ALL: [ErrorCode; 56] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -115,6 +118,9 @@ impl ErrorCode {
         ErrorCode::EmailDraftRevisionNotFound,
         ErrorCode::UnknownEmailAccount,
         ErrorCode::UnknownEmailThread,
+        ErrorCode::EmailDraftSending,
+        ErrorCode::EmailDraftNoRecipients,
+        ErrorCode::EmailSendUnavailable,
     ];
 
     /// The stable machine-readable code, the `code` member of a problem document.
@@ -173,6 +179,9 @@ impl ErrorCode {
             ErrorCode::EmailDraftRevisionNotFound => "email_draft_revision_not_found",
             ErrorCode::UnknownEmailAccount => "unknown_email_account",
             ErrorCode::UnknownEmailThread => "unknown_email_thread",
+            ErrorCode::EmailDraftSending => "email_draft_sending",
+            ErrorCode::EmailDraftNoRecipients => "email_draft_no_recipients",
+            ErrorCode::EmailSendUnavailable => "email_send_unavailable",
         }
     }
 
@@ -227,6 +236,7 @@ impl ErrorCode {
             ErrorCode::EmailDraftNotFound | ErrorCode::EmailDraftRevisionNotFound => 404,
             // A well-formed body naming what the server's state lacks, as `unknown_folder`.
             ErrorCode::UnknownEmailAccount | ErrorCode::UnknownEmailThread => 409,
+            ErrorCode::EmailDraftSending | ErrorCode::EmailDraftNoRecipients | ErrorCode::EmailSendUnavailable => 409,
         }
     }
 
@@ -286,6 +296,9 @@ impl ErrorCode {
             ErrorCode::EmailDraftRevisionNotFound => "The draft has no such revision",
             ErrorCode::UnknownEmailAccount => "Unknown mail account",
             ErrorCode::UnknownEmailThread => "Unknown conversation",
+            ErrorCode::EmailDraftSending => "The draft's approved send is on its way, sent, or being checked",
+            ErrorCode::EmailDraftNoRecipients => "The draft names nobody to send to",
+            ErrorCode::EmailSendUnavailable => "This server cannot send from the draft's account",
         }
     }
 }

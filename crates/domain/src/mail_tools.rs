@@ -125,6 +125,44 @@ pub fn tools(accounts: &AccountIds) -> Vec<MailTool> {
         .collect()
 }
 
+/// The `send_message` tool of `account_id`, when it is one of `accounts`.
+pub fn send_tool(accounts: &AccountIds, account_id: &str) -> Option<MailTool> {
+    tools(accounts)
+        .into_iter()
+        .find(|tool| tool.account_id == account_id && tool.operation == MailOperation::SendMessage)
+}
+
+/// A frozen draft as the `send_message` call that sends it: what the owner approves is exactly
+/// this, and a client verifies an approval against its own copy of the same draft.
+#[derive(Clone, Copy, Debug)]
+pub struct DraftMessage<'a> {
+    pub account_id: &'a str,
+    /// The provider's id of the thread it replies in; `None` for a new message.
+    pub provider_thread: Option<&'a str>,
+    pub to: &'a [String],
+    pub cc: &'a [String],
+    pub subject: &'a str,
+    pub body: &'a str,
+}
+
+impl DraftMessage<'_> {
+    /// The call's arguments: `account_id`, `thread_id` (only for a reply), `to`, `cc`, `subject`
+    /// and `body`, every member always spelled the same way.
+    pub fn arguments(&self) -> serde_json::Value {
+        let mut arguments = serde_json::json!({
+            "account_id": self.account_id,
+            "to": self.to,
+            "cc": self.cc,
+            "subject": self.subject,
+            "body": self.body,
+        });
+        if let Some(thread) = self.provider_thread {
+            arguments["thread_id"] = thread.into();
+        }
+        arguments
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,5 +214,38 @@ mod tests {
         assert_eq!(MailOperation::parse("delete_message"), None);
         assert_eq!(scope("work", "home", MailCapability::Write), "mcp.mail_work_write.use");
         assert_eq!(scope("home", "home", MailCapability::Send), "mcp.mail_send.use");
+    }
+
+    #[test]
+    fn a_draft_is_sent_by_its_own_accounts_send_tool_with_exactly_its_content() {
+        let ids = accounts("personal", &["personal", "work"]);
+        assert_eq!(
+            send_tool(&ids, "work").map(|tool| tool.name),
+            Some("mcp.mail_work_send.send_message".to_owned())
+        );
+        assert_eq!(
+            send_tool(&ids, "personal").map(|tool| tool.name),
+            Some("mcp.mail_send.send_message".to_owned())
+        );
+        assert_eq!(send_tool(&ids, "other"), None);
+        let to = vec!["ada@example.org".to_owned()];
+        let reply = DraftMessage {
+            account_id: "work",
+            provider_thread: Some("t1"),
+            to: &to,
+            cc: &[],
+            subject: "Re: Plan",
+            body: "Yes.",
+        };
+        assert_eq!(
+            reply.arguments(),
+            serde_json::json!({ "account_id": "work", "thread_id": "t1", "to": ["ada@example.org"], "cc": [],
+                                "subject": "Re: Plan", "body": "Yes." })
+        );
+        let new = DraftMessage {
+            provider_thread: None,
+            ..reply
+        };
+        assert!(new.arguments().get("thread_id").is_none());
     }
 }

@@ -26,11 +26,45 @@ pub const INVOCATION_HEADER: &str = "X-Steward-Invocation";
 /// A checked message: what the owner approved, exactly.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outgoing {
+    /// The account it must go from, when the call names it (a frozen draft's does).
+    pub account_id: Option<String>,
+    /// The provider's thread it replies in.
+    pub thread_id: Option<String>,
     pub to: Vec<String>,
     pub cc: Vec<String>,
     pub bcc: Vec<String>,
     pub subject: String,
     pub body: String,
+}
+
+/// What makes a message a reply in its thread (RFC 5322 section 3.6.4): the `Message-ID`s (without
+/// angle brackets) it answers and of the conversation before it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReplyHeaders {
+    pub in_reply_to: String,
+    pub references: Vec<String>,
+}
+
+impl ReplyHeaders {
+    /// The headers of a reply to a message with `message_id` and `references` (header values as
+    /// the provider shows them, angle brackets and all); `None` without a `Message-ID`.
+    pub fn answering(message_id: &str, references: &str) -> Option<ReplyHeaders> {
+        let bare = |id: &str| id.trim().trim_start_matches('<').trim_end_matches('>').to_owned();
+        let in_reply_to = bare(message_id);
+        if in_reply_to.is_empty() {
+            return None;
+        }
+        let mut chain: Vec<String> = references
+            .split_whitespace()
+            .map(bare)
+            .filter(|id| !id.is_empty())
+            .collect();
+        chain.push(in_reply_to.clone());
+        Some(ReplyHeaders {
+            in_reply_to,
+            references: chain,
+        })
+    }
 }
 
 /// The `Message-ID` (without angle brackets) of the message an invocation creates.
@@ -95,17 +129,31 @@ fn addresses(arguments: &Value, field: &str, required: bool) -> Result<Vec<Strin
 
 impl Outgoing {
     /// Checks the tool's arguments: `to` (required), `cc`, `bcc` (an address or a list),
-    /// `subject` and `body` (strings). Nothing else is accepted.
+    /// `subject` and `body` (strings), and optionally `account_id` and `thread_id` (the
+    /// provider's thread it replies in). Nothing else is accepted.
     pub fn from_arguments(arguments: &Value) -> Result<Outgoing, String> {
         let Some(object) = arguments.as_object() else {
             return Err("the arguments must be an object".into());
         };
         if let Some(unknown) = object
             .keys()
-            .find(|key| !["to", "cc", "bcc", "subject", "body"].contains(&key.as_str()))
+            .find(|key| !["account_id", "thread_id", "to", "cc", "bcc", "subject", "body"].contains(&key.as_str()))
         {
             return Err(format!("unknown argument `{unknown}`"));
         }
+        let optional = |field: &str| -> Result<Option<String>, String> {
+            match &arguments[field] {
+                Value::Null => Ok(None),
+                Value::String(text)
+                    if !text.is_empty() && text.len() <= 256 && text.chars().all(|c| c.is_ascii_graphic()) =>
+                {
+                    Ok(Some(text.clone()))
+                }
+                _ => Err(format!("`{field}` must be a provider id")),
+            }
+        };
+        let account_id = optional("account_id")?;
+        let thread_id = optional("thread_id")?;
         let subject = arguments["subject"].as_str().ok_or("`subject` must be a string")?;
         if subject.chars().any(char::is_control) {
             return Err("`subject` must be one line".into());
@@ -124,6 +172,8 @@ impl Outgoing {
             return Err("`body` holds invisible formatting characters".into());
         }
         Ok(Outgoing {
+            account_id,
+            thread_id,
             to: addresses(arguments, "to", true)?,
             cc: addresses(arguments, "cc", false)?,
             bcc: addresses(arguments, "bcc", false)?,
@@ -132,9 +182,21 @@ impl Outgoing {
         })
     }
 
-    /// The RFC 5322 message of `invocation`, base64url-encoded as the provider's `raw` field
-    /// wants it.
-    pub fn raw(&self, invocation: Uuid) -> String {
+    /// [`Outgoing::from_arguments`] for `tool`, whose account an `account_id` must name.
+    pub fn for_tool(arguments: &Value, tool: &domain::mail_tools::MailTool) -> Result<Outgoing, String> {
+        let outgoing = Outgoing::from_arguments(arguments)?;
+        match &outgoing.account_id {
+            Some(account) if *account != tool.account_id => Err(format!(
+                "`account_id` names `{account}`, but `{}` is account `{}`'s tool",
+                tool.name, tool.account_id
+            )),
+            _ => Ok(outgoing),
+        }
+    }
+
+    /// The RFC 5322 message of `invocation` (a reply when `reply` is given), base64url-encoded
+    /// as the provider's `raw` field wants it.
+    pub fn raw(&self, invocation: Uuid, reply: Option<&ReplyHeaders>) -> String {
         fn list(items: &[String]) -> Vec<&str> {
             items.iter().map(String::as_str).collect()
         }
@@ -152,6 +214,11 @@ impl Outgoing {
         }
         if !self.bcc.is_empty() {
             builder = builder.bcc(list(&self.bcc));
+        }
+        if let Some(reply) = reply {
+            builder = builder
+                .in_reply_to(reply.in_reply_to.as_str())
+                .references(reply.references.as_slice());
         }
         // Writing to memory cannot fail.
         let bytes = builder.write_to_vec().unwrap_or_default();
@@ -174,7 +241,7 @@ mod tests {
         .expect("valid");
         let invocation = Uuid::new_v4();
         let raw = base64::engine::general_purpose::URL_SAFE
-            .decode(outgoing.raw(invocation))
+            .decode(outgoing.raw(invocation, None))
             .expect("base64url");
         let parsed = mail_parser::MessageParser::default().parse(&raw).expect("parses");
         assert_eq!(parsed.subject(), Some("Über den Plan: Friday"));
@@ -203,6 +270,30 @@ mod tests {
     }
 
     #[test]
+    fn a_reply_names_the_message_it_answers_and_the_conversation_before_it() {
+        let outgoing = Outgoing::from_arguments(&json!({
+            "account_id": "work", "thread_id": "t1", "to": ["ada@example.org"], "cc": [],
+            "subject": "Re: Plan", "body": "Yes."
+        }))
+        .expect("valid");
+        assert_eq!(outgoing.thread_id.as_deref(), Some("t1"));
+        assert_eq!(outgoing.account_id.as_deref(), Some("work"));
+        let reply = ReplyHeaders::answering("<b@example.org>", "<a@example.org>").expect("has an id");
+        let raw = base64::engine::general_purpose::URL_SAFE
+            .decode(outgoing.raw(Uuid::new_v4(), Some(&reply)))
+            .expect("base64url");
+        let parsed = mail_parser::MessageParser::default().parse(&raw).expect("parses");
+        assert_eq!(parsed.in_reply_to().as_text(), Some("b@example.org"));
+        let references: Vec<&str> = parsed
+            .references()
+            .as_text_list()
+            .map(|list| list.iter().map(|id| id.as_ref()).collect())
+            .unwrap_or_default();
+        assert_eq!(references, ["a@example.org", "b@example.org"]);
+        assert_eq!(ReplyHeaders::answering("  ", ""), None);
+    }
+
+    #[test]
     fn refuses_arguments_that_could_forge_headers_or_are_incomplete() {
         let base = json!({ "to": "ada@example.org", "subject": "Hi", "body": "Text" });
         assert!(Outgoing::from_arguments(&base).is_ok());
@@ -219,6 +310,8 @@ mod tests {
             ("body", json!("Pay \u{200B}now"), "invisible formatting"),
             ("body", json!(null), "`body` must be a string"),
             ("attachment", json!("x"), "unknown argument"),
+            ("thread_id", json!("t1\r\nBcc: eve@evil.test"), "provider id"),
+            ("account_id", json!(7), "provider id"),
         ] {
             let mut arguments = base.clone();
             arguments[field] = value;

@@ -20,7 +20,7 @@ use uuid::Uuid;
 use crate::accounts::{Account, MailAccounts};
 use crate::document::CredentialDocument;
 use crate::gmail::{Credential, GmailClient, MailError};
-use crate::message::{INVOCATION_HEADER, Outgoing, invocation_tag, message_id};
+use crate::message::{INVOCATION_HEADER, Outgoing, ReplyHeaders, invocation_tag, message_id};
 
 const SEARCH_DEFAULT_RESULTS: u64 = 10;
 const SEARCH_MAX_RESULTS: u64 = 25;
@@ -115,6 +115,8 @@ fn message_parameters() -> Value {
     json!({
         "type": "object",
         "properties": {
+            "account_id": { "type": "string", "description": "This tool's own account, when given" },
+            "thread_id": { "type": "string", "description": "The provider's id of the thread it replies in" },
             "to": addresses, "cc": addresses, "bcc": addresses,
             "subject": { "type": "string" },
             "body": { "type": "string", "description": "Plain text" }
@@ -260,9 +262,33 @@ impl MailService {
     /// approval is never given to a message that cannot be made. Other tools pass.
     pub fn check_arguments(&self, tool: &str, arguments: &Value) -> Result<(), String> {
         match self.tool(tool) {
-            Some(tool) if tool.operation.has_effect() => Outgoing::from_arguments(arguments).map(|_| ()),
+            Some(tool) if tool.operation.has_effect() => Outgoing::for_tool(arguments, tool).map(|_| ()),
             _ => Ok(()),
         }
+    }
+
+    /// The headers that make a message a reply in `thread`: its newest message's `Message-ID`
+    /// and `References`, read with the account's read document. `Err` is the call's outcome:
+    /// nothing was written.
+    async fn reply_headers(&self, account: &Account, thread: &str) -> Result<Option<ReplyHeaders>, MailOutcome> {
+        let credential = Self::credential(account, MailCapability::Read);
+        let metadata = [
+            ("format", "metadata".to_owned()),
+            ("metadataHeaders", "Message-ID".to_owned()),
+            ("metadataHeaders", "References".to_owned()),
+        ];
+        let detail = self
+            .client
+            .read(credential, &format!("threads/{thread}"), &metadata)
+            .await
+            .map_err(|error| failed(&error))?;
+        let newest = detail["messages"].as_array().and_then(|messages| messages.last());
+        Ok(newest.and_then(|message| {
+            ReplyHeaders::answering(
+                header(message, "Message-ID").unwrap_or_default(),
+                header(message, "References").unwrap_or_default(),
+            )
+        }))
     }
 
     /// Runs the mail tool `name` for `invocation` (whose id names the message it creates).
@@ -298,16 +324,29 @@ impl MailService {
                 Err(error) => failed(&error),
             },
             MailOperation::CreateDraft | MailOperation::SendMessage => {
-                let outgoing = match Outgoing::from_arguments(arguments) {
+                let outgoing = match Outgoing::for_tool(arguments, tool) {
                     Ok(outgoing) => outgoing,
                     Err(message) => return invalid(message),
                 };
+                // A reply answers the thread's newest message; reading it (with the read
+                // document) comes before anything is written, so its failure changes nothing.
+                let reply = match &outgoing.thread_id {
+                    Some(thread) => match self.reply_headers(account, thread).await {
+                        Ok(reply) => reply,
+                        Err(outcome) => return outcome,
+                    },
+                    None => None,
+                };
                 let reconciliation = Reconciliation::of(&account.account_id, tool.operation, invocation);
-                let raw = outgoing.raw(invocation);
+                let raw = outgoing.raw(invocation, reply.as_ref());
+                let mut message = json!({ "raw": raw });
+                if let Some(thread) = &outgoing.thread_id {
+                    message["threadId"] = json!(thread);
+                }
                 let (path, body) = if tool.operation == MailOperation::CreateDraft {
-                    ("drafts", json!({ "message": { "raw": raw } }))
+                    ("drafts", json!({ "message": message }))
                 } else {
-                    ("messages/send", json!({ "raw": raw }))
+                    ("messages/send", message)
                 };
                 match self.client.dispatch(credential, path, &body).await {
                     Ok(answer) if tool.operation == MailOperation::CreateDraft => MailOutcome::Succeeded(json!({

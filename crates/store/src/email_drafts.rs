@@ -2,12 +2,16 @@
 //! replies in a thread of its account or starts a new message there. A save names the revision
 //! its author had (optimistic): it becomes the next revision only if that is still the newest;
 //! otherwise it is refused with the newest, so the client can keep both. A restore copies an
-//! earlier revision as a new one. The history is never rewritten. Saving is not a mailbox write.
+//! earlier revision as a new one. The history is never rewritten. Saving is not a mailbox write,
+//! and voids a Review & Send freeze nobody approved yet (`email_sends`).
 
+use domain::mail_tools::DraftMessage;
 use jiff::Timestamp;
 use uuid::Uuid;
+use wire::email::SendState;
 
-use crate::{Result, Store, timestamp};
+use crate::email_sends::{DraftSend, Freeze, begin_send, draft_send, locked_send, void, void_unapproved};
+use crate::{Result, Store, StoreError, timestamp};
 
 /// What a revision holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -69,6 +73,23 @@ pub enum SaveDraft {
     NotFound,
     /// A restore named a revision the draft does not have.
     UnknownRevision,
+    /// The draft may not change: its send was approved and is on its way, was sent, or has an
+    /// unknown outcome still being looked for.
+    Sending(DraftSend),
+}
+
+/// A freeze's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReviewDraft {
+    /// Frozen now, or already frozen at this revision and waiting for the owner.
+    Frozen(DraftRow, DraftSend),
+    /// The reviewed revision is not the newest: here is the newest, nothing was frozen.
+    Conflict(DraftRow),
+    /// The draft's newest freeze is on its way, sent, or of unknown outcome.
+    Busy(DraftSend),
+    /// The draft names nobody to send to.
+    NoRecipients,
+    NotFound,
 }
 
 /// Where a new draft goes.
@@ -138,8 +159,19 @@ impl From<DraftRecord> for DraftRow {
     }
 }
 
+/// Locks the draft `id` (lock order: the draft, then its send run); its send session, or `None`
+/// when there is no such draft.
+pub(crate) async fn lock_draft(conn: &mut sqlx::PgConnection, id: Uuid) -> Result<Option<Option<Uuid>>> {
+    let locked: Option<(Option<Uuid>,)> =
+        sqlx::query_as("SELECT session_id FROM email_drafts WHERE id = $1 FOR UPDATE")
+            .bind(id)
+            .fetch_optional(conn)
+            .await?;
+    Ok(locked.map(|(session,)| session))
+}
+
 /// The draft `id` with its newest revision, on `conn`.
-async fn read_draft(conn: &mut sqlx::PgConnection, id: Uuid) -> Result<Option<DraftRow>> {
+pub(crate) async fn read_draft(conn: &mut sqlx::PgConnection, id: Uuid) -> Result<Option<DraftRow>> {
     let record: Option<DraftRecord> = sqlx::query_as(&format!(
         "SELECT {DRAFT_COLUMNS} FROM email_drafts d
          JOIN email_draft_revisions r ON r.draft = d.id AND r.revision = d.revision
@@ -282,23 +314,23 @@ impl Store {
         let now = self.now_sql();
         self.transaction(
             async |conn| {
-                let locked: Option<(i32,)> =
-                    sqlx::query_as("SELECT revision FROM email_drafts WHERE id = $1 FOR UPDATE")
-                        .bind(id)
-                        .fetch_optional(&mut *conn)
-                        .await?;
-                let Some((newest,)) = locked else {
+                if lock_draft(conn, id).await?.is_none() {
                     return Ok(SaveDraft::NotFound);
-                };
+                }
                 let Some(current) = read_draft(&mut *conn, id).await? else {
                     return Ok(SaveDraft::NotFound);
                 };
+                let newest = current.newest.revision;
                 if newest != expected_revision {
                     return Ok(SaveDraft::Conflict(current));
                 }
                 let Some((content, restored_from)) = next() else {
                     return Ok(SaveDraft::UnknownRevision);
                 };
+                // Any later save voids a freeze nobody approved yet.
+                if let Err(send) = void_unapproved(conn, id, now).await? {
+                    return Ok(SaveDraft::Sending(send));
+                }
                 append(conn, id, newest + 1, &content, author, restored_from, now).await?;
                 Ok(match read_draft(conn, id).await? {
                     Some(saved) => SaveDraft::Saved(saved),
@@ -320,5 +352,65 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         Ok(records.into_iter().map(DraftRevision::from).collect())
+    }
+
+    /// Review & Send: freezes the draft's newest revision, if it is still the one reviewed, into
+    /// a queued `draft_send` run holding one `send_message` call with exactly its content (see
+    /// [`DraftMessage::arguments`]); the worker parks it for the owner's approval.
+    pub async fn email_review_draft(&self, freeze: Freeze<'_>) -> Result<ReviewDraft> {
+        let now = self.now_sql();
+        self.transaction(
+            async |conn| {
+                let Some(session) = lock_draft(conn, freeze.draft).await? else {
+                    return Ok(ReviewDraft::NotFound);
+                };
+                let Some(draft) = read_draft(conn, freeze.draft).await? else {
+                    return Ok(ReviewDraft::NotFound);
+                };
+                if draft.newest.revision != freeze.revision {
+                    return Ok(ReviewDraft::Conflict(draft));
+                }
+                if let Some(send) = locked_send(conn, freeze.draft).await? {
+                    match send.state {
+                        // Asking again for what already waits is answered with it.
+                        SendState::Preparing | SendState::AwaitingApproval if send.revision == freeze.revision => {
+                            return Ok(ReviewDraft::Frozen(draft, send));
+                        }
+                        SendState::Preparing | SendState::AwaitingApproval => void(conn, &send, now).await?,
+                        _ if send.settled_unsent() => {}
+                        _ => return Ok(ReviewDraft::Busy(send)),
+                    }
+                }
+                let content = &draft.newest.content;
+                if content.to.is_empty() {
+                    return Ok(ReviewDraft::NoRecipients);
+                }
+                let provider_thread: Option<String> = match draft.thread {
+                    Some(thread) => {
+                        sqlx::query_scalar("SELECT provider_thread_id FROM email_threads WHERE id = $1")
+                            .bind(thread)
+                            .fetch_optional(&mut *conn)
+                            .await?
+                    }
+                    None => None,
+                };
+                let arguments = DraftMessage {
+                    account_id: &draft.account_id,
+                    provider_thread: provider_thread.as_deref(),
+                    to: &content.to,
+                    cc: &content.cc,
+                    subject: &content.subject,
+                    body: &content.body,
+                }
+                .arguments();
+                begin_send(conn, &freeze, session, &content.subject, &arguments, now).await?;
+                let send = draft_send(conn, freeze.draft)
+                    .await?
+                    .ok_or_else(|| StoreError::Corrupt("a freeze just made is gone".into()))?;
+                Ok(ReviewDraft::Frozen(draft, send))
+            },
+            |outcome| matches!(outcome, ReviewDraft::Frozen(..)),
+        )
+        .await
     }
 }

@@ -39,15 +39,25 @@ pub struct InboxQuery<'a> {
 }
 
 /// Columns of [`ThreadSummary`], in its order.
-const SUMMARY_COLUMNS: &str = "t.id, t.account_id, t.subject, t.correspondents, t.latest_at, t.message_count,
-     t.has_attachments, t.labels, t.in_inbox, t.in_spam, t.suspected_spam, t.importance, t.reply_need, t.gist,
-     t.classifier, t.rule, t.handled_at IS NOT NULL AS handled, t.reported_at IS NOT NULL AS reported, t.priority";
+/// A thread's newest draft, and where it is: `draft` (being written, or waiting to be sent),
+/// `check_send_status` (its send's outcome is unknown) or `sent`.
+const SUMMARY_COLUMNS: &str = "t.id, t.account_id, t.provider_thread_id, t.subject, t.correspondents, t.latest_at,
+     t.message_count, t.has_attachments, t.labels, t.in_inbox, t.in_spam, t.suspected_spam, t.importance, t.reply_need,
+     t.gist, t.classifier, t.rule, t.handled_at IS NOT NULL AS handled, t.reported_at IS NOT NULL AS reported,
+     t.priority,
+     (SELECT d.id FROM email_drafts d WHERE d.thread = t.id ORDER BY d.created_at DESC, d.id DESC LIMIT 1) AS draft_id,
+     (SELECT CASE WHEN i.state = 'succeeded' OR m.state = 'found' THEN 'sent'
+                  WHEN i.state = 'outcome_unknown' THEN 'check_send_status' ELSE 'draft' END
+      FROM email_drafts d LEFT JOIN tool_invocations i ON i.run_id = d.send_run
+      LEFT JOIN mail_reconciliations m ON m.invocation_id = i.id
+      WHERE d.thread = t.id ORDER BY d.created_at DESC, d.id DESC LIMIT 1) AS draft_state";
 
 /// A thread as a row of the inbox shows it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ThreadSummary {
     pub id: Uuid,
     pub account_id: String,
+    pub provider_thread_id: String,
     pub subject: String,
     /// Correspondent objects, each sender once.
     pub correspondents: Value,
@@ -68,6 +78,10 @@ pub struct ThreadSummary {
     /// Reported as spam by the owner through Steward.
     pub reported: bool,
     pub priority: i16,
+    /// The thread's newest draft.
+    pub draft_id: Option<Uuid>,
+    /// Where that draft is: `draft`, `check_send_status` or `sent`.
+    pub draft_state: Option<String>,
 }
 
 impl ThreadSummary {
@@ -85,6 +99,7 @@ impl ThreadSummary {
 struct SummaryRecord {
     id: Uuid,
     account_id: String,
+    provider_thread_id: String,
     subject: String,
     correspondents: Value,
     latest_at: jiff_sqlx::Timestamp,
@@ -102,6 +117,8 @@ struct SummaryRecord {
     handled: bool,
     reported: bool,
     priority: i16,
+    draft_id: Option<Uuid>,
+    draft_state: Option<String>,
 }
 
 impl From<SummaryRecord> for ThreadSummary {
@@ -109,6 +126,7 @@ impl From<SummaryRecord> for ThreadSummary {
         ThreadSummary {
             id: record.id,
             account_id: record.account_id,
+            provider_thread_id: record.provider_thread_id,
             subject: record.subject,
             correspondents: record.correspondents,
             latest_at: timestamp(record.latest_at),
@@ -126,6 +144,8 @@ impl From<SummaryRecord> for ThreadSummary {
             handled: record.handled,
             reported: record.reported,
             priority: record.priority,
+            draft_id: record.draft_id,
+            draft_state: record.draft_state,
         }
     }
 }

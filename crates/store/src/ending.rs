@@ -41,6 +41,7 @@ impl Ending {
             Ending::Failed { code, .. } => Some(code),
             Ending::Cancelled(CancelReason::Requested) => Some("requested"),
             Ending::Cancelled(CancelReason::Deadline) => Some("deadline"),
+            Ending::Cancelled(CancelReason::DraftChanged) => Some("draft_changed"),
         }
     }
 

@@ -120,7 +120,7 @@ pub struct FilingOverview {
 }
 
 /// A session whose `folder_id` and `schedule_id` are both null (the session table is `s`).
-const FILEABLE: &str = "s.folder_id IS NULL AND s.schedule_id IS NULL";
+const FILEABLE: &str = "s.folder_id IS NULL AND s.schedule_id IS NULL AND s.kind = 'chat'";
 
 #[derive(sqlx::FromRow)]
 struct ProposalRecord {

@@ -11,6 +11,7 @@ mod email_drafts;
 mod email_inbox;
 mod email_operations;
 mod email_projection;
+mod email_sends;
 mod ending;
 mod events;
 mod folder_proposals;
@@ -35,13 +36,14 @@ pub use artifacts::{ArtifactRow, ArtifactUpload, NewArtifact};
 pub use call_receipts::{CALL_RECEIPTS_CHANNEL, Receipt};
 pub use clock::{Clock, SystemClock};
 pub use delivery::{DeviceTarget, DueNotification, ScheduleOutcome};
-pub use email_drafts::{DraftAuthor, DraftContent, DraftPlace, DraftRevision, DraftRow, SaveDraft};
+pub use email_drafts::{DraftAuthor, DraftContent, DraftPlace, DraftRevision, DraftRow, ReviewDraft, SaveDraft};
 pub use email_inbox::{InboxPosition, InboxQuery, InboxView, ThreadSummary};
 pub use email_operations::{
     ClaimedWrite, EmailOperationRow, NOT_APPLIED, Reconciliation, RefreshRequest, THREAD_GONE, WriteKind, WriteOutcome,
     WriteRequest,
 };
 pub use email_projection::{EmailAccountRow, EmailMessageRow, NewAssessment, NewEmailMessage, WaitingThread};
+pub use email_sends::{DraftSend, Freeze};
 pub use events::{EventRow, StoredFrame};
 pub use folder_proposals::{
     AcceptProposal, DeclineProposal, FilingOverview, FolderProposalRow, LeftOut, MAX_PENDING_PROPOSALS, ProposalTarget,
@@ -60,7 +62,7 @@ pub use wake::{
     EVENTS_CHANNEL, Hint, RUNS_CHANNEL, TRANSIENT_CHANNEL, WAKE_SPACING, Wakes, parse as parse_wake_payload,
 };
 pub use web_sessions::{NewWebSession, WebSessionRow};
-pub use work::{ClaimedRun, Lease, ModelStep, NewCall, RunCounters};
+pub use work::{ClaimedRun, Lease, ModelStep, NewCall, RunCounters, RunKind};
 
 use sqlx::PgPool;
 use sqlx::migrate::Migrator;

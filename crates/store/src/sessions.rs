@@ -162,7 +162,7 @@ impl Store {
     pub async fn session_page(&self, principal: &PrincipalId, after: Option<i64>, limit: u32) -> Result<SessionPage> {
         let sql = format!(
             "SELECT {SESSION_COLUMNS} FROM sessions s
-             WHERE s.principal_id = $1 AND s.index_position > $2
+             WHERE s.principal_id = $1 AND s.index_position > $2 AND s.kind = 'chat'
              ORDER BY s.index_position LIMIT $3"
         );
         let rows = sqlx::query(&sql)
@@ -183,12 +183,16 @@ impl Store {
             async |tx: &mut sqlx::PgConnection| {
                 // The row lock conflicts with the key-share lock a new run takes on its session, so no run
                 // can start between the check below and the delete.
-                let exists = sqlx::query("SELECT 1 FROM sessions WHERE id = $1 AND principal_id = $2 FOR UPDATE")
-                    .bind(id.as_uuid())
-                    .bind(principal.as_str())
-                    .fetch_optional(&mut *tx)
-                    .await?
-                    .is_some();
+                // A draft's send session is not in the index and keeps its sends' record: it is
+                // not deleted from here.
+                let exists = sqlx::query(
+                    "SELECT 1 FROM sessions WHERE id = $1 AND principal_id = $2 AND kind = 'chat' FOR UPDATE",
+                )
+                .bind(id.as_uuid())
+                .bind(principal.as_str())
+                .fetch_optional(&mut *tx)
+                .await?
+                .is_some();
                 if !exists {
                     let tombstone =
                         sqlx::query("SELECT 1 FROM deleted_sessions WHERE session_id = $1 AND principal_id = $2")
@@ -257,7 +261,8 @@ impl Store {
                     None => true,
                 };
                 let schedule: Option<Option<Uuid>> = sqlx::query_scalar(
-                    "SELECT schedule_id FROM sessions WHERE id = $1 AND principal_id = $2 FOR NO KEY UPDATE",
+                    "SELECT schedule_id FROM sessions WHERE id = $1 AND principal_id = $2 AND kind = 'chat'
+                     FOR NO KEY UPDATE",
                 )
                 .bind(id.as_uuid())
                 .bind(principal.as_str())

@@ -61,6 +61,17 @@ pub struct ClaimedRun {
     /// How long a scheduled run may wait for the owner (its schedule's setting); `None` for an
     /// interactive run, which waits as long as its agent says.
     pub wait_timeout_seconds: Option<u32>,
+    pub kind: RunKind,
+}
+
+/// What a run does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunKind {
+    /// The agent loop: the model, its tool calls, the model again.
+    Agent,
+    /// A frozen draft's one `send_message` call, which the run holds from the start: it is
+    /// settled like any call (approval, one dispatch) and the run ends with it, asking no model.
+    DraftSend,
 }
 
 /// What a claim returns beyond [`RUN_COLUMNS`]: the run's owner, usage and model choice.
@@ -79,6 +90,7 @@ struct ClaimRecord {
     occurrence_id: Option<Uuid>,
     requested_scopes: Vec<String>,
     wait_timeout_seconds: Option<i32>,
+    kind: String,
 }
 
 /// The session of an invocation found stranded (beside its [`INVOCATION_COLUMNS`]).
@@ -136,7 +148,7 @@ impl Store {
                  ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
              RETURNING {RUN_COLUMNS}, r.principal_id, r.attempts, r.steps, r.model_calls, r.tool_calls,
                  r.cost_micros, r.input_tokens, r.output_tokens, r.chat_model, r.chat_reasoning_effort,
-                 r.occurrence_id, r.requested_scopes, r.wait_timeout_seconds"
+                 r.occurrence_id, r.requested_scopes, r.wait_timeout_seconds, r.kind"
         );
         let Some(row) = sqlx::query(&sql)
             .bind(worker)
@@ -166,6 +178,11 @@ impl Store {
             .wait_timeout_seconds
             .map(|seconds| counter(seconds, "wait_timeout_seconds"))
             .transpose()?;
+        let kind = match claim.kind.as_str() {
+            "agent" => RunKind::Agent,
+            "draft_send" => RunKind::DraftSend,
+            other => return Err(StoreError::Corrupt(format!("run kind `{other}`"))),
+        };
         let configuration: Value = sqlx::query_scalar(
             "SELECT v.configuration FROM sessions s
              JOIN agent_versions v ON v.agent_id = s.agent_id AND v.version = s.agent_version WHERE s.id = $1",
@@ -188,6 +205,7 @@ impl Store {
             chat_model: claim.chat_model.zip(claim.chat_reasoning_effort),
             scheduled_scopes,
             wait_timeout_seconds,
+            kind,
         }))
     }
 

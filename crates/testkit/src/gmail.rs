@@ -44,7 +44,7 @@ pub struct StoredMessage {
     pub body: String,
     /// When the provider took it, in Unix seconds.
     pub internal_date: i64,
-    /// Its `X-` headers, as given.
+    /// Its `X-`, `In-Reply-To` and `References` headers, as given.
     pub extra_headers: Vec<(String, String)>,
     /// The message's bytes when it was delivered whole ([`FakeGmail::deliver_raw`]).
     pub raw: Option<Vec<u8>>,
@@ -658,7 +658,10 @@ fn parse_raw(inner: &mut Inner, mailbox: &str, raw: &str, label: &str) -> Result
     let extra_headers = parsed
         .headers()
         .iter()
-        .filter(|header| header.name().to_ascii_lowercase().starts_with("x-"))
+        .filter(|header| {
+            let name = header.name().to_ascii_lowercase();
+            name.starts_with("x-") || name == "in-reply-to" || name == "references"
+        })
         .filter_map(|header| {
             parsed
                 .header_raw(header.name())
@@ -751,6 +754,13 @@ async fn send(State(inner): State<Shared>, headers: HeaderMap, Json(body): Json<
             Ok(message) => message,
             Err(refused) => return refused.into_response(),
         };
+        // A reply joins the thread it names, which must be the sender's.
+        if let Some(thread) = body["threadId"].as_str() {
+            if !inner.mailboxes[&mailbox].messages.iter().any(|m| m.thread_id == thread) {
+                return error(StatusCode::NOT_FOUND, "Requested entity was not found.");
+            }
+            message.thread_id = thread.to_owned();
+        }
         // The provider gives a sent message a Message-ID of its own.
         if !inner.keep_sent_message_ids {
             message.message_id = format!("CA+{}@mail.gmail.com", message.id);

@@ -111,6 +111,11 @@ pub enum ThreadState {
     Archived,
     /// Reported as spam by the owner through Steward (soft ink).
     Reported,
+    /// A reply is being written, or waits to be sent (teal).
+    Draft,
+    /// A send from this conversation's draft has an unknown outcome; the mailbox is being
+    /// checked, and it is never sent again (amber).
+    CheckSendStatus,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -125,6 +130,8 @@ pub enum Importance {
 pub struct EmailThreadSummary {
     pub thread_id: Uuid,
     pub account_id: String,
+    /// The provider's id of the conversation (a reply's approval names it as `thread_id`).
+    pub provider_thread_id: String,
     pub subject: String,
     /// Each sender once, in order of first message.
     pub correspondents: Vec<Correspondent>,
@@ -144,6 +151,8 @@ pub struct EmailThreadSummary {
     pub classifier: Option<String>,
     /// The server flags it as suspected spam (cleared by `POST …/spam-flag`).
     pub suspected_spam: bool,
+    /// The conversation's newest draft (`/v1/email/drafts/{draft_id}`), if any.
+    pub draft_id: Option<Uuid>,
 }
 
 /// One page of a listing.
@@ -266,6 +275,7 @@ pub struct CreateDraft {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SaveDraft {
+    #[serde(deserialize_with = "crate::request::whole")]
     #[schema(minimum = 1)]
     pub expected_revision: u32,
     #[serde(default)]
@@ -286,6 +296,7 @@ pub struct SaveDraft {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RestoreDraft {
+    #[serde(deserialize_with = "crate::request::whole")]
     #[schema(minimum = 1)]
     pub expected_revision: u32,
 }
@@ -331,6 +342,56 @@ pub struct Draft {
     pub newest: DraftRevision,
     #[schema(value_type = String, format = DateTime)]
     pub created_at: jiff::Timestamp,
+    /// The newest Review & Send of this draft and what became of it; null until one is asked for.
+    pub send: Option<DraftSend>,
+}
+
+/// What became of a frozen draft's send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SendState {
+    /// Frozen; the worker has not raised its approval yet.
+    Preparing,
+    /// Its approval waits for the owner.
+    AwaitingApproval,
+    /// Approved once; the worker is sending it.
+    Sending,
+    /// Sent (answered by the provider, or found in the mailbox after an uncertain outcome).
+    Sent,
+    /// The send may or may not have happened (`mail.outcome_unknown`); the mailbox is being
+    /// checked, and it is never sent again. The row reads `Check send status`.
+    OutcomeUnknown,
+    /// The check found nothing; that proves nothing, so look in Sent before sending again.
+    Unconfirmed,
+    /// Not sent: denied, expired, voided by a later save, or refused (see `code`).
+    NotSent,
+}
+
+/// A draft's newest freeze: the revision it froze, the approval that sends exactly it, and its state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct DraftSend {
+    /// The frozen revision.
+    pub revision: u32,
+    pub state: SendState,
+    /// The run that sends it, in the draft's own send session.
+    pub run_id: Uuid,
+    pub session_id: Uuid,
+    /// The approval of the account's `send_message` call with exactly the frozen revision,
+    /// once the worker raised it. Verify it against the revision before approving once.
+    pub approval: Option<crate::response::Approval>,
+    /// Why it was not sent (`approval.denied`, `draft_changed`, `deadline`, a mail code), or
+    /// `mail.outcome_unknown`.
+    pub code: Option<String>,
+}
+
+/// `POST /v1/email/drafts/{draft_id}/review`: Review & Send the newest revision, which must be
+/// `revision` (the one the owner reviewed).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewDraft {
+    #[serde(deserialize_with = "crate::request::whole")]
+    #[schema(minimum = 1)]
+    pub revision: u32,
 }
 
 /// `GET /v1/email/drafts/{draft_id}/revisions`: every revision, oldest first.

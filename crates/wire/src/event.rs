@@ -374,6 +374,8 @@ pub enum CancelReason {
     Requested,
     /// Its deadline passed.
     Deadline,
+    /// A frozen draft's send, made void by a later save of the draft before anyone approved it.
+    DraftChanged,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]

@@ -20,7 +20,7 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(deserializer: D) -> R
 
 /// A whole number: JSON Schema's `integer` includes numbers such as `3.0`, so they are read as
 /// the integer they are; a fraction or a value out of range is refused.
-fn whole<'de, D: Deserializer<'de>, T: TryFrom<i64>>(deserializer: D) -> Result<T, D::Error> {
+pub(crate) fn whole<'de, D: Deserializer<'de>, T: TryFrom<i64>>(deserializer: D) -> Result<T, D::Error> {
     use serde::de::Error;
     let number = serde_json::Number::deserialize(deserializer)?;
     let integer = match (number.as_i64(), number.as_f64()) {

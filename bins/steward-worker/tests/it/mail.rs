@@ -11,8 +11,8 @@ use testkit::gmail::{FakeGmail, MODIFY, READONLY, SEND, SendFault};
 
 use crate::support::Stack;
 
-struct Mail {
-    gmail: FakeGmail,
+pub(crate) struct Mail {
+    pub(crate) gmail: FakeGmail,
     manifest: String,
     /// The refresh tokens per account: read, write, send.
     grants: Vec<(String, [String; 3])>,
@@ -30,7 +30,7 @@ fn write_document(dir: &Path, file: &str, refresh_token: &str, scope: &str, acco
 
 impl Mail {
     /// The provider with the owner's two mailboxes and a recipient's, and a manifest for them.
-    async fn start() -> Mail {
+    pub(crate) async fn start() -> Mail {
         let gmail = FakeGmail::start().await;
         gmail.mailbox("personal", "owner@example.com");
         gmail.mailbox("work", "owner@work.example");
@@ -85,7 +85,7 @@ impl Mail {
     }
 
     /// An in-process worker on `stack` with this provider's mail environment and `extra`.
-    async fn start_worker(&self, stack: &mut Stack, extra: &[(&str, &str)]) {
+    pub(crate) async fn start_worker(&self, stack: &mut Stack, extra: &[(&str, &str)]) {
         let vars = self.worker_vars();
         let mut vars: Vec<(&str, &str)> = vars.iter().map(|(name, value)| (*name, value.as_str())).collect();
         vars.extend_from_slice(extra);
@@ -94,18 +94,24 @@ impl Mail {
 
     /// The API alone, with mail on.
     async fn api(&self, scopes: &str) -> Stack {
-        Stack::api(&[
+        self.api_with(scopes, &[]).await
+    }
+
+    /// The API alone, with mail on, `scopes` and `extra`.
+    pub(crate) async fn api_with(&self, scopes: &str, extra: &[(&str, &str)]) -> Stack {
+        let mut vars = vec![
             ("AGENT_EMAIL_ENABLED", "1"),
             ("MAIL_ACCOUNTS_FILE", &self.manifest),
             ("AGENT_NOTIFICATION_API_ENABLED", "1"),
             ("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1"),
             ("AUTH_SCOPES", scopes),
-        ])
-        .await
+        ];
+        vars.extend_from_slice(extra);
+        Stack::api(&vars).await
     }
 
     /// A worker's mail environment, pointed at the stand-in provider.
-    fn worker_vars(&self) -> Vec<(&'static str, String)> {
+    pub(crate) fn worker_vars(&self) -> Vec<(&'static str, String)> {
         vec![
             ("AGENT_EMAIL_ENABLED", "1".to_owned()),
             ("MAIL_ACCOUNTS_FILE", self.manifest.clone()),
@@ -170,7 +176,7 @@ async fn reconciled(stack: &Stack, session: &str) -> Value {
     }
 }
 
-fn sends(gmail: &FakeGmail) -> usize {
+pub(crate) fn sends(gmail: &FakeGmail) -> usize {
     gmail
         .calls()
         .iter()

@@ -1,8 +1,9 @@
 //! The worker against the real API and database: approvals, denials, questions, limits,
 //! deadlines, an OpenAI-compatible server, workers killed mid-run, and the mail acceptance
-//! against a provider speaking the Gmail wire format.
+//! against a provider speaking the Gmail wire format, and Email mode's Review & Send.
 
 mod crash;
+mod drafts;
 mod flows;
 mod mail;
 mod openai;

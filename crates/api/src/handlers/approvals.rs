@@ -16,7 +16,7 @@ use crate::auth::Caller;
 use crate::extract::{Json, Path};
 use crate::problem::ApiError;
 
-fn approval(row: &ApprovalRow) -> Approval {
+pub(crate) fn approval(row: &ApprovalRow) -> Approval {
     Approval {
         approval_id: row.id,
         run_id: row.run_id.as_uuid(),

@@ -1,20 +1,30 @@
 //! Email mode's versioned drafts (`/v1/email/drafts`, mounted with Email mode): create one on an
 //! account or in a conversation, read it, save the next revision from the newest only (a stale
 //! save answers 409 `revision_mismatch` with both versions), read its whole history, restore an
-//! earlier revision as a new one. Saving a draft never writes to the mailbox.
+//! earlier revision as a new one. Saving a draft never writes to the mailbox. Review & Send
+//! freezes the newest revision into one approval of the account's `send_message` tool with
+//! exactly its content, which the worker raises and, after approve-once, sends once; a later
+//! save voids a freeze nobody approved, and a draft whose send was approved no longer changes.
 
+use axum::Extension;
 use axum::Json as JsonResponse;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use domain::ErrorCode;
-use store::{DraftAuthor as StoredAuthor, DraftPlace, DraftRevision as StoredRevision, DraftRow, SaveDraft as Saved};
+use domain::ids::PrincipalId;
+use store::{
+    DraftAuthor as StoredAuthor, DraftPlace, DraftRevision as StoredRevision, DraftRow, Freeze, ReviewDraft as Review,
+    SaveDraft as Saved,
+};
 use uuid::Uuid;
 use wire::email::{
-    CreateDraft, Draft, DraftAuthor, DraftContent, DraftHistory, DraftRevision, DraftTarget, RestoreDraft, SaveDraft,
+    CreateDraft, Draft, DraftAuthor, DraftContent, DraftHistory, DraftRevision, DraftSend, DraftTarget, RestoreDraft,
+    ReviewDraft, SaveDraft,
 };
 
 use crate::AppState;
+use crate::auth::Caller;
 use crate::extract::{Json, Path};
 use crate::problem::ApiError;
 
@@ -37,7 +47,6 @@ fn stored(content: DraftContent) -> store::DraftContent {
 }
 
 fn revision(stored: StoredRevision) -> DraftRevision {
-    let number = |value: i32| u32::try_from(value).unwrap_or_default();
     DraftRevision {
         revision: number(stored.revision),
         content: content(stored.content),
@@ -51,31 +60,87 @@ fn revision(stored: StoredRevision) -> DraftRevision {
     }
 }
 
-fn draft(row: DraftRow) -> Draft {
-    Draft {
+fn number(value: i32) -> u32 {
+    u32::try_from(value).unwrap_or_default()
+}
+
+/// What became of a freeze, with its approval once the worker raised it.
+async fn send(state: &AppState, principal: &PrincipalId, send: store::DraftSend) -> Result<DraftSend, ApiError> {
+    let approval = match send.approval {
+        Some(id) => state
+            .store
+            .approval(principal, id)
+            .await?
+            .map(|row| super::approvals::approval(&row)),
+        None => None,
+    };
+    Ok(DraftSend {
+        revision: number(send.revision),
+        state: send.state,
+        run_id: send.run.as_uuid(),
+        session_id: send.session.as_uuid(),
+        approval,
+        code: send.code,
+    })
+}
+
+/// A draft as answered: its newest revision and what became of its newest freeze.
+async fn draft(state: &AppState, principal: &PrincipalId, row: DraftRow) -> Result<Draft, ApiError> {
+    let frozen = match state.store.email_draft_send(row.id).await? {
+        Some(frozen) => Some(send(state, principal, frozen).await?),
+        None => None,
+    };
+    Ok(Draft {
         draft_id: row.id,
         account_id: row.account_id,
         thread_id: row.thread,
         newest: revision(row.newest),
         created_at: row.created_at,
-    }
+        send: frozen,
+    })
+}
+
+/// 409 `revision_mismatch` with the server's newest version and the refused one.
+async fn conflict(
+    state: &AppState,
+    principal: &PrincipalId,
+    row: DraftRow,
+    local: DraftContent,
+) -> Result<ApiError, ApiError> {
+    let newest = row.newest.revision;
+    Ok(ApiError::new(ErrorCode::RevisionMismatch)
+        .detail("the draft was saved since this version was read; both versions are here")
+        .revision(newest)
+        .draft_versions(draft(state, principal, row).await?, local))
+}
+
+/// 409 `email_draft_sending`: an approved send of the draft is on its way, sent, or being checked.
+fn sending(frozen: &store::DraftSend) -> ApiError {
+    ApiError::new(ErrorCode::EmailDraftSending).detail(format!(
+        "revision {} of this draft was approved for sending ({}); it no longer changes",
+        frozen.revision,
+        serde_json::to_value(frozen.state)
+            .ok()
+            .and_then(|state| state.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    ))
 }
 
 fn draft_id(text: &str) -> Result<Uuid, ApiError> {
     super::parse_id(text, |text| Uuid::parse_str(text).ok(), ErrorCode::EmailDraftNotFound)
 }
 
-/// A save's answer: the draft, or 409 with both versions, or 404.
-fn saved(outcome: Saved, local: DraftContent) -> Result<JsonResponse<Draft>, ApiError> {
+/// A save's answer: the draft, or 409 with both versions, or 409 while its send goes on, or 404.
+async fn saved(
+    state: &AppState,
+    principal: &PrincipalId,
+    outcome: Saved,
+    local: DraftContent,
+) -> Result<JsonResponse<Draft>, ApiError> {
     match outcome {
-        Saved::Saved(row) => Ok(JsonResponse(draft(row))),
-        Saved::Conflict(row) => {
-            let newest = row.newest.revision;
-            Err(ApiError::new(ErrorCode::RevisionMismatch)
-                .detail("the draft was saved since this version was read; both versions are here")
-                .revision(newest)
-                .draft_versions(draft(row), local))
-        }
+        Saved::Saved(row) => Ok(JsonResponse(draft(state, principal, row).await?)),
+        Saved::Conflict(row) => Err(conflict(state, principal, row, local).await?),
+        Saved::Sending(frozen) => Err(sending(&frozen)),
         Saved::NotFound => Err(ApiError::new(ErrorCode::EmailDraftNotFound)),
         Saved::UnknownRevision => Err(ApiError::new(ErrorCode::EmailDraftRevisionNotFound)),
     }
@@ -92,7 +157,11 @@ fn expected(revision: u32) -> i32 {
     request_body = CreateDraft,
     responses((status = 201, description = "Created, as revision 1", body = Draft, headers(("Location" = String))))
 )]
-pub async fn create(State(state): State<AppState>, Json(body): Json<CreateDraft>) -> Result<Response, ApiError> {
+pub async fn create(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Json(body): Json<CreateDraft>,
+) -> Result<Response, ApiError> {
     let (target, content) = body.checked()?;
     let (place, unknown) = match &target {
         DraftTarget::Account(account_id) => (
@@ -113,7 +182,7 @@ pub async fn create(State(state): State<AppState>, Json(body): Json<CreateDraft>
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, location)],
-        JsonResponse(draft(row)),
+        JsonResponse(draft(&state, &caller.principal, row).await?),
     )
         .into_response())
 }
@@ -125,13 +194,17 @@ pub async fn create(State(state): State<AppState>, Json(body): Json<CreateDraft>
     params(("draft_id" = Uuid, Path)),
     responses((status = 200, description = "The draft", body = Draft))
 )]
-pub async fn get(State(state): State<AppState>, Path(id): Path<String>) -> Result<JsonResponse<Draft>, ApiError> {
+pub async fn get(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<JsonResponse<Draft>, ApiError> {
     let row = state
         .store
         .email_draft(draft_id(&id)?)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::EmailDraftNotFound))?;
-    Ok(JsonResponse(draft(row)))
+    Ok(JsonResponse(draft(&state, &caller.principal, row).await?))
 }
 
 /// Saves the next revision, if `expected_revision` is still the newest; otherwise nothing is
@@ -146,6 +219,7 @@ pub async fn get(State(state): State<AppState>, Path(id): Path<String>) -> Resul
 )]
 pub async fn save(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     Json(body): Json<SaveDraft>,
 ) -> Result<JsonResponse<Draft>, ApiError> {
@@ -160,7 +234,7 @@ pub async fn save(
             StoredAuthor::Owner,
         )
         .await?;
-    saved(outcome, local)
+    saved(&state, &caller.principal, outcome, local).await
 }
 
 /// Every revision of a draft, oldest first.
@@ -195,6 +269,7 @@ pub async fn history(
 )]
 pub async fn restore(
     State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     Path((id, from)): Path<(String, String)>,
     Json(body): Json<RestoreDraft>,
 ) -> Result<JsonResponse<Draft>, ApiError> {
@@ -220,5 +295,74 @@ pub async fn restore(
             .unwrap_or_default(),
         _ => DraftContent::default(),
     };
-    saved(outcome, local)
+    saved(&state, &caller.principal, outcome, local).await
+}
+
+/// Review & Send: freezes the newest revision, which must be `revision` (the one the owner
+/// reviewed), into one approval of the account's `send_message` tool whose arguments are exactly
+/// it (`account_id`, `thread_id` for a reply, `to`, `cc`, `subject`, `body`; strings over 512
+/// characters cut, with `argument_digests`). The worker raises the approval (the answer's
+/// `send.state` is `preparing` until it has; read the draft again); approve-once sends it once.
+/// Asking again while it waits answers with the same freeze.
+#[utoipa::path(
+    post, path = "/v1/email/drafts/{draft_id}/review", tag = "email",
+    security(("bearer" = ["email.write"])),
+    params(("draft_id" = Uuid, Path)),
+    request_body = ReviewDraft,
+    responses((status = 202, description = "Frozen: the send waits for its approval", body = Draft))
+)]
+pub async fn review(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    Json(body): Json<ReviewDraft>,
+) -> Result<Response, ApiError> {
+    let id = draft_id(&id)?;
+    let row = state
+        .store
+        .email_draft(id)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::EmailDraftNotFound))?;
+    let agents = &state.settings.agents;
+    let agent = agents.get("default").or_else(|| agents.iter().next());
+    let tool = state
+        .settings
+        .mail_accounts
+        .as_ref()
+        .and_then(|accounts| domain::mail_tools::send_tool(accounts, &row.account_id));
+    let (Some(agent), Some(tool)) = (
+        agent,
+        tool.filter(|tool| agent.is_some_and(|agent| agent.configuration.tools.contains(&tool.name))),
+    ) else {
+        return Err(ApiError::new(ErrorCode::EmailSendUnavailable).detail(format!(
+            "mail account `{}` has no send tool on this server (mail off, or the account not connected)",
+            row.account_id
+        )));
+    };
+    let outcome = state
+        .store
+        .email_review_draft(Freeze {
+            draft: id,
+            revision: expected(body.revision),
+            principal: &caller.principal,
+            agent,
+            tool: &tool.name,
+            limits: state.settings.run_limits,
+        })
+        .await?;
+    match outcome {
+        Review::Frozen(row, _) => Ok((
+            StatusCode::ACCEPTED,
+            JsonResponse(draft(&state, &caller.principal, row).await?),
+        )
+            .into_response()),
+        Review::Conflict(row) => {
+            let local = content(row.newest.content.clone());
+            Err(conflict(&state, &caller.principal, row, local).await?)
+        }
+        Review::Busy(frozen) => Err(sending(&frozen)),
+        Review::NoRecipients => Err(ApiError::new(ErrorCode::EmailDraftNoRecipients)
+            .detail("add at least one recipient in `to`, save, then review again")),
+        Review::NotFound => Err(ApiError::new(ErrorCode::EmailDraftNotFound)),
+    }
 }

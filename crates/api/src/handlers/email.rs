@@ -69,10 +69,15 @@ fn summary(row: ThreadSummary) -> EmailThreadSummary {
     } else {
         MailboxPlace::Archived
     };
+    // One line: an unknown send outcome first (the owner must check), then where the
+    // conversation is, then a reply in progress, then what the classifier said.
+    let draft = row.draft_state.as_deref();
     let state = match place {
+        _ if draft == Some("check_send_status") => Some(ThreadState::CheckSendStatus),
         MailboxPlace::Spam => row.reported.then_some(ThreadState::Reported),
         MailboxPlace::Archived if row.handled => Some(ThreadState::Handled),
         MailboxPlace::Archived => Some(ThreadState::Archived),
+        MailboxPlace::Inbox if draft == Some("draft") => Some(ThreadState::Draft),
         MailboxPlace::Inbox => match row.reply_need.as_deref() {
             Some("needs_reply") => Some(ThreadState::NeedsReply),
             Some("for_your_attention") => Some(ThreadState::ForYourAttention),
@@ -82,6 +87,7 @@ fn summary(row: ThreadSummary) -> EmailThreadSummary {
     EmailThreadSummary {
         thread_id: row.id,
         account_id: row.account_id,
+        provider_thread_id: row.provider_thread_id,
         subject: row.subject,
         correspondents: correspondents(row.correspondents),
         latest_at: row.latest_at,
@@ -97,6 +103,7 @@ fn summary(row: ThreadSummary) -> EmailThreadSummary {
         gist: row.gist,
         classifier: row.classifier,
         suspected_spam: row.suspected_spam,
+        draft_id: row.draft_id,
     }
 }
 
