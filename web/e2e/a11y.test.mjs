@@ -3,11 +3,8 @@
 // desktop widths (target/web-e2e/screenshots).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { launch, newPage, connect, send, screenshot, PHONE, DESKTOP } from "./support.mjs";
+import { launch, newPage, connect, send, screenshot, violations, PHONE, DESKTOP } from "./support.mjs";
 
-const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 
 /** @type {import("playwright-core").Browser} */
 let browser;
@@ -17,23 +14,6 @@ before(async () => {
 after(async () => {
   await browser?.close();
 });
-
-/**
- * The serious and critical violations axe finds on the page (WCAG 2 A and AA rules and best
- * practices). axe is evaluated through the debugging protocol, which the page's CSP does not
- * govern; the page itself never loads it.
- * @param {import("playwright-core").Page} page
- */
-async function violations(page) {
-  await page.evaluate(axeSource);
-  const results = await page.evaluate(() =>
-    // @ts-ignore axe is global once evaluated
-    window.axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] } }),
-  );
-  return results.violations
-    .filter((/** @type {any} */ v) => v.impact === "serious" || v.impact === "critical")
-    .map((/** @type {any} */ v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((/** @type {any} */ n) => n.target.join(" ")).join(", ")}`);
-}
 
 for (const colorScheme of /** @type {const} */ (["light", "dark"])) {
   test(`connection, chat and settings in ${colorScheme}: no serious violation, screenshots`, async () => {

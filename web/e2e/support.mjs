@@ -1,6 +1,7 @@
 // Shared by the end-to-end tests: Debian's Chromium driven by playwright-core against the stack
 // `cargo xtask test` started (STEWARD_URL, with its token in STEWARD_TOKEN_FILE).
 import { readFileSync, mkdirSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 
@@ -8,6 +9,8 @@ export const BASE = process.env.STEWARD_URL ?? "http://127.0.0.1:8080";
 export const TOKEN = readFileSync(process.env.STEWARD_TOKEN_FILE ?? "../../var/api-token", "utf8").trim();
 export const ARTIFACTS = process.env.STEWARD_ARTIFACTS ?? "../../target/web-e2e";
 mkdirSync(join(ARTIFACTS, "screenshots"), { recursive: true });
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 
 /** Widths the layouts are checked at. */
 export const PHONE = { width: 390, height: 844 };
@@ -74,4 +77,21 @@ export async function screenshot(page, name) {
   const path = join(ARTIFACTS, "screenshots", `${name}.png`);
   await page.screenshot({ path, fullPage: false });
   return path;
+}
+
+/**
+ * The serious and critical violations axe finds on the page (WCAG 2 A and AA rules and best
+ * practices). axe is evaluated through the debugging protocol, which the page's CSP does not
+ * govern; the page itself never loads it.
+ * @param {import("playwright-core").Page} page
+ */
+export async function violations(page) {
+  await page.evaluate(axeSource);
+  const results = await page.evaluate(() =>
+    // @ts-ignore axe is global once evaluated
+    window.axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] } }),
+  );
+  return results.violations
+    .filter((/** @type {any} */ v) => v.impact === "serious" || v.impact === "critical")
+    .map((/** @type {any} */ v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((/** @type {any} */ n) => n.target.join(" ")).join(", ")}`);
 }

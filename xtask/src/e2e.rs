@@ -19,6 +19,12 @@ pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
 
 /// Runs every `*.test.mjs` of `web/e2e` against a stack on `admin_url`'s server.
 pub fn run(admin_url: &str) -> anyhow::Result<()> {
+    run_only(admin_url, &[])
+}
+
+/// Runs the `*.test.mjs` files of `web/e2e` whose names contain one of `names` (every one when
+/// `names` is empty) against a stack on `admin_url`'s server.
+pub fn run_only(admin_url: &str, names: &[String]) -> anyhow::Result<()> {
     ensure_chromium()?;
     let e2e = crate::workspace_root().join("web/e2e");
     ensure_packages(&e2e)?;
@@ -26,6 +32,10 @@ pub fn run(admin_url: &str) -> anyhow::Result<()> {
         .context("read web/e2e")?
         .filter_map(|entry| entry.ok().map(|entry| entry.path()))
         .filter(|path| path.to_str().is_some_and(|name| name.ends_with(".test.mjs")))
+        .filter(|path| {
+            let file = path.file_name().and_then(|name| name.to_str()).unwrap_or_default();
+            names.is_empty() || names.iter().any(|name| file.contains(name.as_str()))
+        })
         .collect();
     tests.sort();
     typecheck(&e2e)?;

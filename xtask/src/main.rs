@@ -6,6 +6,8 @@
 //!   `cargo test`.
 //! - `cargo xtask contract`: the contract test alone: schemathesis, every check, against the
 //!   stack on a throwaway cluster (the whole `test` run ends with it).
+//! - `cargo xtask e2e [NAME...]`: the web client's browser tests alone (only the files whose
+//!   names contain one of the NAMEs, when given).
 //! - `cargo xtask bench [OPTIONS]`: release builds of every role on a durable temporary cluster;
 //!   each figure beside its reference from the same run, printed and written (with a chart)
 //!   under `docs/bench/`.
@@ -24,7 +26,7 @@ mod test;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask dev [--port N] | cargo xtask test [CARGO-TEST-ARGS...] | cargo xtask contract | cargo xtask e2e | cargo xtask bench [--clients N] [--submits N] [--streams N] [--idle-streams N] [--replay-events N] [--schedules N] [--no-langgraph] | cargo xtask preflight [PREFLIGHT-ARGS...]";
+const USAGE: &str = "usage: cargo xtask dev [--port N] | cargo xtask test [CARGO-TEST-ARGS...] | cargo xtask contract | cargo xtask e2e [NAME...] | cargo xtask bench [--clients N] [--submits N] [--streams N] [--idle-streams N] [--replay-events N] [--schedules N] [--no-langgraph] | cargo xtask preflight [PREFLIGHT-ARGS...]";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -32,7 +34,7 @@ fn main() -> ExitCode {
         Some("dev") => dev::run(args.collect()),
         Some("test") => test::run(args.collect()),
         Some("contract") => test::contract(),
-        Some("e2e") => test::e2e(),
+        Some("e2e") => test::e2e(args.collect()),
         Some("bench") => bench::run(args.collect()),
         Some("preflight") => preflight(args.collect()),
         Some("-h" | "--help") => {

@@ -51,11 +51,12 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// `cargo xtask e2e`: the web client's end-to-end tests alone, on a throwaway cluster.
-pub fn e2e() -> anyhow::Result<ExitCode> {
+/// `cargo xtask e2e [NAME...]`: the web client's end-to-end tests alone (the files whose names
+/// contain one of `names`, or all), on a throwaway cluster.
+pub fn e2e(names: Vec<String>) -> anyhow::Result<ExitCode> {
     let binaries = crate::postgres::ensure_binaries()?;
     let cluster = Cluster::temporary(&binaries).context("start the test cluster")?;
-    let outcome = crate::e2e::run(&cluster.url("postgres"));
+    let outcome = crate::e2e::run_only(&cluster.url("postgres"), &names);
     drop(cluster);
     outcome.map(|()| ExitCode::SUCCESS)
 }

@@ -4,10 +4,11 @@
 // the session ends or the email.read scope is missing.
 import { signal } from "../vendor/signals-core.mjs";
 import { api, ApiError, connection, describe, holds, onForget } from "./api.js";
+import * as drafts from "./drafts.js";
 
 /** @typedef {{name: string | null, address: string}} Correspondent */
 /** @typedef {{account_id: string, address: string | null, freshness: "pending" | "current", updated_at: string | null, coverage_from: string | null, last_error: string | null, last_error_at: string | null, waiting: string | null, unsubscribe_supported: boolean, spam_supported: boolean}} Account */
-/** @typedef {{thread_id: string, account_id: string, subject: string, correspondents: Correspondent[], latest_at: string, message_count: number, has_attachments: boolean, place: "inbox" | "archived" | "spam", state: string | null, importance: string | null, gist: string | null, classifier: string | null, suspected_spam: boolean}} Thread */
+/** @typedef {{thread_id: string, account_id: string, provider_thread_id: string, subject: string, correspondents: Correspondent[], latest_at: string, message_count: number, has_attachments: boolean, place: "inbox" | "archived" | "spam", state: string | null, importance: string | null, gist: string | null, classifier: string | null, suspected_spam: boolean, draft_id: string | null}} Thread */
 /** @typedef {{filename: string | null, media_type: string, size_bytes: number}} Attachment */
 /** @typedef {{message_id: string, from: Correspondent | null, to: Correspondent[], cc: Correspondent[], sent_at: string, subject: string, text: string, text_cut: boolean, attachments: Attachment[]}} Message */
 /** @typedef {Thread & {messages: Message[]}} ThreadDetail */
@@ -206,8 +207,9 @@ export function visible() {
   return threads.value.filter((thread) => !gone.has(thread.thread_id));
 }
 
-/** Opens a conversation in the reading pane. @param {string | null} id */
+/** Opens a conversation in the reading pane (closing another's draft). @param {string | null} id */
 export async function select(id) {
+  if (drafts.editor.value && drafts.editor.value.threadId !== id) drafts.close();
   selectedId.value = id;
   detail.value = null;
   detailError.value = null;
@@ -217,6 +219,18 @@ export async function select(id) {
     if (selectedId.value === id) detail.value = thread;
   } catch (error) {
     if (selectedId.value === id) detailError.value = describe(error);
+  }
+}
+
+/** Reads the open conversation again without emptying the pane (its row state moved on). */
+export async function reloadDetail() {
+  const id = selectedId.value;
+  if (!id) return;
+  try {
+    const thread = await call("GET", `/v1/email/threads/${encodeURIComponent(id)}`);
+    if (selectedId.value === id) detail.value = thread;
+  } catch {
+    // The pane keeps what it showed.
   }
 }
 

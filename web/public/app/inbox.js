@@ -6,6 +6,8 @@ import { h } from "../vendor/preact.mjs";
 import { useEffect, useRef, useState } from "../vendor/hooks.mjs";
 import htm from "../vendor/htm.mjs";
 import * as email from "./email.js";
+import * as drafts from "./drafts.js";
+import { DraftEditor } from "./draft-view.js";
 
 const html = htm.bind(h);
 
@@ -16,6 +18,7 @@ const STATE_LINES = /** @type {Record<string, [string, string]>} */ ({
   needs_reply: ["Needs reply", "amber"],
   for_your_attention: ["For your attention", "amber"],
   check_send_status: ["Check send status", "amber"],
+  draft: ["Draft", "teal"],
   handled: ["Handled", "soft"],
   archived: ["Archived", "soft"],
   reported: ["Reported as spam", "soft"],
@@ -168,6 +171,7 @@ function ReadingPane({ onBack }) {
   const busy = email.leaving.value.has(thread.thread_id);
   const error = email.rowErrors.value.get(thread.thread_id);
   const line = thread.state ? STATE_LINES[thread.state] : null;
+  const writing = drafts.editor.value?.threadId === thread.thread_id;
   return html`<section class="reading-pane" aria-label="Conversation">
     <div class="reading-title">
       <button class="button quiet small back" onClick=${onBack} aria-label="Back to the inbox">‹</button>
@@ -181,6 +185,8 @@ function ReadingPane({ onBack }) {
       </div>
     </div>
     <div class="controls mail-actions">
+      ${!writing &&
+      html`<button class="button hairline small" onClick=${() => drafts.openFor(thread, account?.address ?? null)}>${thread.draft_id ? "Open draft" : "Reply"}</button>`}
       ${thread.place === "inbox" &&
       html`<button class="button hairline small" disabled=${busy} onClick=${() => email.change(thread.thread_id, "archive")}>Archive in ${PROVIDER}</button>`}
       ${thread.place === "archived" &&
@@ -193,6 +199,10 @@ function ReadingPane({ onBack }) {
       html`<button class="button quiet small" disabled=${busy} onClick=${() => email.notSuspected(thread.thread_id)}>Not spam</button>`}
     </div>
     ${error && html`<p class="error" role="alert">${error}</p>`}
+    <${DraftEditor} onChanged=${() => {
+      email.loadListing();
+      email.reloadDetail();
+    }} />
     <div class="mail-messages">${thread.messages.map((message) => html`<${MessageView} key=${message.message_id} message=${message} />`)}</div>
   </section>`;
 }

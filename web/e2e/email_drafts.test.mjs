@@ -1,0 +1,175 @@
+// Drafts and Review & Send in the browser, against the stack's demo mailbox: a reply saved as
+// the owner types, a conflict with a save made elsewhere keeping both versions, the history
+// and a restore, and Review & Send refusing an approval that is not exactly the draft (a
+// tampered body; a cut string without its digest) before approving the real one, which the
+// worker sends.
+import { after, before, test } from "node:test";
+import assert from "node:assert/strict";
+import { launch, newPage, connect, screenshot, violations, PHONE } from "./support.mjs";
+
+/** @type {import("playwright-core").Browser} */
+let browser;
+before(async () => {
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+});
+
+/**
+ * Opens Email, the `index`-th important conversation and its reply editor; returns the editor
+ * and the draft's id. @param {import("playwright-core").Page} page @param {number} index
+ */
+async function reply(page, index) {
+  await page.getByRole("tab", { name: "Email" }).click();
+  const rows = page.getByRole("list", { name: "Important conversations" }).locator(".mail-row");
+  await rows.nth(index).waitFor({ timeout: 30_000 });
+  await rows.nth(index).locator(".mail-open").click();
+  const pane = page.getByRole("region", { name: "Conversation" });
+  await pane.locator(".mail-message").first().waitFor();
+  const created = page.waitForResponse((response) => response.url().endsWith("/v1/email/drafts") && response.request().method() === "POST");
+  await pane.getByRole("button", { name: "Reply" }).click();
+  const draft = await (await created).json();
+  const editor = page.getByRole("region", { name: "Reply" });
+  await editor.getByText("Saved · revision 1").waitFor();
+  return { editor, pane, draftId: draft.draft_id, draft };
+}
+
+/** Saves `body` over the draft as another device would. @param {import("playwright-core").Page} page */
+async function saveElsewhere(page, draftId, expected, content) {
+  const response = await page.request.put(`/v1/email/drafts/${draftId}`, {
+    headers: { "X-Steward-CSRF": "1" },
+    data: { expected_revision: expected, ...content },
+  });
+  assert.equal(response.status(), 200, await response.text());
+  return response.json();
+}
+
+test("a reply saves as it is typed, a conflict keeps both versions, and history restores an earlier one", async () => {
+  const { page, context, problems } = await newPage(browser);
+  await connect(page);
+  const { editor, draftId, draft } = await reply(page, 0);
+  assert.equal(await editor.getByLabel("Subject").inputValue(), draft.subject);
+  assert.match(draft.subject, /^Re: /);
+  assert.ok((await editor.getByLabel("To").inputValue()).includes("@"), "addressed to the sender");
+  await editor.getByLabel("Message").fill("Ten works for me.");
+  await editor.getByText("Saved · revision 2").waitFor();
+  // The row says a reply is in progress.
+  await page.locator(".mail-row.current .state", { hasText: "Draft" }).waitFor();
+
+  // Another device saves revision 3; this page still edits from revision 2.
+  await saveElsewhere(page, draftId, 2, { to: draft.to, cc: [], subject: draft.subject, body: "Eleven is better." });
+  await editor.getByLabel("Message").fill("Ten works for me. See you there.");
+  const conflict = page.getByRole("alert", { name: "Conflicting versions" });
+  await conflict.waitFor();
+  assert.match(await conflict.getByRole("region", { name: "Saved version" }).innerText(), /revision 3[\s\S]*Eleven is better\./);
+  assert.match(await conflict.getByRole("region", { name: "Your version" }).innerText(), /Ten works for me\. See you there\./);
+  await screenshot(page, "draft-desktop-conflict");
+  assert.deepEqual(await violations(page), [], "the conflict view");
+  await conflict.getByRole("button", { name: "Keep mine" }).click();
+  await editor.getByText("Saved · revision 4").waitFor();
+  assert.equal(await editor.getByLabel("Message").inputValue(), "Ten works for me. See you there.");
+
+  // History: every revision, newest first; restoring 3 makes it revision 5.
+  await editor.getByRole("button", { name: "History" }).click();
+  const history = page.getByRole("region", { name: "Draft history" });
+  await history.getByText("Revision 4").waitFor();
+  assert.equal(await history.locator("li").count(), 4);
+  await screenshot(page, "draft-desktop-history");
+  await history.getByRole("button", { name: "Restore revision 3" }).click();
+  await editor.getByText("Saved · revision 5").waitFor();
+  assert.equal(await editor.getByLabel("Message").inputValue(), "Eleven is better.");
+  const stored = await (await page.request.get(`/v1/email/drafts/${draftId}`)).json();
+  assert.equal(stored.restored_from, 3);
+  assert.deepEqual(problems.filter((problem) => !/status of 409/.test(problem)), []);
+  await context.close();
+});
+
+test("Review & Send refuses an approval that is not the draft and sends the one that is", async () => {
+  const { page, context, problems } = await newPage(browser);
+  await connect(page);
+  const { editor, pane, draftId } = await reply(page, 1);
+  const body = `Thank you. ${"I will bring the notes. ".repeat(30)}`.trim();
+  await editor.getByLabel("Message").fill(body);
+  await editor.getByText("Saved · revision 2").waitFor();
+
+  // What reaches the page says the approval would send another body.
+  await page.route(`**/v1/email/drafts/${draftId}`, async (route) => {
+    if (route.request().method() !== "GET") return route.continue();
+    const response = await route.fetch();
+    const draft = await response.json();
+    if (draft.send?.approval) draft.send.approval.arguments.subject = "Something else";
+    await route.fulfill({ response, json: draft });
+  });
+  await editor.getByRole("button", { name: "Review & Send" }).click();
+  const review = pane.getByRole("region", { name: "Review and send" });
+  await review.getByText(/does not match your draft: \/subject differs/).waitFor({ timeout: 30_000 });
+  assert.equal(await review.getByRole("button", { name: "Approve once" }).count(), 0, "approve-once is never offered");
+  await screenshot(page, "draft-desktop-refused");
+  await page.unrouteAll({ behavior: "wait" });
+
+  // The page's own check: a cut string without its digest, and a stray digest, are refused.
+  const verdicts = await page.evaluate(async (text) => {
+    const url = performance
+      .getEntriesByType("resource")
+      .map((entry) => entry.name)
+      .find((name) => /\/app\/drafts(\.[0-9a-f]{16})?\.js$/.test(name));
+    const drafts = await import(url);
+    const frozen = { to: ["ada@example.org"], cc: [], subject: "Re: Plan", body: text };
+    const where = { accountId: "demo", providerThreadId: null, threadId: null };
+    const shown = { account_id: "demo", to: ["ada@example.org"], cc: [], subject: "Re: Plan", body: [...text].slice(0, 512).join("") };
+    const tool = "mcp.mail_send.send_message";
+    return {
+      noDigest: await drafts.verify({ approval_id: "a", tool, status: "PENDING", arguments: shown, argument_digests: {} }, frozen, where),
+      stray: await drafts.verify(
+        { approval_id: "a", tool, status: "PENDING", arguments: { ...shown, body: text.slice(0, 10) }, argument_digests: { "/subject": "0".repeat(64) } },
+        { ...frozen, body: text.slice(0, 10) },
+        where,
+      ),
+      otherAccount: await drafts.verify(
+        { approval_id: "a", tool: "mcp.mail_work_send.send_message", status: "PENDING", arguments: shown, argument_digests: {} },
+        frozen,
+        where,
+      ),
+    };
+  }, body);
+  assert.match(verdicts.noDigest ?? "", /\/body is cut without a digest/);
+  assert.match(verdicts.stray ?? "", /digest for \/subject/);
+  assert.match(verdicts.otherAccount ?? "", /account work/);
+
+  // The real approval: the frozen revision, its long body proven by its digest.
+  await review.getByRole("button", { name: "Edit" }).click();
+  await editor.getByRole("button", { name: "Review & Send" }).click();
+  const approve = review.getByRole("button", { name: "Approve once" });
+  await approve.waitFor({ timeout: 30_000 });
+  assert.match(await review.innerText(), /Exactly this message is sent, once/);
+  await screenshot(page, "draft-desktop-review");
+  assert.deepEqual(await violations(page), [], "Review & Send");
+  await approve.click();
+  await review.getByText("Sent.").waitFor({ timeout: 30_000 });
+  const sent = await (await page.request.get(`/v1/email/drafts/${draftId}`)).json();
+  assert.equal(sent.send.state, "sent");
+  assert.equal(sent.send.approval.arguments.body, [...body].slice(0, 512).join(""));
+  assert.ok(sent.send.approval.argument_digests["/body"], "the long body travelled as a digest");
+  // Sent: the draft no longer changes.
+  const again = await page.request.put(`/v1/email/drafts/${draftId}`, {
+    headers: { "X-Steward-CSRF": "1" },
+    data: { expected_revision: sent.revision, to: sent.to, cc: [], subject: sent.subject, body: "More" },
+  });
+  assert.equal(again.status(), 409);
+  assert.equal((await again.json()).code, "email_draft_sending");
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test("the reply editor on a phone, dark", async () => {
+  const { page, context, problems } = await newPage(browser, { viewport: PHONE, colorScheme: "dark" });
+  await connect(page);
+  const { editor } = await reply(page, 2);
+  await editor.getByLabel("Message").fill("On my way.");
+  await editor.getByText("Saved · revision 2").waitFor();
+  await screenshot(page, "draft-phone-dark");
+  assert.deepEqual(await violations(page), [], "the editor on a phone, dark");
+  assert.deepEqual(problems, []);
+  await context.close();
+});

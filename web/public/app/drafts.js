@@ -1,0 +1,483 @@
+// The draft being written for the open conversation: server-owned revisions saved as the owner
+// types (optimistic: each save names the revision it started from), a conflict that keeps both
+// versions, the history and its restore, and Review & Send, which settles the newest revision,
+// freezes it, and offers approve-once only after the approval proves to be exactly that
+// revision. Unsaved text lives in this page's memory only.
+import { signal } from "../vendor/signals-core.mjs";
+import { api, ApiError, describe, onForget } from "./api.js";
+
+/** @typedef {{to: string[], cc: string[], subject: string, body: string}} Content */
+/** @typedef {Content & {revision: number, author: "owner" | "agent", restored_from: number | null, saved_at: string}} Revision */
+/** @typedef {{approval_id: string, tool: string, arguments: Record<string, unknown>, argument_digests: Record<string, string>, status: string}} Approval */
+/** @typedef {{revision: number, state: "preparing" | "awaiting_approval" | "sending" | "sent" | "outcome_unknown" | "unconfirmed" | "not_sent", run_id: string, session_id: string, approval: Approval | null, code: string | null}} Send */
+/** @typedef {Revision & {draft_id: string, account_id: string, thread_id: string | null, created_at: string, send: Send | null}} Draft */
+/**
+ * @typedef {{
+ *   draftId: string, accountId: string, threadId: string | null, providerThreadId: string | null,
+ *   base: number, saved: Content, local: Content, saving: boolean, error: string | null,
+ *   conflict: {server: Draft, local: Content} | null, history: Revision[] | null,
+ *   send: Send | null, review: Review | null,
+ * }} Editor
+ */
+/**
+ * What Review & Send shows: the frozen content (this page's own copy of the revision it
+ * froze), where it is, and why approve-once is refused when it is.
+ * @typedef {{frozen: Content, revision: number, step: "settling" | "freezing" | "waiting" | "verified" | "refused" | "deciding" | "following" | "done" | "failed", refusal: string | null, message: string | null}} Review
+ */
+
+/** How long the editor waits after the last keystroke before it saves. */
+export const AUTOSAVE_MS = 800;
+/** Save attempts Review & Send makes to settle the newest revision before it gives up. */
+export const SETTLE_ATTEMPTS = 3;
+/** How often a frozen send's state is read, and for how long before the page stops waiting. */
+export const FOLLOW_MS = 500;
+export const FOLLOW_WAIT_MS = 120_000;
+/** Strings longer than this are cut in an approval and proven by their digest. */
+export const DISPLAY_MAX_CHARS = 512;
+
+/** The open editor, or null. */
+export const editor = signal(/** @type {Editor | null} */ (null));
+/** Why the editor could not open. */
+export const openError = signal(/** @type {string | null} */ (null));
+
+let timer = /** @type {number | null} */ (null);
+/** Bumped when the editor closes or another opens: a late answer for an older one is dropped. */
+let generation = 0;
+
+function clearTimer() {
+  if (timer !== null) window.clearTimeout(timer);
+  timer = null;
+}
+
+export function close() {
+  clearTimer();
+  generation += 1;
+  editor.value = null;
+  openError.value = null;
+}
+
+onForget(close);
+
+/** @param {Content} a @param {Content} b */
+export function same(a, b) {
+  return a.subject === b.subject && a.body === b.body && a.to.join("\n") === b.to.join("\n") && a.cc.join("\n") === b.cc.join("\n");
+}
+
+/** @param {Content} content @returns {Content} */
+function copy(content) {
+  return { to: [...content.to], cc: [...content.cc], subject: content.subject, body: content.body };
+}
+
+/** @param {Content} draft */
+function contentOf(draft) {
+  return copy({ to: draft.to, cc: draft.cc, subject: draft.subject, body: draft.body });
+}
+
+/** Addresses typed in one field: separated by commas, semicolons or white space. @param {string} text */
+export function addresses(text) {
+  return text
+    .split(/[\s,;]+/)
+    .map((part) => part.trim())
+    .filter((part) => part.length > 0);
+}
+
+/** @param {Partial<Editor>} change */
+function update(change) {
+  const current = editor.value;
+  if (current) editor.value = { ...current, ...change };
+}
+
+/**
+ * Opens the draft of a conversation: its newest draft when it has one, else a new reply to
+ * those who wrote (not the owner), with the subject prefixed `Re:`.
+ * @param {{thread_id: string, account_id: string, provider_thread_id: string, subject: string, draft_id?: string | null, correspondents: {address: string}[]}} thread
+ * @param {string | null} ownAddress
+ */
+export async function openFor(thread, ownAddress) {
+  close();
+  const mine = generation;
+  try {
+    /** @type {Draft} */
+    let draft;
+    if (thread.draft_id) {
+      draft = await api("GET", `/v1/email/drafts/${encodeURIComponent(thread.draft_id)}`);
+    } else {
+      const own = (ownAddress ?? "").toLowerCase();
+      const to = thread.correspondents.map((who) => who.address).filter((address) => address.toLowerCase() !== own);
+      const subject = /^re:/i.test(thread.subject) ? thread.subject : `Re: ${thread.subject}`;
+      draft = await api("POST", "/v1/email/drafts", { body: { thread_id: thread.thread_id, to: to.slice(0, 1), subject, body: "" } });
+    }
+    if (mine !== generation) return;
+    show(draft, thread.provider_thread_id);
+  } catch (error) {
+    if (mine === generation) openError.value = describe(error);
+  }
+}
+
+/** @param {Draft} draft @param {string | null} providerThreadId */
+function show(draft, providerThreadId) {
+  editor.value = {
+    draftId: draft.draft_id,
+    accountId: draft.account_id,
+    threadId: draft.thread_id,
+    providerThreadId,
+    base: draft.revision,
+    saved: contentOf(draft),
+    local: contentOf(draft),
+    saving: false,
+    error: null,
+    conflict: null,
+    history: null,
+    send: draft.send,
+    review: null,
+  };
+  if (draft.send && ["awaiting_approval", "sending", "outcome_unknown", "preparing"].includes(draft.send.state)) {
+    // A send left waiting or under way: what the server froze is what is reviewed.
+    follow(draft.send.revision, contentOf(draft));
+  }
+}
+
+/** The owner typed: the local copy changes at once and is saved shortly. @param {Partial<Content>} change */
+export function edit(change) {
+  const current = editor.value;
+  if (!current) return;
+  update({ local: { ...current.local, ...change }, error: null });
+  clearTimer();
+  timer = window.setTimeout(() => {
+    timer = null;
+    save();
+  }, AUTOSAVE_MS);
+}
+
+/**
+ * Saves the local copy as the next revision if it differs from the newest saved one. Resolves
+ * with whether the newest revision now holds the local copy.
+ * @returns {Promise<boolean>}
+ */
+export async function save() {
+  const current = editor.value;
+  if (!current || current.conflict) return false;
+  if (same(current.local, current.saved)) return true;
+  if (current.saving) return false;
+  const mine = generation;
+  const sent = copy(current.local);
+  update({ saving: true });
+  try {
+    /** @type {Draft} */
+    const saved = await api("PUT", `/v1/email/drafts/${encodeURIComponent(current.draftId)}`, {
+      body: { expected_revision: current.base, ...sent },
+    });
+    if (mine !== generation) return false;
+    update({ saving: false, base: saved.revision, saved: contentOf(saved), send: saved.send, error: null });
+    const now = editor.value;
+    // Typed meanwhile: that is saved next.
+    return now ? same(now.local, now.saved) || save() : false;
+  } catch (error) {
+    if (mine !== generation) return false;
+    if (error instanceof ApiError && error.code === "revision_mismatch" && error.problem) {
+      const problem = /** @type {any} */ (error.problem);
+      update({ saving: false, conflict: { server: problem.server, local: sent } });
+    } else if (error instanceof ApiError && error.code === "email_draft_sending") {
+      update({ saving: false, error: "This draft was approved for sending; it no longer changes." });
+      refresh();
+    } else {
+      update({ saving: false, error: `Not saved: ${describe(error)}` });
+    }
+    return false;
+  }
+}
+
+/** Reads the draft again (its send's state). */
+async function refresh() {
+  const current = editor.value;
+  if (!current) return;
+  const mine = generation;
+  try {
+    /** @type {Draft} */
+    const draft = await api("GET", `/v1/email/drafts/${encodeURIComponent(current.draftId)}`);
+    if (mine === generation) update({ send: draft.send });
+  } catch {
+    // The editor keeps what it showed.
+  }
+}
+
+/** Conflict: keep this page's version, saved on top of the server's newest. */
+export async function keepMine() {
+  const current = editor.value;
+  if (!current?.conflict) return;
+  const server = current.conflict.server;
+  update({ conflict: null, base: server.revision, saved: contentOf(server), local: current.conflict.local });
+  await save();
+}
+
+/** Conflict: take the server's newest version; this page's edits are dropped. */
+export function useSaved() {
+  const current = editor.value;
+  if (!current?.conflict) return;
+  const server = current.conflict.server;
+  update({ conflict: null, base: server.revision, saved: contentOf(server), local: contentOf(server), send: server.send });
+}
+
+export async function loadHistory() {
+  const current = editor.value;
+  if (!current) return;
+  const mine = generation;
+  try {
+    const answer = await api("GET", `/v1/email/drafts/${encodeURIComponent(current.draftId)}/revisions`);
+    if (mine === generation) update({ history: answer.revisions });
+  } catch (error) {
+    if (mine === generation) update({ error: describe(error) });
+  }
+}
+
+export function hideHistory() {
+  update({ history: null });
+}
+
+/** Restores revision `revision` as the newest (after this page's edits are saved). @param {number} revision */
+export async function restore(revision) {
+  if (!(await save())) return;
+  const current = editor.value;
+  if (!current) return;
+  const mine = generation;
+  try {
+    /** @type {Draft} */
+    const draft = await api("POST", `/v1/email/drafts/${encodeURIComponent(current.draftId)}/revisions/${revision}/restore`, {
+      body: { expected_revision: current.base },
+    });
+    if (mine !== generation) return;
+    update({ base: draft.revision, saved: contentOf(draft), local: contentOf(draft), send: draft.send, history: null, error: null });
+  } catch (error) {
+    if (mine !== generation) return;
+    if (error instanceof ApiError && error.code === "revision_mismatch" && error.problem) {
+      const problem = /** @type {any} */ (error.problem);
+      update({ conflict: { server: problem.server, local: copy(current.local) }, history: null });
+    } else {
+      update({ error: describe(error) });
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Review & Send.
+
+const sleep = (/** @type {number} */ ms) => new Promise((resolve) => window.setTimeout(resolve, ms));
+
+/** @param {Partial<Review>} change */
+function reviewUpdate(change) {
+  const current = editor.value;
+  if (current?.review) update({ review: { ...current.review, ...change } });
+}
+
+/**
+ * Settles the newest revision (bounded save attempts), freezes it, waits for the worker to
+ * raise its approval and verifies it against this page's own copy of what was frozen.
+ */
+export async function reviewAndSend() {
+  clearTimer();
+  const start = editor.value;
+  if (!start) return;
+  update({ review: { frozen: copy(start.local), revision: start.base, step: "settling", refusal: null, message: null } });
+  let settled = false;
+  for (let attempt = 0; attempt < SETTLE_ATTEMPTS && !settled; attempt += 1) {
+    settled = await save();
+    if (editor.value?.conflict) break;
+    if (!settled) await sleep(300 * (attempt + 1));
+  }
+  const current = editor.value;
+  if (!current) return;
+  if (!settled || current.conflict) {
+    reviewUpdate({
+      step: "failed",
+      message: current.conflict
+        ? "The draft changed elsewhere, so nothing was frozen. Choose a version first."
+        : `Your latest edits could not be saved, so nothing was frozen${current.error ? ` (${current.error.replace(/^Not saved: /, "")})` : ""}.`,
+    });
+    return;
+  }
+  const frozen = copy(current.saved);
+  const revision = current.base;
+  reviewUpdate({ frozen, revision, step: "freezing" });
+  const mine = generation;
+  try {
+    /** @type {Draft} */
+    const draft = await api("POST", `/v1/email/drafts/${encodeURIComponent(current.draftId)}/review`, { body: { revision } });
+    if (mine !== generation) return;
+    update({ send: draft.send });
+  } catch (error) {
+    if (mine === generation) reviewUpdate({ step: "failed", message: describe(error) });
+    return;
+  }
+  await follow(revision, frozen);
+}
+
+/**
+ * Follows the frozen send until it needs the owner or settles. An approval is verified first;
+ * until it proves to be exactly the frozen revision, approve-once is not offered.
+ * @param {number} revision @param {Content} frozen
+ */
+async function follow(revision, frozen) {
+  const mine = generation;
+  const current = editor.value;
+  if (!current) return;
+  if (!current.review) update({ review: { frozen, revision, step: "waiting", refusal: null, message: null } });
+  else reviewUpdate({ step: "waiting" });
+  const started = Date.now();
+  let failures = 0;
+  for (;;) {
+    const now = editor.value;
+    if (mine !== generation || !now) return;
+    const send = now.send;
+    if (send && send.revision === revision) {
+      if (send.state === "awaiting_approval" && send.approval) {
+        const refusal = await verify(send.approval, frozen, now);
+        if (mine !== generation) return;
+        reviewUpdate(refusal ? { step: "refused", refusal } : { step: "verified" });
+        return;
+      }
+      if (send.state === "sent" || send.state === "not_sent" || send.state === "unconfirmed") {
+        reviewUpdate({ step: "done" });
+        return;
+      }
+    }
+    if (Date.now() - started > FOLLOW_WAIT_MS) {
+      reviewUpdate({
+        step: "failed",
+        message:
+          send?.state === "outcome_unknown"
+            ? "The mailbox is still being checked for this send. It will not be sent again."
+            : "The server has not taken this send up yet. Nothing was sent from here; look again later.",
+      });
+      return;
+    }
+    await sleep(FOLLOW_MS);
+    try {
+      /** @type {Draft} */
+      const draft = await api("GET", `/v1/email/drafts/${encodeURIComponent(now.draftId)}`);
+      failures = 0;
+      if (mine === generation) update({ send: draft.send });
+    } catch (error) {
+      failures += 1;
+      if (failures >= 3) {
+        reviewUpdate({ step: "failed", message: `The send's status cannot be read (${describe(error)}). It will not be sent again from here.` });
+        return;
+      }
+    }
+  }
+}
+
+/** Approve once: only after the approval was verified. */
+export async function approveOnce() {
+  const current = editor.value;
+  const approval = current?.send?.approval;
+  if (!current?.review || current.review.step !== "verified" || !approval) return;
+  reviewUpdate({ step: "deciding" });
+  const mine = generation;
+  try {
+    await api("POST", `/v1/approvals/${encodeURIComponent(approval.approval_id)}/decision`, { body: { decision: "approve_once" } });
+  } catch (error) {
+    if (mine !== generation) return;
+    if (!(error instanceof ApiError && error.code === "approval_already_resolved")) {
+      reviewUpdate({ step: "verified", message: describe(error) });
+      return;
+    }
+  }
+  await refresh();
+  await follow(current.review.revision, current.review.frozen);
+}
+
+/** Deny: nothing is sent; the draft can change again. */
+export async function deny() {
+  const current = editor.value;
+  const approval = current?.send?.approval;
+  if (!current?.review || !approval) return;
+  reviewUpdate({ step: "deciding" });
+  try {
+    await api("POST", `/v1/approvals/${encodeURIComponent(approval.approval_id)}/decision`, { body: { decision: "deny" } });
+  } catch (error) {
+    if (!(error instanceof ApiError && error.code === "approval_already_resolved")) {
+      reviewUpdate({ step: "refused", message: describe(error) });
+      return;
+    }
+  }
+  await refresh();
+  update({ review: null });
+}
+
+/** Back to editing: the next save voids a freeze nobody approved. */
+export function backToEditing() {
+  update({ review: null });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Verification: the approval must be exactly the frozen draft.
+
+/** @param {string} text */
+async function sha256(text) {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+/** JSON Pointer token escaping (RFC 6901). @param {string} token */
+function pointerToken(token) {
+  return token.replace(/~/g, "~0").replace(/\//g, "~1");
+}
+
+const SEND_TOOL = /^mcp\.mail(?:_([a-z0-9_-]+))?_send\.send_message$/;
+
+/**
+ * Why `approval` is not exactly the frozen draft, or null when it is: the account's
+ * `send_message` tool; exactly the members `account_id`, `thread_id` (for a reply), `to`, `cc`,
+ * `subject`, `body`; each value equal to the frozen one, where a string over 512 characters is
+ * shown cut and proven by the SHA-256 digest of the whole (a cut string without its digest, or
+ * a digest for anything else, is refused).
+ * @param {Approval} approval @param {Content} frozen
+ * @param {{accountId: string, providerThreadId: string | null, threadId: string | null}} draft
+ * @returns {Promise<string | null>}
+ */
+export async function verify(approval, frozen, draft) {
+  const tool = SEND_TOOL.exec(approval.tool);
+  if (!tool) return `It asks for ${approval.tool}, not a send.`;
+  if (tool[1] && tool[1] !== draft.accountId) return `It sends from account ${tool[1]}, not ${draft.accountId}.`;
+  /** @type {Record<string, unknown>} */
+  const expected = { account_id: draft.accountId, to: frozen.to, cc: frozen.cc, subject: frozen.subject, body: frozen.body };
+  if (draft.threadId) {
+    if (!draft.providerThreadId) return "The conversation it replies in is unknown here.";
+    expected.thread_id = draft.providerThreadId;
+  }
+  const shown = approval.arguments ?? {};
+  const names = Object.keys(shown).sort().join(",");
+  if (names !== Object.keys(expected).sort().join(",")) return `Its arguments (${names}) are not the draft's.`;
+  const digests = approval.argument_digests ?? {};
+  const proven = new Set();
+  /** @param {string} pointer @param {unknown} value @param {unknown} mine @returns {Promise<string | null>} */
+  const same = async (pointer, value, mine) => {
+    if (typeof mine !== "string" || typeof value !== "string") return `${pointer} is not the draft's.`;
+    const whole = [...mine];
+    if (whole.length <= DISPLAY_MAX_CHARS) {
+      return value === mine ? null : `${pointer} differs from the draft.`;
+    }
+    const digest = digests[pointer];
+    if (!digest) return `${pointer} is cut without a digest to prove the rest.`;
+    proven.add(pointer);
+    if (value !== whole.slice(0, DISPLAY_MAX_CHARS).join("")) return `${pointer} differs from the draft.`;
+    return digest === (await sha256(mine)) ? null : `${pointer} differs from the draft beyond what is shown.`;
+  };
+  for (const [name, mine] of Object.entries(expected)) {
+    const value = shown[name];
+    const pointer = `/${pointerToken(name)}`;
+    if (Array.isArray(mine)) {
+      if (!Array.isArray(value) || value.length !== mine.length) return `${pointer} is not the draft's.`;
+      for (let index = 0; index < mine.length; index += 1) {
+        const wrong = await same(`${pointer}/${index}`, value[index], mine[index]);
+        if (wrong) return wrong;
+      }
+    } else {
+      const wrong = await same(pointer, value, mine);
+      if (wrong) return wrong;
+    }
+  }
+  const stray = Object.keys(digests).find((pointer) => !proven.has(pointer));
+  if (stray) return `It carries a digest for ${stray}, which is not cut.`;
+  return null;
+}
