@@ -80,6 +80,12 @@ GRANT SELECT, UPDATE ON email_threads, email_messages, email_operations TO stewa
 -- revisions are insert-only.
 GRANT SELECT, INSERT, UPDATE ON email_drafts TO steward_api;
 GRANT SELECT, INSERT ON email_draft_revisions TO steward_api;
+-- Feedback and learning (migration 0020) are the owner's, kept through the api; the async worker
+-- applies the rules in force to each new assessment.
+GRANT SELECT, INSERT, UPDATE ON email_feedback, email_style_samples TO steward_api;
+GRANT SELECT, UPDATE ON email_learning TO steward_api;
+GRANT SELECT, INSERT, UPDATE, DELETE ON email_learning_exclusions TO steward_api;
+GRANT SELECT ON email_feedback TO steward_async_worker;
 
 -- maintenance: no tables until its duties land (its grants arrive with them).
 

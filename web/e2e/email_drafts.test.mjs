@@ -1,8 +1,9 @@
-// Drafts and Review & Send in the browser, against the stack's demo mailbox: a reply saved as
-// the owner types, a conflict with a save made elsewhere keeping both versions, the history
-// and a restore, and Review & Send refusing an approval that is not exactly the draft (a
-// tampered body; a cut string without its digest) before approving the real one, which the
-// worker sends.
+// Drafts, Review & Send, feedback and learning in the browser, against the stack's demo
+// mailbox: a reply saved as the owner types, a conflict with a save made elsewhere keeping both
+// versions, the history and a restore, Review & Send refusing an approval that is not exactly
+// the draft (a tampered subject; a cut string without its digest) before approving the real
+// one, which the worker sends; feedback for an explicitly chosen person with Undo; the Learning
+// card. (Named to run after email.test.mjs, whose rows it leaves changed.)
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { launch, newPage, connect, screenshot, violations, PHONE } from "./support.mjs";
@@ -170,6 +171,57 @@ test("the reply editor on a phone, dark", async () => {
   await editor.getByText("Saved · revision 2").waitFor();
   await screenshot(page, "draft-phone-dark");
   assert.deepEqual(await violations(page), [], "the editor on a phone, dark");
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test("feedback applies to an explicitly chosen person and can be undone; learning controls in Settings", async () => {
+  const { page, context, problems } = await newPage(browser);
+  await connect(page);
+  await page.getByRole("tab", { name: "Email" }).click();
+  const rows = page.getByRole("list", { name: "Important conversations" }).locator(".mail-row");
+  await rows.nth(3).waitFor({ timeout: 30_000 });
+  await rows.nth(3).locator(".mail-open").click();
+  const pane = page.getByRole("region", { name: "Conversation" });
+  await pane.locator(".mail-message").first().waitFor();
+  await pane.getByRole("button", { name: "Feedback" }).click();
+  const form = pane.getByRole("group", { name: "Feedback" });
+  await form.getByRole("radio", { name: "Less important" }).check();
+  await form.getByRole("radio", { name: "A person" }).check();
+  // A person's feedback needs the person chosen explicitly.
+  assert.equal(await form.getByRole("button", { name: "Apply" }).isDisabled(), true);
+  const person = form.getByRole("group", { name: "Which person" }).getByRole("radio").first();
+  const address = (await person.locator("xpath=..").innerText()).trim();
+  await person.check();
+  // Changing the target clears the person chosen.
+  await form.getByRole("radio", { name: "This conversation" }).check();
+  await form.getByRole("radio", { name: "A person" }).check();
+  assert.equal(await form.getByRole("button", { name: "Apply" }).isDisabled(), true);
+  await person.check();
+  await screenshot(page, "feedback-desktop-form");
+  await form.getByRole("button", { name: "Apply" }).click();
+  // The answer names the scope applied; the row shows why.
+  const applied = pane.getByRole("status").filter({ hasText: `Less important for mail from ${address}.` });
+  await applied.waitFor();
+  await pane.getByText(`Less important: your rule for mail from ${address}`).waitFor();
+  await page.locator(".mail-row.current .reason", { hasText: "Less important" }).waitFor();
+  await screenshot(page, "feedback-desktop-applied");
+  await applied.getByRole("button", { name: "Undo" }).click();
+  await applied.waitFor({ state: "detached" });
+  assert.equal(await pane.locator("p.reason").count(), 0, "the classifier's answer again");
+
+  await page.getByRole("tab", { name: "Chat" }).click();
+  await page.getByRole("button", { name: "Settings" }).click();
+  const card = page.getByRole("region", { name: "Learning" });
+  await card.getByRole("button", { name: "Pause learning" }).click();
+  await card.getByText(/Learning is paused/).waitFor();
+  await card.getByLabel("Sender's address").fill("news@example.org");
+  await card.getByRole("button", { name: "Exclude" }).click();
+  await card.getByText("Mail from news@example.org").waitFor();
+  await screenshot(page, "settings-learning");
+  assert.deepEqual(await violations(page), [], "the Learning card");
+  await card.getByRole("button", { name: "Resume learning" }).click();
+  await card.getByRole("button", { name: "Pause learning" }).waitFor();
   assert.deepEqual(problems, []);
   await context.close();
 });

@@ -14,8 +14,8 @@ use utoipa::{Modify, OpenApi};
 
 use crate::AppState;
 use crate::handlers::{
-    approvals, artifacts, drafts, email, events, folder_proposals, folders, health, notifications, runs, schedules,
-    sessions, settings, web_session,
+    approvals, artifacts, drafts, email, events, feedback, folder_proposals, folders, health, notifications, runs,
+    schedules, sessions, settings, web_session,
 };
 use crate::routes::{Access, catalog};
 
@@ -96,6 +96,14 @@ impl Modify for BearerAuth {
         drafts::history,
         drafts::restore,
         drafts::review,
+        feedback::endorse,
+        feedback::give,
+        feedback::undo,
+        feedback::learning,
+        feedback::set_learning,
+        feedback::reset,
+        feedback::exclude,
+        feedback::include,
         web_session::exchange,
         web_session::current,
         web_session::revoke,

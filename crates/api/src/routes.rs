@@ -19,8 +19,8 @@ use domain::scope::Scope;
 use crate::AppState;
 use crate::auth::{self, Authenticator, Guard, Needs};
 use crate::handlers::{
-    approvals, artifacts, drafts, email, events, folder_proposals, folders, health, notifications, runs, schedules,
-    sessions, settings, web_session,
+    approvals, artifacts, drafts, email, events, feedback, folder_proposals, folders, health, notifications, runs,
+    schedules, sessions, settings, web_session,
 };
 use crate::{openapi, problem};
 
@@ -451,6 +451,59 @@ pub fn catalog() -> Vec<RouteDef> {
                     EmailSendUnavailable
                 ]
             ]
+        ),
+        route!(
+            POST "/v1/email/drafts/{draft_id}/style",
+            Scoped(EmailWrite),
+            Some(Flag::EmailMode),
+            feedback::endorse,
+            [JSON_BODY, [EmailDraftNotFound, RevisionMismatch, EmailStyleNotInDraft, EmailLearningPaused]]
+        ),
+        route!(
+            POST "/v1/email/threads/{thread_id}/feedback",
+            Scoped(EmailWrite),
+            Some(Flag::EmailMode),
+            feedback::give,
+            [
+                JSON_BODY,
+                [
+                    EmailThreadNotFound,
+                    EmailThreadUnassessed,
+                    EmailFeedbackPersonUnknown,
+                    EmailLearningPaused,
+                    EmailSourceExcluded
+                ]
+            ]
+        ),
+        route!(
+            DELETE "/v1/email/feedback/{feedback_id}",
+            Scoped(EmailWrite),
+            Some(Flag::EmailMode),
+            feedback::undo,
+            [[EmailFeedbackNotFound]]
+        ),
+        route!(GET "/v1/email/learning", Scoped(EmailRead), Some(Flag::EmailMode), feedback::learning, []),
+        route!(PUT "/v1/email/learning", Scoped(EmailWrite), Some(Flag::EmailMode), feedback::set_learning, [JSON_BODY]),
+        route!(
+            POST "/v1/email/learning/reset",
+            Scoped(EmailWrite),
+            Some(Flag::EmailMode),
+            feedback::reset,
+            [JSON_BODY]
+        ),
+        route!(
+            POST "/v1/email/learning/exclusions",
+            Scoped(EmailWrite),
+            Some(Flag::EmailMode),
+            feedback::exclude,
+            [JSON_BODY]
+        ),
+        route!(
+            DELETE "/v1/email/learning/exclusions/{exclusion_id}",
+            Scoped(EmailWrite),
+            Some(Flag::EmailMode),
+            feedback::include,
+            [[EmailExclusionNotFound]]
         ),
         route!(POST "/v1/web/session", BearerToken, None, web_session::exchange, []),
         route!(GET "/v1/web/session", Authenticated, None, web_session::current, []),

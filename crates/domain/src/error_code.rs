@@ -61,10 +61,17 @@ pub enum ErrorCode {
     EmailDraftSending,
     EmailDraftNoRecipients,
     EmailSendUnavailable,
+    EmailThreadUnassessed,
+    EmailFeedbackPersonUnknown,
+    EmailLearningPaused,
+    EmailSourceExcluded,
+    EmailFeedbackNotFound,
+    EmailExclusionNotFound,
+    EmailStyleNotInDraft,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 56] = [
+    pub const ALL: [ErrorCode; 63] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -121,6 +128,13 @@ impl ErrorCode {
         ErrorCode::EmailDraftSending,
         ErrorCode::EmailDraftNoRecipients,
         ErrorCode::EmailSendUnavailable,
+        ErrorCode::EmailThreadUnassessed,
+        ErrorCode::EmailFeedbackPersonUnknown,
+        ErrorCode::EmailLearningPaused,
+        ErrorCode::EmailSourceExcluded,
+        ErrorCode::EmailFeedbackNotFound,
+        ErrorCode::EmailExclusionNotFound,
+        ErrorCode::EmailStyleNotInDraft,
     ];
 
     /// The stable machine-readable code, the `code` member of a problem document.
@@ -182,6 +196,13 @@ impl ErrorCode {
             ErrorCode::EmailDraftSending => "email_draft_sending",
             ErrorCode::EmailDraftNoRecipients => "email_draft_no_recipients",
             ErrorCode::EmailSendUnavailable => "email_send_unavailable",
+            ErrorCode::EmailThreadUnassessed => "email_thread_unassessed",
+            ErrorCode::EmailFeedbackPersonUnknown => "email_feedback_person_unknown",
+            ErrorCode::EmailLearningPaused => "email_learning_paused",
+            ErrorCode::EmailSourceExcluded => "email_source_excluded",
+            ErrorCode::EmailFeedbackNotFound => "email_feedback_not_found",
+            ErrorCode::EmailExclusionNotFound => "email_exclusion_not_found",
+            ErrorCode::EmailStyleNotInDraft => "email_style_not_in_draft",
         }
     }
 
@@ -237,6 +258,12 @@ impl ErrorCode {
             // A well-formed body naming what the server's state lacks, as `unknown_folder`.
             ErrorCode::UnknownEmailAccount | ErrorCode::UnknownEmailThread => 409,
             ErrorCode::EmailDraftSending | ErrorCode::EmailDraftNoRecipients | ErrorCode::EmailSendUnavailable => 409,
+            ErrorCode::EmailThreadUnassessed
+            | ErrorCode::EmailFeedbackPersonUnknown
+            | ErrorCode::EmailLearningPaused
+            | ErrorCode::EmailSourceExcluded
+            | ErrorCode::EmailStyleNotInDraft => 409,
+            ErrorCode::EmailFeedbackNotFound | ErrorCode::EmailExclusionNotFound => 404,
         }
     }
 
@@ -299,6 +326,13 @@ impl ErrorCode {
             ErrorCode::EmailDraftSending => "The draft's approved send is on its way, sent, or being checked",
             ErrorCode::EmailDraftNoRecipients => "The draft names nobody to send to",
             ErrorCode::EmailSendUnavailable => "This server cannot send from the draft's account",
+            ErrorCode::EmailThreadUnassessed => "The conversation has not been assessed yet",
+            ErrorCode::EmailFeedbackPersonUnknown => "That person did not write in this conversation",
+            ErrorCode::EmailLearningPaused => "Learning is paused",
+            ErrorCode::EmailSourceExcluded => "This conversation's source is excluded from learning",
+            ErrorCode::EmailFeedbackNotFound => "Feedback not found",
+            ErrorCode::EmailExclusionNotFound => "Exclusion not found",
+            ErrorCode::EmailStyleNotInDraft => "The saved revision does not show that wording",
         }
     }
 }

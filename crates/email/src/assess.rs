@@ -17,6 +17,7 @@
 
 use std::collections::HashSet;
 
+use domain::feedback::ContentKind;
 use serde::{Deserialize, Serialize};
 
 use crate::project::ProjectedMessage;
@@ -167,6 +168,24 @@ pub(crate) fn one_line(text: &str) -> String {
     let mut cut: String = line.chars().take(GIST_MAX_CHARS - 1).collect();
     cut.push('…');
     cut
+}
+
+/// What kind of content `message` is, whoever assesses it: bulk headers make it `bulk`, a
+/// machine sender (`noreply@`, `receipts@`, …) `transactional`, anything else `personal`. Feedback
+/// about a kind of content names these.
+pub fn kind(message: &ProjectedMessage) -> ContentKind {
+    let sender = message
+        .from
+        .as_ref()
+        .map(|from| from.address.as_str())
+        .unwrap_or_default();
+    if message.bulk.any() {
+        ContentKind::Bulk
+    } else if is_transactional(sender) {
+        ContentKind::Transactional
+    } else {
+        ContentKind::Personal
+    }
 }
 
 /// Assesses `message` by the rules above.

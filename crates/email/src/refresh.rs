@@ -299,6 +299,7 @@ impl Refresher {
                     reply_need: assessment.reply_need.map(ReplyNeed::as_str),
                     gist: &assessment.gist,
                     rule: assessment.rule.as_str(),
+                    kind: assess::kind(&message).as_str(),
                 };
                 if self
                     .store

@@ -92,6 +92,38 @@ pub enum ReviewDraft {
     NotFound,
 }
 
+/// Wording the owner endorsed as their writing style.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StyleSampleRow {
+    pub id: Uuid,
+    pub draft: Uuid,
+    pub revision: i32,
+    pub text: String,
+    pub created_at: Timestamp,
+}
+
+#[derive(sqlx::FromRow)]
+struct StyleRecord {
+    id: Uuid,
+    draft: Uuid,
+    revision: i32,
+    text: String,
+    created_at: jiff_sqlx::Timestamp,
+}
+
+/// An endorsement's answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EndorseStyle {
+    Endorsed(StyleSampleRow),
+    /// The revision is not the newest (a save came between): nothing is endorsed.
+    Conflict(DraftRow),
+    /// The revision does not show that wording.
+    NotShown,
+    /// Learning is paused.
+    Paused,
+    NotFound,
+}
+
 /// Where a new draft goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DraftPlace<'a> {
@@ -412,5 +444,66 @@ impl Store {
             |outcome| matches!(outcome, ReviewDraft::Frozen(..)),
         )
         .await
+    }
+
+    /// Endorses `text`, shown in the saved revision `revision` of `draft`, as the owner's writing
+    /// style: only while that revision is the newest (a save conflict prevents it), only wording
+    /// it shows, and only while learning runs.
+    pub async fn email_endorse_style(&self, draft: Uuid, revision: i32, text: &str) -> Result<EndorseStyle> {
+        let now = self.now_sql();
+        self.transaction(
+            async |conn| {
+                if lock_draft(conn, draft).await?.is_none() {
+                    return Ok(EndorseStyle::NotFound);
+                }
+                let Some(current) = read_draft(conn, draft).await? else {
+                    return Ok(EndorseStyle::NotFound);
+                };
+                if current.newest.revision != revision {
+                    return Ok(EndorseStyle::Conflict(current));
+                }
+                let paused: bool = sqlx::query_scalar("SELECT paused_at IS NOT NULL FROM email_learning")
+                    .fetch_one(&mut *conn)
+                    .await?;
+                if paused {
+                    return Ok(EndorseStyle::Paused);
+                }
+                let text = text.trim();
+                let shown = &current.newest.content;
+                if text.is_empty() || !(shown.body.contains(text) || shown.subject.contains(text)) {
+                    return Ok(EndorseStyle::NotShown);
+                }
+                let record: StyleRecord = sqlx::query_as(
+                    "INSERT INTO email_style_samples (id, draft, revision, text, created_at) VALUES ($1, $2, $3, $4, $5)
+                     RETURNING id, draft, revision, text, created_at",
+                )
+                .bind(Uuid::now_v7())
+                .bind(draft)
+                .bind(revision)
+                .bind(text)
+                .bind(now)
+                .fetch_one(&mut *conn)
+                .await?;
+                Ok(EndorseStyle::Endorsed(StyleSampleRow {
+                    id: record.id,
+                    draft: record.draft,
+                    revision: record.revision,
+                    text: record.text,
+                    created_at: timestamp(record.created_at),
+                }))
+            },
+            |outcome| matches!(outcome, EndorseStyle::Endorsed(_)),
+        )
+        .await
+    }
+
+    /// The endorsed wording in force, newest first, at most `limit` passages.
+    pub async fn email_style(&self, limit: i64) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar(
+            "SELECT text FROM email_style_samples WHERE retired_at IS NULL ORDER BY created_at DESC, id DESC LIMIT $1",
+        )
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
     }
 }

@@ -50,7 +50,12 @@ const SUMMARY_COLUMNS: &str = "t.id, t.account_id, t.provider_thread_id, t.subje
                   WHEN i.state = 'outcome_unknown' THEN 'check_send_status' ELSE 'draft' END
       FROM email_drafts d LEFT JOIN tool_invocations i ON i.run_id = d.send_run
       LEFT JOIN mail_reconciliations m ON m.invocation_id = i.id
-      WHERE d.thread = t.id ORDER BY d.created_at DESC, d.id DESC LIMIT 1) AS draft_state";
+      WHERE d.thread = t.id ORDER BY d.created_at DESC, d.id DESC LIMIT 1) AS draft_state,
+     t.kind,
+     (SELECT coalesce(jsonb_agg(jsonb_build_object('feedback_id', f.id, 'scope', f.scope, 'signal', f.signal,
+                 'thread_id', f.thread, 'person', f.person, 'kind', f.kind, 'created_at', f.created_at,
+                 'retired', f.retired_at IS NOT NULL) ORDER BY f.created_at), '[]'::jsonb)
+      FROM email_feedback f WHERE f.id IN (t.importance_feedback, t.reply_feedback)) AS reasons";
 
 /// A thread as a row of the inbox shows it.
 #[derive(Clone, Debug, PartialEq)]
@@ -82,6 +87,10 @@ pub struct ThreadSummary {
     pub draft_id: Option<Uuid>,
     /// Where that draft is: `draft`, `check_send_status` or `sent`.
     pub draft_state: Option<String>,
+    /// What kind of content the newest message is.
+    pub kind: Option<String>,
+    /// The feedback rules that decided what shows (as `wire::email::Feedback` objects).
+    pub reasons: Value,
 }
 
 impl ThreadSummary {
@@ -119,6 +128,8 @@ struct SummaryRecord {
     priority: i16,
     draft_id: Option<Uuid>,
     draft_state: Option<String>,
+    kind: Option<String>,
+    reasons: Value,
 }
 
 impl From<SummaryRecord> for ThreadSummary {
@@ -146,6 +157,8 @@ impl From<SummaryRecord> for ThreadSummary {
             priority: record.priority,
             draft_id: record.draft_id,
             draft_state: record.draft_state,
+            kind: record.kind,
+            reasons: record.reasons,
         }
     }
 }

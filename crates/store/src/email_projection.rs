@@ -152,6 +152,8 @@ pub struct NewAssessment<'a> {
     pub reply_need: Option<&'a str>,
     pub gist: &'a str,
     pub rule: &'a str,
+    /// What kind of content the message is (`domain::feedback::ContentKind`).
+    pub kind: &'a str,
 }
 
 impl Store {
@@ -309,25 +311,39 @@ impl Store {
         provider_message_id: &str,
         assessment: &NewAssessment<'_>,
     ) -> Result<bool> {
-        let recorded = sqlx::query(
-            "UPDATE email_threads t SET importance = $3, reply_need = $4, gist = $5, classifier = $6,
-                 rule = $7, assessed_at = $8
-             WHERE t.id = $1 AND t.importance IS NULL
-               AND $2 = (SELECT provider_message_id FROM email_messages WHERE thread = t.id
-                         ORDER BY sent_at DESC, provider_message_id DESC LIMIT 1)",
+        let now = self.now_sql();
+        self.transaction(
+            async |conn| {
+                // The classifier's answer is kept as it is; the owner's feedback rules then
+                // decide what shows.
+                let recorded = sqlx::query(
+                    "UPDATE email_threads t SET importance = $3, reply_need = $4, assessed_importance = $3,
+                         assessed_reply_need = $4, gist = $5, classifier = $6, rule = $7, kind = $8, assessed_at = $9
+                     WHERE t.id = $1 AND t.importance IS NULL
+                       AND $2 = (SELECT provider_message_id FROM email_messages WHERE thread = t.id
+                                 ORDER BY sent_at DESC, provider_message_id DESC LIMIT 1)",
+                )
+                .bind(thread)
+                .bind(provider_message_id)
+                .bind(assessment.importance)
+                .bind(assessment.reply_need)
+                .bind(assessment.gist)
+                .bind(assessment.classifier)
+                .bind(assessment.rule)
+                .bind(assessment.kind)
+                .bind(now)
+                .execute(&mut *conn)
+                .await?
+                .rows_affected()
+                    == 1;
+                if recorded {
+                    crate::email_feedback::apply_rules(conn, thread).await?;
+                }
+                Ok(recorded)
+            },
+            |recorded| *recorded,
         )
-        .bind(thread)
-        .bind(provider_message_id)
-        .bind(assessment.importance)
-        .bind(assessment.reply_need)
-        .bind(assessment.gist)
-        .bind(assessment.classifier)
-        .bind(assessment.rule)
-        .bind(self.now_sql())
-        .execute(&self.pool)
-        .await?
-        .rows_affected();
-        Ok(recorded == 1)
+        .await
     }
 
     /// Records a completed update of the account: its address (kept when `None`), where its history now stands,
@@ -442,6 +458,11 @@ async fn recompute_thread(conn: &mut PgConnection, thread: Uuid, reassess: bool)
              gist = CASE WHEN $2 THEN NULL ELSE gist END,
              classifier = CASE WHEN $2 THEN NULL ELSE classifier END,
              rule = CASE WHEN $2 THEN NULL ELSE rule END,
+             kind = CASE WHEN $2 THEN NULL ELSE kind END,
+             assessed_importance = CASE WHEN $2 THEN NULL ELSE assessed_importance END,
+             assessed_reply_need = CASE WHEN $2 THEN NULL ELSE assessed_reply_need END,
+             importance_feedback = CASE WHEN $2 THEN NULL ELSE importance_feedback END,
+             reply_feedback = CASE WHEN $2 THEN NULL ELSE reply_feedback END,
              assessed_at = CASE WHEN $2 THEN NULL ELSE assessed_at END
          WHERE t.id = $1",
     )

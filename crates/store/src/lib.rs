@@ -8,6 +8,7 @@ mod call_receipts;
 mod clock;
 mod delivery;
 mod email_drafts;
+mod email_feedback;
 mod email_inbox;
 mod email_operations;
 mod email_projection;
@@ -36,7 +37,11 @@ pub use artifacts::{ArtifactRow, ArtifactUpload, NewArtifact};
 pub use call_receipts::{CALL_RECEIPTS_CHANNEL, Receipt};
 pub use clock::{Clock, SystemClock};
 pub use delivery::{DeviceTarget, DueNotification, ScheduleOutcome};
-pub use email_drafts::{DraftAuthor, DraftContent, DraftPlace, DraftRevision, DraftRow, ReviewDraft, SaveDraft};
+pub use email_drafts::{
+    DraftAuthor, DraftContent, DraftPlace, DraftRevision, DraftRow, EndorseStyle, ReviewDraft, SaveDraft,
+    StyleSampleRow,
+};
+pub use email_feedback::{ExclusionRow, FeedbackRow, GiveFeedback, LearningReset, LearningRow, NewFeedback};
 pub use email_inbox::{InboxPosition, InboxQuery, InboxView, ThreadSummary};
 pub use email_operations::{
     ClaimedWrite, EmailOperationRow, NOT_APPLIED, Reconciliation, RefreshRequest, THREAD_GONE, WriteKind, WriteOutcome,

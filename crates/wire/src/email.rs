@@ -2,6 +2,7 @@
 //! listings, a thread's reading pane, and the durable operations that refresh a mailbox or change
 //! a conversation in it.
 
+pub use domain::feedback::{ContentKind, FeedbackScope, FeedbackSignal};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
@@ -153,6 +154,11 @@ pub struct EmailThreadSummary {
     pub suspected_spam: bool,
     /// The conversation's newest draft (`/v1/email/drafts/{draft_id}`), if any.
     pub draft_id: Option<Uuid>,
+    /// What kind of content its newest message is; null until assessed.
+    pub kind: Option<ContentKind>,
+    /// The owner's feedback that decided what the row shows instead of the classifier (its
+    /// importance, its reply need, or both): the row's reason.
+    pub reasons: Vec<Feedback>,
 }
 
 /// One page of a listing.
@@ -486,4 +492,206 @@ impl SaveDraft {
 pub enum DraftTarget {
     Account(String),
     Thread(Uuid),
+}
+
+/// `POST /v1/email/threads/{thread_id}/feedback`: what the owner says, and what it applies to:
+/// this conversation, one person (`person`, one of its senders, chosen explicitly), or its kind
+/// of content.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GiveFeedback {
+    pub scope: FeedbackScope,
+    pub signal: FeedbackSignal,
+    /// Required with `scope: person`, refused otherwise.
+    #[schema(min_length = 3, max_length = 320)]
+    pub person: Option<String>,
+}
+
+impl GiveFeedback {
+    /// The person named exactly when the scope is a person.
+    pub fn checked(self) -> Result<(FeedbackScope, FeedbackSignal, Option<String>), crate::request::Invalid> {
+        use crate::request::Invalid;
+        match (self.scope, self.person) {
+            (FeedbackScope::Person, Some(person)) if plausible_address(&person) => {
+                Ok((self.scope, self.signal, Some(person.to_lowercase())))
+            }
+            (FeedbackScope::Person, Some(_)) => Err(Invalid::new("person", "not an email address")),
+            (FeedbackScope::Person, None) => Err(Invalid::new("person", "a person's feedback names the person")),
+            (_, Some(_)) => Err(Invalid::new("person", "only a person's feedback names a person")),
+            (scope, None) => Ok((scope, self.signal, None)),
+        }
+    }
+}
+
+/// One piece of feedback: a rule while it is in force.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Feedback {
+    pub feedback_id: Uuid,
+    pub scope: FeedbackScope,
+    pub signal: FeedbackSignal,
+    /// The conversation it was given on.
+    pub thread_id: Uuid,
+    pub person: Option<String>,
+    pub kind: Option<ContentKind>,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: jiff::Timestamp,
+    /// Undone, reset, or retired by an exclusion: it applies nowhere.
+    pub retired: bool,
+}
+
+/// Feedback given or undone, with the conversation as it now shows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct FeedbackAnswer {
+    /// The rule, whose `scope` is the scope applied.
+    pub feedback: Feedback,
+    pub thread: EmailThreadSummary,
+}
+
+/// A learning exclusion's kind: a sender's address, or a provider label id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ExclusionKind {
+    Sender,
+    Label,
+}
+
+impl ExclusionKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExclusionKind::Sender => "sender",
+            ExclusionKind::Label => "label",
+        }
+    }
+}
+
+/// A source never used for learning.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct LearningExclusion {
+    pub exclusion_id: Uuid,
+    pub kind: ExclusionKind,
+    pub value: String,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: jiff::Timestamp,
+}
+
+/// `GET /v1/email/learning`: the learning controls and what was learnt.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct Learning {
+    /// While paused no person or kind rule forms and no wording is endorsed; rules in force
+    /// still apply.
+    pub paused: bool,
+    pub exclusions: Vec<LearningExclusion>,
+    /// Person and kind rules in force, newest first.
+    pub rules: Vec<Feedback>,
+    /// Passages of wording endorsed as the owner's writing style, in force.
+    pub style_samples: u32,
+}
+
+/// `PUT /v1/email/learning`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetLearning {
+    pub paused: bool,
+}
+
+/// What a reset forgets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ResetScope {
+    Person,
+    Kind,
+    /// Every person and kind rule, and the endorsed writing style.
+    Everything,
+}
+
+/// `POST /v1/email/learning/reset`: `person` with `scope: person`, `kind` with `scope: kind`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResetLearning {
+    pub scope: ResetScope,
+    #[schema(min_length = 3, max_length = 320)]
+    pub person: Option<String>,
+    pub kind: Option<ContentKind>,
+}
+
+/// A reset, checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reset {
+    Person(String),
+    Kind(ContentKind),
+    Everything,
+}
+
+impl ResetLearning {
+    pub fn checked(self) -> Result<Reset, crate::request::Invalid> {
+        use crate::request::Invalid;
+        match (self.scope, self.person, self.kind) {
+            (ResetScope::Person, Some(person), None) if plausible_address(&person) => {
+                Ok(Reset::Person(person.to_lowercase()))
+            }
+            (ResetScope::Person, _, None) => Err(Invalid::new("person", "a person's reset names an email address")),
+            (ResetScope::Kind, None, Some(kind)) => Ok(Reset::Kind(kind)),
+            (ResetScope::Kind, None, None) => Err(Invalid::new("kind", "a kind's reset names the kind")),
+            (ResetScope::Everything, None, None) => Ok(Reset::Everything),
+            (_, Some(_), _) => Err(Invalid::new("person", "only a person's reset names a person")),
+            (_, _, Some(_)) => Err(Invalid::new("kind", "only a kind's reset names a kind")),
+        }
+    }
+}
+
+/// What a reset retired.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ResetAnswer {
+    pub retired: u32,
+}
+
+/// `POST /v1/email/learning/exclusions`: a sender's address or a provider label id.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExcludeSource {
+    pub kind: ExclusionKind,
+    #[schema(min_length = 1, max_length = 320)]
+    pub value: String,
+}
+
+impl ExcludeSource {
+    /// An address lowercased; a label as given.
+    pub fn checked(self) -> Result<(ExclusionKind, String), crate::request::Invalid> {
+        use crate::request::Invalid;
+        match self.kind {
+            ExclusionKind::Sender if plausible_address(&self.value) => Ok((self.kind, self.value.to_lowercase())),
+            ExclusionKind::Sender => Err(Invalid::new("value", "not an email address")),
+            ExclusionKind::Label
+                if !self.value.is_empty()
+                    && self.value.chars().count() <= 320
+                    && !self.value.chars().any(|c| c.is_whitespace() || c.is_control()) =>
+            {
+                Ok((self.kind, self.value))
+            }
+            ExclusionKind::Label => Err(Invalid::new("value", "a label id: 1 to 320 characters, no spaces")),
+        }
+    }
+}
+
+/// `POST /v1/email/drafts/{draft_id}/style`: endorse `text`, shown in the saved revision
+/// `revision` (which must be the newest), as the owner's writing style.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EndorseStyle {
+    #[serde(deserialize_with = "crate::request::whole")]
+    #[schema(minimum = 1)]
+    pub revision: u32,
+    #[schema(min_length = 1, max_length = 2000)]
+    pub text: String,
+}
+
+/// Wording endorsed as the owner's style.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct StyleSample {
+    pub sample_id: Uuid,
+    pub draft_id: Uuid,
+    pub revision: u32,
+    pub text: String,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: jiff::Timestamp,
 }

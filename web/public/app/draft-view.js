@@ -3,9 +3,10 @@
 // shows exactly the frozen message and offers approve-once only once the approval proved to be
 // that message.
 import { h } from "../vendor/preact.mjs";
-import { useEffect } from "../vendor/hooks.mjs";
+import { useEffect, useRef, useState } from "../vendor/hooks.mjs";
 import htm from "../vendor/htm.mjs";
 import * as drafts from "./drafts.js";
+import { endorse } from "./learning.js";
 
 const html = htm.bind(h);
 
@@ -121,6 +122,8 @@ export function DraftEditor({ onChanged }) {
   useEffect(() => {
     if (moment) onChanged();
   }, [moment]);
+  const body = useRef(/** @type {HTMLTextAreaElement | null} */ (null));
+  const [styleNote, setStyleNote] = useState(/** @type {string | null} */ (null));
   if (drafts.openError.value) return html`<p class="error" role="alert">The draft could not open: ${drafts.openError.value}</p>`;
   if (!current) return null;
   const state = current.send?.state;
@@ -150,14 +153,22 @@ export function DraftEditor({ onChanged }) {
       ${field("subject", "Subject", current.local.subject, (value) => drafts.edit({ subject: value }))}
       <div class="field">
         <label for="draft-body">Message</label>
-        <textarea id="draft-body" rows="8" value=${current.local.body} disabled=${locked}
+        <textarea id="draft-body" rows="8" ref=${body} value=${current.local.body} disabled=${locked}
           onInput=${(/** @type {any} */ e) => drafts.edit({ body: e.currentTarget.value })}></textarea>
       </div>
       <p class=${`draft-status${current.error ? " error" : ""}`} role="status">${status}</p>
+      ${styleNote && html`<p class="draft-status" role="status">${styleNote}</p>`}
       ${locked && !reviewing && html`<p class="send-state" role="status">${SEND_WORDS[state ?? ""] ?? ""}</p>`}
       <div class="controls">
         <button class="button filled small" disabled=${current.conflict !== null || locked} onClick=${() => drafts.reviewAndSend()}>Review & Send</button>
         <button class="button quiet small" onClick=${() => (current.history ? drafts.hideHistory() : drafts.loadHistory())}>History</button>
+        <button class="button quiet small" disabled=${dirty || current.saving || current.conflict !== null}
+          title="Keep the selected wording (or the whole message) as your writing style"
+          onClick=${async () => {
+            const area = body.current;
+            const chosen = area && area.selectionStart !== area.selectionEnd ? area.value.slice(area.selectionStart, area.selectionEnd) : current.saved.body;
+            setStyleNote((await endorse(current.draftId, current.base, chosen.trim())).words);
+          }}>Keep as my style</button>
         <button class="button quiet small" onClick=${() => drafts.close()}>Close</button>
       </div>
     </div>`}

@@ -8,7 +8,7 @@ import * as drafts from "./drafts.js";
 
 /** @typedef {{name: string | null, address: string}} Correspondent */
 /** @typedef {{account_id: string, address: string | null, freshness: "pending" | "current", updated_at: string | null, coverage_from: string | null, last_error: string | null, last_error_at: string | null, waiting: string | null, unsubscribe_supported: boolean, spam_supported: boolean}} Account */
-/** @typedef {{thread_id: string, account_id: string, provider_thread_id: string, subject: string, correspondents: Correspondent[], latest_at: string, message_count: number, has_attachments: boolean, place: "inbox" | "archived" | "spam", state: string | null, importance: string | null, gist: string | null, classifier: string | null, suspected_spam: boolean, draft_id: string | null}} Thread */
+/** @typedef {{thread_id: string, account_id: string, provider_thread_id: string, subject: string, correspondents: Correspondent[], latest_at: string, message_count: number, has_attachments: boolean, place: "inbox" | "archived" | "spam", state: string | null, importance: string | null, gist: string | null, classifier: string | null, suspected_spam: boolean, draft_id: string | null, kind: string | null, reasons: import("./learning.js").Feedback[]}} Thread */
 /** @typedef {{filename: string | null, media_type: string, size_bytes: number}} Attachment */
 /** @typedef {{message_id: string, from: Correspondent | null, to: Correspondent[], cc: Correspondent[], sent_at: string, subject: string, text: string, text_cut: boolean, attachments: Attachment[]}} Message */
 /** @typedef {Thread & {messages: Message[]}} ThreadDetail */
@@ -220,6 +220,12 @@ export async function select(id) {
   } catch (error) {
     if (selectedId.value === id) detailError.value = describe(error);
   }
+}
+
+/** A conversation as the server now shows it (after feedback): its row and the open pane. @param {Thread} row */
+export function replaceRow(row) {
+  threads.value = threads.value.map((thread) => (thread.thread_id === row.thread_id ? row : thread));
+  if (detail.value?.thread_id === row.thread_id) detail.value = { ...detail.value, ...row };
 }
 
 /** Reads the open conversation again without emptying the pane (its row state moved on). */

@@ -8,6 +8,8 @@ import htm from "../vendor/htm.mjs";
 import * as email from "./email.js";
 import * as drafts from "./drafts.js";
 import { DraftEditor } from "./draft-view.js";
+import { reason } from "./learning.js";
+import { FeedbackMenu } from "./learning-view.js";
 
 const html = htm.bind(h);
 
@@ -85,6 +87,7 @@ function ThreadRow({ thread, many, onOpen }) {
       <span class="mail-tags">
         ${line && html`<span class=${`state ${line[1]}`}>${line[0]}</span>`}
         ${thread.suspected_spam && account?.spam_supported && html`<span class="tag">Suspected spam</span>`}
+        ${thread.reasons?.[0] && html`<span class="reason">${reason(thread.reasons[0])}</span>`}
         ${many && html`<span class="account">${account?.address ?? thread.account_id}</span>`}
       </span>
     </button>
@@ -182,6 +185,7 @@ function ReadingPane({ onBack }) {
           ${thread.suspected_spam && spam && html`<span class="tag">Suspected spam</span>`}
           ${thread.gist && html`<span class="gist">${thread.gist}</span>`}
         </p>
+        ${(thread.reasons ?? []).map((rule) => html`<p class="reason" key=${rule.feedback_id}>${reason(rule)}</p>`)}
       </div>
     </div>
     <div class="controls mail-actions">
@@ -199,6 +203,7 @@ function ReadingPane({ onBack }) {
       html`<button class="button quiet small" disabled=${busy} onClick=${() => email.notSuspected(thread.thread_id)}>Not spam</button>`}
     </div>
     ${error && html`<p class="error" role="alert">${error}</p>`}
+    <${FeedbackMenu} key=${thread.thread_id} thread=${thread} own=${account?.address ?? null} onChanged=${(/** @type {email.Thread} */ row) => email.replaceRow(row)} />
     <${DraftEditor} onChanged=${() => {
       email.loadListing();
       email.reloadDetail();

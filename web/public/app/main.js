@@ -9,6 +9,7 @@ import * as folders from "./folders.js";
 import * as notifications from "./notifications.js";
 import * as attachments from "./attachments.js";
 import { EmailView } from "./inbox.js";
+import { LearningCard } from "./learning-view.js";
 import { markdown } from "./markdown.js";
 import { appearance, setAppearance, TEXT_SIZES, TYPEFACES } from "./preferences.js";
 
@@ -809,6 +810,7 @@ function SettingsView() {
         </div>
       </section>
       <${ModelsCard} />
+      <${LearningCard} />
       <${AppearanceCard} />
       <section class="card" aria-label="Data and privacy">
         <h2>Data & Privacy</h2>

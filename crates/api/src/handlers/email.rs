@@ -19,9 +19,9 @@ use store::{
 };
 use uuid::Uuid;
 use wire::email::{
-    AttachmentMeta, Correspondent, EmailAccount, EmailAccountList, EmailMessage, EmailOperation, EmailOperationKind,
-    EmailOperationState, EmailThread, EmailThreadPage, EmailThreadSummary, Freshness, Importance, InboxView,
-    ListEmailThreads, MailboxPlace, RefreshAnswer, ThreadState,
+    AttachmentMeta, ContentKind, Correspondent, EmailAccount, EmailAccountList, EmailMessage, EmailOperation,
+    EmailOperationKind, EmailOperationState, EmailThread, EmailThreadPage, EmailThreadSummary, Freshness, Importance,
+    InboxView, ListEmailThreads, MailboxPlace, RefreshAnswer, ThreadState,
 };
 
 use crate::AppState;
@@ -61,7 +61,7 @@ fn correspondents(value: Value) -> Vec<Correspondent> {
     serde_json::from_value(value).unwrap_or_default()
 }
 
-fn summary(row: ThreadSummary) -> EmailThreadSummary {
+pub(crate) fn summary(row: ThreadSummary) -> EmailThreadSummary {
     let place = if row.in_spam {
         MailboxPlace::Spam
     } else if row.in_inbox {
@@ -104,6 +104,8 @@ fn summary(row: ThreadSummary) -> EmailThreadSummary {
         classifier: row.classifier,
         suspected_spam: row.suspected_spam,
         draft_id: row.draft_id,
+        kind: row.kind.as_deref().and_then(ContentKind::parse),
+        reasons: serde_json::from_value(row.reasons).unwrap_or_default(),
     }
 }
 
@@ -149,7 +151,7 @@ fn operation(row: EmailOperationRow) -> EmailOperation {
     }
 }
 
-fn parse_uuid(text: &str, missing: ErrorCode) -> Result<Uuid, ApiError> {
+pub(crate) fn parse_uuid(text: &str, missing: ErrorCode) -> Result<Uuid, ApiError> {
     super::parse_id(text, |text| Uuid::parse_str(text).ok(), missing)
 }
 

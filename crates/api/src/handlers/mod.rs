@@ -5,6 +5,7 @@ pub mod artifacts;
 pub mod drafts;
 pub mod email;
 pub mod events;
+pub mod feedback;
 pub mod folder_proposals;
 pub mod folders;
 pub mod health;

@@ -9,24 +9,24 @@ use store::{NewAssessment, NewEmailMessage, Store, WriteOutcome};
 
 use crate::support::{Env, TestApp, expect_problem, json};
 
-async fn app() -> TestApp {
+pub(crate) async fn app() -> TestApp {
     TestApp::spawn_with(Env::default().set("AGENT_EMAIL_MODE_ENABLED", "1")).await
 }
 
 /// One delivered message of its own thread, `minute` minutes into the day, assessed as
 /// `importance` with `reply_need` unless `importance` is `None`.
-struct Letter<'a> {
-    id: &'a str,
-    from: &'a str,
-    subject: &'a str,
-    body: &'a str,
-    minute: i64,
-    labels: &'a [&'a str],
-    importance: Option<&'a str>,
-    reply_need: Option<&'a str>,
+pub(crate) struct Letter<'a> {
+    pub id: &'a str,
+    pub from: &'a str,
+    pub subject: &'a str,
+    pub body: &'a str,
+    pub minute: i64,
+    pub labels: &'a [&'a str],
+    pub importance: Option<&'a str>,
+    pub reply_need: Option<&'a str>,
 }
 
-async fn deliver(store: &Store, account: &str, letter: &Letter<'_>) {
+pub(crate) async fn deliver(store: &Store, account: &str, letter: &Letter<'_>) {
     let labels: Vec<String> = letter.labels.iter().map(|label| (*label).to_owned()).collect();
     let attachments = if letter.subject.contains("Slides") {
         json!([{ "filename": "slides.pdf", "media_type": "application/pdf", "size_bytes": 2048 }])
@@ -71,6 +71,7 @@ async fn deliver(store: &Store, account: &str, letter: &Letter<'_>) {
                 reply_need: letter.reply_need,
                 gist: &format!("Gist of {}", letter.subject),
                 rule: "known_correspondent",
+                kind: "personal",
             },
         )
         .await
@@ -474,7 +475,7 @@ async fn a_refresh_is_admitted_once_a_minute_and_the_spam_flag_clears_without_a_
     );
 }
 
-async fn send(app: &TestApp, method: Method, path: &str, body: Value) -> (u16, Value) {
+pub(crate) async fn send(app: &TestApp, method: Method, path: &str, body: Value) -> (u16, Value) {
     json(app.request(method, path).json(&body).send().await.expect("send")).await
 }
 

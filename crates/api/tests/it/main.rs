@@ -4,6 +4,7 @@
 mod artifacts;
 mod config;
 mod email;
+mod feedback;
 mod folder_proposals;
 mod folders;
 mod health;
