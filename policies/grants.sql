@@ -86,6 +86,10 @@ GRANT SELECT, INSERT, UPDATE ON email_feedback, email_style_samples TO steward_a
 GRANT SELECT, UPDATE ON email_learning TO steward_api;
 GRANT SELECT, INSERT, UPDATE, DELETE ON email_learning_exclusions TO steward_api;
 GRANT SELECT ON email_feedback TO steward_async_worker;
+-- The agent's proposed replies land as revisions of the owner's drafts, following the endorsed style.
+GRANT SELECT, UPDATE ON email_drafts TO steward_async_worker;
+GRANT SELECT, INSERT ON email_draft_revisions TO steward_async_worker;
+GRANT SELECT ON email_style_samples TO steward_async_worker;
 
 -- maintenance: no tables until its duties land (its grants arrive with them).
 

@@ -225,3 +225,23 @@ test("feedback applies to an explicitly chosen person and can be undone; learnin
   assert.deepEqual(problems, []);
   await context.close();
 });
+
+test("Steward proposes a reply that lands as a revision the owner edits", async () => {
+  const { page, context, problems } = await newPage(browser);
+  await connect(page);
+  await page.getByRole("tab", { name: "Email" }).click();
+  const rows = page.getByRole("list", { name: "Important conversations" }).locator(".mail-row");
+  await rows.nth(4).waitFor({ timeout: 30_000 });
+  await rows.nth(4).locator(".mail-open").click();
+  const pane = page.getByRole("region", { name: "Conversation" });
+  await pane.locator(".mail-message").first().waitFor();
+  await pane.getByRole("button", { name: "Draft with Steward" }).click();
+  const editor = page.getByRole("region", { name: "Reply" });
+  await editor.getByText("Proposed by Steward · revision 2").waitFor({ timeout: 30_000 });
+  assert.match(await editor.getByLabel("Message").inputValue(), /^Hi \w+,\n\nThank you for your message\./);
+  await screenshot(page, "draft-desktop-proposed");
+  await editor.getByLabel("Message").fill("Thanks, Grace. See you in May.");
+  await editor.getByText("Saved · revision 3").waitFor();
+  assert.deepEqual(problems, []);
+  await context.close();
+});

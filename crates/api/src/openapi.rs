@@ -96,6 +96,7 @@ impl Modify for BearerAuth {
         drafts::history,
         drafts::restore,
         drafts::review,
+        drafts::propose,
         feedback::endorse,
         feedback::give,
         feedback::undo,
@@ -285,8 +286,41 @@ fn links(operation_id: &str) -> Vec<(&'static str, &'static str, Value)> {
                 ("201", "GetDraft", to("drafts.get", draft())),
                 ("201", "SaveDraft", to("drafts.save", draft())),
                 ("201", "DraftHistory", to("drafts.history", draft())),
+                ("201", "ReviewDraft", to("drafts.review", draft())),
+                ("201", "EndorseStyle", to("feedback.endorse", draft())),
             ]
         }
+        "drafts.propose" => vec![
+            (
+                "202",
+                "GetOperation",
+                to(
+                    "email.operation_status",
+                    json!({ "operation_id": "$response.body#/operation/operation_id" }),
+                ),
+            ),
+            (
+                "202",
+                "GetDraft",
+                to("drafts.get", json!({ "draft_id": "$response.body#/draft/draft_id" })),
+            ),
+        ],
+        "feedback.give" => vec![(
+            "201",
+            "UndoFeedback",
+            to(
+                "feedback.undo",
+                json!({ "feedback_id": "$response.body#/feedback/feedback_id" }),
+            ),
+        )],
+        "feedback.exclude" => vec![(
+            "201",
+            "RemoveExclusion",
+            to(
+                "feedback.include",
+                json!({ "exclusion_id": "$response.body#/exclusion_id" }),
+            ),
+        )],
         "email.archive" | "email.move_to_inbox" | "email.report_spam" | "email.not_spam" => vec![(
             "202",
             "GetOperation",

@@ -453,6 +453,13 @@ pub fn catalog() -> Vec<RouteDef> {
             ]
         ),
         route!(
+            POST "/v1/email/threads/{thread_id}/proposal",
+            Scoped(EmailWrite),
+            Some(Flag::EmailMode),
+            drafts::propose,
+            [[EmailThreadNotFound, EmailDraftSending]]
+        ),
+        route!(
             POST "/v1/email/drafts/{draft_id}/style",
             Scoped(EmailWrite),
             Some(Flag::EmailMode),

@@ -8,6 +8,9 @@
 //!   [`assess::CLASSIFIER_VERSION`]: importance, reply need and a one-line gist.
 //! - [`classify`]: the classifier the async worker uses: the offline rules, or the agent's model
 //!   through the OpenAI-compatible client, each request within the cost allowances and charged.
+//! - [`propose`]: the agent's proposed replies, landed as revisions of the conversation's draft
+//!   for the owner to edit (the model within the allowances, or an offline acknowledgement
+//!   closed with the owner's endorsed wording).
 //! - [`provider`]: the provider as the async worker reads it with the read document only: the
 //!   profile, the changes since a history id (an expired one means a full resync), raw messages.
 //! - [`refresh`]: one account's update into the store's projections: a bounded backfill first
@@ -25,6 +28,7 @@ pub mod allowance;
 pub mod assess;
 pub mod classify;
 pub mod project;
+pub mod propose;
 pub mod provider;
 pub mod refresh;
 pub mod worker;

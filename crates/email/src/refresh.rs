@@ -22,7 +22,7 @@ use store::{EmailMessageRow, NewAssessment, NewEmailMessage, Store, StoreError, 
 
 use crate::allowance::{self, Charge, Standing};
 use crate::assess::{self, Assessment, Mailbox, ReplyNeed};
-use crate::classify::{Classifier, ModelClassifier};
+use crate::classify::{Answered, Classifier, ModelClassifier, ModelFailed, Prepared};
 use crate::project::{self, ProjectedMessage};
 use crate::provider::{self, HistoryError, MessageRef, RawMessage};
 
@@ -333,6 +333,33 @@ impl Refresher {
         mailbox: Mailbox<'_>,
     ) -> Result<Option<Assessment>, RefreshError> {
         let prepared = model.prepare(message);
+        match self
+            .within_allowances(&account.account_id, &prepared, model.ask(&prepared, message, mailbox))
+            .await?
+        {
+            Metered::Answered(assessment) => Ok(Some(assessment)),
+            Metered::Spent(reason) => {
+                self.store.email_set_waiting(&account.account_id, Some(reason)).await?;
+                Ok(None)
+            }
+            Metered::Failed => {
+                tracing::warn!(account = %account.account_id, "the assessing model failed; new mail waits for the next update");
+                Ok(None)
+            }
+        }
+    }
+
+    /// Sends `ask` (the request `prepared`) only if its ceiling fits both allowances, and
+    /// charges what it cost (its ceiling when it failed).
+    pub(crate) async fn within_allowances<T>(
+        &self,
+        account_id: &str,
+        prepared: &Prepared,
+        ask: impl std::future::Future<Output = Result<Answered<T>, ModelFailed>>,
+    ) -> Result<Metered<T>, RefreshError> {
+        let Classifier::Model(model) = self.classifier.as_ref() else {
+            return Ok(Metered::Failed);
+        };
         let now = self.store.now();
         let since = now.checked_sub(allowance::MONTH).unwrap_or(now);
         let charges: Vec<Charge> = self
@@ -345,28 +372,24 @@ impl Refresher {
                 cost: domain::run::Cost::from_micros(micros),
             })
             .collect();
-        let waiting = match allowance::standing(model.allowances, &charges, now, prepared.ceiling) {
-            Standing::Open => None,
-            Standing::DailySpent => Some("daily_allowance_spent"),
-            Standing::MonthlySpent => Some("monthly_allowance_spent"),
-        };
-        if let Some(reason) = waiting {
-            self.store.email_set_waiting(&account.account_id, Some(reason)).await?;
-            return Ok(None);
+        match allowance::standing(model.allowances, &charges, now, prepared.ceiling) {
+            Standing::Open => {}
+            Standing::DailySpent => return Ok(Metered::Spent("daily_allowance_spent")),
+            Standing::MonthlySpent => return Ok(Metered::Spent("monthly_allowance_spent")),
         }
-        match model.ask(&prepared, message, mailbox).await {
+        match ask.await {
             Ok(answered) => {
                 self.store
-                    .email_record_charge(&account.account_id, answered.charge.micros(), answered.reported)
+                    .email_record_charge(account_id, answered.charge.micros(), answered.reported)
                     .await?;
-                Ok(Some(answered.assessment))
+                Ok(Metered::Answered(answered.value))
             }
             Err(failed) => {
                 self.store
-                    .email_record_charge(&account.account_id, failed.charge.micros(), false)
+                    .email_record_charge(account_id, failed.charge.micros(), false)
                     .await?;
-                tracing::warn!(account = %account.account_id, error = %failed.error, "the assessing model failed; new mail waits for the next update");
-                Ok(None)
+                tracing::warn!(account = %account_id, error = %failed.error, "a model request failed");
+                Ok(Metered::Failed)
             }
         }
     }
@@ -379,8 +402,16 @@ impl Refresher {
     }
 }
 
+/// A model request within the allowances came to: its answer, no room in an allowance (why),
+/// or a failure (charged all the same).
+pub(crate) enum Metered<T> {
+    Answered(T),
+    Spent(&'static str),
+    Failed,
+}
+
 /// A stored message as the classifier reads it.
-fn rebuild(message: &EmailMessageRow) -> ProjectedMessage {
+pub(crate) fn rebuild(message: &EmailMessageRow) -> ProjectedMessage {
     ProjectedMessage {
         from: serde_json::from_value(message.sender.clone()).unwrap_or_default(),
         to: serde_json::from_value(message.recipients.clone()).unwrap_or_default(),

@@ -1,5 +1,6 @@
 //! The async worker's loop: refreshes the owner asked for (operations, claimed with a lease so a
-//! crashed process's claim passes to another), and every account on a background cadence.
+//! crashed process's claim passes to another), every account on a background cadence, and the
+//! replies the owner asked the agent to propose.
 //! An account is updated by one refresh at a time in this process.
 
 use std::collections::HashMap;
@@ -59,6 +60,7 @@ impl AsyncWorker {
         let mut updated: HashMap<String, Instant> = HashMap::new();
         loop {
             self.requested(&mut updated).await;
+            self.proposals().await;
             for account in &self.accounts {
                 let due = updated
                     .get(&account.account_id)
@@ -99,6 +101,26 @@ impl AsyncWorker {
             };
             if let Err(error) = store.email_settle_refresh(operation.id, code).await {
                 tracing::warn!(operation = %operation.id, %error, "cannot settle a refresh");
+            }
+        }
+    }
+
+    /// Writes every queued proposal, one at a time.
+    async fn proposals(&self) {
+        let store = &self.refresher.store;
+        loop {
+            let claimed = match store.email_claim_proposal(&self.worker_id, self.pace.lease).await {
+                Ok(Some(claimed)) => claimed,
+                Ok(None) => return,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot claim proposals");
+                    return;
+                }
+            };
+            match self.refresher.propose(&claimed).await {
+                Ok(outcome) => tracing::info!(operation = %claimed.operation.id, ?outcome, "reply proposed"),
+                // Its claim expires and another pass writes it again.
+                Err(error) => tracing::warn!(operation = %claimed.operation.id, %error, "cannot propose a reply"),
             }
         }
     }

@@ -216,7 +216,7 @@ pub(crate) async fn read_draft(conn: &mut sqlx::PgConnection, id: Uuid) -> Resul
 }
 
 /// Appends revision `revision` of `draft` and makes it the newest, at `now`.
-async fn append(
+pub(crate) async fn append(
     conn: &mut sqlx::PgConnection,
     draft: Uuid,
     revision: i32,
@@ -249,6 +249,53 @@ async fn append(
     Ok(())
 }
 
+/// Creates a draft at `place` with `content` as revision 1, on `conn`; `None` when the account
+/// or thread is unknown.
+pub(crate) async fn create_draft(
+    conn: &mut sqlx::PgConnection,
+    place: DraftPlace<'_>,
+    content: &DraftContent,
+    author: DraftAuthor,
+    now: jiff_sqlx::Timestamp,
+) -> Result<Option<DraftRow>> {
+    let (account_id, thread) = match place {
+        DraftPlace::Account(account_id) => {
+            let known: Option<(String,)> =
+                sqlx::query_as("SELECT account_id FROM email_accounts WHERE account_id = $1")
+                    .bind(account_id)
+                    .fetch_optional(&mut *conn)
+                    .await?;
+            match known {
+                Some((account_id,)) => (account_id, None),
+                None => return Ok(None),
+            }
+        }
+        DraftPlace::Thread(thread) => {
+            let known: Option<(String,)> = sqlx::query_as("SELECT account_id FROM email_threads WHERE id = $1")
+                .bind(thread)
+                .fetch_optional(&mut *conn)
+                .await?;
+            match known {
+                Some((account_id,)) => (account_id, Some(thread)),
+                None => return Ok(None),
+            }
+        }
+    };
+    let id = Uuid::now_v7();
+    sqlx::query(
+        "INSERT INTO email_drafts (id, account_id, thread, revision, created_at, updated_at)
+         VALUES ($1, $2, $3, 1, $4, $4)",
+    )
+    .bind(id)
+    .bind(&account_id)
+    .bind(thread)
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    append(conn, id, 1, content, author, None, now).await?;
+    read_draft(conn, id).await
+}
+
 impl Store {
     /// Creates a draft at `place` with `content` as revision 1; `None` when the account or
     /// thread is unknown.
@@ -260,45 +307,7 @@ impl Store {
     ) -> Result<Option<DraftRow>> {
         let now = self.now_sql();
         self.transaction(
-            async |conn| {
-                let (account_id, thread) = match place {
-                    DraftPlace::Account(account_id) => {
-                        let known: Option<(String,)> =
-                            sqlx::query_as("SELECT account_id FROM email_accounts WHERE account_id = $1")
-                                .bind(account_id)
-                                .fetch_optional(&mut *conn)
-                                .await?;
-                        match known {
-                            Some((account_id,)) => (account_id, None),
-                            None => return Ok(None),
-                        }
-                    }
-                    DraftPlace::Thread(thread) => {
-                        let known: Option<(String,)> =
-                            sqlx::query_as("SELECT account_id FROM email_threads WHERE id = $1")
-                                .bind(thread)
-                                .fetch_optional(&mut *conn)
-                                .await?;
-                        match known {
-                            Some((account_id,)) => (account_id, Some(thread)),
-                            None => return Ok(None),
-                        }
-                    }
-                };
-                let id = Uuid::now_v7();
-                sqlx::query(
-                    "INSERT INTO email_drafts (id, account_id, thread, revision, created_at, updated_at)
-                     VALUES ($1, $2, $3, 1, $4, $4)",
-                )
-                .bind(id)
-                .bind(&account_id)
-                .bind(thread)
-                .bind(now)
-                .execute(&mut *conn)
-                .await?;
-                append(conn, id, 1, content, author, None, now).await?;
-                read_draft(conn, id).await
-            },
+            async |conn| create_draft(conn, place, content, author, now).await,
             |_| true,
         )
         .await

@@ -230,15 +230,17 @@ impl Store {
         let Some(record) = record else {
             return Ok(None);
         };
+        Ok(Some((record.into(), self.email_thread_messages(id).await?)))
+    }
+
+    /// A thread's messages, oldest first (empty when there is no such thread).
+    pub async fn email_thread_messages(&self, id: Uuid) -> Result<Vec<EmailMessageRow>> {
         let messages: Vec<MessageRecord> = sqlx::query_as(&format!(
             "SELECT {MESSAGE_COLUMNS} FROM email_messages WHERE thread = $1 ORDER BY sent_at, provider_message_id"
         ))
         .bind(id)
         .fetch_all(&self.pool)
         .await?;
-        Ok(Some((
-            record.into(),
-            messages.into_iter().map(EmailMessageRow::from).collect(),
-        )))
+        Ok(messages.into_iter().map(EmailMessageRow::from).collect())
     }
 }

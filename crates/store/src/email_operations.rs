@@ -16,8 +16,12 @@ use uuid::Uuid;
 use crate::email_projection::apply_labels;
 use crate::{Result, Store, timestamp};
 
+/// The provider writes among the operations (not refreshes, nor the agent's proposed replies).
+pub(crate) const WRITE_KINDS: &str = "kind IN ('archive', 'move_to_inbox', 'report_spam', 'not_spam')";
+
 /// Columns of [`EmailOperationRow`], in its order.
-const OPERATION_COLUMNS: &str = "id, account_id, thread, kind, state, error, created_at, updated_at, reconciled_at";
+pub(crate) const OPERATION_COLUMNS: &str =
+    "id, account_id, thread, kind, state, error, created_at, updated_at, reconciled_at, draft";
 
 /// An operation as stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,7 +30,7 @@ pub struct EmailOperationRow {
     pub account_id: String,
     /// The thread a write changes; `None` for a refresh.
     pub thread: Option<Uuid>,
-    /// `refresh`, `archive`, `move_to_inbox`, `report_spam` or `not_spam`.
+    /// `refresh`, `archive`, `move_to_inbox`, `report_spam`, `not_spam` or `propose_reply`.
     pub kind: String,
     /// `queued`, `dispatching`, `succeeded`, `failed` or `uncertain`.
     pub state: String,
@@ -36,10 +40,12 @@ pub struct EmailOperationRow {
     pub updated_at: Timestamp,
     /// When an uncertain write was settled by reading the thread.
     pub reconciled_at: Option<Timestamp>,
+    /// A proposed reply's draft.
+    pub draft: Option<Uuid>,
 }
 
 #[derive(sqlx::FromRow)]
-struct OperationRecord {
+pub(crate) struct OperationRecord {
     id: Uuid,
     account_id: String,
     thread: Option<Uuid>,
@@ -49,6 +55,7 @@ struct OperationRecord {
     created_at: jiff_sqlx::Timestamp,
     updated_at: jiff_sqlx::Timestamp,
     reconciled_at: Option<jiff_sqlx::Timestamp>,
+    draft: Option<Uuid>,
 }
 
 /// A claimed write with its thread's provider id.
@@ -71,6 +78,7 @@ impl From<OperationRecord> for EmailOperationRow {
             created_at: timestamp(record.created_at),
             updated_at: timestamp(record.updated_at),
             reconciled_at: record.reconciled_at.map(timestamp),
+            draft: record.draft,
         }
     }
 }
@@ -279,7 +287,7 @@ impl Store {
                 };
                 let pending: Option<OperationRecord> = sqlx::query_as(&format!(
                     "SELECT {OPERATION_COLUMNS} FROM email_operations
-                     WHERE thread = $1 AND (state IN ('queued', 'dispatching')
+                     WHERE thread = $1 AND {WRITE_KINDS} AND (state IN ('queued', 'dispatching')
                                             OR (state = 'uncertain' AND reconciled_at IS NULL))
                      ORDER BY created_at LIMIT 1"
                 ))
@@ -334,7 +342,7 @@ impl Store {
             "WITH claimed AS (
                  UPDATE email_operations SET claimed_by = $1, lease_until = $2, updated_at = $3
                  WHERE id = (SELECT id FROM email_operations
-                             WHERE kind <> 'refresh' AND {due} AND (lease_until IS NULL OR lease_until < $3)
+                             WHERE {WRITE_KINDS} AND {due} AND (lease_until IS NULL OR lease_until < $3)
                              ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
                  RETURNING {OPERATION_COLUMNS})
              SELECT claimed.*, t.provider_thread_id FROM claimed JOIN email_threads t ON t.id = claimed.thread"
@@ -416,11 +424,11 @@ impl Store {
     /// Leaves `uncertain` every write still `dispatching` after its claim expired (its worker
     /// died mid-request); how many.
     pub async fn email_strand_dispatches(&self) -> Result<u64> {
-        Ok(sqlx::query(
+        Ok(sqlx::query(&format!(
             "UPDATE email_operations SET state = 'uncertain', error = 'mail.outcome_unknown', lease_until = NULL,
                  updated_at = $1
-             WHERE kind <> 'refresh' AND state = 'dispatching' AND lease_until < $1",
-        )
+             WHERE {WRITE_KINDS} AND state = 'dispatching' AND lease_until < $1"
+        ))
         .bind(self.now_sql())
         .execute(&self.pool)
         .await?
@@ -467,7 +475,7 @@ impl Store {
     }
 
     /// This store's clock plus `lease`, as bound into a statement.
-    fn after(&self, lease: Duration) -> jiff_sqlx::Timestamp {
+    pub(crate) fn after(&self, lease: Duration) -> jiff_sqlx::Timestamp {
         jiff_sqlx::Timestamp::from(self.now() + signed(lease))
     }
 }

@@ -12,6 +12,7 @@ mod email_feedback;
 mod email_inbox;
 mod email_operations;
 mod email_projection;
+mod email_proposals;
 mod email_sends;
 mod ending;
 mod events;
@@ -48,6 +49,7 @@ pub use email_operations::{
     WriteRequest,
 };
 pub use email_projection::{EmailAccountRow, EmailMessageRow, NewAssessment, NewEmailMessage, WaitingThread};
+pub use email_proposals::{ClaimedProposal, Landing, RequestProposal};
 pub use email_sends::{DraftSend, Freeze};
 pub use events::{EventRow, StoredFrame};
 pub use folder_proposals::{

@@ -209,6 +209,8 @@ pub enum EmailOperationKind {
     MoveToInbox,
     ReportSpam,
     NotSpam,
+    /// The agent proposing a reply, which lands as a revision of `draft_id`.
+    ProposeReply,
 }
 
 /// An operation's state: it settles to `succeeded`, `failed` or `uncertain`. An uncertain write
@@ -241,6 +243,16 @@ pub struct EmailOperation {
     /// When an uncertain write was settled by reading the conversation.
     #[schema(value_type = Option<String>, format = DateTime)]
     pub reconciled_at: Option<jiff::Timestamp>,
+    /// A proposed reply's draft; null for other operations.
+    pub draft_id: Option<Uuid>,
+}
+
+/// `POST /v1/email/threads/{thread_id}/proposal`: the queued proposal and the draft it lands in
+/// (the conversation's draft, or a new reply to its senders).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ProposalAnswer {
+    pub operation: EmailOperation,
+    pub draft: Draft,
 }
 
 /// `POST /v1/email/accounts/{account_id}/refresh`.

@@ -138,7 +138,9 @@ export function DraftEditor({ onChanged }) {
       ? "Saving…"
       : dirty
         ? "Edited"
-        : `Saved · revision ${current.base}`;
+        : current.author === "agent"
+          ? `Proposed by Steward · revision ${current.base}`
+          : `Saved · revision ${current.base}`;
   const field = (/** @type {string} */ name, /** @type {string} */ label, /** @type {string} */ value, /** @type {(v: string) => void} */ set) =>
     html`<div class="field">
       <label for=${`draft-${name}`}>${label}</label>

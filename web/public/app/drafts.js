@@ -14,7 +14,7 @@ import { api, ApiError, describe, onForget } from "./api.js";
 /**
  * @typedef {{
  *   draftId: string, accountId: string, threadId: string | null, providerThreadId: string | null,
- *   base: number, saved: Content, local: Content, saving: boolean, error: string | null,
+ *   base: number, author: "owner" | "agent", saved: Content, local: Content, saving: boolean, error: string | null,
  *   conflict: {server: Draft, local: Content} | null, history: Revision[] | null,
  *   send: Send | null, review: Review | null,
  * }} Editor
@@ -122,6 +122,7 @@ function show(draft, providerThreadId) {
     threadId: draft.thread_id,
     providerThreadId,
     base: draft.revision,
+    author: draft.author,
     saved: contentOf(draft),
     local: contentOf(draft),
     saving: false,
@@ -134,6 +135,42 @@ function show(draft, providerThreadId) {
   if (draft.send && ["awaiting_approval", "sending", "outcome_unknown", "preparing"].includes(draft.send.state)) {
     // A send left waiting or under way: what the server froze is what is reviewed.
     follow(draft.send.revision, contentOf(draft));
+  }
+}
+
+/** The conversation Steward is writing a reply for, while it does. */
+export const proposing = signal(/** @type {string | null} */ (null));
+
+/**
+ * Asks Steward to propose a reply in a conversation; once it lands (`settle` follows the
+ * operation), the conversation's draft opens with it as the newest revision.
+ * @param {{thread_id: string, provider_thread_id: string} & Record<string, any>} thread
+ * @param {(id: string) => Promise<{state: string, error: string | null}>} settle
+ */
+export async function propose(thread, settle) {
+  close();
+  proposing.value = thread.thread_id;
+  const mine = generation;
+  try {
+    const answer = await api("POST", `/v1/email/threads/${encodeURIComponent(thread.thread_id)}/proposal`);
+    const settled = await settle(answer.operation.operation_id);
+    if (mine !== generation) return;
+    /** @type {Draft} */
+    const draft = await api("GET", `/v1/email/drafts/${encodeURIComponent(answer.draft.draft_id)}`);
+    if (mine !== generation) return;
+    show(draft, thread.provider_thread_id);
+    if (settled.state !== "succeeded") {
+      update({
+        error:
+          settled.error === "email.draft_changed"
+            ? "Steward's proposal was not added: the draft changed meanwhile."
+            : `Steward could not propose a reply (${settled.error ?? settled.state}).`,
+      });
+    }
+  } catch (error) {
+    if (mine === generation) openError.value = describe(error);
+  } finally {
+    if (proposing.value === thread.thread_id) proposing.value = null;
   }
 }
 
@@ -168,7 +205,7 @@ export async function save() {
       body: { expected_revision: current.base, ...sent },
     });
     if (mine !== generation) return false;
-    update({ saving: false, base: saved.revision, saved: contentOf(saved), send: saved.send, error: null });
+    update({ saving: false, base: saved.revision, author: saved.author, saved: contentOf(saved), send: saved.send, error: null });
     const now = editor.value;
     // Typed meanwhile: that is saved next.
     return now ? same(now.local, now.saved) || save() : false;
@@ -215,7 +252,7 @@ export function useSaved() {
   const current = editor.value;
   if (!current?.conflict) return;
   const server = current.conflict.server;
-  update({ conflict: null, base: server.revision, saved: contentOf(server), local: contentOf(server), send: server.send });
+  update({ conflict: null, base: server.revision, author: server.author, saved: contentOf(server), local: contentOf(server), send: server.send });
 }
 
 export async function loadHistory() {
@@ -246,7 +283,7 @@ export async function restore(revision) {
       body: { expected_revision: current.base },
     });
     if (mine !== generation) return;
-    update({ base: draft.revision, saved: contentOf(draft), local: contentOf(draft), send: draft.send, history: null, error: null });
+    update({ base: draft.revision, author: draft.author, saved: contentOf(draft), local: contentOf(draft), send: draft.send, history: null, error: null });
   } catch (error) {
     if (mine !== generation) return;
     if (error instanceof ApiError && error.code === "revision_mismatch" && error.problem) {

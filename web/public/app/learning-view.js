@@ -131,7 +131,7 @@ export function LearningCard() {
     ${state.exclusions.length > 0 &&
     html`<ul class="rules">${state.exclusions.map(
       (exclusion) => html`<li key=${exclusion.exclusion_id}><span>${exclusion.kind === "sender" ? "Mail from" : "Label"} ${exclusion.value}</span>
-        <button class="button quiet small" aria-label=${`Stop excluding ${exclusion.value}`} onClick=${() => learning.include(exclusion.exclusion_id)}>Remove</button></li>`,
+        <button class="button quiet small" aria-label=${`Remove ${exclusion.value}`} onClick=${() => learning.include(exclusion.exclusion_id)}>Remove</button></li>`,
     )}</ul>`}
     <form class="exclude" onSubmit=${(/** @type {Event} */ e) => {
       e.preventDefault();

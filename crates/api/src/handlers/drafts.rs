@@ -19,8 +19,8 @@ use store::{
 };
 use uuid::Uuid;
 use wire::email::{
-    CreateDraft, Draft, DraftAuthor, DraftContent, DraftHistory, DraftRevision, DraftSend, DraftTarget, RestoreDraft,
-    ReviewDraft, SaveDraft,
+    CreateDraft, Draft, DraftAuthor, DraftContent, DraftHistory, DraftRevision, DraftSend, DraftTarget, ProposalAnswer,
+    RestoreDraft, ReviewDraft, SaveDraft,
 };
 
 use crate::AppState;
@@ -364,5 +364,38 @@ pub async fn review(
         Review::NoRecipients => Err(ApiError::new(ErrorCode::EmailDraftNoRecipients)
             .detail("add at least one recipient in `to`, save, then review again")),
         Review::NotFound => Err(ApiError::new(ErrorCode::EmailDraftNotFound)),
+    }
+}
+
+/// Asks the agent to propose a reply in a conversation: on its draft (or a new reply to its
+/// newest sender), as a `propose_reply` operation the async worker runs. The proposal lands as
+/// the draft's next revision (author `agent`) only if nobody saved or froze the draft meanwhile
+/// (else the operation fails `email.draft_changed`); follow it at `/v1/email/operations/{id}`.
+#[utoipa::path(
+    post, path = "/v1/email/threads/{thread_id}/proposal", tag = "email",
+    security(("bearer" = ["email.write"])),
+    params(("thread_id" = Uuid, Path)),
+    responses((status = 202, description = "Queued", body = ProposalAnswer))
+)]
+pub async fn propose(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(thread_id): Path<String>,
+) -> Result<Response, ApiError> {
+    let thread = super::email::parse_uuid(&thread_id, ErrorCode::EmailThreadNotFound)?;
+    match state.store.email_request_proposal(thread).await? {
+        store::RequestProposal::Queued(queued) => {
+            let (operation, row) = *queued;
+            Ok((
+                StatusCode::ACCEPTED,
+                JsonResponse(ProposalAnswer {
+                    operation: super::email::operation(operation),
+                    draft: draft(&state, &caller.principal, row).await?,
+                }),
+            )
+                .into_response())
+        }
+        store::RequestProposal::UnknownThread => Err(ApiError::new(ErrorCode::EmailThreadNotFound)),
+        store::RequestProposal::Frozen(frozen) => Err(sending(&frozen)),
     }
 }

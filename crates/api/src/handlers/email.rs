@@ -123,12 +123,13 @@ fn message(row: EmailMessageRow) -> EmailMessage {
     }
 }
 
-fn operation(row: EmailOperationRow) -> EmailOperation {
+pub(crate) fn operation(row: EmailOperationRow) -> EmailOperation {
     let kind = match row.kind.as_str() {
         "refresh" => EmailOperationKind::Refresh,
         "archive" => EmailOperationKind::Archive,
         "move_to_inbox" => EmailOperationKind::MoveToInbox,
         "report_spam" => EmailOperationKind::ReportSpam,
+        "propose_reply" => EmailOperationKind::ProposeReply,
         _ => EmailOperationKind::NotSpam,
     };
     let state = match row.state.as_str() {
@@ -148,6 +149,7 @@ fn operation(row: EmailOperationRow) -> EmailOperation {
         created_at: row.created_at,
         updated_at: row.updated_at,
         reconciled_at: row.reconciled_at,
+        draft_id: row.draft,
     }
 }
 

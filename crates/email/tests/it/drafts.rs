@@ -213,3 +213,123 @@ async fn the_history_is_kept_whole_and_an_earlier_revision_is_restored_as_a_new_
     );
     assert_eq!(api.email_draft_history(draft.id).await.expect("history").len(), 4);
 }
+
+/// The agent's proposal, end to end through the store: the owner asks (api login), the async
+/// worker claims and writes it from the projected conversation (offline, closing with the
+/// owner's endorsed wording) and it lands as an `agent` revision; a proposal asked before the
+/// owner saved again never lands over their words.
+#[tokio::test]
+async fn a_proposed_reply_lands_as_the_agents_revision_unless_the_owner_saved_since() {
+    use email::propose::Proposed;
+    use testkit::gmail::FakeGmail;
+
+    let fake = FakeGmail::start().await;
+    fake.mailbox("owner", "owner@example.org");
+    fake.deliver(
+        "owner",
+        "ada@example.com",
+        "Lunch",
+        "Are you free on Friday?",
+        &["INBOX"],
+    );
+    let (db, refresher) = crate::refresh::recorded(&fake, 24).await;
+    refresher
+        .update(&crate::refresh::account(&fake, "owner"))
+        .await
+        .expect("refresh");
+    let api = db.store_as("api").await;
+    let thread: uuid::Uuid = sqlx::query_scalar("SELECT id FROM email_threads")
+        .fetch_one(&db.pool)
+        .await
+        .expect("thread");
+
+    // The owner kept wording from an earlier reply as their style.
+    let earlier = api
+        .email_create_draft(
+            DraftPlace::Thread(thread),
+            &content("Lovely.\nWarm wishes, Sam"),
+            DraftAuthor::Owner,
+        )
+        .await
+        .expect("draft")
+        .expect("thread known");
+    api.email_endorse_style(earlier.id, 1, "Warm wishes, Sam")
+        .await
+        .expect("endorsed");
+
+    // Asked on the conversation's draft (the newest one, not sent).
+    let store::RequestProposal::Queued(queued) = api.email_request_proposal(thread).await.expect("asked") else {
+        panic!("not queued")
+    };
+    let (operation, draft) = *queued;
+    assert_eq!(
+        (operation.kind.as_str(), operation.draft),
+        ("propose_reply", Some(draft.id))
+    );
+    // Asking again while it waits answers the same proposal.
+    let store::RequestProposal::Queued(again) = api.email_request_proposal(thread).await.expect("asked") else {
+        panic!("not queued")
+    };
+    assert_eq!(again.0.id, operation.id);
+    let claimed = refresher
+        .store
+        .email_claim_proposal("async-1", std::time::Duration::from_secs(60))
+        .await
+        .expect("claim")
+        .expect("one queued");
+    assert_eq!(
+        refresher.propose(&claimed).await.expect("proposed"),
+        Proposed::Landed(2)
+    );
+    let landed = api.email_draft(draft.id).await.expect("read").expect("draft");
+    assert_eq!(landed.newest.author, "agent");
+    assert_eq!(
+        landed.newest.content.body,
+        "Hi ada,\n\nThank you for your message. I will look into your question and get back to you soon.\n\nWarm wishes, Sam"
+    );
+    assert_eq!(
+        landed.newest.content.to,
+        content("").to,
+        "recipients and subject as they were"
+    );
+    assert_eq!(
+        api.email_operation(operation.id)
+            .await
+            .expect("read")
+            .expect("op")
+            .state,
+        "succeeded"
+    );
+
+    // Asked at revision 2, but the owner saves revision 3 before the worker writes it.
+    let store::RequestProposal::Queued(second) = api.email_request_proposal(thread).await.expect("asked") else {
+        panic!("not queued")
+    };
+    let second = second.0;
+    saved(
+        api.email_save_draft(draft.id, 2, &content("My own words."), DraftAuthor::Owner)
+            .await
+            .expect("save"),
+    );
+    let claimed = refresher
+        .store
+        .email_claim_proposal("async-1", std::time::Duration::from_secs(60))
+        .await
+        .expect("claim")
+        .expect("one queued");
+    assert_eq!(claimed.operation.id, second.id);
+    assert_eq!(
+        refresher.propose(&claimed).await.expect("proposed"),
+        Proposed::Failed("email.draft_changed")
+    );
+    let kept = api.email_draft(draft.id).await.expect("read").expect("draft");
+    assert_eq!(
+        (kept.newest.revision, kept.newest.content.body.as_str()),
+        (3, "My own words.")
+    );
+    let failed = api.email_operation(second.id).await.expect("read").expect("op");
+    assert_eq!(
+        (failed.state.as_str(), failed.error.as_deref()),
+        ("failed", Some("email.draft_changed"))
+    );
+}

@@ -1,0 +1,248 @@
+//! The agent's proposed replies (migration 0020): the owner asks for one on a conversation (the
+//! api queues a `propose_reply` operation on the conversation's draft, or on a new reply to its
+//! senders), the async worker claims it, writes the text and lands it as an `agent` revision the
+//! owner then edits — only while the revision it was asked at is still the newest and not
+//! frozen, so it never overwrites the owner's later words nor changes what an approval sends.
+
+use std::time::Duration;
+
+use uuid::Uuid;
+use wire::email::SendState;
+
+use crate::email_drafts::{DraftAuthor, DraftContent, DraftPlace, DraftRow, append, create_draft, read_draft};
+use crate::email_operations::{EmailOperationRow, OPERATION_COLUMNS, OperationRecord};
+use crate::email_sends::{DraftSend, draft_send};
+use crate::{Result, Store};
+
+/// A proposal's request answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RequestProposal {
+    /// Queued now, or already queued for this draft (answered with that one).
+    Queued(Box<(EmailOperationRow, DraftRow)>),
+    UnknownThread,
+    /// The conversation's draft is frozen for sending (or its send is on its way or being
+    /// checked): nothing would land.
+    Frozen(DraftSend),
+}
+
+/// A claimed proposal: the operation, its draft and the revision it was asked at.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimedProposal {
+    pub operation: EmailOperationRow,
+    pub draft: Uuid,
+    pub revision: i32,
+}
+
+#[derive(sqlx::FromRow)]
+struct ClaimRecord {
+    #[sqlx(flatten)]
+    operation: OperationRecord,
+    draft_revision: i32,
+}
+
+/// A proposal's landing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Landing {
+    /// The draft's new newest revision.
+    Landed(i32),
+    /// The owner saved (or froze) the draft since it was asked: nothing landed.
+    DraftChanged,
+}
+
+/// A reply's opening: to the newest sender who is not the owner, with the subject `Re:`.
+fn reply_start(subject: &str, senders: &[String], owner: Option<&str>) -> DraftContent {
+    let to = senders
+        .iter()
+        .rev()
+        .find(|sender| Some(sender.as_str()) != owner)
+        .cloned()
+        .into_iter()
+        .collect();
+    let subject = if subject.to_lowercase().starts_with("re:") {
+        subject.to_owned()
+    } else {
+        format!("Re: {subject}")
+    };
+    DraftContent {
+        to,
+        cc: Vec::new(),
+        subject,
+        body: String::new(),
+    }
+}
+
+impl Store {
+    /// Asks the agent to propose a reply in `thread`: on its newest draft that is not sent, else
+    /// on a new reply to its newest sender.
+    pub async fn email_request_proposal(&self, thread: Uuid) -> Result<RequestProposal> {
+        let now = self.now_sql();
+        self.transaction(
+            async |conn| {
+                let subject: Option<(String, String, Vec<String>, Option<String>)> = sqlx::query_as(
+                    "SELECT t.account_id, t.subject,
+                            ARRAY(SELECT lower(c->>'address') FROM jsonb_array_elements(t.correspondents) c),
+                            lower(a.address)
+                     FROM email_threads t JOIN email_accounts a ON a.account_id = t.account_id
+                     WHERE t.id = $1 FOR UPDATE OF t",
+                )
+                .bind(thread)
+                .fetch_optional(&mut *conn)
+                .await?;
+                let Some((account_id, subject, senders, owner)) = subject else {
+                    return Ok(RequestProposal::UnknownThread);
+                };
+                let newest: Option<Uuid> = sqlx::query_scalar(
+                    "SELECT id FROM email_drafts WHERE thread = $1 ORDER BY created_at DESC, id DESC LIMIT 1 FOR UPDATE",
+                )
+                .bind(thread)
+                .fetch_optional(&mut *conn)
+                .await?;
+                let send = match newest {
+                    Some(draft) => draft_send(conn, draft).await?,
+                    None => None,
+                };
+                let draft = match (newest, send) {
+                    (Some(_), Some(send)) if send.state == SendState::Sent => None,
+                    (Some(_), Some(send)) if !send.settled_unsent() => return Ok(RequestProposal::Frozen(send)),
+                    (Some(draft), _) => read_draft(conn, draft).await?,
+                    (None, _) => None,
+                };
+                let draft = match draft {
+                    Some(draft) => draft,
+                    None => {
+                        let start = reply_start(&subject, &senders, owner.as_deref());
+                        let created =
+                            create_draft(conn, DraftPlace::Thread(thread), &start, DraftAuthor::Owner, now).await?;
+                        let Some(created) = created else {
+                            return Ok(RequestProposal::UnknownThread);
+                        };
+                        created
+                    }
+                };
+                let pending: Option<OperationRecord> = sqlx::query_as(&format!(
+                    "SELECT {OPERATION_COLUMNS} FROM email_operations
+                     WHERE draft = $1 AND kind = 'propose_reply' AND state IN ('queued', 'dispatching')
+                     ORDER BY created_at LIMIT 1"
+                ))
+                .bind(draft.id)
+                .fetch_optional(&mut *conn)
+                .await?;
+                if let Some(pending) = pending {
+                    return Ok(RequestProposal::Queued(Box::new((pending.into(), draft))));
+                }
+                let record: OperationRecord = sqlx::query_as(&format!(
+                    "INSERT INTO email_operations (id, account_id, thread, kind, draft, draft_revision, created_at, updated_at)
+                     VALUES ($1, $2, $3, 'propose_reply', $4, $5, $6, $6) RETURNING {OPERATION_COLUMNS}"
+                ))
+                .bind(Uuid::now_v7())
+                .bind(&account_id)
+                .bind(thread)
+                .bind(draft.id)
+                .bind(draft.newest.revision)
+                .bind(now)
+                .fetch_one(&mut *conn)
+                .await?;
+                Ok(RequestProposal::Queued(Box::new((record.into(), draft))))
+            },
+            |outcome| matches!(outcome, RequestProposal::Queued(..)),
+        )
+        .await
+    }
+
+    /// Claims the oldest queued proposal (or one whose claim expired: writing one has no effect
+    /// outside the draft, so it is simply written again) for `lease`.
+    pub async fn email_claim_proposal(&self, worker: &str, lease: Duration) -> Result<Option<ClaimedProposal>> {
+        let record: Option<ClaimRecord> = sqlx::query_as(&format!(
+            "UPDATE email_operations SET state = 'dispatching', claimed_by = $1, lease_until = $2, updated_at = $3
+             WHERE id = (SELECT id FROM email_operations
+                         WHERE kind = 'propose_reply' AND (state = 'queued' OR (state = 'dispatching' AND lease_until < $3))
+                         ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+             RETURNING {OPERATION_COLUMNS}, draft_revision"
+        ))
+        .bind(worker)
+        .bind(self.after(lease))
+        .bind(self.now_sql())
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(record.and_then(|record| {
+            let operation = EmailOperationRow::from(record.operation);
+            operation.draft.map(|draft| ClaimedProposal {
+                draft,
+                revision: record.draft_revision,
+                operation,
+            })
+        }))
+    }
+
+    /// Lands `body` as the draft's next revision, written by the agent (recipients and subject
+    /// as they are), if the revision it was asked at is still the newest and not frozen; settles
+    /// the operation either way.
+    pub async fn email_land_proposal(&self, claimed: &ClaimedProposal, body: &str) -> Result<Landing> {
+        let now = self.now_sql();
+        self.transaction(
+            async |conn| {
+                let locked: Option<(i32, bool)> = sqlx::query_as(
+                    "SELECT revision, send_run IS NOT NULL AND frozen_revision = revision FROM email_drafts
+                     WHERE id = $1 FOR UPDATE",
+                )
+                .bind(claimed.draft)
+                .fetch_optional(&mut *conn)
+                .await?;
+                let landing = match (locked, read_draft(conn, claimed.draft).await?) {
+                    (Some((newest, false)), Some(draft)) if newest == claimed.revision => {
+                        let content = DraftContent {
+                            body: body.to_owned(),
+                            ..draft.newest.content
+                        };
+                        append(conn, claimed.draft, newest + 1, &content, DraftAuthor::Agent, None, now).await?;
+                        Landing::Landed(newest + 1)
+                    }
+                    _ => Landing::DraftChanged,
+                };
+                let error = match landing {
+                    Landing::Landed(_) => None,
+                    Landing::DraftChanged => Some("email.draft_changed"),
+                };
+                settle(conn, claimed.operation.id, error, now).await?;
+                Ok(landing)
+            },
+            |_| true,
+        )
+        .await
+    }
+
+    /// Settles a claimed proposal that could not be written (`error`, a stable code).
+    pub async fn email_fail_proposal(&self, claimed: &ClaimedProposal, error: &str) -> Result<()> {
+        let mut conn = self.pool.acquire().await?;
+        settle(&mut conn, claimed.operation.id, Some(error), self.now_sql()).await
+    }
+}
+
+async fn settle(conn: &mut sqlx::PgConnection, id: Uuid, error: Option<&str>, now: jiff_sqlx::Timestamp) -> Result<()> {
+    sqlx::query(
+        "UPDATE email_operations SET state = CASE WHEN $2::text IS NULL THEN 'succeeded' ELSE 'failed' END,
+             error = $2, lease_until = NULL, updated_at = $3
+         WHERE id = $1 AND kind = 'propose_reply' AND state = 'dispatching'",
+    )
+    .bind(id)
+    .bind(error)
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_goes_to_the_newest_sender_who_is_not_the_owner() {
+        let senders = vec!["ada@example.org".to_owned(), "owner@example.org".to_owned()];
+        let start = reply_start("Lunch", &senders, Some("owner@example.org"));
+        assert_eq!(start.to, ["ada@example.org"]);
+        assert_eq!(start.subject, "Re: Lunch");
+        assert_eq!(reply_start("RE: Lunch", &senders, None).subject, "RE: Lunch");
+        assert_eq!(reply_start("x", &senders, None).to, ["owner@example.org"]);
+    }
+}
