@@ -65,13 +65,15 @@ CREATE TABLE email_style_samples (
 );
 
 -- The agent's proposed reply (`propose_reply`, run by the async worker): it lands as an `agent`
--- revision of `draft` only while `draft_revision` is still the newest and not frozen, so it
--- never overwrites the owner's later words nor changes what an approval would send.
+-- revision of `draft` only while `draft_revision` is still the newest and the draft was not
+-- frozen again since it was asked (`draft_send_run` is its newest freeze then), so it never
+-- overwrites the owner's later words nor changes what an approval would send.
 ALTER TABLE email_operations DROP CONSTRAINT email_operations_kind_check;
 ALTER TABLE email_operations
     ADD CONSTRAINT email_operations_kind_check
         CHECK (kind IN ('refresh', 'archive', 'move_to_inbox', 'report_spam', 'not_spam', 'propose_reply')),
     ADD COLUMN draft          uuid    REFERENCES email_drafts ON DELETE CASCADE,
     ADD COLUMN draft_revision integer,
+    ADD COLUMN draft_send_run uuid,
     ADD CONSTRAINT email_operations_proposal_draft
         CHECK ((kind = 'propose_reply') = (draft IS NOT NULL AND draft_revision IS NOT NULL));

@@ -61,7 +61,7 @@ test("a reply saves as it is typed, a conflict keeps both versions, and history 
   // Another device saves revision 3; this page still edits from revision 2.
   await saveElsewhere(page, draftId, 2, { to: draft.to, cc: [], subject: draft.subject, body: "Eleven is better." });
   await editor.getByLabel("Message").fill("Ten works for me. See you there.");
-  const conflict = page.getByRole("alert", { name: "Conflicting versions" });
+  const conflict = page.getByRole("group", { name: "Conflicting versions" });
   await conflict.waitFor();
   assert.match(await conflict.getByRole("region", { name: "Saved version" }).innerText(), /revision 3[\s\S]*Eleven is better\./);
   assert.match(await conflict.getByRole("region", { name: "Your version" }).innerText(), /Ten works for me\. See you there\./);
@@ -117,7 +117,7 @@ test("Review & Send refuses an approval that is not the draft and sends the one 
       .find((name) => /\/app\/drafts(\.[0-9a-f]{16})?\.js$/.test(name));
     const drafts = await import(url);
     const frozen = { to: ["ada@example.org"], cc: [], subject: "Re: Plan", body: text };
-    const where = { accountId: "demo", providerThreadId: null, threadId: null };
+    const where = { accountId: "demo", providerThreadId: null, threadId: null, sendTool: "mcp.mail_send.send_message" };
     const shown = { account_id: "demo", to: ["ada@example.org"], cc: [], subject: "Re: Plan", body: [...text].slice(0, 512).join("") };
     const tool = "mcp.mail_send.send_message";
     return {
@@ -166,9 +166,17 @@ test("Review & Send refuses an approval that is not the draft and sends the one 
 test("the reply editor on a phone, dark", async () => {
   const { page, context, problems } = await newPage(browser, { viewport: PHONE, colorScheme: "dark" });
   await connect(page);
-  const { editor } = await reply(page, 2);
+  const { editor, draftId } = await reply(page, 2);
   await editor.getByLabel("Message").fill("On my way.");
   await editor.getByText("Saved · revision 2").waitFor();
+  // Recipients are typed as text, separators and all.
+  const to = editor.getByLabel("To");
+  await to.fill("");
+  await to.pressSequentially("edsger@shortest.example, grace@cobol.example", { delay: 5 });
+  assert.equal(await to.inputValue(), "edsger@shortest.example, grace@cobol.example");
+  await editor.getByText("Saved · revision 3").waitFor();
+  const saved = await (await page.request.get(`/v1/email/drafts/${draftId}`)).json();
+  assert.deepEqual(saved.to, ["edsger@shortest.example", "grace@cobol.example"]);
   await screenshot(page, "draft-phone-dark");
   assert.deepEqual(await violations(page), [], "the editor on a phone, dark");
   assert.deepEqual(problems, []);

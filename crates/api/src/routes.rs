@@ -448,6 +448,8 @@ pub fn catalog() -> Vec<RouteDef> {
                     RevisionMismatch,
                     EmailDraftSending,
                     EmailDraftNoRecipients,
+                    EmailDraftUnsendable,
+                    SessionHasActiveRun,
                     EmailSendUnavailable
                 ]
             ]
@@ -487,7 +489,7 @@ pub fn catalog() -> Vec<RouteDef> {
             Scoped(EmailWrite),
             Some(Flag::EmailMode),
             feedback::undo,
-            [[EmailFeedbackNotFound]]
+            [[EmailFeedbackNotFound, EmailThreadNotFound]]
         ),
         route!(GET "/v1/email/learning", Scoped(EmailRead), Some(Flag::EmailMode), feedback::learning, []),
         route!(PUT "/v1/email/learning", Scoped(EmailWrite), Some(Flag::EmailMode), feedback::set_learning, [JSON_BODY]),

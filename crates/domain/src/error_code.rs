@@ -68,10 +68,11 @@ pub enum ErrorCode {
     EmailFeedbackNotFound,
     EmailExclusionNotFound,
     EmailStyleNotInDraft,
+    EmailDraftUnsendable,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 63] = [
+    pub const ALL: [ErrorCode; 64] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -135,6 +136,7 @@ impl ErrorCode {
         ErrorCode::EmailFeedbackNotFound,
         ErrorCode::EmailExclusionNotFound,
         ErrorCode::EmailStyleNotInDraft,
+        ErrorCode::EmailDraftUnsendable,
     ];
 
     /// The stable machine-readable code, the `code` member of a problem document.
@@ -203,6 +205,7 @@ impl ErrorCode {
             ErrorCode::EmailFeedbackNotFound => "email_feedback_not_found",
             ErrorCode::EmailExclusionNotFound => "email_exclusion_not_found",
             ErrorCode::EmailStyleNotInDraft => "email_style_not_in_draft",
+            ErrorCode::EmailDraftUnsendable => "email_draft_unsendable",
         }
     }
 
@@ -262,7 +265,8 @@ impl ErrorCode {
             | ErrorCode::EmailFeedbackPersonUnknown
             | ErrorCode::EmailLearningPaused
             | ErrorCode::EmailSourceExcluded
-            | ErrorCode::EmailStyleNotInDraft => 409,
+            | ErrorCode::EmailStyleNotInDraft
+            | ErrorCode::EmailDraftUnsendable => 409,
             ErrorCode::EmailFeedbackNotFound | ErrorCode::EmailExclusionNotFound => 404,
         }
     }
@@ -333,6 +337,7 @@ impl ErrorCode {
             ErrorCode::EmailFeedbackNotFound => "Feedback not found",
             ErrorCode::EmailExclusionNotFound => "Exclusion not found",
             ErrorCode::EmailStyleNotInDraft => "The saved revision does not show that wording",
+            ErrorCode::EmailDraftUnsendable => "The draft cannot be sent as it is",
         }
     }
 }

@@ -125,6 +125,86 @@ pub fn tools(accounts: &AccountIds) -> Vec<MailTool> {
         .collect()
 }
 
+/// The longest subject (RFC 5322's line length) and body a write or send takes.
+pub const MAX_SUBJECT_CHARS: usize = 998;
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+/// Invisible formatting characters (Unicode category Cf, the ones in use): they can reorder or
+/// hide text, so an approval could show one thing and the message say another.
+pub fn is_format_character(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
+}
+
+/// One address as a write or send takes it: plain ASCII `local@domain`, no display name,
+/// nothing that could break out of a header or look like another address.
+pub fn sendable_address(text: &str) -> Option<String> {
+    let text = text.trim();
+    if !text.is_ascii() {
+        return None;
+    }
+    let (local, domain) = text.split_once('@')?;
+    let forbidden = |c: char| c.is_whitespace() || c.is_control() || "<>,;:\"()[]\\@".contains(c);
+    let valid = !local.is_empty()
+        && local.len() <= 64
+        && !domain.is_empty()
+        && domain.len() <= 253
+        && domain.contains('.')
+        && !local.chars().any(forbidden)
+        && !domain.chars().any(forbidden)
+        && !domain.starts_with('.')
+        && !domain.ends_with('.');
+    valid.then(|| text.to_owned())
+}
+
+/// A subject as a write or send takes it: one line, no invisible formatting, at most
+/// [`MAX_SUBJECT_CHARS`] characters.
+pub fn check_subject(subject: &str) -> Result<(), String> {
+    if subject.chars().any(char::is_control) {
+        return Err("`subject` must be one line".into());
+    }
+    if subject.chars().any(is_format_character) {
+        return Err("`subject` holds invisible formatting characters".into());
+    }
+    if subject.chars().count() > MAX_SUBJECT_CHARS {
+        return Err(format!("`subject` is longer than {MAX_SUBJECT_CHARS} characters"));
+    }
+    Ok(())
+}
+
+/// A body as a write or send takes it: no invisible formatting, at most 1 MiB.
+pub fn check_body(body: &str) -> Result<(), String> {
+    if body.len() > MAX_BODY_BYTES {
+        return Err("`body` is larger than 1 MiB".into());
+    }
+    if body.chars().any(is_format_character) {
+        return Err("`body` holds invisible formatting characters".into());
+    }
+    Ok(())
+}
+
+impl DraftMessage<'_> {
+    /// Why the send tool would refuse this message, checked before it is frozen: the same
+    /// rules it applies (recipients, subject, body), so no approval is asked for a message that
+    /// cannot be sent.
+    pub fn unsendable(&self) -> Option<String> {
+        let recipients = self
+            .to
+            .iter()
+            .map(|address| ("to", address))
+            .chain(self.cc.iter().map(|address| ("cc", address)));
+        for (field, address) in recipients {
+            if sendable_address(address).is_none() {
+                return Some(format!(
+                    "`{field}` holds `{address}`, which is not a plain ASCII address"
+                ));
+            }
+        }
+        check_subject(self.subject).and_then(|()| check_body(self.body)).err()
+    }
+}
+
 /// The `send_message` tool of `account_id`, when it is one of `accounts`.
 pub fn send_tool(accounts: &AccountIds, account_id: &str) -> Option<MailTool> {
     tools(accounts)
@@ -247,5 +327,14 @@ mod tests {
             ..reply
         };
         assert!(new.arguments().get("thread_id").is_none());
+        assert_eq!(new.unsendable(), None);
+        let hidden = DraftMessage {
+            body: "Pay \u{200B}now",
+            ..new
+        };
+        assert!(hidden.unsendable().is_some_and(|why| why.contains("invisible")));
+        let accented = vec!["zoë@example.org".to_owned()];
+        let foreign = DraftMessage { to: &accented, ..new };
+        assert!(foreign.unsendable().is_some_and(|why| why.contains("ASCII")));
     }
 }

@@ -119,8 +119,14 @@ impl AsyncWorker {
             };
             match self.refresher.propose(&claimed).await {
                 Ok(outcome) => tracing::info!(operation = %claimed.operation.id, ?outcome, "reply proposed"),
-                // Its claim expires and another pass writes it again.
-                Err(error) => tracing::warn!(operation = %claimed.operation.id, %error, "cannot propose a reply"),
+                Err(error) => {
+                    // Settled failed rather than written (and perhaps paid for) again; the owner
+                    // may ask again.
+                    tracing::warn!(operation = %claimed.operation.id, %error, "cannot propose a reply");
+                    if let Err(error) = store.email_fail_proposal(&claimed, "email.proposal_failed").await {
+                        tracing::warn!(operation = %claimed.operation.id, %error, "cannot settle a proposal");
+                    }
+                }
             }
         }
     }

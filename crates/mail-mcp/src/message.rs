@@ -9,14 +9,13 @@
 //! would make the approval show something other than what a recipient reads.
 
 use base64::Engine;
+use domain::mail_tools::{check_body, check_subject, sendable_address};
 use mail_builder::MessageBuilder;
 use serde_json::Value;
 use uuid::Uuid;
 
-/// Recipients per header, and the longest subject and body accepted.
+/// Recipients per header.
 const MAX_RECIPIENTS: usize = 100;
-const MAX_SUBJECT_CHARS: usize = 998;
-const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// The right-hand side of every `Message-ID` this service creates.
 const MESSAGE_ID_DOMAIN: &str = "steward.local";
 /// The header naming the invocation (its UUID, hyphenless) in every message this service
@@ -77,35 +76,6 @@ pub fn invocation_tag(invocation: Uuid) -> String {
     invocation.simple().to_string()
 }
 
-/// Invisible formatting characters (Unicode category Cf, the ones in use): they can reorder or
-/// hide text, so an approval could show one thing and the message say another.
-fn is_format_character(c: char) -> bool {
-    matches!(c,
-        '\u{00AD}' | '\u{061C}' | '\u{180E}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
-        | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206F}' | '\u{FEFF}' | '\u{FFF9}'..='\u{FFFB}')
-}
-
-/// One address: plain ASCII `local@domain`, no display name, nothing that could break out of a
-/// header or look like another address.
-fn address(text: &str) -> Option<String> {
-    let text = text.trim();
-    if !text.is_ascii() {
-        return None;
-    }
-    let (local, domain) = text.split_once('@')?;
-    let forbidden = |c: char| c.is_whitespace() || c.is_control() || "<>,;:\"()[]\\@".contains(c);
-    let valid = !local.is_empty()
-        && local.len() <= 64
-        && !domain.is_empty()
-        && domain.len() <= 253
-        && domain.contains('.')
-        && !local.chars().any(forbidden)
-        && !domain.chars().any(forbidden)
-        && !domain.starts_with('.')
-        && !domain.ends_with('.');
-    valid.then(|| text.to_owned())
-}
-
 fn addresses(arguments: &Value, field: &str, required: bool) -> Result<Vec<String>, String> {
     let list = match &arguments[field] {
         Value::Null if !required => return Ok(Vec::new()),
@@ -123,7 +93,7 @@ fn addresses(arguments: &Value, field: &str, required: bool) -> Result<Vec<Strin
         return Err(format!("`{field}` holds more than {MAX_RECIPIENTS} addresses"));
     }
     list.into_iter()
-        .map(|item| address(item).ok_or_else(|| format!("`{field}` holds an invalid address `{item}`")))
+        .map(|item| sendable_address(item).ok_or_else(|| format!("`{field}` holds an invalid address `{item}`")))
         .collect()
 }
 
@@ -141,36 +111,24 @@ impl Outgoing {
         {
             return Err(format!("unknown argument `{unknown}`"));
         }
-        let optional = |field: &str| -> Result<Option<String>, String> {
+        // Ids only: a thread id goes into the provider's URL path, an account id names a tool.
+        let optional = |field: &str, allowed: fn(char) -> bool| -> Result<Option<String>, String> {
             match &arguments[field] {
                 Value::Null => Ok(None),
-                Value::String(text)
-                    if !text.is_empty() && text.len() <= 256 && text.chars().all(|c| c.is_ascii_graphic()) =>
-                {
+                Value::String(text) if !text.is_empty() && text.len() <= 64 && text.chars().all(allowed) => {
                     Ok(Some(text.clone()))
                 }
                 _ => Err(format!("`{field}` must be a provider id")),
             }
         };
-        let account_id = optional("account_id")?;
-        let thread_id = optional("thread_id")?;
+        let account_id = optional("account_id", |c| {
+            c.is_ascii_lowercase() || c.is_ascii_digit() || "_-".contains(c)
+        })?;
+        let thread_id = optional("thread_id", |c| c.is_ascii_alphanumeric())?;
         let subject = arguments["subject"].as_str().ok_or("`subject` must be a string")?;
-        if subject.chars().any(char::is_control) {
-            return Err("`subject` must be one line".into());
-        }
-        if subject.chars().any(is_format_character) {
-            return Err("`subject` holds invisible formatting characters".into());
-        }
-        if subject.chars().count() > MAX_SUBJECT_CHARS {
-            return Err(format!("`subject` is longer than {MAX_SUBJECT_CHARS} characters"));
-        }
+        check_subject(subject)?;
         let body = arguments["body"].as_str().ok_or("`body` must be a string")?;
-        if body.len() > MAX_BODY_BYTES {
-            return Err("`body` is larger than 1 MiB".into());
-        }
-        if body.chars().any(is_format_character) {
-            return Err("`body` holds invisible formatting characters".into());
-        }
+        check_body(body)?;
         Ok(Outgoing {
             account_id,
             thread_id,

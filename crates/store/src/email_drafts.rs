@@ -10,7 +10,7 @@ use jiff::Timestamp;
 use uuid::Uuid;
 use wire::email::SendState;
 
-use crate::email_sends::{DraftSend, Freeze, begin_send, draft_send, locked_send, void, void_unapproved};
+use crate::email_sends::{DraftSend, Freeze, begin_send, clear_for_freeze, draft_send, locked_send, void_unapproved};
 use crate::{Result, Store, StoreError, timestamp};
 
 /// What a revision holds.
@@ -89,6 +89,10 @@ pub enum ReviewDraft {
     Busy(DraftSend),
     /// The draft names nobody to send to.
     NoRecipients,
+    /// The draft's send session has another active run (a message the owner sent there).
+    SessionBusy,
+    /// The send tool would refuse the message: why.
+    Unsendable(String),
     NotFound,
 }
 
@@ -412,14 +416,14 @@ impl Store {
                     return Ok(ReviewDraft::Conflict(draft));
                 }
                 if let Some(send) = locked_send(conn, freeze.draft).await? {
-                    match send.state {
-                        // Asking again for what already waits is answered with it.
-                        SendState::Preparing | SendState::AwaitingApproval if send.revision == freeze.revision => {
-                            return Ok(ReviewDraft::Frozen(draft, send));
-                        }
-                        SendState::Preparing | SendState::AwaitingApproval => void(conn, &send, now).await?,
-                        _ if send.settled_unsent() => {}
-                        _ => return Ok(ReviewDraft::Busy(send)),
+                    // Asking again for what already waits is answered with it.
+                    if matches!(send.state, SendState::Preparing | SendState::AwaitingApproval)
+                        && send.revision == freeze.revision
+                    {
+                        return Ok(ReviewDraft::Frozen(draft, send));
+                    }
+                    if let Err(send) = clear_for_freeze(conn, send, now).await? {
+                        return Ok(ReviewDraft::Busy(send));
                     }
                 }
                 let content = &draft.newest.content;
@@ -435,20 +439,27 @@ impl Store {
                     }
                     None => None,
                 };
-                let arguments = DraftMessage {
+                let message = DraftMessage {
                     account_id: &draft.account_id,
                     provider_thread: provider_thread.as_deref(),
                     to: &content.to,
                     cc: &content.cc,
                     subject: &content.subject,
                     body: &content.body,
+                };
+                if let Some(why) = message.unsendable() {
+                    return Ok(ReviewDraft::Unsendable(why));
                 }
-                .arguments();
-                begin_send(conn, &freeze, session, &content.subject, &arguments, now).await?;
+                let arguments = message.arguments();
+                let frozen = begin_send(conn, &freeze, session, &content.subject, &arguments, now).await?;
                 let send = draft_send(conn, freeze.draft)
                     .await?
                     .ok_or_else(|| StoreError::Corrupt("a freeze just made is gone".into()))?;
-                Ok(ReviewDraft::Frozen(draft, send))
+                Ok(if frozen {
+                    ReviewDraft::Frozen(draft, send)
+                } else {
+                    ReviewDraft::SessionBusy
+                })
             },
             |outcome| matches!(outcome, ReviewDraft::Frozen(..)),
         )

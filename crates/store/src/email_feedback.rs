@@ -178,7 +178,8 @@ pub(crate) async fn apply_rules(conn: &mut PgConnection, thread: Uuid) -> Result
 }
 
 /// Retires the rules `ids` (`by` an undo, a reset or an exclusion) and recomputes every
-/// conversation one of them decided, or was given on.
+/// conversation one of them decided, or was given on (in id order, so two retirements at once
+/// lock them in one order).
 async fn retire(conn: &mut PgConnection, ids: &[Uuid], by: &str, now: jiff_sqlx::Timestamp) -> Result<u64> {
     if ids.is_empty() {
         return Ok(0);
@@ -194,7 +195,7 @@ async fn retire(conn: &mut PgConnection, ids: &[Uuid], by: &str, now: jiff_sqlx:
     .rows_affected();
     let threads: Vec<Uuid> = sqlx::query_scalar(
         "SELECT id FROM email_threads WHERE importance_feedback = ANY ($1) OR reply_feedback = ANY ($1)
-         UNION SELECT thread FROM email_feedback WHERE id = ANY ($1)",
+         UNION SELECT thread FROM email_feedback WHERE id = ANY ($1) ORDER BY 1",
     )
     .bind(ids)
     .fetch_all(&mut *conn)

@@ -221,16 +221,21 @@ impl Store {
 
     /// One thread and its messages, oldest first.
     pub async fn email_thread(&self, id: Uuid) -> Result<Option<(ThreadSummary, Vec<EmailMessageRow>)>> {
+        let Some(summary) = self.email_thread_summary(id).await? else {
+            return Ok(None);
+        };
+        Ok(Some((summary, self.email_thread_messages(id).await?)))
+    }
+
+    /// One thread as its row shows it.
+    pub async fn email_thread_summary(&self, id: Uuid) -> Result<Option<ThreadSummary>> {
         let record: Option<SummaryRecord> = sqlx::query_as(&format!(
             "SELECT {SUMMARY_COLUMNS} FROM email_threads t WHERE t.id = $1"
         ))
         .bind(id)
         .fetch_optional(&self.pool)
         .await?;
-        let Some(record) = record else {
-            return Ok(None);
-        };
-        Ok(Some((record.into(), self.email_thread_messages(id).await?)))
+        Ok(record.map(ThreadSummary::from))
     }
 
     /// A thread's messages, oldest first (empty when there is no such thread).

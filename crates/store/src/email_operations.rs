@@ -241,34 +241,19 @@ impl Store {
 
     /// Claims the oldest queued refresh (or one whose claim expired) for `lease`.
     pub async fn email_claim_refresh(&self, worker: &str, lease: Duration) -> Result<Option<EmailOperationRow>> {
-        let record: Option<OperationRecord> = sqlx::query_as(&format!(
-            "UPDATE email_operations SET state = 'dispatching', claimed_by = $1, lease_until = $2, updated_at = $3
-             WHERE id = (SELECT id FROM email_operations
-                         WHERE kind = 'refresh' AND (state = 'queued' OR (state = 'dispatching' AND lease_until < $3))
-                         ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-             RETURNING {OPERATION_COLUMNS}"
-        ))
-        .bind(worker)
-        .bind(self.after(lease))
-        .bind(self.now_sql())
-        .fetch_optional(&self.pool)
-        .await?;
+        let record: Option<OperationRecord> = sqlx::query_as(&claim_statement("refresh", ""))
+            .bind(worker)
+            .bind(self.after(lease))
+            .bind(self.now_sql())
+            .fetch_optional(&self.pool)
+            .await?;
         Ok(record.map(EmailOperationRow::from))
     }
 
     /// Settles a claimed refresh: succeeded, or failed with a stable code.
     pub async fn email_settle_refresh(&self, id: Uuid, error: Option<&str>) -> Result<()> {
-        sqlx::query(
-            "UPDATE email_operations SET state = CASE WHEN $2::text IS NULL THEN 'succeeded' ELSE 'failed' END,
-                 error = $2, lease_until = NULL, updated_at = $3
-             WHERE id = $1 AND kind = 'refresh' AND state = 'dispatching'",
-        )
-        .bind(id)
-        .bind(error)
-        .bind(self.now_sql())
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        let mut conn = self.pool.acquire().await?;
+        settle_claimed(&mut conn, id, "refresh", error, self.now_sql()).await
     }
 
     /// Requests the write `kind` of `thread`, where it applies and when no other write of the
@@ -478,6 +463,41 @@ impl Store {
     pub(crate) fn after(&self, lease: Duration) -> jiff_sqlx::Timestamp {
         jiff_sqlx::Timestamp::from(self.now() + signed(lease))
     }
+}
+
+/// The statement claiming the oldest queued operation of `kind` (a refresh or a proposal, which
+/// have no effect outside Steward, so one whose claim expired is simply claimed again) for
+/// `$1` until `$2`, at `$3`; it returns [`OPERATION_COLUMNS`] and then `returning`.
+pub(crate) fn claim_statement(kind: &str, returning: &str) -> String {
+    format!(
+        "UPDATE email_operations SET state = 'dispatching', claimed_by = $1, lease_until = $2, updated_at = $3
+         WHERE id = (SELECT id FROM email_operations
+                     WHERE kind = '{kind}' AND (state = 'queued' OR (state = 'dispatching' AND lease_until < $3))
+                     ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
+         RETURNING {OPERATION_COLUMNS}{returning}"
+    )
+}
+
+/// Settles a claimed refresh or proposal (`kind`): succeeded, or failed with a stable code.
+pub(crate) async fn settle_claimed(
+    conn: &mut sqlx::PgConnection,
+    id: Uuid,
+    kind: &str,
+    error: Option<&str>,
+    now: jiff_sqlx::Timestamp,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE email_operations SET state = CASE WHEN $3::text IS NULL THEN 'succeeded' ELSE 'failed' END,
+             error = $3, lease_until = NULL, updated_at = $4
+         WHERE id = $1 AND kind = $2 AND state = 'dispatching'",
+    )
+    .bind(id)
+    .bind(kind)
+    .bind(error)
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(())
 }
 
 /// `duration` as a signed one (a duration too long for it counts as none).

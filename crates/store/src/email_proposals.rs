@@ -10,9 +10,12 @@ use uuid::Uuid;
 use wire::email::SendState;
 
 use crate::email_drafts::{DraftAuthor, DraftContent, DraftPlace, DraftRow, append, create_draft, read_draft};
-use crate::email_operations::{EmailOperationRow, OPERATION_COLUMNS, OperationRecord};
-use crate::email_sends::{DraftSend, draft_send};
+use crate::email_operations::{EmailOperationRow, OPERATION_COLUMNS, OperationRecord, claim_statement, settle_claimed};
+use crate::email_sends::{DraftSend, draft_send, void};
 use crate::{Result, Store};
+
+/// The operation kind of a proposal.
+const PROPOSE: &str = "propose_reply";
 
 /// A proposal's request answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -20,8 +23,7 @@ pub enum RequestProposal {
     /// Queued now, or already queued for this draft (answered with that one).
     Queued(Box<(EmailOperationRow, DraftRow)>),
     UnknownThread,
-    /// The conversation's draft is frozen for sending (or its send is on its way or being
-    /// checked): nothing would land.
+    /// The conversation's draft is being sent or checked: nothing would land.
     Frozen(DraftSend),
 }
 
@@ -103,8 +105,18 @@ impl Store {
                 };
                 let draft = match (newest, send) {
                     (Some(_), Some(send)) if send.state == SendState::Sent => None,
-                    (Some(_), Some(send)) if !send.settled_unsent() => return Ok(RequestProposal::Frozen(send)),
-                    (Some(draft), _) => read_draft(conn, draft).await?,
+                    (Some(draft), Some(send)) => {
+                        // Asking for a proposal changes the draft: a freeze still waiting for the
+                        // owner is withdrawn, as a save would; one on its way or being checked
+                        // keeps the draft as it is.
+                        if matches!(send.state, SendState::Preparing | SendState::AwaitingApproval) {
+                            void(conn, &send, now).await?;
+                        } else if !send.settled_unsent() {
+                            return Ok(RequestProposal::Frozen(send));
+                        }
+                        read_draft(conn, draft).await?
+                    }
+                    (Some(draft), None) => read_draft(conn, draft).await?,
                     (None, _) => None,
                 };
                 let draft = match draft {
@@ -131,8 +143,10 @@ impl Store {
                     return Ok(RequestProposal::Queued(Box::new((pending.into(), draft))));
                 }
                 let record: OperationRecord = sqlx::query_as(&format!(
-                    "INSERT INTO email_operations (id, account_id, thread, kind, draft, draft_revision, created_at, updated_at)
-                     VALUES ($1, $2, $3, 'propose_reply', $4, $5, $6, $6) RETURNING {OPERATION_COLUMNS}"
+                    "INSERT INTO email_operations (id, account_id, thread, kind, draft, draft_revision, draft_send_run,
+                                                   created_at, updated_at)
+                     SELECT $1, $2, $3, 'propose_reply', $4, $5, d.send_run, $6, $6 FROM email_drafts d WHERE d.id = $4
+                     RETURNING {OPERATION_COLUMNS}"
                 ))
                 .bind(Uuid::now_v7())
                 .bind(&account_id)
@@ -152,18 +166,12 @@ impl Store {
     /// Claims the oldest queued proposal (or one whose claim expired: writing one has no effect
     /// outside the draft, so it is simply written again) for `lease`.
     pub async fn email_claim_proposal(&self, worker: &str, lease: Duration) -> Result<Option<ClaimedProposal>> {
-        let record: Option<ClaimRecord> = sqlx::query_as(&format!(
-            "UPDATE email_operations SET state = 'dispatching', claimed_by = $1, lease_until = $2, updated_at = $3
-             WHERE id = (SELECT id FROM email_operations
-                         WHERE kind = 'propose_reply' AND (state = 'queued' OR (state = 'dispatching' AND lease_until < $3))
-                         ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
-             RETURNING {OPERATION_COLUMNS}, draft_revision"
-        ))
-        .bind(worker)
-        .bind(self.after(lease))
-        .bind(self.now_sql())
-        .fetch_optional(&self.pool)
-        .await?;
+        let record: Option<ClaimRecord> = sqlx::query_as(&claim_statement("propose_reply", ", draft_revision"))
+            .bind(worker)
+            .bind(self.after(lease))
+            .bind(self.now_sql())
+            .fetch_optional(&self.pool)
+            .await?;
         Ok(record.and_then(|record| {
             let operation = EmailOperationRow::from(record.operation);
             operation.draft.map(|draft| ClaimedProposal {
@@ -181,17 +189,21 @@ impl Store {
         let now = self.now_sql();
         self.transaction(
             async |conn| {
+                // Frozen again since it was asked (its newest freeze changed): it must not land.
                 let locked: Option<(i32, bool)> = sqlx::query_as(
-                    "SELECT revision, send_run IS NOT NULL AND frozen_revision = revision FROM email_drafts
-                     WHERE id = $1 FOR UPDATE",
+                    "SELECT d.revision, d.send_run IS DISTINCT FROM o.draft_send_run
+                     FROM email_drafts d JOIN email_operations o ON o.draft = d.id
+                     WHERE d.id = $1 AND o.id = $2 FOR UPDATE OF d",
                 )
                 .bind(claimed.draft)
+                .bind(claimed.operation.id)
                 .fetch_optional(&mut *conn)
                 .await?;
                 let landing = match (locked, read_draft(conn, claimed.draft).await?) {
                     (Some((newest, false)), Some(draft)) if newest == claimed.revision => {
+                        // PostgreSQL text holds no NUL; nothing else of the text is changed.
                         let content = DraftContent {
-                            body: body.to_owned(),
+                            body: body.replace('\0', ""),
                             ..draft.newest.content
                         };
                         append(conn, claimed.draft, newest + 1, &content, DraftAuthor::Agent, None, now).await?;
@@ -203,7 +215,7 @@ impl Store {
                     Landing::Landed(_) => None,
                     Landing::DraftChanged => Some("email.draft_changed"),
                 };
-                settle(conn, claimed.operation.id, error, now).await?;
+                settle_claimed(conn, claimed.operation.id, PROPOSE, error, now).await?;
                 Ok(landing)
             },
             |_| true,
@@ -214,22 +226,8 @@ impl Store {
     /// Settles a claimed proposal that could not be written (`error`, a stable code).
     pub async fn email_fail_proposal(&self, claimed: &ClaimedProposal, error: &str) -> Result<()> {
         let mut conn = self.pool.acquire().await?;
-        settle(&mut conn, claimed.operation.id, Some(error), self.now_sql()).await
+        settle_claimed(&mut conn, claimed.operation.id, PROPOSE, Some(error), self.now_sql()).await
     }
-}
-
-async fn settle(conn: &mut sqlx::PgConnection, id: Uuid, error: Option<&str>, now: jiff_sqlx::Timestamp) -> Result<()> {
-    sqlx::query(
-        "UPDATE email_operations SET state = CASE WHEN $2::text IS NULL THEN 'succeeded' ELSE 'failed' END,
-             error = $2, lease_until = NULL, updated_at = $3
-         WHERE id = $1 AND kind = 'propose_reply' AND state = 'dispatching'",
-    )
-    .bind(id)
-    .bind(error)
-    .bind(now)
-    .execute(conn)
-    .await?;
-    Ok(())
 }
 
 #[cfg(test)]

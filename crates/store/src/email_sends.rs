@@ -35,6 +35,8 @@ pub struct DraftSend {
     /// Why it was not sent (`approval.denied`, `draft_changed`, `deadline`, a mail code), or the
     /// code of an uncertain outcome (`mail.outcome_unknown`).
     pub code: Option<String>,
+    /// Whether its run has not ended yet (a denied call's run ends when a worker next takes it).
+    pub run_active: bool,
 }
 
 impl DraftSend {
@@ -104,6 +106,7 @@ impl SendRecord {
             state,
             approval: self.approval_id,
             code,
+            run_active: run_state.is_active(),
         })
     }
 }
@@ -171,6 +174,25 @@ pub(crate) async fn void(conn: &mut PgConnection, send: &DraftSend, now: jiff_sq
     .await
 }
 
+/// Before a new freeze of a draft (locked by the caller) whose newest freeze is `send`: one
+/// waiting for the owner is voided, and one settled unsent whose run has not ended yet (a denied
+/// call's run ends when a worker next takes it) is ended now, since a session holds one active
+/// run. `Err(send)` when the draft may not be frozen again: its send is on its way, was sent, or
+/// is being checked.
+pub(crate) async fn clear_for_freeze(
+    conn: &mut PgConnection,
+    send: DraftSend,
+    now: jiff_sqlx::Timestamp,
+) -> Result<std::result::Result<(), DraftSend>> {
+    match send.state {
+        SendState::Preparing | SendState::AwaitingApproval => void(conn, &send, now).await?,
+        _ if send.settled_unsent() && send.run_active => void(conn, &send, now).await?,
+        _ if send.settled_unsent() => {}
+        _ => return Ok(Err(send)),
+    }
+    Ok(Ok(()))
+}
+
 /// The draft's send session, created on its first freeze: pinned to `agent` like any session,
 /// but of kind `email_send`, so neither the index nor the folders show it.
 async fn send_session(
@@ -179,11 +201,25 @@ async fn send_session(
     existing: Option<Uuid>,
     subject: &str,
 ) -> Result<SessionId> {
-    if let Some(existing) = existing {
-        return Ok(SessionId::from_uuid(existing));
-    }
     let configuration = serde_json::to_value(&freeze.agent.configuration)
         .map_err(|error| StoreError::Corrupt(format!("agent configuration: {error}")))?;
+    if let Some(existing) = existing {
+        // Pinned to the agent as it is now: its roster names the account's send tool today.
+        sqlx::query(
+            "WITH version AS (
+                 INSERT INTO agent_versions (agent_id, version, configuration) VALUES ($2, $3, $4)
+                 ON CONFLICT (agent_id, version) DO NOTHING
+             )
+             UPDATE sessions SET agent_id = $2, agent_version = $3 WHERE id = $1",
+        )
+        .bind(existing)
+        .bind(freeze.agent.configuration.id.as_str())
+        .bind(freeze.agent.version.as_str())
+        .bind(&configuration)
+        .execute(&mut *conn)
+        .await?;
+        return Ok(SessionId::from_uuid(existing));
+    }
     let subject = subject.trim();
     let title = if subject.is_empty() {
         "Email".to_owned()
@@ -213,7 +249,9 @@ async fn send_session(
 }
 
 /// Freezes `arguments` (a frozen revision's `send_message` call) into a queued `draft_send` run
-/// of the draft's send session (made now when `session` is `None`), and points the draft at it.
+/// of the draft's send session (made now when `session` is `None`, else pinned again to the
+/// freeze's agent, whose roster holds the tool), and points the draft at it. `false` when the
+/// session already has an active run (a message the owner sent there): nothing is frozen.
 pub(crate) async fn begin_send(
     conn: &mut PgConnection,
     freeze: &Freeze<'_>,
@@ -221,14 +259,15 @@ pub(crate) async fn begin_send(
     subject: &str,
     arguments: &serde_json::Value,
     now: jiff_sqlx::Timestamp,
-) -> Result<()> {
+) -> Result<bool> {
     let session = send_session(conn, freeze, session, subject).await?;
     let run = Uuid::now_v7();
     let limits = freeze.limits;
-    sqlx::query(
+    let inserted = sqlx::query(
         "INSERT INTO runs (id, session_id, state, principal_id, max_steps, max_model_calls, max_tool_calls,
                            max_cost_micros, run_timeout_seconds, deadline_at, working_since, kind, steps, tool_calls)
-         VALUES ($1, $2, 'queued', $3, $4, $5, $6, $7, $8, $9 + make_interval(secs => $8), $9, 'draft_send', 1, 1)",
+         VALUES ($1, $2, 'queued', $3, $4, $5, $6, $7, $8, $9 + make_interval(secs => $8), $9, 'draft_send', 1, 1)
+         ON CONFLICT (session_id) WHERE state IN ('queued', 'running', 'waiting_approval', 'waiting_input') DO NOTHING",
     )
     .bind(run)
     .bind(session.as_uuid())
@@ -240,7 +279,11 @@ pub(crate) async fn begin_send(
     .bind(i32::try_from(limits.run_timeout_seconds).unwrap_or(i32::MAX))
     .bind(now)
     .execute(&mut *conn)
-    .await?;
+    .await?
+    .rows_affected();
+    if inserted == 0 {
+        return Ok(false);
+    }
     sqlx::query(
         "INSERT INTO tool_invocations (id, run_id, session_id, step, position, call_id, tool, arguments, state)
          VALUES ($1, $2, $3, 1, 0, $4, $5, $6, 'queued')",
@@ -261,7 +304,7 @@ pub(crate) async fn begin_send(
         .execute(&mut *conn)
         .await?;
     hint(Hint::Run);
-    Ok(())
+    Ok(true)
 }
 
 impl Store {

@@ -31,6 +31,10 @@ pub struct EmailAccount {
     pub unsubscribe_supported: bool,
     /// Whether Report spam, Not spam and the suspected-spam flag are offered.
     pub spam_supported: bool,
+    /// The tool a Review & Send from this account asks approval for
+    /// (`mcp.mail_send.send_message` for the default account, `mcp.mail_<id>_send.send_message`
+    /// for another); null when this server cannot send from it.
+    pub send_tool: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -684,6 +688,9 @@ impl ExcludeSource {
         }
     }
 }
+
+/// The most wording one endorsement keeps, in characters.
+pub const MAX_STYLE_CHARS: usize = 2000;
 
 /// `POST /v1/email/drafts/{draft_id}/style`: endorse `text`, shown in the saved revision
 /// `revision` (which must be the newest), as the owner's writing style.

@@ -40,12 +40,12 @@ function Message({ content }) {
 function Conflict({ current }) {
   const conflict = current.conflict;
   if (!conflict) return null;
-  return html`<div class="card attention conflict" role="alert" aria-label="Conflicting versions">
+  return html`<div class="card attention conflict" role="group" aria-label="Conflicting versions">
     <h3>This draft was changed elsewhere</h3>
-    <p class="summary">Both versions are kept. Choose which one continues; nothing is lost until you do.</p>
+    <p class="summary" role="alert">Both versions are kept. Choose which one continues; nothing is lost until you do.</p>
     <div class="versions">
       <section aria-label="Saved version"><h4>Saved version (revision ${conflict.server.revision})</h4><${Message} content=${conflict.server} /></section>
-      <section aria-label="Your version"><h4>Your version</h4><${Message} content=${conflict.local} /></section>
+      <section aria-label="Your version"><h4>Your version</h4><${Message} content=${current.local} /></section>
     </div>
     <div class="controls">
       <button class="button filled small" onClick=${() => drafts.keepMine()}>Keep mine</button>
@@ -66,7 +66,8 @@ function History({ current }) {
           <span class="revision-line">Revision ${revision.revision} · ${revision.author === "agent" ? "Steward" : "You"}${revision.restored_from ? ` · restores ${revision.restored_from}` : ""} · ${new Date(revision.saved_at).toLocaleString()}</span>
           <span class="revision-text">${revision.body.split("\n")[0] || "(empty)"}</span>
           ${revision.revision !== current.base &&
-          html`<button class="button hairline small" aria-label=${`Restore revision ${revision.revision}`} onClick=${() => drafts.restore(revision.revision)}>Restore</button>`}
+          html`<button class="button hairline small" aria-label=${`Restore revision ${revision.revision}`} disabled=${current.saving}
+            onClick=${() => drafts.restore(revision.revision)}>Restore</button>`}
         </li>`,
       )}
     </ol>
@@ -76,6 +77,11 @@ function History({ current }) {
 /** @param {{current: drafts.Editor}} props */
 function Review({ current }) {
   const review = current.review;
+  const heading = useRef(/** @type {HTMLHeadingElement | null} */ (null));
+  // Opening it takes the focus from the button that opened it, which is gone.
+  useEffect(() => {
+    heading.current?.focus();
+  }, [review !== null]);
   if (!review) return null;
   const send = current.send && current.send.revision === review.revision ? current.send : null;
   const state = send?.state;
@@ -94,7 +100,7 @@ function Review({ current }) {
   const deciding = review.step === "deciding";
   const uncertain = state === "outcome_unknown" || state === "unconfirmed";
   return html`<section class=${`card${uncertain || review.step === "refused" || review.step === "failed" ? " attention" : ""} review`} aria-label="Review and send">
-    <h3>Review & Send</h3>
+    <h3 tabindex="-1" ref=${heading}>Review & Send</h3>
     <p class="summary">Exactly this message is sent, once, when you approve it.</p>
     <${Message} content=${review.frozen} />
     ${words && html`<p class=${`send-state${uncertain ? " amber" : ""}`} role="status">${words}</p>`}
@@ -123,7 +129,16 @@ export function DraftEditor({ onChanged }) {
     if (moment) onChanged();
   }, [moment]);
   const body = useRef(/** @type {HTMLTextAreaElement | null} */ (null));
+  const reviewButton = useRef(/** @type {HTMLButtonElement | null} */ (null));
   const [styleNote, setStyleNote] = useState(/** @type {string | null} */ (null));
+  const [checkedSent, setCheckedSent] = useState(false);
+  const reviewingNow = current?.review != null;
+  const wasReviewing = useRef(false);
+  // Back from Review & Send, the focus returns to the button that opened it.
+  useEffect(() => {
+    if (wasReviewing.current && !reviewingNow) reviewButton.current?.focus();
+    wasReviewing.current = reviewingNow;
+  }, [reviewingNow]);
   if (drafts.openError.value) return html`<p class="error" role="alert">The draft could not open: ${drafts.openError.value}</p>`;
   if (!current) return null;
   const state = current.send?.state;
@@ -131,6 +146,8 @@ export function DraftEditor({ onChanged }) {
   // still waiting for approval is voided by the next save instead.
   const locked = state === "sending" || state === "sent" || state === "outcome_unknown";
   const reviewing = current.review !== null;
+  // A send the mailbox check did not find may still have gone: the owner looks before another.
+  const unconfirmed = current.send?.state === "unconfirmed";
   const dirty = !drafts.same(current.local, current.saved);
   const status = current.error
     ? current.error
@@ -150,8 +167,8 @@ export function DraftEditor({ onChanged }) {
     <${Conflict} current=${current} />
     ${!reviewing &&
     html`<div class="draft-fields">
-      ${field("to", "To", current.local.to.join(", "), (value) => drafts.edit({ to: drafts.addresses(value) }))}
-      ${field("cc", "Cc", current.local.cc.join(", "), (value) => drafts.edit({ cc: drafts.addresses(value) }))}
+      ${field("to", "To", current.fields.to, (value) => drafts.edit({ toText: value }))}
+      ${field("cc", "Cc", current.fields.cc, (value) => drafts.edit({ ccText: value }))}
       ${field("subject", "Subject", current.local.subject, (value) => drafts.edit({ subject: value }))}
       <div class="field">
         <label for="draft-body">Message</label>
@@ -161,8 +178,14 @@ export function DraftEditor({ onChanged }) {
       <p class=${`draft-status${current.error ? " error" : ""}`} role="status">${status}</p>
       ${styleNote && html`<p class="draft-status" role="status">${styleNote}</p>`}
       ${locked && !reviewing && html`<p class="send-state" role="status">${SEND_WORDS[state ?? ""] ?? ""}</p>`}
+      ${unconfirmed &&
+      html`<label class="checked-sent"><input type="checkbox" checked=${checkedSent} onChange=${(/** @type {any} */ e) => setCheckedSent(e.currentTarget.checked)} />
+        I looked in Sent and the recipient's mail: it was not sent</label>`}
+      ${!current.sendTool && html`<p class="draft-status" role="status">This server cannot send from this account.</p>`}
       <div class="controls">
-        <button class="button filled small" disabled=${current.conflict !== null || locked} onClick=${() => drafts.reviewAndSend()}>Review & Send</button>
+        <button class="button filled small" ref=${reviewButton}
+          disabled=${current.conflict !== null || locked || !current.sendTool || (unconfirmed && !checkedSent)}
+          onClick=${() => drafts.reviewAndSend()}>Review & Send</button>
         <button class="button quiet small" onClick=${() => (current.history ? drafts.hideHistory() : drafts.loadHistory())}>History</button>
         <button class="button quiet small" disabled=${dirty || current.saving || current.conflict !== null}
           title="Keep the selected wording (or the whole message) as your writing style"
@@ -174,7 +197,7 @@ export function DraftEditor({ onChanged }) {
         <button class="button quiet small" onClick=${() => drafts.close()}>Close</button>
       </div>
     </div>`}
-    <${History} current=${current} />
+    ${!reviewing && html`<${History} current=${current} />`}
     <${Review} current=${current} />
   </section>`;
 }

@@ -14,6 +14,7 @@ import { api, ApiError, describe, onForget } from "./api.js";
 /**
  * @typedef {{
  *   draftId: string, accountId: string, threadId: string | null, providerThreadId: string | null,
+ *   sendTool: string | null, fields: {to: string, cc: string},
  *   base: number, author: "owner" | "agent", saved: Content, local: Content, saving: boolean, error: string | null,
  *   conflict: {server: Draft, local: Content} | null, history: Revision[] | null,
  *   send: Send | null, review: Review | null,
@@ -22,7 +23,7 @@ import { api, ApiError, describe, onForget } from "./api.js";
 /**
  * What Review & Send shows: the frozen content (this page's own copy of the revision it
  * froze), where it is, and why approve-once is refused when it is.
- * @typedef {{frozen: Content, revision: number, step: "settling" | "freezing" | "waiting" | "verified" | "refused" | "deciding" | "following" | "done" | "failed", refusal: string | null, message: string | null}} Review
+ * @typedef {{frozen: Content, revision: number, step: "settling" | "freezing" | "waiting" | "verified" | "refused" | "deciding" | "following" | "done" | "failed", refusal: string | null, message: string | null, approvalId: string | null}} Review
  */
 
 /** How long the editor waits after the last keystroke before it saves. */
@@ -52,8 +53,24 @@ function clearTimer() {
 export function close() {
   clearTimer();
   generation += 1;
+  const leaving = editor.value;
   editor.value = null;
   openError.value = null;
+  if (leaving) keepUnsaved(leaving);
+}
+
+/**
+ * Text not saved when its editor closes is saved on the way out: over the revision it started
+ * from, or, in a conflict, over the other version (which the history keeps), so neither is lost.
+ * @param {Editor} leaving
+ */
+function keepUnsaved(leaving) {
+  const base = leaving.conflict ? leaving.conflict.server.revision : leaving.base;
+  const saved = leaving.conflict ? contentOf(leaving.conflict.server) : leaving.saved;
+  if (same(leaving.local, saved) || leaving.review) return;
+  api("PUT", `/v1/email/drafts/${encodeURIComponent(leaving.draftId)}`, { body: { expected_revision: base, ...copy(leaving.local) } }).catch(() => {
+    // The page has moved on; a refused save leaves the server's version, as the owner last saw.
+  });
 }
 
 onForget(close);
@@ -92,8 +109,9 @@ function update(change) {
  * those who wrote (not the owner), with the subject prefixed `Re:`.
  * @param {{thread_id: string, account_id: string, provider_thread_id: string, subject: string, draft_id?: string | null, correspondents: {address: string}[]}} thread
  * @param {string | null} ownAddress
+ * @param {string | null} sendTool the account's send tool on this server (from its account)
  */
-export async function openFor(thread, ownAddress) {
+export async function openFor(thread, ownAddress, sendTool) {
   close();
   const mine = generation;
   try {
@@ -108,19 +126,27 @@ export async function openFor(thread, ownAddress) {
       draft = await api("POST", "/v1/email/drafts", { body: { thread_id: thread.thread_id, to: to.slice(0, 1), subject, body: "" } });
     }
     if (mine !== generation) return;
-    show(draft, thread.provider_thread_id);
+    await show(draft, thread.provider_thread_id, sendTool);
   } catch (error) {
     if (mine === generation) openError.value = describe(error);
   }
 }
 
-/** @param {Draft} draft @param {string | null} providerThreadId */
-function show(draft, providerThreadId) {
+/** @param {Content} content */
+function fieldsOf(content) {
+  return { to: content.to.join(", "), cc: content.cc.join(", ") };
+}
+
+/** @param {Draft} draft @param {string | null} providerThreadId @param {string | null} sendTool */
+async function show(draft, providerThreadId, sendTool) {
+  const mine = generation;
   editor.value = {
     draftId: draft.draft_id,
     accountId: draft.account_id,
     threadId: draft.thread_id,
     providerThreadId,
+    sendTool,
+    fields: fieldsOf(draft),
     base: draft.revision,
     author: draft.author,
     saved: contentOf(draft),
@@ -132,9 +158,23 @@ function show(draft, providerThreadId) {
     send: draft.send,
     review: null,
   };
-  if (draft.send && ["awaiting_approval", "sending", "outcome_unknown", "preparing"].includes(draft.send.state)) {
-    // A send left waiting or under way: what the server froze is what is reviewed.
-    follow(draft.send.revision, contentOf(draft));
+  const send = draft.send;
+  if (send && ["awaiting_approval", "sending", "outcome_unknown", "preparing"].includes(send.state)) {
+    // A send left waiting or under way: the revision it froze is what is reviewed (read from
+    // the history when it is not the newest).
+    let frozen = contentOf(draft);
+    if (send.revision !== draft.revision) {
+      try {
+        const history = await api("GET", `/v1/email/drafts/${encodeURIComponent(draft.draft_id)}/revisions`);
+        const revision = history.revisions.find((/** @type {Revision} */ r) => r.revision === send.revision);
+        if (!revision || mine !== generation) return;
+        frozen = contentOf(revision);
+      } catch (error) {
+        if (mine === generation) update({ error: describe(error) });
+        return;
+      }
+    }
+    if (mine === generation) follow(send.revision, frozen);
   }
 }
 
@@ -146,8 +186,9 @@ export const proposing = signal(/** @type {string | null} */ (null));
  * operation), the conversation's draft opens with it as the newest revision.
  * @param {{thread_id: string, provider_thread_id: string} & Record<string, any>} thread
  * @param {(id: string) => Promise<{state: string, error: string | null}>} settle
+ * @param {string | null} sendTool the account's send tool on this server
  */
-export async function propose(thread, settle) {
+export async function propose(thread, settle, sendTool) {
   close();
   proposing.value = thread.thread_id;
   const mine = generation;
@@ -158,7 +199,7 @@ export async function propose(thread, settle) {
     /** @type {Draft} */
     const draft = await api("GET", `/v1/email/drafts/${encodeURIComponent(answer.draft.draft_id)}`);
     if (mine !== generation) return;
-    show(draft, thread.provider_thread_id);
+    await show(draft, thread.provider_thread_id, sendTool);
     if (settled.state !== "succeeded") {
       update({
         error:
@@ -174,11 +215,26 @@ export async function propose(thread, settle) {
   }
 }
 
-/** The owner typed: the local copy changes at once and is saved shortly. @param {Partial<Content>} change */
+/**
+ * The owner typed: the local copy changes at once and is saved shortly. Recipients come as the
+ * text typed (kept as typed, separators and all) and are read as addresses.
+ * @param {Partial<Content> | {toText: string} | {ccText: string}} change
+ */
 export function edit(change) {
   const current = editor.value;
   if (!current) return;
-  update({ local: { ...current.local, ...change }, error: null });
+  let local = { ...current.local };
+  let fields = current.fields;
+  if ("toText" in change) {
+    fields = { ...fields, to: change.toText };
+    local.to = addresses(change.toText);
+  } else if ("ccText" in change) {
+    fields = { ...fields, cc: change.ccText };
+    local.cc = addresses(change.ccText);
+  } else {
+    local = { ...local, .../** @type {Partial<Content>} */ (change) };
+  }
+  update({ local, fields, error: null });
   clearTimer();
   timer = window.setTimeout(() => {
     timer = null;
@@ -243,7 +299,8 @@ export async function keepMine() {
   const current = editor.value;
   if (!current?.conflict) return;
   const server = current.conflict.server;
-  update({ conflict: null, base: server.revision, saved: contentOf(server), local: current.conflict.local });
+  // What the page holds now, with anything typed while the conflict showed.
+  update({ conflict: null, base: server.revision, saved: contentOf(server) });
   await save();
 }
 
@@ -252,7 +309,15 @@ export function useSaved() {
   const current = editor.value;
   if (!current?.conflict) return;
   const server = current.conflict.server;
-  update({ conflict: null, base: server.revision, author: server.author, saved: contentOf(server), local: contentOf(server), send: server.send });
+  update({
+    conflict: null,
+    base: server.revision,
+    author: server.author,
+    saved: contentOf(server),
+    local: contentOf(server),
+    fields: fieldsOf(server),
+    send: server.send,
+  });
 }
 
 export async function loadHistory() {
@@ -273,7 +338,11 @@ export function hideHistory() {
 
 /** Restores revision `revision` as the newest (after this page's edits are saved). @param {number} revision */
 export async function restore(revision) {
-  if (!(await save())) return;
+  if (editor.value?.review) return;
+  if (!(await save())) {
+    update({ error: "Your latest edits are not saved yet, so nothing was restored. Try again in a moment." });
+    return;
+  }
   const current = editor.value;
   if (!current) return;
   const mine = generation;
@@ -283,7 +352,16 @@ export async function restore(revision) {
       body: { expected_revision: current.base },
     });
     if (mine !== generation) return;
-    update({ base: draft.revision, author: draft.author, saved: contentOf(draft), local: contentOf(draft), send: draft.send, history: null, error: null });
+    update({
+      base: draft.revision,
+      author: draft.author,
+      saved: contentOf(draft),
+      local: contentOf(draft),
+      fields: fieldsOf(draft),
+      send: draft.send,
+      history: null,
+      error: null,
+    });
   } catch (error) {
     if (mine !== generation) return;
     if (error instanceof ApiError && error.code === "revision_mismatch" && error.problem) {
@@ -308,21 +386,25 @@ function reviewUpdate(change) {
 
 /**
  * Settles the newest revision (bounded save attempts), freezes it, waits for the worker to
- * raise its approval and verifies it against this page's own copy of what was frozen.
+ * raise its approval and verifies it against this page's own copy of what was frozen. Every
+ * step belongs to the draft it started on: opening another ends it.
  */
 export async function reviewAndSend() {
   clearTimer();
   const start = editor.value;
   if (!start) return;
-  update({ review: { frozen: copy(start.local), revision: start.base, step: "settling", refusal: null, message: null } });
+  const mine = generation;
+  update({ review: { frozen: copy(start.local), revision: start.base, step: "settling", refusal: null, message: null, approvalId: null } });
   let settled = false;
   for (let attempt = 0; attempt < SETTLE_ATTEMPTS && !settled; attempt += 1) {
     settled = await save();
+    if (mine !== generation) return;
     if (editor.value?.conflict) break;
     if (!settled) await sleep(300 * (attempt + 1));
+    if (mine !== generation) return;
   }
   const current = editor.value;
-  if (!current) return;
+  if (!current || mine !== generation) return;
   if (!settled || current.conflict) {
     reviewUpdate({
       step: "failed",
@@ -335,7 +417,6 @@ export async function reviewAndSend() {
   const frozen = copy(current.saved);
   const revision = current.base;
   reviewUpdate({ frozen, revision, step: "freezing" });
-  const mine = generation;
   try {
     /** @type {Draft} */
     const draft = await api("POST", `/v1/email/drafts/${encodeURIComponent(current.draftId)}/review`, { body: { revision } });
@@ -350,15 +431,16 @@ export async function reviewAndSend() {
 
 /**
  * Follows the frozen send until it needs the owner or settles. An approval is verified first;
- * until it proves to be exactly the frozen revision, approve-once is not offered.
+ * until it proves to be exactly the frozen revision, approve-once is not offered, and only the
+ * approval verified can be approved.
  * @param {number} revision @param {Content} frozen
  */
 async function follow(revision, frozen) {
   const mine = generation;
   const current = editor.value;
   if (!current) return;
-  if (!current.review) update({ review: { frozen, revision, step: "waiting", refusal: null, message: null } });
-  else reviewUpdate({ step: "waiting" });
+  if (!current.review) update({ review: { frozen, revision, step: "waiting", refusal: null, message: null, approvalId: null } });
+  else reviewUpdate({ step: "waiting", message: null });
   const started = Date.now();
   let failures = 0;
   for (;;) {
@@ -366,10 +448,14 @@ async function follow(revision, frozen) {
     if (mine !== generation || !now) return;
     const send = now.send;
     if (send && send.revision === revision) {
-      if (send.state === "awaiting_approval" && send.approval) {
-        const refusal = await verify(send.approval, frozen, now);
-        if (mine !== generation) return;
-        reviewUpdate(refusal ? { step: "refused", refusal } : { step: "verified" });
+      const approval = send.approval;
+      if (send.state === "awaiting_approval" && approval && approval.status === "PENDING") {
+        const refusal = await verify(approval, frozen, now);
+        const after = editor.value;
+        if (mine !== generation || !after) return;
+        // The approval checked must still be the one waiting.
+        if (after.send?.approval?.approval_id !== approval.approval_id) continue;
+        reviewUpdate(refusal ? { step: "refused", refusal, approvalId: null } : { step: "verified", approvalId: approval.approval_id });
         return;
       }
       if (send.state === "sent" || send.state === "not_sent" || send.state === "unconfirmed") {
@@ -378,12 +464,15 @@ async function follow(revision, frozen) {
       }
     }
     if (Date.now() - started > FOLLOW_WAIT_MS) {
+      const state = send?.revision === revision ? send.state : null;
       reviewUpdate({
         step: "failed",
         message:
-          send?.state === "outcome_unknown"
+          state === "outcome_unknown"
             ? "The mailbox is still being checked for this send. It will not be sent again."
-            : "The server has not taken this send up yet. Nothing was sent from here; look again later.",
+            : state === "sending"
+              ? "The send was approved and has not finished yet. It will not be sent again from here; look again later."
+              : "The server has not raised the approval yet. Nothing was sent; look again later.",
       });
       return;
     }
@@ -396,22 +485,29 @@ async function follow(revision, frozen) {
     } catch (error) {
       failures += 1;
       if (failures >= 3) {
-        reviewUpdate({ step: "failed", message: `The send's status cannot be read (${describe(error)}). It will not be sent again from here.` });
+        if (mine === generation) {
+          reviewUpdate({ step: "failed", message: `The send's status cannot be read (${describe(error)}). It will not be sent again from here.` });
+        }
         return;
       }
     }
   }
 }
 
-/** Approve once: only after the approval was verified. */
+/** Approve once: only the approval verified, only while it is still the one waiting. */
 export async function approveOnce() {
-  const current = editor.value;
-  const approval = current?.send?.approval;
-  if (!current?.review || current.review.step !== "verified" || !approval) return;
-  reviewUpdate({ step: "deciding" });
   const mine = generation;
+  const current = editor.value;
+  const review = current?.review;
+  const send = current?.send;
+  if (!current || !review || review.step !== "verified" || !review.approvalId) return;
+  if (!send || send.state !== "awaiting_approval" || send.approval?.approval_id !== review.approvalId) {
+    reviewUpdate({ step: "refused", refusal: "It is no longer the approval that was checked.", approvalId: null });
+    return;
+  }
+  reviewUpdate({ step: "deciding", message: null });
   try {
-    await api("POST", `/v1/approvals/${encodeURIComponent(approval.approval_id)}/decision`, { body: { decision: "approve_once" } });
+    await api("POST", `/v1/approvals/${encodeURIComponent(review.approvalId)}/decision`, { body: { decision: "approve_once" } });
   } catch (error) {
     if (mine !== generation) return;
     if (!(error instanceof ApiError && error.code === "approval_already_resolved")) {
@@ -419,12 +515,14 @@ export async function approveOnce() {
       return;
     }
   }
+  if (mine !== generation) return;
   await refresh();
-  await follow(current.review.revision, current.review.frozen);
+  if (mine === generation) await follow(review.revision, review.frozen);
 }
 
 /** Deny: nothing is sent; the draft can change again. */
 export async function deny() {
+  const mine = generation;
   const current = editor.value;
   const approval = current?.send?.approval;
   if (!current?.review || !approval) return;
@@ -432,13 +530,15 @@ export async function deny() {
   try {
     await api("POST", `/v1/approvals/${encodeURIComponent(approval.approval_id)}/decision`, { body: { decision: "deny" } });
   } catch (error) {
+    if (mine !== generation) return;
     if (!(error instanceof ApiError && error.code === "approval_already_resolved")) {
       reviewUpdate({ step: "refused", message: describe(error) });
       return;
     }
   }
+  if (mine !== generation) return;
   await refresh();
-  update({ review: null });
+  if (mine === generation) update({ review: null });
 }
 
 /** Back to editing: the next save voids a freeze nobody approved. */
@@ -464,18 +564,19 @@ const SEND_TOOL = /^mcp\.mail(?:_([a-z0-9_-]+))?_send\.send_message$/;
 
 /**
  * Why `approval` is not exactly the frozen draft, or null when it is: the account's
- * `send_message` tool; exactly the members `account_id`, `thread_id` (for a reply), `to`, `cc`,
+ * `send_message` tool (as its account names it, `sendTool`); exactly the members `account_id`, `thread_id` (for a reply), `to`, `cc`,
  * `subject`, `body`; each value equal to the frozen one, where a string over 512 characters is
  * shown cut and proven by the SHA-256 digest of the whole (a cut string without its digest, or
  * a digest for anything else, is refused).
  * @param {Approval} approval @param {Content} frozen
- * @param {{accountId: string, providerThreadId: string | null, threadId: string | null}} draft
+ * @param {{accountId: string, providerThreadId: string | null, threadId: string | null, sendTool: string | null}} draft
  * @returns {Promise<string | null>}
  */
 export async function verify(approval, frozen, draft) {
   const tool = SEND_TOOL.exec(approval.tool);
   if (!tool) return `It asks for ${approval.tool}, not a send.`;
   if (tool[1] && tool[1] !== draft.accountId) return `It sends from account ${tool[1]}, not ${draft.accountId}.`;
+  if (approval.tool !== draft.sendTool) return `It asks for ${approval.tool}, not account ${draft.accountId}'s send tool.`;
   /** @type {Record<string, unknown>} */
   const expected = { account_id: draft.accountId, to: frozen.to, cc: frozen.cc, subject: frozen.subject, body: frozen.body };
   if (draft.threadId) {

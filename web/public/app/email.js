@@ -7,7 +7,7 @@ import { api, ApiError, connection, describe, holds, onForget } from "./api.js";
 import * as drafts from "./drafts.js";
 
 /** @typedef {{name: string | null, address: string}} Correspondent */
-/** @typedef {{account_id: string, address: string | null, freshness: "pending" | "current", updated_at: string | null, coverage_from: string | null, last_error: string | null, last_error_at: string | null, waiting: string | null, unsubscribe_supported: boolean, spam_supported: boolean}} Account */
+/** @typedef {{account_id: string, address: string | null, freshness: "pending" | "current", updated_at: string | null, coverage_from: string | null, last_error: string | null, last_error_at: string | null, waiting: string | null, unsubscribe_supported: boolean, spam_supported: boolean, send_tool: string | null}} Account */
 /** @typedef {{thread_id: string, account_id: string, provider_thread_id: string, subject: string, correspondents: Correspondent[], latest_at: string, message_count: number, has_attachments: boolean, place: "inbox" | "archived" | "spam", state: string | null, importance: string | null, gist: string | null, classifier: string | null, suspected_spam: boolean, draft_id: string | null, kind: string | null, reasons: import("./learning.js").Feedback[]}} Thread */
 /** @typedef {{filename: string | null, media_type: string, size_bytes: number}} Attachment */
 /** @typedef {{message_id: string, from: Correspondent | null, to: Correspondent[], cc: Correspondent[], sent_at: string, subject: string, text: string, text_cut: boolean, attachments: Attachment[]}} Message */

@@ -190,9 +190,9 @@ function ReadingPane({ onBack }) {
     </div>
     <div class="controls mail-actions">
       ${!writing &&
-      html`<button class="button hairline small" onClick=${() => drafts.openFor(thread, account?.address ?? null)}>${thread.draft_id ? "Open draft" : "Reply"}</button>
+      html`<button class="button hairline small" onClick=${() => drafts.openFor(thread, account?.address ?? null, account?.send_tool ?? null)}>${thread.draft_id ? "Open draft" : "Reply"}</button>
         <button class="button hairline small" disabled=${drafts.proposing.value === thread.thread_id}
-          onClick=${() => drafts.propose(thread, email.settle)}>${drafts.proposing.value === thread.thread_id ? "Steward is writing…" : "Draft with Steward"}</button>`}
+          onClick=${() => drafts.propose(thread, email.settle, account?.send_tool ?? null)}>${drafts.proposing.value === thread.thread_id ? "Steward is writing…" : "Draft with Steward"}</button>`}
       ${thread.place === "inbox" &&
       html`<button class="button hairline small" disabled=${busy} onClick=${() => email.change(thread.thread_id, "archive")}>Archive in ${PROVIDER}</button>`}
       ${thread.place === "archived" &&
@@ -206,7 +206,7 @@ function ReadingPane({ onBack }) {
     </div>
     ${error && html`<p class="error" role="alert">${error}</p>`}
     <${FeedbackMenu} key=${thread.thread_id} thread=${thread} own=${account?.address ?? null} onChanged=${(/** @type {email.Thread} */ row) => email.replaceRow(row)} />
-    <${DraftEditor} onChanged=${() => {
+    <${DraftEditor} key=${drafts.editor.value?.draftId ?? "none"} onChanged=${() => {
       email.loadListing();
       email.reloadDetail();
     }} />

@@ -136,7 +136,7 @@ export function LearningCard() {
     <form class="exclude" onSubmit=${(/** @type {Event} */ e) => {
       e.preventDefault();
       if (!value.trim()) return;
-      learning.exclude(kind, value).then(() => setValue(""));
+      learning.exclude(kind, value).then((done) => done && setValue(""));
     }}>
       <label class="visually-hidden" for="exclude-kind">Source</label>
       <select id="exclude-kind" value=${kind} onChange=${(/** @type {any} */ e) => setKind(e.currentTarget.value)}>

@@ -110,15 +110,18 @@ export async function loadLearning() {
   }
 }
 
-/** @param {() => Promise<unknown>} change */
+/** Runs `change`, then reads the controls again; whether it went through. @param {() => Promise<unknown>} change */
 async function changing(change) {
+  let done = false;
   try {
     await change();
     learningError.value = null;
+    done = true;
   } catch (error) {
     learningError.value = describe(error);
   }
   await loadLearning();
+  return done;
 }
 
 /** @param {boolean} paused */

@@ -126,6 +126,27 @@ async fn review_and_send_sends_exactly_the_frozen_reply_once_in_its_thread() {
     );
     assert_eq!(row["provider_thread_id"], letter.as_str());
 
+    // Each account names the tool its Review & Send asks approval for.
+    let accounts = stack.get("/v1/email/accounts").await;
+    let tools: Vec<(&str, &str)> = accounts["accounts"]
+        .as_array()
+        .expect("accounts")
+        .iter()
+        .map(|account| {
+            (
+                account["account_id"].as_str().unwrap_or_default(),
+                account["send_tool"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            ("personal", "mcp.mail_send.send_message"),
+            ("work", "mcp.mail_work_send.send_message")
+        ]
+    );
+
     let (status, frozen) = review(&stack, &draft, 2).await;
     assert_eq!(status, 202, "{frozen}");
     assert_eq!(frozen["send"]["revision"], 2);
@@ -204,6 +225,14 @@ async fn review_and_send_sends_exactly_the_frozen_reply_once_in_its_thread() {
 async fn a_save_after_freezing_voids_the_approval_and_only_the_new_revision_is_sent() {
     let mail = Mail::start().await;
     let (stack, thread, _) = mailbox(&mail, &[]).await;
+    // What the send tool would refuse is never frozen: invisible formatting in the body.
+    let hidden = reply(&stack, &thread, "Pay \u{200B}now").await;
+    let (status, refused) = review(&stack, &hidden, 2).await;
+    assert_eq!(
+        (status, refused["code"].as_str()),
+        (409, Some("email_draft_unsendable")),
+        "{refused}"
+    );
     let draft = reply(&stack, &thread, "Friday works.").await;
     let (status, _) = review(&stack, &draft, 2).await;
     assert_eq!(status, 202);
@@ -241,6 +270,14 @@ async fn a_save_after_freezing_voids_the_approval_and_only_the_new_revision_is_s
     let waiting = send_reaches(&stack, &draft, &["awaiting_approval"]).await;
     assert_eq!(waiting["send"]["approval"]["arguments"]["body"], "Saturday instead.");
     assert_ne!(waiting["send"]["approval"]["approval_id"], first["approval_id"]);
+    // Denied: not sent, and the same revision can be reviewed again at once.
+    stack.decide_ok(&waiting["send"]["approval"], "deny").await;
+    let denied = send_reaches(&stack, &draft, &["not_sent"]).await;
+    assert_eq!(denied["send"]["code"], "approval.denied");
+    let (status, again) = review(&stack, &draft, 3).await;
+    assert_eq!(status, 202, "{again}");
+    let waiting = send_reaches(&stack, &draft, &["awaiting_approval"]).await;
+    assert_ne!(waiting["send"]["run_id"], denied["send"]["run_id"]);
     stack.decide_ok(&waiting["send"]["approval"], "approve_once").await;
     send_reaches(&stack, &draft, &["sent"]).await;
     let arrived = delivered_to_ada(&mail);

@@ -298,6 +298,19 @@ pub async fn restore(
     saved(&state, &caller.principal, outcome, local).await
 }
 
+/// The agent a draft's send session is pinned to and the `send_message` tool of `account_id`
+/// in its roster; `None` when this server cannot send from that account (mail off, or the
+/// account not connected).
+pub(crate) fn send_tool<'a>(
+    state: &'a AppState,
+    account_id: &str,
+) -> Option<(&'a domain::agent::Agent, domain::mail_tools::MailTool)> {
+    let agents = &state.settings.agents;
+    let agent = agents.get("default").or_else(|| agents.iter().next())?;
+    let tool = domain::mail_tools::send_tool(state.settings.mail_accounts.as_ref()?, account_id)?;
+    agent.configuration.tools.contains(&tool.name).then_some((agent, tool))
+}
+
 /// Review & Send: freezes the newest revision, which must be `revision` (the one the owner
 /// reviewed), into one approval of the account's `send_message` tool whose arguments are exactly
 /// it (`account_id`, `thread_id` for a reply, `to`, `cc`, `subject`, `body`; strings over 512
@@ -323,17 +336,7 @@ pub async fn review(
         .email_draft(id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::EmailDraftNotFound))?;
-    let agents = &state.settings.agents;
-    let agent = agents.get("default").or_else(|| agents.iter().next());
-    let tool = state
-        .settings
-        .mail_accounts
-        .as_ref()
-        .and_then(|accounts| domain::mail_tools::send_tool(accounts, &row.account_id));
-    let (Some(agent), Some(tool)) = (
-        agent,
-        tool.filter(|tool| agent.is_some_and(|agent| agent.configuration.tools.contains(&tool.name))),
-    ) else {
+    let Some((agent, tool)) = send_tool(&state, &row.account_id) else {
         return Err(ApiError::new(ErrorCode::EmailSendUnavailable).detail(format!(
             "mail account `{}` has no send tool on this server (mail off, or the account not connected)",
             row.account_id
@@ -363,6 +366,10 @@ pub async fn review(
         Review::Busy(frozen) => Err(sending(&frozen)),
         Review::NoRecipients => Err(ApiError::new(ErrorCode::EmailDraftNoRecipients)
             .detail("add at least one recipient in `to`, save, then review again")),
+        Review::Unsendable(why) => Err(ApiError::new(ErrorCode::EmailDraftUnsendable)
+            .detail(format!("{why}; change the draft, save, then review again"))),
+        Review::SessionBusy => Err(ApiError::new(ErrorCode::SessionHasActiveRun)
+            .detail("a message sent in this draft's send conversation is still running; wait for it or stop it")),
         Review::NotFound => Err(ApiError::new(ErrorCode::EmailDraftNotFound)),
     }
 }

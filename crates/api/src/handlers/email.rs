@@ -35,8 +35,9 @@ const MAX_PAGE_SIZE: u32 = 100;
 /// The longest search, in characters.
 const MAX_SEARCH_CHARS: usize = 200;
 
-fn account(row: EmailAccountRow) -> EmailAccount {
+fn account(row: EmailAccountRow, send_tool: Option<String>) -> EmailAccount {
     EmailAccount {
+        send_tool,
         freshness: if row.updated_at.is_some() {
             Freshness::Current
         } else {
@@ -105,7 +106,10 @@ pub(crate) fn summary(row: ThreadSummary) -> EmailThreadSummary {
         suspected_spam: row.suspected_spam,
         draft_id: row.draft_id,
         kind: row.kind.as_deref().and_then(ContentKind::parse),
-        reasons: serde_json::from_value(row.reasons).unwrap_or_default(),
+        reasons: serde_json::from_value(row.reasons).unwrap_or_else(|error| {
+            tracing::error!(%error, thread = %row.id, "a conversation's feedback reasons are unreadable");
+            Vec::new()
+        }),
     }
 }
 
@@ -167,7 +171,13 @@ pub(crate) fn parse_uuid(text: &str, missing: ErrorCode) -> Result<Uuid, ApiErro
 pub async fn accounts(State(state): State<AppState>) -> Result<JsonResponse<EmailAccountList>, ApiError> {
     let rows = state.store.email_accounts().await?;
     Ok(JsonResponse(EmailAccountList {
-        accounts: rows.into_iter().map(account).collect(),
+        accounts: rows
+            .into_iter()
+            .map(|row| {
+                let tool = super::drafts::send_tool(&state, &row.account_id).map(|(_, tool)| tool.name);
+                account(row, tool)
+            })
+            .collect(),
     }))
 }
 

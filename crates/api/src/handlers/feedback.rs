@@ -34,9 +34,9 @@ fn feedback(row: FeedbackRow) -> Feedback {
 
 /// The feedback beside the conversation it was given on, as that now shows.
 async fn answer(state: &AppState, row: FeedbackRow) -> Result<FeedbackAnswer, ApiError> {
-    let (thread, _) = state
+    let thread = state
         .store
-        .email_thread(row.thread)
+        .email_thread_summary(row.thread)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::EmailThreadNotFound))?;
     Ok(FeedbackAnswer {
@@ -246,6 +246,11 @@ pub async fn endorse(
     Json(body): Json<EndorseStyle>,
 ) -> Result<Response, ApiError> {
     let draft = parse_uuid(&draft_id, ErrorCode::EmailDraftNotFound)?;
+    if body.text.trim().is_empty() || body.text.chars().count() > wire::email::MAX_STYLE_CHARS {
+        return Err(ApiError::new(ErrorCode::ValidationFailed)
+            .detail(format!("1 to {} characters of wording", wire::email::MAX_STYLE_CHARS))
+            .field("text"));
+    }
     let revision = i32::try_from(body.revision).unwrap_or(i32::MAX);
     match state.store.email_endorse_style(draft, revision, &body.text).await? {
         Endorsed::Endorsed(row) => Ok((

@@ -207,3 +207,127 @@ async fn the_model_assesses_within_the_daily_allowance_and_mail_waits_in_date_or
     let state = store.email_account("personal").await.expect("read").expect("row");
     assert_eq!(state.waiting.as_deref(), Some("daily_allowance_spent"));
 }
+
+/// A reply proposed by the model: the newest message marked untrusted, the owner's endorsed
+/// wording as the style, the answer landed as the agent's revision and charged; with the
+/// allowance spent nothing is asked and the proposal fails `email.allowance_spent`.
+#[tokio::test]
+async fn the_model_proposes_a_reply_in_the_owners_style_within_the_allowances() {
+    use email::propose::Proposed;
+
+    let fake = FakeGmail::start().await;
+    fake.mailbox("owner", "owner@example.org");
+    fake.deliver(
+        "owner",
+        "ada@example.com",
+        "Lunch",
+        "Are you free on Friday?",
+        &["INBOX"],
+    );
+    let (url, model, _server) = model_server().await;
+    let db = testkit::TestDatabase::new().await;
+    let store = db.store_as("async-worker").await;
+    store
+        .email_ensure_accounts(&["personal".to_owned()])
+        .await
+        .expect("account");
+    let model_classifier = |allowances: Allowances, url: &str| {
+        Classifier::Model(ModelClassifier {
+            provider: model_client::openai::provider(
+                model_client::endpoint::OpenAiEndpoint {
+                    base_url: url.to_owned(),
+                    api_key: None,
+                },
+                reqwest::Client::new(),
+            ),
+            model: "writer-1".into(),
+            prices: Prices {
+                input_per_mtok: Cost::parse("1").expect("cost"),
+                output_per_mtok: Cost::parse("1").expect("cost"),
+            },
+            allowances,
+        })
+    };
+    let refresher = Refresher {
+        store: store.clone(),
+        gmail: gmail(&fake),
+        backfill: jiff::SignedDuration::from_hours(24),
+        classifier: Arc::new(Classifier::Offline),
+    };
+    refresher.update(&account(&fake, "owner")).await.expect("refresh");
+    let mut refresher = Refresher {
+        classifier: Arc::new(model_classifier(Allowances::default(), &url)),
+        ..refresher
+    };
+    let api = db.store_as("api").await;
+    let thread: uuid::Uuid = sqlx::query_scalar("SELECT id FROM email_threads")
+        .fetch_one(&db.pool)
+        .await
+        .expect("thread");
+    let content = |body: &str| store::DraftContent {
+        to: vec!["ada@example.com".into()],
+        cc: Vec::new(),
+        subject: "Re: Lunch".into(),
+        body: body.into(),
+    };
+    let earlier = api
+        .email_create_draft(
+            store::DraftPlace::Thread(thread),
+            &content("Yes.\nCheers, Sam"),
+            store::DraftAuthor::Owner,
+        )
+        .await
+        .expect("draft")
+        .expect("thread known");
+    api.email_endorse_style(earlier.id, 1, "Cheers, Sam")
+        .await
+        .expect("endorsed");
+
+    let claim = async || {
+        let store::RequestProposal::Queued(queued) = api.email_request_proposal(thread).await.expect("asked") else {
+            panic!("not queued")
+        };
+        let claimed = store
+            .email_claim_proposal("async-1", std::time::Duration::from_secs(60))
+            .await
+            .expect("claim")
+            .expect("queued");
+        (queued.1, claimed)
+    };
+    let (draft, claimed) = claim().await;
+    assert_eq!(
+        refresher.propose(&claimed).await.expect("proposed"),
+        Proposed::Landed(2)
+    );
+    let ceiling = {
+        let bodies = model.bodies.lock().expect("lock");
+        assert_eq!(bodies.len(), 1);
+        let user = bodies[0]["messages"][1]["content"].as_str().expect("user");
+        assert!(user.starts_with("<untrusted_email>\n"), "{user}");
+        assert!(user.contains("Are you free on Friday?"));
+        assert!(user.ends_with("\n<owner_style>\nCheers, Sam\n</owner_style>"), "{user}");
+        assert_eq!(bodies[0]["max_tokens"], 600);
+        let system = bodies[0]["messages"][0]["content"].as_str().expect("system");
+        assert!(system.contains("draft a reply"));
+        // The prompt's bytes, 16 per message of framing and the most output, at USD 1 per
+        // million tokens.
+        system.len() + user.len() + 2 * 16 + 600
+    };
+    let landed = api.email_draft(draft.id).await.expect("read").expect("draft");
+    assert_eq!(landed.newest.author, "agent");
+    assert!(
+        landed.newest.content.body.contains("The model's gist"),
+        "the model's text, as answered"
+    );
+    assert_eq!(charges(&db).await, vec![(520, true)]);
+
+    // A day's allowance one micro short of what was charged plus another ceiling: nothing is asked.
+    let cap = format!("email:\n  daily_cost: {:.6}\n", (520 + ceiling - 1) as f64 / 1e6);
+    refresher.classifier = Arc::new(model_classifier(Allowances::with_overlay(&cap).expect("overlay"), &url));
+    let (_, claimed) = claim().await;
+    assert_eq!(
+        refresher.propose(&claimed).await.expect("proposed"),
+        Proposed::Failed("email.allowance_spent")
+    );
+    assert_eq!(model.bodies.lock().expect("lock").len(), 1);
+}
