@@ -287,7 +287,7 @@ async fn a_save_after_freezing_voids_the_approval_and_only_the_new_revision_is_s
 }
 
 #[tokio::test]
-async fn a_send_whose_connection_drops_reads_check_send_status_is_reconciled_and_never_repeated() {
+async fn a_send_whose_connection_drops_is_outcome_unknown_then_found_by_reading_and_never_repeated() {
     let mail = Mail::start().await;
     let (stack, thread, _) = mailbox(&mail, &[]).await;
     let draft = reply(&stack, &thread, "Friday works.").await;
