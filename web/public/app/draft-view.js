@@ -97,7 +97,7 @@ function Review({ current }) {
           : state
             ? SEND_WORDS[state]
             : "";
-  const deciding = review.step === "deciding";
+  const deciding = review.step === "approving" || review.step === "denying";
   const uncertain = state === "outcome_unknown" || state === "unconfirmed";
   return html`<section class=${`card${uncertain || review.step === "refused" || review.step === "failed" ? " attention" : ""} review`} aria-label="Review and send">
     <h3 tabindex="-1" ref=${heading}>Review & Send</h3>
@@ -108,9 +108,9 @@ function Review({ current }) {
     ${review.message && html`<p class="error" role="alert">${review.message}</p>`}
     <div class="controls">
       ${(review.step === "verified" || (deciding && state === "awaiting_approval")) &&
-      html`<button class="button filled" disabled=${deciding} onClick=${() => drafts.approveOnce()}>${deciding ? "Approving…" : "Approve once"}</button>`}
-      ${(review.step === "verified" || review.step === "refused") && state === "awaiting_approval" &&
-      html`<button class="button hairline" disabled=${deciding} onClick=${() => drafts.deny()}>Deny</button>`}
+      html`<button class="button filled" disabled=${deciding} onClick=${() => drafts.approveOnce()}>${review.step === "approving" ? "Approving…" : "Approve once"}</button>`}
+      ${(review.step === "verified" || review.step === "refused" || deciding) && state === "awaiting_approval" &&
+      html`<button class="button hairline" disabled=${deciding} onClick=${() => drafts.deny()}>${review.step === "denying" ? "Denying…" : "Deny"}</button>`}
       ${(review.step === "verified" || review.step === "refused" || review.step === "failed" || state === "not_sent" || state === "unconfirmed") &&
       html`<button class="button quiet" onClick=${() => drafts.backToEditing()}>Edit</button>`}
     </div>

@@ -23,7 +23,7 @@ import { api, ApiError, describe, onForget } from "./api.js";
 /**
  * What Review & Send shows: the frozen content (this page's own copy of the revision it
  * froze), where it is, and why approve-once is refused when it is.
- * @typedef {{frozen: Content, revision: number, step: "settling" | "freezing" | "waiting" | "verified" | "refused" | "deciding" | "following" | "done" | "failed", refusal: string | null, message: string | null, approvalId: string | null}} Review
+ * @typedef {{frozen: Content, revision: number, step: "settling" | "freezing" | "waiting" | "verified" | "refused" | "approving" | "denying" | "done" | "failed", refusal: string | null, message: string | null, approvalId: string | null}} Review
  */
 
 /** How long the editor waits after the last keystroke before it saves. */
@@ -505,7 +505,7 @@ export async function approveOnce() {
     reviewUpdate({ step: "refused", refusal: "It is no longer the approval that was checked.", approvalId: null });
     return;
   }
-  reviewUpdate({ step: "deciding", message: null });
+  reviewUpdate({ step: "approving", message: null });
   try {
     await api("POST", `/v1/approvals/${encodeURIComponent(review.approvalId)}/decision`, { body: { decision: "approve_once" } });
   } catch (error) {
@@ -526,7 +526,7 @@ export async function deny() {
   const current = editor.value;
   const approval = current?.send?.approval;
   if (!current?.review || !approval) return;
-  reviewUpdate({ step: "deciding" });
+  reviewUpdate({ step: "denying" });
   try {
     await api("POST", `/v1/approvals/${encodeURIComponent(approval.approval_id)}/decision`, { body: { decision: "deny" } });
   } catch (error) {
