@@ -131,6 +131,12 @@ async fn mailbox(app: &TestApp) -> Store {
         reply_need: None,
     };
     deliver(&store, "personal", &fresh).await;
+    completed_update(&store).await;
+    store
+}
+
+/// Records the `personal` account's first update as completed (owner@example.org).
+pub(crate) async fn completed_update(store: &Store) {
     store
         .email_update_completed(
             "personal",
@@ -140,7 +146,6 @@ async fn mailbox(app: &TestApp) -> Store {
         )
         .await
         .expect("updated");
-    store
 }
 
 fn subjects(page: &Value) -> Vec<&str> {

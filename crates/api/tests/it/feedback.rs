@@ -8,7 +8,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use store::Store;
 
-use crate::email::{Letter, app, deliver, send};
+use crate::email::{Letter, app, completed_update, deliver, send};
 use crate::support::TestApp;
 
 /// The owner's `personal` account, updated, with the classifier's answers recorded as given.
@@ -18,15 +18,7 @@ async fn account(app: &TestApp) -> Store {
         .email_ensure_accounts(&["personal".to_owned()])
         .await
         .expect("accounts");
-    store
-        .email_update_completed(
-            "personal",
-            Some("owner@example.org"),
-            "100",
-            Some(jiff::Timestamp::UNIX_EPOCH),
-        )
-        .await
-        .expect("updated");
+    completed_update(&store).await;
     store
 }
 
