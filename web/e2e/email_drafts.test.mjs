@@ -163,6 +163,49 @@ test("Review & Send refuses an approval that is not the draft and sends the one 
   await context.close();
 });
 
+test("a send's approval opened from its notification is reviewed in Email; Chat never approves it", async () => {
+  const { page, context, problems } = await newPage(browser);
+  await connect(page);
+  const { editor, pane, draftId } = await reply(page, 3);
+  await editor.getByLabel("Message").fill("Thursday suits me.");
+  await editor.getByText("Saved · revision 2").waitFor();
+  await editor.getByRole("button", { name: "Review & Send" }).click();
+  const review = pane.getByRole("region", { name: "Review and send" });
+  await review.getByRole("button", { name: "Approve once" }).waitFor({ timeout: 30_000 });
+  const waiting = await (await page.request.get(`/v1/email/drafts/${draftId}`)).json();
+  const approvalId = waiting.send.approval.approval_id;
+  // Another conversation closes the editor; the notification has to find the draft again.
+  await page.getByRole("list", { name: "Important conversations" }).locator(".mail-row").nth(4).locator(".mail-open").click();
+  await editor.waitFor({ state: "detached" });
+
+  // In Chat (here through a link to the send session) the card is shown, never approvable.
+  await page.getByRole("tab", { name: "Chat" }).click();
+  await page.evaluate((id) => {
+    window.location.hash = `#session=${id}`;
+  }, waiting.send.session_id);
+  const card = page.locator(`[data-approval="${approvalId}"]`);
+  await card.getByText(/approve it from Review & Send in Email/).waitFor({ timeout: 20_000 });
+  assert.equal(await card.getByRole("button", { name: "Approve once" }).isDisabled(), true);
+  await screenshot(page, "draft-chat-send-card");
+
+  // Its notification (the only one left) opens the draft in Email, in Review & Send.
+  const listed = async () => (await (await page.request.get("/v1/notifications")).json()).notifications;
+  for (const other of (await listed()).filter((/** @type {any} */ n) => n.payload.approval_id !== approvalId)) {
+    await page.request.post(`/v1/notifications/${other.notification_id}/acknowledge`, { headers: { "X-Steward-CSRF": "1" } });
+  }
+  assert.equal((await listed()).length, 1, "the send's notification waits");
+  await page.getByRole("button", { name: /^Notifications/ }).click();
+  await page.getByRole("main", { name: "Notifications" }).getByRole("button", { name: /An action waits for your approval/ }).click();
+  await page.getByRole("main", { name: "Email" }).waitFor();
+  const approve = review.getByRole("button", { name: "Approve once" });
+  await approve.waitFor({ timeout: 30_000 });
+  assert.match(await review.innerText(), /Thursday suits me\./);
+  await approve.click();
+  await review.getByText("Sent.").waitFor({ timeout: 30_000 });
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
 test("the reply editor on a phone, dark", async () => {
   const { page, context, problems } = await newPage(browser, { viewport: PHONE, colorScheme: "dark" });
   await connect(page);

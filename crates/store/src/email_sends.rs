@@ -308,6 +308,14 @@ pub(crate) async fn begin_send(
 }
 
 impl Store {
+    /// The draft whose send session `session` is; `None` for a conversation.
+    pub async fn email_send_session_draft(&self, session: SessionId) -> Result<Option<Uuid>> {
+        Ok(sqlx::query_scalar("SELECT id FROM email_drafts WHERE session_id = $1")
+            .bind(session.as_uuid())
+            .fetch_optional(&self.pool)
+            .await?)
+    }
+
     /// What became of `draft`'s newest freeze; `None` when it was never frozen.
     pub async fn email_draft_send(&self, draft: Uuid) -> Result<Option<DraftSend>> {
         let mut conn = self.pool.acquire().await?;

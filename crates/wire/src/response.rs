@@ -52,6 +52,10 @@ pub struct Session {
     /// The client metadata given at creation.
     #[schema(value_type = Object)]
     pub metadata: serde_json::Map<String, Value>,
+    /// For a draft's send session (which a send approval's notification opens), the draft it
+    /// sends: review the approval there, against the draft. Null for conversations.
+    #[serde(default)]
+    pub draft_id: Option<Uuid>,
 }
 
 /// One page of the session index.

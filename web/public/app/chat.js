@@ -143,20 +143,42 @@ function closeStream() {
   streamState.value = "idle";
 }
 
+/**
+ * Whether the selected session is a draft's send session, whose approval is approved only from
+ * Review & Send (checked there against the draft): `conversation`, `checking` (a session
+ * outside the loaded index, until its read says), `draft`, or `unknown` (its read failed).
+ */
+export const sessionKind = signal(/** @type {"conversation" | "checking" | "draft" | "unknown"} */ ("conversation"));
+
 /** Opens (or reopens) the selected session: its transcript is rebuilt from its events. */
 export function select(/** @type {string | null} */ id) {
   closeStream();
   queue = [];
   if (id !== selectedId.value) attachments.clearPending();
+  const indexed = id === null || sessions.value.some((row) => row.session_id === id);
   batch(() => {
     selectedId.value = id;
     transcript.value = [];
     live.value = { runId: null, text: "", reasoning: false };
     activeRun.value = null;
     composerError.value = null;
+    sessionKind.value = indexed ? "conversation" : "checking";
   });
   lastSeq = 0;
   if (id) openStream(id);
+  if (id && !indexed) checkKind(id);
+}
+
+/** Reads a session the index did not show, to learn whether it sends a draft. @param {string} id */
+async function checkKind(id) {
+  let kind = /** @type {"conversation" | "draft" | "unknown"} */ ("unknown");
+  try {
+    const session = await api("GET", `/v1/sessions/${encodeURIComponent(id)}`);
+    kind = session.draft_id ? "draft" : "conversation";
+  } catch {
+    // Not known: its approvals stay unapprovable here, as a draft's would.
+  }
+  if (selectedId.value === id) sessionKind.value = kind;
 }
 
 const PERSISTED = [
@@ -515,7 +537,7 @@ export async function stop() {
 export async function decide(approvalId, decision) {
   const card = transcript.value.find((item) => item.kind === "approval" && item.approvalId === approvalId);
   if (!card || card.kind !== "approval" || card.deciding || card.status !== "pending") return;
-  const problem = refuseTruncated(card);
+  const problem = refuseApproval(card);
   if (problem && decision === "approve_once") {
     setApproval(approvalId, { error: problem });
     return;
@@ -561,6 +583,25 @@ export function atPointer(root, pointer) {
     value = /** @type {Record<string, unknown>} */ (value)[key];
   }
   return value;
+}
+
+/**
+ * Why an approval in the selected session cannot be approved here, or `null`: a draft's send is
+ * approved from Review & Send, where it is checked against the draft; otherwise as
+ * [refuseTruncated] says.
+ * @param {{arguments: unknown, digests: Record<string, string>}} card
+ */
+export function refuseApproval(card) {
+  switch (sessionKind.value) {
+    case "draft":
+      return "This sends an email draft: approve it from Review & Send in Email, where it is checked against the draft.";
+    case "checking":
+      return "Checking what this approval is for…";
+    case "unknown":
+      return "What this approval is for could not be read; open the conversation again to decide it.";
+    default:
+      return refuseTruncated(card);
+  }
 }
 
 /**

@@ -52,6 +52,8 @@ export const rowErrors = signal(/** @type {Map<string, string>} */ (new Map()));
 export const refreshError = signal(/** @type {string | null} */ (null));
 /** The inbox pane's width on a desktop, kept across mode switches. */
 export const paneWidth = signal(360);
+/** On a phone, whether the reading pane shows (in place of the inbox). */
+export const reading = signal(false);
 
 /** Bumped by every new listing, so a late answer of an older one is dropped. */
 let generation = 0;
@@ -72,6 +74,7 @@ function reset() {
   nextCursor.value = null;
   listError.value = null;
   selectedId.value = null;
+  reading.value = false;
   detail.value = null;
   detailError.value = null;
   leaving.value = new Map();
@@ -113,8 +116,20 @@ async function call(method, path) {
   }
 }
 
+/** The opening under way, which everyone asking meanwhile shares. */
+let opening = /** @type {Promise<void> | null} */ (null);
+
 /** Opens Email: accounts, then the listing; refresh starts while the page is visible. */
-export async function open() {
+export function open() {
+  if (!opening) {
+    opening = openOnce().finally(() => {
+      opening = null;
+    });
+  }
+  return opening;
+}
+
+async function openOnce() {
   if (!holds("email.read")) {
     reset();
     support.value = "denied";
@@ -205,6 +220,24 @@ export function find(words) {
 export function visible() {
   const gone = leaving.value;
   return threads.value.filter((thread) => !gone.has(thread.thread_id));
+}
+
+/**
+ * Shows a conversation with its draft open, where Review & Send checks the draft's waiting
+ * approval against the draft before offering Approve once (a send approval's notification
+ * opens it here).
+ * @param {string} threadId
+ */
+export async function openDraft(threadId) {
+  if (support.value !== "present") await open();
+  if (support.value !== "present") return;
+  reading.value = true;
+  if (selectedId.value === threadId && drafts.editor.value?.threadId === threadId) return;
+  await select(threadId);
+  const thread = detail.value;
+  if (!thread || selectedId.value !== threadId) return;
+  const account = accounts.value.find((candidate) => candidate.account_id === thread.account_id);
+  await drafts.openFor(thread, account?.address ?? null, account?.send_tool ?? null);
 }
 
 /** Opens a conversation in the reading pane (closing another's draft). @param {string | null} id */

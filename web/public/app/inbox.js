@@ -246,7 +246,6 @@ function Divider({ container }) {
 /** Email mode. @param {{shown: boolean}} props */
 export function EmailView({ shown }) {
   const container = useRef(/** @type {HTMLDivElement | null} */ (null));
-  const [reading, setReading] = useState(false);
   useEffect(() => {
     email.setShown(shown);
   }, [shown]);
@@ -271,13 +270,13 @@ export function EmailView({ shown }) {
     </main>`;
   }
   const open = (/** @type {string} */ id) => {
-    setReading(true);
+    email.reading.value = true;
     email.select(id);
   };
-  return html`<main class=${`email-shell${reading ? " showing-reading" : ""}`} aria-label="Email" ref=${container} hidden=${!shown}
+  return html`<main class=${`email-shell${email.reading.value ? " showing-reading" : ""}`} aria-label="Email" ref=${container} hidden=${!shown}
     style=${{ "--inbox": `${email.paneWidth.value}px` }}>
     <${InboxPane} onOpen=${open} />
     <${Divider} container=${container} />
-    <${ReadingPane} onBack=${() => setReading(false)} />
+    <${ReadingPane} onBack=${() => (email.reading.value = false)} />
   </main>`;
 }

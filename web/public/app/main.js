@@ -396,7 +396,7 @@ function ApprovalCard({ item }) {
     </section>`;
   }
   const deciding = item.deciding;
-  const refusal = chat.refuseTruncated(item);
+  const refusal = chat.refuseApproval(item);
   return html`<section class="card attention" aria-label=${`Approval for ${item.tool}`} data-approval=${item.approvalId}>
     <h3>Steward wants to run <code>${item.tool}</code></h3>
     <p class="summary">Risk: ${item.risk}. Nothing happens until you decide.</p>
@@ -840,7 +840,7 @@ function NotificationsView() {
             return html`<li key=${item.notification_id}>
               <button class="card notification" onClick=${() => {
                 view.value = "chat";
-                notifications.openNotification(item);
+                notifications.openNotification(item, () => (mode.value = "email"));
               }}>
                 <strong>${notifications.headline(item)}</strong>
                 <span class="summary">${row?.title || "A conversation"} · ${new Date(item.created_at).toLocaleString()}</span>

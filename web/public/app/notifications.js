@@ -3,7 +3,8 @@
 // question card, and acknowledges it. A server without the routes (404) hides all of it.
 import { signal } from "../vendor/signals-core.mjs";
 import { api, ApiError, describe, holds, onForget } from "./api.js";
-import { onReconciled, select, focusCard } from "./chat.js";
+import { onReconciled, select, focusCard, sessions } from "./chat.js";
+import { openDraft } from "./email.js";
 
 /** @typedef {{notification_id: string, kind: string, created_at: string, payload: {session_id?: string, run_id?: string, approval_id?: string, question_id?: string}}} Notification */
 
@@ -41,14 +42,23 @@ export function headline(notification) {
 }
 
 /**
- * Opens a notification: its conversation, its card focused; then acknowledges it.
+ * Opens a notification: its conversation, its card focused; then acknowledges it. The approval
+ * of a reply draft's send opens that draft in Email instead (`showEmail` switches to it), where
+ * Review & Send checks the approval against the draft.
  * @param {Notification} notification
+ * @param {() => void} showEmail
  */
-export async function openNotification(notification) {
+export async function openNotification(notification, showEmail) {
   const { session_id: session, approval_id: approval, question_id: question } = notification.payload;
   if (session) {
-    select(session);
-    focusCard(approval ? { approvalId: approval } : question ? { questionId: question } : null);
+    const thread = approval ? await draftThread(session) : null;
+    if (thread) {
+      showEmail();
+      openDraft(thread);
+    } else {
+      select(session);
+      focusCard(approval ? { approvalId: approval } : question ? { questionId: question } : null);
+    }
   }
   pending.value = pending.value.filter((item) => item.notification_id !== notification.notification_id);
   if (!holds("notifications.write")) return;
@@ -56,6 +66,24 @@ export async function openNotification(notification) {
     await api("POST", `/v1/notifications/${encodeURIComponent(notification.notification_id)}/acknowledge`);
   } catch (error) {
     if (!(error instanceof ApiError && error.code === "notification_not_found")) notificationError.value = describe(error);
+  }
+}
+
+/**
+ * The conversation whose reply draft `session` sends, when it is a draft's send session; null
+ * for a conversation (one the index shows is never read), a new message's draft, or a failed
+ * read (Chat then shows the approval without Approve once).
+ * @param {string} session
+ */
+async function draftThread(session) {
+  if (sessions.value.some((row) => row.session_id === session)) return null;
+  try {
+    const read = await api("GET", `/v1/sessions/${encodeURIComponent(session)}`);
+    if (!read.draft_id) return null;
+    const draft = await api("GET", `/v1/email/drafts/${encodeURIComponent(read.draft_id)}`);
+    return draft.thread_id ?? null;
+  } catch {
+    return null;
   }
 }
 

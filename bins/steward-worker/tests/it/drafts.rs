@@ -182,6 +182,14 @@ async fn review_and_send_sends_exactly_the_frozen_reply_once_in_its_thread() {
             .all(|session| session["session_id"] != waiting["send"]["session_id"]),
         "{index}"
     );
+    // Read on its own (as a send approval's notification opens it), it names its draft; a
+    // conversation names none.
+    let send_session = waiting["send"]["session_id"].as_str().expect("send session");
+    let opened = stack.get(&format!("/v1/sessions/{send_session}")).await;
+    assert_eq!(opened["draft_id"], draft.as_str(), "{opened}");
+    let conversation = stack.session().await;
+    let chat = stack.get(&format!("/v1/sessions/{conversation}")).await;
+    assert_eq!(chat["draft_id"], Value::Null, "{chat}");
 
     stack.decide_ok(approval, "approve_once").await;
     let sent = send_reaches(&stack, &draft, &["sent"]).await;

@@ -46,6 +46,7 @@ pub(crate) fn session(mut row: SessionRow) -> Session {
     Session {
         summary: summary(row),
         metadata,
+        draft_id: None,
     }
 }
 
@@ -126,7 +127,7 @@ pub async fn list(
     }))
 }
 
-/// Reads one session.
+/// Reads one session. A draft's send session names the draft it sends (`draft_id`).
 #[utoipa::path(
     get, path = "/v1/sessions/{session_id}", tag = "sessions",
     security(("bearer" = ["sessions.read"])),
@@ -146,7 +147,9 @@ pub async fn get(
         .session(&caller.principal, id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::SessionNotFound))?;
-    Ok(JsonResponse(session(row)))
+    let mut answer = session(row);
+    answer.draft_id = state.store.email_send_session_draft(id).await?;
+    Ok(JsonResponse(answer))
 }
 
 /// Moves a session into a folder, or back to the history with `"folder_id": null`. Scheduled
