@@ -184,7 +184,7 @@ test("a send's approval opened from its notification is reviewed in Email; Chat 
     window.location.hash = `#session=${id}`;
   }, waiting.send.session_id);
   const card = page.locator(`[data-approval="${approvalId}"]`);
-  await card.getByText(/approve it from Review & Send in Email/).waitFor({ timeout: 20_000 });
+  await card.getByText(/approve it from Review & Send, where it is checked against the draft/).waitFor({ timeout: 20_000 });
   assert.equal(await card.getByRole("button", { name: "Approve once" }).isDisabled(), true);
   await screenshot(page, "draft-chat-send-card");
 
@@ -194,8 +194,13 @@ test("a send's approval opened from its notification is reviewed in Email; Chat 
     await page.request.post(`/v1/notifications/${other.notification_id}/acknowledge`, { headers: { "X-Steward-CSRF": "1" } });
   }
   assert.equal((await listed()).length, 1, "the send's notification waits");
+  // The list shown at once may be the one read before; the click reads it again.
+  const reread = page.waitForResponse((response) => response.url().endsWith("/v1/notifications") && response.request().method() === "GET");
   await page.getByRole("button", { name: /^Notifications/ }).click();
-  await page.getByRole("main", { name: "Notifications" }).getByRole("button", { name: /An action waits for your approval/ }).click();
+  await reread;
+  const entries = page.getByRole("main", { name: "Notifications" }).getByRole("button", { name: /An action waits for your approval/ });
+  for (let tries = 0; tries < 100 && (await entries.count()) !== 1; tries += 1) await page.waitForTimeout(100);
+  await entries.click();
   await page.getByRole("main", { name: "Email" }).waitFor();
   const approve = review.getByRole("button", { name: "Approve once" });
   await approve.waitFor({ timeout: 30_000 });

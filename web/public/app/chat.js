@@ -144,11 +144,17 @@ function closeStream() {
 }
 
 /**
- * Whether the selected session is a draft's send session, whose approval is approved only from
- * Review & Send (checked there against the draft): `conversation`, `checking` (a session
- * outside the loaded index, until its read says), `draft`, or `unknown` (its read failed).
+ * What the selected session's own read said, for a session outside the loaded index:
+ * `checking` until it answers, `draft` (a draft's send session, whose approval is approved
+ * only from Review & Send, checked there against the draft), `conversation`, or `unknown` (the
+ * read failed).
  */
-export const sessionKind = signal(/** @type {"conversation" | "checking" | "draft" | "unknown"} */ ("conversation"));
+const readKind = signal(/** @type {"conversation" | "checking" | "draft" | "unknown"} */ ("conversation"));
+
+/** Whether the selected session is a conversation: the index lists only conversations. */
+export const sessionKind = computed(() =>
+  selectedId.value === null || sessions.value.some((row) => row.session_id === selectedId.value) ? "conversation" : readKind.value,
+);
 
 /** Opens (or reopens) the selected session: its transcript is rebuilt from its events. */
 export function select(/** @type {string | null} */ id) {
@@ -162,7 +168,7 @@ export function select(/** @type {string | null} */ id) {
     live.value = { runId: null, text: "", reasoning: false };
     activeRun.value = null;
     composerError.value = null;
-    sessionKind.value = indexed ? "conversation" : "checking";
+    readKind.value = indexed ? "conversation" : "checking";
   });
   lastSeq = 0;
   if (id) openStream(id);
@@ -178,7 +184,7 @@ async function checkKind(id) {
   } catch {
     // Not known: its approvals stay unapprovable here, as a draft's would.
   }
-  if (selectedId.value === id) sessionKind.value = kind;
+  if (selectedId.value === id) readKind.value = kind;
 }
 
 const PERSISTED = [
@@ -453,6 +459,7 @@ export function ensureSession(titleFrom) {
       .then((created) => {
         sessions.value = [created, ...sessions.value];
         selectedId.value = created.session_id;
+        readKind.value = "conversation";
         openStream(created.session_id);
         return /** @type {string} */ (created.session_id);
       })
@@ -594,7 +601,7 @@ export function atPointer(root, pointer) {
 export function refuseApproval(card) {
   switch (sessionKind.value) {
     case "draft":
-      return "This sends an email draft: approve it from Review & Send in Email, where it is checked against the draft.";
+      return "This sends an email draft: approve it from Review & Send, where it is checked against the draft.";
     case "checking":
       return "Checking what this approval is for…";
     case "unknown":
@@ -662,6 +669,7 @@ onForget(() => {
   batch(() => {
     sessions.value = [];
     selectedId.value = null;
+    readKind.value = "conversation";
     transcript.value = [];
     activeRun.value = null;
     composerText.value = "";

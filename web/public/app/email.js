@@ -223,21 +223,22 @@ export function visible() {
 }
 
 /**
- * Shows a conversation with its draft open, where Review & Send checks the draft's waiting
- * approval against the draft before offering Approve once (a send approval's notification
- * opens it here).
- * @param {string} threadId
+ * Shows a conversation with one of its drafts open, where Review & Send checks the draft's
+ * waiting approval against the draft before offering Approve once (a send approval's
+ * notification opens it here).
+ * @param {string} threadId @param {string} draftId
  */
-export async function openDraft(threadId) {
+export async function openDraft(threadId, draftId) {
   if (support.value !== "present") await open();
   if (support.value !== "present") return;
   reading.value = true;
-  if (selectedId.value === threadId && drafts.editor.value?.threadId === threadId) return;
+  if (selectedId.value === threadId && drafts.editor.value?.draftId === draftId) return;
   await select(threadId);
   const thread = detail.value;
   if (!thread || selectedId.value !== threadId) return;
   const account = accounts.value.find((candidate) => candidate.account_id === thread.account_id);
-  await drafts.openFor(thread, account?.address ?? null, account?.send_tool ?? null);
+  // That draft, even when the conversation has a newer one.
+  await drafts.openFor({ ...thread, draft_id: draftId }, account?.address ?? null, account?.send_tool ?? null);
 }
 
 /** Opens a conversation in the reading pane (closing another's draft). @param {string | null} id */

@@ -401,7 +401,9 @@ function ApprovalCard({ item }) {
     <h3>Steward wants to run <code>${item.tool}</code></h3>
     <p class="summary">Risk: ${item.risk}. Nothing happens until you decide.</p>
     ${args}
-    ${(item.error || refusal) && html`<p class="error" role="alert">${item.error || refusal}</p>`}
+    ${item.error || (refusal && chat.sessionKind.value !== "checking")
+      ? html`<p class="error" role="alert">${item.error || refusal}</p>`
+      : refusal && html`<p class="summary">${refusal}</p>`}
     <div class="controls">
       <button class="button filled" disabled=${deciding !== null || refusal !== null} onClick=${() => chat.decide(item.approvalId, "approve_once")}>
         ${deciding === "approve_once" ? "Approving…" : "Approve once"}</button>

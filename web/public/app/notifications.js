@@ -51,10 +51,10 @@ export function headline(notification) {
 export async function openNotification(notification, showEmail) {
   const { session_id: session, approval_id: approval, question_id: question } = notification.payload;
   if (session) {
-    const thread = approval ? await draftThread(session) : null;
-    if (thread) {
+    const draft = approval ? await sendingDraft(session) : null;
+    if (draft) {
       showEmail();
-      openDraft(thread);
+      openDraft(draft.threadId, draft.draftId);
     } else {
       select(session);
       focusCard(approval ? { approvalId: approval } : question ? { questionId: question } : null);
@@ -70,18 +70,20 @@ export async function openNotification(notification, showEmail) {
 }
 
 /**
- * The conversation whose reply draft `session` sends, when it is a draft's send session; null
- * for a conversation (one the index shows is never read), a new message's draft, or a failed
- * read (Chat then shows the approval without Approve once).
+ * The reply draft `session` sends, and its conversation, when it is a draft's send session;
+ * null for a conversation (one the index shows is never read), a new message's draft (this
+ * client writes replies only), or a failed read: Chat then shows the approval without Approve
+ * once.
  * @param {string} session
+ * @returns {Promise<{draftId: string, threadId: string} | null>}
  */
-async function draftThread(session) {
+async function sendingDraft(session) {
   if (sessions.value.some((row) => row.session_id === session)) return null;
   try {
     const read = await api("GET", `/v1/sessions/${encodeURIComponent(session)}`);
     if (!read.draft_id) return null;
     const draft = await api("GET", `/v1/email/drafts/${encodeURIComponent(read.draft_id)}`);
-    return draft.thread_id ?? null;
+    return draft.thread_id ? { draftId: draft.draft_id, threadId: draft.thread_id } : null;
   } catch {
     return null;
   }
