@@ -177,13 +177,32 @@ pub(crate) async fn apply_rules(conn: &mut PgConnection, thread: Uuid) -> Result
     Ok(())
 }
 
+/// The advisory lock between retiring rules and recording assessments: an assessment holds it
+/// shared for its transaction ([`share_rules`]), a retirement exclusively. A retirement so
+/// waits for assessments being recorded (it then recomputes what they decided) and is waited
+/// for by those that begin meanwhile (they then read the rules without it). Without it, an
+/// assessment decided by a rule in the instant it was retired kept showing that rule until its
+/// next assessment. Advisory, because the async worker may not lock rule rows.
+const LOCK_RULES: &str = "SELECT pg_advisory_xact_lock(hashtextextended('email_feedback_rules', 0))";
+
+/// Holds the rules' lock ([`LOCK_RULES`]) shared until the transaction ends; taken before
+/// anything else is locked.
+pub(crate) async fn share_rules(conn: &mut PgConnection) -> Result<()> {
+    sqlx::query("SELECT pg_advisory_xact_lock_shared(hashtextextended('email_feedback_rules', 0))")
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 /// Retires the rules `ids` (`by` an undo, a reset or an exclusion) and recomputes every
 /// conversation one of them decided, or was given on (in id order, so two retirements at once
-/// lock them in one order).
+/// lock them in one order). The transaction must hold no conversation's row yet: this first
+/// waits for assessments being recorded ([`LOCK_RULES`]).
 async fn retire(conn: &mut PgConnection, ids: &[Uuid], by: &str, now: jiff_sqlx::Timestamp) -> Result<u64> {
     if ids.is_empty() {
         return Ok(0);
     }
+    sqlx::query(LOCK_RULES).execute(&mut *conn).await?;
     let retired = sqlx::query(
         "UPDATE email_feedback SET retired_at = $2, retired_by = $3 WHERE id = ANY ($1) AND retired_at IS NULL",
     )

@@ -314,6 +314,8 @@ impl Store {
         let now = self.now_sql();
         self.transaction(
             async |conn| {
+                // A retirement of rules waits for this one, or this one for it.
+                crate::email_feedback::share_rules(conn).await?;
                 // The classifier's answer is kept as it is; the owner's feedback rules then
                 // decide what shows.
                 let recorded = sqlx::query(

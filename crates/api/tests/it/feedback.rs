@@ -1,12 +1,12 @@
 //! Feedback and learning over HTTP, with new mail recorded and assessed as the async worker does
 //! it (the store's `email_record_assessment`, which applies the rules in force): a person's rule
-//! changes the next assessment of their new mail and Undo restores it; an excluded source never
-//! reaches learning; paused learning forms no rule; scoped resets; endorsing a saved draft's
-//! wording as the owner's style.
+//! changes the next assessment of their new mail and Undo restores it, even of mail being
+//! assessed in that instant; an excluded source never reaches learning; paused learning forms
+//! no rule; scoped resets; endorsing a saved draft's wording as the owner's style.
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use store::Store;
+use store::{NewAssessment, Store};
 
 use crate::email::{Letter, app, completed_update, deliver, send};
 use crate::support::TestApp;
@@ -130,6 +130,108 @@ async fn a_persons_rule_changes_the_next_assessment_of_their_new_mail_and_undo_r
     assert_eq!(reply["thread"]["reasons"].as_array().map(Vec::len), Some(2));
     // Other conversations of Ada's keep what they show until their next assessment.
     assert_eq!(thread(&app, &second).await["importance"], "other", "{person}");
+}
+
+/// Polls until a backend of this test's database waits as `wait`, e.g. `Lock/advisory`.
+async fn until_waiting(app: &TestApp, wait: &str) {
+    for _ in 0..400 {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND wait_event_type || '/' || wait_event = $1",
+        )
+        .bind(wait)
+        .fetch_one(&app.db.pool)
+        .await
+        .expect("activity");
+        if waiting > 0 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("nothing waited as {wait}");
+}
+
+#[tokio::test]
+async fn a_retirement_waits_for_an_assessment_being_recorded_so_the_rule_decides_nothing_after_it() {
+    let app = app().await;
+    let store = account(&app).await;
+    let first = mail_from(&app, &store, "c1", "cy@example.com", 0, &["INBOX"]).await;
+    let (status, given) = feedback(
+        &app,
+        &first,
+        json!({ "scope": "person", "signal": "important", "person": "cy@example.com" }),
+    )
+    .await;
+    assert_eq!(status, 201, "{given}");
+    let rule = given["feedback"]["feedback_id"].as_str().expect("id").to_owned();
+
+    // Cy's next mail waits for its assessment.
+    deliver(
+        &store,
+        "personal",
+        &Letter {
+            id: "c2",
+            from: "cy@example.com",
+            subject: "Note c2",
+            body: "Just so you know.",
+            minute: 1,
+            labels: &["INBOX"],
+            importance: None,
+            reply_need: None,
+        },
+    )
+    .await;
+    let waiting = store.email_waiting_threads("personal", 100).await.expect("waiting");
+    let second = waiting
+        .iter()
+        .find(|thread| thread.message.provider_message_id == "c2")
+        .expect("waits")
+        .thread;
+
+    // The assessment begins and is held inside its transaction (the test holds the row).
+    let mut holder = app.db.pool.begin().await.expect("begin");
+    sqlx::query("SELECT 1 FROM email_threads WHERE id = $1 FOR UPDATE")
+        .bind(second)
+        .execute(&mut *holder)
+        .await
+        .expect("row");
+    let assessing = tokio::spawn({
+        let store = store.clone();
+        async move {
+            store
+                .email_record_assessment(
+                    second,
+                    "c2",
+                    &NewAssessment {
+                        classifier: "jev-1.13.0",
+                        importance: "other",
+                        reply_need: None,
+                        gist: "Gist of Note c2",
+                        rule: "known_correspondent",
+                        kind: "personal",
+                    },
+                )
+                .await
+                .expect("assessment")
+        }
+    });
+    until_waiting(&app, "Lock/transactionid").await;
+    // Undo meanwhile waits for it, rather than recomputing what the rule decided before the
+    // assessment lands; then the assessment lands, and the undo recomputes it.
+    let path = format!("/v1/email/feedback/{rule}");
+    let ((status, undone), ()) = tokio::join!(send(&app, Method::DELETE, &path, json!(null)), async {
+        until_waiting(&app, "Lock/advisory").await;
+        holder.rollback().await.expect("rollback");
+    });
+    assert!(assessing.await.expect("assessing"));
+    assert_eq!(
+        (status, undone["feedback"]["retired"].as_bool()),
+        (200, Some(true)),
+        "{undone}"
+    );
+    let shown = thread(&app, &second.to_string()).await;
+    assert_eq!(shown["importance"], "other", "{shown}");
+    assert_eq!(shown["reasons"], json!([]));
 }
 
 #[tokio::test]
