@@ -26,6 +26,26 @@ async function openEmail(page) {
   return rows;
 }
 
+test("Email's modules stay out of the first load and are fetched when Email first shows", async () => {
+  const { page, context, problems } = await newPage(browser);
+  await connect(page);
+  await page.getByRole("button", { name: "New chat" }).waitFor();
+  const fetched = () =>
+    page.evaluate(() =>
+      performance
+        .getEntriesByType("resource")
+        .map((entry) => new URL(entry.name).pathname)
+        .filter((path) => /^\/app\/(inbox|email|drafts|draft-view|learning|learning-view)(\.[0-9a-f]{16})?\.js$/.test(path))
+        .map((path) => path.replace(/^\/app\/([a-z-]+).*$/, "$1"))
+        .sort(),
+    );
+  assert.deepEqual(await fetched(), [], "Chat loads none of Email");
+  await openEmail(page);
+  assert.deepEqual(await fetched(), ["draft-view", "drafts", "email", "inbox", "learning", "learning-view"]);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
 test("the priority inbox: five important rows, state lines, the reading pane, Other mail, search, pages", async () => {
   const { page, context, problems } = await newPage(browser);
   await connect(page);

@@ -8,8 +8,6 @@ import * as chat from "./chat.js";
 import * as folders from "./folders.js";
 import * as notifications from "./notifications.js";
 import * as attachments from "./attachments.js";
-import { EmailView } from "./inbox.js";
-import { LearningCard } from "./learning-view.js";
 import { markdown } from "./markdown.js";
 import { appearance, setAppearance, TEXT_SIZES, TYPEFACES } from "./preferences.js";
 
@@ -812,7 +810,7 @@ function SettingsView() {
         </div>
       </section>
       <${ModelsCard} />
-      <${LearningCard} />
+      <${LazyLearningCard} />
       <${AppearanceCard} />
       <section class="card" aria-label="Data and privacy">
         <h2>Data & Privacy</h2>
@@ -880,8 +878,65 @@ function App() {
       <${Sidebar} />
       ${view.value === "settings" ? html`<${SettingsView} />` : view.value === "notifications" ? html`<${NotificationsView} />` : html`<${ChatView} />`}
     </div>
-    <${EmailView} shown=${mode.value === "email"} />
+    <${LazyEmail} shown=${mode.value === "email"} />
   </div>`;
+}
+
+/**
+ * A module kept out of the first load and fetched the first time it is wanted (Email mode, and
+ * Settings' Learning card): the first load stays within its budget. A failed fetch (a dropped
+ * connection, a new build) can be asked for again.
+ * @template T
+ * @param {() => Promise<T>} load
+ */
+function lazy(load) {
+  const module = signal(/** @type {T | null} */ (null));
+  const failed = signal(false);
+  let loading = false;
+  const want = () => {
+    if (module.value || loading) return;
+    loading = true;
+    failed.value = false;
+    load()
+      .then((loaded) => (module.value = loaded), () => (failed.value = true))
+      .finally(() => (loading = false));
+  };
+  return { module, failed, want };
+}
+
+const emailModule = lazy(() => import("./inbox.js"));
+const learningModule = lazy(() => import("./learning-view.js"));
+
+/** Email mode, fetched when it first shows and kept mounted from then on. @param {{shown: boolean}} props */
+function LazyEmail({ shown }) {
+  useEffect(() => {
+    if (shown) emailModule.want();
+  }, [shown]);
+  const loaded = emailModule.module.value;
+  if (loaded) return html`<${loaded.EmailView} shown=${shown} />`;
+  if (!shown) return null;
+  return html`<main class="main email-unavailable" aria-label="Email">
+    <div class="welcome">
+      ${emailModule.failed.value
+        ? html`<h2>Email could not be loaded</h2>
+            <p role="alert">Check the connection to your server.</p>
+            <button class="button hairline" onClick=${emailModule.want}>Try again</button>`
+        : html`<p class="summary">Loading Email…</p>`}
+    </div>
+  </main>`;
+}
+
+/** Settings' Learning card, fetched when Settings first shows. */
+function LazyLearningCard() {
+  useEffect(() => learningModule.want(), []);
+  const loaded = learningModule.module.value;
+  if (loaded) return html`<${loaded.LearningCard} />`;
+  if (!learningModule.failed.value) return null;
+  return html`<section class="card" aria-label="Learning">
+    <h2>Learning</h2>
+    <p class="error" role="alert">The learning controls could not be loaded.</p>
+    <button class="button hairline small" onClick=${learningModule.want}>Try again</button>
+  </section>`;
 }
 
 const root = document.getElementById("app");

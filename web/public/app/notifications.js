@@ -4,7 +4,6 @@
 import { signal } from "../vendor/signals-core.mjs";
 import { api, ApiError, describe, holds, onForget } from "./api.js";
 import { onReconciled, select, focusCard, sessions } from "./chat.js";
-import { openDraft } from "./email.js";
 
 /** @typedef {{notification_id: string, kind: string, created_at: string, payload: {session_id?: string, run_id?: string, approval_id?: string, question_id?: string}}} Notification */
 
@@ -54,7 +53,11 @@ export async function openNotification(notification, showEmail) {
     const draft = approval ? await sendingDraft(session) : null;
     if (draft) {
       showEmail();
-      openDraft(draft.threadId, draft.draftId);
+      // Email mode is kept out of the first load: fetched now if it was not yet.
+      import("./email.js").then(
+        (email) => email.openDraft(draft.threadId, draft.draftId),
+        (error) => (notificationError.value = describe(error)),
+      );
     } else {
       select(session);
       focusCard(approval ? { approvalId: approval } : question ? { questionId: question } : null);
