@@ -46,6 +46,19 @@ test("Email's modules stay out of the first load and are fetched when Email firs
   await context.close();
 });
 
+test("Email that cannot be fetched offers a reload, which brings it", async () => {
+  const { page, context, problems } = await newPage(browser);
+  await page.route(/\/app\/inbox\.[0-9a-f]{16}\.js$/, (route) => route.abort());
+  await connect(page);
+  await page.getByRole("tab", { name: "Email" }).click();
+  await page.getByRole("alert").filter({ hasText: "Email could not be loaded" }).waitFor();
+  await page.unrouteAll();
+  await page.getByRole("button", { name: "Reload" }).click();
+  await openEmail(page);
+  assert.deepEqual(problems.filter((problem) => !/inbox|Failed to fetch dynamically imported module|ERR_FAILED/.test(problem)), []);
+  await context.close();
+});
+
 test("the priority inbox: five important rows, state lines, the reading pane, Other mail, search, pages", async () => {
   const { page, context, problems } = await newPage(browser);
   await connect(page);

@@ -177,8 +177,8 @@ pub(crate) async fn apply_rules(conn: &mut PgConnection, thread: Uuid) -> Result
     Ok(())
 }
 
-/// The advisory lock between retiring rules and recording assessments: an assessment holds it
-/// shared for its transaction ([`share_rules`]), a retirement exclusively. A retirement so
+/// The advisory lock between retiring rules and recording assessments or giving feedback: these
+/// hold it shared for their transaction ([`share_rules`]), a retirement exclusively. A retirement so
 /// waits for assessments being recorded (it then recomputes what they decided) and is waited
 /// for by those that begin meanwhile (they then read the rules without it). Without it, an
 /// assessment decided by a rule in the instant it was retired kept showing that rule until its
@@ -231,6 +231,9 @@ impl Store {
         let now = self.now_sql();
         self.transaction(
             async |conn| {
+                // A retirement recomputing this conversation meanwhile would read the rules
+                // without this one: it waits for this, or this for it.
+                share_rules(conn).await?;
                 #[derive(sqlx::FromRow)]
                 struct Subject {
                     kind: Option<String>,

@@ -884,24 +884,31 @@ function App() {
 
 /**
  * A module kept out of the first load and fetched the first time it is wanted (Email mode, and
- * Settings' Learning card): the first load stays within its budget. A failed fetch (a dropped
- * connection, a new build) can be asked for again.
+ * Settings' Learning card): the first load stays within its budget. A failed fetch is not
+ * asked again (the browser keeps the failure, and after an upgrade the old name is gone): the
+ * page offers to reload.
  * @template T
  * @param {() => Promise<T>} load
  */
 function lazy(load) {
   const module = signal(/** @type {T | null} */ (null));
   const failed = signal(false);
-  let loading = false;
+  let asked = false;
   const want = () => {
-    if (module.value || loading) return;
-    loading = true;
-    failed.value = false;
-    load()
-      .then((loaded) => (module.value = loaded), () => (failed.value = true))
-      .finally(() => (loading = false));
+    if (asked) return;
+    asked = true;
+    load().then(
+      (loaded) => (module.value = loaded),
+      () => (failed.value = true),
+    );
   };
   return { module, failed, want };
+}
+
+/** What a module that could not be fetched offers: a reload, which fetches the page anew. @param {{what: string}} props */
+function ReloadOffer({ what }) {
+  return html`<p class="error" role="alert">${what} could not be loaded: the connection dropped, or the server was upgraded.</p>
+    <button class="button hairline small" onClick=${() => window.location.reload()}>Reload</button>`;
 }
 
 const emailModule = lazy(() => import("./inbox.js"));
@@ -917,11 +924,7 @@ function LazyEmail({ shown }) {
   if (!shown) return null;
   return html`<main class="main email-unavailable" aria-label="Email">
     <div class="welcome">
-      ${emailModule.failed.value
-        ? html`<h2>Email could not be loaded</h2>
-            <p role="alert">Check the connection to your server.</p>
-            <button class="button hairline" onClick=${emailModule.want}>Try again</button>`
-        : html`<p class="summary">Loading Email…</p>`}
+      ${emailModule.failed.value ? html`<${ReloadOffer} what="Email" />` : html`<p class="summary">Loading Email…</p>`}
     </div>
   </main>`;
 }
@@ -934,8 +937,7 @@ function LazyLearningCard() {
   if (!learningModule.failed.value) return null;
   return html`<section class="card" aria-label="Learning">
     <h2>Learning</h2>
-    <p class="error" role="alert">The learning controls could not be loaded.</p>
-    <button class="button hairline small" onClick=${learningModule.want}>Try again</button>
+    <${ReloadOffer} what="The learning controls" />
   </section>`;
 }
 
