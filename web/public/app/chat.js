@@ -577,6 +577,11 @@ function setApproval(approvalId, change) {
 /** Strings the server cut for display are exactly this many characters, with a digest. */
 export const DISPLAY_MAX_CHARS = 512;
 
+/** A member name as a JSON Pointer token (RFC 6901). @param {string} name */
+export function pointerToken(name) {
+  return name.replaceAll("~", "~0").replaceAll("/", "~1");
+}
+
 /**
  * The value at a JSON Pointer (RFC 6901) in `root`, or `undefined`.
  * @param {unknown} root @param {string} pointer
@@ -635,7 +640,7 @@ export function refuseTruncated(card) {
     } else if (Array.isArray(value)) {
       value.forEach((entry, index) => walk(entry, `${pointer}/${index}`));
     } else if (value && typeof value === "object") {
-      for (const [name, entry] of Object.entries(value)) walk(entry, `${pointer}/${name.replaceAll("~", "~0").replaceAll("/", "~1")}`);
+      for (const [name, entry] of Object.entries(value)) walk(entry, `${pointer}/${pointerToken(name)}`);
     }
   };
   walk(card.arguments, "");

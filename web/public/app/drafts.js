@@ -5,6 +5,7 @@
 // revision. Unsaved text lives in this page's memory only.
 import { signal } from "../vendor/signals-core.mjs";
 import { api, ApiError, describe, onForget } from "./api.js";
+import { DISPLAY_MAX_CHARS, pointerToken } from "./chat.js";
 
 /** @typedef {{to: string[], cc: string[], subject: string, body: string}} Content */
 /** @typedef {Content & {revision: number, author: "owner" | "agent", restored_from: number | null, saved_at: string}} Revision */
@@ -33,8 +34,6 @@ export const SETTLE_ATTEMPTS = 3;
 /** How often a frozen send's state is read, and for how long before the page stops waiting. */
 export const FOLLOW_MS = 500;
 export const FOLLOW_WAIT_MS = 120_000;
-/** Strings longer than this are cut in an approval and proven by their digest. */
-export const DISPLAY_MAX_CHARS = 512;
 
 /** The open editor, or null. */
 export const editor = signal(/** @type {Editor | null} */ (null));
@@ -494,6 +493,21 @@ async function follow(revision, frozen) {
   }
 }
 
+/**
+ * Decides the send's approval; what went wrong, or null once it is decided (by this decision or
+ * an earlier one: the draft's state then says which).
+ * @param {string} approvalId @param {"approve_once" | "deny"} decision
+ * @returns {Promise<string | null>}
+ */
+async function decide(approvalId, decision) {
+  try {
+    await api("POST", `/v1/approvals/${encodeURIComponent(approvalId)}/decision`, { body: { decision } });
+    return null;
+  } catch (error) {
+    return error instanceof ApiError && error.code === "approval_already_resolved" ? null : describe(error);
+  }
+}
+
 /** Approve once: only the approval verified, only while it is still the one waiting. */
 export async function approveOnce() {
   const mine = generation;
@@ -506,16 +520,12 @@ export async function approveOnce() {
     return;
   }
   reviewUpdate({ step: "approving", message: null });
-  try {
-    await api("POST", `/v1/approvals/${encodeURIComponent(review.approvalId)}/decision`, { body: { decision: "approve_once" } });
-  } catch (error) {
-    if (mine !== generation) return;
-    if (!(error instanceof ApiError && error.code === "approval_already_resolved")) {
-      reviewUpdate({ step: "verified", message: describe(error) });
-      return;
-    }
-  }
+  const failure = await decide(review.approvalId, "approve_once");
   if (mine !== generation) return;
+  if (failure) {
+    reviewUpdate({ step: "verified", message: failure });
+    return;
+  }
   await refresh();
   if (mine === generation) await follow(review.revision, review.frozen);
 }
@@ -527,16 +537,12 @@ export async function deny() {
   const approval = current?.send?.approval;
   if (!current?.review || !approval) return;
   reviewUpdate({ step: "denying" });
-  try {
-    await api("POST", `/v1/approvals/${encodeURIComponent(approval.approval_id)}/decision`, { body: { decision: "deny" } });
-  } catch (error) {
-    if (mine !== generation) return;
-    if (!(error instanceof ApiError && error.code === "approval_already_resolved")) {
-      reviewUpdate({ step: "refused", message: describe(error) });
-      return;
-    }
-  }
+  const failure = await decide(approval.approval_id, "deny");
   if (mine !== generation) return;
+  if (failure) {
+    reviewUpdate({ step: "refused", message: failure });
+    return;
+  }
   await refresh();
   if (mine === generation) update({ review: null });
 }
@@ -553,11 +559,6 @@ export function backToEditing() {
 async function sha256(text) {
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
   return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
-}
-
-/** JSON Pointer token escaping (RFC 6901). @param {string} token */
-function pointerToken(token) {
-  return token.replace(/~/g, "~0").replace(/\//g, "~1");
 }
 
 const SEND_TOOL = /^mcp\.mail(?:_([a-z0-9_-]+))?_send\.send_message$/;

@@ -127,7 +127,7 @@ fn sending(frozen: &store::DraftSend) -> ApiError {
 }
 
 fn draft_id(text: &str) -> Result<Uuid, ApiError> {
-    super::parse_id(text, |text| Uuid::parse_str(text).ok(), ErrorCode::EmailDraftNotFound)
+    super::email::parse_uuid(text, ErrorCode::EmailDraftNotFound)
 }
 
 /// A save's answer: the draft, or 409 with both versions, or 409 while its send goes on, or 404.
