@@ -18,18 +18,40 @@ after(async () => {
 });
 
 /**
- * Opens Email, the `index`-th important conversation and its reply editor; returns the editor
- * and the draft's id. @param {import("playwright-core").Page} page @param {number} index
+ * Opens Email and the conversation whose subject is `subject`, found by searching the important
+ * conversations: earlier tests send replies, and the worker's sync moves their conversations up
+ * or down at its own pace, so a row's position is not a conversation's name.
+ * @param {import("playwright-core").Page} page @param {string} subject
  */
-async function reply(page, index) {
+async function open(page, subject) {
   await page.getByRole("tab", { name: "Email" }).click();
-  const rows = page.getByRole("list", { name: "Important conversations" }).locator(".mail-row");
-  await rows.nth(index).waitFor({ timeout: 30_000 });
-  await rows.nth(index).locator(".mail-open").click();
+  const list = page.getByRole("list", { name: "Important conversations" });
+  await list.locator(".mail-row").first().waitFor({ timeout: 30_000 });
+  const search = page.getByRole("searchbox", { name: "Search mail" });
+  await search.fill(subject);
+  await search.press("Enter");
+  await page.waitForFunction(
+    (words) => {
+      const subjects = [...document.querySelectorAll(".mail-row .subject")].map((element) => element.textContent ?? "");
+      return subjects.length === 1 && subjects[0].includes(words);
+    },
+    subject,
+    { timeout: 30_000 },
+  );
+  await list.locator(".mail-row .mail-open").click();
   const pane = page.getByRole("region", { name: "Conversation" });
   await pane.locator(".mail-message").first().waitFor();
+  return pane;
+}
+
+/**
+ * Opens the conversation `subject` and its new reply editor; returns the editor and the draft.
+ * @param {import("playwright-core").Page} page @param {string} subject
+ */
+async function reply(page, subject) {
+  const pane = await open(page, subject);
   const created = page.waitForResponse((response) => response.url().endsWith("/v1/email/drafts") && response.request().method() === "POST");
-  await pane.getByRole("button", { name: "Reply" }).click();
+  await pane.getByRole("button", { name: "Reply", exact: true }).click();
   const draft = await (await created).json();
   const editor = page.getByRole("region", { name: "Reply" });
   await editor.getByText("Saved · revision 1").waitFor();
@@ -49,7 +71,7 @@ async function saveElsewhere(page, draftId, expected, content) {
 test("a reply saves as it is typed, a conflict keeps both versions, and history restores an earlier one", async () => {
   const { page, context, problems } = await newPage(browser);
   await connect(page);
-  const { editor, draftId, draft } = await reply(page, 0);
+  const { editor, draftId, draft } = await reply(page, "Question about the garden party");
   assert.equal(await editor.getByLabel("Subject").inputValue(), draft.subject);
   assert.match(draft.subject, /^Re: /);
   assert.ok((await editor.getByLabel("To").inputValue()).includes("@"), "addressed to the sender");
@@ -89,7 +111,7 @@ test("a reply saves as it is typed, a conflict keeps both versions, and history 
 test("Review & Send refuses an approval that is not the draft and sends the one that is", async () => {
   const { page, context, problems } = await newPage(browser);
   await connect(page);
-  const { editor, pane, draftId } = await reply(page, 1);
+  const { editor, pane, draftId } = await reply(page, "Question about the budget sheet");
   const body = `Thank you. ${"I will bring the notes. ".repeat(30)}`.trim();
   await editor.getByLabel("Message").fill(body);
   await editor.getByText("Saved · revision 2").waitFor();
@@ -166,7 +188,7 @@ test("Review & Send refuses an approval that is not the draft and sends the one 
 test("a send's approval opened from its notification is reviewed in Email; Chat never approves it", async () => {
   const { page, context, problems } = await newPage(browser);
   await connect(page);
-  const { editor, pane, draftId } = await reply(page, 3);
+  const { editor, pane, draftId } = await reply(page, "Question about Thursday's meeting");
   await editor.getByLabel("Message").fill("Thursday suits me.");
   await editor.getByText("Saved · revision 2").waitFor();
   await editor.getByRole("button", { name: "Review & Send" }).click();
@@ -175,7 +197,7 @@ test("a send's approval opened from its notification is reviewed in Email; Chat 
   const waiting = await (await page.request.get(`/v1/email/drafts/${draftId}`)).json();
   const approvalId = waiting.send.approval.approval_id;
   // Another conversation closes the editor; the notification has to find the draft again.
-  await page.getByRole("list", { name: "Important conversations" }).locator(".mail-row").nth(4).locator(".mail-open").click();
+  await open(page, "Update on the conference talk");
   await editor.waitFor({ state: "detached" });
 
   // In Chat (here through a link to the send session) the card is shown, never approvable.
@@ -214,7 +236,7 @@ test("a send's approval opened from its notification is reviewed in Email; Chat 
 test("the reply editor on a phone, dark", async () => {
   const { page, context, problems } = await newPage(browser, { viewport: PHONE, colorScheme: "dark" });
   await connect(page);
-  const { editor, draftId } = await reply(page, 2);
+  const { editor, draftId } = await reply(page, "Question about the new office");
   await editor.getByLabel("Message").fill("On my way.");
   await editor.getByText("Saved · revision 2").waitFor();
   // Recipients are typed as text, separators and all.
@@ -234,12 +256,7 @@ test("the reply editor on a phone, dark", async () => {
 test("feedback applies to an explicitly chosen person and can be undone; learning controls in Settings", async () => {
   const { page, context, problems } = await newPage(browser);
   await connect(page);
-  await page.getByRole("tab", { name: "Email" }).click();
-  const rows = page.getByRole("list", { name: "Important conversations" }).locator(".mail-row");
-  await rows.nth(3).waitFor({ timeout: 30_000 });
-  await rows.nth(3).locator(".mail-open").click();
-  const pane = page.getByRole("region", { name: "Conversation" });
-  await pane.locator(".mail-message").first().waitFor();
+  const pane = await open(page, "Update on the conference talk");
   await pane.getByRole("button", { name: "Feedback" }).click();
   const form = pane.getByRole("group", { name: "Feedback" });
   await form.getByRole("radio", { name: "Less important" }).check();
@@ -285,12 +302,7 @@ test("feedback applies to an explicitly chosen person and can be undone; learnin
 test("Steward proposes a reply that lands as a revision the owner edits", async () => {
   const { page, context, problems } = await newPage(browser);
   await connect(page);
-  await page.getByRole("tab", { name: "Email" }).click();
-  const rows = page.getByRole("list", { name: "Important conversations" }).locator(".mail-row");
-  await rows.nth(4).waitFor({ timeout: 30_000 });
-  await rows.nth(4).locator(".mail-open").click();
-  const pane = page.getByRole("region", { name: "Conversation" });
-  await pane.locator(".mail-message").first().waitFor();
+  const pane = await open(page, "Update on our trip in May");
   await pane.getByRole("button", { name: "Draft with Steward" }).click();
   const editor = page.getByRole("region", { name: "Reply" });
   await editor.getByText("Proposed by Steward · revision 2").waitFor({ timeout: 30_000 });
