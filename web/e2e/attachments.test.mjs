@@ -116,10 +116,13 @@ test("files upload with progress, retry and removal, and a large photo is re-enc
       reads.push([response.status(), (await response.request().allHeaders())["if-none-match"]]);
     }
   });
+  const read = page.waitForResponse((response) => response.url().endsWith(`/artifacts/${artifact}/content`));
   await page.getByRole("button", { name: "New chat" }).click();
   await page.getByRole("complementary").getByRole("button", { name: "photo.jpg", exact: true }).first().click();
   await page.locator(".message.user").getByRole("img", { name: "photo.jpg" }).waitFor();
-  await page.waitForFunction(() => true);
+  await read;
+  // The listener above records it once it has read the request's headers.
+  for (let tries = 0; tries < 100 && reads.length === 0; tries += 1) await page.waitForTimeout(20);
   assert.deepEqual(reads, [[304, metadata.etag]]);
   assert.deepEqual(problems.filter((problem) => !problem.includes("net::ERR_")), []);
   await context.close();

@@ -218,6 +218,7 @@ test("Copy puts semantic HTML without colour and plain text on the clipboard; a 
   assert.doesNotMatch(copied.html, /class=|style=|<button/);
   assert.match(copied.plain, /You said: Copy \*\*this\*\*/);
   await answer.getByRole("button", { name: "Copy code" }).click();
+  await answer.getByRole("button", { name: "Copy code" }).filter({ hasText: "Copied" }).waitFor();
   assert.equal(await page.evaluate(() => navigator.clipboard.readText()), "let x = 1;");
   await context.close();
 });

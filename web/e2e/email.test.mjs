@@ -179,7 +179,11 @@ async function failNextArchive(page, state) {
     reconciled_at: null,
   });
   await page.route("**/v1/email/threads/*/archive", (route) => route.fulfill({ status: 202, json: operation("queued") }), { times: 1 });
-  await page.route(`**/v1/email/operations/${id}`, (route) => route.fulfill({ status: 200, json: operation(state) }));
+  // Settled a few seconds later, so that the row is seen gone before it comes back.
+  await page.route(`**/v1/email/operations/${id}`, async (route) => {
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    await route.fulfill({ status: 200, json: operation(state) });
+  });
 }
 
 test("archive: the row leaves at once, comes back with an error on failure or uncertainty, and goes for real", async () => {
@@ -201,7 +205,7 @@ test("archive: the row leaves at once, comes back with an error on failure or un
     await failNextArchive(page, /** @type {string} */ (state));
     await row.getByRole("checkbox", { name: `Archive in Gmail: ${subject}` }).click();
     // Gone at once, and the next conversation opened in its place.
-    await row.waitFor({ state: "detached", timeout: 900 });
+    await row.waitFor({ state: "detached", timeout: 2_500 });
     await pane.getByRole("heading", { name: second }).waitFor();
     // Back, with the error.
     await row.getByRole("alert").filter({ hasText: words }).waitFor({ timeout: 10_000 });
@@ -212,7 +216,7 @@ test("archive: the row leaves at once, comes back with an error on failure or un
 
   // For real: the row goes and stays gone; in Other mail it reads Handled and can move back.
   await row.getByRole("checkbox", { name: `Archive in Gmail: ${subject}` }).click();
-  await row.waitFor({ state: "detached", timeout: 900 });
+  await row.waitFor({ state: "detached", timeout: 2_500 });
   await page.waitForResponse((response) => response.url().includes("/v1/email/threads?") && response.ok(), { timeout: 15_000 });
   assert.equal(await row.count(), 0);
   await page.getByRole("button", { name: "Other mail" }).click();
@@ -274,8 +278,9 @@ test("refresh: on opening, every minute while visible, stopped when hidden or in
   await openEmail(page);
   // Opening: one refresh, settled, then the listing read again.
   await until(() => refreshes === 1 && statusReads >= 1 && listingsSettled >= 1, "a refresh on opening, then the listing again");
-  // The answer has arrived; let the page read it and arm the next refresh.
-  await page.waitForTimeout(300);
+  // The answer has arrived; the page has read it and armed the next refresh once the list is no
+  // longer busy (both happen in the same turn of its event loop).
+  await page.locator('ul.mail-rows[aria-busy="false"]').waitFor();
   const afterFirst = listings;
   await quietly(50_000);
   assert.equal(refreshes, 1, "not before a minute");

@@ -26,6 +26,14 @@ async function conversation(page, title) {
   return (await response.json()).session_id;
 }
 
+/**
+ * The page's answer to filing or unfiling session `id`. @param {import("playwright-core").Page} page
+ * @param {string} id
+ */
+function filed(page, id) {
+  return page.waitForResponse((response) => response.request().method() === "PATCH" && response.url().endsWith(`/v1/sessions/${id}`));
+}
+
 /** @param {import("playwright-core").Page} page @param {string} id */
 async function folderOf(page, id) {
   return (await (await page.request.get(`/v1/sessions/${id}`)).json()).folder_id;
@@ -48,8 +56,11 @@ test("a folder is created, filled, emptied, renamed and deleted from the sidebar
   await folder.waitFor();
 
   await history.getByRole("button", { name: `Actions for Trip to Lisbon ${stamp}` }).click();
+  // The sidebar moves it at once; the server is read once it has answered the move.
+  let moved = filed(page, lisbon);
   await history.getByRole("button", { name: `Move to Travel ${stamp}` }).click();
   await page.waitForFunction(() => !document.querySelector('[aria-label="History"]')?.textContent?.includes("Trip to Lisbon"));
+  await moved;
   assert.equal(await folderOf(page, lisbon) !== null, true, "the server filed it");
   assert.equal(await folder.getAttribute("aria-expanded"), "false", "folders start closed");
   await folder.click();
@@ -57,8 +68,10 @@ test("a folder is created, filled, emptied, renamed and deleted from the sidebar
   await folders.getByRole("button", { name: `Trip to Lisbon ${stamp}`, exact: true }).waitFor();
 
   await folders.getByRole("button", { name: `Actions for Trip to Lisbon ${stamp}` }).click();
+  moved = filed(page, lisbon);
   await folders.getByRole("button", { name: "Remove from folder" }).click();
   await history.getByRole("button", { name: `Trip to Lisbon ${stamp}`, exact: true }).waitFor();
+  await moved;
   assert.equal(await folderOf(page, lisbon), null, "unfiling sent an explicit null");
 
   await folders.getByRole("button", { name: `Actions for folder Travel ${stamp}` }).click();
