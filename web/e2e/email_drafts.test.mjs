@@ -294,12 +294,38 @@ test("feedback applies to an explicitly chosen person and can be undone; learnin
   assert.equal(await form.getByRole("button", { name: "Apply" }).isDisabled(), true);
   await person.check();
   await screenshot(page, "feedback-desktop-form");
+  // A listing read before the feedback is answered after it (held here): its older copy of the
+  // row must not take the reason away.
+  /** @type {() => void} */
+  let release = () => {};
+  const released = new Promise((resolve) => (release = () => resolve(undefined)));
+  /** @type {() => void} */
+  let held = () => {};
+  const holding = new Promise((resolve) => (held = () => resolve(undefined)));
+  await page.route(
+    "**/v1/email/threads?*",
+    async (route) => {
+      const before = await route.fetch();
+      held();
+      await released;
+      await route.fulfill({ response: before });
+    },
+    { times: 1 },
+  );
+  await page.getByRole("searchbox", { name: "Search mail" }).press("Enter");
+  await holding;
   await form.getByRole("button", { name: "Apply" }).click();
   // The answer names the scope applied; the row shows why.
   const applied = pane.getByRole("status").filter({ hasText: `Less important for mail from ${address}.` });
   await applied.waitFor();
   await pane.getByText(`Less important: your rule for mail from ${address}`).waitFor();
-  await page.locator(".mail-row.current .reason", { hasText: "Less important" }).waitFor();
+  const reason = page.locator(".mail-row.current .reason", { hasText: "Less important" });
+  await reason.waitFor();
+  const late = page.waitForResponse((response) => response.url().includes("/v1/email/threads?"));
+  release();
+  await late;
+  await page.locator('ul.mail-rows[aria-busy="false"]').waitFor();
+  assert.equal(await reason.count(), 1, "the late listing keeps the row feedback changed");
   await screenshot(page, "feedback-desktop-applied");
   await applied.getByRole("button", { name: "Undo" }).click();
   await applied.waitFor({ state: "detached" });

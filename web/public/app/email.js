@@ -57,6 +57,10 @@ export const reading = signal(false);
 
 /** Bumped by every new listing, so a late answer of an older one is dropped. */
 let generation = 0;
+/** Rows a change answered with (feedback, the spam flag), numbered in order: a listing asked for
+ * before the change keeps them rather than its own older copies. */
+let edits = 0;
+const editedRows = /** @type {Map<string, {row: Thread, edit: number}>} */ (new Map());
 /** The next refresh's timer, whether refresh runs, and its cycle: bumped by every start and
  * stop, so an older cycle ends where it notices. */
 let timer = /** @type {number | null} */ (null);
@@ -165,11 +169,17 @@ function listingPath(/** @type {string | null} */ cursor) {
  */
 export async function loadListing() {
   const mine = ++generation;
+  const asked = edits;
   loading.value = true;
   try {
     const page = await call("GET", listingPath(null));
     if (mine !== generation) return;
-    threads.value = page.threads;
+    threads.value = page.threads.map((/** @type {Thread} */ thread) => {
+      const edited = editedRows.get(thread.thread_id);
+      return edited && edited.edit > asked ? edited.row : thread;
+    });
+    // This answer was read after those changes: later listings need not know them.
+    for (const [id, edited] of editedRows) if (edited.edit <= asked) editedRows.delete(id);
     nextCursor.value = page.next_cursor;
     listError.value = null;
   } catch (error) {
@@ -256,8 +266,10 @@ export async function select(id) {
   }
 }
 
-/** A conversation as the server now shows it (after feedback): its row and the open pane. @param {Thread} row */
+/** A conversation as the server now shows it (after feedback or the spam flag): its row and the open pane. @param {Thread} row */
 export function replaceRow(row) {
+  edits += 1;
+  editedRows.set(row.thread_id, { row, edit: edits });
   threads.value = threads.value.map((thread) => (thread.thread_id === row.thread_id ? row : thread));
   if (detail.value?.thread_id === row.thread_id) detail.value = { ...detail.value, ...row };
 }
@@ -337,9 +349,7 @@ export async function change(id, change) {
 /** Clears the suspected-spam flag (no mailbox write). @param {string} id */
 export async function notSuspected(id) {
   try {
-    const row = await call("POST", `/v1/email/threads/${encodeURIComponent(id)}/spam-flag`);
-    threads.value = threads.value.map((thread) => (thread.thread_id === id ? row : thread));
-    if (detail.value?.thread_id === id) detail.value = { ...detail.value, suspected_spam: false };
+    replaceRow(await call("POST", `/v1/email/threads/${encodeURIComponent(id)}/spam-flag`));
   } catch (error) {
     rowErrors.value = withEntry(rowErrors.value, id, describe(error));
   }
