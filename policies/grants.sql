@@ -35,13 +35,22 @@ GRANT SELECT, INSERT, UPDATE, DELETE ON folders, sessions TO steward_api;
 GRANT SELECT, DELETE ON folder_proposal_sessions, web_sessions TO steward_api;
 GRANT INSERT ON web_sessions TO steward_api;
 GRANT SELECT, UPDATE ON folder_proposals TO steward_api;
-GRANT SELECT, UPDATE ON session_index_clock, approvals, questions, schedule_occurrences TO steward_api;
--- Review & Send puts the one `send_message` call of a frozen draft in its run.
-GRANT SELECT, INSERT, UPDATE ON tool_invocations TO steward_api;
+GRANT SELECT, UPDATE ON session_index_clock, questions, schedule_occurrences TO steward_api;
+-- Deciding an approval writes its status; what it shows (tool, arguments, digests) is the
+-- worker's alone.
+GRANT SELECT, UPDATE (status, decided_at) ON approvals TO steward_api;
+-- Review & Send puts the one `send_message` call of a frozen draft in its run, queued by the
+-- column default (no state of its choosing); decisions, denials, answers and cancellations
+-- settle a call's state and result. Its tool and arguments never change after it is recorded.
+GRANT SELECT, INSERT (id, run_id, session_id, step, position, call_id, tool, arguments),
+    UPDATE (state, result, code, updated_at) ON tool_invocations TO steward_api;
 -- A draft's send status reads the reconciliation of an uncertain send.
 GRANT SELECT ON mail_reconciliations TO steward_api;
 GRANT SELECT, INSERT, UPDATE ON runs, notification_outbox, schedules, devices, model_settings
     TO steward_api;
+-- The stream key: the worker seals streamed output under it, the api opens it; nobody else
+-- may read it (migration 0023, store::sealed).
+GRANT SELECT ON stream_keys TO steward_api, steward_worker;
 -- A message submit in one round trip (migration 0015); it runs with the api login's rights.
 GRANT EXECUTE ON FUNCTION submit_message TO steward_api;
 

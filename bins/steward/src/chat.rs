@@ -62,7 +62,7 @@ pub async fn run(client: &Client, options: Options) -> anyhow::Result<ExitCode> 
         (Some(session), _) => client.session(session).await?.summary.session_id,
         (None, true) => match client.latest_conversation().await? {
             Some(latest) => {
-                eprintln!(
+                crate::say!(
                     "Continuing “{}”",
                     latest.title.as_deref().unwrap_or("untitled conversation")
                 );
@@ -76,7 +76,7 @@ pub async fn run(client: &Client, options: Options) -> anyhow::Result<ExitCode> 
         let outcome = send(client, session, &message).await?;
         return Ok(outcome.exit_code());
     }
-    eprintln!("Conversation {session}. Type a message and press Return; /exit or Ctrl-D ends.");
+    crate::say!("Conversation {session}. Type a message and press Return; /exit or Ctrl-D ends.");
     loop {
         if attended() {
             eprint!("› ");
@@ -99,7 +99,7 @@ pub async fn run(client: &Client, options: Options) -> anyhow::Result<ExitCode> 
             Ok(Outcome::Interrupted) => return Ok(Outcome::Interrupted.exit_code()),
             Ok(_) => {}
             // The conversation goes on after a message that could not be sent or followed.
-            Err(error) => eprintln!("steward: {}", crate::one_line(&error)),
+            Err(error) => crate::say!("steward: {}", crate::one_line(&error)),
         }
     }
 }
@@ -128,7 +128,7 @@ async fn send(client: &Client, session: Uuid, text: &str) -> anyhow::Result<Outc
         Submitted::Attached(run) => client.run(run).await?,
     };
     if attached {
-        eprintln!("A reply is already being written in this conversation; showing it.");
+        crate::say!("A reply is already being written in this conversation; showing it.");
     }
     // Everything after the run's own message belongs to the run.
     let after = run.message_seq.unwrap_or(0);
@@ -210,7 +210,7 @@ impl Following<'_> {
             return Ok(false);
         }
         // The terminal has echoed ^C: the question starts on a line of its own.
-        eprintln!();
+        crate::say!();
         let stop = tokio::task::spawn_blocking(|| {
             dialoguer::Confirm::new()
                 .with_prompt("Stop this run?")
@@ -223,7 +223,7 @@ impl Following<'_> {
         .unwrap_or(false);
         if stop {
             match self.client.cancel_run(self.run).await {
-                Ok(_) => eprintln!("Stopping…"),
+                Ok(_) => crate::say!("Stopping…"),
                 Err(error) if error.code() == Some("run_not_active") => {}
                 Err(error) => return Err(error.into()),
             }
@@ -240,26 +240,28 @@ impl Following<'_> {
                     self.proposed.entry(call.tool).or_default().push(call.arguments);
                 }
             }
-            Event::ToolStarted(started) => eprintln!("→ {}", started.tool),
+            Event::ToolStarted(started) => crate::say!("→ {}", started.tool),
             Event::ToolResult(result) => match &result.code {
-                None => eprintln!("✓ {} ({})", result.tool, result.status.as_str()),
-                Some(code) => eprintln!("✗ {} ({}: {code})", result.tool, result.status.as_str()),
+                None => crate::say!("✓ {} ({})", result.tool, result.status.as_str()),
+                Some(code) => crate::say!("✗ {} ({}: {code})", result.tool, result.status.as_str()),
             },
             Event::ApprovalRequested(approval) => self.approval(approval).await?,
             Event::ApprovalResolved(resolved) if self.decided.contains(&resolved.approval_id) => {}
             Event::ApprovalResolved(resolved) => {
-                eprintln!(
+                crate::say!(
                     "Approval for {}: {}",
                     resolved.tool,
                     resolved.status.as_str().to_lowercase()
                 );
             }
             Event::QuestionAsked(question) => self.question(question).await?,
-            Event::MailOutcomeUnknown(unknown) => eprintln!(
+            Event::MailOutcomeUnknown(unknown) => crate::say!(
                 "! The outcome of {} on {} is unknown ({}); it will not be repeated, only reconciled.",
-                unknown.tool, unknown.account_id, unknown.code
+                unknown.tool,
+                unknown.account_id,
+                unknown.code
             ),
-            Event::MailReconciled(reconciled) => eprintln!(
+            Event::MailReconciled(reconciled) => crate::say!(
                 "Reconciled {} on {}: {}",
                 reconciled.operation,
                 reconciled.account_id,
@@ -267,16 +269,16 @@ impl Following<'_> {
             ),
             Event::RunCompleted(ended) if ended.run_id == self.run => return Ok(Some(Outcome::Completed)),
             Event::RunFailed(ended) if ended.run_id == self.run => {
-                eprintln!("The run failed: {} ({})", ended.detail, ended.code);
+                crate::say!("The run failed: {} ({})", ended.detail, ended.code);
                 return Ok(Some(Outcome::Failed));
             }
             Event::RunCancelled(ended) if ended.run_id == self.run => {
                 match ended.reason {
-                    CancelReason::Requested => eprintln!("The run was stopped."),
+                    CancelReason::Requested => crate::say!("The run was stopped."),
                     CancelReason::Deadline => {
-                        eprintln!("The run was stopped at its deadline: it ran longer than its time limit allows.");
+                        crate::say!("The run was stopped at its deadline: it ran longer than its time limit allows.");
                     }
-                    CancelReason::DraftChanged => eprintln!("The send was withdrawn: its draft changed."),
+                    CancelReason::DraftChanged => crate::say!("The send was withdrawn: its draft changed."),
                 }
                 return Ok(Some(Outcome::Cancelled));
             }
@@ -289,25 +291,25 @@ impl Following<'_> {
         // The model's proposal whose display is exactly this approval, when there is one.
         let proposals: Vec<serde_json::Value> = self.proposed.get(&approval.tool).cloned().unwrap_or_default();
         let checked = approvals::check_against_proposals(&approval.arguments, &approval.argument_digests, &proposals);
-        eprintln!("\n{} wants approval ({} risk):", approval.tool, approval.risk.as_str());
+        crate::say!("\n{} wants approval ({} risk):", approval.tool, approval.risk.as_str());
         let arguments = match &checked {
             Ok(checked) => &checked.arguments,
             Err(_) => &approval.arguments,
         };
-        eprintln!(
+        crate::say!(
             "{}",
             serde_json::to_string_pretty(arguments).unwrap_or_else(|_| arguments.to_string())
         );
         if let Ok(checked) = &checked {
             for (pointer, digest) in &checked.cuts {
-                eprintln!("{}", crate::render::cut_note(pointer, digest));
+                crate::say!("{}", crate::render::cut_note(pointer, digest));
             }
         }
         if let Err(refused) = &checked {
-            eprintln!("This approval cannot be approved: {refused}.");
+            crate::say!("This approval cannot be approved: {refused}.");
         }
         if !attended() {
-            eprintln!(
+            crate::say!(
                 "Waiting for a decision from another client (or `steward approvals approve {} --session …`).",
                 approval.approval_id
             );
@@ -334,14 +336,14 @@ impl Following<'_> {
             (Some("Approve once"), Ok(checked)) => self.client.approve_once(approval.approval_id, checked).await?,
             (Some("Deny"), _) => self.client.deny(approval.approval_id).await?,
             _ => {
-                eprintln!("Left pending: decide from another client, or press Ctrl-C to stop the run.");
+                crate::say!("Left pending: decide from another client, or press Ctrl-C to stop the run.");
                 return Ok(());
             }
         };
         self.decided.insert(approval.approval_id);
         match decided {
-            Decided::Decided(approval) => eprintln!("{}.", approval.status.as_str().to_lowercase()),
-            Decided::AlreadyResolved(status) => eprintln!(
+            Decided::Decided(approval) => crate::say!("{}.", approval.status.as_str().to_lowercase()),
+            Decided::AlreadyResolved(status) => crate::say!(
                 "Already {} elsewhere; that decision stands.",
                 status.as_str().to_lowercase()
             ),
@@ -350,9 +352,9 @@ impl Following<'_> {
     }
 
     async fn question(&mut self, question: QuestionAsked) -> anyhow::Result<()> {
-        eprintln!("\nQuestion: {}", question.text);
+        crate::say!("\nQuestion: {}", question.text);
         if !attended() {
-            eprintln!("Waiting for an answer from another client.");
+            crate::say!("Waiting for an answer from another client.");
             return Ok(());
         }
         let answer = tokio::task::spawn_blocking(|| {
@@ -366,7 +368,7 @@ impl Following<'_> {
         match self.client.answer(question.run_id, question.question_id, &answer).await {
             Ok(_) => {}
             Err(error) if error.code() == Some("question_not_pending") => {
-                eprintln!("That question was already answered elsewhere.");
+                crate::say!("That question was already answered elsewhere.");
             }
             Err(error) => return Err(error.into()),
         }

@@ -19,7 +19,8 @@ use crate::{connection, out};
 
 fn print_json(value: &impl Serialize) -> anyhow::Result<ExitCode> {
     let text = serde_json::to_string_pretty(value).context("encode JSON")?;
-    out!("{text}");
+    // JSON's own escapes keep the value a script reads; `out!` then finds nothing to change.
+    out!("{}", crate::visible::json(&text));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -129,7 +130,7 @@ pub async fn forget(json: bool) -> anyhow::Result<ExitCode> {
             .context("clear the token")?
     };
     if let Err(error) = &revoked {
-        eprintln!("steward: the server could not be asked to revoke this device: {error}");
+        crate::say!("steward: the server could not be asked to revoke this device: {error}");
     }
     cleared?;
     if json {

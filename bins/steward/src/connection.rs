@@ -105,7 +105,7 @@ pub fn save(base_url: &str, token: &str) -> anyhow::Result<Connection> {
         Err(error) => {
             let path = token_file(&dir);
             write_owner_only(&path, token)?;
-            eprintln!(
+            crate::say!(
                 "steward: no credential store answered ({error}); the token is kept in {}, readable only by you",
                 path.display()
             );

@@ -7,6 +7,7 @@ mod chat;
 mod commands;
 mod connection;
 mod render;
+mod visible;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -116,7 +117,7 @@ fn main() -> ExitCode {
     let code = match runtime.block_on(run(cli)) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("steward: {}", one_line(&error));
+            say!("steward: {}", one_line(&error));
             ExitCode::FAILURE
         }
     };
@@ -125,13 +126,15 @@ fn main() -> ExitCode {
     code
 }
 
-/// Writes a line to standard output; a closed pipe (`steward sessions | head -1`) ends the
-/// command quietly instead of panicking as `println!` would.
+/// Writes a line to standard output, every control character in it made visible
+/// ([`visible::visible`]); a closed pipe (`steward sessions | head -1`) ends the command quietly
+/// instead of panicking as `println!` would.
 macro_rules! out {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
+        let line = format!($($arg)*);
         let mut stdout = std::io::stdout().lock();
-        if let Err(error) = writeln!(stdout, $($arg)*) {
+        if let Err(error) = writeln!(stdout, "{}", $crate::visible::visible(&line)) {
             if error.kind() == std::io::ErrorKind::BrokenPipe {
                 std::process::exit(0);
             }
@@ -140,6 +143,17 @@ macro_rules! out {
     }};
 }
 pub(crate) use out;
+
+/// Writes a line to standard error, every control character in it made visible.
+macro_rules! say {
+    () => {
+        eprintln!()
+    };
+    ($($arg:tt)*) => {
+        eprintln!("{}", $crate::visible::visible(&format!($($arg)*)))
+    };
+}
+pub(crate) use say;
 
 /// The error and its causes on one line.
 pub(crate) fn one_line(error: &anyhow::Error) -> String {

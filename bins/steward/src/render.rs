@@ -52,16 +52,27 @@ impl Answer {
     }
 
     fn show(&mut self, start: usize, end: usize) {
-        let block = &self.text[start..end];
-        if !block.trim().is_empty() {
+        if let Some(rendered) = self.rendered(&self.text[start..end]) {
             let mut out = std::io::stdout().lock();
-            let _ = match &self.skin {
-                Some(skin) => write!(out, "{}", skin.term_text(block.trim_end_matches('\n'))),
-                None => writeln!(out, "{}", block.trim_end_matches('\n')),
-            };
+            let _ = write!(out, "{rendered}");
             let _ = out.flush();
         }
         self.shown = end;
+    }
+
+    /// `block` as written to the terminal, if it holds anything. Markdown is rendered from the
+    /// text made visible: the answer's own control characters never reach the terminal, only
+    /// the renderer's styling.
+    fn rendered(&self, block: &str) -> Option<String> {
+        let block = crate::visible::visible(block);
+        if block.trim().is_empty() {
+            return None;
+        }
+        let block = block.trim_end_matches('\n');
+        Some(match &self.skin {
+            Some(skin) => skin.term_text(block).to_string(),
+            None => format!("{block}\n"),
+        })
     }
 }
 
@@ -102,6 +113,23 @@ mod tests {
         let fenced = "```\ncode\n\nmore\n```\nafter";
         assert_eq!(complete_blocks(fenced), Some(fenced.len() - "after".len()));
         assert_eq!(complete_blocks("- a\n- b\n\n- c"), Some(9));
+    }
+
+    #[test]
+    fn an_answers_escape_sequences_are_shown_as_text_in_both_renderings() {
+        let hostile = "**Done.** \u{1b}]52;c;cm0gLXJmIH4=\u{7} \u{1b}]8;;https://evil.example\u{1b}\\link\u{1b}]8;;\u{1b}\\ \u{1b}[2J \u{9b}31m \u{90}q\u{9c} \u{9f}x\u{9c} \u{202E}gnp.exe";
+        for styled in [true, false] {
+            let rendered = Answer::new(styled).rendered(hostile).expect("something to show");
+            assert!(!rendered.contains("\u{1b}]"), "an OSC sequence survived: {rendered:?}");
+            assert!(!rendered.contains("\u{1b}[2J") && !rendered.contains("\u{1b}P") && !rendered.contains("\u{1b}_"));
+            assert!(
+                !rendered
+                    .chars()
+                    .any(|c| ('\u{80}'..='\u{9f}').contains(&c) || c == '\u{202E}'),
+                "{rendered:?}"
+            );
+            assert!(rendered.contains("␛]52;c;cm0gLXJmIH4=␇"), "{rendered:?}");
+        }
     }
 
     #[test]

@@ -31,8 +31,11 @@ use store::NewReconciliation;
 
 /// The notification channel for transient output (text and reasoning deltas).
 pub use store::TRANSIENT_CHANNEL;
-/// `NOTIFY` payloads must stay under 8000 bytes.
-const TRANSIENT_MAX_BYTES: usize = 7800;
+/// The code of a call refused because it was marked approved without an approval of exactly it.
+pub const APPROVAL_MISSING: &str = "approval.missing";
+
+/// A notice's most bytes: sealed, its `NOTIFY` payload stays under 8000 bytes.
+const TRANSIENT_MAX_BYTES: usize = store::sealed::MAX_NOTICE_BYTES;
 
 /// The model providers this worker can reach.
 #[derive(Clone)]
@@ -587,13 +590,28 @@ impl Executor {
                 // A mail write or send arms its reconciliation before it can reach the provider.
                 let effect = toolbox.reconciliation_for(invocation);
                 let armed = effect.as_ref().map(new_reconciliation);
-                if self
-                    .store
-                    .begin_dispatch(lease, invocation, armed.as_ref())
-                    .await?
-                    .is_none()
-                {
-                    return Ok(Some(Finish::Lost));
+                match self.store.begin_dispatch(lease, invocation, armed.as_ref()).await? {
+                    store::Dispatch::Started => {}
+                    store::Dispatch::Lost => return Ok(Some(Finish::Lost)),
+                    store::Dispatch::Unapproved => {
+                        // Only an approval moves a call to `approved`: this state was written by
+                        // something else. Never dispatched; the transcript and the log say why.
+                        tracing::error!(
+                            run = %lease.run,
+                            invocation = %invocation.id,
+                            tool = %invocation.tool,
+                            "a call marked approved has no approval of exactly it; refused, not dispatched"
+                        );
+                        return self
+                            .refuse(
+                                lease,
+                                invocation,
+                                APPROVAL_MISSING,
+                                "this call was marked approved, but the owner approved no call with exactly this tool \
+                                 and these arguments; it was not made",
+                            )
+                            .await;
+                    }
                 }
                 let outcome = toolbox.execute(&self.store, &claimed.principal, invocation).await;
                 let (state, result, code) = outcome_value(&outcome);

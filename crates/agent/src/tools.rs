@@ -350,6 +350,8 @@ impl Toolbox {
                 "the webhook could not be reached; nothing was sent",
             ),
             Err(error) => {
+                // The URL is the owner's secret (webhook URLs often carry a token): never logged.
+                let error = error.without_url();
                 tracing::warn!(%error, "the webhook did not answer");
                 ToolOutcome::Uncertain {
                     code: "tool.outcome_unknown",
@@ -390,8 +392,14 @@ async fn create_schedule(store: &Store, principal: &PrincipalId, invocation: &In
             "title, instruction, local_time and timezone are required",
         );
     };
-    if title.chars().count() > 200 {
-        return failed("tool.invalid_arguments", "title must be at most 200 characters");
+    // The rules of the owner's own titles (`POST /v1/schedules`): visible text, no control
+    // characters anywhere (the raw value, before trimming), at most 200 characters.
+    let raw_title = arguments["title"].as_str().unwrap_or_default();
+    if !domain::text::is_visible(raw_title) || raw_title.chars().count() > 200 {
+        return failed(
+            "tool.invalid_arguments",
+            "title must be 1 to 200 characters, not blank, without control characters",
+        );
     }
     let Some(time) = domain::cadence::parse_local_time(local_time) else {
         return failed("tool.invalid_arguments", "local_time must be HH:MM:SS");
@@ -566,5 +574,60 @@ async fn propose_folder(store: &Store, principal: &PrincipalId, invocation: &Inv
             message: error.to_string(),
             reconciliation: None,
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// Log lines, kept for reading.
+    #[derive(Clone, Default)]
+    struct Lines(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Lines {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().expect("lock").extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_webhook_that_does_not_answer_is_logged_without_its_url() {
+        // A webhook that reads the request and hangs up without answering.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let port = listener.local_addr().expect("address").port();
+        tokio::spawn(async move {
+            if let Ok((mut stream, _)) = listener.accept().await {
+                let mut buffer = [0_u8; 4096];
+                let _ = tokio::io::AsyncReadExt::read(&mut stream, &mut buffer).await;
+            }
+        });
+        let url = format!("http://127.0.0.1:{port}/hooks/T0KEN-s3cret-path");
+        let toolbox = Toolbox {
+            tools: Vec::new(),
+            withheld: Vec::new(),
+            webhook_url: Some(url),
+            http: reqwest::Client::new(),
+            mail: None,
+        };
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let outcome = toolbox.post_webhook(&json!({"body": {"a": 1}})).await;
+        assert!(matches!(outcome, ToolOutcome::Uncertain { .. }), "{outcome:?}");
+        let logged = String::from_utf8(lines.0.lock().expect("lock").clone()).expect("utf-8");
+        assert!(logged.contains("the webhook did not answer"), "{logged}");
+        assert!(!logged.contains("s3cret") && !logged.contains("127.0.0.1"), "{logged}");
     }
 }

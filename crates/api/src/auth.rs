@@ -43,6 +43,53 @@ pub struct Authenticator {
     scopes: ScopeSet,
     principal: PrincipalId,
     web_session_ttl: Duration,
+    web_origin: WebOrigin,
+}
+
+/// Where the owner opens the web client (`API_WEB_ORIGIN`): what the session cookie is, decided
+/// by configuration and never by the request's `Host` (a reverse proxy may rewrite it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WebOrigin {
+    /// No HTTPS origin: web sessions only for a page on a loopback address over plain HTTP
+    /// (cookie [`LOOPBACK_COOKIE`], not `Secure`). An exchange whose `Host` or `Origin` is not
+    /// loopback is refused.
+    Loopback,
+    /// An HTTPS origin (`https://host[:port]`): cookie [`SECURE_COOKIE`] (`Secure`, host-only),
+    /// `Strict-Transport-Security` on every answer, and an exchange from a page of another origin
+    /// refused.
+    Https(String),
+}
+
+impl WebOrigin {
+    /// `API_WEB_ORIGIN`'s value: unset (or empty) is [`WebOrigin::Loopback`]; `http://` only on a
+    /// loopback host; otherwise `https://host[:port]`, without a path, query or user info.
+    pub fn parse(value: Option<&str>) -> Result<WebOrigin, String> {
+        let Some(value) = value.map(str::trim).filter(|value| !value.is_empty()) else {
+            return Ok(WebOrigin::Loopback);
+        };
+        let uri: axum::http::Uri = value
+            .parse()
+            .map_err(|_| format!("`{value}` is not an origin such as https://steward.example"))?;
+        let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) else {
+            return Err(format!("`{value}` is not an origin such as https://steward.example"));
+        };
+        if authority.as_str().contains('@') || uri.query().is_some() || !matches!(uri.path(), "" | "/") {
+            return Err(format!(
+                "`{value}` must be an origin only (scheme, host and port), such as https://steward.example"
+            ));
+        }
+        match scheme.to_ascii_lowercase().as_str() {
+            "https" => Ok(WebOrigin::Https(format!(
+                "https://{}",
+                authority.as_str().to_ascii_lowercase()
+            ))),
+            "http" if is_loopback_host(authority.as_str()) => Ok(WebOrigin::Loopback),
+            "http" => Err(format!(
+                "`{value}`: plain http is allowed only on a loopback host; the web client elsewhere needs https"
+            )),
+            _ => Err(format!("`{value}` must be an https origin")),
+        }
+    }
 }
 
 impl std::fmt::Debug for Authenticator {
@@ -51,6 +98,7 @@ impl std::fmt::Debug for Authenticator {
             .field("scopes", &self.scopes)
             .field("principal", &self.principal)
             .field("web_session_ttl", &self.web_session_ttl)
+            .field("web_origin", &self.web_origin)
             .finish_non_exhaustive()
     }
 }
@@ -85,6 +133,7 @@ impl Authenticator {
         principal: PrincipalId,
         web_binding: [u8; 32],
         web_session_ttl: Duration,
+        web_origin: WebOrigin,
     ) -> Authenticator {
         Authenticator {
             token_digest: Sha256::digest(token).into(),
@@ -92,7 +141,91 @@ impl Authenticator {
             scopes,
             principal,
             web_session_ttl,
+            web_origin,
         }
+    }
+
+    pub fn web_origin(&self) -> &WebOrigin {
+        &self.web_origin
+    }
+
+    /// Whether a web session may be made for this request: with an HTTPS origin, unless the
+    /// page is of another origin; without one, only for a page on loopback (both `Host` and,
+    /// when the browser sends it, `Origin`).
+    pub fn admits_exchange(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+        let origin = headers.get(header::ORIGIN).and_then(|value| value.to_str().ok());
+        match &self.web_origin {
+            WebOrigin::Https(configured) => match origin {
+                Some(origin) if !origin.eq_ignore_ascii_case(configured) => {
+                    Err(ApiError::new(ErrorCode::WebOriginRefused).detail(format!(
+                        "this server's web client is at {configured} (API_WEB_ORIGIN), not {origin}"
+                    )))
+                }
+                _ => Ok(()),
+            },
+            WebOrigin::Loopback => {
+                let host_ok = headers
+                    .get(header::HOST)
+                    .and_then(|value| value.to_str().ok())
+                    .is_some_and(is_loopback_host);
+                let origin_ok =
+                    origin.is_none_or(|origin| origin.strip_prefix("http://").is_some_and(is_loopback_host));
+                if host_ok && origin_ok {
+                    Ok(())
+                } else {
+                    Err(ApiError::new(ErrorCode::WebOriginRefused).detail(
+                        "web sessions off loopback need the https origin the owner opens the web client at: set \
+                         API_WEB_ORIGIN (for example https://steward.example) and serve it over HTTPS",
+                    ))
+                }
+            }
+        }
+    }
+
+    /// The web session cookie's name.
+    fn cookie_name(&self) -> &'static str {
+        match self.web_origin {
+            WebOrigin::Loopback => LOOPBACK_COOKIE,
+            WebOrigin::Https(_) => SECURE_COOKIE,
+        }
+    }
+
+    /// A `Set-Cookie` value for the session `secret`, lasting the session's lifetime.
+    pub fn session_cookie(&self, secret: &str) -> HeaderValue {
+        self.cookie(secret, self.web_session_ttl.as_secs())
+    }
+
+    /// A `Set-Cookie` value that makes the browser drop the session cookie.
+    pub fn clear_cookie(&self) -> HeaderValue {
+        self.cookie("", 0)
+    }
+
+    fn cookie(&self, value: &str, max_age: u64) -> HeaderValue {
+        let secure = match self.web_origin {
+            WebOrigin::Loopback => "",
+            WebOrigin::Https(_) => "; Secure",
+        };
+        let text = format!(
+            "{}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Strict{secure}",
+            self.cookie_name()
+        );
+        HeaderValue::from_str(&text).expect("a cookie of fixed characters and a base64url secret")
+    }
+
+    /// The web session secret the request's `Cookie` headers carry under this origin's cookie
+    /// name, if any. The header's syntax (RFC 6265, section 4.2) is `name=value` pairs separated
+    /// by `; `; one name is all this needs, so it is read here rather than through a cookie
+    /// library.
+    fn session_secret<'a>(&self, headers: &'a HeaderMap) -> Option<&'a str> {
+        let name = self.cookie_name();
+        headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(';'))
+            .filter_map(|pair| pair.trim().split_once('='))
+            .find(|(key, value)| *key == name && !value.is_empty())
+            .map(|(_, value)| value.trim_matches('"'))
     }
 
     pub fn principal(&self) -> &PrincipalId {
@@ -146,7 +279,7 @@ impl Authenticator {
         let Some(row) = store.web_session(&digest, &self.web_binding).await? else {
             return Err(
                 unauthenticated(Some("invalid_token"), "the web session has ended; connect again")
-                    .header(header::SET_COOKIE, clear_cookie(headers)),
+                    .header(header::SET_COOKIE, self.clear_cookie()),
             );
         };
         let safe = matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS);
@@ -187,12 +320,9 @@ fn unauthenticated(error: Option<&str>, detail: &str) -> ApiError {
     )
 }
 
-/// Whether the request names a loopback host (`localhost`, `127.0.0.0/8`, `[::1]`): the only
-/// place the web client runs over plain HTTP, so the only place its cookie is not `Secure`.
-pub fn is_loopback(headers: &HeaderMap) -> bool {
-    let Some(host) = headers.get(header::HOST).and_then(|value| value.to_str().ok()) else {
-        return false;
-    };
+/// Whether `host` (a `Host` header's value or an origin's authority: a name or address and an
+/// optional port) is a loopback host: `localhost`, `127.0.0.0/8` or `[::1]`.
+pub fn is_loopback_host(host: &str) -> bool {
     let name = match host.strip_prefix('[') {
         Some(rest) => rest.split_once(']').map_or(rest, |(address, _)| address),
         None => host.rsplit_once(':').map_or(host, |(name, _)| name),
@@ -201,49 +331,6 @@ pub fn is_loopback(headers: &HeaderMap) -> bool {
         || name
             .parse::<std::net::IpAddr>()
             .is_ok_and(|address| address.is_loopback())
-}
-
-/// The name the web session cookie has on this request's host.
-fn cookie_name(headers: &HeaderMap) -> &'static str {
-    if is_loopback(headers) {
-        LOOPBACK_COOKIE
-    } else {
-        SECURE_COOKIE
-    }
-}
-
-/// The web session secret the request's `Cookie` headers carry, if any. The header's syntax
-/// (RFC 6265, section 4.2) is `name=value` pairs separated by `; `; one name is all this needs,
-/// so it is read here rather than through a cookie library.
-fn session_secret(headers: &HeaderMap) -> Option<&str> {
-    let name = cookie_name(headers);
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, value)| *key == name && !value.is_empty())
-        .map(|(_, value)| value.trim_matches('"'))
-}
-
-/// A `Set-Cookie` value for the session `secret` on this request's host, lasting `max_age`.
-pub fn session_cookie(headers: &HeaderMap, secret: &str, max_age: Duration) -> HeaderValue {
-    cookie(headers, secret, max_age.as_secs())
-}
-
-/// A `Set-Cookie` value that makes the browser drop the session cookie.
-pub fn clear_cookie(headers: &HeaderMap) -> HeaderValue {
-    cookie(headers, "", 0)
-}
-
-fn cookie(headers: &HeaderMap, value: &str, max_age: u64) -> HeaderValue {
-    let secure = if is_loopback(headers) { "" } else { "; Secure" };
-    let text = format!(
-        "{}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Strict{secure}",
-        cookie_name(headers)
-    );
-    HeaderValue::from_str(&text).expect("a cookie of fixed characters and a base64url secret")
 }
 
 /// Which credentials a route takes, and the scope it needs.
@@ -276,7 +363,7 @@ impl Guard {
                 "a web session is made from the bearer token: send Authorization: Bearer <token>",
             ));
         }
-        match session_secret(headers) {
+        match self.authenticator.session_secret(headers) {
             Some(secret) => {
                 self.authenticator
                     .web_session(&self.store, method, headers, secret)
@@ -314,14 +401,27 @@ pub async fn require(State(guard): State<Guard>, mut request: Request, next: Nex
 mod tests {
     use super::*;
 
-    fn host(value: &str) -> HeaderMap {
+    fn authenticator(origin: WebOrigin) -> Authenticator {
+        Authenticator::new(
+            b"0123456789abcdef0123456789abcdef",
+            ScopeSet::default(),
+            PrincipalId::owner(),
+            [0; 32],
+            Duration::from_secs(60),
+            origin,
+        )
+    }
+
+    fn headers(pairs: &[(header::HeaderName, &str)]) -> HeaderMap {
         let mut headers = HeaderMap::new();
-        headers.insert(header::HOST, HeaderValue::from_str(value).expect("host"));
+        for (name, value) in pairs {
+            headers.append(name.clone(), HeaderValue::from_str(value).expect("value"));
+        }
         headers
     }
 
     #[test]
-    fn only_loopback_hosts_get_the_plain_cookie() {
+    fn loopback_hosts_are_recognized() {
         for loopback in [
             "localhost",
             "localhost:8080",
@@ -330,7 +430,7 @@ mod tests {
             "[::1]:8080",
             "[::1]",
         ] {
-            assert!(is_loopback(&host(loopback)), "{loopback}");
+            assert!(is_loopback_host(loopback), "{loopback}");
         }
         for other in [
             "steward.example",
@@ -338,41 +438,115 @@ mod tests {
             "10.0.0.2:8080",
             "[fe80::1]:80",
             "localhost.evil",
+            "",
         ] {
-            assert!(!is_loopback(&host(other)), "{other}");
+            assert!(!is_loopback_host(other), "{other}");
         }
-        assert!(!is_loopback(&HeaderMap::new()));
-        let plain = session_cookie(&host("127.0.0.1:8080"), "s3cret", Duration::from_secs(60));
+    }
+
+    #[test]
+    fn the_origin_is_parsed_from_configuration() {
+        assert_eq!(WebOrigin::parse(None), Ok(WebOrigin::Loopback));
+        assert_eq!(WebOrigin::parse(Some(" ")), Ok(WebOrigin::Loopback));
+        assert_eq!(WebOrigin::parse(Some("http://127.0.0.1:8080")), Ok(WebOrigin::Loopback));
         assert_eq!(
-            plain,
+            WebOrigin::parse(Some("https://Steward.Example")),
+            Ok(WebOrigin::Https("https://steward.example".into()))
+        );
+        assert_eq!(
+            WebOrigin::parse(Some("https://steward.example:8443/")),
+            Ok(WebOrigin::Https("https://steward.example:8443".into()))
+        );
+        for bad in [
+            "http://steward.example",
+            "https://steward.example/app",
+            "https://user@steward.example",
+            "https://steward.example/?a=b",
+            "ftp://steward.example",
+            "steward.example",
+        ] {
+            assert!(WebOrigin::parse(Some(bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_cookie_is_decided_by_the_configured_origin_not_the_host() {
+        let loopback = authenticator(WebOrigin::Loopback);
+        assert_eq!(
+            loopback.session_cookie("s3cret"),
             "steward_session=s3cret; Path=/; Max-Age=60; HttpOnly; SameSite=Strict"
         );
-        let secure = clear_cookie(&host("steward.example"));
+        let https = authenticator(WebOrigin::Https("https://steward.example".into()));
         assert_eq!(
-            secure,
+            https.clear_cookie(),
             "__Host-steward_session=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict; Secure"
+        );
+        // A proxy that rewrote Host to loopback changes nothing.
+        let proxied = headers(&[
+            (header::HOST, "127.0.0.1:8080"),
+            (header::ORIGIN, "https://steward.example"),
+        ]);
+        assert!(https.admits_exchange(&proxied).is_ok());
+        assert_eq!(
+            https.session_cookie("x").to_str().expect("ascii").split('=').next(),
+            Some("__Host-steward_session")
         );
     }
 
     #[test]
-    fn the_secret_is_read_from_the_cookie_of_this_hosts_name() {
-        let mut headers = host("steward.example");
-        headers.append(
-            header::COOKIE,
-            HeaderValue::from_static("theme=dark; steward_session=planted"),
+    fn without_an_https_origin_only_a_loopback_page_gets_a_session() {
+        let loopback = authenticator(WebOrigin::Loopback);
+        assert!(
+            loopback
+                .admits_exchange(&headers(&[(header::HOST, "127.0.0.1:8080")]))
+                .is_ok()
         );
+        assert!(
+            loopback
+                .admits_exchange(&headers(&[
+                    (header::HOST, "localhost:8080"),
+                    (header::ORIGIN, "http://localhost:8080")
+                ]))
+                .is_ok()
+        );
+        for refused in [
+            headers(&[(header::HOST, "steward.example")]),
+            headers(&[
+                (header::HOST, "127.0.0.1:8080"),
+                (header::ORIGIN, "https://steward.example"),
+            ]),
+            headers(&[
+                (header::HOST, "127.0.0.1:8080"),
+                (header::ORIGIN, "http://steward.example"),
+            ]),
+            HeaderMap::new(),
+        ] {
+            assert!(loopback.admits_exchange(&refused).is_err(), "{refused:?}");
+        }
+        let https = authenticator(WebOrigin::Https("https://steward.example".into()));
+        assert!(
+            https
+                .admits_exchange(&headers(&[(header::ORIGIN, "https://evil.example")]))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn the_secret_is_read_from_the_cookie_of_the_configured_name() {
+        let https = authenticator(WebOrigin::Https("https://steward.example".into()));
+        let mut cookies = headers(&[(header::COOKIE, "theme=dark; steward_session=planted")]);
         assert_eq!(
-            session_secret(&headers),
+            https.session_secret(&cookies),
             None,
-            "a plain-named cookie is not taken off loopback"
+            "a plain-named cookie is not taken"
         );
-        headers.append(
+        cookies.append(
             header::COOKIE,
             HeaderValue::from_static("__Host-steward_session=abc; x=y"),
         );
-        assert_eq!(session_secret(&headers), Some("abc"));
-        let mut local = host("localhost:8080");
-        local.insert(header::COOKIE, HeaderValue::from_static("a=b;steward_session=xyz"));
-        assert_eq!(session_secret(&local), Some("xyz"));
+        assert_eq!(https.session_secret(&cookies), Some("abc"));
+        let loopback = authenticator(WebOrigin::Loopback);
+        let local = headers(&[(header::COOKIE, "a=b;steward_session=xyz")]);
+        assert_eq!(loopback.session_secret(&local), Some("xyz"));
     }
 }

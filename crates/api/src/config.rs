@@ -18,6 +18,7 @@
 //! | `MODEL_SETTINGS_FILE` | JSON `{"chat": [{"model", "reasoning_efforts"}], "memory": [...]}`: the offered models | the scripted model |
 //! | `API_WEB_SESSION_DAYS` | how long a web client's session lasts from its exchange, 1 to 400 | `30` |
 //! | `API_STREAM_HEARTBEAT_SECONDS` | heartbeat comment interval of event streams, 1 to 15 | `15` |
+//! | `API_WEB_ORIGIN` | the origin the owner opens the web client at, `https://host[:port]`: its session cookie is `Secure` and `__Host-`, answers carry HSTS; unset, web sessions are made only for a page on loopback over plain HTTP | unset |
 //! | `AGENT_EMAIL_ENABLED` with `MAIL_ACCOUNTS_FILE` (or the three `MAIL_*_CREDENTIAL_FILE`) | mail: the accounts' ids shape the rosters; no credential is opened here | off |
 //! | `LOG_LEVEL` | `error`, `warn`, `info`, `debug` or `trace` | `info` |
 
@@ -193,6 +194,11 @@ impl ApiConfig {
             });
         }
 
+        let web_origin =
+            crate::auth::WebOrigin::parse(get("API_WEB_ORIGIN").as_deref()).map_err(|reason| ConfigError::Invalid {
+                variable: "API_WEB_ORIGIN",
+                reason,
+            })?;
         let token_path = PathBuf::from(get("API_TOKEN_FILE").ok_or(ConfigError::Missing("API_TOKEN_FILE"))?);
         let token = read_owner_only(&token_path)?;
         let token = token.strip_suffix(b"\n").unwrap_or(&token);
@@ -250,6 +256,7 @@ impl ApiConfig {
                 PrincipalId::owner(),
                 derive_key(token, b"steward/web-session/v1"),
                 std::time::Duration::from_secs(u64::from(web_session_days) * 86_400),
+                web_origin,
             ),
             flags,
             agents,

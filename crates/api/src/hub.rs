@@ -16,6 +16,7 @@ use std::time::Duration;
 use domain::ids::SessionId;
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
+use store::sealed::{Opener, StreamKey};
 use store::{Hint, Store, TRANSIENT_CHANNEL};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::{broadcast, oneshot};
@@ -190,6 +191,9 @@ async fn relay_local(mut local: broadcast::Receiver<Hint>, routes: Arc<Routes>) 
 }
 
 async fn relay(pool: PgPool, origin: uuid::Uuid, routes: Arc<Routes>) {
+    // Opens the workers' sealed transient notices; the stream key is read once, when the
+    // first notice arrives.
+    let mut opener: Option<Opener> = None;
     loop {
         let mut listener = match PgListener::connect_with(&pool).await {
             Ok(listener) => listener,
@@ -208,7 +212,13 @@ async fn relay(pool: PgPool, origin: uuid::Uuid, routes: Arc<Routes>) {
         loop {
             match listener.try_recv().await {
                 Ok(Some(notification)) if notification.channel() == TRANSIENT_CHANNEL => {
-                    if let Some(wake) = transient(notification.payload()) {
+                    if opener.is_none() {
+                        opener = stream_opener(&pool).await;
+                    }
+                    if let Some(wake) = opener
+                        .as_mut()
+                        .and_then(|opener| transient(opener, notification.payload()))
+                    {
                         routes.send(wake);
                     }
                 }
@@ -237,9 +247,35 @@ async fn relay(pool: PgPool, origin: uuid::Uuid, routes: Arc<Routes>) {
     }
 }
 
-/// Parses a worker's transient notice into the frame data streams send.
-fn transient(payload: &str) -> Option<Wake> {
-    let notice: TransientNotice = serde_json::from_str(payload).ok()?;
+/// The opener of sealed notices, with the stream key read by the api login.
+async fn stream_opener(pool: &PgPool) -> Option<Opener> {
+    let mut connection = match pool.acquire().await {
+        Ok(connection) => connection,
+        Err(error) => {
+            tracing::warn!(%error, "cannot read the stream key; streamed output waits for its step");
+            return None;
+        }
+    };
+    match StreamKey::load(&mut connection).await {
+        Ok(key) => Some(Opener::new(key)),
+        Err(error) => {
+            tracing::warn!(%error, "cannot read the stream key; streamed output waits for its step");
+            None
+        }
+    }
+}
+
+/// Opens a worker's sealed transient notice and parses it into the frame data streams send.
+/// Anything not sealed under the stream key (forged, altered, replayed or stale) is dropped.
+fn transient(opener: &mut Opener, payload: &str) -> Option<Wake> {
+    let payload = match opener.open(TRANSIENT_CHANNEL, payload) {
+        Ok(notice) => notice,
+        Err(refused) => {
+            tracing::warn!(?refused, "a transient notice was refused");
+            return None;
+        }
+    };
+    let notice: TransientNotice = serde_json::from_str(&payload).ok()?;
     let data = serde_json::to_string(&notice.output).ok()?;
     Some(Wake::Transient {
         session: SessionId::from_uuid(notice.session_id),

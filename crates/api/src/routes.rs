@@ -251,7 +251,7 @@ pub fn catalog() -> Vec<RouteDef> {
                 ]
             ]
         ),
-        route!(GET "/v1/schedules", Scoped(SchedulesRead), None, schedules::list, []),
+        route!(GET "/v1/schedules", Scoped(SchedulesRead), None, schedules::list, [[InvalidRequest]]),
         route!(GET "/v1/schedules/{schedule_id}", Scoped(SchedulesRead), None, schedules::get, [[ScheduleNotFound]]),
         route!(
             DELETE "/v1/schedules/{schedule_id}",
@@ -514,7 +514,7 @@ pub fn catalog() -> Vec<RouteDef> {
             feedback::include,
             [[EmailExclusionNotFound]]
         ),
-        route!(POST "/v1/web/session", BearerToken, None, web_session::exchange, []),
+        route!(POST "/v1/web/session", BearerToken, None, web_session::exchange, [[WebOriginRefused]]),
         route!(GET "/v1/web/session", Authenticated, None, web_session::current, []),
         route!(DELETE "/v1/web/session", Authenticated, None, web_session::revoke, []),
     ]
@@ -535,16 +535,32 @@ pub(crate) fn router(state: AppState, authenticator: Arc<Authenticator>) -> Rout
             };
             method_router = method_router.route_layer(middleware::from_fn_with_state(guard, auth::require));
         }
+        if route.path.starts_with("/v1/email/") {
+            // Email answers hold mail: no cache keeps them (errors and refusals included).
+            method_router = method_router.layer(middleware::map_response(|response: Response| async move {
+                crate::handlers::web_session::no_store(response)
+            }));
+        }
         router = router.route(route.path, method_router);
     }
-    router
+    // With an https web origin every answer tells the browser to use nothing but HTTPS here.
+    let hsts = matches!(
+        state.settings.authenticator.web_origin(),
+        crate::auth::WebOrigin::Https(_)
+    );
+    let router = router
         .fallback(problem::not_found)
         .method_not_allowed_fallback(problem::method_not_allowed)
         .with_state(state)
         // The web client's assets under `/`: no path of theirs is an API path.
         .merge(crate::web::router())
         .layer(middleware::from_fn(crate::web::secure))
-        .layer(middleware::from_fn(trace))
+        .layer(middleware::from_fn(trace));
+    if hsts {
+        router.layer(middleware::map_response(crate::web::strict_transport))
+    } else {
+        router
+    }
 }
 
 /// One log line per request: method, route template (never the query, which may hold cursors),

@@ -40,6 +40,16 @@ pub async fn secure(request: axum::extract::Request, next: axum::middleware::Nex
     response
 }
 
+/// `Strict-Transport-Security` for a server whose web origin is https (`API_WEB_ORIGIN`): a
+/// year, for this host only (the owner's other hosts are not this server's to decide).
+pub async fn strict_transport(mut response: Response) -> Response {
+    response.headers_mut().insert(
+        header::STRICT_TRANSPORT_SECURITY,
+        HeaderValue::from_static("max-age=31536000"),
+    );
+    response
+}
+
 /// Whether `path` names a content-hashed file (`<stem>.<16 hex digits>.<ext>`, see the build
 /// script): its bytes can never change under that name.
 pub fn is_hashed(path: &str) -> bool {

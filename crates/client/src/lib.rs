@@ -2,7 +2,10 @@
 //! Rust on the `wire` crate's request and response types, so no shape is copied by hand.
 //!
 //! - [`Client::new`] takes an HTTPS base URL (plain HTTP only for loopback addresses, the
-//!   development exception) without user info, query or fragment; redirects are refused.
+//!   development exception) without user info, query or fragment; redirects are refused. TLS
+//!   trusts the operating system's trust store (rustls-platform-verifier), never bundled roots;
+//!   a loopback server is reached directly, never through a configured proxy (which would see
+//!   the bearer token of a plain HTTP request).
 //! - A 401 is [`ClientError::Reauthenticate`]; a 403 stays [`ClientError::Forbidden`].
 //! - [`Client::sessions`] follows the index's cursors to the end and refuses a repeated one.
 //! - [`Client::submit`] reuses one idempotency key across retries, and on `active_run_exists`
@@ -60,6 +63,9 @@ pub enum ClientError {
     Invalid(String),
     #[error("cannot reach the server: {0}")]
     Transport(#[source] reqwest::Error),
+    /// The operating system's trust store could not be used.
+    #[error("cannot set up TLS with the system's trust store: {0}")]
+    Tls(String),
 }
 
 fn detail(problem: &Problem) -> &str {
@@ -162,6 +168,19 @@ pub fn base_url(text: &str) -> Result<Url> {
     Ok(url)
 }
 
+/// TLS that verifies servers the way the operating system does, with its trust store.
+fn os_trust() -> Result<rustls::ClientConfig> {
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = rustls_platform_verifier::Verifier::new(provider.clone())
+        .map_err(|error| ClientError::Tls(error.to_string()))?;
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|error| ClientError::Tls(error.to_string()))?
+        .dangerous()
+        .with_custom_certificate_verifier(std::sync::Arc::new(verifier))
+        .with_no_client_auth())
+}
+
 fn is_loopback(url: &Url) -> bool {
     let Some(host) = url.host_str() else {
         return false;
@@ -193,11 +212,15 @@ impl Client {
     /// A client of the server at `base` (see [`base_url`]) presenting `token`.
     pub fn new(base: &str, token: impl Into<String>) -> Result<Client> {
         let base = base_url(base)?;
-        let http = reqwest::Client::builder()
+        let mut http = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(ClientError::Transport)?;
+            .use_preconfigured_tls(os_trust()?);
+        if is_loopback(&base) {
+            // `http_proxy` and its kin are for leaving the machine; a loopback server is here.
+            http = http.no_proxy();
+        }
+        let http = http.build().map_err(ClientError::Transport)?;
         Ok(Client {
             http,
             base,

@@ -49,6 +49,7 @@ pub enum ErrorCode {
     FolderProposalStale,
     FolderProposalNotRenamable,
     CsrfHeaderRequired,
+    WebOriginRefused,
     EmailAccountNotFound,
     EmailThreadNotFound,
     EmailOperationNotFound,
@@ -72,7 +73,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 64] = [
+    pub const ALL: [ErrorCode; 65] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -117,6 +118,7 @@ impl ErrorCode {
         ErrorCode::FolderProposalStale,
         ErrorCode::FolderProposalNotRenamable,
         ErrorCode::CsrfHeaderRequired,
+        ErrorCode::WebOriginRefused,
         ErrorCode::EmailAccountNotFound,
         ErrorCode::EmailThreadNotFound,
         ErrorCode::EmailOperationNotFound,
@@ -186,6 +188,7 @@ impl ErrorCode {
             ErrorCode::FolderProposalStale => "folder_proposal_stale",
             ErrorCode::FolderProposalNotRenamable => "folder_proposal_not_renamable",
             ErrorCode::CsrfHeaderRequired => "csrf_header_required",
+            ErrorCode::WebOriginRefused => "web_origin_refused",
             ErrorCode::EmailAccountNotFound => "email_account_not_found",
             ErrorCode::EmailThreadNotFound => "email_thread_not_found",
             ErrorCode::EmailOperationNotFound => "email_operation_not_found",
@@ -213,7 +216,7 @@ impl ErrorCode {
     pub const fn status(self) -> u16 {
         match self {
             ErrorCode::Unauthenticated => 401,
-            ErrorCode::InsufficientScope | ErrorCode::CsrfHeaderRequired => 403,
+            ErrorCode::InsufficientScope | ErrorCode::CsrfHeaderRequired | ErrorCode::WebOriginRefused => 403,
             ErrorCode::NotFound
             | ErrorCode::SessionNotFound
             | ErrorCode::FolderNotFound
@@ -229,9 +232,10 @@ impl ErrorCode {
             ErrorCode::NotReady => 503,
             ErrorCode::Internal => 500,
             ErrorCode::IdempotencyKeyRequired => 400,
-            // The key's stored request, not the body's shape, is what this request conflicts
-            // with (the IETF idempotency draft suggests 422; a schema-valid body is never 422 here).
-            ErrorCode::IdempotencyKeyReused => 409,
+            // A key reused with a different request can never succeed: 422, as the IETF
+            // Idempotency-Key draft says. A request still in flight with the same key is a
+            // conflict a later retry may resolve: 409.
+            ErrorCode::IdempotencyKeyReused => 422,
             ErrorCode::IdempotencyKeyInFlight => 409,
             ErrorCode::ActiveRunExists => 409,
             ErrorCode::RunNotFound => 404,
@@ -318,6 +322,7 @@ impl ErrorCode {
             ErrorCode::FolderProposalStale => "None of the proposal's conversations can still be filed",
             ErrorCode::FolderProposalNotRenamable => "Only a proposed new folder can be renamed on acceptance",
             ErrorCode::CsrfHeaderRequired => "A web session's state-changing request needs the CSRF header",
+            ErrorCode::WebOriginRefused => "Web sessions are not offered at this origin",
             ErrorCode::EmailAccountNotFound => "Mail account not found",
             ErrorCode::EmailThreadNotFound => "Conversation not found",
             ErrorCode::EmailOperationNotFound => "Mail operation not found",

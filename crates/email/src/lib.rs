@@ -16,6 +16,8 @@
 //! - [`refresh`]: one account's update into the store's projections: a bounded backfill first
 //!   (and after an expired history id), then incremental updates from the history, then the
 //!   assessment of what waits.
+//! - [`untrusted`]: mail as a model reads it: between markers with a random per-request
+//!   boundary, every look-alike of a marker inside neutralized (assessment and proposals).
 //! - [`worker`]: the async worker's loop: requested refreshes (operations) and the background
 //!   cadence.
 //! - [`writes`]: the provider writes (archive, move back, report spam, Not spam) the worker
@@ -31,5 +33,6 @@ pub mod project;
 pub mod propose;
 pub mod provider;
 pub mod refresh;
+pub mod untrusted;
 pub mod worker;
 pub mod writes;

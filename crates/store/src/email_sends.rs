@@ -285,8 +285,9 @@ pub(crate) async fn begin_send(
         return Ok(false);
     }
     sqlx::query(
-        "INSERT INTO tool_invocations (id, run_id, session_id, step, position, call_id, tool, arguments, state)
-         VALUES ($1, $2, $3, 1, 0, $4, $5, $6, 'queued')",
+        // Queued by the column default: the api login may not name a call's state.
+        "INSERT INTO tool_invocations (id, run_id, session_id, step, position, call_id, tool, arguments)
+         VALUES ($1, $2, $3, 1, 0, $4, $5, $6)",
     )
     .bind(Uuid::now_v7())
     .bind(run)

@@ -28,6 +28,7 @@ pub mod policies;
 mod runs;
 mod schedules;
 mod scheduling;
+pub mod sealed;
 mod sessions;
 mod wake;
 mod web_sessions;
@@ -69,7 +70,7 @@ pub use wake::{
     EVENTS_CHANNEL, Hint, RUNS_CHANNEL, TRANSIENT_CHANNEL, WAKE_SPACING, Wakes, parse as parse_wake_payload,
 };
 pub use web_sessions::{NewWebSession, WebSessionRow};
-pub use work::{ClaimedRun, Lease, ModelStep, NewCall, RunCounters, RunKind};
+pub use work::{ClaimedRun, Dispatch, Lease, ModelStep, NewCall, RunCounters, RunKind};
 
 use sqlx::PgPool;
 use sqlx::migrate::Migrator;

@@ -24,8 +24,10 @@ use sqlx::{Connection, PgConnection, PgPool};
 use tokio::sync::{broadcast, mpsc};
 use uuid::Uuid;
 
+use crate::sealed::{Sealer, StreamKey};
+
 /// The channel workers publish transient output on; the payload is a
-/// [`wire::event::TransientNotice`].
+/// [`wire::event::TransientNotice`] sealed under the stream key ([`crate::sealed`]).
 pub const TRANSIENT_CHANNEL: &str = "steward_transient";
 
 /// The notification channel of committed events.
@@ -134,6 +136,9 @@ impl Wakes {
 /// before a step is announced before it).
 async fn notify(pool: PgPool, origin: Uuid, mut hints: mpsc::UnboundedReceiver<Hint>) {
     let mut connection: Option<PgConnection> = None;
+    // Transient notices leave sealed (`sealed`), under the stream key read once with this
+    // store's login; without it they are not sent at all, never in the clear.
+    let mut sealer: Option<Sealer> = None;
     while let Some(first) = hints.recv().await {
         let mut batch = vec![first];
         while let Ok(hint) = hints.try_recv() {
@@ -146,7 +151,20 @@ async fn notify(pool: PgPool, origin: Uuid, mut hints: mpsc::UnboundedReceiver<H
             }
         }
         if let Some(open) = connection.as_mut() {
-            let (channels, payloads): (Vec<&str>, Vec<String>) = notifications(origin, &batch).into_iter().unzip();
+            if sealer.is_none() && batch.iter().any(|hint| matches!(hint, Hint::Transient(_))) {
+                match StreamKey::load(open).await {
+                    Ok(key) => sealer = Some(Sealer::new(&key, origin)),
+                    Err(error) => tracing::warn!(%error, "cannot read the stream key; streamed output is not relayed"),
+                }
+            }
+            let (channels, payloads): (Vec<&str>, Vec<String>) = notifications(origin, &batch)
+                .into_iter()
+                .filter_map(|(channel, payload)| match (channel, sealer.as_mut()) {
+                    (TRANSIENT_CHANNEL, Some(sealer)) => Some((channel, sealer.seal(channel, &payload))),
+                    (TRANSIENT_CHANNEL, None) => None,
+                    _ => Some((channel, payload)),
+                })
+                .unzip();
             let sent = sqlx::query(
                 "SELECT pg_notify(n.channel, n.payload)
                  FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS n(channel, payload, position)

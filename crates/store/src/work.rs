@@ -3,7 +3,7 @@
 //! run endings. Every transition but the end of a dispatch is guarded by the worker's lease: a
 //! worker that lost its run (cancelled, expired, claimed by another) can no longer write to it.
 
-use domain::approval::{ApprovalStatus, DisplayedArguments, InvocationState, Risk};
+use domain::approval::{ApprovalStatus, DisplayedArguments, InvocationState, Risk, display_arguments};
 use domain::ids::{PrincipalId, RunId, SessionId};
 use domain::run::{Cost, RunState};
 use serde_json::{Value, json};
@@ -134,6 +134,47 @@ async fn hold(conn: &mut PgConnection, lease: &Lease, now: jiff_sqlx::Timestamp)
 
 fn lost<T>() -> Result<Option<T>> {
     Ok(None)
+}
+
+/// What became of [`Store::begin_dispatch`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dispatch {
+    /// `dispatching` is committed: the call may be made, once.
+    Started,
+    /// The lease or the call's state moved on; nothing changed.
+    Lost,
+    /// The call is marked approved, but no approval of exactly it (its tool and the arguments
+    /// it displayed) was resolved `APPROVED`, or its stored tool or arguments differ from the
+    /// ones about to be run: a forged state. Nothing changed; the call must not be made.
+    Unapproved,
+}
+
+/// Whether an approval resolved `APPROVED` exists for exactly `invocation`: the call's stored
+/// tool and arguments are the ones about to be run (locked until the transaction ends), and
+/// the approval names that tool and displayed exactly those arguments (cut strings through
+/// their digests, [`domain::approval::display_arguments`]).
+async fn approved_exactly(tx: &mut PgConnection, lease: &Lease, invocation: &InvocationRow) -> Result<bool> {
+    let stored: Option<(String, Value)> =
+        sqlx::query_as("SELECT tool, arguments FROM tool_invocations WHERE id = $1 AND run_id = $2 FOR UPDATE")
+            .bind(invocation.id)
+            .bind(lease.run.as_uuid())
+            .fetch_optional(&mut *tx)
+            .await?;
+    if stored.as_ref() != Some(&(invocation.tool.clone(), invocation.arguments.clone())) {
+        return Ok(false);
+    }
+    let approval: Option<(String, Value, Value)> = sqlx::query_as(
+        "SELECT tool, arguments, argument_digests FROM approvals
+         WHERE invocation_id = $1 AND run_id = $2 AND status = 'APPROVED'",
+    )
+    .bind(invocation.id)
+    .bind(lease.run.as_uuid())
+    .fetch_optional(&mut *tx)
+    .await?;
+    let shown = display_arguments(&invocation.arguments);
+    Ok(approval.is_some_and(|(tool, arguments, digests)| {
+        tool == invocation.tool && arguments == shown.arguments && digests == Value::Object(shown.argument_digests)
+    }))
 }
 
 impl Store {
@@ -359,30 +400,39 @@ impl Store {
         .await
     }
 
-    /// Commits `dispatching` before a side-effecting tool is called. From here on the invocation
+    /// Commits `dispatching` before an approved tool call is made. From here on the invocation
     /// is never dispatched again: if its outcome is not recorded, it becomes `outcome_unknown`.
     /// A mail write or send arms its reconciliation (`effect`) in the same transaction.
+    ///
+    /// The state `approved` is not trusted on its own (another login could have written it):
+    /// the call starts only when an approval resolved `APPROVED` exists for exactly it, the
+    /// same tool and the arguments it displayed, and the call's stored tool and arguments are
+    /// still the ones about to be run. Otherwise nothing changes and [`Dispatch::Unapproved`]
+    /// says so.
     pub async fn begin_dispatch(
         &self,
         lease: &Lease,
         invocation: &InvocationRow,
         effect: Option<&NewReconciliation<'_>>,
-    ) -> Result<Option<()>> {
+    ) -> Result<Dispatch> {
         let now = self.now_sql();
         self.transaction(
             async |tx: &mut PgConnection| {
                 if !hold(tx, lease, now).await? {
-                    return lost();
+                    return Ok(Dispatch::Lost);
+                }
+                if !approved_exactly(tx, lease, invocation).await? {
+                    return Ok(Dispatch::Unapproved);
                 }
                 let started = sqlx::query(
                     "UPDATE tool_invocations SET state = 'dispatching', updated_at = now()
-                     WHERE id = $1 AND state IN ('queued', 'approved')",
+                     WHERE id = $1 AND state = 'approved'",
                 )
                 .bind(invocation.id)
                 .execute(&mut *tx)
                 .await?;
                 if started.rows_affected() != 1 {
-                    return lost();
+                    return Ok(Dispatch::Lost);
                 }
                 if let Some(effect) = effect {
                     crate::mail::arm(tx, lease.session, invocation, effect).await?;
@@ -394,9 +444,9 @@ impl Store {
                     tool: invocation.tool.clone(),
                 });
                 append(tx, lease.session, Some(lease.run), &event).await?;
-                Ok(Some(()))
+                Ok(Dispatch::Started)
             },
-            |outcome| outcome.is_some(),
+            |outcome| *outcome == Dispatch::Started,
         )
         .await
     }

@@ -78,7 +78,8 @@ pub struct ListEmailThreads {
     /// phrase; `%` and `_` are literal).
     #[param(min_length = 1, max_length = 200, pattern = r"^[^\u0000]*$")]
     pub q: Option<String>,
-    /// The `next_cursor` of the previous page of the same view.
+    /// The `next_cursor` of the previous page of the same view; omit it (or leave it empty)
+    /// for the first page.
     pub cursor: Option<String>,
     /// Page size: default 5 for `important` (the initial request shows the five most important
     /// conversations), 25 for `other`.

@@ -65,13 +65,22 @@ pub struct UpdateSession {
     pub folder_id: Option<Option<Uuid>>,
 }
 
+/// `GET /v1/schedules`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ListSchedules {
+    /// `true` lists cancelled schedules too; by default the list holds active and stopped ones.
+    pub include_cancelled: Option<bool>,
+}
+
 /// `GET /v1/sessions`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ListSessions {
-    /// The `next_cursor` of the previous page; omit for the first page. Opaque and
-    /// tamper-evident: only a cursor this server issued is accepted.
+    /// The `next_cursor` of the previous page; omit it (or leave it empty) for the first page.
+    /// Opaque and tamper-evident: only a cursor this server issued is accepted.
     pub cursor: Option<String>,
     /// Page size (default 50).
     #[param(minimum = 1, maximum = 200)]

@@ -226,7 +226,8 @@ pub struct ApprovalList {
 #[serde(rename_all = "snake_case")]
 pub enum ScheduleState {
     Active,
-    /// Cancelled by the owner (only a repeated cancel shows it).
+    /// Cancelled by the owner: it never runs again, and stays readable with its occurrences
+    /// (listed only when asked for).
     Cancelled,
     /// Stopped after `max_consecutive_failures` failed runs in a row.
     Stopped,

@@ -111,6 +111,12 @@ async fn the_schedule_acceptance_flow() {
         stack.scalar::<i64>("SELECT count(*) FROM schedule_occurrences").await,
         1
     );
+    // Cancelled, it stays the owner's record: its state, and the occurrence with its run.
+    let read = stack.get(&format!("/v1/schedules/{id}")).await;
+    assert_eq!(read["schedule"]["state"], "cancelled");
+    let occurrences = stack.get(&format!("/v1/schedules/{id}/occurrences")).await;
+    assert_eq!(occurrences["occurrences"][0]["state"], "completed");
+    assert_eq!(occurrences["occurrences"][0]["run_id"], run.as_str());
 }
 
 #[tokio::test]
@@ -346,6 +352,30 @@ async fn the_conversational_tool_always_creates_schedules_without_scopes() {
         .scalar(&format!("SELECT agent_version FROM sessions WHERE id = '{session}'"))
         .await;
     assert_eq!(version, pinned, "pinned to the conversation's agent version");
+}
+
+/// A title the model gives passes the rules of the owner's own: no control characters (here an
+/// escape sequence and a bell), so nothing is created and the model hears why.
+#[tokio::test]
+async fn the_conversational_tool_refuses_a_title_with_control_characters() {
+    let mut stack = Stack::api(&[]).await;
+    stack.start_worker(&[]).await;
+    let session = stack.session().await;
+    let run = stack
+        .submit(
+            &session,
+            r#"/tool schedule.create {"title": "Digest ]52;c;cm0gLXJm", "instruction": "Summarise my notes.", "local_time": "08:00:00", "timezone": "UTC"}"#,
+        )
+        .await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approval = stack.pending_approvals(&session).await.remove(0);
+    stack.decide_ok(&approval, "approve_once").await;
+    stack.completes(&run).await;
+    assert_eq!(stack.scalar::<i64>("SELECT count(*) FROM schedules").await, 0);
+    let code: String = stack
+        .scalar("SELECT code FROM tool_invocations WHERE tool = 'schedule.create'")
+        .await;
+    assert_eq!(code, "tool.invalid_arguments");
 }
 
 #[tokio::test]

@@ -324,6 +324,31 @@ fn strip_escapes(text: &str) -> String {
 }
 
 #[tokio::test]
+async fn chat_on_a_terminal_prints_escape_sequences_in_an_answer_as_text() {
+    let stack = Stack::with_worker(SCOPES).await;
+    let user = User::new();
+    assert_eq!(user.connect(&stack.base).await.code, 0);
+    // The scripted model repeats the message: a clipboard write (OSC 52), a hyperlink (OSC 8),
+    // a screen clear (CSI), a C1 CSI, a DCS and a right-to-left override.
+    let hostile = "copy \u{1b}]52;c;cm0gLXJmIH4=\u{7} see \u{1b}]8;;https://evil.example\u{1b}\\here\u{1b}]8;;\u{1b}\\ \u{1b}[2J \u{9b}31m \u{1b}P1$r\u{1b}\\ \u{202E}gnp.exe";
+    let mut terminal = Terminal::start(&user, &["chat", "-m", hostile]);
+    let status = tokio::time::timeout(Duration::from_secs(60), terminal.child.wait())
+        .await
+        .expect("steward finishes")
+        .expect("steward ran");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let raw = String::from_utf8_lossy(&terminal.screen.lock().expect("lock")).into_owned();
+    assert_eq!(status.code(), Some(0), "{raw:?}");
+    assert!(
+        terminal.text().contains("You said: copy ␛]52;c;cm0gLXJmIH4=␇"),
+        "{raw:?}"
+    );
+    for sequence in ["\u{1b}]", "\u{1b}[2J", "\u{1b}P", "\u{9b}", "\u{202E}"] {
+        assert!(!raw.contains(sequence), "{sequence:?} reached the terminal: {raw:?}");
+    }
+}
+
+#[tokio::test]
 async fn chat_on_a_terminal_answers_an_approval_inline_and_exits_with_the_run() {
     let stack = Stack::with_worker(SCOPES).await;
     let user = User::new();
@@ -411,5 +436,164 @@ async fn chat_on_a_terminal_answers_an_approval_inline_and_exits_with_the_run() 
         output.status.code(),
         Some(0),
         "the run completes after the denial: {stderr}"
+    );
+}
+
+/// A TLS front for the plain HTTP server at `upstream`: a certificate for `localhost` issued by
+/// a certificate authority made here, each connection's bytes passed through. Returns the
+/// front's port and the authority's certificate (PEM).
+async fn tls_front(upstream: std::net::SocketAddr) -> (u16, String) {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, PKCS_ECDSA_P256_SHA256};
+
+    let ca_key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("ca key");
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).expect("ca");
+    let leaf_key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("leaf key");
+    let leaf = CertificateParams::new(vec!["localhost".to_owned()])
+        .expect("leaf params")
+        .signed_by(&leaf_key, &ca, &ca_key)
+        .expect("leaf");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![leaf.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
+        )
+        .expect("server config");
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let Ok(mut plain) = tokio::net::TcpStream::connect(upstream).await else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+            });
+        }
+    });
+    (port, ca.pem())
+}
+
+#[tokio::test]
+async fn https_is_verified_with_the_systems_trust_store() {
+    let stack = Stack::api(SCOPES).await;
+    let upstream: std::net::SocketAddr = stack
+        .base
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .parse()
+        .expect("the stack's address");
+    let (port, ca_pem) = tls_front(upstream).await;
+    let base = format!("https://localhost:{port}");
+
+    // The test authority is in no store of the system: the server is not trusted, and nothing
+    // is kept.
+    let user = User::new();
+    let untrusted = user
+        .command(&["connect", &base])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let untrusted = finish(untrusted, &format!("{TOKEN}\n")).await;
+    assert_eq!(untrusted.code, 1, "{}", untrusted.stderr);
+    assert!(
+        untrusted.stderr.to_lowercase().contains("certificate"),
+        "{}",
+        untrusted.stderr
+    );
+    assert!(!user.config().join("connection.json").exists());
+
+    // The system's trust store (on Linux the bundle `SSL_CERT_FILE` names) holds it: trusted.
+    let bundle = user.home.path().join("ca.pem");
+    std::fs::write(&bundle, ca_pem).expect("write the bundle");
+    let trusted = user
+        .command(&["connect", &base])
+        .env("SSL_CERT_FILE", &bundle)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let trusted = finish(trusted, &format!("{TOKEN}\n")).await;
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
+    assert!(
+        trusted.stdout.contains("Connected to https://localhost"),
+        "{}",
+        trusted.stdout
+    );
+}
+
+/// Feeds `input` to a spawned command and collects what it printed.
+async fn finish(mut child: tokio::process::Child, input: &str) -> Output {
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(input.as_bytes()).await.expect("write stdin");
+    drop(stdin);
+    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
+        .await
+        .expect("steward finishes")
+        .expect("steward ran");
+    Output {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+#[tokio::test]
+async fn a_loopback_server_is_never_reached_through_a_proxy() {
+    let stack = Stack::api(SCOPES).await;
+    // A proxy that counts the connections it is offered (and answers none).
+    let proxy = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let proxy_url = format!("http://{}", proxy.local_addr().expect("address"));
+    let offered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = offered.clone();
+    tokio::spawn(async move {
+        while let Ok((_connection, _)) = proxy.accept().await {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    let user = User::new();
+    let mut command = user.command(&["connect", &stack.base]);
+    for variable in [
+        "http_proxy",
+        "HTTP_PROXY",
+        "https_proxy",
+        "HTTPS_PROXY",
+        "all_proxy",
+        "ALL_PROXY",
+    ] {
+        command.env(variable, &proxy_url);
+    }
+    let child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let connected = finish(child, &format!("{TOKEN}\n")).await;
+    assert_eq!(connected.code, 0, "{}", connected.stderr);
+    let sessions = user.command(&["sessions"]);
+    let mut sessions = sessions;
+    for variable in ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"] {
+        sessions.env(variable, &proxy_url);
+    }
+    let listed = sessions.output().await.expect("sessions");
+    assert!(listed.status.success(), "{}", String::from_utf8_lossy(&listed.stderr));
+    assert_eq!(
+        offered.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the proxy saw a loopback request (and its bearer token)"
     );
 }

@@ -264,7 +264,8 @@ pub async fn threads(
             .detail(format!("q must be 1 to {MAX_SEARCH_CHARS} characters, without NUL"))
             .field("q"));
     }
-    let after = match params.cursor.as_deref() {
+    // An empty `cursor=` is no cursor: the first page.
+    let after = match params.cursor.as_deref().filter(|cursor| !cursor.is_empty()) {
         None => None,
         Some(cursor) => {
             let invalid =

@@ -9,7 +9,9 @@ use domain::ids::ScheduleId;
 use store::{
     CancelSchedule, CreateSchedule, IdempotencyClaim, NewSchedule, OccurrenceRow, ScheduleRow, StoredResponse,
 };
-use wire::request::{Cadence, CadenceKind, CancelSchedule as CancelParams, ScheduleDefinition, ScheduleLimits};
+use wire::request::{
+    Cadence, CadenceKind, CancelSchedule as CancelParams, ListSchedules, ScheduleDefinition, ScheduleLimits,
+};
 use wire::response::{Occurrence, OccurrenceList, Schedule, ScheduleEnvelope, ScheduleList, ScheduleState};
 
 use super::parse_id;
@@ -131,37 +133,32 @@ pub async fn create(
     }
 }
 
-/// A schedule cancelled with `DELETE` is gone from the API: reads and its occurrences answer
-/// 404 and the list leaves it out (its runs' sessions stay in the session index). Only a repeated
-/// `DELETE` still answers with it, so a retry whose answer was lost succeeds.
-fn visible(row: ScheduleRow) -> Result<ScheduleRow, ApiError> {
-    if row.state == ScheduleState::Cancelled {
-        return Err(ApiError::new(ErrorCode::ScheduleNotFound).detail("this schedule was cancelled"));
-    }
-    Ok(row)
-}
-
-/// Lists schedules that were not cancelled (active, or stopped after failures), oldest first.
+/// Lists schedules, oldest first: active and stopped ones, and with `include_cancelled=true`
+/// cancelled ones too (a cancelled schedule stays readable: it is the owner's record of what it
+/// did).
 #[utoipa::path(
     get, path = "/v1/schedules", tag = "schedules",
     security(("bearer" = ["schedules.read"])),
-    responses((status = 200, description = "Every schedule not cancelled", body = ScheduleList))
+    params(ListSchedules),
+    responses((status = 200, description = "Every schedule not cancelled, or every schedule when asked", body = ScheduleList))
 )]
 pub async fn list(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
+    Query(params): Query<ListSchedules>,
 ) -> Result<JsonResponse<ScheduleList>, ApiError> {
+    let include_cancelled = params.include_cancelled.unwrap_or(false);
     let rows = state.store.schedules(&caller.principal).await?;
     Ok(JsonResponse(ScheduleList {
         schedules: rows
             .into_iter()
-            .filter_map(|row| visible(row).ok())
+            .filter(|row| include_cancelled || row.state != ScheduleState::Cancelled)
             .map(|row| schedule(&row))
             .collect(),
     }))
 }
 
-/// Reads a schedule.
+/// Reads a schedule, cancelled ones included (their state says so).
 #[utoipa::path(
     get, path = "/v1/schedules/{schedule_id}", tag = "schedules",
     security(("bearer" = ["schedules.read"])),
@@ -181,13 +178,13 @@ pub async fn get(
         .schedule(&caller.principal, id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::ScheduleNotFound))?;
-    let row = visible(row)?;
     Ok(JsonResponse(ScheduleEnvelope {
         schedule: schedule(&row),
     }))
 }
 
-/// The schedule's occurrences, newest first, each linking to the run it started.
+/// The schedule's occurrences, newest first, each linking to the run it started (a cancelled
+/// schedule's too).
 #[utoipa::path(
     get, path = "/v1/schedules/{schedule_id}/occurrences", tag = "schedules",
     security(("bearer" = ["schedules.read"])),
@@ -202,12 +199,11 @@ pub async fn occurrences(
     Path(schedule_id): Path<String>,
 ) -> Result<JsonResponse<OccurrenceList>, ApiError> {
     let id = parse_id(&schedule_id, ScheduleId::parse, ErrorCode::ScheduleNotFound)?;
-    let (schedule, rows) = state
+    let (_, rows) = state
         .store
         .occurrences(&caller.principal, id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::ScheduleNotFound))?;
-    visible(schedule)?;
     Ok(JsonResponse(OccurrenceList {
         occurrences: rows.iter().map(occurrence).collect(),
     }))

@@ -106,7 +106,8 @@ pub async fn list(
     Query(params): Query<ListSessions>,
 ) -> Result<JsonResponse<SessionPage>, ApiError> {
     let limit = super::page_limit(params.limit, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)?;
-    let after = match params.cursor.as_deref() {
+    // An empty `cursor=` is no cursor: the first page.
+    let after = match params.cursor.as_deref().filter(|cursor| !cursor.is_empty()) {
         None => None,
         Some(cursor) => Some(
             state

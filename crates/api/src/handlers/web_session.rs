@@ -14,14 +14,15 @@ use store::NewWebSession;
 use wire::response::{WebSession, WebSessionCredential};
 
 use crate::AppState;
-use crate::auth::{self, Caller, Credential};
+use crate::auth::{Caller, Credential};
 use crate::problem::ApiError;
 
 fn scope_names(caller: &Caller) -> Vec<String> {
     caller.scopes.iter().map(|scope| scope.as_str().to_owned()).collect()
 }
 
-fn no_store(mut response: Response) -> Response {
+/// `response` marked for no cache to keep.
+pub(crate) fn no_store(mut response: Response) -> Response {
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -37,8 +38,10 @@ fn no_store(mut response: Response) -> Response {
     responses((
         status = 201,
         description = "A web session: the `Set-Cookie` header carries its `HttpOnly`, `SameSite=Strict` cookie \
-                       (`Secure`, and named `__Host-steward_session`, unless the host is loopback, where it is \
-                       `steward_session`)",
+                       (`Secure` and named `__Host-steward_session` when the server is configured with an https \
+                       web origin, `API_WEB_ORIGIN`; otherwise `steward_session`, made only for a page on \
+                       loopback). Refused with `web_origin_refused` off loopback without that origin, or from a \
+                       page of another origin",
         body = WebSession,
         headers(("Set-Cookie" = String, description = "The session cookie"))
     ))
@@ -49,6 +52,7 @@ pub async fn exchange(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let authenticator = &state.settings.authenticator;
+    authenticator.admits_exchange(&headers)?;
     let mut secret = [0u8; 32];
     getrandom::fill(&mut secret).map_err(|error| {
         tracing::error!(%error, "the system's random source failed");
@@ -71,7 +75,7 @@ pub async fn exchange(
         scopes,
         expires_at: Some(row.expires_at),
     };
-    let cookie = auth::session_cookie(&headers, &secret, authenticator.web_session_ttl());
+    let cookie = authenticator.session_cookie(&secret);
     Ok(no_store(
         (StatusCode::CREATED, [(header::SET_COOKIE, cookie)], JsonResponse(body)).into_response(),
     ))
@@ -106,18 +110,14 @@ pub async fn current(Extension(caller): Extension<Caller>) -> Response {
     security(("bearer" = []), ("web_session" = [])),
     responses((status = 204, description = "Ended; `Set-Cookie` clears the cookie"))
 )]
-pub async fn revoke(
-    State(state): State<AppState>,
-    Extension(caller): Extension<Caller>,
-    headers: HeaderMap,
-) -> Result<Response, ApiError> {
+pub async fn revoke(State(state): State<AppState>, Extension(caller): Extension<Caller>) -> Result<Response, ApiError> {
     if let Credential::WebSession { id, .. } = caller.credential {
         state.store.revoke_web_session(id).await?;
     }
     Ok(no_store(
         (
             StatusCode::NO_CONTENT,
-            [(header::SET_COOKIE, auth::clear_cookie(&headers))],
+            [(header::SET_COOKIE, state.settings.authenticator.clear_cookie())],
         )
             .into_response(),
     ))

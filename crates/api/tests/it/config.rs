@@ -148,3 +148,28 @@ fn agent_definitions_come_from_the_configured_file() {
     .expect_err("definition without a model");
     assert!(error.to_string().starts_with("AGENT_DEFINITIONS_FILE:"), "{error}");
 }
+
+#[test]
+fn the_web_origin_is_https_or_loopback() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let token = write_file(dir.path(), "token", &random_token(), 0o600);
+    let token = token.to_str().expect("utf-8 path");
+    let with = |origin: &str| {
+        parse(&[
+            ("DATABASE_URL", "postgres://x@localhost/db"),
+            ("API_TOKEN_FILE", token),
+            ("API_WEB_ORIGIN", origin),
+        ])
+    };
+    for good in ["https://steward.example", "http://127.0.0.1:8080", ""] {
+        assert!(with(good).is_ok(), "{good}");
+    }
+    for bad in [
+        "http://steward.example",
+        "https://steward.example/app",
+        "steward.example",
+    ] {
+        let error = with(bad).expect_err("refused");
+        assert!(error.to_string().starts_with("API_WEB_ORIGIN"), "{bad}: {error}");
+    }
+}

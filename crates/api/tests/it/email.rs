@@ -206,6 +206,11 @@ async fn accounts_report_freshness_and_the_inbox_pages_filters_and_reads() {
     assert_eq!(subjects(&second), ["Dinner", "Note two"]);
     assert_eq!(second["next_cursor"], Value::Null);
 
+    // An empty cursor is the first page.
+    let (status, again) = app.get_json("/v1/email/threads?cursor=").await;
+    assert_eq!(status, 200);
+    assert_eq!(subjects(&again), subjects(&first));
+
     // A cursor of one view is refused by the other; an altered one too; a page too large.
     for (path, status, code) in [
         (
@@ -272,6 +277,39 @@ async fn accounts_report_freshness_and_the_inbox_pages_filters_and_reads() {
         )
         .await;
     }
+}
+
+/// Email answers hold mail (subjects, correspondents, text, gists): no cache keeps any of them,
+/// errors included.
+#[tokio::test]
+async fn email_answers_are_never_stored_by_a_cache() {
+    let app = app().await;
+    mailbox(&app).await;
+    let (_, first) = app.get_json("/v1/email/threads").await;
+    let thread = first["threads"][0]["thread_id"].as_str().expect("thread id").to_owned();
+    for path in [
+        "/v1/email/accounts".to_owned(),
+        "/v1/email/threads".to_owned(),
+        "/v1/email/threads?view=other".to_owned(),
+        format!("/v1/email/threads/{thread}"),
+        "/v1/email/threads/00000000-0000-0000-0000-000000000000".to_owned(),
+        "/v1/email/learning".to_owned(),
+    ] {
+        let response = get(&app, &path).await;
+        assert_eq!(
+            response
+                .headers()
+                .get("cache-control")
+                .map(|value| value.to_str().expect("ascii")),
+            Some("no-store"),
+            "{path} answered {}",
+            response.status()
+        );
+    }
+    let unauthenticated = reqwest::get(format!("{}/v1/email/accounts", app.base))
+        .await
+        .expect("send");
+    assert_eq!(unauthenticated.status(), 401);
 }
 
 async fn post(app: &TestApp, path: &str) -> reqwest::Response {

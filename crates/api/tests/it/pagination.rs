@@ -126,12 +126,7 @@ async fn forged_altered_and_foreign_cursors_are_rejected() {
     let last = altered.len() - 3;
     altered[last] = if altered[last] == b'A' { b'B' } else { b'A' };
     let altered = String::from_utf8(altered).expect("ascii");
-    for bad in [
-        altered.as_str(),
-        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
-        "not*base64",
-        "",
-    ] {
+    for bad in [altered.as_str(), "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "not*base64"] {
         let response = app
             .request(Method::GET, &format!("/v1/sessions?cursor={bad}"))
             .send()
@@ -139,6 +134,12 @@ async fn forged_altered_and_foreign_cursors_are_rejected() {
             .expect("send");
         expect_problem(response, 400, "invalid_cursor").await;
     }
+
+    // An empty `cursor=` is no cursor: the first page, not a 400 the document never promised.
+    let (status, first_again) = app.get_json("/v1/sessions?limit=1&cursor=").await;
+    assert_eq!(status, 200);
+    let (_, first_page) = app.get_json("/v1/sessions?limit=1").await;
+    assert_eq!(first_again["sessions"], first_page["sessions"]);
 
     // A cursor signed by another deployment (another token) is refused.
     let other = TestApp::spawn().await;

@@ -81,10 +81,10 @@ async fn same_key_and_body_replays_the_original_response_and_starts_nothing() {
     assert_eq!(app.count("events").await, 1);
 
     let reused = app.submit(&session, "retry-me", json!({ "text": "hello!" })).await;
-    expect_problem(reused, 409, "idempotency_key_reused").await;
+    expect_problem(reused, 422, "idempotency_key_reused").await;
     let other_session = app.new_session().await;
     let elsewhere = app.submit(&other_session, "retry-me", json!({ "text": "hello" })).await;
-    expect_problem(elsewhere, 409, "idempotency_key_reused").await;
+    expect_problem(elsewhere, 422, "idempotency_key_reused").await;
 }
 
 #[tokio::test]

@@ -66,7 +66,7 @@ async fn creation_is_idempotent_and_pins_the_agent_version() {
     changed["title"] = json!("Evening sweep");
     expect_problem(
         post(&app, Some("schedule-1"), &changed).await,
-        409,
+        422,
         "idempotency_key_reused",
     )
     .await;
@@ -246,11 +246,26 @@ async fn cancel_needs_the_current_revision() {
     );
     expect_problem(delete("0").await.expect("send"), 409, "revision_mismatch").await;
 
-    // Cancelled is deleted, as far as reads go: the schedule and its occurrences are gone.
-    for path in [format!("/v1/schedules/{id}"), format!("/v1/schedules/{id}/occurrences")] {
-        let read = app.request(Method::GET, &path).send().await.expect("send");
-        expect_problem(read, 404, "schedule_not_found").await;
-    }
+    // A cancelled schedule stays readable, with its state and its occurrences: the owner's
+    // record of what it did. The list leaves it out unless asked.
+    let (status, read) = app.get_json(&format!("/v1/schedules/{id}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(read["schedule"]["state"], "cancelled");
+    assert_eq!(read["schedule"]["next_fire_at"], serde_json::Value::Null);
+    let (status, occurrences) = app.get_json(&format!("/v1/schedules/{id}/occurrences")).await;
+    assert_eq!(status, 200);
+    assert!(occurrences["occurrences"].is_array());
     let (_, list) = app.get_json("/v1/schedules").await;
     assert_eq!(list["schedules"], serde_json::json!([]), "the list leaves it out");
+    let (_, all) = app.get_json("/v1/schedules?include_cancelled=true").await;
+    assert_eq!(all["schedules"][0]["id"].as_str(), Some(id.as_str()));
+    assert_eq!(all["schedules"][0]["state"], "cancelled");
+    let (_, not) = app.get_json("/v1/schedules?include_cancelled=false").await;
+    assert_eq!(not["schedules"], serde_json::json!([]));
+    let bad = app
+        .request(Method::GET, "/v1/schedules?include_cancelled=maybe")
+        .send()
+        .await
+        .expect("send");
+    expect_problem(bad, 400, "invalid_request").await;
 }

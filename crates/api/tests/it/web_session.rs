@@ -4,7 +4,7 @@
 
 use api::routes::{Access, catalog};
 use reqwest::Method;
-use reqwest::header::{COOKIE, HOST, SET_COOKIE};
+use reqwest::header::{COOKIE, HOST, ORIGIN, SET_COOKIE};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -277,15 +277,74 @@ async fn a_new_token_ends_every_session_and_a_narrowed_token_narrows_them() {
 }
 
 #[tokio::test]
-async fn off_loopback_the_cookie_is_secure_host_only_and_the_plain_name_is_not_taken() {
+async fn off_loopback_without_an_https_origin_no_session_is_made() {
     let app = TestApp::spawn().await;
-    let response = app
-        .request(Method::POST, "/v1/web/session")
-        .header(HOST, "steward.example")
-        .send()
-        .await
-        .expect("send");
+    for (host, origin) in [
+        ("steward.example", None),
+        ("127.0.0.1", Some("https://steward.example")),
+        ("localhost:8080", Some("http://192.0.2.7:8080")),
+    ] {
+        let mut request = app.request(Method::POST, "/v1/web/session").header(HOST, host);
+        if let Some(origin) = origin {
+            request = request.header(ORIGIN, origin);
+        }
+        let response = request.send().await.expect("send");
+        assert!(response.headers().get(SET_COOKIE).is_none(), "{host} {origin:?}");
+        expect_problem(response, 403, "web_origin_refused").await;
+    }
+    assert_eq!(app.count("web_sessions").await, 0);
+}
+
+/// A reverse proxy in the test: forwards every request to `upstream` as it came, except that
+/// `Host` becomes the upstream's own (as proxies commonly rewrite it). Returns its base URL.
+async fn host_rewriting_proxy(upstream: String) -> String {
+    let client = reqwest::Client::new();
+    let proxy = axum::Router::new().fallback(move |request: axum::extract::Request| {
+        let (client, upstream) = (client.clone(), upstream.clone());
+        async move {
+            let (parts, body) = request.into_parts();
+            let body = axum::body::to_bytes(body, usize::MAX).await.expect("body");
+            let mut headers = parts.headers;
+            headers.remove(HOST);
+            let answer = client
+                .request(parts.method, format!("{upstream}{}", parts.uri))
+                .headers(headers)
+                .body(body)
+                .send()
+                .await
+                .expect("upstream");
+            let mut response = axum::http::Response::builder().status(answer.status());
+            for (name, value) in answer.headers() {
+                response = response.header(name, value);
+            }
+            response
+                .body(axum::body::Body::from(answer.bytes().await.expect("bytes")))
+                .expect("response")
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, proxy).await;
+    });
+    base
+}
+
+#[tokio::test]
+async fn behind_a_proxy_that_rewrites_host_the_configured_https_origin_decides_the_cookie() {
+    let app = TestApp::spawn_with(Env::default().set("API_WEB_ORIGIN", "https://steward.example")).await;
+    let proxy = host_rewriting_proxy(app.base.clone()).await;
+    let post = |origin: &str| {
+        app.client
+            .post(format!("{proxy}/v1/web/session"))
+            .header(HOST, "steward.example")
+            .header(ORIGIN, origin)
+            .bearer_auth(&app.token)
+            .send()
+    };
+    let response = post("https://steward.example").await.expect("send");
     assert_eq!(response.status(), 201);
+    assert_eq!(response.headers()["strict-transport-security"], "max-age=31536000");
     let set_cookie = response.headers()[SET_COOKIE].to_str().expect("ascii").to_owned();
     assert!(set_cookie.starts_with("__Host-steward_session="), "{set_cookie}");
     assert!(
@@ -294,9 +353,11 @@ async fn off_loopback_the_cookie_is_secure_host_only_and_the_plain_name_is_not_t
     );
     let secret = pair(&set_cookie).split_once('=').expect("pair").1.to_owned();
 
+    // Through the proxy, the cookie of the configured name is the credential; a plain-named one
+    // planted beside it is not taken.
     let get = |cookie: String| {
         app.client
-            .get(app.url("/v1/sessions"))
+            .get(format!("{proxy}/v1/sessions"))
             .header(HOST, "steward.example")
             .header(COOKIE, cookie)
             .send()
@@ -307,4 +368,9 @@ async fn off_loopback_the_cookie_is_secure_host_only_and_the_plain_name_is_not_t
         .await
         .expect("send");
     assert_eq!(ok.status(), 200);
+    assert_eq!(ok.headers()["strict-transport-security"], "max-age=31536000");
+
+    // A page of another origin gets no session.
+    let other = post("https://evil.example").await.expect("send");
+    expect_problem(other, 403, "web_origin_refused").await;
 }

@@ -145,13 +145,20 @@ async fn the_model_assesses_within_the_daily_allowance_and_mail_waits_in_date_or
         let bodies = model.bodies.lock().expect("lock");
         let body = &bodies[0];
         let user = body["messages"][1]["content"].as_str().expect("user message");
-        assert!(user.starts_with("<untrusted_email>\n"), "{user}");
-        assert!(user.ends_with("\n</untrusted_email>"));
+        let boundary = marker_boundary(user);
+        assert!(
+            user.ends_with(&format!("\n</untrusted_email boundary=\"{boundary}\">")),
+            "{user}"
+        );
         assert!(user.contains("Subject: Letter 00"));
         assert_eq!(body["max_tokens"], 200);
         assert_eq!(body["model"], "assessor-1");
         let system = body["messages"][0]["content"].as_str().expect("system");
         assert!(system.contains("untrusted content"));
+        assert!(
+            system.contains(&format!("</untrusted_email boundary=\"{boundary}\">")),
+            "{system}"
+        );
         // A token is at least a byte: the prompt's bytes, 16 per message of framing, and the
         // most output, at USD 1 per million tokens.
         i64::try_from(system.len() + user.len() + 2 * 16 + 200).expect("small")
@@ -303,12 +310,21 @@ async fn the_model_proposes_a_reply_in_the_owners_style_within_the_allowances() 
         let bodies = model.bodies.lock().expect("lock");
         assert_eq!(bodies.len(), 1);
         let user = bodies[0]["messages"][1]["content"].as_str().expect("user");
-        assert!(user.starts_with("<untrusted_email>\n"), "{user}");
+        let boundary = marker_boundary(user);
         assert!(user.contains("Are you free on Friday?"));
-        assert!(user.ends_with("\n<owner_style>\nCheers, Sam\n</owner_style>"), "{user}");
+        assert!(
+            user.ends_with(&format!(
+                "\n<owner_style boundary=\"{boundary}\">\nCheers, Sam\n</owner_style boundary=\"{boundary}\">"
+            )),
+            "{user}"
+        );
         assert_eq!(bodies[0]["max_tokens"], 600);
         let system = bodies[0]["messages"][0]["content"].as_str().expect("system");
         assert!(system.contains("draft a reply"));
+        assert!(
+            system.contains(&format!("<owner_style boundary=\"{boundary}\">")),
+            "{system}"
+        );
         // The prompt's bytes, 16 per message of framing and the most output, at USD 1 per
         // million tokens.
         system.len() + user.len() + 2 * 16 + 600
@@ -330,4 +346,16 @@ async fn the_model_proposes_a_reply_in_the_owners_style_within_the_allowances() 
         Proposed::Failed("email.allowance_spent")
     );
     assert_eq!(model.bodies.lock().expect("lock").len(), 1);
+}
+
+/// The random boundary a request's untrusted block opens with (32 hex digits), which the
+/// system instruction names too.
+fn marker_boundary(user: &str) -> String {
+    let boundary = user
+        .strip_prefix("<untrusted_email boundary=\"")
+        .and_then(|rest| rest.get(..32))
+        .unwrap_or_else(|| panic!("no marked block: {user}"));
+    assert!(boundary.bytes().all(|byte| byte.is_ascii_hexdigit()), "{boundary}");
+    assert!(user.contains(&format!("boundary=\"{boundary}\">\n")), "{user}");
+    boundary.to_owned()
 }
