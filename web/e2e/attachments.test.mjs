@@ -87,8 +87,8 @@ test("files upload with progress, retry and removal, and a large photo is re-enc
   await page.waitForFunction(() => document.querySelectorAll(".pending-file.done").length === 2, null, { timeout: 30_000 });
   assert.equal(await files.getByText("remove-me.txt").count(), 0);
 
-  await page.getByLabel("Message").fill("Here are the files");
-  await page.getByLabel("Message").press("Enter");
+  await page.getByRole("textbox", { name: "Message", exact: true }).fill("Here are the files");
+  await page.getByRole("textbox", { name: "Message", exact: true }).press("Enter");
   await page.locator(".message.assistant", { hasText: "You said: Here are the files" }).waitFor({ timeout: 20_000 });
   const sent = page.locator(".message.user", { hasText: "Here are the files" });
   await sent.getByText("notes.txt").waitFor();

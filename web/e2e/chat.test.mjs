@@ -2,7 +2,7 @@
 // see the streamed answer, approvals (approve and deny), a question, stop, Markdown injection.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { launch, newPage, connect, send, TOKEN } from "./support.mjs";
+import { launch, newPage, connect, send, screenshot, TOKEN, PHONE, DESKTOP } from "./support.mjs";
 
 /** @type {import("playwright-core").Browser} */
 let browser;
@@ -68,7 +68,7 @@ test("a message shows at once and its streamed answer arrives, each exactly once
 
 test("Shift-Return inserts a newline and Return sends", async () => {
   const { page, context } = await connected();
-  const composer = page.getByLabel("Message");
+  const composer = page.getByRole("textbox", { name: "Message", exact: true });
   await composer.fill("first line");
   await composer.press("Shift+Enter");
   await composer.type("second line");
@@ -169,16 +169,17 @@ test("Markdown from the model never becomes script, an element with handlers or 
   await context.close();
 });
 
-test("a long argument is shown shortened with its digest, and a cut without one is refused", async () => {
+test("a long argument is shown whole once its digest and the proposed call prove it; what nothing proves is refused", async () => {
   const { page, context } = await connected();
-  const long = "All the milk in the world. ".repeat(30);
-  await send(page, `/tool notes.add {"text": "${long.trim()}"}`);
+  const long = "All the milk in the world. ".repeat(30).trim();
+  await send(page, `/tool notes.add {"text": "${long}"}`);
   const card = page.getByRole("region", { name: "Approval for notes.add" });
-  await card.getByRole("button", { name: "Approve once" }).waitFor({ timeout: 20_000 });
-  const note = card.getByRole("list", { name: "Shortened arguments" });
-  await note.getByText("/text").waitFor();
-  assert.match(await note.innerText(), /first 512 characters; the whole text has SHA-256 [0-9a-f]{16}…/);
-  // The page's own check, on what the server sent and on a cut with its digest taken away.
+  await card.locator("button:not([disabled])", { hasText: "Approve once" }).waitFor({ timeout: 20_000 });
+  await card.getByText("Shown whole: each shortened part matches its SHA-256 digest").waitFor();
+  const shown = await card.getByLabel("Arguments").innerText();
+  assert.ok(shown.includes(long), "the whole text, not its first 512 characters");
+  // The page's own checks: a proposal that is not the approved call, no proposal at all, and a
+  // cut whose digest was taken away.
   const verdicts = await page.evaluate(async () => {
     // The page's own module instance, under its content-hashed name.
     const url = performance
@@ -187,15 +188,70 @@ test("a long argument is shown shortened with its digest, and a cut without one 
       .find((name) => /\/app\/chat(\.[0-9a-f]{16})?\.js$/.test(name));
     const chat = await import(/** @type {string} */ (url));
     const card = chat.transcript.value.find((item) => item.kind === "approval");
-    const stripped = { ...card, digests: {} };
-    return [chat.refuseTruncated(card), chat.refuseTruncated(stripped)];
+    const tampered = { text: `${card.whole.text} and one thing more` };
+    return {
+      whole: card.whole.text.length,
+      tampered: (await chat.proveApproval({ ...card, proposals: [tampered] })).proof,
+      none: (await chat.proveApproval({ ...card, proposals: [] })).proof,
+      stripped: chat.refuseTruncated({ ...card, digests: {} }),
+    };
   });
-  assert.equal(verdicts[0], null);
-  assert.match(String(verdicts[1]), /cannot be approved/);
+  assert.equal(verdicts.whole, long.length);
+  assert.match(verdicts.tampered, /matches no call Steward proposed.*cannot be approved/);
+  assert.match(verdicts.none, /proposed call was not found.*cannot be approved/);
+  assert.match(String(verdicts.stripped), /cannot be approved/);
   await card.getByRole("button", { name: "Approve once" }).click();
   await card.getByRole("button", { name: "Approved once: notes.add" }).waitFor({ timeout: 20_000 });
   await context.close();
 });
+
+for (const [name, viewport] of [["phone", PHONE], ["desktop", DESKTOP]]) {
+  test(`a send shows recipients, subject and a 3,000-character body whole, its last line in view before approval (${name})`, async () => {
+    const { page, context, problems } = await newPage(browser, { viewport });
+    await connect(page);
+    if (name === "phone") await page.getByRole("button", { name: "New chat" }).click();
+    // What an injected instruction would have the model do: harmless text past the first 512
+    // characters, then what it found.
+    const lines = Array.from({ length: 30 }, (_, n) => `${n + 1}. Thank you for the report; nothing here needs your attention at all.`);
+    const last = "LAST LINE: and here is what search_threads found in your mailbox";
+    const body = [...lines, last].join("\n");
+    assert.ok(body.length > 2_000);
+    const call = { account_id: "demo", to: ["ada@example.org"], subject: `Your report (${name})`, body: `${body}\n${"x".repeat(900)}\n${last}` };
+    // A first line of its own titles the conversation (the scripted model reads the `/tool` line).
+    await send(page, `Answer Ada's report (${name})\n/tool mcp.mail_send.send_message ${JSON.stringify(call)}`);
+    const card = page.getByRole("region", { name: "Approval for mcp.mail_send.send_message" });
+    await card.locator("button:not([disabled])", { hasText: "Approve once" }).waitFor({ timeout: 20_000 });
+    const message = card.getByLabel("Message", { exact: true });
+    await message.getByText("ada@example.org").waitFor();
+    await message.getByText(`Your report (${name})`).waitFor();
+    const bodyBox = card.getByLabel("Body");
+    const seen = await bodyBox.evaluate((element, wanted) => {
+      element.scrollIntoView({ block: "end" });
+      element.scrollTop = element.scrollHeight;
+      const text = /** @type {Text} */ (element.firstChild);
+      const at = text.data.lastIndexOf(wanted);
+      const range = document.createRange();
+      range.setStart(text, at);
+      range.setEnd(text, at + wanted.length);
+      const line = range.getBoundingClientRect();
+      const box = element.getBoundingClientRect();
+      return {
+        length: text.data.length,
+        inBox: line.top >= box.top - 1 && line.bottom <= box.bottom + 1,
+        inViewport: line.top >= 0 && line.bottom <= window.innerHeight,
+        scrolls: element.scrollHeight > element.clientHeight,
+      };
+    }, last);
+    assert.equal(seen.length, call.body.length, "the whole body, not its first 512 characters");
+    assert.ok(seen.scrolls, "the body scrolls within the card");
+    assert.ok(seen.inBox && seen.inViewport, JSON.stringify(seen));
+    await screenshot(page, `approval-send-${name}`);
+    await card.getByRole("button", { name: "Deny" }).click();
+    await card.getByRole("button", { name: "Denied: mcp.mail_send.send_message" }).waitFor({ timeout: 20_000 });
+    assert.deepEqual(problems, []);
+    await context.close();
+  });
+}
 
 test("Copy puts semantic HTML without colour and plain text on the clipboard; a code block copies its code", async () => {
   const { page, context } = await connected();
@@ -265,7 +321,7 @@ test("a message the server does not accept leaves no bubble and comes back to th
   );
   await send(page, "This one fails");
   await page.getByRole("alert").filter({ hasText: "The service is starting." }).waitFor();
-  assert.equal(await page.getByLabel("Message").inputValue(), "This one fails");
+  assert.equal(await page.getByRole("textbox", { name: "Message", exact: true }).inputValue(), "This one fails");
   assert.equal(await page.locator(".message.user", { hasText: "This one fails" }).count(), 0);
 
   // A reply still in progress: the page attaches to it and queues nothing.
@@ -280,7 +336,7 @@ test("a message the server does not accept leaves no bubble and comes back to th
   await page.getByRole("button", { name: "Send" }).click();
   await page.getByRole("alert").filter({ hasText: "A reply is still in progress" }).waitFor();
   await page.getByRole("button", { name: "Stop" }).waitFor();
-  assert.equal(await page.getByLabel("Message").inputValue(), "This one fails");
+  assert.equal(await page.getByRole("textbox", { name: "Message", exact: true }).inputValue(), "This one fails");
   await context.close();
 });
 

@@ -67,7 +67,8 @@ export async function connect(page) {
 
 /** Sends `text` from the composer with Return. @param {import("playwright-core").Page} page @param {string} text */
 export async function send(page, text) {
-  const composer = page.getByLabel("Message");
+  // Exactly the composer: a conversation's title (a sidebar button's label) may hold the word.
+  const composer = page.getByRole("textbox", { name: "Message", exact: true });
   await composer.fill(text);
   await composer.press("Enter");
 }

@@ -793,11 +793,7 @@ impl Bench {
         std::thread::sleep(Duration::from_secs(3));
         let rss = rss_kib(process.child.id()).context("read its resident memory")? as f64 / 1024.0;
         process.stop();
-        let limit = if role.binary == "steward-call-ingress" {
-            8.0
-        } else {
-            15.0
-        };
+        let limit = 15.0;
         report.push(
             Row::new(
                 format!("`{}` resident memory, idle", role.binary),
@@ -851,15 +847,6 @@ impl Bench {
                     ("APNS_TEAM_ID", "TEAM123456".to_owned()),
                     ("APNS_KEY_ID", "KEY1234567".to_owned()),
                     ("APNS_TOPIC", "dev.steward.client".to_owned()),
-                ]);
-            }
-            "steward-call-ingress" => {
-                let secret = self.work.join("webhook-secret");
-                write_secret(&secret, "bench-webhook-secret-0123456789")?;
-                env.extend([
-                    ("AGENT_CALL_INGRESS_ENABLED", "1".to_owned()),
-                    ("CALLPROV_WEBHOOK_SECRET_FILE", path(&secret).to_owned()),
-                    ("CALL_INGRESS_LISTEN_ADDR", format!("127.0.0.1:{}", free_port()?)),
                 ]);
             }
             _ => {}
@@ -1094,10 +1081,8 @@ const ROLES: &[Role] = &[
         binary: "steward-notify",
         login: "steward_notify",
     },
-    Role {
-        binary: "steward-call-ingress",
-        login: "steward_ingress",
-    },
+    // steward-call-ingress requires calling, which this release refuses at start: it is
+    // measured again when calling lands.
 ];
 
 fn role(binary: &str) -> &'static Role {

@@ -11,6 +11,7 @@
 //! |---|---|---|
 //! | `DATABASE_URL` | PostgreSQL URL of the ingress login | required |
 //! | `AGENT_CALL_INGRESS_ENABLED` | must be `1`: the listener exists only with its flag | required |
+//! | `AGENT_CALL_ENABLED` | must be `1`: ingress requires calling (which this release does not support yet, so the listener does not start) | required |
 //! | `CALLPROV_WEBHOOK_SECRET_FILE` | the signing secret, owner-only, at least 16 bytes | required |
 //! | `CALL_INGRESS_LISTEN_ADDR` | a loopback socket address | `127.0.0.1:8003` |
 //! | `LOG_LEVEL` | as for the other roles | `info` |
@@ -21,22 +22,10 @@
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context;
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
 use store::Store;
 
-/// The largest webhook body accepted.
-const MAX_BODY_BYTES: usize = 64 * 1024;
 /// The shortest signing secret accepted.
 const MIN_SECRET_BYTES: usize = 16;
 const DEFAULT_LISTEN_ADDR: &str = "127.0.0.1:8003";
@@ -78,6 +67,12 @@ fn config() -> Result<Config, String> {
     }
     let log_level =
         role::log_level(get("LOG_LEVEL").as_deref()).map_err(|reason| format!("LOG_LEVEL is invalid: {reason}"))?;
+    // The spec's flag table: ingress requires calling. Receipts are for the call worker to
+    // settle; without calling nothing ever would, so the listener does not start (and calling
+    // itself is refused at start by this release, `domain::flags::UNSUPPORTED`).
+    if get("AGENT_CALL_ENABLED").as_deref() != Some("1") {
+        return Err("AGENT_CALL_INGRESS_ENABLED requires AGENT_CALL_ENABLED=1: without calling, no receipt would ever be settled".into());
+    }
     Ok(Config {
         database_url,
         listen,
@@ -94,172 +89,16 @@ fn main() -> ExitCode {
     role::run(config.log_level, serve(config))
 }
 
-struct Ingress {
-    store: Store,
-    secret: Vec<u8>,
-}
-
 async fn serve(config: Config) -> anyhow::Result<()> {
     let store = Store::connect_lazy(&config.database_url, 4).context("configure the database pool")?;
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("listen on {}", config.listen))?;
-    let state = Arc::new(Ingress {
-        store,
-        secret: config.secret,
-    });
-    let app = Router::new()
-        .route("/webhooks/callprov", post(webhook))
-        .route("/health/ready", get(ready))
-        .fallback(|| async { problem(StatusCode::NOT_FOUND, "not_found", "no such route") })
-        .method_not_allowed_fallback(|| async {
-            problem(
-                StatusCode::METHOD_NOT_ALLOWED,
-                "method_not_allowed",
-                "the route does not allow this method",
-            )
-        })
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(state);
+    let app = steward_call_ingress::app(store, config.secret);
     tracing::info!(addr = %listener.local_addr()?, "steward-call-ingress listening");
     role::ready();
     axum::serve(listener, app)
         .with_graceful_shutdown(role::shutdown_signal())
         .await
         .context("serve http")
-}
-
-/// A problem document (RFC 9457) with a stable `code`.
-fn problem(status: StatusCode, code: &str, detail: &str) -> Response {
-    let body = serde_json::json!({
-        "type": format!("urn:steward:problem:{code}"),
-        "title": status.canonical_reason().unwrap_or("error"),
-        "status": status.as_u16(),
-        "code": code,
-        "detail": detail,
-    });
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/problem+json")],
-        body.to_string(),
-    )
-        .into_response()
-}
-
-async fn ready(State(ingress): State<Arc<Ingress>>) -> Response {
-    match ingress.store.migrations_current().await {
-        Ok(true) => StatusCode::NO_CONTENT.into_response(),
-        Ok(false) => problem(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not_ready",
-            "database migrations are not current",
-        ),
-        Err(_) => problem(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "not_ready",
-            "the database is unreachable",
-        ),
-    }
-}
-
-/// Decodes exactly 64 lowercase hex characters.
-fn signature(headers: &HeaderMap) -> Option<[u8; 32]> {
-    let text = headers.get("x-webhook-signature")?.as_bytes();
-    if text.len() != 64 {
-        return None;
-    }
-    let nibble = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
-    let mut out = [0u8; 32];
-    for (byte, pair) in out.iter_mut().zip(text.chunks_exact(2)) {
-        *byte = nibble(pair[0])? << 4 | nibble(pair[1])?;
-    }
-    Some(out)
-}
-
-#[derive(serde::Deserialize)]
-struct Delivery {
-    call_id: String,
-}
-
-async fn webhook(
-    State(ingress): State<Arc<Ingress>>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let body = match body {
-        Ok(body) => body,
-        Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            return problem(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "payload_too_large",
-                "the webhook body is larger than 64 KiB",
-            );
-        }
-        Err(_) => {
-            return problem(
-                StatusCode::BAD_REQUEST,
-                "webhook_body_invalid",
-                "the body could not be read",
-            );
-        }
-    };
-    let Some(claimed) = signature(&headers) else {
-        return problem(
-            StatusCode::UNAUTHORIZED,
-            "webhook_signature_invalid",
-            "X-Webhook-Signature must be the 64-character lowercase hex HMAC-SHA256 of the body",
-        );
-    };
-    let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(&ingress.secret) else {
-        return problem(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
-            "the signing key is unusable",
-        );
-    };
-    mac.update(&body);
-    // Constant-time comparison.
-    if mac.verify_slice(&claimed).is_err() {
-        tracing::warn!("webhook refused: signature mismatch");
-        return problem(
-            StatusCode::UNAUTHORIZED,
-            "webhook_signature_invalid",
-            "the signature does not match the body",
-        );
-    }
-    let call_id = match serde_json::from_slice::<Delivery>(&body) {
-        Ok(delivery) if valid_call_id(&delivery.call_id) => delivery.call_id,
-        _ => {
-            return problem(
-                StatusCode::BAD_REQUEST,
-                "webhook_body_invalid",
-                "the body must be a JSON object with a `call_id` of 1 to 128 letters, digits or ._:-",
-            );
-        }
-    };
-    match ingress.store.record_call_receipt(&call_id).await {
-        Ok(receipt) => {
-            tracing::info!(receipt = %receipt.id, deliveries = receipt.deliveries, "call receipt queued");
-            StatusCode::NO_CONTENT.into_response()
-        }
-        Err(error) => {
-            tracing::error!(%error, "cannot queue the call receipt");
-            problem(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "unavailable",
-                "the receipt could not be stored; retry later",
-            )
-        }
-    }
-}
-
-fn valid_call_id(id: &str) -> bool {
-    (1..=128).contains(&id.len())
-        && id
-            .bytes()
-            .all(|byte| byte.is_ascii_alphanumeric() || matches!(byte, b'.' | b'_' | b':' | b'-'))
 }

@@ -296,14 +296,17 @@ impl Following<'_> {
             Ok(checked) => &checked.arguments,
             Err(_) => &approval.arguments,
         };
-        crate::say!(
-            "{}",
-            serde_json::to_string_pretty(arguments).unwrap_or_else(|_| arguments.to_string())
-        );
-        if let Ok(checked) = &checked {
-            for (pointer, digest) in &checked.cuts {
-                crate::say!("{}", crate::render::cut_note(pointer, digest));
+        crate::say!("{}", crate::render::approval_text(&approval.tool, arguments));
+        match &checked {
+            Ok(checked) if !approval.argument_digests.is_empty() && checked.whole => crate::say!(
+                "  Shown whole: each shortened part matches its SHA-256 digest and the call Steward proposed."
+            ),
+            Ok(checked) => {
+                for (pointer, digest) in &checked.cuts {
+                    crate::say!("{}", crate::render::cut_note(pointer, digest));
+                }
             }
+            Err(_) => {}
         }
         if let Err(refused) = &checked {
             crate::say!("This approval cannot be approved: {refused}.");

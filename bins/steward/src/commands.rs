@@ -334,9 +334,13 @@ pub async fn schedules(client: &Client, action: Option<SchedulesAction>, json: b
 pub enum ApprovalsAction {
     /// The conversation's pending approvals (the default).
     List,
-    /// Approve once, after checking that every cut argument is proven by its digest.
+    /// Approve once: prints the whole of what it approves (a shortened argument shown whole
+    /// from the model's proposed call its digest proves) and asks on a terminal.
     Approve {
         approval: Uuid,
+        /// Approve without asking (scripts): what is approved is still printed first.
+        #[arg(long)]
+        yes: bool,
     },
     Deny {
         approval: Uuid,
@@ -414,7 +418,7 @@ pub async fn approvals(
                 }
             }
         }
-        ApprovalsAction::Approve { approval } => {
+        ApprovalsAction::Approve { approval, yes } => {
             let session = approval_session(client, session, Some(approval)).await?;
             let Some(pending) = client
                 .approvals(session)
@@ -428,6 +432,29 @@ pub async fn approvals(
             let proposals = client.proposals(&pending).await?;
             let checked = approvals::check_against_proposals(&pending.arguments, &pending.argument_digests, &proposals)
                 .map_err(|refused| anyhow::anyhow!("approval {approval} cannot be approved: {refused}"))?;
+            // The whole of what is approved, before anything is decided (standard error, so
+            // `--json` output stays the decision alone).
+            crate::say!("{} wants approval ({} risk):", pending.tool, pending.risk.as_str());
+            crate::say!("{}", crate::render::approval_text(&pending.tool, &checked.arguments));
+            if !yes {
+                if !std::io::stdin().is_terminal() {
+                    bail!(
+                        "approval {approval} was not approved: read what it approves above, then add --yes to approve without a terminal"
+                    );
+                }
+                let confirmed = tokio::task::spawn_blocking(|| {
+                    dialoguer::Confirm::new()
+                        .with_prompt("Approve once?")
+                        .default(false)
+                        .interact_opt()
+                })
+                .await
+                .context("ask")?
+                .context("read the answer")?;
+                if confirmed != Some(true) {
+                    bail!("approval {approval} was left pending");
+                }
+            }
             let decided = client.approve_once(approval, &checked).await?;
             return print_decided(&decided, json);
         }

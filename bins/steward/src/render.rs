@@ -9,6 +9,53 @@ pub fn cut_note(pointer: &str, digest: &str) -> String {
     format!("  {pointer} is shown to its first 512 characters; the whole text has SHA-256 {digest}")
 }
 
+/// What an approval approves, as the owner reads it: a mail send or draft of any account as a
+/// message (recipients, subject, then the body as text, every line of it), any other tool's
+/// arguments as JSON. Printed through [`crate::visible`].
+pub fn approval_text(tool: &str, arguments: &serde_json::Value) -> String {
+    use domain::mail_tools::{MailOperation, operation_of};
+    let message = matches!(
+        operation_of(tool),
+        Some(MailOperation::SendMessage | MailOperation::CreateDraft)
+    );
+    let pretty = |value: &serde_json::Value| serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
+    let Some(members) = arguments.as_object().filter(|_| message) else {
+        return pretty(arguments);
+    };
+    let text = |name: &str| match members.get(name) {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(text)) => Some(text.clone()),
+        Some(serde_json::Value::Array(items)) => Some(
+            items
+                .iter()
+                .map(|item| item.as_str().map_or_else(|| item.to_string(), str::to_owned))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        Some(other) => Some(other.to_string()),
+    };
+    let mut out = String::new();
+    for (name, label) in [("to", "To"), ("cc", "Cc"), ("bcc", "Bcc"), ("subject", "Subject")] {
+        if let Some(value) = text(name) {
+            out.push_str(&format!("  {label}: {value}\n"));
+        }
+    }
+    let rest: serde_json::Map<String, serde_json::Value> = members
+        .iter()
+        .filter(|(name, _)| !matches!(name.as_str(), "to" | "cc" | "bcc" | "subject" | "body"))
+        .map(|(name, value)| (name.clone(), value.clone()))
+        .collect();
+    if !rest.is_empty() {
+        out.push_str(&format!("  Also: {}\n", serde_json::Value::Object(rest)));
+    }
+    out.push_str("  Body:\n");
+    for line in text("body").unwrap_or_default().lines() {
+        out.push_str(&format!("    {line}\n"));
+    }
+    out.push_str("  (end of body)");
+    out
+}
+
 /// An answer being written, one step at a time.
 pub struct Answer {
     skin: Option<termimad::MadSkin>,
@@ -130,6 +177,32 @@ mod tests {
             );
             assert!(rendered.contains("␛]52;c;cm0gLXJmIH4=␇"), "{rendered:?}");
         }
+    }
+
+    #[test]
+    fn a_send_reads_as_a_message_with_every_line_of_its_body() {
+        let body: String = (1..=60).map(|n| format!("Line {n} of the body.\n")).collect::<String>() + "LAST LINE";
+        let arguments = serde_json::json!({
+            "account_id": "work",
+            "to": ["ada@example.org", "bob@example.org"],
+            "cc": "carol@example.org",
+            "subject": "Your report",
+            "body": body,
+        });
+        let text = approval_text("mcp.mail_work_send.send_message", &arguments);
+        assert!(text.contains("  To: ada@example.org, bob@example.org\n"), "{text}");
+        assert!(text.contains("  Cc: carol@example.org\n"), "{text}");
+        assert!(text.contains("  Subject: Your report\n"), "{text}");
+        assert!(text.contains("  Also: {\"account_id\":\"work\"}\n"), "{text}");
+        assert!(
+            text.contains("    Line 1 of the body.\n") && text.contains("    LAST LINE\n  (end of body)"),
+            "{text}"
+        );
+        let draft = approval_text("mcp.mail_write.create_draft", &arguments);
+        assert!(draft.contains("    LAST LINE\n"), "{draft}");
+        // Anything else stays JSON.
+        let other = approval_text("notes.add", &serde_json::json!({"text": "milk"}));
+        assert_eq!(other, "{\n  \"text\": \"milk\"\n}");
     }
 
     #[test]

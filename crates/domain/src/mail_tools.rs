@@ -125,6 +125,19 @@ pub fn tools(accounts: &AccountIds) -> Vec<MailTool> {
         .collect()
 }
 
+/// The operation a mail tool of any account performs, read from its name
+/// (`mcp.mail_<capability>.<operation>` or `mcp.mail_<account>_<capability>.<operation>`, the
+/// capability being the operation's own); `None` for any other name.
+pub fn operation_of(tool: &str) -> Option<MailOperation> {
+    let (prefix, operation) = tool.strip_prefix("mcp.mail_")?.split_once('.')?;
+    let operation = MailOperation::parse(operation)?;
+    let capability = operation.capability().as_str();
+    let of_account = prefix
+        .strip_suffix(capability)
+        .is_some_and(|account| account.is_empty() || (account.ends_with('_') && account.len() > 1));
+    of_account.then_some(operation)
+}
+
 /// The longest subject (RFC 5322's line length) and body a write or send takes.
 pub const MAX_SUBJECT_CHARS: usize = 998;
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
@@ -246,6 +259,36 @@ impl DraftMessage<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tool_names_its_operation_for_any_account() {
+        assert_eq!(
+            operation_of("mcp.mail_send.send_message"),
+            Some(MailOperation::SendMessage)
+        );
+        assert_eq!(
+            operation_of("mcp.mail_work_send.send_message"),
+            Some(MailOperation::SendMessage)
+        );
+        assert_eq!(
+            operation_of("mcp.mail_write.create_draft"),
+            Some(MailOperation::CreateDraft)
+        );
+        assert_eq!(
+            operation_of("mcp.mail_a_b_read.search_threads"),
+            Some(MailOperation::SearchThreads)
+        );
+        for other in [
+            "mcp.mail_read.send_message",
+            "mcp.mail_send.create_draft",
+            "mcp.mailsend.send_message",
+            "mcp.mail__send.send_message",
+            "notes.add",
+            "mcp.mail_send.send",
+        ] {
+            assert_eq!(operation_of(other), None, "{other}");
+        }
+    }
 
     fn accounts(default: &str, ids: &[&str]) -> AccountIds {
         AccountIds {

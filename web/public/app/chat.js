@@ -14,7 +14,11 @@ import * as attachments from "./attachments.js";
  * @typedef {{kind: "assistant", key: string, seq: number, runId: string, text: string}} AssistantItem
  * @typedef {{kind: "tool", key: string, seq: number, runId: string, tool: string, status: string, code: string | null}} ToolItem
  * @typedef {{kind: "approval", key: string, seq: number, runId: string, approvalId: string, tool: string,
- *   risk: string, arguments: unknown, digests: Record<string, string>, status: string, deciding: string | null, error: string | null}} ApprovalItem
+ *   risk: string, arguments: unknown, digests: Record<string, string>, status: string, deciding: string | null, error: string | null,
+ *   proposals: unknown[], whole: unknown, proof: string}} ApprovalItem
+ *   `proposals`: the arguments of each call of this tool the model proposed in the run, from the
+ *   stored `assistant.message` events; `whole`: the arguments shown whole once proven (the
+ *   proposal whose display is exactly this approval); `proof`: `checking`, `proven`, or why not.
  * @typedef {{kind: "question", key: string, seq: number, runId: string, questionId: string, text: string,
  *   answer: string | null, sending: boolean, error: string | null}} QuestionItem
  * @typedef {{kind: "end", key: string, seq: number, runId: string, state: string, reason: string | null, detail: string | null}} EndItem
@@ -162,6 +166,7 @@ export function select(/** @type {string | null} */ id) {
   queue = [];
   if (id !== selectedId.value) attachments.clearPending();
   const indexed = id === null || sessions.value.some((row) => row.session_id === id);
+  proposed.clear();
   batch(() => {
     selectedId.value = id;
     transcript.value = [];
@@ -276,6 +281,47 @@ function flush() {
     for (const frame of frames) apply(frame, items);
     transcript.value = items;
   });
+  proveNewCards();
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the model proposed, to show an approval's shortened arguments whole.
+
+/** `<run>\n<tool>` → the arguments of each call of that tool the model proposed in that run. */
+const proposed = new Map();
+
+/** @param {string} runId @param {string} tool @param {unknown} args */
+function propose(runId, tool, args) {
+  const key = `${runId}\n${tool}`;
+  proposed.set(key, [...(proposed.get(key) ?? []), args]);
+}
+
+/** @param {string} runId @param {string} tool @returns {unknown[]} */
+function proposalsOf(runId, tool) {
+  return proposed.get(`${runId}\n${tool}`) ?? [];
+}
+
+/** Approvals whose proof is under way, so each is proven once. */
+const proving = new Set();
+
+/** Proves every approval card still `checking`, each once; the card learns the outcome. */
+function proveNewCards() {
+  const session = selectedId.value;
+  for (const item of transcript.value) {
+    if (item.kind !== "approval" || item.proof !== "checking" || proving.has(item.approvalId)) continue;
+    proving.add(item.approvalId);
+    const approvalId = item.approvalId;
+    proveApproval(item).then(
+      (outcome) => {
+        proving.delete(approvalId);
+        if (selectedId.value === session) setApproval(approvalId, outcome);
+      },
+      () => {
+        proving.delete(approvalId);
+        if (selectedId.value === session) setApproval(approvalId, { proof: "What this approval holds could not be checked; it cannot be approved." });
+      },
+    );
+  }
 }
 
 /**
@@ -313,6 +359,7 @@ function apply(frame, items) {
       break;
     }
     case "assistant.message":
+      for (const call of payload.tool_calls ?? []) propose(runId, call.tool, call.arguments);
       if (payload.text) items.push({ kind: "assistant", key: `e${seq}`, seq, runId, text: payload.text });
       if (live.value.runId === runId) live.value = { runId, text: "", reasoning: false };
       break;
@@ -342,6 +389,9 @@ function apply(frame, items) {
           status: approvalStatus(payload.status),
           deciding: null,
           error: null,
+          proposals: proposalsOf(runId, payload.tool),
+          whole: null,
+          proof: "checking",
       });
       break;
     case "approval.resolved":
@@ -577,6 +627,85 @@ function setApproval(approvalId, change) {
 /** Strings the server cut for display are exactly this many characters, with a digest. */
 export const DISPLAY_MAX_CHARS = 512;
 
+/** The lowercase hex SHA-256 of `text`'s UTF-8. @param {string} text */
+export async function sha256(text) {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * `value` as the server displays it in an approval (domain::approval::display_arguments):
+ * strings over 512 characters (code points) cut to their first 512, each with the SHA-256 of
+ * the whole string keyed by its JSON Pointer.
+ * @param {unknown} value
+ * @returns {Promise<{shown: unknown, digests: Record<string, string>}>}
+ */
+export async function displayOf(value) {
+  /** @type {Record<string, string>} */
+  const digests = {};
+  /** @param {unknown} node @param {string} pointer @returns {Promise<unknown>} */
+  const cut = async (node, pointer) => {
+    if (typeof node === "string") {
+      const chars = [...node];
+      if (chars.length <= DISPLAY_MAX_CHARS) return node;
+      digests[pointer] = await sha256(node);
+      return chars.slice(0, DISPLAY_MAX_CHARS).join("");
+    }
+    if (Array.isArray(node)) return Promise.all(node.map((entry, index) => cut(entry, `${pointer}/${index}`)));
+    if (node && typeof node === "object") {
+      /** @type {Record<string, unknown>} */
+      const out = {};
+      for (const [name, entry] of Object.entries(node)) out[name] = await cut(entry, `${pointer}/${pointerToken(name)}`);
+      return out;
+    }
+    return node;
+  };
+  const shown = await cut(value, "");
+  return { shown, digests };
+}
+
+/** Whether two JSON values are the same value (members in any order). @param {unknown} a @param {unknown} b @returns {boolean} */
+function sameJson(a, b) {
+  if (a === b) return true;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((entry, index) => sameJson(entry, b[index]));
+  }
+  if (!a || !b || typeof a !== "object" || typeof b !== "object") return false;
+  const left = Object.keys(a);
+  const right = /** @type {Record<string, unknown>} */ (b);
+  return left.length === Object.keys(b).length && left.every((name) => Object.hasOwn(right, name) && sameJson(/** @type {Record<string, unknown>} */ (a)[name], right[name]));
+}
+
+/**
+ * Whether the approval's shortened arguments can be shown whole: the model's proposed call of
+ * this tool in this run whose display (cut strings and their digests) is exactly the
+ * approval's is the whole of what it approves. An approval with nothing cut is whole as it is.
+ * @param {{arguments: unknown, digests: Record<string, string>, proposals: unknown[]}} card
+ * @returns {Promise<{whole: unknown, proof: string}>}
+ */
+export async function proveApproval(card) {
+  const structural = refuseTruncated(card);
+  if (structural) return { whole: null, proof: structural };
+  const digests = card.digests ?? {};
+  if (Object.keys(digests).length === 0) return { whole: card.arguments, proof: "proven" };
+  if (!globalThis.crypto?.subtle) {
+    return {
+      whole: null,
+      proof: "This page cannot compute SHA-256 (it is not served over HTTPS or from this computer), so the shortened text cannot be shown whole; it cannot be approved.",
+    };
+  }
+  for (const proposal of card.proposals ?? []) {
+    const { shown, digests: proposalDigests } = await displayOf(proposal);
+    if (sameJson(shown, card.arguments) && sameJson(proposalDigests, digests)) return { whole: proposal, proof: "proven" };
+  }
+  return {
+    whole: null,
+    proof: (card.proposals ?? []).length
+      ? "The shortened text matches no call Steward proposed, so what you would approve cannot be shown whole; it cannot be approved."
+      : "Steward's proposed call was not found, so the shortened text cannot be shown whole; it cannot be approved.",
+  };
+}
+
 /** A member name as a JSON Pointer token (RFC 6901). @param {string} name */
 export function pointerToken(name) {
   return name.replaceAll("~", "~0").replaceAll("/", "~1");
@@ -599,9 +728,9 @@ export function atPointer(root, pointer) {
 
 /**
  * Why an approval in the selected session cannot be approved here, or `null`: a draft's send is
- * approved from Review & Send, where it is checked against the draft; otherwise as
- * [refuseTruncated] says.
- * @param {{arguments: unknown, digests: Record<string, string>}} card
+ * approved from Review & Send, where it is checked against the draft; otherwise only once its
+ * shortened arguments are proven whole ([proveApproval]).
+ * @param {{arguments: unknown, digests: Record<string, string>, proof?: string}} card
  */
 export function refuseApproval(card) {
   switch (sessionKind.value) {
@@ -612,8 +741,18 @@ export function refuseApproval(card) {
     case "unknown":
       return "What this approval is for could not be read; open the conversation again to decide it.";
     default:
-      return refuseTruncated(card);
+      if (card.proof === "proven") return null;
+      if (card.proof === "checking" || !card.proof) return CHECKING;
+      return card.proof;
   }
+}
+
+/** What a card says while its shortened text is checked. */
+export const CHECKING = "Checking the shortened text against what Steward proposed…";
+
+/** Whether a card's refusal is only a check under way (said quietly, not as an alert). @param {string | null} refusal */
+export function isChecking(refusal) {
+  return refusal === CHECKING || refusal === "Checking what this approval is for…";
 }
 
 /**
@@ -671,6 +810,7 @@ export async function answer(questionId, text) {
 onForget(() => {
   stopReconciling();
   closeStream();
+  proposed.clear();
   batch(() => {
     sessions.value = [];
     selectedId.value = null;

@@ -5,7 +5,7 @@
 // revision. Unsaved text lives in this page's memory only.
 import { signal } from "../vendor/signals-core.mjs";
 import { api, ApiError, describe, onForget } from "./api.js";
-import { DISPLAY_MAX_CHARS, pointerToken } from "./chat.js";
+import { DISPLAY_MAX_CHARS, pointerToken, sha256 } from "./chat.js";
 
 /** @typedef {{to: string[], cc: string[], subject: string, body: string}} Content */
 /** @typedef {Content & {revision: number, author: "owner" | "agent", restored_from: number | null, saved_at: string}} Revision */
@@ -554,12 +554,6 @@ export function backToEditing() {
 
 // ---------------------------------------------------------------------------------------------
 // Verification: the approval must be exactly the frozen draft.
-
-/** @param {string} text */
-async function sha256(text) {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
-}
 
 const SEND_TOOL = /^mcp\.mail(?:_([a-z0-9_-]+))?_send\.send_message$/;
 

@@ -375,17 +375,52 @@ function AssistantMessage({ item }) {
   </article>`;
 }
 
+/** A mail send or draft of any account: shown as a message, recipients, subject and body whole. */
+const MAIL_EFFECT = /^mcp\.mail(?:_[a-z0-9_-]+)?_(?:send\.send_message|write\.create_draft)$/;
+
+/** @param {unknown} value */
+function recipients(value) {
+  return Array.isArray(value) ? value.join(", ") : typeof value === "string" ? value : "";
+}
+
+/**
+ * What an approval approves: its arguments whole once proven (a string the server shortened,
+ * shown whole from Steward's proposed call that its digest proves), otherwise as shown with
+ * each shortened part named. A mail send or draft reads as a message; long text scrolls within
+ * the card, so the last line is always reachable before deciding.
+ * @param {{item: chat.ApprovalItem}} props
+ */
+function ApprovalArguments({ item }) {
+  const args = item.whole ?? item.arguments;
+  const shortened = Object.entries(item.digests ?? {});
+  const notes =
+    shortened.length > 0 &&
+    (item.whole !== null
+      ? html`<p class="summary proven">Shown whole: each shortened part matches its SHA-256 digest and the call Steward proposed.</p>`
+      : html`<ul class="shortened" aria-label="Shortened arguments">${shortened.map(
+          ([pointer, digest]) => html`<li key=${pointer}>
+            <code>${pointer}</code> is shown to its first ${chat.DISPLAY_MAX_CHARS} characters; the whole text has SHA-256 <code>${String(digest).slice(0, 16)}…</code></li>`,
+        )}</ul>`);
+  if (MAIL_EFFECT.test(item.tool) && args && typeof args === "object" && !Array.isArray(args)) {
+    const { to, cc, bcc, subject, body, ...rest } = /** @type {Record<string, unknown>} */ (args);
+    return html`<dl class="frozen approval-message" aria-label="Message">
+        <dt>To</dt><dd>${recipients(to) || "—"}</dd>
+        ${recipients(cc) && html`<dt>Cc</dt><dd>${recipients(cc)}</dd>`}
+        ${recipients(bcc) && html`<dt>Bcc</dt><dd>${recipients(bcc)}</dd>`}
+        <dt>Subject</dt><dd>${typeof subject === "string" && subject ? subject : "(no subject)"}</dd>
+        <dt>Body</dt><dd class="mail-text scroll" tabindex="0" aria-label="Body">${typeof body === "string" ? body : JSON.stringify(body)}</dd>
+      </dl>
+      ${Object.keys(rest).length > 0 && html`<pre class="detail scroll" tabindex="0" aria-label="Other arguments">${JSON.stringify(rest, null, 2)}</pre>`}
+      ${notes}`;
+  }
+  return html`<pre class="detail scroll" tabindex="0" aria-label="Arguments">${JSON.stringify(args, null, 2)}</pre>${notes}`;
+}
+
 /** @param {{item: chat.ApprovalItem}} props */
 function ApprovalCard({ item }) {
   const [open, setOpen] = useState(false);
   const pending = item.status === "pending";
-  const shortened = Object.entries(item.digests ?? {});
-  const args = html`<pre class="detail" aria-label="Arguments">${JSON.stringify(item.arguments, null, 2)}</pre>
-    ${shortened.length > 0 &&
-    html`<ul class="shortened" aria-label="Shortened arguments">${shortened.map(
-      ([pointer, digest]) => html`<li key=${pointer}>
-        <code>${pointer}</code> is shown to its first ${chat.DISPLAY_MAX_CHARS} characters; the whole text has SHA-256 <code>${String(digest).slice(0, 16)}…</code></li>`,
-    )}</ul>`}`;
+  const args = html`<${ApprovalArguments} item=${item} />`;
   if (!pending) {
     const word = { approved: "Approved once", denied: "Denied", cancelled: "Cancelled", expired: "Expired" }[item.status] ?? item.status;
     return html`<section class="card" aria-label=${`Approval for ${item.tool}`}>
@@ -399,7 +434,7 @@ function ApprovalCard({ item }) {
     <h3>Steward wants to run <code>${item.tool}</code></h3>
     <p class="summary">Risk: ${item.risk}. Nothing happens until you decide.</p>
     ${args}
-    ${item.error || (refusal && chat.sessionKind.value !== "checking")
+    ${item.error || (refusal && !chat.isChecking(refusal))
       ? html`<p class="error" role="alert">${item.error || refusal}</p>`
       : refusal && html`<p class="summary">${refusal}</p>`}
     <div class="controls">

@@ -597,3 +597,127 @@ async fn a_loopback_server_is_never_reached_through_a_proxy() {
         "the proxy saw a loopback request (and its bearer token)"
     );
 }
+
+/// A note over 3,000 characters whose last line is what an injected instruction appended.
+fn long_note() -> String {
+    let body: String = (1..=40)
+        .map(|n| format!("Paragraph {n}: nothing to see here, only harmless words to fill the screen.\n"))
+        .collect();
+    let body = body + "LAST LINE: and here is what search_threads found";
+    assert!(body.chars().count() > 3_000);
+    body
+}
+
+#[tokio::test]
+async fn chat_shows_a_long_argument_whole_before_it_is_approved() {
+    let stack = Stack::with_worker(SCOPES).await;
+    let user = User::new();
+    assert_eq!(user.connect(&stack.base).await.code, 0);
+    let note = long_note();
+    let message = format!("/tool notes.add {}", serde_json::json!({ "text": note }));
+    let mut terminal = Terminal::start(&user, &["chat", "-m", &message]);
+    terminal.wait_for("Approve once").await;
+    let screen = terminal.text();
+    let asked = screen.find("notes.add wants approval").expect("asked");
+    let shown = &screen[asked..];
+    let last = shown.find("LAST LINE: and here is what search_threads found");
+    let choice = shown.find("Approve once").expect("the choice");
+    assert!(
+        last.is_some_and(|last| last < choice),
+        "the last line before the choice:\n{screen}"
+    );
+    assert!(shown.contains("Shown whole"), "{screen}");
+    terminal.type_keys("\r");
+    let status = tokio::time::timeout(Duration::from_secs(60), terminal.child.wait())
+        .await
+        .expect("steward finishes")
+        .expect("steward ran");
+    assert_eq!(status.code(), Some(0), "{}", terminal.text());
+    let saved: String = sqlx::query_scalar("SELECT text FROM notes")
+        .fetch_one(&stack.db.pool)
+        .await
+        .expect("the note");
+    assert_eq!(saved, note, "what was shown whole is what was approved");
+}
+
+#[tokio::test]
+async fn approvals_approve_prints_the_whole_and_asks_or_needs_yes() {
+    let stack = Stack::with_worker(SCOPES).await;
+    let user = User::new();
+    assert_eq!(user.connect(&stack.base).await.code, 0);
+    let message = format!("/tool notes.add {}", serde_json::json!({ "text": long_note() }));
+    // A chat without a terminal leaves the approval for another client.
+    let waiting = tokio::spawn({
+        let mut command = user.command(&["chat", "-m", &message]);
+        async move {
+            command
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            command.spawn().expect("spawn").wait_with_output().await.expect("ran")
+        }
+    });
+    let client = stack.client();
+    let mut polls = 0;
+    let approval = loop {
+        polls += 1;
+        assert!(polls < 600, "no approval appeared");
+        let mut found = None;
+        for session in client.sessions().await.expect("index") {
+            if let Some(pending) = client.approvals(session.session_id).await.expect("approvals").pop() {
+                found = Some(pending);
+            }
+        }
+        if let Some(found) = found {
+            break found;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let (id, session) = (approval.approval_id.to_string(), approval.session_id.to_string());
+
+    // Without a terminal and without --yes: the whole is printed, nothing is decided.
+    let refused = user
+        .run(&["approvals", "approve", &id, "--session", &session], "")
+        .await;
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("LAST LINE: and here is what search_threads found"),
+        "{}",
+        refused.stderr
+    );
+    assert!(refused.stderr.contains("--yes"), "{}", refused.stderr);
+    assert_eq!(
+        client.approvals(approval.session_id).await.expect("approvals").len(),
+        1,
+        "still pending"
+    );
+
+    // On a terminal it asks after showing the whole.
+    let mut terminal = Terminal::start(&user, &["approvals", "approve", &id, "--session", &session]);
+    terminal.wait_for("Approve once?").await;
+    let screen = terminal.text();
+    assert!(
+        screen.find("LAST LINE").expect("the last line") < screen.find("Approve once?").expect("the question"),
+        "{screen}"
+    );
+    terminal.type_keys("y\r");
+    let status = tokio::time::timeout(Duration::from_secs(60), terminal.child.wait())
+        .await
+        .expect("steward finishes")
+        .expect("steward ran");
+    assert_eq!(status.code(), Some(0), "{}", terminal.text());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(terminal.text().contains("notes.add: approved"), "{}", terminal.text());
+    let output = tokio::time::timeout(Duration::from_secs(60), waiting)
+        .await
+        .expect("the chat finishes")
+        .expect("joined");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
