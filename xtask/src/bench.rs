@@ -252,6 +252,9 @@ impl Bench {
         let outcome = self.against_api(&mut api, report);
         api.stop();
         outcome?;
+        if let Err(error) = self.model_deltas(report) {
+            report.missed("model delta → SSE client latency", &error);
+        }
         if let Err(error) = self.schedules(report) {
             report.missed("schedule lateness", &error);
         }
@@ -483,29 +486,7 @@ impl Bench {
     /// The resident memory (KiB) of `steward-bench floor` before and while holding the idle
     /// streams.
     fn floor_streams(&self) -> anyhow::Result<(f64, f64)> {
-        let port_file = self.work.join("floor.port");
-        let _ = std::fs::remove_file(&port_file);
-        let child = Command::new(self.bin.join("steward-bench"))
-            .args(["floor", path(&port_file)])
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .context("start steward-bench floor")?;
-        let server = Process {
-            child,
-            base: String::new(),
-            ready: None,
-        };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let port = loop {
-            if let Some(port) = std::fs::read_to_string(&port_file).ok().filter(|port| !port.is_empty()) {
-                break port;
-            }
-            if Instant::now() > deadline {
-                bail!("the floor server did not start");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
+        let (server, port) = self.bench_server("floor")?;
         let held = self.steward_bench_profiled(
             "floor",
             &[
@@ -519,6 +500,83 @@ impl Bench {
         )?;
         drop(server);
         Ok((number(&held, "rss_before_kib")?, number(&held, "rss_kib")?))
+    }
+
+    /// `steward-bench NAME PORT_FILE` (a server of its own: `floor`, `model`) running, and the
+    /// port it listens on.
+    fn bench_server(&self, name: &str) -> anyhow::Result<(Process, String)> {
+        let port_file = self.work.join(format!("{name}.port"));
+        let _ = std::fs::remove_file(&port_file);
+        let child = Command::new(self.bin.join("steward-bench"))
+            .args([name, path(&port_file)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("start steward-bench {name}"))?;
+        let server = Process {
+            child,
+            base: String::new(),
+            ready: None,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(port) = std::fs::read_to_string(&port_file).ok().filter(|port| !port.is_empty()) {
+                return Ok((server, port));
+            }
+            if Instant::now() > deadline {
+                bail!("the {name} server did not start");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Model deltas from the worker to a stream client, beside persisted events in the same run:
+    /// the worker streams from `steward-bench model` (each piece stamped with its send time), so
+    /// a delta's latency is its whole path: the worker reading the model, sealing and `NOTIFY`,
+    /// the API opening and relaying it, the client reading it.
+    fn model_deltas(&self, report: &mut Report) -> anyhow::Result<()> {
+        let (model, port) = self.bench_server("model")?;
+        let definitions = self.work.join("stream-agents.json");
+        std::fs::write(
+            &definitions,
+            r#"[{"id": "default", "instructions": "Answer.", "model": {"provider": "openai", "model": "bench-stream"}}]"#,
+        )?;
+        let key = self.work.join("model-api-key");
+        write_secret(&key, "bench-model-key-0123456789")?;
+        let mut api = self.start_api_with(&[("AGENT_DEFINITIONS_FILE", path(&definitions).to_owned())])?;
+        let mut worker = self.start_role(
+            role("steward-worker"),
+            &[
+                ("OPENAI_BASE_URL", format!("http://127.0.0.1:{port}/v1")),
+                ("OPENAI_API_KEY_FILE", path(&key).to_owned()),
+            ],
+        )?;
+        let streams = self.options.streams.to_string();
+        let events = self.steward_bench(&["events", &api.base, path(&self.token_file), &streams, "10"]);
+        worker.stop();
+        api.stop();
+        drop(model);
+        let events = events?;
+        let (deltas, event_p99) = (number(&events, "deltas")?, number(&events, "p99_ms")?);
+        if deltas < 1.0 {
+            bail!("no stamped delta reached a stream");
+        }
+        let delta_p99 = number(&events, "delta_p99_ms")?;
+        report.push(
+            Row::new(
+                format!("model delta (worker) → SSE client, p50 / p99 ({streams} live streams)"),
+                format!("{:.2} / {delta_p99:.2} ms", number(&events, "delta_p50_ms")?),
+            )
+            .reference(format!(
+                "persisted events in the same run: p99 {event_p99:.2} ms; {deltas} deltas"
+            ))
+            .goal(
+                delta_p99 / event_p99.max(0.001),
+                Goal::AtMost(1.0),
+                "p99 no worse than a persisted event's",
+            ),
+        );
+        Ok(())
     }
 
     /// A session of `count` events replayed from `Last-Event-ID: 0`, against `psql \copy` of the

@@ -7,7 +7,11 @@
 //! - `events BASE TOKEN_FILE STREAMS SECONDS`: `STREAMS` sessions each with a live stream, each
 //!   submitting a message about once a second while the worker answers it; the latency of every
 //!   persisted frame from its event's time (`created_at`, stamped in the writing transaction) to
-//!   its arrival here.
+//!   its arrival here, and of every model delta whose text holds send times (those of `model`,
+//!   each the microseconds since the Unix epoch when the model sent it) to its arrival here.
+//! - `model PORT_FILE`: not a measurement but a model server for `events`: OpenAI-compatible
+//!   streamed Chat Completions whose every content piece is the time it is sent, 20 pieces 5 ms
+//!   apart per answer. It writes its port to `PORT_FILE` and serves until killed.
 //! - `idle BASE TOKEN_FILE STREAMS PID HOLD_SECONDS`: opens `STREAMS` streams on as many idle
 //!   sessions, holds them, and reads the resident memory of the API process `PID`.
 //! - `replay BASE TOKEN_FILE SESSION LAST`: the time to receive a session's events from
@@ -111,6 +115,7 @@ impl Api {
 /// One frame of a server-sent event stream.
 struct Frame {
     id: Option<i64>,
+    event: String,
     data: String,
 }
 
@@ -129,11 +134,14 @@ impl Frames {
             let text = String::from_utf8_lossy(&raw);
             let mut frame = Frame {
                 id: None,
+                event: String::new(),
                 data: String::new(),
             };
             for line in text.lines() {
                 if let Some(id) = line.strip_prefix("id:") {
                     frame.id = id.trim().parse().ok();
+                } else if let Some(event) = line.strip_prefix("event:") {
+                    frame.event = event.trim().to_owned();
                 } else if let Some(data) = line.strip_prefix("data:") {
                     frame.data.push_str(data.strip_prefix(' ').unwrap_or(data));
                 }
@@ -215,10 +223,11 @@ async fn main() -> anyhow::Result<()> {
         Some("replay") => replay(&args[1..]).await?,
         Some("langgraph") => langgraph(&args[1..]).await?,
         Some("floor") => floor(&args[1..]).await?,
+        Some("model") => model(&args[1..]).await?,
         Some("inbox") => email::inbox(&args[1..]).await?,
         Some("refresh") => email::refresh(&args[1..]).await?,
         _ => bail!(
-            "usage: steward-bench submits|events|idle|replay|langgraph|floor|inbox|refresh ARGS (see the source's header)"
+            "usage: steward-bench submits|events|idle|replay|langgraph|floor|model|inbox|refresh ARGS (see the source's header)"
         ),
     };
     println!("{result}");
@@ -292,14 +301,16 @@ async fn events(args: &[String]) -> anyhow::Result<Value> {
             tokio::spawn(async move { converse(&api, &session, index, until).await })
         })
         .collect();
-    let mut latencies = Vec::new();
+    let (mut latencies, mut deltas) = (Vec::new(), Vec::new());
     let mut runs = 0;
     for task in tasks {
-        let (samples, count) = task.await??;
-        latencies.extend(samples);
-        runs += count;
+        let heard = task.await??;
+        latencies.extend(heard.persisted);
+        deltas.extend(heard.deltas);
+        runs += heard.runs;
     }
     latencies.sort();
+    deltas.sort();
     Ok(json!({
         "streams": streams,
         "runs": runs,
@@ -307,16 +318,36 @@ async fn events(args: &[String]) -> anyhow::Result<Value> {
         "p50_ms": ms(percentile(&latencies, 0.50)),
         "p99_ms": ms(percentile(&latencies, 0.99)),
         "max_ms": ms(latencies.last().copied().unwrap_or_default()),
+        "deltas": deltas.len(),
+        "delta_p50_ms": ms(percentile(&deltas, 0.50)),
+        "delta_p99_ms": ms(percentile(&deltas, 0.99)),
     }))
+}
+
+/// What one session's conversation heard.
+struct Heard {
+    /// Each persisted frame's latency from its event's time.
+    persisted: Vec<Duration>,
+    /// Each model delta's latency from its send time (only when the model stamps them).
+    deltas: Vec<Duration>,
+    runs: usize,
+}
+
+/// Microseconds since the Unix epoch.
+fn now_micros() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_micros())
 }
 
 /// One session's conversation: its stream open, a message about once a second, each run
 /// followed to its end (the stream closes after a run's terminal event, and is reopened where
-/// it stopped). Returns every persisted frame's latency and the number of runs.
-async fn converse(api: &Api, session: &str, index: usize, until: Instant) -> anyhow::Result<(Vec<Duration>, usize)> {
+/// it stopped). Returns every persisted frame's latency, every stamped delta's, and the number
+/// of runs.
+async fn converse(api: &Api, session: &str, index: usize, until: Instant) -> anyhow::Result<Heard> {
     // Spread the sessions' first messages over the first second.
     tokio::time::sleep(Duration::from_millis((index as u64 * 7919) % 1000)).await;
-    let (mut latencies, mut last, mut runs) = (Vec::new(), 0_i64, 0);
+    let (mut latencies, mut deltas, mut last, mut runs) = (Vec::new(), Vec::new(), 0_i64, 0);
     while Instant::now() < until {
         let started = Instant::now();
         let mut stream = api.stream(session, last).await?.bytes_stream();
@@ -326,7 +357,19 @@ async fn converse(api: &Api, session: &str, index: usize, until: Instant) -> any
             let chunk = chunk?;
             let arrived = jiff::Timestamp::now();
             for frame in frames.push(&chunk) {
-                let Some(id) = frame.id else { continue };
+                let Some(id) = frame.id else {
+                    if frame.event == "assistant.delta" {
+                        let now = now_micros();
+                        let data: Value = serde_json::from_str(&frame.data).context("a delta's data is not JSON")?;
+                        for stamp in data["text"].as_str().unwrap_or_default().split_whitespace() {
+                            if let Ok(sent) = stamp.parse::<u128>() {
+                                let micros = u64::try_from(now.saturating_sub(sent)).unwrap_or(u64::MAX);
+                                deltas.push(Duration::from_micros(micros));
+                            }
+                        }
+                    }
+                    continue;
+                };
                 last = id;
                 let data: Value = serde_json::from_str(&frame.data).context("a frame's data is not JSON")?;
                 let created: jiff::Timestamp = data["created_at"]
@@ -341,7 +384,48 @@ async fn converse(api: &Api, session: &str, index: usize, until: Instant) -> any
         let rest = Duration::from_secs(1).saturating_sub(started.elapsed());
         tokio::time::sleep(rest).await;
     }
-    Ok((latencies, runs))
+    Ok(Heard {
+        persisted: latencies,
+        deltas,
+        runs,
+    })
+}
+
+/// The model server of `events` (see the header): every answer is 20 content pieces, each the
+/// microseconds since the Unix epoch when it is sent, 5 ms apart.
+async fn model(args: &[String]) -> anyhow::Result<Value> {
+    use axum::http::header::CONTENT_TYPE;
+    let port_file = args.first().context("usage: steward-bench model PORT_FILE")?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let chunk = |delta: Value| format!("data: {}\n\n", json!({ "choices": [{ "index": 0, "delta": delta }] }));
+    let app = axum::Router::new().route(
+        "/v1/chat/completions",
+        axum::routing::post(move || async move {
+            let pieces = futures_util::stream::unfold(0_u32, move |sent| async move {
+                let frame = match sent {
+                    0 => chunk(json!({ "role": "assistant" })),
+                    1..=20 => {
+                        tokio::time::sleep(Duration::from_millis(5)).await;
+                        chunk(json!({ "content": format!("{} ", now_micros()) }))
+                    }
+                    21 => format!(
+                        "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+                        json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "stop" }] }),
+                        json!({ "choices": [], "usage": { "prompt_tokens": 20, "completion_tokens": 20 } })
+                    ),
+                    _ => return None,
+                };
+                Some((Ok::<_, std::convert::Infallible>(frame), sent + 1))
+            });
+            (
+                [(CONTENT_TYPE, "text/event-stream")],
+                axum::body::Body::from_stream(pieces),
+            )
+        }),
+    );
+    std::fs::write(port_file, listener.local_addr()?.port().to_string())?;
+    axum::serve(listener, app).await?;
+    Ok(json!({}))
 }
 
 /// The reference server of idle streams (see the header).

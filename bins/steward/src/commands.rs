@@ -588,7 +588,8 @@ fn progress_bar(json: bool, what: &str) -> Option<indicatif::ProgressBar> {
     if json || !std::io::stderr().is_terminal() {
         return None;
     }
-    let bar = indicatif::ProgressBar::new(0).with_message(what.to_owned());
+    // A file name may come from the server: shown as text, never as terminal commands.
+    let bar = indicatif::ProgressBar::new(0).with_message(crate::visible::visible(what).into_owned());
     if let Ok(style) = indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}")
     {
         bar.set_style(style.progress_chars("=> "));

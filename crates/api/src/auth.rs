@@ -79,10 +79,11 @@ impl WebOrigin {
             ));
         }
         match scheme.to_ascii_lowercase().as_str() {
-            "https" => Ok(WebOrigin::Https(format!(
-                "https://{}",
-                authority.as_str().to_ascii_lowercase()
-            ))),
+            // As browsers serialize an origin: lowercase, and without the default port.
+            "https" => Ok(WebOrigin::Https(match authority.port_u16() {
+                Some(443) => format!("https://{}", authority.host().to_ascii_lowercase()),
+                _ => format!("https://{}", authority.as_str().to_ascii_lowercase()),
+            })),
             "http" if is_loopback_host(authority.as_str()) => Ok(WebOrigin::Loopback),
             "http" => Err(format!(
                 "`{value}`: plain http is allowed only on a loopback host; the web client elsewhere needs https"
@@ -456,6 +457,11 @@ mod tests {
         assert_eq!(
             WebOrigin::parse(Some("https://steward.example:8443/")),
             Ok(WebOrigin::Https("https://steward.example:8443".into()))
+        );
+        // A browser's Origin never names the default port.
+        assert_eq!(
+            WebOrigin::parse(Some("https://steward.example:443")),
+            Ok(WebOrigin::Https("https://steward.example".into()))
         );
         for bad in [
             "http://steward.example",

@@ -5,7 +5,9 @@
 //! per API process (this process's own notifications are skipped by their origin). Both become
 //! wake-ups routed by session: each session with open streams has its own small broadcast
 //! channel, so a hint wakes only that session's streams (and `All` wakes every one). The hint is
-//! never trusted for content: a woken stream reads the events table. After the listener (re)connects, every stream is woken, since notifications sent
+//! never trusted for content: a woken stream reads the events table. Transient notices (streamed
+//! text and reasoning) arrive sealed (`store::sealed`) and are opened here with the stream key;
+//! anything else on their channel is dropped. After the listener (re)connects, every stream is woken, since notifications sent
 //! while it was away are lost; streams also re-read on a periodic tick, so a lost hint delays an
 //! event, never loses it.
 
@@ -192,8 +194,10 @@ async fn relay_local(mut local: broadcast::Receiver<Hint>, routes: Arc<Routes>) 
 
 async fn relay(pool: PgPool, origin: uuid::Uuid, routes: Arc<Routes>) {
     // Opens the workers' sealed transient notices; the stream key is read once, when the
-    // first notice arrives.
+    // first notice arrives (and, should that fail, again at most every KEY_RETRY).
     let mut opener: Option<Opener> = None;
+    let mut key_retry_at = std::time::Instant::now();
+    let mut refusals = Refusals::default();
     loop {
         let mut listener = match PgListener::connect_with(&pool).await {
             Ok(listener) => listener,
@@ -212,12 +216,13 @@ async fn relay(pool: PgPool, origin: uuid::Uuid, routes: Arc<Routes>) {
         loop {
             match listener.try_recv().await {
                 Ok(Some(notification)) if notification.channel() == TRANSIENT_CHANNEL => {
-                    if opener.is_none() {
+                    if opener.is_none() && std::time::Instant::now() >= key_retry_at {
                         opener = stream_opener(&pool).await;
+                        key_retry_at = std::time::Instant::now() + KEY_RETRY;
                     }
                     if let Some(wake) = opener
                         .as_mut()
-                        .and_then(|opener| transient(opener, notification.payload()))
+                        .and_then(|opener| transient(opener, notification.payload(), &mut refusals))
                     {
                         routes.send(wake);
                     }
@@ -247,6 +252,34 @@ async fn relay(pool: PgPool, origin: uuid::Uuid, routes: Arc<Routes>) {
     }
 }
 
+/// How long after failing to read the stream key the relay tries again.
+const KEY_RETRY: Duration = Duration::from_secs(10);
+/// Refused notices are logged at most this often (any login may `NOTIFY`: a flood of forged
+/// ones must not become a flood of log lines).
+const REFUSALS_LOGGED_EVERY: Duration = Duration::from_secs(60);
+
+/// Refused transient notices since the last log line.
+#[derive(Default)]
+struct Refusals {
+    count: u64,
+    logged_at: Option<std::time::Instant>,
+}
+
+impl Refusals {
+    fn note(&mut self, refused: store::sealed::Refused) {
+        self.count += 1;
+        if self.logged_at.is_none_or(|at| at.elapsed() >= REFUSALS_LOGGED_EVERY) {
+            tracing::warn!(
+                ?refused,
+                refused_since_last_line = self.count,
+                "transient notices were refused (not sealed under the stream key, replayed or stale); no stream shows them"
+            );
+            self.count = 0;
+            self.logged_at = Some(std::time::Instant::now());
+        }
+    }
+}
+
 /// The opener of sealed notices, with the stream key read by the api login.
 async fn stream_opener(pool: &PgPool) -> Option<Opener> {
     let mut connection = match pool.acquire().await {
@@ -267,11 +300,11 @@ async fn stream_opener(pool: &PgPool) -> Option<Opener> {
 
 /// Opens a worker's sealed transient notice and parses it into the frame data streams send.
 /// Anything not sealed under the stream key (forged, altered, replayed or stale) is dropped.
-fn transient(opener: &mut Opener, payload: &str) -> Option<Wake> {
+fn transient(opener: &mut Opener, payload: &str, refusals: &mut Refusals) -> Option<Wake> {
     let payload = match opener.open(TRANSIENT_CHANNEL, payload) {
         Ok(notice) => notice,
         Err(refused) => {
-            tracing::warn!(?refused, "a transient notice was refused");
+            refusals.note(refused);
             return None;
         }
     };

@@ -41,7 +41,9 @@ pub async fn secure(request: axum::extract::Request, next: axum::middleware::Nex
 }
 
 /// `Strict-Transport-Security` for a server whose web origin is https (`API_WEB_ORIGIN`): a
-/// year, for this host only (the owner's other hosts are not this server's to decide).
+/// year, without subdomains (the owner's other hosts are not this server's to decide). HSTS
+/// covers every port of the host name, so other services on it are then reached over HTTPS
+/// only too.
 pub async fn strict_transport(mut response: Response) -> Response {
     response.headers_mut().insert(
         header::STRICT_TRANSPORT_SECURITY,

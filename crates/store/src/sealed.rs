@@ -10,10 +10,16 @@
 //! sender's origin (a random id per store) as salt, with a counter as nonce: no two senders
 //! share a key, and no key sees a nonce twice.
 //!
+//! Replays: an opener refuses any counter of a sender at or below the highest it opened, so a
+//! copy sent again while the API runs is refused; after an API restart, a copy is refused once
+//! it is older than [`MAX_AGE`] by the API's clock. The roles run on one host (or with
+//! synchronized clocks): a sender whose clock lags the API's by more than [`MAX_AGE`] would
+//! have its notices dropped as stale (the persisted step still carries the whole text).
+//!
 //! A payload reads `v1 <origin> <counter> <ciphertext, base64url>`; the channel name is the
 //! associated data, and the plaintext is `<unix milliseconds sent>\n<notice>`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
@@ -118,10 +124,18 @@ impl Sealer {
     }
 }
 
+/// The most senders an opener remembers (each worker process is one; the oldest is forgotten
+/// first, and its notices older than [`MAX_AGE`] are refused anyway).
+const MAX_SENDERS: usize = 1024;
+
 /// Opening what every sender sealed: their derived keys and the highest counter seen of each.
+/// A sender is remembered only once a notice of theirs opened, so forged payloads (any login
+/// can `NOTIFY`) cost a key derivation each and leave nothing behind.
 pub struct Opener {
     key: StreamKey,
     senders: HashMap<Uuid, (LessSafeKey, u64)>,
+    /// The senders in the order they were first opened, to forget the oldest.
+    order: VecDeque<Uuid>,
 }
 
 impl std::fmt::Debug for Opener {
@@ -151,6 +165,7 @@ impl Opener {
         Opener {
             key,
             senders: HashMap::new(),
+            order: VecDeque::new(),
         }
     }
 
@@ -165,25 +180,48 @@ impl Opener {
         let origin = Uuid::try_parse(origin).map_err(|_| Refused::Malformed)?;
         let counter: u64 = counter.parse().map_err(|_| Refused::Malformed)?;
         let mut sealed = URL_SAFE_NO_PAD.decode(sealed).map_err(|_| Refused::Malformed)?;
-        let stream_key = &self.key;
-        let (key, highest) = self
+        if self
             .senders
-            .entry(origin)
-            .or_insert_with(|| (stream_key.for_sender(origin), 0));
-        if counter <= *highest {
+            .get(&origin)
+            .is_some_and(|(_, highest)| counter <= *highest)
+        {
             return Err(Refused::Replayed);
         }
+        let derived;
+        let key = match self.senders.get(&origin) {
+            Some((key, _)) => key,
+            None => {
+                derived = self.key.for_sender(origin);
+                &derived
+            }
+        };
         let opened = key
             .open_in_place(nonce(counter), Aad::from(channel.as_bytes()), &mut sealed)
             .map_err(|_| Refused::Forged)?;
         let text = std::str::from_utf8(opened).map_err(|_| Refused::Forged)?;
         let (sent, notice) = text.split_once('\n').ok_or(Refused::Forged)?;
         let sent: u128 = sent.parse().map_err(|_| Refused::Forged)?;
-        *highest = counter;
+        let notice = notice.to_owned();
+        self.opened(origin, counter);
         if now_millis().saturating_sub(sent) > MAX_AGE.as_millis() {
             return Err(Refused::Stale);
         }
-        Ok(notice.to_owned())
+        Ok(notice)
+    }
+
+    /// Records that `origin`'s notice `counter` opened: only later ones will.
+    fn opened(&mut self, origin: Uuid, counter: u64) {
+        if let Some((_, highest)) = self.senders.get_mut(&origin) {
+            *highest = counter;
+            return;
+        }
+        if self.order.len() >= MAX_SENDERS
+            && let Some(oldest) = self.order.pop_front()
+        {
+            self.senders.remove(&oldest);
+        }
+        self.senders.insert(origin, (self.key.for_sender(origin), counter));
+        self.order.push_back(origin);
     }
 }
 
@@ -255,6 +293,22 @@ mod tests {
         assert_eq!(opener.open("c", &a2).as_deref(), Ok("a2"));
         assert_eq!(opener.open("c", &a1), Err(Refused::Replayed), "older than one opened");
         assert_eq!(opener.open("c", &b1).as_deref(), Ok("b1"));
+    }
+
+    #[test]
+    fn forged_payloads_leave_nothing_behind_and_senders_are_bounded() {
+        let mut opener = Opener::new(key(1));
+        for _ in 0..100 {
+            let forged = format!("v1 {} 1 AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", Uuid::new_v4());
+            assert_eq!(opener.open("c", &forged), Err(Refused::Forged));
+        }
+        assert!(opener.senders.is_empty() && opener.order.is_empty());
+        for _ in 0..MAX_SENDERS + 10 {
+            let mut sealer = Sealer::new(&key(1), Uuid::new_v4());
+            assert!(opener.open("c", &sealer.seal("c", "n")).is_ok());
+        }
+        assert_eq!(opener.senders.len(), MAX_SENDERS);
+        assert_eq!(opener.order.len(), MAX_SENDERS);
     }
 
     #[test]

@@ -139,6 +139,7 @@ async fn notify(pool: PgPool, origin: Uuid, mut hints: mpsc::UnboundedReceiver<H
     // Transient notices leave sealed (`sealed`), under the stream key read once with this
     // store's login; without it they are not sent at all, never in the clear.
     let mut sealer: Option<Sealer> = None;
+    let mut key_retry_at = std::time::Instant::now();
     while let Some(first) = hints.recv().await {
         let mut batch = vec![first];
         while let Ok(hint) = hints.try_recv() {
@@ -151,10 +152,17 @@ async fn notify(pool: PgPool, origin: Uuid, mut hints: mpsc::UnboundedReceiver<H
             }
         }
         if let Some(open) = connection.as_mut() {
-            if sealer.is_none() && batch.iter().any(|hint| matches!(hint, Hint::Transient(_))) {
+            if sealer.is_none()
+                && std::time::Instant::now() >= key_retry_at
+                && batch.iter().any(|hint| matches!(hint, Hint::Transient(_)))
+            {
                 match StreamKey::load(open).await {
                     Ok(key) => sealer = Some(Sealer::new(&key, origin)),
-                    Err(error) => tracing::warn!(%error, "cannot read the stream key; streamed output is not relayed"),
+                    Err(error) => {
+                        // Tried again at most every 10 s: not once per delta.
+                        key_retry_at = std::time::Instant::now() + Duration::from_secs(10);
+                        tracing::warn!(%error, "cannot read the stream key; streamed output is not relayed");
+                    }
                 }
             }
             let (channels, payloads): (Vec<&str>, Vec<String>) = notifications(origin, &batch)

@@ -501,6 +501,8 @@ async fn streamed_output_is_sealed_from_every_other_roles_login() {
     }
     stack.completes(&run).await;
     assert!(replayed, "a sealed notice was captured and sent again");
+    // (Whether the API judged the copy before the stream closed depends on timing; the opener's
+    // own tests refuse copies deterministically: `sealed::tests::…_opens_only_under_the_stream_key_and_once`.)
     assert!(!texts.contains("INJECTED"), "{texts:?}");
     assert_eq!(texts.matches("Second").count(), 1, "no delta twice: {texts:?}");
     assert_eq!(reasoning, 1, "the notice sent again was dropped");

@@ -54,8 +54,14 @@ impl User {
 
     /// Runs `steward args…` with `input` on standard input (not a terminal).
     async fn run(&self, args: &[&str], input: &str) -> Output {
+        self.run_with(args, input, &[]).await
+    }
+
+    /// [`User::run`] with `environment` added.
+    async fn run_with(&self, args: &[&str], input: &str, environment: &[(&str, &str)]) -> Output {
         let mut child = self
             .command(args)
+            .envs(environment.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -301,6 +307,43 @@ impl Terminal {
     fn type_keys(&mut self, keys: &str) {
         self.master.write_all(keys.as_bytes()).expect("type");
     }
+
+    /// Waits for the command to end (within a minute) and for its last output to be read; its
+    /// exit status.
+    async fn exit_code(&mut self) -> Option<i32> {
+        let status = tokio::time::timeout(Duration::from_secs(60), self.child.wait())
+            .await
+            .expect("steward finishes")
+            .expect("steward ran");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        status.code()
+    }
+}
+
+/// `steward chat -m MESSAGE` without a terminal (so it decides nothing), its output collected
+/// once it ends.
+fn unattended_chat(user: &User, message: &str) -> tokio::task::JoinHandle<std::process::Output> {
+    let mut command = user.command(&["chat", "-m", message]);
+    tokio::spawn(async move {
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command.spawn().expect("spawn").wait_with_output().await.expect("ran")
+    })
+}
+
+/// The first approval that waits in any conversation, once one does.
+async fn first_pending_approval(client: &client::Client) -> Approval {
+    for _ in 0..600 {
+        for session in client.sessions().await.expect("index") {
+            if let Some(pending) = client.approvals(session.session_id).await.expect("approvals").pop() {
+                return pending;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no approval appeared");
 }
 
 fn strip_escapes(text: &str) -> String {
@@ -332,13 +375,9 @@ async fn chat_on_a_terminal_prints_escape_sequences_in_an_answer_as_text() {
     // a screen clear (CSI), a C1 CSI, a DCS and a right-to-left override.
     let hostile = "copy \u{1b}]52;c;cm0gLXJmIH4=\u{7} see \u{1b}]8;;https://evil.example\u{1b}\\here\u{1b}]8;;\u{1b}\\ \u{1b}[2J \u{9b}31m \u{1b}P1$r\u{1b}\\ \u{202E}gnp.exe";
     let mut terminal = Terminal::start(&user, &["chat", "-m", hostile]);
-    let status = tokio::time::timeout(Duration::from_secs(60), terminal.child.wait())
-        .await
-        .expect("steward finishes")
-        .expect("steward ran");
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let code = terminal.exit_code().await;
     let raw = String::from_utf8_lossy(&terminal.screen.lock().expect("lock")).into_owned();
-    assert_eq!(status.code(), Some(0), "{raw:?}");
+    assert_eq!(code, Some(0), "{raw:?}");
     assert!(
         terminal.text().contains("You said: copy ␛]52;c;cm0gLXJmIH4=␇"),
         "{raw:?}"
@@ -381,34 +420,9 @@ async fn chat_on_a_terminal_answers_an_approval_inline_and_exits_with_the_run() 
 
     // Without a terminal the approval is left for another client; once it is denied elsewhere
     // the run goes on (the model hears of the denial) and completes.
-    let waiting = tokio::spawn({
-        let command = user.command(&["chat", "-m", r#"/tool notes.add {"text": "Never saved"}"#]);
-        async move {
-            let mut command = command;
-            command
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped());
-            command.spawn().expect("spawn").wait_with_output().await.expect("ran")
-        }
-    });
+    let waiting = unattended_chat(&user, r#"/tool notes.add {"text": "Never saved"}"#);
     let client = stack.client();
-    let mut polls = 0;
-    let approval = loop {
-        polls += 1;
-        assert!(polls < 600, "no approval appeared");
-        let sessions = client.sessions().await.expect("index");
-        let mut found = None;
-        for session in sessions {
-            if let Some(pending) = client.approvals(session.session_id).await.expect("approvals").pop() {
-                found = Some(pending);
-            }
-        }
-        if let Some(found) = found {
-            break found;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let approval = first_pending_approval(&client).await;
     let denied = user
         .run(
             &[
@@ -499,14 +513,7 @@ async fn https_is_verified_with_the_systems_trust_store() {
     // The test authority is in no store of the system: the server is not trusted, and nothing
     // is kept.
     let user = User::new();
-    let untrusted = user
-        .command(&["connect", &base])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let untrusted = finish(untrusted, &format!("{TOKEN}\n")).await;
+    let untrusted = user.connect(&base).await;
     assert_eq!(untrusted.code, 1, "{}", untrusted.stderr);
     assert!(
         untrusted.stderr.to_lowercase().contains("certificate"),
@@ -518,37 +525,20 @@ async fn https_is_verified_with_the_systems_trust_store() {
     // The system's trust store (on Linux the bundle `SSL_CERT_FILE` names) holds it: trusted.
     let bundle = user.home.path().join("ca.pem");
     std::fs::write(&bundle, ca_pem).expect("write the bundle");
+    let bundle = bundle.display().to_string();
     let trusted = user
-        .command(&["connect", &base])
-        .env("SSL_CERT_FILE", &bundle)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let trusted = finish(trusted, &format!("{TOKEN}\n")).await;
+        .run_with(
+            &["connect", &base],
+            &format!("{TOKEN}\n"),
+            &[("SSL_CERT_FILE", &bundle)],
+        )
+        .await;
     assert_eq!(trusted.code, 0, "{}", trusted.stderr);
     assert!(
         trusted.stdout.contains("Connected to https://localhost"),
         "{}",
         trusted.stdout
     );
-}
-
-/// Feeds `input` to a spawned command and collects what it printed.
-async fn finish(mut child: tokio::process::Child, input: &str) -> Output {
-    let mut stdin = child.stdin.take().expect("stdin");
-    stdin.write_all(input.as_bytes()).await.expect("write stdin");
-    drop(stdin);
-    let output = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
-        .await
-        .expect("steward finishes")
-        .expect("steward ran");
-    Output {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
 }
 
 #[tokio::test]
@@ -565,32 +555,23 @@ async fn a_loopback_server_is_never_reached_through_a_proxy() {
         }
     });
     let user = User::new();
-    let mut command = user.command(&["connect", &stack.base]);
-    for variable in [
+    let proxies: Vec<(&str, &str)> = [
         "http_proxy",
         "HTTP_PROXY",
         "https_proxy",
         "HTTPS_PROXY",
         "all_proxy",
         "ALL_PROXY",
-    ] {
-        command.env(variable, &proxy_url);
-    }
-    let child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let connected = finish(child, &format!("{TOKEN}\n")).await;
+    ]
+    .into_iter()
+    .map(|variable| (variable, proxy_url.as_str()))
+    .collect();
+    let connected = user
+        .run_with(&["connect", &stack.base], &format!("{TOKEN}\n"), &proxies)
+        .await;
     assert_eq!(connected.code, 0, "{}", connected.stderr);
-    let sessions = user.command(&["sessions"]);
-    let mut sessions = sessions;
-    for variable in ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"] {
-        sessions.env(variable, &proxy_url);
-    }
-    let listed = sessions.output().await.expect("sessions");
-    assert!(listed.status.success(), "{}", String::from_utf8_lossy(&listed.stderr));
+    let listed = user.run_with(&["sessions"], "", &proxies).await;
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
     assert_eq!(
         offered.load(std::sync::atomic::Ordering::SeqCst),
         0,
@@ -628,11 +609,7 @@ async fn chat_shows_a_long_argument_whole_before_it_is_approved() {
     );
     assert!(shown.contains("Shown whole"), "{screen}");
     terminal.type_keys("\r");
-    let status = tokio::time::timeout(Duration::from_secs(60), terminal.child.wait())
-        .await
-        .expect("steward finishes")
-        .expect("steward ran");
-    assert_eq!(status.code(), Some(0), "{}", terminal.text());
+    assert_eq!(terminal.exit_code().await, Some(0), "{}", terminal.text());
     let saved: String = sqlx::query_scalar("SELECT text FROM notes")
         .fetch_one(&stack.db.pool)
         .await
@@ -647,32 +624,9 @@ async fn approvals_approve_prints_the_whole_and_asks_or_needs_yes() {
     assert_eq!(user.connect(&stack.base).await.code, 0);
     let message = format!("/tool notes.add {}", serde_json::json!({ "text": long_note() }));
     // A chat without a terminal leaves the approval for another client.
-    let waiting = tokio::spawn({
-        let mut command = user.command(&["chat", "-m", &message]);
-        async move {
-            command
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped());
-            command.spawn().expect("spawn").wait_with_output().await.expect("ran")
-        }
-    });
+    let waiting = unattended_chat(&user, &message);
     let client = stack.client();
-    let mut polls = 0;
-    let approval = loop {
-        polls += 1;
-        assert!(polls < 600, "no approval appeared");
-        let mut found = None;
-        for session in client.sessions().await.expect("index") {
-            if let Some(pending) = client.approvals(session.session_id).await.expect("approvals").pop() {
-                found = Some(pending);
-            }
-        }
-        if let Some(found) = found {
-            break found;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let approval = first_pending_approval(&client).await;
     let (id, session) = (approval.approval_id.to_string(), approval.session_id.to_string());
 
     // Without a terminal and without --yes: the whole is printed, nothing is decided.
@@ -703,12 +657,7 @@ async fn approvals_approve_prints_the_whole_and_asks_or_needs_yes() {
         "{screen}"
     );
     terminal.type_keys("y\r");
-    let status = tokio::time::timeout(Duration::from_secs(60), terminal.child.wait())
-        .await
-        .expect("steward finishes")
-        .expect("steward ran");
-    assert_eq!(status.code(), Some(0), "{}", terminal.text());
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(terminal.exit_code().await, Some(0), "{}", terminal.text());
     assert!(terminal.text().contains("notes.add: approved"), "{}", terminal.text());
     let output = tokio::time::timeout(Duration::from_secs(60), waiting)
         .await
