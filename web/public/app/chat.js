@@ -390,8 +390,11 @@ function apply(frame, items) {
           deciding: null,
           error: null,
           proposals: proposalsOf(runId, payload.tool),
-          whole: null,
-          proof: "checking",
+          // Nothing cut: the arguments are whole as they are, proven at once.
+          ...(Object.keys(payload.argument_digests ?? {}).length === 0 &&
+          refuseTruncated({ arguments: payload.arguments, digests: {} }) === null
+            ? { whole: payload.arguments, proof: "proven" }
+            : { whole: null, proof: "checking" }),
       });
       break;
     case "approval.resolved":

@@ -430,7 +430,8 @@ function ApprovalCard({ item }) {
   }
   const deciding = item.deciding;
   const refusal = chat.refuseApproval(item);
-  return html`<section class="card attention" aria-label=${`Approval for ${item.tool}`} data-approval=${item.approvalId}>
+  return html`<section class="card attention" aria-label=${`Approval for ${item.tool}`} data-approval=${item.approvalId}
+    data-checking=${item.proof === "checking" ? "" : undefined}>
     <h3>Steward wants to run <code>${item.tool}</code></h3>
     <p class="summary">Risk: ${item.risk}. Nothing happens until you decide.</p>
     ${args}
@@ -643,11 +644,12 @@ function Transcript() {
     if (!wanted) return;
     const selector = wanted.approvalId ? `[data-approval="${wanted.approvalId}"]` : `[data-question="${wanted.questionId}"]`;
     const card = /** @type {HTMLElement | null} */ (document.querySelector(selector));
-    if (!card) return;
+    // A card still checking its shortened text waits: Approve once may yet be offered.
+    if (!card || card.hasAttribute("data-checking")) return;
     card.scrollIntoView({ block: "center" });
     /** @type {HTMLElement | null} */ (card.querySelector("button:not([disabled]), input"))?.focus();
     chat.focusRequest.value = null;
-  }, [wanted, items.length]);
+  }, [wanted, items]);
   if (!chat.selectedId.value && items.length === 0) {
     return html`<div class="welcome"><h2>What can I do for you?</h2><p>Ask anything. Actions that reach outside wait for your approval.</p></div>`;
   }
