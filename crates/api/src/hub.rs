@@ -217,7 +217,9 @@ async fn relay(pool: PgPool, origin: uuid::Uuid, routes: Arc<Routes>) {
             match listener.try_recv().await {
                 Ok(Some(notification)) if notification.channel() == TRANSIENT_CHANNEL => {
                     if opener.is_none() && std::time::Instant::now() >= key_retry_at {
-                        opener = stream_opener(&pool).await;
+                        // On the listener's own connection: waiting for the pool here (busy
+                        // with the very streams this relay wakes) would stall every stream.
+                        opener = stream_opener(&mut listener).await;
                         key_retry_at = std::time::Instant::now() + KEY_RETRY;
                     }
                     if let Some(wake) = opener
@@ -280,16 +282,10 @@ impl Refusals {
     }
 }
 
-/// The opener of sealed notices, with the stream key read by the api login.
-async fn stream_opener(pool: &PgPool) -> Option<Opener> {
-    let mut connection = match pool.acquire().await {
-        Ok(connection) => connection,
-        Err(error) => {
-            tracing::warn!(%error, "cannot read the stream key; streamed output waits for its step");
-            return None;
-        }
-    };
-    match StreamKey::load(&mut connection).await {
+/// The opener of sealed notices, with the stream key read by the api login on `listener`'s
+/// connection.
+async fn stream_opener(listener: &mut PgListener) -> Option<Opener> {
+    match StreamKey::load(listener).await {
         Ok(key) => Some(Opener::new(key)),
         Err(error) => {
             tracing::warn!(%error, "cannot read the stream key; streamed output waits for its step");

@@ -26,7 +26,6 @@ use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ring::aead::{Aad, CHACHA20_POLY1305, LessSafeKey, Nonce, UnboundKey};
 use ring::hkdf::{HKDF_SHA256, Salt};
-use sqlx::PgConnection;
 use uuid::Uuid;
 
 /// A notice older than this when it is opened is dropped (a copy sent again later, or one that
@@ -51,8 +50,10 @@ impl StreamKey {
         StreamKey(bytes)
     }
 
-    /// The stream key, read with a login allowed to (the worker's or the api's).
-    pub async fn load(connection: &mut PgConnection) -> sqlx::Result<StreamKey> {
+    /// The stream key, read with a login allowed to (the worker's or the api's), on a
+    /// connection of the caller's own (the notifier's, the relay's listener), never one a busy
+    /// pool would make it wait for.
+    pub async fn load<'e>(connection: impl sqlx::PgExecutor<'e>) -> sqlx::Result<StreamKey> {
         let bytes: Vec<u8> = sqlx::query_scalar("SELECT key FROM stream_keys WHERE id = 1")
             .fetch_one(connection)
             .await?;

@@ -156,7 +156,7 @@ async fn notify(pool: PgPool, origin: Uuid, mut hints: mpsc::UnboundedReceiver<H
                 && std::time::Instant::now() >= key_retry_at
                 && batch.iter().any(|hint| matches!(hint, Hint::Transient(_)))
             {
-                match StreamKey::load(open).await {
+                match StreamKey::load(&mut *open).await {
                     Ok(key) => sealer = Some(Sealer::new(&key, origin)),
                     Err(error) => {
                         // Tried again at most every 10 s: not once per delta.
