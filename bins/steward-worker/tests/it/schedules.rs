@@ -55,6 +55,16 @@ async fn outcome_notifications(stack: &Stack) -> i64 {
         .await
 }
 
+/// A daily local time (`HH:MM:00`) in `zone`, `minutes` from now: tests that compare firing
+/// times must not depend on the hour the suite runs at.
+fn local_time_from_now(zone: &str, minutes: i64) -> String {
+    let zone = jiff::tz::TimeZone::get(zone).expect("zone");
+    (Timestamp::now() + minutes.minutes())
+        .to_zoned(zone)
+        .strftime("%H:%M:00")
+        .to_string()
+}
+
 fn next_fire(schedule: &Value) -> Timestamp {
     schedule["next_fire_at"]
         .as_str()
@@ -217,8 +227,10 @@ async fn stack_store(stack: &Stack) -> store::Store {
 async fn two_schedulers_fire_each_occurrence_exactly_once() {
     let stack = scheduling_stack().await;
     let mut schedules = Vec::new();
+    // A hundred consecutive minutes starting two hours from now, so every schedule's first
+    // firing is on the same day whatever the hour the suite runs at.
     for index in 0..100 {
-        let local_time = format!("{:02}:{:02}:00", 6 + index / 60, index % 60);
+        let local_time = local_time_from_now("Europe/London", 120 + index);
         schedules.push(create(&stack, "hello", json!([]), &local_time, 86_400, 3).await);
     }
     let start = schedules.iter().map(next_fire).min().expect("schedules");
@@ -407,8 +419,11 @@ async fn after_downtime_each_missed_day_is_skipped_and_the_on_time_firing_runs()
 #[tokio::test]
 async fn a_schedule_whose_zone_is_unknown_stops_without_blocking_the_others() {
     let stack = scheduling_stack().await;
-    let good = create_in(&stack, "UTC", "hello", json!([]), "07:00:00", 60, 3).await;
-    let broken = create_in(&stack, "UTC", "hello", json!([]), "06:00:00", 60, 3).await;
+    // The broken schedule is due an hour before the good one, whatever the hour now.
+    let good_time = local_time_from_now("UTC", 180);
+    let broken_time = local_time_from_now("UTC", 120);
+    let good = create_in(&stack, "UTC", "hello", json!([]), &good_time, 60, 3).await;
+    let broken = create_in(&stack, "UTC", "hello", json!([]), &broken_time, 60, 3).await;
     // As if this host's tz database lost the zone after the schedule was created.
     sqlx::query("UPDATE schedules SET timezone = 'Nowhere/Atlantis' WHERE id = $1::uuid")
         .bind(broken["id"].as_str().expect("id"))
