@@ -1,10 +1,13 @@
 //! Architecture invariants: dependency closures, checked against the real dependency graph
 //! (`cargo metadata`), here; database privileges in `privileges`; systemd units in `systemd`;
-//! the web client's vendored libraries in `web_vendor`.
+//! the web client's vendored libraries in `web_vendor`; the documents' links and configuration
+//! pages in `docs`.
 //!
 //! Each invariant is stated as an absence: a crate's normal (non-dev, non-build) dependency
 //! closure must not contain the listed packages. Adding such a dependency later fails here.
 
+mod cycles;
+mod docs;
 mod privileges;
 mod systemd;
 mod web_vendor;

@@ -220,7 +220,7 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     let docs = root.join("docs/bench");
     std::fs::create_dir_all(&docs).context("create docs/bench")?;
     let text = format!(
-        "# Benchmark\n\nWritten by `cargo xtask bench`; see the README's \"Benchmark\" section for what each figure is.\n\n\
+        "# Benchmark\n\nWritten by `cargo xtask bench`; see [docs/benchmark.md](../benchmark.md) for what each figure is.\n\n\
          {machine}\n\n{}\n![chart](bench.png)\n",
         report.table()
     );
@@ -309,6 +309,12 @@ impl Bench {
             )),
         }
         self.submit_rate.set(Some(rate));
+        // No worker ran during the submits: their runs wait in the queue. Set them aside, so the
+        // stream figures measure their own runs, not a worker draining thousands first.
+        self.psql(
+            "steward_bench",
+            "UPDATE runs SET state = 'cancelled', updated_at = now() WHERE state = 'queued'",
+        )?;
 
         let mut worker = self.start_role(role("steward-worker"), &[])?;
         let events = self.steward_bench(&[

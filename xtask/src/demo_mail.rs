@@ -74,6 +74,6 @@ impl DemoMail {
     }
 
     pub fn stop(&mut self) {
-        crate::dev::stop(&mut self.child);
+        crate::stop(&mut self.child);
     }
 }

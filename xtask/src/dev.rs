@@ -15,8 +15,7 @@ use std::process::{Child, Command, ExitCode};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use nix::sys::signal::{SigSet, Signal, kill};
-use nix::unistd::Pid;
+use nix::sys::signal::{SigSet, Signal};
 use pgcluster::Cluster;
 
 const DEFAULT_PORT: u16 = 8080;
@@ -291,6 +290,7 @@ impl Stack {
     }
 
     pub fn stop(&mut self) {
+        use crate::stop;
         stop(&mut self.api);
         stop(&mut self.worker);
         stop(&mut self.scheduler);
@@ -376,13 +376,6 @@ fn health_status(listen: SocketAddr) -> Option<u16> {
     let mut head = [0u8; 12];
     stream.read_exact(&mut head).ok()?;
     std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
-}
-
-pub(crate) fn stop(child: &mut Child) {
-    if matches!(child.try_wait(), Ok(None)) {
-        let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
-    }
-    let _ = child.wait();
 }
 
 #[cfg(test)]

@@ -68,6 +68,16 @@ fn preflight(args: Vec<String>) -> anyhow::Result<ExitCode> {
 }
 
 /// The workspace root (xtask lives one level below it).
+/// Stops a child process: `SIGTERM` while it still runs, then waits for it to end.
+fn stop(child: &mut std::process::Child) {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    if matches!(child.try_wait(), Ok(None)) {
+        let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+    }
+    let _ = child.wait();
+}
+
 fn workspace_root() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     manifest.parent().map(PathBuf::from).unwrap_or(manifest)

@@ -424,6 +424,12 @@ async fn model(args: &[String]) -> anyhow::Result<Value> {
         }),
     );
     std::fs::write(port_file, listener.local_addr()?.port().to_string())?;
+    // As the API does: each piece leaves at once, not behind Nagle's algorithm waiting for a
+    // delayed acknowledgement (a 40 ms stall that would be charged to Steward's transport).
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|stream| {
+        let _ = stream.set_nodelay(true);
+    });
     axum::serve(listener, app).await?;
     Ok(json!({}))
 }

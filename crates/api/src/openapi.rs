@@ -1,9 +1,6 @@
 //! The OpenAPI 3.1 description of the API, generated from the handlers' annotations and trimmed
 //! to the routes this process has mounted, so the document served always matches the router.
 
-use axum::extract::State;
-use axum::http::header;
-use axum::response::IntoResponse;
 use domain::ErrorCode;
 use domain::approval::pointer_token;
 use domain::flags::FeatureFlags;
@@ -12,10 +9,9 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, Http, HttpAuthScheme, Secur
 use utoipa::openapi::{OpenApi as Document, PathItem};
 use utoipa::{Modify, OpenApi};
 
-use crate::AppState;
 use crate::handlers::{
-    approvals, artifacts, drafts, email, events, feedback, folder_proposals, folders, health, notifications, runs,
-    schedules, sessions, settings, web_session,
+    self, approvals, artifacts, drafts, email, events, feedback, folder_proposals, folders, health, notifications,
+    runs, schedules, sessions, settings, web_session,
 };
 use crate::routes::{Access, catalog};
 
@@ -46,7 +42,7 @@ impl Modify for BearerAuth {
     ),
     paths(
         health::ready,
-        serve,
+        handlers::openapi::serve,
         sessions::create,
         sessions::list,
         sessions::get,
@@ -544,16 +540,4 @@ fn refine(document: &mut Value, described: &Described<'_>) {
 
 pub fn document_json(described: &Described<'_>) -> String {
     serde_json::to_string_pretty(&document(described)).unwrap_or_else(|error| format!("{{\"error\": \"{error}\"}}"))
-}
-
-/// This document.
-#[utoipa::path(
-    get, path = "/v1/openapi.json", tag = "meta",
-    responses((status = 200, description = "The OpenAPI 3.1 document for the mounted routes", content_type = "application/json"))
-)]
-pub async fn serve(State(state): State<AppState>) -> impl IntoResponse {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        state.settings.openapi_json.clone(),
-    )
 }

@@ -19,10 +19,10 @@ use domain::scope::Scope;
 use crate::AppState;
 use crate::auth::{self, Authenticator, Guard, Needs};
 use crate::handlers::{
-    approvals, artifacts, drafts, email, events, feedback, folder_proposals, folders, health, notifications, runs,
-    schedules, sessions, settings, web_session,
+    approvals, artifacts, drafts, email, events, feedback, folder_proposals, folders, health, notifications, openapi,
+    runs, schedules, sessions, settings, web_session,
 };
-use crate::{openapi, problem};
+use crate::problem;
 
 /// Who may call a route.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -104,6 +104,27 @@ pub fn scope(account_id: &str, default_account: &str, capability: MailCapability
     format!("{}.use", prefix(account_id, default_account, capability))
 }
 
+/// The server-use scopes the accounts make available to schedules: every account's mail read
+/// and write use scopes (`mcp.mail_read.use`, `mcp.mail_work_write.use`, …). Sending is never
+/// derivable: a schedule cannot send.
+pub fn derivable_scopes(accounts: &AccountIds) -> Vec<String> {
+    accounts
+        .accounts
+        .iter()
+        .flat_map(|account| {
+            [MailCapability::Read, MailCapability::Write]
+                .map(|capability| scope(account, &accounts.default_account, capability))
+        })
+        .collect()
+}
+
+/// Whether `requested` scopes can be granted to a schedule's run, given the connected accounts
+/// (`None` when mail is not enabled).
+pub fn authorize(requested: &[String], accounts: Option<&AccountIds>) -> bool {
+    let available = accounts.map(derivable_scopes).unwrap_or_default();
+    requested.iter().all(|scope| available.contains(scope))
+}
+
 /// Every mail tool of the connected accounts: the default account first, then the others in
 /// manifest order; per account read, write, send.
 pub fn tools(accounts: &AccountIds) -> Vec<MailTool> {
@@ -379,5 +400,22 @@ mod tests {
         let accented = vec!["zoë@example.org".to_owned()];
         let foreign = DraftMessage { to: &accented, ..new };
         assert!(foreign.unsendable().is_some_and(|why| why.contains("ASCII")));
+    }
+
+    #[test]
+    fn requested_scopes_must_be_derivable() {
+        let ids = accounts("personal", &["personal"]);
+        let mail = vec!["mcp.mail_read.use".to_owned(), "mcp.mail_write.use".to_owned()];
+        assert!(authorize(&[], None), "no scopes need no accounts");
+        assert!(authorize(&mail, Some(&ids)));
+        assert!(!authorize(&mail, None), "mail scopes without mail enabled");
+        assert!(!authorize(&["mcp.mail_send.use".to_owned()], Some(&ids)));
+        let two = AccountIds {
+            default_account: "personal".into(),
+            accounts: vec!["personal".into(), "work".into()],
+        };
+        assert!(authorize(&["mcp.mail_work_write.use".to_owned()], Some(&two)));
+        assert!(!authorize(&["mcp.mail_work_send.use".to_owned()], Some(&two)));
+        assert!(authorize(&mail, Some(&AccountIds::legacy())));
     }
 }

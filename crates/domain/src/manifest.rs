@@ -4,8 +4,6 @@
 
 use serde::Deserialize;
 
-use crate::mail_tools::{self, MailCapability};
-
 /// The account id of the legacy single-account form (the three `MAIL_*_CREDENTIAL_FILE` paths).
 pub const LEGACY_ACCOUNT_ID: &str = "default";
 
@@ -132,26 +130,6 @@ impl AccountIds {
             accounts: vec![LEGACY_ACCOUNT_ID.to_owned()],
         }
     }
-
-    /// The server-use scopes the accounts make available to schedules: every account's mail
-    /// read and write use scopes (`mcp.mail_read.use`, `mcp.mail_work_write.use`, …). Sending is
-    /// never derivable: a schedule cannot send.
-    pub fn derivable_scopes(&self) -> Vec<String> {
-        self.accounts
-            .iter()
-            .flat_map(|account| {
-                [MailCapability::Read, MailCapability::Write]
-                    .map(|capability| mail_tools::scope(account, &self.default_account, capability))
-            })
-            .collect()
-    }
-}
-
-/// Whether `requested` scopes can be granted to a schedule's run, given the connected accounts
-/// (`None` when mail is not enabled).
-pub fn authorize(requested: &[String], accounts: Option<&AccountIds>) -> bool {
-    let available = accounts.map(AccountIds::derivable_scopes).unwrap_or_default();
-    requested.iter().all(|scope| available.contains(scope))
 }
 
 #[cfg(test)]
@@ -205,22 +183,5 @@ mod tests {
             ),
             Err(ManifestError::Shape(_))
         ));
-    }
-
-    #[test]
-    fn requested_scopes_must_be_derivable() {
-        let ids = AccountIds::parse(MANIFEST.as_bytes()).expect("valid");
-        let mail = vec!["mcp.mail_read.use".to_owned(), "mcp.mail_write.use".to_owned()];
-        assert!(authorize(&[], None), "no scopes need no accounts");
-        assert!(authorize(&mail, Some(&ids)));
-        assert!(!authorize(&mail, None), "mail scopes without mail enabled");
-        assert!(!authorize(&["mcp.mail_send.use".to_owned()], Some(&ids)));
-        let two = AccountIds {
-            default_account: "personal".into(),
-            accounts: vec!["personal".into(), "work".into()],
-        };
-        assert!(authorize(&["mcp.mail_work_write.use".to_owned()], Some(&two)));
-        assert!(!authorize(&["mcp.mail_work_send.use".to_owned()], Some(&two)));
-        assert!(authorize(&mail, Some(&AccountIds::legacy())));
     }
 }

@@ -10,7 +10,8 @@
 
 use domain::cadence::{Daily, parse_local_time};
 use domain::ids::{RunId, ScheduleId, SessionId};
-use domain::manifest::{AccountIds, authorize};
+use domain::mail_tools::authorize;
+use domain::manifest::AccountIds;
 use domain::run::RunState;
 use jiff::Timestamp;
 use sqlx::PgConnection;

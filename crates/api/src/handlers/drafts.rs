@@ -298,19 +298,6 @@ pub async fn restore(
     saved(&state, &caller.principal, outcome, local).await
 }
 
-/// The agent a draft's send session is pinned to and the `send_message` tool of `account_id`
-/// in its roster; `None` when this server cannot send from that account (mail off, or the
-/// account not connected).
-pub(crate) fn send_tool<'a>(
-    state: &'a AppState,
-    account_id: &str,
-) -> Option<(&'a domain::agent::Agent, domain::mail_tools::MailTool)> {
-    let agents = &state.settings.agents;
-    let agent = agents.get("default").or_else(|| agents.iter().next())?;
-    let tool = domain::mail_tools::send_tool(state.settings.mail_accounts.as_ref()?, account_id)?;
-    agent.configuration.tools.contains(&tool.name).then_some((agent, tool))
-}
-
 /// Review & Send: freezes the newest revision, which must be `revision` (the one the owner
 /// reviewed), into one approval of the account's `send_message` tool whose arguments are exactly
 /// it (`account_id`, `thread_id` for a reply, `to`, `cc`, `subject`, `body`; strings over 512
@@ -336,7 +323,7 @@ pub async fn review(
         .email_draft(id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::EmailDraftNotFound))?;
-    let Some((agent, tool)) = send_tool(&state, &row.account_id) else {
+    let Some((agent, tool)) = super::email::send_tool(&state, &row.account_id) else {
         return Err(ApiError::new(ErrorCode::EmailSendUnavailable).detail(format!(
             "mail account `{}` has no send tool on this server (mail off, or the account not connected)",
             row.account_id

@@ -157,6 +157,19 @@ pub(crate) fn operation(row: EmailOperationRow) -> EmailOperation {
     }
 }
 
+/// The agent a draft's send session is pinned to and the `send_message` tool of `account_id`
+/// in its roster; `None` when this server cannot send from that account (mail off, or the
+/// account not connected).
+pub(crate) fn send_tool<'a>(
+    state: &'a AppState,
+    account_id: &str,
+) -> Option<(&'a domain::agent::Agent, domain::mail_tools::MailTool)> {
+    let agents = &state.settings.agents;
+    let agent = agents.get("default").or_else(|| agents.iter().next())?;
+    let tool = domain::mail_tools::send_tool(state.settings.mail_accounts.as_ref()?, account_id)?;
+    agent.configuration.tools.contains(&tool.name).then_some((agent, tool))
+}
+
 pub(crate) fn parse_uuid(text: &str, missing: ErrorCode) -> Result<Uuid, ApiError> {
     super::parse_id(text, |text| Uuid::parse_str(text).ok(), missing)
 }
@@ -174,7 +187,7 @@ pub async fn accounts(State(state): State<AppState>) -> Result<JsonResponse<Emai
         accounts: rows
             .into_iter()
             .map(|row| {
-                let tool = super::drafts::send_tool(&state, &row.account_id).map(|(_, tool)| tool.name);
+                let tool = send_tool(&state, &row.account_id).map(|(_, tool)| tool.name);
                 account(row, tool)
             })
             .collect(),

@@ -10,6 +10,7 @@ pub mod folder_proposals;
 pub mod folders;
 pub mod health;
 pub mod notifications;
+pub mod openapi;
 pub mod runs;
 pub mod schedules;
 pub mod sessions;
