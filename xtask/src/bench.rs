@@ -313,7 +313,8 @@ impl Bench {
         // stream figures measure their own runs, not a worker draining thousands first.
         self.psql(
             "steward_bench",
-            "UPDATE runs SET state = 'cancelled', updated_at = now() WHERE state = 'queued'",
+            "UPDATE runs SET state = 'cancelled', outcome_reason = 'requested', finished_at = now(), updated_at = now() \
+             WHERE state = 'queued'",
         )?;
 
         let mut worker = self.start_role(role("steward-worker"), &[])?;

@@ -3,38 +3,11 @@
 //! prompt text: a conversation's own rule wins over a person's, which wins over a kind's, and
 //! the newest wins within one scope; importance and reply need are decided separately.
 
-use serde::{Deserialize, Serialize};
-use utoipa::ToSchema;
-
-macro_rules! names {
-    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident => $text:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
-        #[serde(rename_all = "snake_case")]
-        pub enum $name {
-            $($(#[$vmeta])* $variant),+
-        }
-
-        impl $name {
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            /// The stored (and serialized) name.
-            pub const fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text),+
-                }
-            }
-
-            pub fn parse(text: &str) -> Option<$name> {
-                $name::ALL.iter().copied().find(|value| value.as_str() == text)
-            }
-        }
-    };
-}
+use crate::names::names;
 
 names! {
     /// What kind of content a message is.
-    ContentKind {
+    ContentKind ("content kind") {
         /// Mailing lists and newsletters (bulk headers).
         Bulk => "bulk",
         /// Receipts, notifications and other machine-sent mail.
@@ -46,7 +19,7 @@ names! {
 
 names! {
     /// What a piece of feedback applies to.
-    FeedbackScope {
+    FeedbackScope ("feedback scope") {
         /// The conversation it was given on.
         Thread => "thread",
         /// Every conversation from one person (an address the owner chose explicitly).
@@ -58,7 +31,7 @@ names! {
 
 names! {
     /// What the owner says.
-    FeedbackSignal {
+    FeedbackSignal ("feedback signal") {
         Important => "important",
         LessImportant => "less_important",
         NeedsReply => "needs_reply",

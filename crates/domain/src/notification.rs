@@ -6,6 +6,8 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::schedule::OccurrenceState;
+
 /// What a notification is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -61,7 +63,7 @@ pub enum Alert<'a> {
     /// failure reason code when there is one, the title of the schedule revision that ran and the
     /// local wall time it was scheduled for (both kept with the occurrence).
     ScheduleOutcome {
-        state: &'a str,
+        state: OccurrenceState,
         reason: Option<&'a str>,
         title: Option<&'a str>,
         scheduled_local: Option<&'a str>,
@@ -92,13 +94,13 @@ impl Alert<'_> {
                 scheduled_local,
             } => {
                 let outcome = match (*state, *reason) {
-                    ("skipped", Some("misfire")) => "skipped, it started too late",
-                    ("skipped", _) => "skipped",
-                    ("completed", _) => "completed",
-                    ("failed", Some("schedule.authorization_failed")) => "not authorized",
-                    ("cancelled", Some("deadline")) => "cancelled, it ran out of time",
-                    ("cancelled", _) => "cancelled",
-                    _ => "failed",
+                    (OccurrenceState::Skipped, Some("misfire")) => "skipped, it started too late",
+                    (OccurrenceState::Skipped, _) => "skipped",
+                    (OccurrenceState::Completed, _) => "completed",
+                    (OccurrenceState::Failed, Some("schedule.authorization_failed")) => "not authorized",
+                    (OccurrenceState::Cancelled, Some("deadline")) => "cancelled, it ran out of time",
+                    (OccurrenceState::Cancelled, _) => "cancelled",
+                    (OccurrenceState::Failed | OccurrenceState::Started, _) => "failed",
                 };
                 let title = title
                     .map(str::trim)
@@ -162,7 +164,7 @@ mod tests {
         );
         assert_eq!(
             Alert::ScheduleOutcome {
-                state: "skipped",
+                state: OccurrenceState::Skipped,
                 reason: Some("misfire"),
                 title: Some("Morning brief"),
                 scheduled_local: Some("2026-11-24 07:00"),
@@ -193,12 +195,12 @@ mod tests {
         ];
         for (state, reason, outcome) in cases {
             assert_eq!(
-                alert(state, reason),
+                alert(OccurrenceState::parse(state).expect("a state"), reason),
                 format!("Inbox digest (2026-11-24 07:00): {outcome}")
             );
         }
         let untitled = Alert::ScheduleOutcome {
-            state: "completed",
+            state: OccurrenceState::Completed,
             reason: None,
             title: None,
             scheduled_local: None,

@@ -3,6 +3,7 @@
 use jiff::tz::TimeZone;
 
 use crate::cadence::Daily;
+use crate::names::names;
 use crate::run::RunLimits;
 
 /// A checked schedule definition. Its cadence's zone was looked up by name at the edge.
@@ -30,5 +31,18 @@ impl ScheduleSpec {
     /// The zone of the cadence.
     pub fn zone(&self) -> &TimeZone {
         &self.cadence.zone
+    }
+}
+
+names! {
+    /// What became of one firing of a schedule.
+    OccurrenceState ("occurrence state") {
+        /// Its run is under way.
+        Started => "started",
+        /// It did not run (see `reason`, e.g. `misfire`).
+        Skipped => "skipped",
+        Completed => "completed",
+        Failed => "failed",
+        Cancelled => "cancelled",
     }
 }

@@ -17,6 +17,7 @@
 
 use std::collections::HashSet;
 
+pub use domain::email::{Importance, ReplyNeed};
 use domain::feedback::ContentKind;
 use serde::{Deserialize, Serialize};
 
@@ -27,42 +28,6 @@ pub const CLASSIFIER_VERSION: &str = "jev-1.13.0";
 
 /// The longest gist, in characters.
 pub const GIST_MAX_CHARS: usize = 140;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Importance {
-    Important,
-    Other,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReplyNeed {
-    /// `Needs reply`.
-    NeedsReply,
-    /// `For your attention`.
-    ForYourAttention,
-}
-
-impl Importance {
-    /// The stored name (as serialized).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Importance::Important => "important",
-            Importance::Other => "other",
-        }
-    }
-}
-
-impl ReplyNeed {
-    /// The stored name (as serialized).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReplyNeed::NeedsReply => "needs_reply",
-            ReplyNeed::ForYourAttention => "for_your_attention",
-        }
-    }
-}
 
 /// Which rule decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -16,12 +16,13 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
+use domain::email::AllowanceWait;
 use mail_mcp::accounts::ReadAccount;
 use mail_mcp::gmail::{Credential, GmailClient, MailError};
 use store::{EmailMessageRow, NewAssessment, NewEmailMessage, Store, StoreError, WaitingThread};
 
 use crate::allowance::{self, Charge, Standing};
-use crate::assess::{self, Assessment, Mailbox, ReplyNeed};
+use crate::assess::{self, Assessment, Mailbox};
 use crate::classify::{Answered, Classifier, ModelClassifier, ModelFailed, Prepared};
 use crate::project::{self, ProjectedMessage};
 use crate::provider::{self, HistoryError, MessageRef, RawMessage};
@@ -295,11 +296,11 @@ impl Refresher {
                 };
                 let new = NewAssessment {
                     classifier: &assessment.classifier,
-                    importance: assessment.importance.as_str(),
-                    reply_need: assessment.reply_need.map(ReplyNeed::as_str),
+                    importance: assessment.importance,
+                    reply_need: assessment.reply_need,
                     gist: &assessment.gist,
                     rule: assessment.rule.as_str(),
-                    kind: assess::kind(&message).as_str(),
+                    kind: assess::kind(&message),
                 };
                 if self
                     .store
@@ -374,8 +375,8 @@ impl Refresher {
             .collect();
         match allowance::standing(model.allowances, &charges, now, prepared.ceiling) {
             Standing::Open => {}
-            Standing::DailySpent => return Ok(Metered::Spent("daily_allowance_spent")),
-            Standing::MonthlySpent => return Ok(Metered::Spent("monthly_allowance_spent")),
+            Standing::DailySpent => return Ok(Metered::Spent(AllowanceWait::DailyAllowanceSpent)),
+            Standing::MonthlySpent => return Ok(Metered::Spent(AllowanceWait::MonthlyAllowanceSpent)),
         }
         match ask.await {
             Ok(answered) => {
@@ -406,7 +407,7 @@ impl Refresher {
 /// or a failure (charged all the same).
 pub(crate) enum Metered<T> {
     Answered(T),
-    Spent(&'static str),
+    Spent(AllowanceWait),
     Failed,
 }
 

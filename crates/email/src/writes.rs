@@ -9,10 +9,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use domain::email::MailboxWrite;
 use mail_mcp::accounts::Account;
 use mail_mcp::gmail::{Credential, GmailClient, MailError};
 use serde_json::{Value, json};
-use store::{ClaimedWrite, Reconciliation, Store, StoreError, WriteKind, WriteOutcome};
+use store::{ClaimedWrite, Reconciliation, Store, StoreError, WriteOutcome};
 
 /// How the writer is paced.
 #[derive(Clone, Debug)]
@@ -43,12 +44,12 @@ pub struct Writer {
 }
 
 /// The labels a write adds and removes.
-fn change(kind: WriteKind) -> (&'static [&'static str], &'static [&'static str]) {
+fn change(kind: MailboxWrite) -> (&'static [&'static str], &'static [&'static str]) {
     match kind {
-        WriteKind::Archive => (&[], &["INBOX"]),
-        WriteKind::MoveToInbox => (&["INBOX"], &[]),
-        WriteKind::ReportSpam => (&["SPAM"], &["INBOX"]),
-        WriteKind::NotSpam => (&["INBOX"], &["SPAM"]),
+        MailboxWrite::Archive => (&[], &["INBOX"]),
+        MailboxWrite::MoveToInbox => (&["INBOX"], &[]),
+        MailboxWrite::ReportSpam => (&["SPAM"], &["INBOX"]),
+        MailboxWrite::NotSpam => (&["INBOX"], &["SPAM"]),
     }
 }
 
@@ -73,7 +74,7 @@ fn message_labels(thread: &Value) -> Vec<(String, Vec<String>)> {
 
 /// Whether the labels show `kind` applied to the thread: every label it adds is on some
 /// message, and no message keeps a label it removes.
-fn shows_applied(kind: WriteKind, labels: &[(String, Vec<String>)]) -> bool {
+fn shows_applied(kind: MailboxWrite, labels: &[(String, Vec<String>)]) -> bool {
     let (add, remove) = change(kind);
     let has = |label: &str| labels.iter().any(|(_, labels)| labels.iter().any(|l| l == label));
     add.iter().all(|label| has(label)) && !remove.iter().any(|label| has(label))
@@ -216,12 +217,12 @@ mod tests {
 
     #[test]
     fn the_labels_show_whether_a_write_applied() {
-        assert!(shows_applied(WriteKind::Archive, &labels(&[&["UNREAD"], &[]])));
-        assert!(!shows_applied(WriteKind::Archive, &labels(&[&[], &["INBOX"]])));
-        assert!(shows_applied(WriteKind::MoveToInbox, &labels(&[&[], &["INBOX"]])));
-        assert!(shows_applied(WriteKind::ReportSpam, &labels(&[&["SPAM"]])));
-        assert!(!shows_applied(WriteKind::ReportSpam, &labels(&[&["SPAM", "INBOX"]])));
-        assert!(shows_applied(WriteKind::NotSpam, &labels(&[&["INBOX"]])));
-        assert!(!shows_applied(WriteKind::NotSpam, &labels(&[&["INBOX"], &["SPAM"]])));
+        assert!(shows_applied(MailboxWrite::Archive, &labels(&[&["UNREAD"], &[]])));
+        assert!(!shows_applied(MailboxWrite::Archive, &labels(&[&[], &["INBOX"]])));
+        assert!(shows_applied(MailboxWrite::MoveToInbox, &labels(&[&[], &["INBOX"]])));
+        assert!(shows_applied(MailboxWrite::ReportSpam, &labels(&[&["SPAM"]])));
+        assert!(!shows_applied(MailboxWrite::ReportSpam, &labels(&[&["SPAM", "INBOX"]])));
+        assert!(shows_applied(MailboxWrite::NotSpam, &labels(&[&["INBOX"]])));
+        assert!(!shows_applied(MailboxWrite::NotSpam, &labels(&[&["INBOX"], &["SPAM"]])));
     }
 }

@@ -4,11 +4,12 @@
 use std::collections::HashMap;
 
 use domain::notification::{Alert, NotificationKind};
+use domain::schedule::OccurrenceState;
 use jiff::Timestamp;
 use sqlx::FromRow;
 use uuid::Uuid;
 
-use crate::{NotificationRow, Result, Store};
+use crate::{NotificationRow, Result, Store, named_optional};
 
 /// A device to push to.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -33,7 +34,7 @@ pub struct DueNotification {
 /// What a schedule outcome's alert names, as its occurrence recorded it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScheduleOutcome {
-    pub state: String,
+    pub state: OccurrenceState,
     pub reason: Option<String>,
     /// The title of the schedule revision that ran.
     pub title: Option<String>,
@@ -52,13 +53,13 @@ impl DueNotification {
             NotificationKind::CallFinished => Alert::CallFinished,
             NotificationKind::ScheduleOutcome => match &self.outcome {
                 Some(outcome) => Alert::ScheduleOutcome {
-                    state: &outcome.state,
+                    state: outcome.state,
                     reason: outcome.reason.as_deref(),
                     title: outcome.title.as_deref(),
                     scheduled_local: outcome.scheduled_local.as_deref(),
                 },
                 None => Alert::ScheduleOutcome {
-                    state: "failed",
+                    state: OccurrenceState::Failed,
                     reason: None,
                     title: None,
                     scheduled_local: None,
@@ -161,7 +162,7 @@ impl Store {
                 devices: devices.remove(&notification.id).unwrap_or_default(),
                 notification,
                 tool: alert.tool,
-                outcome: alert.outcome_state.map(|state| ScheduleOutcome {
+                outcome: named_optional(alert.outcome_state)?.map(|state| ScheduleOutcome {
                     state,
                     reason: alert.outcome_reason,
                     title: alert.outcome_title,

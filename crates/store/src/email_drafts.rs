@@ -5,6 +5,7 @@
 //! earlier revision as a new one. The history is never rewritten. Saving is not a mailbox write,
 //! and voids a Review & Send freeze nobody approved yet (`email_sends`).
 
+use domain::email::DraftAuthor;
 use domain::mail_tools::DraftMessage;
 use jiff::Timestamp;
 use uuid::Uuid;
@@ -23,30 +24,12 @@ pub struct DraftContent {
     pub body: String,
 }
 
-/// Who wrote a revision.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DraftAuthor {
-    Owner,
-    /// The agent's proposal, which the owner edits.
-    Agent,
-}
-
-impl DraftAuthor {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DraftAuthor::Owner => "owner",
-            DraftAuthor::Agent => "agent",
-        }
-    }
-}
-
 /// One saved version.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DraftRevision {
     pub revision: i32,
     pub content: DraftContent,
-    /// `owner` or `agent`.
-    pub author: String,
+    pub author: DraftAuthor,
     /// The revision this one restores.
     pub restored_from: Option<i32>,
     pub created_at: Timestamp,
@@ -159,7 +142,8 @@ struct RevisionRecord {
     copied: Vec<String>,
     subject: String,
     body: String,
-    author: String,
+    #[sqlx(try_from = "String")]
+    author: DraftAuthor,
     restored_from: Option<i32>,
     #[sqlx(rename = "revision_created_at")]
     created_at: jiff_sqlx::Timestamp,

@@ -6,12 +6,13 @@
 //! rules are learning: none forms while learning is paused, and none forms from (or names) a
 //! source the owner excluded; adding an exclusion retires the rules that came from it.
 
+use domain::email::ExclusionKind;
 use domain::feedback::{ContentKind, FeedbackScope, FeedbackSignal};
 use jiff::Timestamp;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::{Result, Store, StoreError, timestamp};
+use crate::{Result, Store, StoreError, named, named_optional, timestamp};
 
 /// One piece of feedback.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,17 +47,13 @@ impl TryFrom<FeedbackRecord> for FeedbackRow {
     type Error = StoreError;
 
     fn try_from(record: FeedbackRecord) -> Result<Self> {
-        let corrupt = |what: &str, value: &str| StoreError::Corrupt(format!("feedback {what} `{value}`"));
         Ok(FeedbackRow {
             id: record.id,
-            scope: FeedbackScope::parse(&record.scope).ok_or_else(|| corrupt("scope", &record.scope))?,
-            signal: FeedbackSignal::parse(&record.signal).ok_or_else(|| corrupt("signal", &record.signal))?,
+            scope: named(record.scope)?,
+            signal: named(record.signal)?,
             thread: record.thread,
             person: record.person,
-            kind: record
-                .kind
-                .map(|kind| ContentKind::parse(&kind).ok_or_else(|| corrupt("kind", &kind)))
-                .transpose()?,
+            kind: named_optional(record.kind)?,
             created_at: timestamp(record.created_at),
             retired_at: record.retired_at.map(timestamp),
         })
@@ -92,8 +89,8 @@ pub enum GiveFeedback {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExclusionRow {
     pub id: Uuid,
-    /// `sender` (a lowercased address) or `label` (a provider label id).
-    pub kind: String,
+    /// A sender's (lowercased) address, or a provider label id.
+    pub kind: ExclusionKind,
     pub value: String,
     pub created_at: Timestamp,
 }
@@ -101,7 +98,8 @@ pub struct ExclusionRow {
 #[derive(sqlx::FromRow)]
 struct ExclusionRecord {
     id: Uuid,
-    kind: String,
+    #[sqlx(try_from = "String")]
+    kind: ExclusionKind,
     value: String,
     created_at: jiff_sqlx::Timestamp,
 }
@@ -387,7 +385,7 @@ impl Store {
     /// Excludes a source from learning (`sender`, a lowercased address, or `label`, a provider
     /// label id): the person and kind rules that came from its mail, or name it, are retired.
     /// Excluding it again answers the exclusion there is.
-    pub async fn email_exclude_source(&self, kind: &str, value: &str) -> Result<ExclusionRow> {
+    pub async fn email_exclude_source(&self, kind: ExclusionKind, value: &str) -> Result<ExclusionRow> {
         let now = self.now_sql();
         self.transaction(
             async |conn| {
@@ -397,7 +395,7 @@ impl Store {
                      RETURNING id, kind, value, created_at",
                 )
                 .bind(Uuid::now_v7())
-                .bind(kind)
+                .bind(kind.as_str())
                 .bind(value)
                 .bind(now)
                 .fetch_one(&mut *conn)
@@ -407,7 +405,7 @@ impl Store {
                      WHERE f.retired_at IS NULL AND f.scope <> 'thread'
                        AND ({EXCLUDED} OR (f.scope = 'person' AND $1 = 'sender' AND f.person = $2))"
                 ))
-                .bind(kind)
+                .bind(kind.as_str())
                 .bind(value)
                 .fetch_all(&mut *conn)
                 .await?;

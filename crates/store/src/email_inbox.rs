@@ -4,19 +4,14 @@
 //! archived, spam), each filtered by account and search and paged by keyset; and one thread
 //! with its messages' text and attachment metadata.
 
+use domain::email::{DraftStanding, Importance, InboxView, ReplyNeed};
+use domain::feedback::ContentKind;
 use jiff::Timestamp;
 use serde_json::Value;
 use uuid::Uuid;
 
 use crate::email_projection::{EmailMessageRow, MESSAGE_COLUMNS, MessageRecord};
-use crate::{Result, Store, timestamp};
-
-/// Which listing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum InboxView {
-    Important,
-    Other,
-}
+use crate::{Result, Store, StoreError, named_optional, timestamp};
 
 /// Where a page ends: the last row's ordering key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,8 +68,8 @@ pub struct ThreadSummary {
     pub in_inbox: bool,
     pub in_spam: bool,
     pub suspected_spam: bool,
-    pub importance: Option<String>,
-    pub reply_need: Option<String>,
+    pub importance: Option<Importance>,
+    pub reply_need: Option<ReplyNeed>,
     pub gist: Option<String>,
     pub classifier: Option<String>,
     pub rule: Option<String>,
@@ -85,10 +80,10 @@ pub struct ThreadSummary {
     pub priority: i16,
     /// The thread's newest draft.
     pub draft_id: Option<Uuid>,
-    /// Where that draft is: `draft`, `check_send_status` or `sent`.
-    pub draft_state: Option<String>,
+    /// Where that draft is.
+    pub draft_state: Option<DraftStanding>,
     /// What kind of content the newest message is.
-    pub kind: Option<String>,
+    pub kind: Option<ContentKind>,
     /// The feedback rules that decided what shows (as `wire::email::Feedback` objects).
     pub reasons: Value,
 }
@@ -132,9 +127,11 @@ struct SummaryRecord {
     reasons: Value,
 }
 
-impl From<SummaryRecord> for ThreadSummary {
-    fn from(record: SummaryRecord) -> Self {
-        ThreadSummary {
+impl TryFrom<SummaryRecord> for ThreadSummary {
+    type Error = StoreError;
+
+    fn try_from(record: SummaryRecord) -> Result<Self> {
+        Ok(ThreadSummary {
             id: record.id,
             account_id: record.account_id,
             provider_thread_id: record.provider_thread_id,
@@ -147,8 +144,8 @@ impl From<SummaryRecord> for ThreadSummary {
             in_inbox: record.in_inbox,
             in_spam: record.in_spam,
             suspected_spam: record.suspected_spam,
-            importance: record.importance,
-            reply_need: record.reply_need,
+            importance: named_optional(record.importance)?,
+            reply_need: named_optional(record.reply_need)?,
             gist: record.gist,
             classifier: record.classifier,
             rule: record.rule,
@@ -156,10 +153,10 @@ impl From<SummaryRecord> for ThreadSummary {
             reported: record.reported,
             priority: record.priority,
             draft_id: record.draft_id,
-            draft_state: record.draft_state,
-            kind: record.kind,
+            draft_state: named_optional(record.draft_state)?,
+            kind: named_optional(record.kind)?,
             reasons: record.reasons,
-        }
+        })
     }
 }
 
@@ -204,7 +201,7 @@ impl Store {
         .bind(query.after.map(|position| position.id))
         .fetch_all(&self.pool)
         .await?;
-        Ok(records.into_iter().map(ThreadSummary::from).collect())
+        records.into_iter().map(ThreadSummary::try_from).collect()
     }
 
     /// Clears the server's suspected-spam flag of `thread` (the owner said Not spam; nothing is
@@ -216,7 +213,7 @@ impl Store {
         .bind(thread)
         .fetch_optional(&self.pool)
         .await?;
-        Ok(record.map(ThreadSummary::from))
+        record.map(ThreadSummary::try_from).transpose()
     }
 
     /// One thread and its messages, oldest first.
@@ -235,7 +232,7 @@ impl Store {
         .bind(id)
         .fetch_optional(&self.pool)
         .await?;
-        Ok(record.map(ThreadSummary::from))
+        record.map(ThreadSummary::try_from).transpose()
     }
 
     /// A thread's messages, oldest first (empty when there is no such thread).

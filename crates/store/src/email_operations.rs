@@ -10,11 +10,12 @@
 
 use std::time::Duration;
 
+use domain::email::{EmailOperationKind, EmailOperationState, MailboxWrite};
 use jiff::Timestamp;
 use uuid::Uuid;
 
 use crate::email_projection::apply_labels;
-use crate::{Result, Store, timestamp};
+use crate::{Result, Store, StoreError, named, timestamp};
 
 /// The provider writes among the operations (not refreshes, nor the agent's proposed replies).
 pub(crate) const WRITE_KINDS: &str = "kind IN ('archive', 'move_to_inbox', 'report_spam', 'not_spam')";
@@ -30,10 +31,8 @@ pub struct EmailOperationRow {
     pub account_id: String,
     /// The thread a write changes; `None` for a refresh.
     pub thread: Option<Uuid>,
-    /// `refresh`, `archive`, `move_to_inbox`, `report_spam`, `not_spam` or `propose_reply`.
-    pub kind: String,
-    /// `queued`, `dispatching`, `succeeded`, `failed` or `uncertain`.
-    pub state: String,
+    pub kind: EmailOperationKind,
+    pub state: EmailOperationState,
     /// A stable code when it failed or was left uncertain.
     pub error: Option<String>,
     pub created_at: Timestamp,
@@ -66,55 +65,22 @@ struct ClaimRecord {
     provider_thread_id: String,
 }
 
-impl From<OperationRecord> for EmailOperationRow {
-    fn from(record: OperationRecord) -> Self {
-        EmailOperationRow {
+impl TryFrom<OperationRecord> for EmailOperationRow {
+    type Error = StoreError;
+
+    fn try_from(record: OperationRecord) -> Result<Self> {
+        Ok(EmailOperationRow {
             id: record.id,
             account_id: record.account_id,
             thread: record.thread,
-            kind: record.kind,
-            state: record.state,
+            kind: named(record.kind)?,
+            state: named(record.state)?,
             error: record.error,
             created_at: timestamp(record.created_at),
             updated_at: timestamp(record.updated_at),
             reconciled_at: record.reconciled_at.map(timestamp),
             draft: record.draft,
-        }
-    }
-}
-
-/// A provider write the owner can ask for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WriteKind {
-    /// Inbox off (the thread is handled).
-    Archive,
-    /// Back to the originating account's Inbox.
-    MoveToInbox,
-    /// Spam on, Inbox off.
-    ReportSpam,
-    /// Spam off, Inbox on.
-    NotSpam,
-}
-
-impl WriteKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            WriteKind::Archive => "archive",
-            WriteKind::MoveToInbox => "move_to_inbox",
-            WriteKind::ReportSpam => "report_spam",
-            WriteKind::NotSpam => "not_spam",
-        }
-    }
-
-    pub fn parse(kind: &str) -> Option<WriteKind> {
-        [
-            WriteKind::Archive,
-            WriteKind::MoveToInbox,
-            WriteKind::ReportSpam,
-            WriteKind::NotSpam,
-        ]
-        .into_iter()
-        .find(|candidate| candidate.as_str() == kind)
+        })
     }
 }
 
@@ -134,7 +100,7 @@ pub enum WriteRequest {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClaimedWrite {
     pub operation: EmailOperationRow,
-    pub kind: WriteKind,
+    pub kind: MailboxWrite,
     pub provider_thread_id: String,
 }
 
@@ -206,7 +172,7 @@ impl Store {
                 .await?;
                 if let Some(recent) = recent {
                     return Ok(Some(RefreshRequest {
-                        operation: recent.into(),
+                        operation: recent.try_into()?,
                         admitted: false,
                     }));
                 }
@@ -220,7 +186,7 @@ impl Store {
                 .fetch_one(&mut *conn)
                 .await?;
                 Ok(Some(RefreshRequest {
-                    operation: record.into(),
+                    operation: record.try_into()?,
                     admitted: true,
                 }))
             },
@@ -236,7 +202,7 @@ impl Store {
         .bind(id)
         .fetch_optional(&self.pool)
         .await?;
-        Ok(record.map(EmailOperationRow::from))
+        record.map(EmailOperationRow::try_from).transpose()
     }
 
     /// Claims the oldest queued refresh (or one whose claim expired) for `lease`.
@@ -247,7 +213,7 @@ impl Store {
             .bind(self.now_sql())
             .fetch_optional(&self.pool)
             .await?;
-        Ok(record.map(EmailOperationRow::from))
+        record.map(EmailOperationRow::try_from).transpose()
     }
 
     /// Settles a claimed refresh: succeeded, or failed with a stable code.
@@ -258,7 +224,7 @@ impl Store {
 
     /// Requests the write `kind` of `thread`, where it applies and when no other write of the
     /// thread is unsettled.
-    pub async fn email_request_write(&self, thread: Uuid, kind: WriteKind) -> Result<WriteRequest> {
+    pub async fn email_request_write(&self, thread: Uuid, kind: MailboxWrite) -> Result<WriteRequest> {
         let now = self.now_sql();
         self.transaction(
             async |conn| {
@@ -280,13 +246,13 @@ impl Store {
                 .fetch_optional(&mut *conn)
                 .await?;
                 if let Some(pending) = pending {
-                    return Ok(WriteRequest::Pending(pending.into()));
+                    return Ok(WriteRequest::Pending(pending.try_into()?));
                 }
                 let refused = match kind {
-                    _ if in_spam && kind != WriteKind::NotSpam => Some("in_spam"),
-                    WriteKind::Archive | WriteKind::ReportSpam if !in_inbox => Some("archived"),
-                    WriteKind::MoveToInbox if in_inbox => Some("in_inbox"),
-                    WriteKind::NotSpam if !in_spam => Some("not_in_spam"),
+                    _ if in_spam && kind != MailboxWrite::NotSpam => Some("in_spam"),
+                    MailboxWrite::Archive | MailboxWrite::ReportSpam if !in_inbox => Some("archived"),
+                    MailboxWrite::MoveToInbox if in_inbox => Some("in_inbox"),
+                    MailboxWrite::NotSpam if !in_spam => Some("not_in_spam"),
                     _ => None,
                 };
                 if let Some(place) = refused {
@@ -303,7 +269,7 @@ impl Store {
                 .bind(now)
                 .fetch_one(&mut *conn)
                 .await?;
-                Ok(WriteRequest::Accepted(record.into()))
+                Ok(WriteRequest::Accepted(record.try_into()?))
             },
             |_| true,
         )
@@ -344,9 +310,12 @@ impl Store {
         else {
             return Ok(None);
         };
-        let operation = EmailOperationRow::from(operation);
-        let kind = WriteKind::parse(&operation.kind).ok_or_else(|| {
-            crate::StoreError::Corrupt(format!("email operation {} has kind {}", operation.id, operation.kind))
+        let operation = EmailOperationRow::try_from(operation)?;
+        let kind = MailboxWrite::parse(operation.kind.as_str()).ok_or_else(|| {
+            StoreError::Corrupt(format!(
+                "email operation {} of kind {} claimed as a write",
+                operation.id, operation.kind
+            ))
         })?;
         Ok(Some(ClaimedWrite {
             operation,
@@ -523,10 +492,10 @@ async fn applied(
     let thread = claimed.operation.thread_id()?;
     apply_labels(conn, thread, labels).await?;
     let statement = match claimed.kind {
-        WriteKind::Archive => "UPDATE email_threads SET handled_at = $2 WHERE id = $1",
-        WriteKind::MoveToInbox => "UPDATE email_threads SET handled_at = NULL WHERE id = $1 AND $2 IS NOT NULL",
-        WriteKind::ReportSpam => "UPDATE email_threads SET reported_at = $2, suspected_spam = false WHERE id = $1",
-        WriteKind::NotSpam => "UPDATE email_threads SET reported_at = NULL WHERE id = $1 AND $2 IS NOT NULL",
+        MailboxWrite::Archive => "UPDATE email_threads SET handled_at = $2 WHERE id = $1",
+        MailboxWrite::MoveToInbox => "UPDATE email_threads SET handled_at = NULL WHERE id = $1 AND $2 IS NOT NULL",
+        MailboxWrite::ReportSpam => "UPDATE email_threads SET reported_at = $2, suspected_spam = false WHERE id = $1",
+        MailboxWrite::NotSpam => "UPDATE email_threads SET reported_at = NULL WHERE id = $1 AND $2 IS NOT NULL",
     };
     sqlx::query(statement).bind(thread).bind(now).execute(conn).await?;
     Ok(())

@@ -3,12 +3,14 @@
 //! thread's newest message. Message content is stored
 //! for the owner's reading pane and the model only; nothing here logs it.
 
+use domain::email::{AllowanceWait, Importance, ReplyNeed};
+use domain::feedback::ContentKind;
 use jiff::Timestamp;
 use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::{Result, Store, timestamp};
+use crate::{Result, Store, StoreError, named_optional, timestamp};
 
 /// Columns of [`EmailAccountRow`], in its order.
 const ACCOUNT_COLUMNS: &str =
@@ -28,7 +30,7 @@ pub struct EmailAccountRow {
     pub last_error: Option<String>,
     pub last_error_at: Option<Timestamp>,
     /// Why new mail waits unassessed.
-    pub waiting: Option<String>,
+    pub waiting: Option<AllowanceWait>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -43,9 +45,11 @@ struct AccountRecord {
     waiting: Option<String>,
 }
 
-impl From<AccountRecord> for EmailAccountRow {
-    fn from(record: AccountRecord) -> Self {
-        EmailAccountRow {
+impl TryFrom<AccountRecord> for EmailAccountRow {
+    type Error = StoreError;
+
+    fn try_from(record: AccountRecord) -> Result<Self> {
+        Ok(EmailAccountRow {
             account_id: record.account_id,
             address: record.address,
             history_id: record.history_id,
@@ -53,8 +57,8 @@ impl From<AccountRecord> for EmailAccountRow {
             updated_at: record.updated_at.map(timestamp),
             last_error: record.last_error,
             last_error_at: record.last_error_at.map(timestamp),
-            waiting: record.waiting,
-        }
+            waiting: named_optional(record.waiting)?,
+        })
     }
 }
 
@@ -146,14 +150,12 @@ struct WaitingRecord {
 #[derive(Clone, Copy, Debug)]
 pub struct NewAssessment<'a> {
     pub classifier: &'a str,
-    /// `important` or `other`.
-    pub importance: &'a str,
-    /// `needs_reply`, `for_your_attention` or none.
-    pub reply_need: Option<&'a str>,
+    pub importance: Importance,
+    pub reply_need: Option<ReplyNeed>,
     pub gist: &'a str,
     pub rule: &'a str,
-    /// What kind of content the message is (`domain::feedback::ContentKind`).
-    pub kind: &'a str,
+    /// What kind of content the message is.
+    pub kind: ContentKind,
 }
 
 impl Store {
@@ -173,7 +175,7 @@ impl Store {
         ))
         .fetch_all(&self.pool)
         .await?;
-        Ok(records.into_iter().map(EmailAccountRow::from).collect())
+        records.into_iter().map(EmailAccountRow::try_from).collect()
     }
 
     pub async fn email_account(&self, account_id: &str) -> Result<Option<EmailAccountRow>> {
@@ -183,7 +185,7 @@ impl Store {
         .bind(account_id)
         .fetch_optional(&self.pool)
         .await?;
-        Ok(record.map(EmailAccountRow::from))
+        record.map(EmailAccountRow::try_from).transpose()
     }
 
     /// Stores `message` in its thread (made on first sight) unless it is already stored, then
@@ -327,12 +329,12 @@ impl Store {
                 )
                 .bind(thread)
                 .bind(provider_message_id)
-                .bind(assessment.importance)
-                .bind(assessment.reply_need)
+                .bind(assessment.importance.as_str())
+                .bind(assessment.reply_need.map(ReplyNeed::as_str))
                 .bind(assessment.gist)
                 .bind(assessment.classifier)
                 .bind(assessment.rule)
-                .bind(assessment.kind)
+                .bind(assessment.kind.as_str())
                 .bind(now)
                 .execute(&mut *conn)
                 .await?
@@ -400,10 +402,10 @@ impl Store {
 
     /// Records why new mail of the account waits unassessed (`daily_allowance_spent`,
     /// `monthly_allowance_spent`), or that nothing waits for that reason (`None`).
-    pub async fn email_set_waiting(&self, account_id: &str, waiting: Option<&str>) -> Result<()> {
+    pub async fn email_set_waiting(&self, account_id: &str, waiting: Option<AllowanceWait>) -> Result<()> {
         sqlx::query("UPDATE email_accounts SET waiting = $2 WHERE account_id = $1 AND waiting IS DISTINCT FROM $2")
             .bind(account_id)
-            .bind(waiting)
+            .bind(waiting.map(AllowanceWait::as_str))
             .execute(&self.pool)
             .await?;
         Ok(())

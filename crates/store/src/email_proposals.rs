@@ -6,16 +6,17 @@
 
 use std::time::Duration;
 
+use domain::email::{DraftAuthor, EmailOperationKind};
 use uuid::Uuid;
 use wire::email::SendState;
 
-use crate::email_drafts::{DraftAuthor, DraftContent, DraftPlace, DraftRow, append, create_draft, read_draft};
+use crate::email_drafts::{DraftContent, DraftPlace, DraftRow, append, create_draft, read_draft};
 use crate::email_operations::{EmailOperationRow, OPERATION_COLUMNS, OperationRecord, claim_statement, settle_claimed};
 use crate::email_sends::{DraftSend, draft_send, void};
 use crate::{Result, Store};
 
 /// The operation kind of a proposal.
-const PROPOSE: &str = "propose_reply";
+const PROPOSE: &str = EmailOperationKind::ProposeReply.as_str();
 
 /// A proposal's request answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -140,7 +141,7 @@ impl Store {
                 .fetch_optional(&mut *conn)
                 .await?;
                 if let Some(pending) = pending {
-                    return Ok(RequestProposal::Queued(Box::new((pending.into(), draft))));
+                    return Ok(RequestProposal::Queued(Box::new((pending.try_into()?, draft))));
                 }
                 let record: OperationRecord = sqlx::query_as(&format!(
                     "INSERT INTO email_operations (id, account_id, thread, kind, draft, draft_revision, draft_send_run,
@@ -156,7 +157,7 @@ impl Store {
                 .bind(now)
                 .fetch_one(&mut *conn)
                 .await?;
-                Ok(RequestProposal::Queued(Box::new((record.into(), draft))))
+                Ok(RequestProposal::Queued(Box::new((record.try_into()?, draft))))
             },
             |outcome| matches!(outcome, RequestProposal::Queued(..)),
         )
@@ -172,13 +173,12 @@ impl Store {
             .bind(self.now_sql())
             .fetch_optional(&self.pool)
             .await?;
-        Ok(record.and_then(|record| {
-            let operation = EmailOperationRow::from(record.operation);
-            operation.draft.map(|draft| ClaimedProposal {
-                draft,
-                revision: record.draft_revision,
-                operation,
-            })
+        let Some(record) = record else { return Ok(None) };
+        let operation = EmailOperationRow::try_from(record.operation)?;
+        Ok(operation.draft.map(|draft| ClaimedProposal {
+            draft,
+            revision: record.draft_revision,
+            operation,
         }))
     }
 

@@ -40,13 +40,12 @@ pub use call_receipts::{CALL_RECEIPTS_CHANNEL, Receipt};
 pub use clock::{Clock, SystemClock};
 pub use delivery::{DeviceTarget, DueNotification, ScheduleOutcome};
 pub use email_drafts::{
-    DraftAuthor, DraftContent, DraftPlace, DraftRevision, DraftRow, EndorseStyle, ReviewDraft, SaveDraft,
-    StyleSampleRow,
+    DraftContent, DraftPlace, DraftRevision, DraftRow, EndorseStyle, ReviewDraft, SaveDraft, StyleSampleRow,
 };
 pub use email_feedback::{ExclusionRow, FeedbackRow, GiveFeedback, LearningReset, LearningRow, NewFeedback};
-pub use email_inbox::{InboxPosition, InboxQuery, InboxView, ThreadSummary};
+pub use email_inbox::{InboxPosition, InboxQuery, ThreadSummary};
 pub use email_operations::{
-    ClaimedWrite, EmailOperationRow, NOT_APPLIED, Reconciliation, RefreshRequest, THREAD_GONE, WriteKind, WriteOutcome,
+    ClaimedWrite, EmailOperationRow, NOT_APPLIED, Reconciliation, RefreshRequest, THREAD_GONE, WriteOutcome,
     WriteRequest,
 };
 pub use email_projection::{EmailAccountRow, EmailMessageRow, NewAssessment, NewEmailMessage, WaitingThread};
@@ -228,12 +227,35 @@ impl Store {
     }
 }
 
+/// A stored name of a closed set (`domain::email`, `domain::feedback`, …); any other text is
+/// corruption, never a default.
+fn named<T: TryFrom<String, Error = domain::names::UnknownName>>(text: String) -> Result<T> {
+    T::try_from(text).map_err(|unknown| StoreError::Corrupt(unknown.to_string()))
+}
+
+/// [`named`], of a column that may be null.
+fn named_optional<T: TryFrom<String, Error = domain::names::UnknownName>>(text: Option<String>) -> Result<Option<T>> {
+    text.map(named).transpose()
+}
+
 fn timestamp(value: jiff_sqlx::Timestamp) -> jiff::Timestamp {
     value.to_jiff()
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_unknown_stored_name_is_corruption_never_a_default() {
+        use domain::email::{EmailOperationState, ReplyNeed};
+        let refused = super::named::<EmailOperationState>("settled".to_owned()).expect_err("unknown");
+        assert!(
+            matches!(&refused, super::StoreError::Corrupt(text) if text.contains("`settled`")),
+            "{refused:?}"
+        );
+        assert_eq!(super::named_optional::<ReplyNeed>(None).expect("null"), None);
+        assert!(super::named_optional::<ReplyNeed>(Some("maybe".to_owned())).is_err());
+    }
+
     use std::collections::{BTreeMap, BTreeSet};
 
     /// Each module of this crate with the sibling modules it names (`crate::<module>`).

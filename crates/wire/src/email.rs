@@ -2,6 +2,9 @@
 //! listings, a thread's reading pane, and the durable operations that refresh a mailbox or change
 //! a conversation in it.
 
+pub use domain::email::{
+    AllowanceWait, DraftAuthor, EmailOperationKind, EmailOperationState, ExclusionKind, Importance, InboxView,
+};
 pub use domain::feedback::{ContentKind, FeedbackScope, FeedbackSignal};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -25,8 +28,8 @@ pub struct EmailAccount {
     pub last_error: Option<String>,
     #[schema(value_type = Option<String>, format = DateTime)]
     pub last_error_at: Option<jiff::Timestamp>,
-    /// Why new mail waits unassessed: `daily_allowance_spent` or `monthly_allowance_spent`.
-    pub waiting: Option<String>,
+    /// Why new mail waits unassessed.
+    pub waiting: Option<AllowanceWait>,
     /// Whether unsubscribe assistance is offered for this account.
     pub unsubscribe_supported: bool,
     /// Whether Report spam, Not spam and the suspected-spam flag are offered.
@@ -50,18 +53,6 @@ pub enum Freshness {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct EmailAccountList {
     pub accounts: Vec<EmailAccount>,
-}
-
-/// Which listing of the inbox.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum InboxView {
-    /// The priority inbox: in the Inbox and assessed important; needs a reply first, then for
-    /// your attention, then the rest, newest first.
-    #[default]
-    Important,
-    /// Everything else (unassessed, other, archived, spam), newest first.
-    Other,
 }
 
 /// `GET /v1/email/threads` parameters.
@@ -122,13 +113,6 @@ pub enum ThreadState {
     /// A send from this conversation's draft has an unknown outcome; the mailbox is being
     /// checked, and it is never sent again (amber).
     CheckSendStatus,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Importance {
-    Important,
-    Other,
 }
 
 /// A conversation as a row of the inbox shows it.
@@ -204,30 +188,6 @@ pub struct EmailThread {
     #[serde(flatten)]
     pub summary: EmailThreadSummary,
     pub messages: Vec<EmailMessage>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum EmailOperationKind {
-    Refresh,
-    Archive,
-    MoveToInbox,
-    ReportSpam,
-    NotSpam,
-    /// The agent proposing a reply, which lands as a revision of `draft_id`.
-    ProposeReply,
-}
-
-/// An operation's state: it settles to `succeeded`, `failed` or `uncertain`. An uncertain write
-/// is never repeated; reading the conversation settles it later (`reconciled_at`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum EmailOperationState {
-    Queued,
-    Dispatching,
-    Succeeded,
-    Failed,
-    Uncertain,
 }
 
 /// A durable mailbox operation.
@@ -331,14 +291,6 @@ pub struct DraftContent {
     pub cc: Vec<String>,
     pub subject: String,
     pub body: String,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum DraftAuthor {
-    Owner,
-    /// The agent's proposal.
-    Agent,
 }
 
 /// One saved version of a draft.
@@ -562,23 +514,6 @@ pub struct FeedbackAnswer {
     /// The rule, whose `scope` is the scope applied.
     pub feedback: Feedback,
     pub thread: EmailThreadSummary,
-}
-
-/// A learning exclusion's kind: a sender's address, or a provider label id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ExclusionKind {
-    Sender,
-    Label,
-}
-
-impl ExclusionKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ExclusionKind::Sender => "sender",
-            ExclusionKind::Label => "label",
-        }
-    }
 }
 
 /// A source never used for learning.

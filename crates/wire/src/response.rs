@@ -291,43 +291,7 @@ pub struct ScheduleList {
     pub schedules: Vec<Schedule>,
 }
 
-/// What became of one firing of a schedule.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum OccurrenceState {
-    /// Its run is under way.
-    Started,
-    /// It did not run (see `reason`, e.g. `misfire`).
-    Skipped,
-    Completed,
-    Failed,
-    Cancelled,
-}
-
-impl OccurrenceState {
-    pub const ALL: [OccurrenceState; 5] = [
-        OccurrenceState::Started,
-        OccurrenceState::Skipped,
-        OccurrenceState::Completed,
-        OccurrenceState::Failed,
-        OccurrenceState::Cancelled,
-    ];
-
-    /// The stored spelling, the same word as on the wire.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            OccurrenceState::Started => "started",
-            OccurrenceState::Skipped => "skipped",
-            OccurrenceState::Completed => "completed",
-            OccurrenceState::Failed => "failed",
-            OccurrenceState::Cancelled => "cancelled",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<OccurrenceState> {
-        OccurrenceState::ALL.into_iter().find(|state| state.as_str() == text)
-    }
-}
+pub use domain::schedule::OccurrenceState;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Occurrence {
@@ -403,7 +367,7 @@ mod tests {
         }
         for state in OccurrenceState::ALL {
             assert_eq!(serde_json::json!(state), serde_json::json!(state.as_str()));
-            assert_eq!(OccurrenceState::parse(state.as_str()), Some(state));
+            assert_eq!(OccurrenceState::parse(state.as_str()), Some(*state));
         }
     }
 

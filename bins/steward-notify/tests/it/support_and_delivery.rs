@@ -378,7 +378,7 @@ fn no_message_text_can_reach_a_payload() {
             devices: Vec::new(),
             tool: Some(secret.clone()),
             outcome: Some(store::ScheduleOutcome {
-                state: "failed".into(),
+                state: domain::schedule::OccurrenceState::Failed,
                 reason: Some(secret.clone()),
                 title: Some("Digest".into()),
                 scheduled_local: Some("2026-11-24 07:00".into()),

@@ -13,10 +13,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use domain::ErrorCode;
 use domain::ids::PrincipalId;
-use store::{
-    DraftAuthor as StoredAuthor, DraftPlace, DraftRevision as StoredRevision, DraftRow, Freeze, ReviewDraft as Review,
-    SaveDraft as Saved,
-};
+use store::{DraftPlace, DraftRevision as StoredRevision, DraftRow, Freeze, ReviewDraft as Review, SaveDraft as Saved};
 use uuid::Uuid;
 use wire::email::{
     CreateDraft, Draft, DraftAuthor, DraftContent, DraftHistory, DraftRevision, DraftSend, DraftTarget, ProposalAnswer,
@@ -50,11 +47,7 @@ fn revision(stored: StoredRevision) -> DraftRevision {
     DraftRevision {
         revision: number(stored.revision),
         content: content(stored.content),
-        author: if stored.author == "agent" {
-            DraftAuthor::Agent
-        } else {
-            DraftAuthor::Owner
-        },
+        author: stored.author,
         restored_from: stored.restored_from.map(number),
         saved_at: stored.created_at,
     }
@@ -175,7 +168,7 @@ pub async fn create(
     };
     let row = state
         .store
-        .email_create_draft(place, &stored(content), StoredAuthor::Owner)
+        .email_create_draft(place, &stored(content), DraftAuthor::Owner)
         .await?
         .ok_or(unknown)?;
     let location = format!("/v1/email/drafts/{}", row.id);
@@ -231,7 +224,7 @@ pub async fn save(
             id,
             expected(expected_revision),
             &stored(local.clone()),
-            StoredAuthor::Owner,
+            DraftAuthor::Owner,
         )
         .await?;
     saved(&state, &caller.principal, outcome, local).await

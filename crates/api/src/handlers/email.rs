@@ -12,16 +12,16 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use domain::ErrorCode;
 use domain::cursor::CursorKind;
+use domain::email::{DraftStanding, MailboxWrite, ReplyNeed};
 use serde_json::Value;
 use store::{
-    EmailAccountRow, EmailMessageRow, EmailOperationRow, InboxPosition, InboxQuery, ThreadSummary, WriteKind,
-    WriteRequest,
+    EmailAccountRow, EmailMessageRow, EmailOperationRow, InboxPosition, InboxQuery, ThreadSummary, WriteRequest,
 };
 use uuid::Uuid;
 use wire::email::{
-    AttachmentMeta, ContentKind, Correspondent, EmailAccount, EmailAccountList, EmailMessage, EmailOperation,
-    EmailOperationKind, EmailOperationState, EmailThread, EmailThreadPage, EmailThreadSummary, Freshness, Importance,
-    InboxView, ListEmailThreads, MailboxPlace, RefreshAnswer, ThreadState,
+    AttachmentMeta, Correspondent, EmailAccount, EmailAccountList, EmailMessage, EmailOperation, EmailThread,
+    EmailThreadPage, EmailThreadSummary, Freshness, InboxView, ListEmailThreads, MailboxPlace, RefreshAnswer,
+    ThreadState,
 };
 
 use crate::AppState;
@@ -72,18 +72,17 @@ pub(crate) fn summary(row: ThreadSummary) -> EmailThreadSummary {
     };
     // One line: an unknown send outcome first (the owner must check), then where the
     // conversation is, then a reply in progress, then what the classifier said.
-    let draft = row.draft_state.as_deref();
+    let draft = row.draft_state;
     let state = match place {
-        _ if draft == Some("check_send_status") => Some(ThreadState::CheckSendStatus),
+        _ if draft == Some(DraftStanding::CheckSendStatus) => Some(ThreadState::CheckSendStatus),
         MailboxPlace::Spam => row.reported.then_some(ThreadState::Reported),
         MailboxPlace::Archived if row.handled => Some(ThreadState::Handled),
         MailboxPlace::Archived => Some(ThreadState::Archived),
-        MailboxPlace::Inbox if draft == Some("draft") => Some(ThreadState::Draft),
-        MailboxPlace::Inbox => match row.reply_need.as_deref() {
-            Some("needs_reply") => Some(ThreadState::NeedsReply),
-            Some("for_your_attention") => Some(ThreadState::ForYourAttention),
-            _ => None,
-        },
+        MailboxPlace::Inbox if draft == Some(DraftStanding::Draft) => Some(ThreadState::Draft),
+        MailboxPlace::Inbox => row.reply_need.map(|need| match need {
+            ReplyNeed::NeedsReply => ThreadState::NeedsReply,
+            ReplyNeed::ForYourAttention => ThreadState::ForYourAttention,
+        }),
     };
     EmailThreadSummary {
         thread_id: row.id,
@@ -96,16 +95,12 @@ pub(crate) fn summary(row: ThreadSummary) -> EmailThreadSummary {
         has_attachments: row.has_attachments,
         place,
         state,
-        importance: match row.importance.as_deref() {
-            Some("important") => Some(Importance::Important),
-            Some(_) => Some(Importance::Other),
-            None => None,
-        },
+        importance: row.importance,
         gist: row.gist,
         classifier: row.classifier,
         suspected_spam: row.suspected_spam,
         draft_id: row.draft_id,
-        kind: row.kind.as_deref().and_then(ContentKind::parse),
+        kind: row.kind,
         reasons: serde_json::from_value(row.reasons).unwrap_or_else(|error| {
             tracing::error!(%error, thread = %row.id, "a conversation's feedback reasons are unreadable");
             Vec::new()
@@ -128,25 +123,10 @@ fn message(row: EmailMessageRow) -> EmailMessage {
 }
 
 pub(crate) fn operation(row: EmailOperationRow) -> EmailOperation {
-    let kind = match row.kind.as_str() {
-        "refresh" => EmailOperationKind::Refresh,
-        "archive" => EmailOperationKind::Archive,
-        "move_to_inbox" => EmailOperationKind::MoveToInbox,
-        "report_spam" => EmailOperationKind::ReportSpam,
-        "propose_reply" => EmailOperationKind::ProposeReply,
-        _ => EmailOperationKind::NotSpam,
-    };
-    let state = match row.state.as_str() {
-        "queued" => EmailOperationState::Queued,
-        "dispatching" => EmailOperationState::Dispatching,
-        "succeeded" => EmailOperationState::Succeeded,
-        "failed" => EmailOperationState::Failed,
-        _ => EmailOperationState::Uncertain,
-    };
     EmailOperation {
         operation_id: row.id,
-        kind,
-        state,
+        kind: row.kind,
+        state: row.state,
         account_id: row.account_id,
         thread_id: row.thread,
         error: row.error,
@@ -258,9 +238,9 @@ pub async fn threads(
     Query(params): Query<ListEmailThreads>,
 ) -> Result<JsonResponse<EmailThreadPage>, ApiError> {
     let view = params.view.unwrap_or_default();
-    let (kind, default_limit, store_view) = match view {
-        InboxView::Important => (CursorKind::EmailImportant, 5, store::InboxView::Important),
-        InboxView::Other => (CursorKind::EmailOther, 25, store::InboxView::Other),
+    let (kind, default_limit) = match view {
+        InboxView::Important => (CursorKind::EmailImportant, 5),
+        InboxView::Other => (CursorKind::EmailOther, 25),
     };
     let limit = super::page_limit(params.limit, default_limit, MAX_PAGE_SIZE)?;
     if let Some(account_id) = params.account_id.as_deref()
@@ -303,7 +283,7 @@ pub async fn threads(
     let mut rows = state
         .store
         .email_inbox(&InboxQuery {
-            view: store_view,
+            view,
             account_id: params.account_id.as_deref(),
             search,
             after,
@@ -355,7 +335,7 @@ pub async fn thread(
 async fn write(
     state: &AppState,
     thread_id: &str,
-    kind: WriteKind,
+    kind: MailboxWrite,
 ) -> Result<(StatusCode, JsonResponse<EmailOperation>), ApiError> {
     let id = parse_uuid(thread_id, ErrorCode::EmailThreadNotFound)?;
     match state.store.email_request_write(id, kind).await? {
@@ -380,7 +360,7 @@ pub async fn archive(
     State(state): State<AppState>,
     Path(thread_id): Path<String>,
 ) -> Result<(StatusCode, JsonResponse<EmailOperation>), ApiError> {
-    write(&state, &thread_id, WriteKind::Archive).await
+    write(&state, &thread_id, MailboxWrite::Archive).await
 }
 
 /// Moves an archived conversation back to its own account's Inbox.
@@ -394,7 +374,7 @@ pub async fn move_to_inbox(
     State(state): State<AppState>,
     Path(thread_id): Path<String>,
 ) -> Result<(StatusCode, JsonResponse<EmailOperation>), ApiError> {
-    write(&state, &thread_id, WriteKind::MoveToInbox).await
+    write(&state, &thread_id, MailboxWrite::MoveToInbox).await
 }
 
 /// Reports a conversation of the Inbox as spam: the Spam label on, the Inbox label off.
@@ -408,7 +388,7 @@ pub async fn report_spam(
     State(state): State<AppState>,
     Path(thread_id): Path<String>,
 ) -> Result<(StatusCode, JsonResponse<EmailOperation>), ApiError> {
-    write(&state, &thread_id, WriteKind::ReportSpam).await
+    write(&state, &thread_id, MailboxWrite::ReportSpam).await
 }
 
 /// Not spam: a conversation in Spam returns to the Inbox (exactly the conversation reported).
@@ -422,7 +402,7 @@ pub async fn not_spam(
     State(state): State<AppState>,
     Path(thread_id): Path<String>,
 ) -> Result<(StatusCode, JsonResponse<EmailOperation>), ApiError> {
-    write(&state, &thread_id, WriteKind::NotSpam).await
+    write(&state, &thread_id, MailboxWrite::NotSpam).await
 }
 
 /// Clears the server's suspected-spam flag of a conversation (the owner says Not spam); nothing

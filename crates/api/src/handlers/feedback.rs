@@ -10,8 +10,8 @@ use axum::response::{IntoResponse, Response};
 use domain::ErrorCode;
 use store::{EndorseStyle as Endorsed, FeedbackRow, GiveFeedback as Given, LearningReset, NewFeedback};
 use wire::email::{
-    EndorseStyle, ExcludeSource, ExclusionKind, Feedback, FeedbackAnswer, GiveFeedback, Learning, LearningExclusion,
-    Reset, ResetAnswer, ResetLearning, SetLearning, StyleSample,
+    EndorseStyle, ExcludeSource, Feedback, FeedbackAnswer, GiveFeedback, Learning, LearningExclusion, Reset,
+    ResetAnswer, ResetLearning, SetLearning, StyleSample,
 };
 
 use super::email::{parse_uuid, summary};
@@ -126,11 +126,7 @@ async fn learning_now(state: &AppState) -> Result<Learning, ApiError> {
             .into_iter()
             .map(|exclusion| LearningExclusion {
                 exclusion_id: exclusion.id,
-                kind: if exclusion.kind == "label" {
-                    ExclusionKind::Label
-                } else {
-                    ExclusionKind::Sender
-                },
+                kind: exclusion.kind,
                 value: exclusion.value,
                 created_at: exclusion.created_at,
             })
@@ -204,7 +200,7 @@ pub async fn reset(
 )]
 pub async fn exclude(State(state): State<AppState>, Json(body): Json<ExcludeSource>) -> Result<Response, ApiError> {
     let (kind, value) = body.checked()?;
-    let row = state.store.email_exclude_source(kind.as_str(), &value).await?;
+    let row = state.store.email_exclude_source(kind, &value).await?;
     let exclusion = LearningExclusion {
         exclusion_id: row.id,
         kind,

@@ -67,11 +67,13 @@ pub(crate) async fn deliver(store: &Store, account: &str, letter: &Letter<'_>) {
             letter.id,
             &NewAssessment {
                 classifier: "jev-1.13.0",
-                importance,
-                reply_need: letter.reply_need,
+                importance: domain::email::Importance::parse(importance).expect("an importance"),
+                reply_need: letter
+                    .reply_need
+                    .map(|need| domain::email::ReplyNeed::parse(need).expect("a reply need")),
                 gist: &format!("Gist of {}", letter.subject),
                 rule: "known_correspondent",
-                kind: "personal",
+                kind: domain::feedback::ContentKind::Personal,
             },
         )
         .await

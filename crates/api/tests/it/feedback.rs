@@ -204,11 +204,11 @@ async fn a_retirement_waits_for_an_assessment_being_recorded_so_the_rule_decides
                     "c2",
                     &NewAssessment {
                         classifier: "jev-1.13.0",
-                        importance: "other",
+                        importance: domain::email::Importance::Other,
                         reply_need: None,
                         gist: "Gist of Note c2",
                         rule: "known_correspondent",
-                        kind: "personal",
+                        kind: domain::feedback::ContentKind::Personal,
                     },
                 )
                 .await

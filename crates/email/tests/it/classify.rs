@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::Json;
 use axum::extract::State;
+use domain::email::{AllowanceWait, DraftAuthor};
 use domain::run::Cost;
 use email::allowance::Allowances;
 use email::classify::{Classifier, ModelClassifier, Prices};
@@ -185,7 +186,7 @@ async fn the_model_assesses_within_the_daily_allowance_and_mail_waits_in_date_or
         "the reported usage is charged"
     );
     let state = store.email_account("personal").await.expect("read").expect("row");
-    assert_eq!(state.waiting.as_deref(), Some("daily_allowance_spent"));
+    assert_eq!(state.waiting, Some(AllowanceWait::DailyAllowanceSpent));
 
     // Later the same day: nothing more is asked.
     clock.advance(jiff::SignedDuration::from_hours(6));
@@ -212,7 +213,7 @@ async fn the_model_assesses_within_the_daily_allowance_and_mail_waits_in_date_or
     assert_eq!(assessed.len(), requests + unreported.len());
     assert_eq!(waiting.len(), 30 - assessed.len());
     let state = store.email_account("personal").await.expect("read").expect("row");
-    assert_eq!(state.waiting.as_deref(), Some("daily_allowance_spent"));
+    assert_eq!(state.waiting, Some(AllowanceWait::DailyAllowanceSpent));
 }
 
 /// A reply proposed by the model: the newest message marked untrusted, the owner's endorsed
@@ -281,7 +282,7 @@ async fn the_model_proposes_a_reply_in_the_owners_style_within_the_allowances() 
         .email_create_draft(
             store::DraftPlace::Thread(thread),
             &content("Yes.\nCheers, Sam"),
-            store::DraftAuthor::Owner,
+            domain::email::DraftAuthor::Owner,
         )
         .await
         .expect("draft")
@@ -330,7 +331,7 @@ async fn the_model_proposes_a_reply_in_the_owners_style_within_the_allowances() 
         system.len() + user.len() + 2 * 16 + 600
     };
     let landed = api.email_draft(draft.id).await.expect("read").expect("draft");
-    assert_eq!(landed.newest.author, "agent");
+    assert_eq!(landed.newest.author, DraftAuthor::Agent);
     assert!(
         landed.newest.content.body.contains("The model's gist"),
         "the model's text, as answered"

@@ -2,8 +2,9 @@
 //! in a thread; saves only from the newest revision, so of two concurrent saves one wins and the
 //! other gets the winner's version; the full history; a restore as a new revision.
 
+use domain::email::{DraftAuthor, EmailOperationState};
 use serde_json::json;
-use store::{DraftAuthor, DraftContent, DraftPlace, NewEmailMessage, SaveDraft, Store};
+use store::{DraftContent, DraftPlace, NewEmailMessage, SaveDraft, Store};
 use testkit::TestDatabase;
 
 fn content(body: &str) -> DraftContent {
@@ -75,7 +76,7 @@ async fn a_draft_is_made_in_a_thread_or_on_an_account_and_saved_from_its_newest_
         .expect("the thread exists");
     assert_eq!((reply.account_id.as_str(), reply.thread), ("personal", Some(thread)));
     assert_eq!(reply.newest.revision, 1);
-    assert_eq!(reply.newest.author, "agent");
+    assert_eq!(reply.newest.author, DraftAuthor::Agent);
     let fresh = api
         .email_create_draft(DraftPlace::Account("personal"), &content("Hello"), DraftAuthor::Owner)
         .await
@@ -179,7 +180,7 @@ async fn the_history_is_kept_whole_and_an_earlier_revision_is_restored_as_a_new_
     assert_eq!(restored.newest.revision, 4);
     assert_eq!(restored.newest.content.body, "One");
     assert_eq!(restored.newest.restored_from, Some(1));
-    assert_eq!(restored.newest.author, "owner");
+    assert_eq!(restored.newest.author, DraftAuthor::Owner);
 
     let history = api.email_draft_history(draft.id).await.expect("history");
     let bodies: Vec<(i32, &str, Option<i32>)> = history
@@ -282,7 +283,7 @@ async fn a_proposed_reply_lands_as_the_agents_revision_unless_the_owner_saved_si
         Proposed::Landed(2)
     );
     let landed = api.email_draft(draft.id).await.expect("read").expect("draft");
-    assert_eq!(landed.newest.author, "agent");
+    assert_eq!(landed.newest.author, DraftAuthor::Agent);
     assert_eq!(
         landed.newest.content.body,
         "Hi ada,\n\nThank you for your message. I will look into your question and get back to you soon.\n\nWarm wishes, Sam"
@@ -298,7 +299,7 @@ async fn a_proposed_reply_lands_as_the_agents_revision_unless_the_owner_saved_si
             .expect("read")
             .expect("op")
             .state,
-        "succeeded"
+        EmailOperationState::Succeeded
     );
 
     // Asked at revision 2, but the owner saves revision 3 before the worker writes it.

@@ -1,7 +1,8 @@
 //! The projections as the api login reads them: the priority inbox's order, keyset pages,
 //! account and search filters, Other mail, and a thread's text and attachment metadata.
 
-use store::{InboxQuery, InboxView};
+use domain::email::{InboxView, ReplyNeed};
+use store::InboxQuery;
 use testkit::gmail::FakeGmail;
 
 use crate::refresh::{account, recorded};
@@ -68,8 +69,8 @@ async fn the_inbox_orders_by_reply_need_then_date_and_pages_by_keyset() {
         ["Question two", "Question one", "Slides", "Note two", "Note one"],
         "{important:?}"
     );
-    assert_eq!(important[0].reply_need.as_deref(), Some("needs_reply"));
-    assert_eq!(important[2].reply_need.as_deref(), Some("for_your_attention"));
+    assert_eq!(important[0].reply_need, Some(ReplyNeed::NeedsReply));
+    assert_eq!(important[2].reply_need, Some(ReplyNeed::ForYourAttention));
     assert!(important[2].has_attachments);
 
     // Page by page, one row each, the same order and nothing twice.

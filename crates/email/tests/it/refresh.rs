@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use domain::email::EmailOperationState;
 use email::refresh::{Refresher, UpdateKind, Updated};
 use mail_mcp::accounts::ReadAccount;
 use mail_mcp::document::{CredentialDocument, MailScope};
@@ -294,7 +295,7 @@ async fn a_refresh_is_admitted_at_most_once_a_minute_per_account() {
     assert_eq!(claimed.id, first.operation.id);
     worker.email_settle_refresh(claimed.id, None).await.expect("settle");
     let settled = api.email_operation(claimed.id).await.expect("read").expect("row");
-    assert_eq!(settled.state, "succeeded");
+    assert_eq!(settled.state, EmailOperationState::Succeeded);
 
     clock.advance(jiff::SignedDuration::from_secs(59));
     let held = api
@@ -361,7 +362,7 @@ async fn the_async_worker_updates_every_account_at_start_and_runs_what_the_owner
         .await
         .expect("request")
         .expect("account");
-    let mut state = String::new();
+    let mut state = EmailOperationState::Queued;
     for _ in 0..500 {
         state = api
             .email_operation(request.operation.id)
@@ -369,12 +370,12 @@ async fn the_async_worker_updates_every_account_at_start_and_runs_what_the_owner
             .expect("read")
             .expect("row")
             .state;
-        if state == "succeeded" {
+        if state == EmailOperationState::Succeeded {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(state, "succeeded");
+    assert_eq!(state, EmailOperationState::Succeeded);
     settled(2).await;
     let _ = stop.send(());
     running.await.expect("stops");

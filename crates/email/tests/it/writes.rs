@@ -5,11 +5,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use domain::email::MailboxWrite;
 use email::refresh::Refresher;
 use email::writes::{WritePace, Writer};
 use mail_mcp::accounts::{Account, ReadAccount};
 use mail_mcp::document::{CredentialDocument, MailScope};
-use store::{Store, WriteKind, WriteRequest};
+use store::{Store, WriteRequest};
 use testkit::TestDatabase;
 use testkit::gmail::{FakeGmail, MODIFY, READONLY, SEND, SendFault};
 use uuid::Uuid;
@@ -90,7 +91,7 @@ impl Mailbox {
         .expect("thread")
     }
 
-    async fn request(&self, thread: Uuid, kind: WriteKind) -> Uuid {
+    async fn request(&self, thread: Uuid, kind: MailboxWrite) -> Uuid {
         match self.api.email_request_write(thread, kind).await.expect("request") {
             WriteRequest::Accepted(operation) => operation.id,
             other => panic!("{kind:?} refused: {other:?}"),
@@ -99,7 +100,7 @@ impl Mailbox {
 
     async fn state(&self, operation: Uuid) -> (String, Option<String>, bool) {
         let row = self.api.email_operation(operation).await.expect("read").expect("row");
-        (row.state, row.error, row.reconciled_at.is_some())
+        (row.state.to_string(), row.error, row.reconciled_at.is_some())
     }
 
     fn modify_calls(&self) -> usize {
@@ -128,10 +129,10 @@ async fn archive_and_move_back_change_the_provider_labels_once_each() {
     mail.refresh().await;
     let lunch = mail.thread("Lunch").await;
 
-    let archive = mail.request(lunch, WriteKind::Archive).await;
+    let archive = mail.request(lunch, MailboxWrite::Archive).await;
     // One write of a thread at a time.
     assert!(matches!(
-        mail.api.email_request_write(lunch, WriteKind::MoveToInbox).await.expect("request"),
+        mail.api.email_request_write(lunch, MailboxWrite::MoveToInbox).await.expect("request"),
         WriteRequest::Pending(pending) if pending.id == archive
     ));
     assert_eq!(mail.state(archive).await, ("queued".into(), None, false));
@@ -142,19 +143,19 @@ async fn archive_and_move_back_change_the_provider_labels_once_each() {
     // Archived: archiving again does not apply; moving back does.
     assert_eq!(
         mail.api
-            .email_request_write(lunch, WriteKind::Archive)
+            .email_request_write(lunch, MailboxWrite::Archive)
             .await
             .expect("request"),
         WriteRequest::NotApplicable("archived")
     );
-    let back = mail.request(lunch, WriteKind::MoveToInbox).await;
+    let back = mail.request(lunch, MailboxWrite::MoveToInbox).await;
     mail.writer.pass().await.expect("pass");
     assert_eq!(mail.state(back).await, ("succeeded".into(), None, false));
     assert_eq!(mail.place(lunch).await, (strings(&["INBOX", "UNREAD"]), false, false));
     assert_eq!(mail.modify_calls(), 2);
     assert_eq!(
         mail.api
-            .email_request_write(Uuid::now_v7(), WriteKind::Archive)
+            .email_request_write(Uuid::now_v7(), MailboxWrite::Archive)
             .await
             .expect("request"),
         WriteRequest::UnknownThread
@@ -188,8 +189,8 @@ async fn not_spam_returns_exactly_the_reported_threads() {
         mail.thread("Keep me").await,
     );
     let reports = [
-        mail.request(first, WriteKind::ReportSpam).await,
-        mail.request(second, WriteKind::ReportSpam).await,
+        mail.request(first, MailboxWrite::ReportSpam).await,
+        mail.request(second, MailboxWrite::ReportSpam).await,
     ];
     mail.writer.pass().await.expect("pass");
     for (thread, report) in [(first, reports[0]), (second, reports[1])] {
@@ -199,14 +200,14 @@ async fn not_spam_returns_exactly_the_reported_threads() {
     // A reported thread cannot be archived or moved back; only Not spam applies.
     assert_eq!(
         mail.api
-            .email_request_write(first, WriteKind::MoveToInbox)
+            .email_request_write(first, MailboxWrite::MoveToInbox)
             .await
             .expect("request"),
         WriteRequest::NotApplicable("in_spam")
     );
     let undo = [
-        mail.request(first, WriteKind::NotSpam).await,
-        mail.request(second, WriteKind::NotSpam).await,
+        mail.request(first, MailboxWrite::NotSpam).await,
+        mail.request(second, MailboxWrite::NotSpam).await,
     ];
     mail.writer.pass().await.expect("pass");
     for (thread, undo) in [(first, undo[0]), (second, undo[1])] {
@@ -238,7 +239,7 @@ async fn a_dropped_connection_leaves_the_write_uncertain_until_the_labels_settle
 
     // The provider applies the change, then the connection drops before the answer.
     mail.fake.fail_next_modify(SendFault::DropConnection);
-    let first = mail.request(applied, WriteKind::Archive).await;
+    let first = mail.request(applied, MailboxWrite::Archive).await;
     mail.writer.pass().await.expect("pass");
     let (state, error, reconciled) = mail.state(first).await;
     assert_eq!(
@@ -251,7 +252,7 @@ async fn a_dropped_connection_leaves_the_write_uncertain_until_the_labels_settle
 
     // The connection drops before the provider acts: the labels show nothing happened.
     mail.fake.fail_next_modify(SendFault::DropUnsent);
-    let second = mail.request(lost, WriteKind::Archive).await;
+    let second = mail.request(lost, MailboxWrite::Archive).await;
     mail.writer.pass().await.expect("pass");
     assert_eq!(
         mail.state(second).await,
@@ -262,7 +263,7 @@ async fn a_dropped_connection_leaves_the_write_uncertain_until_the_labels_settle
     mail.writer.pass().await.expect("pass");
     assert_eq!(mail.modify_calls(), 2);
     // The owner may ask again: a new operation, sent once.
-    let again = mail.request(lost, WriteKind::Archive).await;
+    let again = mail.request(lost, MailboxWrite::Archive).await;
     mail.writer.pass().await.expect("pass");
     assert_eq!(mail.state(again).await.0, "succeeded");
     assert_eq!(mail.modify_calls(), 3);
@@ -275,7 +276,7 @@ async fn a_dispatch_left_by_a_stopped_worker_is_uncertain_and_reconciled() {
         .deliver("owner", "ada@example.com", "Stranded", "One.", &["INBOX"]);
     mail.refresh().await;
     let thread = mail.thread("Stranded").await;
-    let operation = mail.request(thread, WriteKind::Archive).await;
+    let operation = mail.request(thread, MailboxWrite::Archive).await;
     // A worker claims it, marks it dispatching, and dies before any request.
     let clock = Arc::new(testkit::ShiftedClock::default());
     let dead = mail.db.store_as("worker").await.with_clock(clock.clone());

@@ -1,0 +1,144 @@
+//! Email mode's closed sets of names, defined once: the store keeps them as text (each column's
+//! `CHECK` lists the same names), the wire sends them as these snake_case strings, and the
+//! classifier, the API and the worker use the enums. An unknown stored name is corruption.
+
+use crate::names::names;
+
+names! {
+    /// What the classifier says of a conversation's importance.
+    Importance ("importance") {
+        Important => "important",
+        Other => "other",
+    }
+}
+
+names! {
+    /// Whether a conversation waits for the owner (none when it does not).
+    ReplyNeed ("reply need") {
+        /// `Needs reply`.
+        NeedsReply => "needs_reply",
+        /// `For your attention`.
+        ForYourAttention => "for_your_attention",
+    }
+}
+
+names! {
+    /// Which listing of the inbox.
+    #[derive(Default)]
+    InboxView ("inbox view") {
+        /// The priority inbox: in the Inbox and assessed important; needs a reply first, then
+        /// for your attention, then the rest, newest first.
+        #[default]
+        Important => "important",
+        /// Everything else (unassessed, other, archived, spam), newest first.
+        Other => "other",
+    }
+}
+
+names! {
+    /// Why an account's new mail waits unassessed.
+    AllowanceWait ("allowance wait") {
+        /// The email cost allowance of this UTC day is spent.
+        DailyAllowanceSpent => "daily_allowance_spent",
+        /// The email cost allowance of the rolling 30 days is spent.
+        MonthlyAllowanceSpent => "monthly_allowance_spent",
+    }
+}
+
+names! {
+    /// A durable mailbox operation's kind.
+    EmailOperationKind ("email operation kind") {
+        Refresh => "refresh",
+        Archive => "archive",
+        MoveToInbox => "move_to_inbox",
+        ReportSpam => "report_spam",
+        NotSpam => "not_spam",
+        /// The agent proposing a reply, which lands as a revision of `draft_id`.
+        ProposeReply => "propose_reply",
+    }
+}
+
+names! {
+    /// An operation's state: it settles to `succeeded`, `failed` or `uncertain`. An uncertain
+    /// write is never repeated; reading the conversation settles it later (`reconciled_at`).
+    EmailOperationState ("email operation state") {
+        Queued => "queued",
+        Dispatching => "dispatching",
+        Succeeded => "succeeded",
+        Failed => "failed",
+        Uncertain => "uncertain",
+    }
+}
+
+names! {
+    /// A provider write the owner can ask for: the operation kinds that change a conversation's
+    /// labels.
+    MailboxWrite ("mailbox write") {
+        /// Inbox off (the thread is handled).
+        Archive => "archive",
+        /// Back to the originating account's Inbox.
+        MoveToInbox => "move_to_inbox",
+        /// Spam on, Inbox off.
+        ReportSpam => "report_spam",
+        /// Spam off, Inbox on.
+        NotSpam => "not_spam",
+    }
+}
+
+impl MailboxWrite {
+    /// The operation kind it is recorded as.
+    pub const fn kind(self) -> EmailOperationKind {
+        match self {
+            MailboxWrite::Archive => EmailOperationKind::Archive,
+            MailboxWrite::MoveToInbox => EmailOperationKind::MoveToInbox,
+            MailboxWrite::ReportSpam => EmailOperationKind::ReportSpam,
+            MailboxWrite::NotSpam => EmailOperationKind::NotSpam,
+        }
+    }
+}
+
+names! {
+    /// Who wrote a draft's revision.
+    DraftAuthor ("draft author") {
+        Owner => "owner",
+        /// The agent's proposal, which the owner edits.
+        Agent => "agent",
+    }
+}
+
+names! {
+    /// Where a conversation's newest draft is, as its inbox row shows it.
+    DraftStanding ("draft standing") {
+        /// Being written, or waiting to be sent.
+        Draft => "draft",
+        /// A send with an unknown outcome: the mailbox is being checked.
+        CheckSendStatus => "check_send_status",
+        /// Sent.
+        Sent => "sent",
+    }
+}
+
+names! {
+    /// A learning exclusion's kind: a sender's address, or a provider label id.
+    ExclusionKind ("learning exclusion kind") {
+        Sender => "sender",
+        Label => "label",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_mailbox_write_is_an_operation_kind_of_the_same_name() {
+        for write in MailboxWrite::ALL {
+            assert_eq!(write.kind().as_str(), write.as_str());
+        }
+        assert_eq!(InboxView::default(), InboxView::Important);
+        assert_eq!(
+            EmailOperationState::try_from("settled").map_err(|refused| refused.to_string()),
+            Err("`settled` is not a known email operation state".to_owned())
+        );
+    }
+}
