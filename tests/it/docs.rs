@@ -164,6 +164,12 @@ fn is_variable_name(word: &str) -> bool {
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
+/// A source file's production code: what comes before its inline test module (a `mod tests;`
+/// declaration is not one: its file is left out by its path).
+pub(crate) fn production(text: &str) -> &str {
+    text.find("#[cfg(test)]\nmod tests {").map_or(text, |end| &text[..end])
+}
+
 /// The environment variables production code names: upper-case string literals of every crate
 /// and binary (tests, the test kit and the bench tool left out).
 fn variables_read() -> BTreeSet<String> {
@@ -180,9 +186,12 @@ fn variables_read() -> BTreeSet<String> {
         }
     }
     let mut found = BTreeSet::new();
-    for source in sources {
-        let text = std::fs::read_to_string(&source).expect("read a source");
-        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+    for source in sources
+        .iter()
+        .filter(|source| !source.components().any(|part| part.as_os_str() == "tests"))
+    {
+        let text = std::fs::read_to_string(source).expect("read a source");
+        let code = production(&text);
         for (index, literal) in code.split('"').enumerate() {
             if index % 2 == 1 && is_variable_name(literal) {
                 found.insert(literal.to_owned());

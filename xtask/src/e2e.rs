@@ -3,7 +3,8 @@
 //! scripted model; Email mode on, with the async worker and the demo mailbox of
 //! `steward-demo-mail`) on a fresh database of the caller's cluster, on a free loopback port.
 //!
-//! Before the browser runs, `tsc --checkJs` checks the client's types (`web/tsconfig.json`).
+//! Before the browser runs, `tsc --checkJs` checks the client's types (`web/tsconfig.json`) and
+//! Node runs the unit tests of `web/unit`.
 //! What it needs is installed when missing: Debian's `chromium` (and a font), and the pinned npm
 //! packages of `web/e2e/package-lock.json` (`npm ci`, again whenever the lock changes).
 //! Screenshots go to `target/web-e2e/screenshots`.
@@ -39,6 +40,7 @@ pub fn run_only(admin_url: &str, names: &[String]) -> anyhow::Result<()> {
         .collect();
     tests.sort();
     typecheck(&e2e)?;
+    unit(&e2e)?;
     let bin = crate::dev::build_roles()?;
     let work = crate::contract::private_dir("e2e")?;
     let token_file = work.join("api-token");
@@ -100,6 +102,21 @@ fn typecheck(e2e: &Path) -> anyhow::Result<()> {
         .context("run tsc")?;
     if !status.success() {
         bail!("the web client does not type-check (see above)");
+    }
+    Ok(())
+}
+
+/// The web client's unit tests (`web/unit/*.test.mjs`, Node's test runner, no browser): the
+/// Markdown renderer and the approval proof, on the vectors the terminal client's SDK reads too.
+fn unit(e2e: &Path) -> anyhow::Result<()> {
+    println!("e2e: the web client's unit tests (node --test web/unit)");
+    let status = Command::new("node")
+        .args(["--test", "--test-reporter=spec", "../unit/"])
+        .current_dir(e2e)
+        .status()
+        .context("run node --test (is Node.js installed?)")?;
+    if !status.success() {
+        bail!("the web client's unit tests failed (see above)");
     }
     Ok(())
 }

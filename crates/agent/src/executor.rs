@@ -20,6 +20,7 @@ use domain::run::Cost;
 use serde_json::{Value, json};
 use store::{ClaimedRun, InvocationRow, Lease, ModelStep, NewCall, RunCounters, RunKind, Store, StoreError};
 use tokio::sync::mpsc;
+use tracing::Instrument;
 use wire::event::{Delta, Transient, TransientNotice};
 
 use crate::history;
@@ -334,7 +335,13 @@ impl Executor {
                     .await
                     .map(Some);
             }
-            if let Some(finish) = self.settle(claimed, toolbox, &invocation, wait_seconds).await? {
+            // A span per call (`tool{call_id tool}`): its dispatch and outcome lines name it.
+            let span = tracing::info_span!("tool", call_id = %invocation.call_id, tool = %invocation.tool);
+            if let Some(finish) = self
+                .settle(claimed, toolbox, &invocation, wait_seconds)
+                .instrument(span)
+                .await?
+            {
                 return Ok(Some(finish));
             }
         }
@@ -401,9 +408,25 @@ impl Executor {
                 tools: toolbox.specs(),
                 max_output_tokens: None,
             };
-            // A model call has no side effect: it is abandoned when the run is stopped.
+            // A model call has no side effect: it is abandoned when the run is stopped. Its span
+            // (`model_call{step model}`) carries ids and sizes, never the messages.
+            let span = tracing::info_span!("model_call", step = counters.steps + 1, model = %request.model);
+            let call = async {
+                let response = provider.complete(&request, sink).await;
+                match &response {
+                    Ok(answer) => tracing::info!(
+                        tool_calls = answer.tool_calls.len(),
+                        input_tokens = answer.usage.input_tokens,
+                        output_tokens = answer.usage.output_tokens,
+                        "the model answered"
+                    ),
+                    Err(error) => tracing::warn!(%error, "the model call failed"),
+                }
+                response
+            }
+            .instrument(span);
             let response = tokio::select! {
-                response = provider.complete(&request, sink) => response,
+                response = call => response,
                 () = stop.raised() => return Ok(Finish::Lost),
             };
             let response = match response {
@@ -573,8 +596,10 @@ impl Executor {
                         .await?;
                     return Ok(Some(if parked.is_some() { Finish::Parked } else { Finish::Lost }));
                 }
+                tracing::info!("dispatching the call (it needs no approval)");
                 let outcome = toolbox.execute(&self.store, &claimed.principal, invocation).await;
                 let (state, result, code) = outcome_value(&outcome);
+                tracing::info!(state = state.as_str(), code, "call settled");
                 let state = if state == InvocationState::OutcomeUnknown {
                     InvocationState::Failed
                 } else {
@@ -613,8 +638,10 @@ impl Executor {
                             .await;
                     }
                 }
+                tracing::info!("dispatching the approved call");
                 let outcome = toolbox.execute(&self.store, &claimed.principal, invocation).await;
                 let (state, result, code) = outcome_value(&outcome);
+                tracing::info!(state = state.as_str(), code, "call settled");
                 let reconciliation = match &outcome {
                     ToolOutcome::Uncertain {
                         reconciliation: Some(reconciliation),

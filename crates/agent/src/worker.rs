@@ -11,6 +11,7 @@ use sqlx::postgres::PgListener;
 use store::{ClaimedRun, Lease, Reconciled, Store};
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
+use tracing::Instrument;
 
 use crate::WorkerConfig;
 use crate::executor::{Executor, Stop, until};
@@ -138,11 +139,23 @@ async fn reconcile(store: Store, mail: Arc<MailService>, policy: crate::config::
 /// Executes a claimed run while renewing its lease. Losing the lease or passing the deadline
 /// raises the stop signal, which the executor honours at safe points: a model call is
 /// abandoned, but a dispatched tool is always waited for and its outcome recorded.
+/// Runs a claimed run inside its span (`run{run_id session_id attempt}`), so every line the run's
+/// steps, model calls and tool dispatches log names it (as the API's line that queued it does).
 async fn execute_with_lease(executor: &Executor, config: &WorkerConfig, claimed: ClaimedRun) {
+    let span = tracing::info_span!(
+        "run",
+        run_id = %claimed.lease.run,
+        session_id = %claimed.run.session_id,
+        attempt = claimed.attempts
+    );
+    execute_claimed(executor, config, claimed).instrument(span).await;
+}
+
+async fn execute_claimed(executor: &Executor, config: &WorkerConfig, claimed: ClaimedRun) {
     let lease = claimed.lease.clone();
     let deadline = claimed.run.deadline_at;
     let run = lease.run;
-    tracing::info!(%run, attempt = claimed.attempts, "executing run");
+    tracing::info!("executing run");
     let stop = Stop::default();
     let execution = executor.execute(claimed, &stop);
     tokio::pin!(execution);

@@ -15,6 +15,7 @@ use axum::routing::MethodRouter;
 use domain::ErrorCode;
 use domain::flags::{FeatureFlags, Flag};
 use domain::scope::Scope;
+use tracing::Instrument;
 
 use crate::AppState;
 use crate::auth::{self, Authenticator, Guard, Needs};
@@ -563,8 +564,9 @@ pub(crate) fn router(state: AppState, authenticator: Arc<Authenticator>) -> Rout
     }
 }
 
-/// One log line per request: method, route template (never the query, which may hold cursors),
-/// status and duration.
+/// A span per request (`request{id method route}`: a fresh id, the route template, never the
+/// query, which may hold cursors or search words), so every line a request logs names it; and
+/// one line when it ends, with its status and duration.
 async fn trace(request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = request.method().clone();
@@ -573,13 +575,17 @@ async fn trace(request: Request, next: Next) -> Response {
         .get::<MatchedPath>()
         .map_or("<unmatched>", MatchedPath::as_str)
         .to_owned();
-    let response = next.run(request).await;
-    tracing::info!(
-        %method,
-        route,
-        status = response.status().as_u16(),
-        elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
-        "request"
-    );
-    response
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    let span = tracing::info_span!("request", id = &id[..12], %method, route);
+    async move {
+        let response = next.run(request).await;
+        tracing::info!(
+            status = response.status().as_u16(),
+            elapsed_ms = started.elapsed().as_secs_f64() * 1000.0,
+            "request done"
+        );
+        response
+    }
+    .instrument(span)
+    .await
 }

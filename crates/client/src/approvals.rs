@@ -286,6 +286,36 @@ mod tests {
         (shown.arguments, digests)
     }
 
+    /// The vectors the web client's proof is tested on too (`web/unit/approvals.test.mjs`): both
+    /// clients prove or refuse the same approvals.
+    #[test]
+    fn the_shared_vectors_are_proven_or_refused_as_in_the_web_client() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/vectors/approvals.json");
+        let vectors: Value =
+            serde_json::from_str(&std::fs::read_to_string(path).expect("read the vectors")).expect("json");
+        let cases = vectors["cases"].as_array().expect("cases");
+        assert!(cases.len() >= 10);
+        for case in cases {
+            let name = case["name"].as_str().expect("name");
+            let digests: BTreeMap<String, String> = serde_json::from_value(case["digests"].clone()).expect("digests");
+            let proposals = case["proposals"].as_array().expect("proposals");
+            let verdict = check_against_proposals(&case["arguments"], &digests, proposals);
+            match case["verdict"].as_str() {
+                Some("proven") => {
+                    let checked = verdict.unwrap_or_else(|refused| panic!("{name}: refused: {refused}"));
+                    assert_eq!(checked.arguments, case["whole"], "{name}: the whole is shown");
+                    assert_eq!(
+                        shown(&case["whole"]),
+                        (case["arguments"].clone(), digests),
+                        "{name}: its display"
+                    );
+                }
+                Some("refused") => assert!(verdict.is_err(), "{name}: proven, but the web client refuses it"),
+                other => panic!("{name}: verdict {other:?}"),
+            }
+        }
+    }
+
     #[test]
     fn whole_arguments_pass_and_a_proven_cut_shows_the_expected_value() {
         let short = json!({ "text": "Buy oat milk", "n": 2 });

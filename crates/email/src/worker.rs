@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use mail_mcp::accounts::ReadAccount;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::refresh::Refresher;
 
@@ -97,7 +98,11 @@ impl AsyncWorker {
             {
                 // Recorded once, since removed from the configuration.
                 None => Some("email.account_unknown"),
-                Some(account) => self.update(account, updated).await.err(),
+                Some(account) => {
+                    let span =
+                        tracing::info_span!("refresh", operation_id = %operation.id, account_id = %account.account_id);
+                    self.update(account, updated).instrument(span).await.err()
+                }
             };
             if let Err(error) = store.email_settle_refresh(operation.id, code).await {
                 tracing::warn!(operation = %operation.id, %error, "cannot settle a refresh");
@@ -117,7 +122,8 @@ impl AsyncWorker {
                     return;
                 }
             };
-            match self.refresher.propose(&claimed).await {
+            let span = tracing::info_span!("proposal", operation_id = %claimed.operation.id, draft_id = %claimed.draft);
+            match self.refresher.propose(&claimed).instrument(span).await {
                 Ok(outcome) => tracing::info!(operation = %claimed.operation.id, ?outcome, "reply proposed"),
                 Err(error) => {
                     // Settled failed rather than written (and perhaps paid for) again; the owner

@@ -14,6 +14,7 @@ use mail_mcp::accounts::Account;
 use mail_mcp::gmail::{Credential, GmailClient, MailError};
 use serde_json::{Value, json};
 use store::{ClaimedWrite, Reconciliation, Store, StoreError, WriteOutcome};
+use tracing::Instrument;
 
 /// How the writer is paced.
 #[derive(Clone, Debug)]
@@ -105,15 +106,17 @@ impl Writer {
                 "email writes left dispatching by a stopped worker are uncertain"
             );
         }
+        // A span per operation (`mailbox_write{operation_id kind}`), as for a run's calls.
+        let span = |claimed: &ClaimedWrite| tracing::info_span!("mailbox_write", operation_id = %claimed.operation.id, kind = claimed.kind.as_str());
         while let Some(claimed) = self.store.email_claim_write(&self.worker_id, self.pace.lease).await? {
-            self.dispatch(&claimed).await?;
+            self.dispatch(&claimed).instrument(span(&claimed)).await?;
         }
         while let Some(claimed) = self
             .store
             .email_claim_uncertain(&self.worker_id, self.pace.lease)
             .await?
         {
-            self.reconcile(&claimed).await?;
+            self.reconcile(&claimed).instrument(span(&claimed)).await?;
         }
         Ok(())
     }

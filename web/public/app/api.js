@@ -2,7 +2,7 @@
 // (HttpOnly, so no script here ever holds a credential after the exchange).
 import { signal } from "../vendor/signals-core.mjs";
 
-/** @typedef {{code?: string, title?: string, detail?: string, run_id?: string, required_scope?: string, resolution?: string, state?: string}} Problem */
+/** @typedef {Partial<import("../../types/wire").Problem>} Problem */
 
 export class ApiError extends Error {
   /** @param {number} status @param {Problem | null} problem */

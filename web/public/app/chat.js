@@ -4,10 +4,12 @@
 import { signal, computed, batch } from "../vendor/signals-core.mjs";
 import { api, ApiError, describe, onForget } from "./api.js";
 import * as attachments from "./attachments.js";
+import { proveApproval, refuseTruncated } from "./approvals.js";
+
+export { DISPLAY_MAX_CHARS, proveApproval, refuseTruncated } from "./approvals.js";
 
 /**
- * @typedef {{session_id: string, title: string | null, agent_id: string, folder_id: string | null,
- *   schedule_id: string | null, last_run_id: string | null, created_at: string, updated_at: string}} SessionRow
+ * @typedef {import("../../types/wire").SessionSummary} SessionRow
  * @typedef {{kind: "user", key: string, seq: number | null, runId: string | null, text: string,
  *   attachments: Array<{filename: string, artifact_id?: string, media_type?: string, size_bytes?: number}>,
  *   pending?: boolean, clientKey?: string}} UserItem
@@ -127,7 +129,7 @@ function stopReconciling() {
 /** The five most recent conversations, scheduled ones left out. */
 export const recent = computed(() =>
   sessions.value
-    .filter((row) => row.schedule_id === null)
+    .filter((row) => row.schedule_id == null)
     .slice()
     .sort((a, b) => (a.updated_at < b.updated_at ? 1 : -1))
     .slice(0, 5),
@@ -627,108 +629,6 @@ function setApproval(approvalId, change) {
   );
 }
 
-/** Strings the server cut for display are exactly this many characters, with a digest. */
-export const DISPLAY_MAX_CHARS = 512;
-
-/** The lowercase hex SHA-256 of `text`'s UTF-8. @param {string} text */
-export async function sha256(text) {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
-}
-
-/**
- * `value` as the server displays it in an approval (domain::approval::display_arguments):
- * strings over 512 characters (code points) cut to their first 512, each with the SHA-256 of
- * the whole string keyed by its JSON Pointer.
- * @param {unknown} value
- * @returns {Promise<{shown: unknown, digests: Record<string, string>}>}
- */
-export async function displayOf(value) {
-  /** @type {Record<string, string>} */
-  const digests = {};
-  /** @param {unknown} node @param {string} pointer @returns {Promise<unknown>} */
-  const cut = async (node, pointer) => {
-    if (typeof node === "string") {
-      const chars = [...node];
-      if (chars.length <= DISPLAY_MAX_CHARS) return node;
-      digests[pointer] = await sha256(node);
-      return chars.slice(0, DISPLAY_MAX_CHARS).join("");
-    }
-    if (Array.isArray(node)) return Promise.all(node.map((entry, index) => cut(entry, `${pointer}/${index}`)));
-    if (node && typeof node === "object") {
-      /** @type {Record<string, unknown>} */
-      const out = {};
-      for (const [name, entry] of Object.entries(node)) out[name] = await cut(entry, `${pointer}/${pointerToken(name)}`);
-      return out;
-    }
-    return node;
-  };
-  const shown = await cut(value, "");
-  return { shown, digests };
-}
-
-/** Whether two JSON values are the same value (members in any order). @param {unknown} a @param {unknown} b @returns {boolean} */
-function sameJson(a, b) {
-  if (a === b) return true;
-  if (Array.isArray(a) || Array.isArray(b)) {
-    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((entry, index) => sameJson(entry, b[index]));
-  }
-  if (!a || !b || typeof a !== "object" || typeof b !== "object") return false;
-  const left = Object.keys(a);
-  const right = /** @type {Record<string, unknown>} */ (b);
-  return left.length === Object.keys(b).length && left.every((name) => Object.hasOwn(right, name) && sameJson(/** @type {Record<string, unknown>} */ (a)[name], right[name]));
-}
-
-/**
- * Whether the approval's shortened arguments can be shown whole: the model's proposed call of
- * this tool in this run whose display (cut strings and their digests) is exactly the
- * approval's is the whole of what it approves. An approval with nothing cut is whole as it is.
- * @param {{arguments: unknown, digests: Record<string, string>, proposals: unknown[]}} card
- * @returns {Promise<{whole: unknown, proof: string}>}
- */
-export async function proveApproval(card) {
-  const structural = refuseTruncated(card);
-  if (structural) return { whole: null, proof: structural };
-  const digests = card.digests ?? {};
-  if (Object.keys(digests).length === 0) return { whole: card.arguments, proof: "proven" };
-  if (!globalThis.crypto?.subtle) {
-    return {
-      whole: null,
-      proof: "This page cannot compute SHA-256 (it is not served over HTTPS or from this computer), so the shortened text cannot be shown whole; it cannot be approved.",
-    };
-  }
-  for (const proposal of card.proposals ?? []) {
-    const { shown, digests: proposalDigests } = await displayOf(proposal);
-    if (sameJson(shown, card.arguments) && sameJson(proposalDigests, digests)) return { whole: proposal, proof: "proven" };
-  }
-  return {
-    whole: null,
-    proof: (card.proposals ?? []).length
-      ? "The shortened text matches no call Steward proposed, so what you would approve cannot be shown whole; it cannot be approved."
-      : "Steward's proposed call was not found, so the shortened text cannot be shown whole; it cannot be approved.",
-  };
-}
-
-/** A member name as a JSON Pointer token (RFC 6901). @param {string} name */
-export function pointerToken(name) {
-  return name.replaceAll("~", "~0").replaceAll("/", "~1");
-}
-
-/**
- * The value at a JSON Pointer (RFC 6901) in `root`, or `undefined`.
- * @param {unknown} root @param {string} pointer
- */
-export function atPointer(root, pointer) {
-  if (pointer === "") return root;
-  let value = root;
-  for (const raw of pointer.slice(1).split("/")) {
-    const key = raw.replaceAll("~1", "/").replaceAll("~0", "~");
-    if (value === null || typeof value !== "object" || !Object.hasOwn(value, key)) return undefined;
-    value = /** @type {Record<string, unknown>} */ (value)[key];
-  }
-  return value;
-}
-
 /**
  * Why an approval in the selected session cannot be approved here, or `null`: a draft's send is
  * approved from Review & Send, where it is checked against the draft; otherwise only once its
@@ -756,39 +656,6 @@ export const CHECKING = "Checking the shortened text against what Steward propos
 /** Whether a card's refusal is only a check under way (said quietly, not as an alert). @param {string | null} refusal */
 export function isChecking(refusal) {
   return refusal === CHECKING || refusal === "Checking what this approval is for…";
-}
-
-/**
- * Why an approval cannot be approved as shown, or `null`. A string the server cut for display
- * is verified through its entry in `argument_digests`: each entry must name a string of exactly
- * 512 characters and carry a SHA-256; a string of 512 or more characters without its digest,
- * or a digest naming anything else, refuses the card.
- * @param {{arguments: unknown, digests: Record<string, string>}} card
- */
-export function refuseTruncated(card) {
-  const digests = card.digests ?? {};
-  /** @type {string[]} */
-  const wrong = [];
-  for (const [pointer, digest] of Object.entries(digests)) {
-    const value = atPointer(card.arguments, pointer);
-    const cut = typeof value === "string" && [...value].length === DISPLAY_MAX_CHARS;
-    if (!cut || !/^[0-9a-f]{64}$/.test(String(digest))) wrong.push(pointer || "/");
-  }
-  // A string at the display limit without a digest may have been cut with nothing to check it
-  // by (one that is exactly 512 characters long cannot be told apart): refused, to be safe.
-  const walk = (/** @type {unknown} */ value, /** @type {string} */ pointer) => {
-    if (typeof value === "string") {
-      if ([...value].length >= DISPLAY_MAX_CHARS && !digests[pointer]) wrong.push(pointer || "/");
-    } else if (Array.isArray(value)) {
-      value.forEach((entry, index) => walk(entry, `${pointer}/${index}`));
-    } else if (value && typeof value === "object") {
-      for (const [name, entry] of Object.entries(value)) walk(entry, `${pointer}/${pointerToken(name)}`);
-    }
-  };
-  walk(card.arguments, "");
-  return wrong.length
-    ? `A shortened argument cannot be checked against its digest (${wrong.join(", ")}); it cannot be approved.`
-    : null;
 }
 
 /**

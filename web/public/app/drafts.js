@@ -5,13 +5,13 @@
 // revision. Unsaved text lives in this page's memory only.
 import { signal } from "../vendor/signals-core.mjs";
 import { api, ApiError, describe, onForget } from "./api.js";
-import { DISPLAY_MAX_CHARS, pointerToken, sha256 } from "./chat.js";
+import { DISPLAY_MAX_CHARS, pointerToken, sha256 } from "./approvals.js";
 
-/** @typedef {{to: string[], cc: string[], subject: string, body: string}} Content */
-/** @typedef {Content & {revision: number, author: "owner" | "agent", restored_from: number | null, saved_at: string}} Revision */
-/** @typedef {{approval_id: string, tool: string, arguments: Record<string, unknown>, argument_digests: Record<string, string>, status: string}} Approval */
-/** @typedef {{revision: number, state: "preparing" | "awaiting_approval" | "sending" | "sent" | "outcome_unknown" | "unconfirmed" | "not_sent", run_id: string, session_id: string, approval: Approval | null, code: string | null}} Send */
-/** @typedef {Revision & {draft_id: string, account_id: string, thread_id: string | null, created_at: string, send: Send | null}} Draft */
+/** @typedef {import("../../types/wire").DraftContent} Content */
+/** @typedef {import("../../types/wire").DraftRevision} Revision */
+/** @typedef {import("../../types/wire").Approval} Approval */
+/** @typedef {import("../../types/wire").DraftSend} Send */
+/** @typedef {import("../../types/wire").Draft} Draft */
 /**
  * @typedef {{
  *   draftId: string, accountId: string, threadId: string | null, providerThreadId: string | null,
@@ -142,7 +142,7 @@ async function show(draft, providerThreadId, sendTool) {
   editor.value = {
     draftId: draft.draft_id,
     accountId: draft.account_id,
-    threadId: draft.thread_id,
+    threadId: draft.thread_id ?? null,
     providerThreadId,
     sendTool,
     fields: fieldsOf(draft),
@@ -154,7 +154,7 @@ async function show(draft, providerThreadId, sendTool) {
     error: null,
     conflict: null,
     history: null,
-    send: draft.send,
+    send: draft.send ?? null,
     review: null,
   };
   const send = draft.send;
@@ -184,7 +184,7 @@ export const proposing = signal(/** @type {string | null} */ (null));
  * Asks Steward to propose a reply in a conversation; once it lands (`settle` follows the
  * operation), the conversation's draft opens with it as the newest revision.
  * @param {{thread_id: string, provider_thread_id: string} & Record<string, any>} thread
- * @param {(id: string) => Promise<{state: string, error: string | null}>} settle
+ * @param {(id: string) => Promise<{state: string, error?: string | null}>} settle
  * @param {string | null} sendTool the account's send tool on this server
  */
 export async function propose(thread, settle, sendTool) {

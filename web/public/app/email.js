@@ -6,13 +6,13 @@ import { signal } from "../vendor/signals-core.mjs";
 import { api, ApiError, connection, describe, holds, onForget } from "./api.js";
 import * as drafts from "./drafts.js";
 
-/** @typedef {{name: string | null, address: string}} Correspondent */
-/** @typedef {{account_id: string, address: string | null, freshness: "pending" | "current", updated_at: string | null, coverage_from: string | null, last_error: string | null, last_error_at: string | null, waiting: string | null, unsubscribe_supported: boolean, spam_supported: boolean, send_tool: string | null}} Account */
-/** @typedef {{thread_id: string, account_id: string, provider_thread_id: string, subject: string, correspondents: Correspondent[], latest_at: string, message_count: number, has_attachments: boolean, place: "inbox" | "archived" | "spam", state: string | null, importance: string | null, gist: string | null, classifier: string | null, suspected_spam: boolean, draft_id: string | null, kind: string | null, reasons: import("./learning.js").Feedback[]}} Thread */
-/** @typedef {{filename: string | null, media_type: string, size_bytes: number}} Attachment */
-/** @typedef {{message_id: string, from: Correspondent | null, to: Correspondent[], cc: Correspondent[], sent_at: string, subject: string, text: string, text_cut: boolean, attachments: Attachment[]}} Message */
+/** @typedef {import("../../types/wire").Correspondent} Correspondent */
+/** @typedef {import("../../types/wire").EmailAccount} Account */
+/** @typedef {import("../../types/wire").EmailThreadSummary} Thread */
+/** @typedef {import("../../types/wire").AttachmentMeta} Attachment */
+/** @typedef {import("../../types/wire").EmailMessage} Message */
 /** @typedef {Thread & {messages: Message[]}} ThreadDetail */
-/** @typedef {{operation_id: string, kind: string, state: "queued" | "dispatching" | "succeeded" | "failed" | "uncertain", error: string | null}} Operation */
+/** @typedef {import("../../types/wire").EmailOperation} Operation */
 
 /** A new refresh is asked for this often while the inbox is visible (the server admits one a minute). */
 export const REFRESH_EVERY_MS = 60_000;
@@ -362,7 +362,7 @@ const sleep = (/** @type {number} */ ms) => new Promise((resolve) => window.setT
  * a row it gives up with `unreadable`, and after SETTLE_WAIT_MS without a settled state with
  * `pending`.
  * @param {string} id
- * @returns {Promise<{state: string, error: string | null}>}
+ * @returns {Promise<{state: string, error?: string | null}>}
  */
 export async function settle(id) {
   let failures = 0;

@@ -5,8 +5,8 @@ import { signal, batch } from "../vendor/signals-core.mjs";
 import { api, ApiError, describe, onForget } from "./api.js";
 import { sessions, reconcile, fenceReconciliation, onReconciled } from "./chat.js";
 
-/** @typedef {{folder_id: string, name: string}} Folder */
-/** @typedef {{proposal_id: string, folder_id: string | null, name: string, session_ids: string[]}} Proposal */
+/** @typedef {import("../../types/wire").Folder} Folder */
+/** @typedef {import("../../types/wire").FolderProposal} Proposal */
 
 /** @type {import("../vendor/signals-core.mjs").Signal<Folder[]>} */
 export const folders = signal([]);

@@ -5,11 +5,11 @@
 import { signal } from "../vendor/signals-core.mjs";
 import { api, ApiError, describe, onForget } from "./api.js";
 
-/** @typedef {"thread" | "person" | "kind"} Scope */
-/** @typedef {"important" | "less_important" | "needs_reply" | "no_reply"} Signal */
-/** @typedef {{feedback_id: string, scope: Scope, signal: Signal, thread_id: string, person: string | null, kind: string | null, created_at: string, retired: boolean}} Feedback */
-/** @typedef {{exclusion_id: string, kind: "sender" | "label", value: string, created_at: string}} Exclusion */
-/** @typedef {{paused: boolean, exclusions: Exclusion[], rules: Feedback[], style_samples: number}} Learning */
+/** @typedef {import("../../types/wire").FeedbackScope} Scope */
+/** @typedef {import("../../types/wire").FeedbackSignal} Signal */
+/** @typedef {import("../../types/wire").Feedback} Feedback */
+/** @typedef {import("../../types/wire").LearningExclusion} Exclusion */
+/** @typedef {import("../../types/wire").Learning} Learning */
 
 /** The last feedback given on each conversation (thread id → the rule), for its Undo. */
 export const given = signal(/** @type {Map<string, Feedback>} */ (new Map()));

@@ -151,35 +151,62 @@ const INLINE =
  * @returns {Children[]}
  */
 export function inline(text) {
+  return spans(protect(text));
+}
+
+/** @param {string} text with its backslash escapes protected @returns {Children[]} */
+function spans(text) {
   /** @type {Children[]} */
   const out = [];
   let last = 0;
   for (const match of text.matchAll(INLINE)) {
     const at = /** @type {number} */ (match.index);
-    if (at > last) out.push(unescape(text.slice(last, at)));
+    if (at > last) out.push(restore(text.slice(last, at)));
     const [whole, , code, label, href, strong1, strong2, em1, em2, bare] = match;
     if (code !== undefined) {
-      out.push(h("code", null, code.length > 2 && code.startsWith(" ") && code.endsWith(" ") ? code.slice(1, -1) : code));
+      // A code span is literal: its backslashes stay.
+      const literal = restore(code, "\\");
+      out.push(h("code", null, literal.length > 2 && literal.startsWith(" ") && literal.endsWith(" ") ? literal.slice(1, -1) : literal));
     } else if (label !== undefined) {
-      const safe = safeHref(/** @type {string} */ (href));
-      out.push(safe ? h("a", { href: safe, target: "_blank", rel: "noopener noreferrer" }, inline(label)) : whole);
+      const safe = safeHref(restore(/** @type {string} */ (href)));
+      out.push(safe ? h("a", { href: safe, target: "_blank", rel: "noopener noreferrer" }, spans(label)) : restore(whole));
     } else if (strong1 !== undefined || strong2 !== undefined) {
-      out.push(h("strong", null, inline(/** @type {string} */ (strong1 ?? strong2))));
+      out.push(h("strong", null, spans(/** @type {string} */ (strong1 ?? strong2))));
     } else if (em1 !== undefined || em2 !== undefined) {
-      out.push(h("em", null, inline(/** @type {string} */ (em1 ?? em2))));
+      out.push(h("em", null, spans(/** @type {string} */ (em1 ?? em2))));
     } else if (bare !== undefined) {
-      const safe = safeHref(bare);
-      out.push(safe ? h("a", { href: safe, target: "_blank", rel: "noopener noreferrer" }, bare) : bare);
+      const safe = safeHref(restore(bare));
+      out.push(safe ? h("a", { href: safe, target: "_blank", rel: "noopener noreferrer" }, restore(bare)) : restore(bare));
     }
     last = at + whole.length;
   }
-  if (last < text.length) out.push(unescape(text.slice(last)));
+  if (last < text.length) out.push(restore(text.slice(last)));
   return out;
 }
 
-/** Backslash escapes of Markdown punctuation. @param {string} text */
-function unescape(text) {
-  return text.replace(/\\([\\`*_{}\[\]()#+\-.!|>~])/g, "$1");
+/** The Markdown punctuation a backslash escapes. */
+const ESCAPABLE = "\\`*_{}[]()#+-.!|>~";
+/** Where protected punctuation sits: the private-use characters U+E000 onwards. */
+const PROTECTED_BASE = 0xe000;
+
+/**
+ * Backslash-escaped punctuation as private-use characters, so no emphasis, link or code
+ * delimiter matches it; [restore] gives it back as text.
+ * @param {string} text
+ */
+function protect(text) {
+  return text.replace(/\\([\\`*_{}\[\]()#+\-.!|>~])/g, (_, char) =>
+    String.fromCharCode(PROTECTED_BASE + ESCAPABLE.indexOf(char)),
+  );
+}
+
+/**
+ * Protected punctuation back as the character it escaped (`prefix` before it: a backslash keeps
+ * the escape as it was written, in code).
+ * @param {string} text @param {string} [prefix]
+ */
+function restore(text, prefix = "") {
+  return text.replace(/[\ue000-\ue011]/g, (char) => prefix + ESCAPABLE[char.charCodeAt(0) - PROTECTED_BASE]);
 }
 
 /**

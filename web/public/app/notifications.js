@@ -5,7 +5,7 @@ import { signal } from "../vendor/signals-core.mjs";
 import { api, ApiError, describe, holds, onForget } from "./api.js";
 import { onReconciled, select, focusCard, sessions } from "./chat.js";
 
-/** @typedef {{notification_id: string, kind: string, created_at: string, payload: {session_id?: string, run_id?: string, approval_id?: string, question_id?: string}}} Notification */
+/** @typedef {import("../../types/wire").Notification} Notification */
 
 /** @type {import("../vendor/signals-core.mjs").Signal<Notification[]>} */
 export const pending = signal([]);

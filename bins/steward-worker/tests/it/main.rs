@@ -5,6 +5,7 @@
 mod crash;
 mod drafts;
 mod flows;
+mod logs;
 mod mail;
 mod openai;
 mod schedules;

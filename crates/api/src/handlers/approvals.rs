@@ -89,7 +89,10 @@ pub async fn decide(
         wire::request::Decision::Deny => Decision::Deny,
     };
     match state.store.decide_approval(&caller.principal, id, decision).await? {
-        Decide::Decided(row) => Ok(JsonResponse(approval(row.as_ref()))),
+        Decide::Decided(row) => {
+            tracing::info!(approval_id = %row.id, run_id = %row.run_id, tool = %row.tool, status = row.status.as_str(), "approval decided");
+            Ok(JsonResponse(approval(row.as_ref())))
+        }
         Decide::AlreadyResolved(row) | Decide::Expired(row) => Err(ApiError::new(ErrorCode::ApprovalAlreadyResolved)
             .detail(format!("the approval is already {}", row.status.as_str()))
             .resolution(row.status)),

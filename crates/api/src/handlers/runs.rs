@@ -146,7 +146,10 @@ pub async fn submit(
         )
         .await?;
     match outcome {
-        Submit::Accepted { response, .. } => Ok(replay(response, false)),
+        Submit::Accepted { response, run, .. } => {
+            tracing::info!(run_id = %run.id, session_id = %session, "message accepted; its run is queued");
+            Ok(replay(response, false))
+        }
         Submit::Earlier(prior) => earlier(prior),
         Submit::SessionNotFound => Err(ApiError::new(ErrorCode::SessionNotFound)),
         Submit::UnknownArtifact(id) => Err(ApiError::new(ErrorCode::UnknownArtifact)

@@ -20,3 +20,4 @@ mod stream;
 mod support;
 mod web;
 mod web_session;
+mod web_types;
