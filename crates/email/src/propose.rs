@@ -68,17 +68,18 @@ impl Refresher {
         let Some(thread) = claimed.operation.thread else {
             return self.fail(claimed, "email.thread_gone").await;
         };
-        let messages = self.store.email_thread_messages(thread).await?;
+        let messages = self.store.email().thread_messages(thread).await?;
         if messages.is_empty() {
             return self.fail(claimed, "email.thread_gone").await;
         }
         let owner = self
             .store
-            .email_account(&claimed.operation.account_id)
+            .email()
+            .account(&claimed.operation.account_id)
             .await?
             .and_then(|account| account.address)
             .unwrap_or_default();
-        let style = self.store.email_style(STYLE_PASSAGES).await?;
+        let style = self.store.email().style(STYLE_PASSAGES).await?;
         let body = match self.classifier.as_ref() {
             Classifier::Offline => offline_reply(&messages, &owner, &style),
             Classifier::Model(model) => {
@@ -96,14 +97,14 @@ impl Refresher {
                 }
             }
         };
-        Ok(match self.store.email_land_proposal(claimed, &body).await? {
+        Ok(match self.store.email().land_proposal(claimed, &body).await? {
             Landing::Landed(revision) => Proposed::Landed(revision),
             Landing::DraftChanged => Proposed::Failed("email.draft_changed"),
         })
     }
 
     async fn fail(&self, claimed: &ClaimedProposal, code: &'static str) -> Result<Proposed, RefreshError> {
-        self.store.email_fail_proposal(claimed, code).await?;
+        self.store.email().fail_proposal(claimed, code).await?;
         Ok(Proposed::Failed(code))
     }
 }

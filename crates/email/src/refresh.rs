@@ -106,7 +106,11 @@ impl Refresher {
         }
         .await;
         if let Err(error) = &outcome
-            && let Err(recording) = self.store.email_update_failed(&account.account_id, error.code()).await
+            && let Err(recording) = self
+                .store
+                .email()
+                .update_failed(&account.account_id, error.code())
+                .await
         {
             tracing::warn!(account = %account.account_id, error = %recording, "cannot record a failed mail update");
         }
@@ -116,7 +120,8 @@ impl Refresher {
     async fn update_projection(&self, account: &ReadAccount) -> Result<Updated, RefreshError> {
         let state = self
             .store
-            .email_account(&account.account_id)
+            .email()
+            .account(&account.account_id)
             .await?
             .ok_or_else(|| RefreshError::UnknownAccount(account.account_id.clone()))?;
         let Some(start) = state.history_id else {
@@ -144,10 +149,14 @@ impl Refresher {
                 .push((message.clone(), labels.clone()));
         }
         for (thread, labels) in &by_thread {
-            self.store.email_set_labels(&account.account_id, thread, labels).await?;
+            self.store
+                .email()
+                .set_labels(&account.account_id, thread, labels)
+                .await?;
         }
         self.store
-            .email_update_completed(&account.account_id, None, &changes.history_id, None)
+            .email()
+            .update_completed(&account.account_id, None, &changes.history_id, None)
             .await?;
         Ok(Updated {
             kind: UpdateKind::Incremental,
@@ -167,7 +176,8 @@ impl Refresher {
         let ids: Vec<String> = found.iter().map(|message| message.id.clone()).collect();
         let known: HashSet<String> = self
             .store
-            .email_known_messages(&account.account_id, &ids)
+            .email()
+            .known_messages(&account.account_id, &ids)
             .await?
             .into_iter()
             .collect();
@@ -183,7 +193,8 @@ impl Refresher {
             }
         }
         self.store
-            .email_update_completed(
+            .email()
+            .update_completed(
                 &account.account_id,
                 Some(&profile.address),
                 &profile.history_id,
@@ -219,7 +230,8 @@ impl Refresher {
         };
         Ok(self
             .store
-            .email_set_labels(&account.account_id, &raw.thread_id, &[(raw.id, raw.label_ids)])
+            .email()
+            .set_labels(&account.account_id, &raw.thread_id, &[(raw.id, raw.label_ids)])
             .await?)
     }
 
@@ -251,7 +263,7 @@ impl Refresher {
             bulk: json(&projected.bulk),
             labels: &raw.label_ids,
         };
-        Ok(self.store.email_record_message(&account.account_id, &new).await?)
+        Ok(self.store.email().record_message(&account.account_id, &new).await?)
     }
 
     /// Assesses the account's waiting threads, oldest first; how many were assessed. What the
@@ -260,19 +272,21 @@ impl Refresher {
         let mut waiting = self.waiting(account).await?;
         if waiting.is_empty() {
             if matches!(self.classifier.as_ref(), Classifier::Model(_)) {
-                self.store.email_set_waiting(&account.account_id, None).await?;
+                self.store.email().set_waiting(&account.account_id, None).await?;
             }
             return Ok(0);
         }
         let state = self
             .store
-            .email_account(&account.account_id)
+            .email()
+            .account(&account.account_id)
             .await?
             .ok_or_else(|| RefreshError::UnknownAccount(account.account_id.clone()))?;
         let owner: HashSet<String> = state.address.iter().map(|address| address.to_lowercase()).collect();
         let known: HashSet<String> = self
             .store
-            .email_known_correspondents(&account.account_id)
+            .email()
+            .known_correspondents(&account.account_id)
             .await?
             .into_iter()
             .collect();
@@ -304,7 +318,8 @@ impl Refresher {
                 };
                 if self
                     .store
-                    .email_record_assessment(thread.thread, &thread.message.provider_message_id, &new)
+                    .email()
+                    .record_assessment(thread.thread, &thread.message.provider_message_id, &new)
                     .await?
                 {
                     assessed += 1;
@@ -318,7 +333,7 @@ impl Refresher {
             waiting = self.waiting(account).await?;
         }
         if matches!(self.classifier.as_ref(), Classifier::Model(_)) {
-            self.store.email_set_waiting(&account.account_id, None).await?;
+            self.store.email().set_waiting(&account.account_id, None).await?;
         }
         Ok(assessed)
     }
@@ -340,7 +355,10 @@ impl Refresher {
         {
             Metered::Answered(assessment) => Ok(Some(assessment)),
             Metered::Spent(reason) => {
-                self.store.email_set_waiting(&account.account_id, Some(reason)).await?;
+                self.store
+                    .email()
+                    .set_waiting(&account.account_id, Some(reason))
+                    .await?;
                 Ok(None)
             }
             Metered::Failed => {
@@ -365,7 +383,8 @@ impl Refresher {
         let since = now.checked_sub(allowance::MONTH).unwrap_or(now);
         let charges: Vec<Charge> = self
             .store
-            .email_charges_since(since)
+            .email()
+            .charges_since(since)
             .await?
             .into_iter()
             .map(|(at, micros)| Charge {
@@ -381,13 +400,15 @@ impl Refresher {
         match ask.await {
             Ok(answered) => {
                 self.store
-                    .email_record_charge(account_id, answered.charge.micros(), answered.reported)
+                    .email()
+                    .record_charge(account_id, answered.charge.micros(), answered.reported)
                     .await?;
                 Ok(Metered::Answered(answered.value))
             }
             Err(failed) => {
                 self.store
-                    .email_record_charge(account_id, failed.charge.micros(), false)
+                    .email()
+                    .record_charge(account_id, failed.charge.micros(), false)
                     .await?;
                 tracing::warn!(account = %account_id, error = %failed.error, "a model request failed");
                 Ok(Metered::Failed)
@@ -398,7 +419,8 @@ impl Refresher {
     async fn waiting(&self, account: &ReadAccount) -> Result<Vec<WaitingThread>, RefreshError> {
         Ok(self
             .store
-            .email_waiting_threads(&account.account_id, ASSESS_BATCH)
+            .email()
+            .waiting_threads(&account.account_id, ASSESS_BATCH)
             .await?)
     }
 }

@@ -50,7 +50,7 @@ impl AsyncWorker {
         let store = &self.refresher.store;
         let ids: Vec<String> = self.accounts.iter().map(|account| account.account_id.clone()).collect();
         // Accounts are recorded (awaiting their first update) before anything else.
-        while let Err(error) = store.email_ensure_accounts(&ids).await {
+        while let Err(error) = store.email().ensure_accounts(&ids).await {
             tracing::warn!(%error, "cannot record the mail accounts; retrying");
             tokio::select! {
                 () = tokio::time::sleep(self.pace.poll) => {}
@@ -83,7 +83,7 @@ impl AsyncWorker {
     async fn requested(&self, updated: &mut HashMap<String, Instant>) {
         let store = &self.refresher.store;
         loop {
-            let operation = match store.email_claim_refresh(&self.worker_id, self.pace.lease).await {
+            let operation = match store.email().claim_refresh(&self.worker_id, self.pace.lease).await {
                 Ok(Some(operation)) => operation,
                 Ok(None) => return,
                 Err(error) => {
@@ -104,7 +104,7 @@ impl AsyncWorker {
                     self.update(account, updated).instrument(span).await.err()
                 }
             };
-            if let Err(error) = store.email_settle_refresh(operation.id, code).await {
+            if let Err(error) = store.email().settle_refresh(operation.id, code).await {
                 tracing::warn!(operation = %operation.id, %error, "cannot settle a refresh");
             }
         }
@@ -114,7 +114,7 @@ impl AsyncWorker {
     async fn proposals(&self) {
         let store = &self.refresher.store;
         loop {
-            let claimed = match store.email_claim_proposal(&self.worker_id, self.pace.lease).await {
+            let claimed = match store.email().claim_proposal(&self.worker_id, self.pace.lease).await {
                 Ok(Some(claimed)) => claimed,
                 Ok(None) => return,
                 Err(error) => {
@@ -129,7 +129,7 @@ impl AsyncWorker {
                     // Settled failed rather than written (and perhaps paid for) again; the owner
                     // may ask again.
                     tracing::warn!(operation = %claimed.operation.id, %error, "cannot propose a reply");
-                    if let Err(error) = store.email_fail_proposal(&claimed, "email.proposal_failed").await {
+                    if let Err(error) = store.email().fail_proposal(&claimed, "email.proposal_failed").await {
                         tracing::warn!(operation = %claimed.operation.id, %error, "cannot settle a proposal");
                     }
                 }

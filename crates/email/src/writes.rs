@@ -99,7 +99,7 @@ impl Writer {
     /// One pass: strands dispatches whose claims expired, runs every queued write, then reads
     /// the thread of every uncertain one.
     pub async fn pass(&self) -> Result<(), StoreError> {
-        let stranded = self.store.email_strand_dispatches().await?;
+        let stranded = self.store.email().strand_dispatches().await?;
         if stranded > 0 {
             tracing::warn!(
                 stranded,
@@ -108,12 +108,13 @@ impl Writer {
         }
         // A span per operation (`mailbox_write{operation_id kind}`), as for a run's calls.
         let span = |claimed: &ClaimedWrite| tracing::info_span!("mailbox_write", operation_id = %claimed.operation.id, kind = claimed.kind.as_str());
-        while let Some(claimed) = self.store.email_claim_write(&self.worker_id, self.pace.lease).await? {
+        while let Some(claimed) = self.store.email().claim_write(&self.worker_id, self.pace.lease).await? {
             self.dispatch(&claimed).instrument(span(&claimed)).await?;
         }
         while let Some(claimed) = self
             .store
-            .email_claim_uncertain(&self.worker_id, self.pace.lease)
+            .email()
+            .claim_uncertain(&self.worker_id, self.pace.lease)
             .await?
         {
             self.reconcile(&claimed).instrument(span(&claimed)).await?;
@@ -129,13 +130,14 @@ impl Writer {
 
     async fn dispatch(&self, claimed: &ClaimedWrite) -> Result<(), StoreError> {
         let id = claimed.operation.id;
-        if !self.store.email_mark_dispatching(id, &self.worker_id).await? {
+        if !self.store.email().mark_dispatching(id, &self.worker_id).await? {
             return Ok(());
         }
         let Some(account) = self.account(claimed) else {
             return self
                 .store
-                .email_settle_write(claimed, &WriteOutcome::Failed("email.account_unknown".into()))
+                .email()
+                .settle_write(claimed, &WriteOutcome::Failed("email.account_unknown".into()))
                 .await;
         };
         let (add, remove) = change(claimed.kind);
@@ -157,7 +159,7 @@ impl Writer {
         };
         tracing::info!(operation = %id, kind = claimed.kind.as_str(), outcome = ?outcome_name(&outcome),
             "email write settled");
-        self.store.email_settle_write(claimed, &outcome).await
+        self.store.email().settle_write(claimed, &outcome).await
     }
 
     /// Reads the thread of an uncertain write; a read that fails leaves it for the next pass
@@ -195,7 +197,7 @@ impl Writer {
         };
         tracing::info!(operation = %claimed.operation.id, applied = matches!(reading, Reconciliation::Applied(_)),
             "uncertain email write reconciled");
-        self.store.email_reconcile_write(claimed, &reading).await
+        self.store.email().reconcile_write(claimed, &reading).await
     }
 }
 

@@ -7,13 +7,7 @@ mod artifacts;
 mod call_receipts;
 mod clock;
 mod delivery;
-mod email_drafts;
-mod email_feedback;
-mod email_inbox;
-mod email_operations;
-mod email_projection;
-mod email_proposals;
-mod email_sends;
+pub mod email;
 mod ending;
 mod events;
 mod folder_proposals;
@@ -39,18 +33,13 @@ pub use artifacts::{ArtifactRow, ArtifactUpload, NewArtifact};
 pub use call_receipts::{CALL_RECEIPTS_CHANNEL, Receipt};
 pub use clock::{Clock, SystemClock};
 pub use delivery::{DeviceTarget, DueNotification, ScheduleOutcome};
-pub use email_drafts::{
-    DraftContent, DraftPlace, DraftRevision, DraftRow, EndorseStyle, ReviewDraft, SaveDraft, StyleSampleRow,
+pub use email::{
+    ClaimedProposal, ClaimedWrite, DraftContent, DraftPlace, DraftRevision, DraftRow, DraftSend, Email,
+    EmailAccountRow, EmailMessageRow, EmailOperationRow, EndorseStyle, ExclusionRow, FeedbackRow, Freeze, GiveFeedback,
+    InboxPosition, InboxQuery, Landing, LearningReset, LearningRow, NOT_APPLIED, NewAssessment, NewEmailMessage,
+    NewFeedback, Reconciliation, RefreshRequest, RequestProposal, ReviewDraft, SaveDraft, StyleSampleRow, THREAD_GONE,
+    ThreadSummary, WaitingThread, WriteOutcome, WriteRequest,
 };
-pub use email_feedback::{ExclusionRow, FeedbackRow, GiveFeedback, LearningReset, LearningRow, NewFeedback};
-pub use email_inbox::{InboxPosition, InboxQuery, ThreadSummary};
-pub use email_operations::{
-    ClaimedWrite, EmailOperationRow, NOT_APPLIED, Reconciliation, RefreshRequest, THREAD_GONE, WriteOutcome,
-    WriteRequest,
-};
-pub use email_projection::{EmailAccountRow, EmailMessageRow, NewAssessment, NewEmailMessage, WaitingThread};
-pub use email_proposals::{ClaimedProposal, Landing, RequestProposal};
-pub use email_sends::{DraftSend, Freeze};
 pub use events::{EventRow, StoredFrame};
 pub use folder_proposals::{
     AcceptProposal, DeclineProposal, FilingOverview, FolderProposalRow, LeftOut, MAX_PENDING_PROPOSALS, ProposalTarget,

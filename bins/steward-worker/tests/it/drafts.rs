@@ -42,7 +42,7 @@ async fn mailbox(mail: &Mail, worker_env: &[(&str, &str)]) -> (Stack, String, St
         .expect("accounts")
         .expect("mail on");
     let ids: Vec<String> = accounts.iter().map(|account| account.account_id.clone()).collect();
-    refresher.store.email_ensure_accounts(&ids).await.expect("accounts");
+    refresher.store.email().ensure_accounts(&ids).await.expect("accounts");
     for account in &accounts {
         refresher.update(account).await.expect("refresh");
     }

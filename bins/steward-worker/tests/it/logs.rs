@@ -46,7 +46,13 @@ async fn one_run_is_followed_across_the_api_and_the_worker_by_its_id_and_no_cont
         .with_target(false)
         .with_max_level(tracing::Level::INFO)
         .finish();
+    // With a single scoped dispatcher alive, tracing settles a callsite's interest on whichever
+    // thread reaches it first: a test on another thread, with no subscriber, would turn the API's
+    // lines off for good. With two alive it asks both (and each thread its own when logging);
+    // this second one records nothing.
+    let _companion = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
     let _default = tracing::subscriber::set_default(subscriber);
+    tracing::callsite::rebuild_interest_cache();
 
     let mut stack = Stack::api(&[]).await;
     stack.start_worker(&[]).await;

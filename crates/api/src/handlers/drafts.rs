@@ -79,7 +79,7 @@ async fn send(state: &AppState, principal: &PrincipalId, send: store::DraftSend)
 
 /// A draft as answered: its newest revision and what became of its newest freeze.
 async fn draft(state: &AppState, principal: &PrincipalId, row: DraftRow) -> Result<Draft, ApiError> {
-    let frozen = match state.store.email_draft_send(row.id).await? {
+    let frozen = match state.store.email().draft_send(row.id).await? {
         Some(frozen) => Some(send(state, principal, frozen).await?),
         None => None,
     };
@@ -168,7 +168,8 @@ pub async fn create(
     };
     let row = state
         .store
-        .email_create_draft(place, &stored(content), DraftAuthor::Owner)
+        .email()
+        .create_draft(place, &stored(content), DraftAuthor::Owner)
         .await?
         .ok_or(unknown)?;
     let location = format!("/v1/email/drafts/{}", row.id);
@@ -194,7 +195,8 @@ pub async fn get(
 ) -> Result<JsonResponse<Draft>, ApiError> {
     let row = state
         .store
-        .email_draft(draft_id(&id)?)
+        .email()
+        .draft(draft_id(&id)?)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::EmailDraftNotFound))?;
     Ok(JsonResponse(draft(&state, &caller.principal, row).await?))
@@ -220,7 +222,8 @@ pub async fn save(
     let (expected_revision, local) = body.checked()?;
     let outcome = state
         .store
-        .email_save_draft(
+        .email()
+        .save_draft(
             id,
             expected(expected_revision),
             &stored(local.clone()),
@@ -242,7 +245,7 @@ pub async fn history(
     Path(id): Path<String>,
 ) -> Result<JsonResponse<DraftHistory>, ApiError> {
     let id = draft_id(&id)?;
-    let revisions = state.store.email_draft_history(id).await?;
+    let revisions = state.store.email().draft_history(id).await?;
     if revisions.is_empty() {
         return Err(ApiError::new(ErrorCode::EmailDraftNotFound));
     }
@@ -274,13 +277,15 @@ pub async fn restore(
         .ok_or_else(|| ApiError::new(ErrorCode::EmailDraftRevisionNotFound))?;
     let outcome = state
         .store
-        .email_restore_draft(id, from, expected(body.expected_revision))
+        .email()
+        .restore_draft(id, from, expected(body.expected_revision))
         .await?;
     // A refused restore's own version is the revision it would have restored.
     let local = match &outcome {
         Saved::Conflict(_) => state
             .store
-            .email_draft_history(id)
+            .email()
+            .draft_history(id)
             .await?
             .into_iter()
             .find(|stored| stored.revision == from)
@@ -313,7 +318,8 @@ pub async fn review(
     let id = draft_id(&id)?;
     let row = state
         .store
-        .email_draft(id)
+        .email()
+        .draft(id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::EmailDraftNotFound))?;
     let Some((agent, tool)) = super::email::send_tool(&state, &row.account_id) else {
@@ -324,7 +330,8 @@ pub async fn review(
     };
     let outcome = state
         .store
-        .email_review_draft(Freeze {
+        .email()
+        .review_draft(Freeze {
             draft: id,
             revision: expected(body.revision),
             principal: &caller.principal,
@@ -370,7 +377,7 @@ pub async fn propose(
     Path(thread_id): Path<String>,
 ) -> Result<Response, ApiError> {
     let thread = super::email::parse_uuid(&thread_id, ErrorCode::EmailThreadNotFound)?;
-    match state.store.email_request_proposal(thread).await? {
+    match state.store.email().request_proposal(thread).await? {
         store::RequestProposal::Queued(queued) => {
             let (operation, row) = *queued;
             Ok((

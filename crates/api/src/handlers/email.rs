@@ -162,7 +162,7 @@ pub(crate) fn parse_uuid(text: &str, missing: ErrorCode) -> Result<Uuid, ApiErro
     responses((status = 200, description = "Every account", body = EmailAccountList))
 )]
 pub async fn accounts(State(state): State<AppState>) -> Result<JsonResponse<EmailAccountList>, ApiError> {
-    let rows = state.store.email_accounts().await?;
+    let rows = state.store.email().accounts().await?;
     Ok(JsonResponse(EmailAccountList {
         accounts: rows
             .into_iter()
@@ -193,7 +193,8 @@ pub async fn refresh(
     }
     let request = state
         .store
-        .email_request_refresh(&account_id, REFRESH_INTERVAL)
+        .email()
+        .request_refresh(&account_id, REFRESH_INTERVAL)
         .await?
         .ok_or_else(unknown)?;
     Ok((
@@ -272,7 +273,7 @@ pub async fn threads(
         }
     };
     if let Some(account_id) = params.account_id.as_deref()
-        && state.store.email_account(account_id).await?.is_none()
+        && state.store.email().account(account_id).await?.is_none()
     {
         return Err(ApiError::new(ErrorCode::EmailAccountNotFound)
             .detail("no connected account has this id")
@@ -282,7 +283,8 @@ pub async fn threads(
     // One row more than asked says whether another page follows.
     let mut rows = state
         .store
-        .email_inbox(&InboxQuery {
+        .email()
+        .inbox(&InboxQuery {
             view,
             account_id: params.account_id.as_deref(),
             search,
@@ -322,7 +324,8 @@ pub async fn thread(
     let id = parse_uuid(&thread_id, ErrorCode::EmailThreadNotFound)?;
     let (row, messages) = state
         .store
-        .email_thread(id)
+        .email()
+        .thread(id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::EmailThreadNotFound))?;
     Ok(JsonResponse(EmailThread {
@@ -338,7 +341,7 @@ async fn write(
     kind: MailboxWrite,
 ) -> Result<(StatusCode, JsonResponse<EmailOperation>), ApiError> {
     let id = parse_uuid(thread_id, ErrorCode::EmailThreadNotFound)?;
-    match state.store.email_request_write(id, kind).await? {
+    match state.store.email().request_write(id, kind).await? {
         WriteRequest::Accepted(row) => Ok((StatusCode::ACCEPTED, JsonResponse(operation(row)))),
         WriteRequest::UnknownThread => Err(ApiError::new(ErrorCode::EmailThreadNotFound)),
         WriteRequest::NotApplicable(place) => Err(ApiError::new(ErrorCode::EmailWriteNotApplicable)
@@ -420,7 +423,8 @@ pub async fn clear_spam_flag(
     let id = parse_uuid(&thread_id, ErrorCode::EmailThreadNotFound)?;
     let row = state
         .store
-        .email_clear_spam_flag(id)
+        .email()
+        .clear_spam_flag(id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::EmailThreadNotFound))?;
     Ok(JsonResponse(summary(row)))
@@ -440,7 +444,8 @@ pub async fn operation_status(
     let id = parse_uuid(&operation_id, ErrorCode::EmailOperationNotFound)?;
     let row = state
         .store
-        .email_operation(id)
+        .email()
+        .operation(id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::EmailOperationNotFound))?;
     Ok(JsonResponse(operation(row)))

@@ -36,7 +36,8 @@ fn feedback(row: FeedbackRow) -> Feedback {
 async fn answer(state: &AppState, row: FeedbackRow) -> Result<FeedbackAnswer, ApiError> {
     let thread = state
         .store
-        .email_thread_summary(row.thread)
+        .email()
+        .thread_summary(row.thread)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::EmailThreadNotFound))?;
     Ok(FeedbackAnswer {
@@ -65,7 +66,8 @@ pub async fn give(
     let (scope, signal, person) = body.checked()?;
     let outcome = state
         .store
-        .email_give_feedback(NewFeedback {
+        .email()
+        .give_feedback(NewFeedback {
             thread,
             scope,
             signal,
@@ -111,14 +113,15 @@ pub async fn undo(
     let id = parse_uuid(&feedback_id, ErrorCode::EmailFeedbackNotFound)?;
     let row = state
         .store
-        .email_undo_feedback(id)
+        .email()
+        .undo_feedback(id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::EmailFeedbackNotFound))?;
     Ok(JsonResponse(answer(&state, row).await?))
 }
 
 async fn learning_now(state: &AppState) -> Result<Learning, ApiError> {
-    let row = state.store.email_learning().await?;
+    let row = state.store.email().learning().await?;
     Ok(Learning {
         paused: row.paused,
         exclusions: row
@@ -159,7 +162,7 @@ pub async fn set_learning(
     State(state): State<AppState>,
     Json(body): Json<SetLearning>,
 ) -> Result<JsonResponse<Learning>, ApiError> {
-    state.store.email_pause_learning(body.paused).await?;
+    state.store.email().pause_learning(body.paused).await?;
     Ok(JsonResponse(learning_now(&state).await?))
 }
 
@@ -179,7 +182,8 @@ pub async fn reset(
     let reset = body.checked()?;
     let retired = state
         .store
-        .email_reset_learning(match &reset {
+        .email()
+        .reset_learning(match &reset {
             Reset::Person(person) => LearningReset::Person(person),
             Reset::Kind(kind) => LearningReset::Kind(*kind),
             Reset::Everything => LearningReset::Everything,
@@ -200,7 +204,7 @@ pub async fn reset(
 )]
 pub async fn exclude(State(state): State<AppState>, Json(body): Json<ExcludeSource>) -> Result<Response, ApiError> {
     let (kind, value) = body.checked()?;
-    let row = state.store.email_exclude_source(kind, &value).await?;
+    let row = state.store.email().exclude_source(kind, &value).await?;
     let exclusion = LearningExclusion {
         exclusion_id: row.id,
         kind,
@@ -219,7 +223,7 @@ pub async fn exclude(State(state): State<AppState>, Json(body): Json<ExcludeSour
 )]
 pub async fn include(State(state): State<AppState>, Path(exclusion_id): Path<String>) -> Result<StatusCode, ApiError> {
     let id = parse_uuid(&exclusion_id, ErrorCode::EmailExclusionNotFound)?;
-    if state.store.email_remove_exclusion(id).await? {
+    if state.store.email().remove_exclusion(id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::new(ErrorCode::EmailExclusionNotFound))
@@ -248,7 +252,7 @@ pub async fn endorse(
             .field("text"));
     }
     let revision = i32::try_from(body.revision).unwrap_or(i32::MAX);
-    match state.store.email_endorse_style(draft, revision, &body.text).await? {
+    match state.store.email().endorse_style(draft, revision, &body.text).await? {
         Endorsed::Endorsed(row) => Ok((
             StatusCode::CREATED,
             JsonResponse(StyleSample {

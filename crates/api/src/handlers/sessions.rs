@@ -149,7 +149,7 @@ pub async fn get(
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::SessionNotFound))?;
     let mut answer = session(row);
-    answer.draft_id = state.store.email_send_session_draft(id).await?;
+    answer.draft_id = state.store.email().send_session_draft(id).await?;
     Ok(JsonResponse(answer))
 }
 

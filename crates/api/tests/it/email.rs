@@ -34,7 +34,8 @@ pub(crate) async fn deliver(store: &Store, account: &str, letter: &Letter<'_>) {
         json!([])
     };
     store
-        .email_record_message(
+        .email()
+        .record_message(
             account,
             &NewEmailMessage {
                 provider_message_id: letter.id,
@@ -56,13 +57,14 @@ pub(crate) async fn deliver(store: &Store, account: &str, letter: &Letter<'_>) {
     let Some(importance) = letter.importance else {
         return;
     };
-    let waiting = store.email_waiting_threads(account, 100).await.expect("waiting");
+    let waiting = store.email().waiting_threads(account, 100).await.expect("waiting");
     let thread = waiting
         .iter()
         .find(|thread| thread.message.provider_message_id == letter.id)
         .expect("waits");
     let recorded = store
-        .email_record_assessment(
+        .email()
+        .record_assessment(
             thread.thread,
             letter.id,
             &NewAssessment {
@@ -86,7 +88,8 @@ pub(crate) async fn deliver(store: &Store, account: &str, letter: &Letter<'_>) {
 async fn mailbox(app: &TestApp) -> Store {
     let store = app.db.store_as("async-worker").await;
     store
-        .email_ensure_accounts(&["personal".to_owned(), "work".to_owned()])
+        .email()
+        .ensure_accounts(&["personal".to_owned(), "work".to_owned()])
         .await
         .expect("accounts");
     let letters = [
@@ -140,7 +143,8 @@ async fn mailbox(app: &TestApp) -> Store {
 /// Records the `personal` account's first update as completed (owner@example.org).
 pub(crate) async fn completed_update(store: &Store) {
     store
-        .email_update_completed(
+        .email()
+        .update_completed(
             "personal",
             Some("owner@example.org"),
             "100",
@@ -351,13 +355,15 @@ async fn archive_and_spam_are_operations_the_worker_settles() {
 
     // The worker runs it: claimed, dispatching, settled with the labels the provider answered.
     let claimed = worker
-        .email_claim_write("worker-1", std::time::Duration::from_secs(30))
+        .email()
+        .claim_write("worker-1", std::time::Duration::from_secs(30))
         .await
         .expect("claim")
         .expect("queued");
     assert!(
         worker
-            .email_mark_dispatching(claimed.operation.id, "worker-1")
+            .email()
+            .mark_dispatching(claimed.operation.id, "worker-1")
             .await
             .expect("mark")
     );
@@ -369,7 +375,8 @@ async fn archive_and_spam_are_operations_the_worker_settles() {
         .await;
     assert_eq!(dispatching["state"], "dispatching");
     worker
-        .email_settle_write(&claimed, &WriteOutcome::Succeeded(vec![("m7".into(), vec![])]))
+        .email()
+        .settle_write(&claimed, &WriteOutcome::Succeeded(vec![("m7".into(), vec![])]))
         .await
         .expect("settle");
     let (status, settled) = app
@@ -415,7 +422,8 @@ async fn archive_and_spam_are_operations_the_worker_settles() {
     assert_eq!(spam["kind"], "report_spam");
     let claimed = loop {
         let claimed = worker
-            .email_claim_write("worker-1", std::time::Duration::from_secs(30))
+            .email()
+            .claim_write("worker-1", std::time::Duration::from_secs(30))
             .await
             .expect("claim")
             .expect("queued");
@@ -423,22 +431,26 @@ async fn archive_and_spam_are_operations_the_worker_settles() {
             break claimed;
         }
         worker
-            .email_mark_dispatching(claimed.operation.id, "worker-1")
+            .email()
+            .mark_dispatching(claimed.operation.id, "worker-1")
             .await
             .expect("mark");
         worker
-            .email_settle_write(&claimed, &WriteOutcome::Failed("mail.refused".into()))
+            .email()
+            .settle_write(&claimed, &WriteOutcome::Failed("mail.refused".into()))
             .await
             .expect("settle");
     };
     assert!(
         worker
-            .email_mark_dispatching(claimed.operation.id, "worker-1")
+            .email()
+            .mark_dispatching(claimed.operation.id, "worker-1")
             .await
             .expect("mark")
     );
     worker
-        .email_settle_write(&claimed, &WriteOutcome::Uncertain("mail.outcome_unknown".into()))
+        .email()
+        .settle_write(&claimed, &WriteOutcome::Uncertain("mail.outcome_unknown".into()))
         .await
         .expect("settle");
     let (_, uncertain) = app

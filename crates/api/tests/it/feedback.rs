@@ -15,7 +15,8 @@ use crate::support::TestApp;
 async fn account(app: &TestApp) -> Store {
     let store = app.db.store_as("async-worker").await;
     store
-        .email_ensure_accounts(&["personal".to_owned()])
+        .email()
+        .ensure_accounts(&["personal".to_owned()])
         .await
         .expect("accounts");
     completed_update(&store).await;
@@ -181,7 +182,7 @@ async fn a_retirement_waits_for_an_assessment_being_recorded_so_the_rule_decides
         },
     )
     .await;
-    let waiting = store.email_waiting_threads("personal", 100).await.expect("waiting");
+    let waiting = store.email().waiting_threads("personal", 100).await.expect("waiting");
     let second = waiting
         .iter()
         .find(|thread| thread.message.provider_message_id == "c2")
@@ -199,7 +200,8 @@ async fn a_retirement_waits_for_an_assessment_being_recorded_so_the_rule_decides
         let store = store.clone();
         async move {
             store
-                .email_record_assessment(
+                .email()
+                .record_assessment(
                     second,
                     "c2",
                     &NewAssessment {
@@ -421,7 +423,10 @@ async fn wording_is_endorsed_from_the_newest_saved_revision_only() {
     assert_eq!(status, 201, "{sample}");
     assert_eq!(sample["text"], "Warm wishes, Sam");
     assert_eq!(app.get_json("/v1/email/learning").await.1["style_samples"], 1);
-    assert_eq!(app.app_store.email_style(5).await.expect("style"), ["Warm wishes, Sam"]);
+    assert_eq!(
+        app.app_store.email().style(5).await.expect("style"),
+        ["Warm wishes, Sam"]
+    );
 
     send(&app, Method::PUT, "/v1/email/learning", json!({ "paused": true })).await;
     let (status, paused) = endorse(2, "Thanks, Ada.").await;

@@ -108,7 +108,8 @@ async fn the_model_assesses_within_the_daily_allowance_and_mail_waits_in_date_or
     let db = testkit::TestDatabase::new().await;
     let store = db.store_as("async-worker").await.with_clock(clock.clone());
     store
-        .email_ensure_accounts(&["personal".to_owned()])
+        .email()
+        .ensure_accounts(&["personal".to_owned()])
         .await
         .expect("account");
     // USD 1 per million tokens either way; USD 0.01 a day.
@@ -185,7 +186,7 @@ async fn the_model_assesses_within_the_daily_allowance_and_mail_waits_in_date_or
         vec![(520, true); requests],
         "the reported usage is charged"
     );
-    let state = store.email_account("personal").await.expect("read").expect("row");
+    let state = store.email().account("personal").await.expect("read").expect("row");
     assert_eq!(state.waiting, Some(AllowanceWait::DailyAllowanceSpent));
 
     // Later the same day: nothing more is asked.
@@ -212,7 +213,7 @@ async fn the_model_assesses_within_the_daily_allowance_and_mail_waits_in_date_or
     let (assessed, waiting) = assessed_and_waiting(&db).await;
     assert_eq!(assessed.len(), requests + unreported.len());
     assert_eq!(waiting.len(), 30 - assessed.len());
-    let state = store.email_account("personal").await.expect("read").expect("row");
+    let state = store.email().account("personal").await.expect("read").expect("row");
     assert_eq!(state.waiting, Some(AllowanceWait::DailyAllowanceSpent));
 }
 
@@ -236,7 +237,8 @@ async fn the_model_proposes_a_reply_in_the_owners_style_within_the_allowances() 
     let db = testkit::TestDatabase::new().await;
     let store = db.store_as("async-worker").await;
     store
-        .email_ensure_accounts(&["personal".to_owned()])
+        .email()
+        .ensure_accounts(&["personal".to_owned()])
         .await
         .expect("account");
     let model_classifier = |allowances: Allowances, url: &str| {
@@ -279,7 +281,8 @@ async fn the_model_proposes_a_reply_in_the_owners_style_within_the_allowances() 
         body: body.into(),
     };
     let earlier = api
-        .email_create_draft(
+        .email()
+        .create_draft(
             store::DraftPlace::Thread(thread),
             &content("Yes.\nCheers, Sam"),
             domain::email::DraftAuthor::Owner,
@@ -287,16 +290,18 @@ async fn the_model_proposes_a_reply_in_the_owners_style_within_the_allowances() 
         .await
         .expect("draft")
         .expect("thread known");
-    api.email_endorse_style(earlier.id, 1, "Cheers, Sam")
+    api.email()
+        .endorse_style(earlier.id, 1, "Cheers, Sam")
         .await
         .expect("endorsed");
 
     let claim = async || {
-        let store::RequestProposal::Queued(queued) = api.email_request_proposal(thread).await.expect("asked") else {
+        let store::RequestProposal::Queued(queued) = api.email().request_proposal(thread).await.expect("asked") else {
             panic!("not queued")
         };
         let claimed = store
-            .email_claim_proposal("async-1", std::time::Duration::from_secs(60))
+            .email()
+            .claim_proposal("async-1", std::time::Duration::from_secs(60))
             .await
             .expect("claim")
             .expect("queued");
@@ -330,7 +335,7 @@ async fn the_model_proposes_a_reply_in_the_owners_style_within_the_allowances() 
         // million tokens.
         system.len() + user.len() + 2 * 16 + 600
     };
-    let landed = api.email_draft(draft.id).await.expect("read").expect("draft");
+    let landed = api.email().draft(draft.id).await.expect("read").expect("draft");
     assert_eq!(landed.newest.author, DraftAuthor::Agent);
     assert!(
         landed.newest.content.body.contains("The model's gist"),

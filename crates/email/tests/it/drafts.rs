@@ -21,11 +21,13 @@ async fn mailbox() -> (TestDatabase, Store, uuid::Uuid) {
     let db = TestDatabase::new().await;
     let worker = db.store_as("async-worker").await;
     worker
-        .email_ensure_accounts(&["personal".to_owned()])
+        .email()
+        .ensure_accounts(&["personal".to_owned()])
         .await
         .expect("account");
     worker
-        .email_record_message(
+        .email()
+        .record_message(
             "personal",
             &NewEmailMessage {
                 provider_message_id: "m1",
@@ -45,7 +47,8 @@ async fn mailbox() -> (TestDatabase, Store, uuid::Uuid) {
         .await
         .expect("message");
     let thread = worker
-        .email_waiting_threads("personal", 10)
+        .email()
+        .waiting_threads("personal", 10)
         .await
         .expect("threads")
         .first()
@@ -66,7 +69,8 @@ fn saved(outcome: SaveDraft) -> store::DraftRow {
 async fn a_draft_is_made_in_a_thread_or_on_an_account_and_saved_from_its_newest_revision_only() {
     let (_db, api, thread) = mailbox().await;
     let reply = api
-        .email_create_draft(
+        .email()
+        .create_draft(
             DraftPlace::Thread(thread),
             &content("Yes, Friday works."),
             DraftAuthor::Agent,
@@ -78,14 +82,16 @@ async fn a_draft_is_made_in_a_thread_or_on_an_account_and_saved_from_its_newest_
     assert_eq!(reply.newest.revision, 1);
     assert_eq!(reply.newest.author, DraftAuthor::Agent);
     let fresh = api
-        .email_create_draft(DraftPlace::Account("personal"), &content("Hello"), DraftAuthor::Owner)
+        .email()
+        .create_draft(DraftPlace::Account("personal"), &content("Hello"), DraftAuthor::Owner)
         .await
         .expect("create")
         .expect("the account exists");
     assert_eq!(fresh.thread, None);
     for nowhere in [DraftPlace::Account("nobody"), DraftPlace::Thread(uuid::Uuid::new_v4())] {
         assert_eq!(
-            api.email_create_draft(nowhere, &content("x"), DraftAuthor::Owner)
+            api.email()
+                .create_draft(nowhere, &content("x"), DraftAuthor::Owner)
                 .await
                 .expect("create"),
             None
@@ -93,14 +99,16 @@ async fn a_draft_is_made_in_a_thread_or_on_an_account_and_saved_from_its_newest_
     }
 
     let second = saved(
-        api.email_save_draft(reply.id, 1, &content("Yes, Friday at one works."), DraftAuthor::Owner)
+        api.email()
+            .save_draft(reply.id, 1, &content("Yes, Friday at one works."), DraftAuthor::Owner)
             .await
             .expect("save"),
     );
     assert_eq!((second.newest.revision, second.newest.author.as_str()), (2, "owner"));
     // A save from revision 1 again is a conflict: nothing saved, the newest returned.
     match api
-        .email_save_draft(reply.id, 1, &content("Stale edit"), DraftAuthor::Owner)
+        .email()
+        .save_draft(reply.id, 1, &content("Stale edit"), DraftAuthor::Owner)
         .await
         .expect("save")
     {
@@ -108,12 +116,13 @@ async fn a_draft_is_made_in_a_thread_or_on_an_account_and_saved_from_its_newest_
         other => panic!("expected a conflict: {other:?}"),
     }
     assert_eq!(
-        api.email_save_draft(uuid::Uuid::new_v4(), 1, &content("x"), DraftAuthor::Owner)
+        api.email()
+            .save_draft(uuid::Uuid::new_v4(), 1, &content("x"), DraftAuthor::Owner)
             .await
             .expect("save"),
         SaveDraft::NotFound
     );
-    let read = api.email_draft(reply.id).await.expect("read").expect("draft");
+    let read = api.email().draft(reply.id).await.expect("read").expect("draft");
     assert_eq!(read.newest.content.body, "Yes, Friday at one works.");
 }
 
@@ -121,7 +130,8 @@ async fn a_draft_is_made_in_a_thread_or_on_an_account_and_saved_from_its_newest_
 async fn of_two_concurrent_saves_one_wins_and_the_other_gets_the_winners_version() {
     let (_db, api, thread) = mailbox().await;
     let draft = api
-        .email_create_draft(DraftPlace::Thread(thread), &content("First"), DraftAuthor::Owner)
+        .email()
+        .create_draft(DraftPlace::Thread(thread), &content("First"), DraftAuthor::Owner)
         .await
         .expect("create")
         .expect("draft");
@@ -129,8 +139,10 @@ async fn of_two_concurrent_saves_one_wins_and_the_other_gets_the_winners_version
         let expected = draft_revision(&api, draft.id).await;
         let (left_content, right_content) = (content(&format!("left {round}")), content(&format!("right {round}")));
         let (left, right) = tokio::join!(
-            api.email_save_draft(draft.id, expected, &left_content, DraftAuthor::Owner),
-            api.email_save_draft(draft.id, expected, &right_content, DraftAuthor::Owner),
+            api.email()
+                .save_draft(draft.id, expected, &left_content, DraftAuthor::Owner),
+            api.email()
+                .save_draft(draft.id, expected, &right_content, DraftAuthor::Owner),
         );
         let outcomes = [left.expect("save"), right.expect("save")];
         let winners: Vec<&store::DraftRow> = outcomes
@@ -151,38 +163,47 @@ async fn of_two_concurrent_saves_one_wins_and_the_other_gets_the_winners_version
         assert_eq!(loser.newest, winners[0].newest, "the loser gets the winner's version");
         assert_eq!(winners[0].newest.revision, expected + 1);
     }
-    assert_eq!(api.email_draft_history(draft.id).await.expect("history").len(), 6);
+    assert_eq!(api.email().draft_history(draft.id).await.expect("history").len(), 6);
 }
 
 async fn draft_revision(api: &Store, id: uuid::Uuid) -> i32 {
-    api.email_draft(id).await.expect("read").expect("draft").newest.revision
+    api.email()
+        .draft(id)
+        .await
+        .expect("read")
+        .expect("draft")
+        .newest
+        .revision
 }
 
 #[tokio::test]
 async fn the_history_is_kept_whole_and_an_earlier_revision_is_restored_as_a_new_one() {
     let (_db, api, thread) = mailbox().await;
     let draft = api
-        .email_create_draft(DraftPlace::Thread(thread), &content("One"), DraftAuthor::Agent)
+        .email()
+        .create_draft(DraftPlace::Thread(thread), &content("One"), DraftAuthor::Agent)
         .await
         .expect("create")
         .expect("draft");
     saved(
-        api.email_save_draft(draft.id, 1, &content("Two"), DraftAuthor::Owner)
+        api.email()
+            .save_draft(draft.id, 1, &content("Two"), DraftAuthor::Owner)
             .await
             .expect("save"),
     );
     saved(
-        api.email_save_draft(draft.id, 2, &content("Three"), DraftAuthor::Owner)
+        api.email()
+            .save_draft(draft.id, 2, &content("Three"), DraftAuthor::Owner)
             .await
             .expect("save"),
     );
-    let restored = saved(api.email_restore_draft(draft.id, 1, 3).await.expect("restore"));
+    let restored = saved(api.email().restore_draft(draft.id, 1, 3).await.expect("restore"));
     assert_eq!(restored.newest.revision, 4);
     assert_eq!(restored.newest.content.body, "One");
     assert_eq!(restored.newest.restored_from, Some(1));
     assert_eq!(restored.newest.author, DraftAuthor::Owner);
 
-    let history = api.email_draft_history(draft.id).await.expect("history");
+    let history = api.email().draft_history(draft.id).await.expect("history");
     let bodies: Vec<(i32, &str, Option<i32>)> = history
         .iter()
         .map(|revision| {
@@ -205,14 +226,14 @@ async fn the_history_is_kept_whole_and_an_earlier_revision_is_restored_as_a_new_
 
     // A stale restore is a conflict; a revision the draft does not have is refused.
     assert!(matches!(
-        api.email_restore_draft(draft.id, 2, 3).await.expect("restore"),
+        api.email().restore_draft(draft.id, 2, 3).await.expect("restore"),
         SaveDraft::Conflict(newest) if newest.newest.revision == 4
     ));
     assert_eq!(
-        api.email_restore_draft(draft.id, 9, 4).await.expect("restore"),
+        api.email().restore_draft(draft.id, 9, 4).await.expect("restore"),
         SaveDraft::UnknownRevision
     );
-    assert_eq!(api.email_draft_history(draft.id).await.expect("history").len(), 4);
+    assert_eq!(api.email().draft_history(draft.id).await.expect("history").len(), 4);
 }
 
 /// The agent's proposal, end to end through the store: the owner asks (api login), the async
@@ -246,7 +267,8 @@ async fn a_proposed_reply_lands_as_the_agents_revision_unless_the_owner_saved_si
 
     // The owner kept wording from an earlier reply as their style.
     let earlier = api
-        .email_create_draft(
+        .email()
+        .create_draft(
             DraftPlace::Thread(thread),
             &content("Lovely.\nWarm wishes, Sam"),
             DraftAuthor::Owner,
@@ -254,12 +276,13 @@ async fn a_proposed_reply_lands_as_the_agents_revision_unless_the_owner_saved_si
         .await
         .expect("draft")
         .expect("thread known");
-    api.email_endorse_style(earlier.id, 1, "Warm wishes, Sam")
+    api.email()
+        .endorse_style(earlier.id, 1, "Warm wishes, Sam")
         .await
         .expect("endorsed");
 
     // Asked on the conversation's draft (the newest one, not sent).
-    let store::RequestProposal::Queued(queued) = api.email_request_proposal(thread).await.expect("asked") else {
+    let store::RequestProposal::Queued(queued) = api.email().request_proposal(thread).await.expect("asked") else {
         panic!("not queued")
     };
     let (operation, draft) = *queued;
@@ -268,13 +291,14 @@ async fn a_proposed_reply_lands_as_the_agents_revision_unless_the_owner_saved_si
         ("propose_reply", Some(draft.id))
     );
     // Asking again while it waits answers the same proposal.
-    let store::RequestProposal::Queued(again) = api.email_request_proposal(thread).await.expect("asked") else {
+    let store::RequestProposal::Queued(again) = api.email().request_proposal(thread).await.expect("asked") else {
         panic!("not queued")
     };
     assert_eq!(again.0.id, operation.id);
     let claimed = refresher
         .store
-        .email_claim_proposal("async-1", std::time::Duration::from_secs(60))
+        .email()
+        .claim_proposal("async-1", std::time::Duration::from_secs(60))
         .await
         .expect("claim")
         .expect("one queued");
@@ -282,7 +306,7 @@ async fn a_proposed_reply_lands_as_the_agents_revision_unless_the_owner_saved_si
         refresher.propose(&claimed).await.expect("proposed"),
         Proposed::Landed(2)
     );
-    let landed = api.email_draft(draft.id).await.expect("read").expect("draft");
+    let landed = api.email().draft(draft.id).await.expect("read").expect("draft");
     assert_eq!(landed.newest.author, DraftAuthor::Agent);
     assert_eq!(
         landed.newest.content.body,
@@ -294,7 +318,8 @@ async fn a_proposed_reply_lands_as_the_agents_revision_unless_the_owner_saved_si
         "recipients and subject as they were"
     );
     assert_eq!(
-        api.email_operation(operation.id)
+        api.email()
+            .operation(operation.id)
             .await
             .expect("read")
             .expect("op")
@@ -303,18 +328,20 @@ async fn a_proposed_reply_lands_as_the_agents_revision_unless_the_owner_saved_si
     );
 
     // Asked at revision 2, but the owner saves revision 3 before the worker writes it.
-    let store::RequestProposal::Queued(second) = api.email_request_proposal(thread).await.expect("asked") else {
+    let store::RequestProposal::Queued(second) = api.email().request_proposal(thread).await.expect("asked") else {
         panic!("not queued")
     };
     let second = second.0;
     saved(
-        api.email_save_draft(draft.id, 2, &content("My own words."), DraftAuthor::Owner)
+        api.email()
+            .save_draft(draft.id, 2, &content("My own words."), DraftAuthor::Owner)
             .await
             .expect("save"),
     );
     let claimed = refresher
         .store
-        .email_claim_proposal("async-1", std::time::Duration::from_secs(60))
+        .email()
+        .claim_proposal("async-1", std::time::Duration::from_secs(60))
         .await
         .expect("claim")
         .expect("one queued");
@@ -323,12 +350,12 @@ async fn a_proposed_reply_lands_as_the_agents_revision_unless_the_owner_saved_si
         refresher.propose(&claimed).await.expect("proposed"),
         Proposed::Failed("email.draft_changed")
     );
-    let kept = api.email_draft(draft.id).await.expect("read").expect("draft");
+    let kept = api.email().draft(draft.id).await.expect("read").expect("draft");
     assert_eq!(
         (kept.newest.revision, kept.newest.content.body.as_str()),
         (3, "My own words.")
     );
-    let failed = api.email_operation(second.id).await.expect("read").expect("op");
+    let failed = api.email().operation(second.id).await.expect("read").expect("op");
     assert_eq!(
         (failed.state.as_str(), failed.error.as_deref()),
         ("failed", Some("email.draft_changed"))

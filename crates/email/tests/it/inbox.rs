@@ -62,7 +62,7 @@ async fn the_inbox_orders_by_reply_need_then_date_and_pages_by_keyset() {
         after: None,
         limit,
     };
-    let important = api.email_inbox(&query(InboxView::Important, 5)).await.expect("inbox");
+    let important = api.email().inbox(&query(InboxView::Important, 5)).await.expect("inbox");
     // Questions first (needs a reply), newest first; then for your attention, newest first.
     assert_eq!(
         subjects(&important),
@@ -78,7 +78,8 @@ async fn the_inbox_orders_by_reply_need_then_date_and_pages_by_keyset() {
     let mut after = None;
     loop {
         let page = api
-            .email_inbox(&InboxQuery {
+            .email()
+            .inbox(&InboxQuery {
                 after,
                 ..query(InboxView::Important, 2)
             })
@@ -92,7 +93,7 @@ async fn the_inbox_orders_by_reply_need_then_date_and_pages_by_keyset() {
     }
     assert_eq!(subjects(&paged), subjects(&important));
 
-    let other = api.email_inbox(&query(InboxView::Other, 50)).await.expect("other");
+    let other = api.email().inbox(&query(InboxView::Other, 50)).await.expect("other");
     let mut other_subjects = subjects(&other);
     other_subjects.sort_unstable();
     assert_eq!(
@@ -107,21 +108,24 @@ async fn the_inbox_orders_by_reply_need_then_date_and_pages_by_keyset() {
     // In the text, case-insensitive; a wildcard is taken literally.
     assert_eq!(
         subjects(
-            &api.email_inbox(&search("FRIDAY", InboxView::Important))
+            &api.email()
+                .inbox(&search("FRIDAY", InboxView::Important))
                 .await
                 .expect("search")
         ),
         ["Question two"]
     );
     assert!(
-        api.email_inbox(&search("%", InboxView::Important))
+        api.email()
+            .inbox(&search("%", InboxView::Important))
             .await
             .expect("search")
             .is_empty()
     );
     assert_eq!(
         subjects(
-            &api.email_inbox(&search("carol@", InboxView::Other))
+            &api.email()
+                .inbox(&search("carol@", InboxView::Other))
                 .await
                 .expect("search")
         ),
@@ -131,11 +135,12 @@ async fn the_inbox_orders_by_reply_need_then_date_and_pages_by_keyset() {
         account_id: Some("work"),
         ..query(InboxView::Important, 50)
     };
-    assert!(api.email_inbox(&elsewhere).await.expect("filter").is_empty());
+    assert!(api.email().inbox(&elsewhere).await.expect("filter").is_empty());
 
     // The reading pane: text and attachment metadata, never the bytes.
     let (summary, messages) = api
-        .email_thread(important[2].id)
+        .email()
+        .thread(important[2].id)
         .await
         .expect("thread")
         .expect("exists");
@@ -147,5 +152,11 @@ async fn the_inbox_orders_by_reply_need_then_date_and_pages_by_keyset() {
         messages[0].attachments,
         serde_json::json!([{ "filename": "slides.pdf", "media_type": "application/pdf", "size_bytes": 2048 }])
     );
-    assert!(api.email_thread(uuid::Uuid::now_v7()).await.expect("thread").is_none());
+    assert!(
+        api.email()
+            .thread(uuid::Uuid::now_v7())
+            .await
+            .expect("thread")
+            .is_none()
+    );
 }

@@ -55,7 +55,8 @@ pub async fn recorded(fake: &FakeGmail, backfill_hours: i64) -> (TestDatabase, R
     let db = TestDatabase::new().await;
     let store = db.store_as("async-worker").await;
     store
-        .email_ensure_accounts(&["personal".to_owned()])
+        .email()
+        .ensure_accounts(&["personal".to_owned()])
         .await
         .expect("account");
     let refresher = Refresher {
@@ -80,7 +81,7 @@ async fn backfill_then_history_then_a_resync_after_the_history_expired() {
     let account = account(&fake, "owner");
 
     // Awaiting the first update.
-    let before = store.email_account("personal").await.expect("read").expect("row");
+    let before = store.email().account("personal").await.expect("read").expect("row");
     assert_eq!((before.updated_at, before.history_id.as_deref()), (None, None));
 
     // The owner wrote to Ada earlier: she is a known correspondent.
@@ -111,7 +112,7 @@ async fn backfill_then_history_then_a_resync_after_the_history_expired() {
             assessed: 3
         }
     );
-    let state = store.email_account("personal").await.expect("read").expect("row");
+    let state = store.email().account("personal").await.expect("read").expect("row");
     assert_eq!(state.address.as_deref(), Some("owner@example.org"));
     assert!(state.updated_at.is_some_and(|at| at >= started), "{state:?}");
     let coverage = state.coverage_from.expect("coverage recorded");
@@ -234,13 +235,13 @@ async fn a_failed_update_is_recorded_on_the_account_and_cleared_by_the_next() {
     };
     let error = refresher.update(&revoked).await.expect_err("revoked grant");
     assert_eq!(error.code(), "mail.credential_rejected");
-    let state = store.email_account("personal").await.expect("read").expect("row");
+    let state = store.email().account("personal").await.expect("read").expect("row");
     assert_eq!(
         (state.last_error.as_deref(), state.updated_at),
         (Some("mail.credential_rejected"), None)
     );
     refresher.update(&account).await.expect("update");
-    let state = store.email_account("personal").await.expect("read").expect("row");
+    let state = store.email().account("personal").await.expect("read").expect("row");
     assert_eq!(state.last_error, None);
     assert!(state.updated_at.is_some());
 }
@@ -251,13 +252,15 @@ async fn a_refresh_is_admitted_at_most_once_a_minute_per_account() {
     let clock = Arc::new(testkit::ShiftedClock::default());
     let worker = db.store_as("async-worker").await;
     worker
-        .email_ensure_accounts(&["personal".to_owned(), "work".to_owned()])
+        .email()
+        .ensure_accounts(&["personal".to_owned(), "work".to_owned()])
         .await
         .expect("accounts");
     let api = db.store_as("api").await.with_clock(clock.clone());
     let minute = Duration::from_secs(60);
     let first = api
-        .email_request_refresh("personal", minute)
+        .email()
+        .request_refresh("personal", minute)
         .await
         .expect("request")
         .expect("account");
@@ -267,20 +270,23 @@ async fn a_refresh_is_admitted_at_most_once_a_minute_per_account() {
         ("refresh", "queued")
     );
     let second = api
-        .email_request_refresh("personal", minute)
+        .email()
+        .request_refresh("personal", minute)
         .await
         .expect("request")
         .expect("account");
     assert_eq!((second.admitted, second.operation.id), (false, first.operation.id));
     // Another account has its own interval.
     let work = api
-        .email_request_refresh("work", minute)
+        .email()
+        .request_refresh("work", minute)
         .await
         .expect("request")
         .expect("account");
     assert!(work.admitted);
     assert!(
-        api.email_request_refresh("nobody", minute)
+        api.email()
+            .request_refresh("nobody", minute)
             .await
             .expect("request")
             .is_none()
@@ -288,25 +294,28 @@ async fn a_refresh_is_admitted_at_most_once_a_minute_per_account() {
 
     // The async worker claims it once, and settles it.
     let claimed = worker
-        .email_claim_refresh("async-1", Duration::from_secs(30))
+        .email()
+        .claim_refresh("async-1", Duration::from_secs(30))
         .await
         .expect("claim")
         .expect("due");
     assert_eq!(claimed.id, first.operation.id);
-    worker.email_settle_refresh(claimed.id, None).await.expect("settle");
-    let settled = api.email_operation(claimed.id).await.expect("read").expect("row");
+    worker.email().settle_refresh(claimed.id, None).await.expect("settle");
+    let settled = api.email().operation(claimed.id).await.expect("read").expect("row");
     assert_eq!(settled.state, EmailOperationState::Succeeded);
 
     clock.advance(jiff::SignedDuration::from_secs(59));
     let held = api
-        .email_request_refresh("personal", minute)
+        .email()
+        .request_refresh("personal", minute)
         .await
         .expect("request")
         .expect("account");
     assert!(!held.admitted);
     clock.advance(jiff::SignedDuration::from_secs(2));
     let third = api
-        .email_request_refresh("personal", minute)
+        .email()
+        .request_refresh("personal", minute)
         .await
         .expect("request")
         .expect("account");
@@ -358,14 +367,16 @@ async fn the_async_worker_updates_every_account_at_start_and_runs_what_the_owner
     // Mail arrives; within the cadence nothing would look, but the owner asks.
     fake.deliver("owner", "bob@example.net", "Second", "Hello again.", &["INBOX"]);
     let request = api
-        .email_request_refresh("personal", Duration::from_secs(60))
+        .email()
+        .request_refresh("personal", Duration::from_secs(60))
         .await
         .expect("request")
         .expect("account");
     let mut state = EmailOperationState::Queued;
     for _ in 0..500 {
         state = api
-            .email_operation(request.operation.id)
+            .email()
+            .operation(request.operation.id)
             .await
             .expect("read")
             .expect("row")

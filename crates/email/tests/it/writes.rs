@@ -92,14 +92,14 @@ impl Mailbox {
     }
 
     async fn request(&self, thread: Uuid, kind: MailboxWrite) -> Uuid {
-        match self.api.email_request_write(thread, kind).await.expect("request") {
+        match self.api.email().request_write(thread, kind).await.expect("request") {
             WriteRequest::Accepted(operation) => operation.id,
             other => panic!("{kind:?} refused: {other:?}"),
         }
     }
 
     async fn state(&self, operation: Uuid) -> (String, Option<String>, bool) {
-        let row = self.api.email_operation(operation).await.expect("read").expect("row");
+        let row = self.api.email().operation(operation).await.expect("read").expect("row");
         (row.state.to_string(), row.error, row.reconciled_at.is_some())
     }
 
@@ -132,7 +132,7 @@ async fn archive_and_move_back_change_the_provider_labels_once_each() {
     let archive = mail.request(lunch, MailboxWrite::Archive).await;
     // One write of a thread at a time.
     assert!(matches!(
-        mail.api.email_request_write(lunch, MailboxWrite::MoveToInbox).await.expect("request"),
+        mail.api.email().request_write(lunch, MailboxWrite::MoveToInbox).await.expect("request"),
         WriteRequest::Pending(pending) if pending.id == archive
     ));
     assert_eq!(mail.state(archive).await, ("queued".into(), None, false));
@@ -143,7 +143,8 @@ async fn archive_and_move_back_change_the_provider_labels_once_each() {
     // Archived: archiving again does not apply; moving back does.
     assert_eq!(
         mail.api
-            .email_request_write(lunch, MailboxWrite::Archive)
+            .email()
+            .request_write(lunch, MailboxWrite::Archive)
             .await
             .expect("request"),
         WriteRequest::NotApplicable("archived")
@@ -155,7 +156,8 @@ async fn archive_and_move_back_change_the_provider_labels_once_each() {
     assert_eq!(mail.modify_calls(), 2);
     assert_eq!(
         mail.api
-            .email_request_write(Uuid::now_v7(), MailboxWrite::Archive)
+            .email()
+            .request_write(Uuid::now_v7(), MailboxWrite::Archive)
             .await
             .expect("request"),
         WriteRequest::UnknownThread
@@ -200,7 +202,8 @@ async fn not_spam_returns_exactly_the_reported_threads() {
     // A reported thread cannot be archived or moved back; only Not spam applies.
     assert_eq!(
         mail.api
-            .email_request_write(first, MailboxWrite::MoveToInbox)
+            .email()
+            .request_write(first, MailboxWrite::MoveToInbox)
             .await
             .expect("request"),
         WriteRequest::NotApplicable("in_spam")
@@ -281,12 +284,14 @@ async fn a_dispatch_left_by_a_stopped_worker_is_uncertain_and_reconciled() {
     let clock = Arc::new(testkit::ShiftedClock::default());
     let dead = mail.db.store_as("worker").await.with_clock(clock.clone());
     let claimed = dead
-        .email_claim_write("dead-worker", Duration::from_secs(30))
+        .email()
+        .claim_write("dead-worker", Duration::from_secs(30))
         .await
         .expect("claim")
         .expect("queued");
     assert!(
-        dead.email_mark_dispatching(claimed.operation.id, "dead-worker")
+        dead.email()
+            .mark_dispatching(claimed.operation.id, "dead-worker")
             .await
             .expect("mark")
     );

@@ -12,7 +12,8 @@ use jiff::Timestamp;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::{Result, Store, StoreError, named, named_optional, timestamp};
+use crate::email::Email;
+use crate::{Result, StoreError, named, named_optional, timestamp};
 
 /// One piece of feedback.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -223,9 +224,9 @@ async fn retire(conn: &mut PgConnection, ids: &[Uuid], by: &str, now: jiff_sqlx:
     Ok(retired)
 }
 
-impl Store {
+impl Email<'_> {
     /// Gives feedback on `new.thread` and applies it there at once.
-    pub async fn email_give_feedback(&self, new: NewFeedback<'_>) -> Result<GiveFeedback> {
+    pub async fn give_feedback(self, new: NewFeedback<'_>) -> Result<GiveFeedback> {
         let now = self.now_sql();
         self.transaction(
             async |conn| {
@@ -293,7 +294,7 @@ impl Store {
 
     /// Undoes a piece of feedback: it applies nowhere from now on, and what it decided is
     /// recomputed. `None` when there is no such feedback; an undone one is answered as it is.
-    pub async fn email_undo_feedback(&self, id: Uuid) -> Result<Option<FeedbackRow>> {
+    pub async fn undo_feedback(self, id: Uuid) -> Result<Option<FeedbackRow>> {
         let now = self.now_sql();
         self.transaction(
             async |conn| {
@@ -312,7 +313,7 @@ impl Store {
     }
 
     /// The learning controls, the exclusions and the rules in force.
-    pub async fn email_learning(&self) -> Result<LearningRow> {
+    pub async fn learning(self) -> Result<LearningRow> {
         let mut conn = self.pool.acquire().await?;
         let paused: bool = sqlx::query_scalar("SELECT paused_at IS NOT NULL FROM email_learning")
             .fetch_one(&mut *conn)
@@ -340,7 +341,7 @@ impl Store {
     }
 
     /// Pauses or resumes learning.
-    pub async fn email_pause_learning(&self, paused: bool) -> Result<()> {
+    pub async fn pause_learning(self, paused: bool) -> Result<()> {
         sqlx::query("UPDATE email_learning SET paused_at = CASE WHEN $1 THEN coalesce(paused_at, $2) END")
             .bind(paused)
             .bind(self.now_sql())
@@ -350,7 +351,7 @@ impl Store {
     }
 
     /// Forgets what `reset` names; how many rules (and style samples) it retired.
-    pub async fn email_reset_learning(&self, reset: LearningReset<'_>) -> Result<u64> {
+    pub async fn reset_learning(self, reset: LearningReset<'_>) -> Result<u64> {
         let now = self.now_sql();
         self.transaction(
             async |conn| {
@@ -385,7 +386,7 @@ impl Store {
     /// Excludes a source from learning (`sender`, a lowercased address, or `label`, a provider
     /// label id): the person and kind rules that came from its mail, or name it, are retired.
     /// Excluding it again answers the exclusion there is.
-    pub async fn email_exclude_source(&self, kind: ExclusionKind, value: &str) -> Result<ExclusionRow> {
+    pub async fn exclude_source(self, kind: ExclusionKind, value: &str) -> Result<ExclusionRow> {
         let now = self.now_sql();
         self.transaction(
             async |conn| {
@@ -418,7 +419,7 @@ impl Store {
     }
 
     /// Removes an exclusion (the retired rules stay retired); whether there was one.
-    pub async fn email_remove_exclusion(&self, id: Uuid) -> Result<bool> {
+    pub async fn remove_exclusion(self, id: Uuid) -> Result<bool> {
         let removed = sqlx::query("DELETE FROM email_learning_exclusions WHERE id = $1")
             .bind(id)
             .execute(&self.pool)

@@ -10,10 +10,13 @@ use domain::email::{DraftAuthor, EmailOperationKind};
 use uuid::Uuid;
 use wire::email::SendState;
 
-use crate::email_drafts::{DraftContent, DraftPlace, DraftRow, append, create_draft, read_draft};
-use crate::email_operations::{EmailOperationRow, OPERATION_COLUMNS, OperationRecord, claim_statement, settle_claimed};
-use crate::email_sends::{DraftSend, draft_send, void};
-use crate::{Result, Store};
+use crate::Result;
+use crate::email::Email;
+use crate::email::drafts::{DraftContent, DraftPlace, DraftRow, append, create_draft, read_draft};
+use crate::email::operations::{
+    EmailOperationRow, OPERATION_COLUMNS, OperationRecord, claim_statement, settle_claimed,
+};
+use crate::email::sends::{DraftSend, draft_send, void};
 
 /// The operation kind of a proposal.
 const PROPOSE: &str = EmailOperationKind::ProposeReply.as_str();
@@ -74,10 +77,10 @@ fn reply_start(subject: &str, senders: &[String], owner: Option<&str>) -> DraftC
     }
 }
 
-impl Store {
+impl Email<'_> {
     /// Asks the agent to propose a reply in `thread`: on its newest draft that is not sent, else
     /// on a new reply to its newest sender.
-    pub async fn email_request_proposal(&self, thread: Uuid) -> Result<RequestProposal> {
+    pub async fn request_proposal(self, thread: Uuid) -> Result<RequestProposal> {
         let now = self.now_sql();
         self.transaction(
             async |conn| {
@@ -166,7 +169,7 @@ impl Store {
 
     /// Claims the oldest queued proposal (or one whose claim expired: writing one has no effect
     /// outside the draft, so it is simply written again) for `lease`.
-    pub async fn email_claim_proposal(&self, worker: &str, lease: Duration) -> Result<Option<ClaimedProposal>> {
+    pub async fn claim_proposal(self, worker: &str, lease: Duration) -> Result<Option<ClaimedProposal>> {
         let record: Option<ClaimRecord> = sqlx::query_as(&claim_statement("propose_reply", ", draft_revision"))
             .bind(worker)
             .bind(self.after(lease))
@@ -185,7 +188,7 @@ impl Store {
     /// Lands `body` as the draft's next revision, written by the agent (recipients and subject
     /// as they are), if the revision it was asked at is still the newest and not frozen; settles
     /// the operation either way.
-    pub async fn email_land_proposal(&self, claimed: &ClaimedProposal, body: &str) -> Result<Landing> {
+    pub async fn land_proposal(self, claimed: &ClaimedProposal, body: &str) -> Result<Landing> {
         let now = self.now_sql();
         self.transaction(
             async |conn| {
@@ -224,7 +227,7 @@ impl Store {
     }
 
     /// Settles a claimed proposal that could not be written (`error`, a stable code).
-    pub async fn email_fail_proposal(&self, claimed: &ClaimedProposal, error: &str) -> Result<()> {
+    pub async fn fail_proposal(self, claimed: &ClaimedProposal, error: &str) -> Result<()> {
         let mut conn = self.pool.acquire().await?;
         settle_claimed(&mut conn, claimed.operation.id, PROPOSE, Some(error), self.now_sql()).await
     }

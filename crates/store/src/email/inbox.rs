@@ -10,8 +10,9 @@ use jiff::Timestamp;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::email_projection::{EmailMessageRow, MESSAGE_COLUMNS, MessageRecord};
-use crate::{Result, Store, StoreError, named_optional, timestamp};
+use crate::email::Email;
+use crate::email::projection::{EmailMessageRow, MESSAGE_COLUMNS, MessageRecord};
+use crate::{Result, StoreError, named_optional, timestamp};
 
 /// Where a page ends: the last row's ordering key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,9 +167,9 @@ fn contains_pattern(text: &str) -> String {
     format!("%{escaped}%")
 }
 
-impl Store {
+impl Email<'_> {
     /// One page of `query.view`, at most `query.limit` rows.
-    pub async fn email_inbox(&self, query: &InboxQuery<'_>) -> Result<Vec<ThreadSummary>> {
+    pub async fn inbox(self, query: &InboxQuery<'_>) -> Result<Vec<ThreadSummary>> {
         let (filter, order, after) = match query.view {
             InboxView::Important => (
                 "t.in_inbox AND t.importance = 'important'",
@@ -206,7 +207,7 @@ impl Store {
 
     /// Clears the server's suspected-spam flag of `thread` (the owner said Not spam; nothing is
     /// written to the mailbox); the thread as it now is, `None` when there is no such thread.
-    pub async fn email_clear_spam_flag(&self, thread: Uuid) -> Result<Option<ThreadSummary>> {
+    pub async fn clear_spam_flag(self, thread: Uuid) -> Result<Option<ThreadSummary>> {
         let record: Option<SummaryRecord> = sqlx::query_as(&format!(
             "UPDATE email_threads t SET suspected_spam = false WHERE t.id = $1 RETURNING {SUMMARY_COLUMNS}"
         ))
@@ -217,15 +218,15 @@ impl Store {
     }
 
     /// One thread and its messages, oldest first.
-    pub async fn email_thread(&self, id: Uuid) -> Result<Option<(ThreadSummary, Vec<EmailMessageRow>)>> {
-        let Some(summary) = self.email_thread_summary(id).await? else {
+    pub async fn thread(self, id: Uuid) -> Result<Option<(ThreadSummary, Vec<EmailMessageRow>)>> {
+        let Some(summary) = self.thread_summary(id).await? else {
             return Ok(None);
         };
-        Ok(Some((summary, self.email_thread_messages(id).await?)))
+        Ok(Some((summary, self.thread_messages(id).await?)))
     }
 
     /// One thread as its row shows it.
-    pub async fn email_thread_summary(&self, id: Uuid) -> Result<Option<ThreadSummary>> {
+    pub async fn thread_summary(self, id: Uuid) -> Result<Option<ThreadSummary>> {
         let record: Option<SummaryRecord> = sqlx::query_as(&format!(
             "SELECT {SUMMARY_COLUMNS} FROM email_threads t WHERE t.id = $1"
         ))
@@ -236,7 +237,7 @@ impl Store {
     }
 
     /// A thread's messages, oldest first (empty when there is no such thread).
-    pub async fn email_thread_messages(&self, id: Uuid) -> Result<Vec<EmailMessageRow>> {
+    pub async fn thread_messages(self, id: Uuid) -> Result<Vec<EmailMessageRow>> {
         let messages: Vec<MessageRecord> = sqlx::query_as(&format!(
             "SELECT {MESSAGE_COLUMNS} FROM email_messages WHERE thread = $1 ORDER BY sent_at, provider_message_id"
         ))

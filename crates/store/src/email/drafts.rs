@@ -11,8 +11,9 @@ use jiff::Timestamp;
 use uuid::Uuid;
 use wire::email::SendState;
 
-use crate::email_sends::{DraftSend, Freeze, begin_send, clear_for_freeze, draft_send, locked_send, void_unapproved};
-use crate::{Result, Store, StoreError, timestamp};
+use crate::email::Email;
+use crate::email::sends::{DraftSend, Freeze, begin_send, clear_for_freeze, draft_send, locked_send, void_unapproved};
+use crate::{Result, StoreError, timestamp};
 
 /// What a revision holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -284,11 +285,11 @@ pub(crate) async fn create_draft(
     read_draft(conn, id).await
 }
 
-impl Store {
+impl Email<'_> {
     /// Creates a draft at `place` with `content` as revision 1; `None` when the account or
     /// thread is unknown.
-    pub async fn email_create_draft(
-        &self,
+    pub async fn create_draft(
+        self,
         place: DraftPlace<'_>,
         content: &DraftContent,
         author: DraftAuthor,
@@ -302,14 +303,14 @@ impl Store {
     }
 
     /// The draft `id` with its newest revision.
-    pub async fn email_draft(&self, id: Uuid) -> Result<Option<DraftRow>> {
+    pub async fn draft(self, id: Uuid) -> Result<Option<DraftRow>> {
         let mut conn = self.pool.acquire().await?;
         read_draft(&mut conn, id).await
     }
 
     /// Saves `content` as the next revision of `id` if `expected_revision` is still the newest.
-    pub async fn email_save_draft(
-        &self,
+    pub async fn save_draft(
+        self,
         id: Uuid,
         expected_revision: i32,
         content: &DraftContent,
@@ -321,8 +322,8 @@ impl Store {
 
     /// Copies revision `from` of `id` as its next revision, if `expected_revision` is still the
     /// newest.
-    pub async fn email_restore_draft(&self, id: Uuid, from: i32, expected_revision: i32) -> Result<SaveDraft> {
-        let history = self.email_draft_history(id).await?;
+    pub async fn restore_draft(self, id: Uuid, from: i32, expected_revision: i32) -> Result<SaveDraft> {
+        let history = self.draft_history(id).await?;
         let earlier = history.into_iter().find(|revision| revision.revision == from);
         self.next_revision(id, expected_revision, DraftAuthor::Owner, move || {
             earlier.map(|earlier| (earlier.content, Some(from)))
@@ -334,7 +335,7 @@ impl Store {
     /// newest when `expected_revision` is not it; `next` gives the content (and the revision
     /// it restores), `None` when there is nothing to save.
     async fn next_revision(
-        &self,
+        self,
         id: Uuid,
         expected_revision: i32,
         author: DraftAuthor,
@@ -372,7 +373,7 @@ impl Store {
     }
 
     /// Every revision of `id`, oldest first (empty when there is no such draft).
-    pub async fn email_draft_history(&self, id: Uuid) -> Result<Vec<DraftRevision>> {
+    pub async fn draft_history(self, id: Uuid) -> Result<Vec<DraftRevision>> {
         let records: Vec<RevisionRecord> = sqlx::query_as(
             "SELECT revision, recipients, copied, subject, body, author, restored_from, created_at AS revision_created_at
              FROM email_draft_revisions WHERE draft = $1 ORDER BY revision",
@@ -386,7 +387,7 @@ impl Store {
     /// Review & Send: freezes the draft's newest revision, if it is still the one reviewed, into
     /// a queued `draft_send` run holding one `send_message` call with exactly its content (see
     /// [`DraftMessage::arguments`]); the worker parks it for the owner's approval.
-    pub async fn email_review_draft(&self, freeze: Freeze<'_>) -> Result<ReviewDraft> {
+    pub async fn review_draft(self, freeze: Freeze<'_>) -> Result<ReviewDraft> {
         let now = self.now_sql();
         self.transaction(
             async |conn| {
@@ -453,7 +454,7 @@ impl Store {
     /// Endorses `text`, shown in the saved revision `revision` of `draft`, as the owner's writing
     /// style: only while that revision is the newest (a save conflict prevents it), only wording
     /// it shows, and only while learning runs.
-    pub async fn email_endorse_style(&self, draft: Uuid, revision: i32, text: &str) -> Result<EndorseStyle> {
+    pub async fn endorse_style(self, draft: Uuid, revision: i32, text: &str) -> Result<EndorseStyle> {
         let now = self.now_sql();
         self.transaction(
             async |conn| {
@@ -502,7 +503,7 @@ impl Store {
     }
 
     /// The endorsed wording in force, newest first, at most `limit` passages.
-    pub async fn email_style(&self, limit: i64) -> Result<Vec<String>> {
+    pub async fn style(self, limit: i64) -> Result<Vec<String>> {
         Ok(sqlx::query_scalar(
             "SELECT text FROM email_style_samples WHERE retired_at IS NULL ORDER BY created_at DESC, id DESC LIMIT $1",
         )

@@ -14,8 +14,9 @@ use domain::email::{EmailOperationKind, EmailOperationState, MailboxWrite};
 use jiff::Timestamp;
 use uuid::Uuid;
 
-use crate::email_projection::apply_labels;
-use crate::{Result, Store, StoreError, named, timestamp};
+use crate::email::Email;
+use crate::email::projection::apply_labels;
+use crate::{Result, StoreError, named, timestamp};
 
 /// The provider writes among the operations (not refreshes, nor the agent's proposed replies).
 pub(crate) const WRITE_KINDS: &str = "kind IN ('archive', 'move_to_inbox', 'report_spam', 'not_spam')";
@@ -140,11 +141,11 @@ pub struct RefreshRequest {
     pub admitted: bool,
 }
 
-impl Store {
+impl Email<'_> {
     /// Requests a refresh of `account_id`: a new operation, unless one was admitted within
     /// `interval` (by this store's clock), which is answered instead. `None` when the account
     /// has no row.
-    pub async fn email_request_refresh(&self, account_id: &str, interval: Duration) -> Result<Option<RefreshRequest>> {
+    pub async fn request_refresh(self, account_id: &str, interval: Duration) -> Result<Option<RefreshRequest>> {
         let now = self.now();
         self.transaction(
             async |conn| {
@@ -195,7 +196,7 @@ impl Store {
         .await
     }
 
-    pub async fn email_operation(&self, id: Uuid) -> Result<Option<EmailOperationRow>> {
+    pub async fn operation(self, id: Uuid) -> Result<Option<EmailOperationRow>> {
         let record: Option<OperationRecord> = sqlx::query_as(&format!(
             "SELECT {OPERATION_COLUMNS} FROM email_operations WHERE id = $1"
         ))
@@ -206,7 +207,7 @@ impl Store {
     }
 
     /// Claims the oldest queued refresh (or one whose claim expired) for `lease`.
-    pub async fn email_claim_refresh(&self, worker: &str, lease: Duration) -> Result<Option<EmailOperationRow>> {
+    pub async fn claim_refresh(self, worker: &str, lease: Duration) -> Result<Option<EmailOperationRow>> {
         let record: Option<OperationRecord> = sqlx::query_as(&claim_statement("refresh", ""))
             .bind(worker)
             .bind(self.after(lease))
@@ -217,14 +218,14 @@ impl Store {
     }
 
     /// Settles a claimed refresh: succeeded, or failed with a stable code.
-    pub async fn email_settle_refresh(&self, id: Uuid, error: Option<&str>) -> Result<()> {
+    pub async fn settle_refresh(self, id: Uuid, error: Option<&str>) -> Result<()> {
         let mut conn = self.pool.acquire().await?;
         settle_claimed(&mut conn, id, "refresh", error, self.now_sql()).await
     }
 
     /// Requests the write `kind` of `thread`, where it applies and when no other write of the
     /// thread is unsettled.
-    pub async fn email_request_write(&self, thread: Uuid, kind: MailboxWrite) -> Result<WriteRequest> {
+    pub async fn request_write(self, thread: Uuid, kind: MailboxWrite) -> Result<WriteRequest> {
         let now = self.now_sql();
         self.transaction(
             async |conn| {
@@ -278,17 +279,17 @@ impl Store {
 
     /// Claims the oldest queued write for `lease`; it stays `queued` until
     /// [`Store::email_mark_dispatching`].
-    pub async fn email_claim_write(&self, worker: &str, lease: Duration) -> Result<Option<ClaimedWrite>> {
-        self.claim_write(worker, lease, "state = 'queued'").await
+    pub async fn claim_write(self, worker: &str, lease: Duration) -> Result<Option<ClaimedWrite>> {
+        self.claim_write_due(worker, lease, "state = 'queued'").await
     }
 
     /// Claims the oldest uncertain write not yet reconciled, for one reading of its thread.
-    pub async fn email_claim_uncertain(&self, worker: &str, lease: Duration) -> Result<Option<ClaimedWrite>> {
-        self.claim_write(worker, lease, "state = 'uncertain' AND reconciled_at IS NULL")
+    pub async fn claim_uncertain(self, worker: &str, lease: Duration) -> Result<Option<ClaimedWrite>> {
+        self.claim_write_due(worker, lease, "state = 'uncertain' AND reconciled_at IS NULL")
             .await
     }
 
-    async fn claim_write(&self, worker: &str, lease: Duration, due: &str) -> Result<Option<ClaimedWrite>> {
+    async fn claim_write_due(self, worker: &str, lease: Duration, due: &str) -> Result<Option<ClaimedWrite>> {
         let claimed: Option<ClaimRecord> = sqlx::query_as(&format!(
             "WITH claimed AS (
                  UPDATE email_operations SET claimed_by = $1, lease_until = $2, updated_at = $3
@@ -326,7 +327,7 @@ impl Store {
 
     /// Marks a claimed write as leaving now, committed before its request is sent; false when
     /// the claim was lost (another worker's now).
-    pub async fn email_mark_dispatching(&self, id: Uuid, worker: &str) -> Result<bool> {
+    pub async fn mark_dispatching(self, id: Uuid, worker: &str) -> Result<bool> {
         let marked = sqlx::query(
             "UPDATE email_operations SET state = 'dispatching', updated_at = $3
              WHERE id = $1 AND state = 'queued' AND claimed_by = $2",
@@ -342,7 +343,7 @@ impl Store {
 
     /// Settles a dispatched write from the provider's answer; a success records the labels it
     /// left and the thread's handled or reported state.
-    pub async fn email_settle_write(&self, claimed: &ClaimedWrite, outcome: &WriteOutcome) -> Result<()> {
+    pub async fn settle_write(self, claimed: &ClaimedWrite, outcome: &WriteOutcome) -> Result<()> {
         let now = self.now_sql();
         let id = claimed.operation.id;
         self.transaction(
@@ -377,7 +378,7 @@ impl Store {
 
     /// Leaves `uncertain` every write still `dispatching` after its claim expired (its worker
     /// died mid-request); how many.
-    pub async fn email_strand_dispatches(&self) -> Result<u64> {
+    pub async fn strand_dispatches(self) -> Result<u64> {
         Ok(sqlx::query(&format!(
             "UPDATE email_operations SET state = 'uncertain', error = 'mail.outcome_unknown', lease_until = NULL,
                  updated_at = $1
@@ -390,7 +391,7 @@ impl Store {
     }
 
     /// Settles an uncertain write from what reading its thread showed.
-    pub async fn email_reconcile_write(&self, claimed: &ClaimedWrite, reading: &Reconciliation) -> Result<()> {
+    pub async fn reconcile_write(self, claimed: &ClaimedWrite, reading: &Reconciliation) -> Result<()> {
         let now = self.now_sql();
         let id = claimed.operation.id;
         self.transaction(
@@ -429,7 +430,7 @@ impl Store {
     }
 
     /// This store's clock plus `lease`, as bound into a statement.
-    pub(crate) fn after(&self, lease: Duration) -> jiff_sqlx::Timestamp {
+    pub(crate) fn after(self, lease: Duration) -> jiff_sqlx::Timestamp {
         jiff_sqlx::Timestamp::from(self.now() + signed(lease))
     }
 }

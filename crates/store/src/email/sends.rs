@@ -15,9 +15,10 @@ use uuid::Uuid;
 use wire::email::SendState;
 use wire::event::CancelReason;
 
+use crate::email::Email;
 use crate::ending::{Ending, end_run};
 use crate::wake::{Hint, hint};
-use crate::{Result, Store, StoreError};
+use crate::{Result, StoreError};
 
 /// Longest title a draft's send session gets (from the subject).
 const TITLE_MAX_CHARS: usize = 100;
@@ -308,9 +309,9 @@ pub(crate) async fn begin_send(
     Ok(true)
 }
 
-impl Store {
+impl Email<'_> {
     /// The draft whose send session `session` is; `None` for a conversation.
-    pub async fn email_send_session_draft(&self, session: SessionId) -> Result<Option<Uuid>> {
+    pub async fn send_session_draft(self, session: SessionId) -> Result<Option<Uuid>> {
         Ok(sqlx::query_scalar("SELECT id FROM email_drafts WHERE session_id = $1")
             .bind(session.as_uuid())
             .fetch_optional(&self.pool)
@@ -318,7 +319,7 @@ impl Store {
     }
 
     /// What became of `draft`'s newest freeze; `None` when it was never frozen.
-    pub async fn email_draft_send(&self, draft: Uuid) -> Result<Option<DraftSend>> {
+    pub async fn draft_send(self, draft: Uuid) -> Result<Option<DraftSend>> {
         let mut conn = self.pool.acquire().await?;
         draft_send(&mut conn, draft).await
     }

@@ -10,7 +10,8 @@ use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-use crate::{Result, Store, StoreError, named_optional, timestamp};
+use crate::email::Email;
+use crate::{Result, StoreError, named_optional, timestamp};
 
 /// Columns of [`EmailAccountRow`], in its order.
 const ACCOUNT_COLUMNS: &str =
@@ -158,9 +159,9 @@ pub struct NewAssessment<'a> {
     pub kind: ContentKind,
 }
 
-impl Store {
+impl Email<'_> {
     /// Records the configured accounts that have no row yet (awaiting their first update).
-    pub async fn email_ensure_accounts(&self, account_ids: &[String]) -> Result<()> {
+    pub async fn ensure_accounts(self, account_ids: &[String]) -> Result<()> {
         sqlx::query("INSERT INTO email_accounts (account_id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING")
             .bind(account_ids)
             .execute(&self.pool)
@@ -169,7 +170,7 @@ impl Store {
     }
 
     /// Every account Email mode knows, by id.
-    pub async fn email_accounts(&self) -> Result<Vec<EmailAccountRow>> {
+    pub async fn accounts(self) -> Result<Vec<EmailAccountRow>> {
         let records: Vec<AccountRecord> = sqlx::query_as(&format!(
             "SELECT {ACCOUNT_COLUMNS} FROM email_accounts ORDER BY account_id"
         ))
@@ -178,7 +179,7 @@ impl Store {
         records.into_iter().map(EmailAccountRow::try_from).collect()
     }
 
-    pub async fn email_account(&self, account_id: &str) -> Result<Option<EmailAccountRow>> {
+    pub async fn account(self, account_id: &str) -> Result<Option<EmailAccountRow>> {
         let record: Option<AccountRecord> = sqlx::query_as(&format!(
             "SELECT {ACCOUNT_COLUMNS} FROM email_accounts WHERE account_id = $1"
         ))
@@ -191,7 +192,7 @@ impl Store {
     /// Stores `message` in its thread (made on first sight) unless it is already stored, then
     /// recomputes the thread from its messages; a new message clears the thread's assessment,
     /// so its newest message is assessed again. True when the message was new.
-    pub async fn email_record_message(&self, account_id: &str, message: &NewEmailMessage<'_>) -> Result<bool> {
+    pub async fn record_message(self, account_id: &str, message: &NewEmailMessage<'_>) -> Result<bool> {
         let mut tx = self.pool.begin().await?;
         let (thread,): (Uuid,) = sqlx::query_as(
             "INSERT INTO email_threads (account_id, provider_thread_id, latest_at) VALUES ($1, $2, $3)
@@ -236,8 +237,8 @@ impl Store {
     /// Sets the labels of the stored messages of `provider_thread_id` (each message's own, by
     /// provider message id) and the thread's union of them; messages not named keep theirs.
     /// False when the thread is not projected.
-    pub async fn email_set_labels(
-        &self,
+    pub async fn set_labels(
+        self,
         account_id: &str,
         provider_thread_id: &str,
         labels: &[(String, Vec<String>)],
@@ -258,7 +259,7 @@ impl Store {
     }
 
     /// The provider message ids of the account already stored, among `ids`.
-    pub async fn email_known_messages(&self, account_id: &str, ids: &[String]) -> Result<Vec<String>> {
+    pub async fn known_messages(self, account_id: &str, ids: &[String]) -> Result<Vec<String>> {
         let rows: Vec<(String,)> = sqlx::query_as(
             "SELECT provider_message_id FROM email_messages WHERE account_id = $1 AND provider_message_id = ANY($2)",
         )
@@ -270,7 +271,7 @@ impl Store {
     }
 
     /// Addresses the owner has written to from this account (recipients of its sent mail).
-    pub async fn email_known_correspondents(&self, account_id: &str) -> Result<Vec<String>> {
+    pub async fn known_correspondents(self, account_id: &str) -> Result<Vec<String>> {
         let rows: Vec<(String,)> = sqlx::query_as(
             "SELECT DISTINCT lower(person->>'address') FROM email_messages,
                  jsonb_array_elements(recipients || copied) AS person
@@ -284,7 +285,7 @@ impl Store {
 
     /// Up to `limit` threads of the account awaiting assessment, oldest first, each with its
     /// newest message.
-    pub async fn email_waiting_threads(&self, account_id: &str, limit: i64) -> Result<Vec<WaitingThread>> {
+    pub async fn waiting_threads(self, account_id: &str, limit: i64) -> Result<Vec<WaitingThread>> {
         let records: Vec<WaitingRecord> = sqlx::query_as(&format!(
             "SELECT t.id AS thread, m.* FROM email_threads t
              CROSS JOIN LATERAL (SELECT {MESSAGE_COLUMNS} FROM email_messages WHERE thread = t.id
@@ -307,8 +308,8 @@ impl Store {
 
     /// Records the assessment of `thread`'s newest message, unless a newer message arrived
     /// since it was read (`provider_message_id` is no longer the newest); true when recorded.
-    pub async fn email_record_assessment(
-        &self,
+    pub async fn record_assessment(
+        self,
         thread: Uuid,
         provider_message_id: &str,
         assessment: &NewAssessment<'_>,
@@ -317,7 +318,7 @@ impl Store {
         self.transaction(
             async |conn| {
                 // A retirement of rules waits for this one, or this one for it.
-                crate::email_feedback::share_rules(conn).await?;
+                crate::email::feedback::share_rules(conn).await?;
                 // The classifier's answer is kept as it is; the owner's feedback rules then
                 // decide what shows.
                 let recorded = sqlx::query(
@@ -341,7 +342,7 @@ impl Store {
                 .rows_affected()
                     == 1;
                 if recorded {
-                    crate::email_feedback::apply_rules(conn, thread).await?;
+                    crate::email::feedback::apply_rules(conn, thread).await?;
                 }
                 Ok(recorded)
             },
@@ -353,8 +354,8 @@ impl Store {
     /// Records a completed update of the account: its address (kept when `None`), where its history now stands,
     /// the coverage (kept when `coverage_from` is `None`), the time (this store's clock), and no
     /// refresh error.
-    pub async fn email_update_completed(
-        &self,
+    pub async fn update_completed(
+        self,
         account_id: &str,
         address: Option<&str>,
         history_id: &str,
@@ -378,7 +379,7 @@ impl Store {
 
     /// The charges of Email mode's automatic model requests (every account's) made after
     /// `since`, oldest first: when, and USD micros.
-    pub async fn email_charges_since(&self, since: Timestamp) -> Result<Vec<(Timestamp, i64)>> {
+    pub async fn charges_since(self, since: Timestamp) -> Result<Vec<(Timestamp, i64)>> {
         let rows: Vec<(jiff_sqlx::Timestamp, i64)> =
             sqlx::query_as("SELECT charged_at, micros FROM email_charges WHERE charged_at > $1 ORDER BY charged_at")
                 .bind(jiff_sqlx::Timestamp::from(since))
@@ -389,7 +390,7 @@ impl Store {
 
     /// Records one automatic model request's charge at this store's clock; `reported` is false
     /// when the provider reported no usage and the request's ceiling was charged.
-    pub async fn email_record_charge(&self, account_id: &str, micros: i64, reported: bool) -> Result<()> {
+    pub async fn record_charge(self, account_id: &str, micros: i64, reported: bool) -> Result<()> {
         sqlx::query("INSERT INTO email_charges (account_id, charged_at, micros, reported) VALUES ($1, $2, $3, $4)")
             .bind(account_id)
             .bind(self.now_sql())
@@ -402,7 +403,7 @@ impl Store {
 
     /// Records why new mail of the account waits unassessed (`daily_allowance_spent`,
     /// `monthly_allowance_spent`), or that nothing waits for that reason (`None`).
-    pub async fn email_set_waiting(&self, account_id: &str, waiting: Option<AllowanceWait>) -> Result<()> {
+    pub async fn set_waiting(self, account_id: &str, waiting: Option<AllowanceWait>) -> Result<()> {
         sqlx::query("UPDATE email_accounts SET waiting = $2 WHERE account_id = $1 AND waiting IS DISTINCT FROM $2")
             .bind(account_id)
             .bind(waiting.map(AllowanceWait::as_str))
@@ -412,7 +413,7 @@ impl Store {
     }
 
     /// Records a failed update (a stable error code, never message content).
-    pub async fn email_update_failed(&self, account_id: &str, code: &str) -> Result<()> {
+    pub async fn update_failed(self, account_id: &str, code: &str) -> Result<()> {
         sqlx::query("UPDATE email_accounts SET last_error = $2, last_error_at = $3 WHERE account_id = $1")
             .bind(account_id)
             .bind(code)
