@@ -10,6 +10,7 @@ mod mail;
 mod openai;
 mod schedules;
 mod support;
+mod trust;
 mod waiting;
 
 #[test]
