@@ -38,16 +38,7 @@ const PROPOSAL_MAX_SESSIONS: usize = 100;
 /// The most unfiled conversations `folders.list` shows.
 const FILING_LIST_LIMIT: u32 = 100;
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct Tool {
-    pub name: String,
-    pub description: String,
-    pub parameters: Value,
-    /// The scope naming what the tool may do.
-    pub scope: String,
-    pub risk: Risk,
-    pub needs_approval: bool,
-}
+pub use domain::approval::Tool;
 
 fn catalog() -> Vec<Tool> {
     vec![
@@ -194,14 +185,7 @@ impl Toolbox {
     /// tools of the accounts it holds credentials for. A scheduled run keeps only those whose
     /// scope its schedule requested.
     pub fn for_run(run: RunTools<'_>, http: reqwest::Client, mail: Option<Arc<MailService>>) -> Toolbox {
-        let mail_tools = mail.iter().flat_map(|mail| mail.specs()).map(|tool| Tool {
-            name: tool.name,
-            description: tool.description,
-            parameters: tool.parameters,
-            scope: tool.scope,
-            risk: tool.risk,
-            needs_approval: tool.needs_approval,
-        });
+        let mail_tools = mail.iter().flat_map(|mail| mail.specs());
         let (tools, withheld): (Vec<Tool>, Vec<Tool>) = catalog()
             .into_iter()
             .chain(mail_tools)

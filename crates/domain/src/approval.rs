@@ -70,6 +70,19 @@ impl Risk {
     }
 }
 
+/// A tool the agent may be offered, built-in or a mail account's: what the model sees (its name,
+/// description and the JSON Schema of its arguments), the scope naming what it may do, its risk,
+/// and whether each call waits for the owner's approval.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub description: String,
+    pub parameters: serde_json::Value,
+    pub scope: String,
+    pub risk: Risk,
+    pub needs_approval: bool,
+}
+
 /// Where one tool invocation is. `dispatching` is written (and committed) before a
 /// side-effecting tool is called; an invocation found still `dispatching` after a crash becomes
 /// `outcome_unknown` and is never retried.

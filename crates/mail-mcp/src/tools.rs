@@ -12,7 +12,7 @@
 //! provider may replace a sent message's `Message-ID`, by the invocation header among the
 //! threads dated around the dispatch.
 
-use domain::approval::Risk;
+use domain::approval::{Risk, Tool};
 use domain::mail_tools::{MailCapability, MailOperation, MailTool};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -35,17 +35,6 @@ const RECONCILE_AFTER_SECONDS: i64 = 900;
 /// Threads a header search looks at per query: pages of this many, at most this many pages.
 const RECONCILE_PAGE_SIZE: u64 = 50;
 const RECONCILE_PAGES: usize = 4;
-
-/// What the agent's tool box needs to offer one mail tool.
-#[derive(Clone, Debug, PartialEq)]
-pub struct MailToolSpec {
-    pub name: String,
-    pub description: String,
-    pub parameters: Value,
-    pub scope: String,
-    pub risk: Risk,
-    pub needs_approval: bool,
-}
 
 /// What a write or send of unknown outcome leaves to reconcile. Holds no message content.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,7 +114,7 @@ fn message_parameters() -> Value {
     })
 }
 
-fn spec(tool: &MailTool) -> MailToolSpec {
+fn spec(tool: &MailTool) -> Tool {
     let account = &tool.account_id;
     let (description, parameters, risk) = match tool.operation {
         MailOperation::SearchThreads => (
@@ -166,7 +155,7 @@ fn spec(tool: &MailTool) -> MailToolSpec {
             Risk::High,
         ),
     };
-    MailToolSpec {
+    Tool {
         name: tool.name.clone(),
         description,
         parameters,
@@ -226,7 +215,7 @@ impl MailService {
     }
 
     /// Every mail tool of the connected accounts.
-    pub fn specs(&self) -> Vec<MailToolSpec> {
+    pub fn specs(&self) -> Vec<Tool> {
         self.tools.iter().map(spec).collect()
     }
 
