@@ -77,4 +77,7 @@ test("rules and backslash escapes", () => {
     "escaped brackets are text; the address alone is still a bare link",
   );
   assert.equal(html(inline("`a\\*b` and \\_c\\_")), "<code>a\\*b</code> and _c_", "a code span keeps its backslashes");
+  assert.equal(html(inline("Type `\\` to escape")), "Type <code>\\</code> to escape", "a code span of one backslash");
+  assert.equal(html(inline("the folder `C:\\Users\\` here")), "the folder <code>C:\\Users\\</code> here");
+  assert.equal(html(inline("not code: \\`x` and **bold**")), "not code: `x` and <strong>bold</strong>", "an escaped backtick opens no span");
 });

@@ -420,7 +420,8 @@ impl Executor {
                         output_tokens = answer.usage.output_tokens,
                         "the model answered"
                     ),
-                    Err(error) => tracing::warn!(%error, "the model call failed"),
+                    // The provider's words stay in the run's record: its answer may echo the prompt.
+                    Err(error) => tracing::warn!(error = %error.kind(), "the model call failed"),
                 }
                 response
             }

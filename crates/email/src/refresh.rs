@@ -410,7 +410,7 @@ impl Refresher {
                     .email()
                     .record_charge(account_id, failed.charge.micros(), false)
                     .await?;
-                tracing::warn!(account = %account_id, error = %failed.error, "a model request failed");
+                tracing::warn!(account = %account_id, error = %failed.error.kind(), "a model request failed");
                 Ok(Metered::Failed)
             }
         }

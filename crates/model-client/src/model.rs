@@ -70,6 +70,18 @@ pub enum ModelError {
     Protocol(String),
 }
 
+impl ModelError {
+    /// What failed, without the provider's words (an answer's body may echo the prompt): for
+    /// logs, which carry no content.
+    pub fn kind(&self) -> String {
+        match self {
+            ModelError::Transport(_) => "transport".to_owned(),
+            ModelError::Status { status, .. } => format!("HTTP {status}"),
+            ModelError::Protocol(_) => "malformed answer".to_owned(),
+        }
+    }
+}
+
 /// A model provider.
 pub trait ModelProvider: Send + Sync {
     fn complete<'a>(

@@ -151,8 +151,24 @@ const INLINE =
  * @returns {Children[]}
  */
 export function inline(text) {
-  return spans(protect(text));
+  // Code spans first, on the text as written: inside one a backslash is literal (CommonMark),
+  // while a backtick escaped outside one opens none.
+  /** @type {Children[]} */
+  const out = [];
+  let last = 0;
+  for (const match of text.matchAll(CODE_SPAN)) {
+    const at = /** @type {number} */ (match.index);
+    if (at > last) out.push(...spans(protect(text.slice(last, at))));
+    const code = match[2];
+    out.push(h("code", null, code.length > 2 && code.startsWith(" ") && code.endsWith(" ") ? code.slice(1, -1) : code));
+    last = at + match[0].length;
+  }
+  if (last < text.length) out.push(...spans(protect(text.slice(last))));
+  return out;
 }
+
+/** A code span whose opening backticks are not escaped. */
+const CODE_SPAN = /(?<![\\`])(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)/g;
 
 /** @param {string} text with its backslash escapes protected @returns {Children[]} */
 function spans(text) {
@@ -164,9 +180,8 @@ function spans(text) {
     if (at > last) out.push(restore(text.slice(last, at)));
     const [whole, , code, label, href, strong1, strong2, em1, em2, bare] = match;
     if (code !== undefined) {
-      // A code span is literal: its backslashes stay.
-      const literal = restore(code, "\\");
-      out.push(h("code", null, literal.length > 2 && literal.startsWith(" ") && literal.endsWith(" ") ? literal.slice(1, -1) : literal));
+      // Not reached: `inline` takes the code spans out first (an escaped backtick is protected).
+      out.push(h("code", null, restore(code, "\\")));
     } else if (label !== undefined) {
       const safe = safeHref(restore(/** @type {string} */ (href)));
       out.push(safe ? h("a", { href: safe, target: "_blank", rel: "noopener noreferrer" }, spans(label)) : restore(whole));
