@@ -86,13 +86,14 @@ names! {
 }
 
 impl MailboxWrite {
-    /// The operation kind it is recorded as.
-    pub const fn kind(self) -> EmailOperationKind {
-        match self {
-            MailboxWrite::Archive => EmailOperationKind::Archive,
-            MailboxWrite::MoveToInbox => EmailOperationKind::MoveToInbox,
-            MailboxWrite::ReportSpam => EmailOperationKind::ReportSpam,
-            MailboxWrite::NotSpam => EmailOperationKind::NotSpam,
+    /// The write an operation of `kind` is; `None` for a refresh or a proposed reply.
+    pub const fn of(kind: EmailOperationKind) -> Option<MailboxWrite> {
+        match kind {
+            EmailOperationKind::Archive => Some(MailboxWrite::Archive),
+            EmailOperationKind::MoveToInbox => Some(MailboxWrite::MoveToInbox),
+            EmailOperationKind::ReportSpam => Some(MailboxWrite::ReportSpam),
+            EmailOperationKind::NotSpam => Some(MailboxWrite::NotSpam),
+            EmailOperationKind::Refresh | EmailOperationKind::ProposeReply => None,
         }
     }
 }
@@ -133,8 +134,10 @@ mod tests {
     #[test]
     fn every_mailbox_write_is_an_operation_kind_of_the_same_name() {
         for write in MailboxWrite::ALL {
-            assert_eq!(write.kind().as_str(), write.as_str());
+            let kind = EmailOperationKind::parse(write.as_str()).expect("an operation kind of the same name");
+            assert_eq!(MailboxWrite::of(kind), Some(*write));
         }
+        assert_eq!(MailboxWrite::of(EmailOperationKind::Refresh), None);
         assert_eq!(InboxView::default(), InboxView::Important);
         assert_eq!(
             EmailOperationState::try_from("settled").map_err(|refused| refused.to_string()),

@@ -180,7 +180,7 @@ function spans(text) {
     if (at > last) out.push(restore(text.slice(last, at)));
     const [whole, , code, label, href, strong1, strong2, em1, em2, bare] = match;
     if (code !== undefined) {
-      // Not reached: `inline` takes the code spans out first (an escaped backtick is protected).
+      // `inline` takes code spans out first; only a run of backticks it left unpaired gets here.
       out.push(h("code", null, restore(code, "\\")));
     } else if (label !== undefined) {
       const safe = safeHref(restore(/** @type {string} */ (href)));

@@ -312,7 +312,7 @@ impl Email<'_> {
             return Ok(None);
         };
         let operation = EmailOperationRow::try_from(operation)?;
-        let kind = MailboxWrite::parse(operation.kind.as_str()).ok_or_else(|| {
+        let kind = MailboxWrite::of(operation.kind).ok_or_else(|| {
             StoreError::Corrupt(format!(
                 "email operation {} of kind {} claimed as a write",
                 operation.id, operation.kind
