@@ -4,7 +4,6 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use api::ApiConfig;
-use store::Store;
 
 fn main() -> ExitCode {
     // Hardening and configuration happen before the runtime exists: a bad environment is one
@@ -19,8 +18,7 @@ fn main() -> ExitCode {
 }
 
 async fn serve(config: ApiConfig) -> anyhow::Result<()> {
-    let store = Store::connect_lazy(&config.database_url, config.database_max_connections)
-        .context("configure the database pool")?;
+    let store = config.database.connect_lazy();
     let listener = tokio::net::TcpListener::bind(config.listen_addr)
         .await
         .with_context(|| format!("listen on {}", config.listen_addr))?;

@@ -20,73 +20,80 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use domain::flags::{FeatureFlags, Flag};
+use domain::env::{Env, EnvError, LogLevel, invalid};
+use domain::flags::{FeatureFlags, Flag, FlagError};
 use email::refresh::Refresher;
 use email::worker::{AsyncWorker, Pace};
-use mail_mcp::accounts::ReadAccount;
+use mail_mcp::accounts::{AccountsError, ReadAccount};
 use mail_mcp::gmail::Endpoints;
-use store::Store;
+
+#[derive(Debug, thiserror::Error)]
+enum ConfigError {
+    #[error("{0}")]
+    Env(#[from] EnvError),
+    #[error("{0}")]
+    Flags(#[from] FlagError),
+    #[error("AGENT_EMAIL_MODE_ENABLED is not 1: Email mode is off and this role has nothing to do")]
+    EmailModeOff,
+    #[error("{0}")]
+    Mail(#[from] AccountsError),
+    #[error("Email mode needs the mail accounts: set AGENT_EMAIL_ENABLED=1 and MAIL_ACCOUNTS_FILE")]
+    NoAccounts,
+    #[error("cannot build the model client: {0}")]
+    Http(#[from] reqwest::Error),
+    #[error("{0}")]
+    Classifier(String),
+}
 
 struct Config {
-    database_url: String,
+    database: store::Database,
     accounts: Vec<ReadAccount>,
     endpoints: Endpoints,
     backfill_days: u32,
     classifier: email::classify::Classifier,
     pace: Pace,
     worker_id: String,
-    log_level: tracing::Level,
+    log_level: LogLevel,
 }
 
-fn config() -> Result<Config, String> {
-    let get = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
-    let flags = FeatureFlags::from_env(|name| std::env::var(name).ok()).map_err(|error| error.to_string())?;
-    if !flags.is_on(Flag::EmailMode) {
-        return Err("AGENT_EMAIL_MODE_ENABLED is not 1: Email mode is off and this role has nothing to do".into());
+impl Config {
+    fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let env = Env::new(&lookup);
+        let flags = FeatureFlags::from_env(env.lookup())?;
+        if !flags.is_on(Flag::EmailMode) {
+            return Err(ConfigError::EmailModeOff);
+        }
+        let accounts = mail_mcp::accounts::read_accounts_from_env(env.lookup())?.ok_or(ConfigError::NoAccounts)?;
+        let endpoints =
+            Endpoints::from_env(|name| env.get(name)).map_err(|(variable, reason)| invalid(variable, reason))?;
+        let backfill_days = env.positive("EMAIL_BACKFILL_DAYS", email::refresh::DEFAULT_BACKFILL_DAYS)?;
+        if backfill_days > 365 {
+            return Err(invalid("EMAIL_BACKFILL_DAYS", format!("`{backfill_days}` is more than 365")).into());
+        }
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(120)).build()?;
+        let classifier = email::classify::from_env(|name| env.get(name), http).map_err(ConfigError::Classifier)?;
+        Ok(Config {
+            database: store::Database::from_env(&env, 4)?,
+            accounts,
+            endpoints,
+            backfill_days,
+            classifier,
+            pace: Pace {
+                cadence: Duration::from_secs(u64::from(env.positive("EMAIL_REFRESH_EVERY_SECONDS", 300)?)),
+                ..Pace::default()
+            },
+            worker_id: env
+                .get("ASYNC_WORKER_ID")
+                .unwrap_or_else(|| role::instance_id("async-worker")),
+            log_level: env.log_level()?,
+        })
     }
-    let accounts = mail_mcp::accounts::read_accounts_from_env(|name| std::env::var(name).ok())
-        .map_err(|error| error.to_string())?
-        .ok_or("Email mode needs the mail accounts: set AGENT_EMAIL_ENABLED=1 and MAIL_ACCOUNTS_FILE")?;
-    let endpoints =
-        Endpoints::from_env(get).map_err(|(variable, reason)| format!("{variable} is invalid: {reason}"))?;
-    let number = |name: &'static str, default: u32| {
-        role::positive(get(name).as_deref(), default).map_err(|reason| format!("{name} is invalid: {reason}"))
-    };
-    let backfill_days = number("EMAIL_BACKFILL_DAYS", email::refresh::DEFAULT_BACKFILL_DAYS)?;
-    if backfill_days > 365 {
-        return Err(format!(
-            "EMAIL_BACKFILL_DAYS is invalid: `{backfill_days}` is more than 365"
-        ));
-    }
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(120))
-        .build()
-        .map_err(|error| format!("cannot build the model client: {error}"))?;
-    let classifier = email::classify::from_env(get, http)?;
-    Ok(Config {
-        database_url: get("DATABASE_URL").ok_or("DATABASE_URL is required")?,
-        accounts,
-        endpoints,
-        backfill_days,
-        classifier,
-        pace: Pace {
-            cadence: Duration::from_secs(u64::from(number("EMAIL_REFRESH_EVERY_SECONDS", 300)?)),
-            ..Pace::default()
-        },
-        worker_id: get("ASYNC_WORKER_ID").unwrap_or_else(|| {
-            format!(
-                "async-worker-{}-{}",
-                std::process::id(),
-                &uuid::Uuid::new_v4().simple().to_string()[..8]
-            )
-        }),
-        log_level: role::log_level(get("LOG_LEVEL").as_deref())
-            .map_err(|reason| format!("LOG_LEVEL is invalid: {reason}"))?,
-    })
 }
 
 fn main() -> ExitCode {
-    let config = match role::prepare("steward-async-worker", role::RoleKind::Application, config) {
+    let config = match role::prepare("steward-async-worker", role::RoleKind::Application, || {
+        Config::from_env(role::environment)
+    }) {
         Ok(config) => config,
         Err(code) => return code,
     };
@@ -94,7 +101,7 @@ fn main() -> ExitCode {
 }
 
 async fn work(config: Config) -> anyhow::Result<()> {
-    let store = Store::connect_lazy(&config.database_url, 4).context("configure the database pool")?;
+    let store = config.database.connect_lazy();
     let gmail = mail_mcp::gmail::GmailClient::new(config.endpoints).context("build the mail provider client")?;
     let worker = AsyncWorker {
         refresher: Refresher {

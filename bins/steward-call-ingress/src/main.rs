@@ -24,65 +24,87 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use store::Store;
+use domain::env::{Env, EnvError, LogLevel, invalid};
+use hardening::secret_file::SecretFileError;
 
 /// The shortest signing secret accepted.
 const MIN_SECRET_BYTES: usize = 16;
 const DEFAULT_LISTEN_ADDR: &str = "127.0.0.1:8003";
 
-struct Config {
-    database_url: String,
-    listen: SocketAddr,
-    secret: Vec<u8>,
-    log_level: tracing::Level,
+#[derive(Debug, thiserror::Error)]
+enum ConfigError {
+    #[error("{0}")]
+    Env(#[from] EnvError),
+    #[error("AGENT_CALL_INGRESS_ENABLED is not 1: the ingress listener is off")]
+    Off,
+    #[error(
+        "CALL_INGRESS_LISTEN_ADDR `{0}` is not a loopback address; the reverse proxy forwards /webhooks/callprov to loopback"
+    )]
+    NotLoopback(SocketAddr),
+    #[error("CALLPROV_WEBHOOK_SECRET_FILE: {0}")]
+    SecretFile(#[from] SecretFileError),
+    #[error("CALLPROV_WEBHOOK_SECRET_FILE: the secret must be at least {MIN_SECRET_BYTES} bytes")]
+    SecretTooShort,
+    #[error(
+        "AGENT_CALL_INGRESS_ENABLED requires AGENT_CALL_ENABLED=1: without calling, no receipt would ever be settled"
+    )]
+    WithoutCalling,
 }
 
-fn config() -> Result<Config, String> {
-    let get = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
-    match get("AGENT_CALL_INGRESS_ENABLED").as_deref() {
-        Some("1") => {}
-        None | Some("0") => return Err("AGENT_CALL_INGRESS_ENABLED is not 1: the ingress listener is off".into()),
-        Some(other) => return Err(format!("AGENT_CALL_INGRESS_ENABLED must be 0 or 1, got `{other}`")),
+struct Config {
+    database: store::Database,
+    listen: SocketAddr,
+    secret: Vec<u8>,
+    log_level: LogLevel,
+}
+
+impl Config {
+    fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let env = Env::new(&lookup);
+        if !env.switch("AGENT_CALL_INGRESS_ENABLED")? {
+            return Err(ConfigError::Off);
+        }
+        let database = store::Database::from_env(&env, 4)?;
+        let listen_text = env
+            .get("CALL_INGRESS_LISTEN_ADDR")
+            .unwrap_or_else(|| DEFAULT_LISTEN_ADDR.into());
+        let listen: SocketAddr = listen_text.parse().map_err(|_| {
+            invalid(
+                "CALL_INGRESS_LISTEN_ADDR",
+                format!("`{listen_text}` is not a socket address"),
+            )
+        })?;
+        if !listen.ip().is_loopback() {
+            return Err(ConfigError::NotLoopback(listen));
+        }
+        let secret_path = env.required("CALLPROV_WEBHOOK_SECRET_FILE")?;
+        let mut secret = hardening::secret_file::read_owner_only(Path::new(&secret_path))?;
+        while secret.last().is_some_and(|byte| *byte == b'\n' || *byte == b'\r') {
+            secret.pop();
+        }
+        if secret.len() < MIN_SECRET_BYTES {
+            return Err(ConfigError::SecretTooShort);
+        }
+        let log_level = env.log_level()?;
+        // The spec's flag table: ingress requires calling. Receipts are for the call worker to
+        // settle; without calling nothing ever would, so the listener does not start (and calling
+        // itself is refused at start by this release, `domain::flags::UNSUPPORTED`).
+        if !env.switch("AGENT_CALL_ENABLED")? {
+            return Err(ConfigError::WithoutCalling);
+        }
+        Ok(Config {
+            database,
+            listen,
+            secret,
+            log_level,
+        })
     }
-    let database_url = get("DATABASE_URL").ok_or("DATABASE_URL is required")?;
-    let listen_text = get("CALL_INGRESS_LISTEN_ADDR").unwrap_or_else(|| DEFAULT_LISTEN_ADDR.into());
-    let listen: SocketAddr = listen_text
-        .parse()
-        .map_err(|_| format!("CALL_INGRESS_LISTEN_ADDR `{listen_text}` is not a socket address"))?;
-    if !listen.ip().is_loopback() {
-        return Err(format!(
-            "CALL_INGRESS_LISTEN_ADDR `{listen}` is not a loopback address; the reverse proxy forwards /webhooks/callprov to loopback"
-        ));
-    }
-    let secret_path = get("CALLPROV_WEBHOOK_SECRET_FILE").ok_or("CALLPROV_WEBHOOK_SECRET_FILE is required")?;
-    let mut secret = hardening::secret_file::read_owner_only(Path::new(&secret_path))
-        .map_err(|error| format!("CALLPROV_WEBHOOK_SECRET_FILE: {error}"))?;
-    while secret.last().is_some_and(|byte| *byte == b'\n' || *byte == b'\r') {
-        secret.pop();
-    }
-    if secret.len() < MIN_SECRET_BYTES {
-        return Err(format!(
-            "CALLPROV_WEBHOOK_SECRET_FILE: the secret must be at least {MIN_SECRET_BYTES} bytes"
-        ));
-    }
-    let log_level =
-        role::log_level(get("LOG_LEVEL").as_deref()).map_err(|reason| format!("LOG_LEVEL is invalid: {reason}"))?;
-    // The spec's flag table: ingress requires calling. Receipts are for the call worker to
-    // settle; without calling nothing ever would, so the listener does not start (and calling
-    // itself is refused at start by this release, `domain::flags::UNSUPPORTED`).
-    if get("AGENT_CALL_ENABLED").as_deref() != Some("1") {
-        return Err("AGENT_CALL_INGRESS_ENABLED requires AGENT_CALL_ENABLED=1: without calling, no receipt would ever be settled".into());
-    }
-    Ok(Config {
-        database_url,
-        listen,
-        secret,
-        log_level,
-    })
 }
 
 fn main() -> ExitCode {
-    let config = match role::prepare("steward-call-ingress", role::RoleKind::CallIngress, config) {
+    let config = match role::prepare("steward-call-ingress", role::RoleKind::CallIngress, || {
+        Config::from_env(role::environment)
+    }) {
         Ok(config) => config,
         Err(code) => return code,
     };
@@ -90,7 +112,7 @@ fn main() -> ExitCode {
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {
-    let store = Store::connect_lazy(&config.database_url, 4).context("configure the database pool")?;
+    let store = config.database.connect_lazy();
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("listen on {}", config.listen))?;

@@ -12,6 +12,7 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
+use domain::env::{Env, EnvError};
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, Connection, Executor};
 use store::policies::{self, GrantOptions, OWNER_LOGIN};
@@ -28,43 +29,41 @@ struct Config {
     grants: GrantOptions,
 }
 
-fn config() -> Result<Config, String> {
-    let mut action = Action::Migrate;
-    for argument in std::env::args().skip(1) {
-        match argument.as_str() {
-            "provision" if action == Action::Migrate => action = Action::Provision,
-            other => {
-                return Err(format!(
-                    "unexpected argument `{other}` (usage: steward-migrate [provision])"
-                ));
+#[derive(Debug, thiserror::Error)]
+enum ConfigError {
+    #[error("unexpected argument `{0}` (usage: steward-migrate [provision])")]
+    Usage(String),
+    #[error("{0}")]
+    Env(#[from] EnvError),
+}
+
+impl Config {
+    fn from_env(
+        arguments: impl Iterator<Item = String>,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let mut action = Action::Migrate;
+        for argument in arguments {
+            match argument.as_str() {
+                "provision" if action == Action::Migrate => action = Action::Provision,
+                _ => return Err(ConfigError::Usage(argument)),
             }
         }
+        let env = Env::new(&lookup);
+        Ok(Config {
+            action,
+            database: store::Database::from_env(&env, 1)?.options,
+            grants: GrantOptions {
+                call_notifications: env.switch("AGENT_CALL_NOTIFICATIONS_ENABLED")?,
+            },
+        })
     }
-    let url = std::env::var("DATABASE_URL")
-        .ok()
-        .filter(|url| !url.is_empty())
-        .ok_or("DATABASE_URL is required")?;
-    let database = url
-        .parse::<PgConnectOptions>()
-        .map_err(|error| format!("DATABASE_URL is invalid: {error}"))?;
-    let call_notifications = match std::env::var("AGENT_CALL_NOTIFICATIONS_ENABLED").ok().as_deref() {
-        None | Some("" | "0") => false,
-        Some("1") => true,
-        Some(other) => {
-            return Err(format!(
-                "AGENT_CALL_NOTIFICATIONS_ENABLED must be 0 or 1, got `{other}`"
-            ));
-        }
-    };
-    Ok(Config {
-        action,
-        database,
-        grants: GrantOptions { call_notifications },
-    })
 }
 
 fn main() -> ExitCode {
-    let config = match role::prepare("steward-migrate", role::RoleKind::Application, config) {
+    let config = match role::prepare("steward-migrate", role::RoleKind::Application, || {
+        Config::from_env(std::env::args().skip(1), role::environment)
+    }) {
         Ok(config) => config,
         Err(code) => return code,
     };

@@ -10,7 +10,7 @@
 //! | `APNS_TOPIC` | the app's bundle id | required |
 //! | `APNS_SANDBOX_URL`, `APNS_PRODUCTION_URL` | provider hosts | Apple's |
 //! | `APNS_CA_FILE` | an extra trusted root certificate (PEM) | unset |
-//! | `NOTIFY_WORKER_ID` | this process's name in claims | `notify-<pid>` |
+//! | `NOTIFY_WORKER_ID` | this process's name in claims | `notify-<pid>-<random>` |
 //! | `NOTIFY_LEASE_SECONDS` | claim length; a crashed notifier's claims expire after it | `30` |
 //! | `NOTIFY_POLL_MILLISECONDS` | how often due notifications are looked for | `1000` |
 //! | `LOG_LEVEL` | as for the other roles | `info` |
@@ -20,58 +20,77 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use domain::flags::{FeatureFlags, Flag};
+use domain::env::{Env, EnvError, LogLevel};
+use domain::flags::{FeatureFlags, Flag, FlagError};
+use hardening::secret_file::SecretFileError;
 use notify::apns::{Apns, ApnsConfig};
 use notify::dispatch::Dispatcher;
-use store::Store;
+
+#[derive(Debug, thiserror::Error)]
+enum ConfigError {
+    #[error("{0}")]
+    Env(#[from] EnvError),
+    #[error("{0}")]
+    Flags(#[from] FlagError),
+    #[error("AGENT_NOTIFICATION_DISPATCH_ENABLED is not 1: notification delivery is off")]
+    DeliveryOff,
+    #[error("APNS_KEY_FILE: {0}")]
+    KeyFile(#[from] SecretFileError),
+    #[error("APNS_CA_FILE: {path}: {error}")]
+    CaFile { path: String, error: std::io::Error },
+}
 
 struct Config {
-    database_url: String,
+    database: store::Database,
     apns: ApnsConfig,
     worker: String,
     lease_seconds: u32,
     poll: Duration,
-    log_level: tracing::Level,
+    log_level: LogLevel,
 }
 
-fn config() -> Result<Config, String> {
-    let get = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
-    let required = |name: &'static str| get(name).ok_or(format!("{name} is required"));
-    let flags = FeatureFlags::from_env(|name| std::env::var(name).ok()).map_err(|error| error.to_string())?;
-    if !flags.is_on(Flag::NotificationDispatch) {
-        return Err("AGENT_NOTIFICATION_DISPATCH_ENABLED is not 1: notification delivery is off".into());
+impl Config {
+    fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let env = Env::new(&lookup);
+        let flags = FeatureFlags::from_env(env.lookup())?;
+        if !flags.is_on(Flag::NotificationDispatch) {
+            return Err(ConfigError::DeliveryOff);
+        }
+        let key_path = env.required("APNS_KEY_FILE")?;
+        let key_pem = hardening::secret_file::read_owner_only(Path::new(&key_path))?;
+        let extra_root_pem = match env.get("APNS_CA_FILE") {
+            None => None,
+            Some(path) => Some(std::fs::read(&path).map_err(|error| ConfigError::CaFile { path, error })?),
+        };
+        Ok(Config {
+            database: store::Database::from_env(&env, 4)?,
+            apns: ApnsConfig {
+                team_id: env.required("APNS_TEAM_ID")?,
+                key_id: env.required("APNS_KEY_ID")?,
+                key_pem,
+                topic: env.required("APNS_TOPIC")?,
+                sandbox_url: env
+                    .get("APNS_SANDBOX_URL")
+                    .unwrap_or_else(|| "https://api.sandbox.push.apple.com".into()),
+                production_url: env
+                    .get("APNS_PRODUCTION_URL")
+                    .unwrap_or_else(|| "https://api.push.apple.com".into()),
+                extra_root_pem,
+            },
+            worker: env
+                .get("NOTIFY_WORKER_ID")
+                .unwrap_or_else(|| role::instance_id("notify")),
+            lease_seconds: env.positive("NOTIFY_LEASE_SECONDS", 30)?,
+            poll: Duration::from_millis(u64::from(env.positive("NOTIFY_POLL_MILLISECONDS", 1000)?)),
+            log_level: env.log_level()?,
+        })
     }
-    let number = |name: &'static str, default: u32| {
-        role::positive(get(name).as_deref(), default).map_err(|reason| format!("{name} is invalid: {reason}"))
-    };
-    let key_path = required("APNS_KEY_FILE")?;
-    let key_pem = hardening::secret_file::read_owner_only(Path::new(&key_path))
-        .map_err(|error| format!("APNS_KEY_FILE: {error}"))?;
-    let extra_root_pem = match get("APNS_CA_FILE") {
-        None => None,
-        Some(path) => Some(std::fs::read(&path).map_err(|error| format!("APNS_CA_FILE: {path}: {error}"))?),
-    };
-    Ok(Config {
-        database_url: required("DATABASE_URL")?,
-        apns: ApnsConfig {
-            team_id: required("APNS_TEAM_ID")?,
-            key_id: required("APNS_KEY_ID")?,
-            key_pem,
-            topic: required("APNS_TOPIC")?,
-            sandbox_url: get("APNS_SANDBOX_URL").unwrap_or_else(|| "https://api.sandbox.push.apple.com".into()),
-            production_url: get("APNS_PRODUCTION_URL").unwrap_or_else(|| "https://api.push.apple.com".into()),
-            extra_root_pem,
-        },
-        worker: get("NOTIFY_WORKER_ID").unwrap_or_else(|| format!("notify-{}", std::process::id())),
-        lease_seconds: number("NOTIFY_LEASE_SECONDS", 30)?,
-        poll: Duration::from_millis(u64::from(number("NOTIFY_POLL_MILLISECONDS", 1000)?)),
-        log_level: role::log_level(get("LOG_LEVEL").as_deref())
-            .map_err(|reason| format!("LOG_LEVEL is invalid: {reason}"))?,
-    })
 }
 
 fn main() -> ExitCode {
-    let config = match role::prepare("steward-notify", role::RoleKind::Application, config) {
+    let config = match role::prepare("steward-notify", role::RoleKind::Application, || {
+        Config::from_env(role::environment)
+    }) {
         Ok(config) => config,
         Err(code) => return code,
     };
@@ -79,7 +98,7 @@ fn main() -> ExitCode {
 }
 
 async fn deliver(config: Config) -> anyhow::Result<()> {
-    let store = Store::connect_lazy(&config.database_url, 4).context("configure the database pool")?;
+    let store = config.database.connect_lazy();
     let apns = Apns::new(config.apns).context("configure the APNs client")?;
     let dispatcher = Dispatcher {
         store,

@@ -18,6 +18,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
+use domain::env::{Env, EnvError, LogLevel};
 use domain::mail_environment::MailEnvironmentError;
 use domain::manifest::AccountIds;
 use store::Store;
@@ -30,55 +31,66 @@ enum MailAccounts {
     Manifest(std::path::PathBuf),
 }
 
-struct Config {
-    database_url: String,
-    mail_accounts: MailAccounts,
-    poll: Duration,
-    log_level: tracing::Level,
+#[derive(Debug, thiserror::Error)]
+enum ConfigError {
+    #[error("{0}")]
+    Env(#[from] EnvError),
+    #[error(
+        "{0} is set: the scheduler never takes a mail credential path (it reads only the account ids of MAIL_ACCOUNTS_FILE)"
+    )]
+    CredentialPath(&'static str),
+    #[error("MAIL_ACCOUNTS_FILE is set while AGENT_EMAIL_ENABLED is off")]
+    ManifestWhileOff,
+    #[error("{0}")]
+    MailEnvironment(#[from] MailEnvironmentError),
+    #[error("{0}")]
+    Manifest(String),
 }
 
-fn config() -> Result<Config, String> {
-    let get = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
-    let database_url = get("DATABASE_URL").ok_or("DATABASE_URL is required")?;
-    let email = match get("AGENT_EMAIL_ENABLED").as_deref() {
-        None | Some("0") => false,
-        Some("1") => true,
-        Some(other) => return Err(format!("AGENT_EMAIL_ENABLED must be 0 or 1, got `{other}`")),
-    };
-    for variable in domain::mail_environment::LEGACY_VARIABLES {
-        if get(variable).is_some() {
-            return Err(format!(
-                "{variable} is set: the scheduler never takes a mail credential path (it reads only the account ids of MAIL_ACCOUNTS_FILE)"
-            ));
+struct Config {
+    database: store::Database,
+    mail_accounts: MailAccounts,
+    poll: Duration,
+    log_level: LogLevel,
+}
+
+impl Config {
+    fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let env = Env::new(&lookup);
+        let database = store::Database::from_env(&env, 4)?;
+        let email = env.switch("AGENT_EMAIL_ENABLED")?;
+        if let Some(variable) = domain::mail_environment::LEGACY_VARIABLES
+            .into_iter()
+            .find(|variable| env.get(variable).is_some())
+        {
+            return Err(ConfigError::CredentialPath(variable));
         }
+        let mail_accounts = match (email, env.get("MAIL_ACCOUNTS_FILE")) {
+            (false, None) => MailAccounts::Off,
+            (false, Some(_)) => return Err(ConfigError::ManifestWhileOff),
+            (true, None) => MailAccounts::Legacy,
+            (true, Some(path)) if !path.starts_with('/') => {
+                return Err(MailEnvironmentError::NotAPath(domain::mail_environment::MANIFEST_VARIABLE).into());
+            }
+            (true, Some(path)) => {
+                let mail = MailAccounts::Manifest(path.into());
+                accounts(&mail).map_err(|error| ConfigError::Manifest(format!("{error:#}")))?;
+                mail
+            }
+        };
+        Ok(Config {
+            database,
+            mail_accounts,
+            poll: Duration::from_millis(u64::from(env.positive("SCHEDULE_POLL_MILLISECONDS", 1000)?)),
+            log_level: env.log_level()?,
+        })
     }
-    let mail_accounts = match (email, get("MAIL_ACCOUNTS_FILE")) {
-        (false, None) => MailAccounts::Off,
-        (false, Some(_)) => return Err("MAIL_ACCOUNTS_FILE is set while AGENT_EMAIL_ENABLED is off".into()),
-        (true, None) => MailAccounts::Legacy,
-        (true, Some(path)) if !path.starts_with('/') => {
-            return Err(MailEnvironmentError::NotAPath(domain::mail_environment::MANIFEST_VARIABLE).to_string());
-        }
-        (true, Some(path)) => {
-            let mail = MailAccounts::Manifest(path.into());
-            accounts(&mail).map_err(|error| format!("{error:#}"))?;
-            mail
-        }
-    };
-    let poll = role::positive(get("SCHEDULE_POLL_MILLISECONDS").as_deref(), 1000)
-        .map_err(|reason| format!("SCHEDULE_POLL_MILLISECONDS is invalid: {reason}"))?;
-    let log_level =
-        role::log_level(get("LOG_LEVEL").as_deref()).map_err(|reason| format!("LOG_LEVEL is invalid: {reason}"))?;
-    Ok(Config {
-        database_url,
-        mail_accounts,
-        poll: Duration::from_millis(u64::from(poll)),
-        log_level,
-    })
 }
 
 fn main() -> ExitCode {
-    let config = match role::prepare("steward-schedule", role::RoleKind::Application, config) {
+    let config = match role::prepare("steward-schedule", role::RoleKind::Application, || {
+        Config::from_env(role::environment)
+    }) {
         Ok(config) => config,
         Err(code) => return code,
     };
@@ -125,7 +137,7 @@ async fn until_due(store: &Store, poll: Duration) -> Duration {
 }
 
 async fn fire(config: Config) -> anyhow::Result<()> {
-    let store = Store::connect_lazy(&config.database_url, 4).context("configure the database pool")?;
+    let store = config.database.connect_lazy();
     let shutdown = role::shutdown_signal();
     tokio::pin!(shutdown);
     tracing::info!("steward-schedule started");

@@ -4,30 +4,22 @@
 
 use std::process::ExitCode;
 
-use agent::WorkerConfig;
 use agent::executor::{Executor, Providers};
 use anyhow::Context;
-use domain::flags::{FeatureFlags, Flag};
-use store::Store;
+use steward_worker::config::WorkerConfig;
 
 fn main() -> ExitCode {
-    let (config, email_mode) = match role::prepare("steward-worker", role::RoleKind::Application, || {
-        let flags = FeatureFlags::from_env(|name| std::env::var(name).ok()).map_err(|error| error.to_string())?;
-        let config = WorkerConfig::from_env(|name| std::env::var(name).ok()).map_err(|error| error.to_string())?;
-        if flags.is_on(Flag::EmailMode) && config.mail.is_none() {
-            return Err("AGENT_EMAIL_MODE_ENABLED=1 needs the mail accounts (AGENT_EMAIL_ENABLED=1)".to_owned());
-        }
-        Ok((config, flags.is_on(Flag::EmailMode)))
+    let config = match role::prepare("steward-worker", role::RoleKind::Application, || {
+        WorkerConfig::from_env(role::environment)
     }) {
         Ok(config) => config,
         Err(code) => return code,
     };
-    role::run(config.log_level, work(config, email_mode))
+    role::run(config.log_level, work(config))
 }
 
-async fn work(config: WorkerConfig, email_mode: bool) -> anyhow::Result<()> {
-    let store = Store::connect_lazy(&config.database_url, config.database_max_connections)
-        .context("configure the database pool")?;
+async fn work(config: WorkerConfig) -> anyhow::Result<()> {
+    let store = config.database.connect_lazy();
     let http = reqwest::Client::builder().build().context("build the HTTP client")?;
     let openai = config
         .openai
@@ -42,13 +34,13 @@ async fn work(config: WorkerConfig, email_mode: bool) -> anyhow::Result<()> {
     };
     // Email mode's writes share the mail tools' provider client: one quota pacing and one token
     // cache per process.
-    let writes = match (&config.mail, &mail, email_mode) {
+    let writes = match (&config.mail, &mail, config.email_mode) {
         (Some(accounts), Some(service), true) => {
             let writer = email::writes::Writer {
                 store: store.clone(),
                 gmail: service.client().clone(),
                 accounts: accounts.accounts.clone(),
-                worker_id: config.worker_id.clone(),
+                worker_id: config.settings.worker_id.clone(),
                 pace: email::writes::WritePace::default(),
             };
             Some(tokio::spawn(writer.run(role::shutdown_signal())))
@@ -62,7 +54,7 @@ async fn work(config: WorkerConfig, email_mode: bool) -> anyhow::Result<()> {
         mail,
     };
     role::ready();
-    agent::worker::run(config, executor, role::shutdown_signal()).await;
+    agent::worker::run(config.settings, executor, role::shutdown_signal()).await;
     // The writer stops on the same signal, after the write in progress settles.
     if let Some(writes) = writes
         && let Err(error) = writes.await

@@ -3,12 +3,9 @@
 //! asks for: read-only tools at once, side-effecting ones only after the owner approved, each
 //! recorded as dispatching before it runs and never repeated.
 
-pub mod config;
 pub mod executor;
 pub mod history;
 pub use model_client::{model, openai};
 pub mod scripted;
 pub mod tools;
 pub mod worker;
-
-pub use config::WorkerConfig;

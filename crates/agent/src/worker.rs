@@ -13,8 +13,26 @@ use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
-use crate::WorkerConfig;
 use crate::executor::{Executor, Stop, until};
+
+/// How a worker runs: its name in leases, how many runs it executes at once, the lease length
+/// (a dead worker's run resumes after it), and how uncertain mail is looked for.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub worker_id: String,
+    pub concurrency: usize,
+    pub lease_seconds: u32,
+    pub reconcile: ReconcilePolicy,
+}
+
+/// How uncertain mail writes and sends are looked for: the first search at once, the n-th
+/// `n × spacing_seconds` after the one before; after `attempts` searches without finding the
+/// message it settles `not_found` (which proves nothing; the action is never repeated).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReconcilePolicy {
+    pub attempts: u32,
+    pub spacing_seconds: u32,
+}
 
 const POLL: Duration = Duration::from_secs(1);
 const SWEEP: Duration = Duration::from_millis(500);
@@ -28,7 +46,7 @@ const STRANDED_AFTER_SECONDS: u32 = 900;
 
 /// Runs the worker until `shutdown` resolves, then lets in-flight executions finish their
 /// current run for up to the lease duration.
-pub async fn run(config: WorkerConfig, executor: Executor, shutdown: impl std::future::Future<Output = ()>) {
+pub async fn run(config: Settings, executor: Executor, shutdown: impl std::future::Future<Output = ()>) {
     let wake = Arc::new(Notify::new());
     let listener = tokio::spawn(listen(executor.store.clone(), wake.clone()));
     let sweeper = tokio::spawn(sweep(executor.store.clone(), wake.clone()));
@@ -86,7 +104,7 @@ pub async fn run(config: WorkerConfig, executor: Executor, shutdown: impl std::f
 /// Settles mail writes and sends of unknown outcome of the accounts this worker holds by
 /// searching the mailbox (read-only, with the account's read document). A search the provider
 /// could not answer does not count towards `not_found`. Never re-dispatches anything.
-async fn reconcile(store: Store, mail: Arc<MailService>, policy: crate::config::ReconcilePolicy) {
+async fn reconcile(store: Store, mail: Arc<MailService>, policy: ReconcilePolicy) {
     let accounts = mail.account_ids();
     loop {
         match store
@@ -141,7 +159,7 @@ async fn reconcile(store: Store, mail: Arc<MailService>, policy: crate::config::
 /// abandoned, but a dispatched tool is always waited for and its outcome recorded.
 /// Runs a claimed run inside its span (`run{run_id session_id attempt}`), so every line the run's
 /// steps, model calls and tool dispatches log names it (as the API's line that queued it does).
-async fn execute_with_lease(executor: &Executor, config: &WorkerConfig, claimed: ClaimedRun) {
+async fn execute_with_lease(executor: &Executor, config: &Settings, claimed: ClaimedRun) {
     let span = tracing::info_span!(
         "run",
         run_id = %claimed.lease.run,
@@ -151,7 +169,7 @@ async fn execute_with_lease(executor: &Executor, config: &WorkerConfig, claimed:
     execute_claimed(executor, config, claimed).instrument(span).await;
 }
 
-async fn execute_claimed(executor: &Executor, config: &WorkerConfig, claimed: ClaimedRun) {
+async fn execute_claimed(executor: &Executor, config: &Settings, claimed: ClaimedRun) {
     let lease = claimed.lease.clone();
     let deadline = claimed.run.deadline_at;
     let run = lease.run;

@@ -27,6 +27,7 @@ use std::path::PathBuf;
 
 use domain::agent::{AgentDefinition, AgentError, AgentRegistry};
 use domain::cursor::CursorCodec;
+use domain::env::{Env, EnvError, LogLevel, invalid};
 use domain::flags::{FeatureFlags, FlagError};
 use domain::ids::PrincipalId;
 use domain::mail_environment::{MailEnvironment, MailEnvironmentError};
@@ -45,10 +46,8 @@ pub const MIN_TOKEN_BYTES: usize = 32;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("{0} is required")]
-    Missing(&'static str),
-    #[error("{variable} is invalid: {reason}")]
-    Invalid { variable: &'static str, reason: String },
+    #[error("{0}")]
+    Env(#[from] EnvError),
     #[error("API_TOKEN_FILE: {0}")]
     TokenFile(#[from] SecretFileError),
     #[error("API_TOKEN_FILE: the token must be at least {MIN_TOKEN_BYTES} bytes")]
@@ -77,8 +76,7 @@ impl From<AgentError> for ConfigError {
 #[derive(Debug)]
 pub struct ApiConfig {
     pub listen_addr: SocketAddr,
-    pub database_url: String,
-    pub database_max_connections: u32,
+    pub database: store::Database,
     pub authenticator: Authenticator,
     pub cursors: CursorCodec,
     pub flags: FeatureFlags,
@@ -86,7 +84,7 @@ pub struct ApiConfig {
     pub artifact_max_bytes: u64,
     pub upload_idle_timeout: std::time::Duration,
     pub release: String,
-    pub log_level: tracing::Level,
+    pub log_level: LogLevel,
     /// Limits given to every interactive run.
     pub run_limits: RunLimits,
     pub stream_heartbeat: std::time::Duration,
@@ -96,110 +94,62 @@ pub struct ApiConfig {
     pub mail_accounts: Option<AccountIds>,
 }
 
-fn parse_number<T: std::str::FromStr>(
-    variable: &'static str,
-    value: Option<String>,
-    default: T,
-) -> Result<T, ConfigError>
-where
-    T::Err: std::fmt::Display,
-{
-    match value {
-        None => Ok(default),
-        Some(text) => text.trim().parse().map_err(|error: T::Err| ConfigError::Invalid {
-            variable,
-            reason: error.to_string(),
-        }),
-    }
-}
-
 impl ApiConfig {
     /// Parses and checks the environment given by `lookup`, reading the token file (after its
     /// ownership and mode checks) and the optional agent definitions file.
     pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<ApiConfig, ConfigError> {
-        let get = |name: &str| lookup(name).filter(|value| !value.is_empty());
-        let database_url = get("DATABASE_URL").ok_or(ConfigError::Missing("DATABASE_URL"))?;
-        // The parser's messages never repeat the URL, which may hold a password.
-        database_url
-            .parse::<sqlx::postgres::PgConnectOptions>()
-            .map_err(|error| ConfigError::Invalid {
-                variable: "DATABASE_URL",
-                reason: error.to_string(),
-            })?;
-        let positive = |variable: &'static str, default: u32| -> Result<u32, ConfigError> {
-            role::positive(get(variable).as_deref(), default)
-                .map_err(|reason| ConfigError::Invalid { variable, reason })
-        };
-        let database_max_connections = positive("DATABASE_MAX_CONNECTIONS", 10)?;
-        let listen_addr = get("API_LISTEN_ADDR").unwrap_or_else(|| DEFAULT_LISTEN_ADDR.to_owned());
-        let listen_addr = listen_addr.parse().map_err(|_| ConfigError::Invalid {
-            variable: "API_LISTEN_ADDR",
-            reason: format!("`{listen_addr}` is not ip:port"),
-        })?;
-        let artifact_max_bytes = parse_number(
-            "API_MAX_ARTIFACT_BYTES",
-            get("API_MAX_ARTIFACT_BYTES"),
-            DEFAULT_ARTIFACT_MAX_BYTES,
-        )?;
+        let env = Env::new(&lookup);
+        let database = store::Database::from_env(&env, 10)?;
+        let listen_addr = env
+            .get("API_LISTEN_ADDR")
+            .unwrap_or_else(|| DEFAULT_LISTEN_ADDR.to_owned());
+        let listen_addr = listen_addr
+            .parse()
+            .map_err(|_| invalid("API_LISTEN_ADDR", format!("`{listen_addr}` is not ip:port")))?;
+        let artifact_max_bytes = env.parsed("API_MAX_ARTIFACT_BYTES", DEFAULT_ARTIFACT_MAX_BYTES)?;
 
-        let upload_idle_seconds = positive("API_UPLOAD_IDLE_SECONDS", 30)?;
-        let web_session_days = positive("API_WEB_SESSION_DAYS", 30)?;
+        let upload_idle_seconds = env.positive("API_UPLOAD_IDLE_SECONDS", 30)?;
+        let web_session_days = env.positive("API_WEB_SESSION_DAYS", 30)?;
         if web_session_days > 400 {
-            return Err(ConfigError::Invalid {
-                variable: "API_WEB_SESSION_DAYS",
-                reason: format!("{web_session_days} is over 400 days (browsers cap a cookie's life there)"),
-            });
+            return Err(invalid(
+                "API_WEB_SESSION_DAYS",
+                format!("{web_session_days} is over 400 days (browsers cap a cookie's life there)"),
+            )
+            .into());
         }
 
-        let release = get("AGENT_RELEASE").unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned());
+        let release = env
+            .get("AGENT_RELEASE")
+            .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned());
         if release.len() > 128
             || !release
                 .bytes()
                 .all(|byte| byte == b' ' || (0x21..=0x7e).contains(&byte))
         {
-            return Err(ConfigError::Invalid {
-                variable: "AGENT_RELEASE",
-                reason: "must be at most 128 printable ASCII characters".into(),
-            });
+            return Err(invalid("AGENT_RELEASE", "must be at most 128 printable ASCII characters").into());
         }
-        let log_level = role::log_level(get("LOG_LEVEL").as_deref()).map_err(|reason| ConfigError::Invalid {
-            variable: "LOG_LEVEL",
-            reason,
-        })?;
+        let log_level = env.log_level()?;
 
         let defaults = RunLimits::default();
         let run_limits = RunLimits {
-            max_steps: positive("RUN_MAX_STEPS", defaults.max_steps)?,
-            max_model_calls: positive("RUN_MAX_MODEL_CALLS", defaults.max_model_calls)?,
-            max_tool_calls: positive("RUN_MAX_TOOL_CALLS", defaults.max_tool_calls)?,
-            max_cost: match get("RUN_MAX_COST") {
+            max_steps: env.positive("RUN_MAX_STEPS", defaults.max_steps)?,
+            max_model_calls: env.positive("RUN_MAX_MODEL_CALLS", defaults.max_model_calls)?,
+            max_tool_calls: env.positive("RUN_MAX_TOOL_CALLS", defaults.max_tool_calls)?,
+            max_cost: match env.get("RUN_MAX_COST") {
                 None => defaults.max_cost,
-                Some(text) => Cost::parse(&text).map_err(|error| ConfigError::Invalid {
-                    variable: "RUN_MAX_COST",
-                    reason: error.to_string(),
-                })?,
+                Some(text) => Cost::parse(&text).map_err(|error| invalid("RUN_MAX_COST", error.to_string()))?,
             },
-            run_timeout_seconds: positive("RUN_TIMEOUT_SECONDS", defaults.run_timeout_seconds)?,
+            run_timeout_seconds: env.positive("RUN_TIMEOUT_SECONDS", defaults.run_timeout_seconds)?,
         };
 
-        let heartbeat = parse_number(
-            "API_STREAM_HEARTBEAT_SECONDS",
-            get("API_STREAM_HEARTBEAT_SECONDS"),
-            15u64,
-        )?;
+        let heartbeat = env.parsed("API_STREAM_HEARTBEAT_SECONDS", 15u64)?;
         if !(1..=15).contains(&heartbeat) {
-            return Err(ConfigError::Invalid {
-                variable: "API_STREAM_HEARTBEAT_SECONDS",
-                reason: "must be between 1 and 15".into(),
-            });
+            return Err(invalid("API_STREAM_HEARTBEAT_SECONDS", "must be between 1 and 15").into());
         }
 
-        let web_origin =
-            crate::auth::WebOrigin::parse(get("API_WEB_ORIGIN").as_deref()).map_err(|reason| ConfigError::Invalid {
-                variable: "API_WEB_ORIGIN",
-                reason,
-            })?;
-        let token_path = PathBuf::from(get("API_TOKEN_FILE").ok_or(ConfigError::Missing("API_TOKEN_FILE"))?);
+        let web_origin = crate::auth::WebOrigin::parse(env.get("API_WEB_ORIGIN").as_deref())
+            .map_err(|reason| invalid("API_WEB_ORIGIN", reason))?;
+        let token_path = PathBuf::from(env.required("API_TOKEN_FILE")?);
         let token = read_owner_only(&token_path)?;
         let token = token.strip_suffix(b"\n").unwrap_or(&token);
         let token = token.strip_suffix(b"\r").unwrap_or(token);
@@ -212,7 +162,7 @@ impl ApiConfig {
         let scopes = ScopeSet::parse(&lookup("AUTH_SCOPES").unwrap_or_default())?;
         let flags = FeatureFlags::from_env(&lookup)?;
 
-        let definitions = match get("AGENT_DEFINITIONS_FILE") {
+        let definitions = match env.get("AGENT_DEFINITIONS_FILE") {
             None => vec![AgentDefinition::builtin_default()],
             Some(path) => {
                 let text = std::fs::read(&path).map_err(|error| ConfigError::Agents(format!("{path}: {error}")))?;
@@ -222,7 +172,7 @@ impl ApiConfig {
         let mail = mail_accounts(&lookup)?;
         let agents = AgentRegistry::compose(definitions, &flags, mail.as_ref())?;
 
-        let offered_models = match get("MODEL_SETTINGS_FILE") {
+        let offered_models = match env.get("MODEL_SETTINGS_FILE") {
             // Without an operator offer, the default agent's own model is the only choice.
             None => {
                 let agent = agents.get("default").or_else(|| agents.iter().next());
@@ -233,10 +183,7 @@ impl ApiConfig {
                 )
             }
             Some(path) => {
-                let invalid = |reason: String| ConfigError::Invalid {
-                    variable: "MODEL_SETTINGS_FILE",
-                    reason,
-                };
+                let invalid = |reason: String| invalid("MODEL_SETTINGS_FILE", reason);
                 let bytes = std::fs::read(&path).map_err(|error| invalid(format!("{path}: {error}")))?;
                 let offered: domain::models::Offered =
                     serde_json::from_slice(&bytes).map_err(|error| invalid(format!("{path}: {error}")))?;
@@ -247,8 +194,7 @@ impl ApiConfig {
 
         Ok(ApiConfig {
             listen_addr,
-            database_url,
-            database_max_connections,
+            database,
             cursors: CursorCodec::new(derive_key(token, b"steward/cursor/v1")),
             authenticator: Authenticator::new(
                 token,

@@ -9,6 +9,7 @@ pub mod artifact;
 pub mod cadence;
 pub mod cursor;
 pub mod email;
+pub mod env;
 pub mod error_code;
 pub mod feedback;
 pub mod flags;

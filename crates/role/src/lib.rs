@@ -7,6 +7,7 @@ use std::future::Future;
 use std::process::ExitCode;
 use std::time::Duration;
 
+pub use domain::env::{Env, EnvError, LogLevel};
 pub use hardening::environment::RoleKind;
 use hardening::process::ALLOW_ROOT_VARIABLE;
 
@@ -76,33 +77,30 @@ pub fn ready() {
     }
 }
 
-/// Parses `LOG_LEVEL` (unset means `info`).
-pub fn log_level(value: Option<&str>) -> Result<tracing::Level, String> {
-    match value {
-        None | Some("info") => Ok(tracing::Level::INFO),
-        Some("error") => Ok(tracing::Level::ERROR),
-        Some("warn") => Ok(tracing::Level::WARN),
-        Some("debug") => Ok(tracing::Level::DEBUG),
-        Some("trace") => Ok(tracing::Level::TRACE),
-        Some(other) => Err(format!("`{other}` is not one of error, warn, info, debug, trace")),
-    }
+/// The process environment, as the lookup every `Config::from_env` takes.
+pub fn environment(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
-/// Parses a positive integer setting (unset means `default`); the error says why, for the
-/// caller to prefix with the variable's name.
-pub fn positive(value: Option<&str>, default: u32) -> Result<u32, String> {
-    match value {
-        None => Ok(default),
-        Some(text) => match text.trim().parse::<u32>() {
-            Ok(value) if value > 0 => Ok(value),
-            _ => Err(format!("`{text}` is not a positive integer")),
-        },
-    }
+/// A process's name in leases and claims when its unit names none: `<prefix>-<pid>-<random>`.
+pub fn instance_id(prefix: &str) -> String {
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    )
 }
 
 /// Sets up logging at `level`, then runs `work` on a multi-threaded runtime; a failure is
 /// logged as one line and the process exits non-zero.
-pub fn run(level: tracing::Level, work: impl Future<Output = anyhow::Result<()>>) -> ExitCode {
+pub fn run(level: LogLevel, work: impl Future<Output = anyhow::Result<()>>) -> ExitCode {
+    let level = match level {
+        LogLevel::Error => tracing::Level::ERROR,
+        LogLevel::Warn => tracing::Level::WARN,
+        LogLevel::Info => tracing::Level::INFO,
+        LogLevel::Debug => tracing::Level::DEBUG,
+        LogLevel::Trace => tracing::Level::TRACE,
+    };
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
     tracing_subscriber::fmt()
         .with_max_level(level)
@@ -151,15 +149,10 @@ pub fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
-    fn log_levels_are_a_closed_set() {
-        assert_eq!(log_level(None), Ok(tracing::Level::INFO));
-        assert_eq!(log_level(Some("debug")), Ok(tracing::Level::DEBUG));
-        assert!(log_level(Some("verbose")).is_err());
-        assert_eq!(positive(None, 30), Ok(30));
-        assert_eq!(positive(Some("5"), 30), Ok(5));
-        assert!(positive(Some("0"), 30).is_err() && positive(Some("x"), 30).is_err());
+    fn instance_ids_are_unique_and_carry_the_prefix() {
+        let (one, two) = (super::instance_id("worker"), super::instance_id("worker"));
+        assert!(one.starts_with(&format!("worker-{}-", std::process::id())), "{one}");
+        assert_ne!(one, two);
     }
 }

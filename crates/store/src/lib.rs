@@ -88,16 +88,47 @@ pub struct Store {
     wakes: std::sync::Arc<Wakes>,
 }
 
+/// Where a role's database is: `DATABASE_URL` (checked without repeating it: the URL may hold a
+/// password) and `DATABASE_MAX_CONNECTIONS`, the pool's size. Every role reads them here.
+#[derive(Clone, Debug)]
+pub struct Database {
+    pub options: PgConnectOptions,
+    pub max_connections: u32,
+}
+
+impl Database {
+    /// Reads the database settings; `default_pool` is the role's pool size when unset.
+    pub fn from_env(env: &domain::env::Env, default_pool: u32) -> Result<Database, domain::env::EnvError> {
+        let url = env.required("DATABASE_URL")?;
+        // sqlx's messages never repeat the URL.
+        let options = url
+            .parse::<PgConnectOptions>()
+            .map_err(|error| domain::env::invalid("DATABASE_URL", error.to_string()))?;
+        Ok(Database {
+            options,
+            max_connections: env.positive("DATABASE_MAX_CONNECTIONS", default_pool)?,
+        })
+    }
+
+    /// A store on a pool that opens connections on first use (see [`Store::connect_lazy`]).
+    pub fn connect_lazy(&self) -> Store {
+        Store::from_pool(Store::lazy_pool(self.options.clone(), self.max_connections))
+    }
+}
+
 impl Store {
     /// Connects lazily: the pool opens connections on first use, so a role can start (and report
     /// not-ready) while the database is still coming up.
     pub fn connect_lazy(url: &str, max_connections: u32) -> Result<Store> {
         let options: PgConnectOptions = url.parse()?;
-        let pool = PgPoolOptions::new()
+        Ok(Store::from_pool(Store::lazy_pool(options, max_connections)))
+    }
+
+    fn lazy_pool(options: PgConnectOptions, max_connections: u32) -> PgPool {
+        PgPoolOptions::new()
             .max_connections(max_connections)
             .acquire_timeout(std::time::Duration::from_secs(5))
-            .connect_lazy_with(options);
-        Ok(Store::from_pool(pool))
+            .connect_lazy_with(options)
     }
 
     pub fn from_pool(pool: PgPool) -> Store {

@@ -122,7 +122,8 @@ impl Stack {
     /// Starts an in-process worker.
     pub async fn start_worker(&mut self, extra: &[(&str, &str)]) {
         let vars = self.worker_env(extra);
-        let config = agent::WorkerConfig::from_env(|name| vars.get(name).cloned()).expect("worker config");
+        let config =
+            steward_worker::config::WorkerConfig::from_env(|name| vars.get(name).cloned()).expect("worker config");
         let http = reqwest::Client::new();
         let openai = config
             .openai
@@ -139,7 +140,7 @@ impl Stack {
             http,
             mail,
         };
-        let task = tokio::spawn(agent::worker::run(config, executor, std::future::pending()));
+        let task = tokio::spawn(agent::worker::run(config.settings, executor, std::future::pending()));
         self.workers.push(Abort(task));
     }
 

@@ -73,11 +73,15 @@ impl Stack {
             ("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1"),
         ];
         let mut stack = Stack::api_with(scopes, &flags).await;
-        let vars: HashMap<&str, String> = HashMap::from([
-            ("DATABASE_URL", stack.db.url_as("worker")),
-            ("WORKER_LEASE_SECONDS", "5".to_owned()),
-        ]);
-        let config = agent::WorkerConfig::from_env(|name| vars.get(name).cloned()).expect("worker configuration");
+        let settings = agent::worker::Settings {
+            worker_id: "cli-test-worker".into(),
+            concurrency: 4,
+            lease_seconds: 5,
+            reconcile: agent::worker::ReconcilePolicy {
+                attempts: 6,
+                spacing_seconds: 30,
+            },
+        };
         let executor = agent::executor::Executor {
             store: stack.db.store_as("worker").await,
             providers: agent::executor::Providers::new(None),
@@ -85,7 +89,7 @@ impl Stack {
             mail: None,
         };
         stack.tasks.push(tokio::spawn(agent::worker::run(
-            config,
+            settings,
             executor,
             std::future::pending(),
         )));

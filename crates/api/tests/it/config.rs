@@ -34,7 +34,10 @@ fn token_file_must_exist_be_owner_only_regular_and_long_enough() {
         "the password is never echoed: {error}"
     );
 
-    assert!(matches!(parse(&base), Err(ConfigError::Missing("API_TOKEN_FILE"))));
+    assert!(matches!(
+        parse(&base),
+        Err(ConfigError::Env(domain::env::EnvError::Missing("API_TOKEN_FILE")))
+    ));
     let missing = dir.path().join("absent");
     assert!(
         with(missing.to_str().expect("path"))

@@ -1,0 +1,126 @@
+//! The worker role's configuration, from its environment (documented in
+//! `docs/configuration/worker.md`).
+//!
+//! With mail on, every credential document is checked and parsed before the role serves: a
+//! missing, shared, symlinked, mis-scoped or mis-tagged document stops it (fail closed).
+
+use agent::worker::{ReconcilePolicy, Settings};
+use domain::env::{Env, EnvError, LogLevel};
+use domain::flags::{FeatureFlags, Flag, FlagError};
+use mail_mcp::accounts::{AccountsError, MailAccounts};
+use model_client::endpoint::{EndpointError, OpenAiEndpoint};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0}")]
+    Env(#[from] EnvError),
+    #[error("{0}")]
+    Flags(#[from] FlagError),
+    #[error("{0}")]
+    Endpoint(#[from] EndpointError),
+    #[error("{0}")]
+    Mail(#[from] AccountsError),
+    #[error("AGENT_EMAIL_MODE_ENABLED=1 needs the mail accounts (AGENT_EMAIL_ENABLED=1)")]
+    EmailModeWithoutMail,
+}
+
+#[derive(Clone, Debug)]
+pub struct WorkerConfig {
+    pub database: store::Database,
+    pub settings: Settings,
+    pub openai: Option<OpenAiEndpoint>,
+    /// The connected mail accounts (credentials loaded), when mail is on.
+    pub mail: Option<MailAccounts>,
+    pub mail_endpoints: mail_mcp::gmail::Endpoints,
+    /// Email mode is on: this worker also runs its provider writes.
+    pub email_mode: bool,
+    pub log_level: LogLevel,
+}
+
+impl WorkerConfig {
+    pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<WorkerConfig, ConfigError> {
+        let env = Env::new(&lookup);
+        let database = store::Database::from_env(&env, 10)?;
+        let flags = FeatureFlags::from_env(env.lookup())?;
+        let openai = model_client::endpoint::openai_from_env(|name| env.get(name))?;
+        let mail = MailAccounts::from_env(env.lookup())?;
+        let email_mode = flags.is_on(Flag::EmailMode);
+        if email_mode && mail.is_none() {
+            return Err(ConfigError::EmailModeWithoutMail);
+        }
+        let mail_endpoints = mail_mcp::gmail::Endpoints::from_env(|name| env.get(name))
+            .map_err(|(variable, reason)| domain::env::invalid(variable, reason))?;
+        let log_level = env.log_level()?;
+        let settings = Settings {
+            worker_id: env.get("WORKER_ID").unwrap_or_else(|| role::instance_id("worker")),
+            concurrency: env.positive("WORKER_CONCURRENCY", 4)? as usize,
+            lease_seconds: env.positive("WORKER_LEASE_SECONDS", 30)?,
+            reconcile: ReconcilePolicy {
+                attempts: env.positive("MAIL_RECONCILE_ATTEMPTS", 6)?,
+                spacing_seconds: env.parsed("MAIL_RECONCILE_SPACING_SECONDS", 30)?,
+            },
+        };
+        Ok(WorkerConfig {
+            database,
+            settings,
+            openai,
+            mail,
+            mail_endpoints,
+            email_mode,
+            log_level,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(pairs: &[(&str, &str)]) -> Result<WorkerConfig, ConfigError> {
+        let map: HashMap<&str, &str> = pairs.iter().copied().collect();
+        WorkerConfig::from_env(|name| map.get(name).map(|value| (*value).to_owned()))
+    }
+
+    #[test]
+    fn defaults_and_typed_refusals() {
+        let url = ("DATABASE_URL", "postgres://worker@localhost/steward");
+        let config = config(&[url]).expect("defaults");
+        assert_eq!((config.settings.concurrency, config.settings.lease_seconds), (4, 30));
+        assert_eq!(
+            config.settings.reconcile,
+            ReconcilePolicy {
+                attempts: 6,
+                spacing_seconds: 30
+            }
+        );
+        assert_eq!(config.database.max_connections, 10);
+        assert!(config.settings.worker_id.starts_with("worker-"));
+        assert!(matches!(
+            config_error(&[]),
+            ConfigError::Env(EnvError::Missing("DATABASE_URL"))
+        ));
+        assert!(matches!(
+            config_error(&[url, ("WORKER_CONCURRENCY", "0")]),
+            ConfigError::Env(EnvError::Invalid {
+                variable: "WORKER_CONCURRENCY",
+                ..
+            })
+        ));
+        assert!(matches!(
+            config_error(&[url, ("MAIL_RECONCILE_SPACING_SECONDS", "soon")]),
+            ConfigError::Env(EnvError::Invalid {
+                variable: "MAIL_RECONCILE_SPACING_SECONDS",
+                ..
+            })
+        ));
+        assert!(matches!(
+            config_error(&[url, ("AGENT_EMAIL_MODE_ENABLED", "1")]),
+            ConfigError::EmailModeWithoutMail
+        ));
+    }
+
+    fn config_error(pairs: &[(&str, &str)]) -> ConfigError {
+        config(pairs).expect_err("refused")
+    }
+}
