@@ -265,7 +265,7 @@ impl Executor {
         counters: &RunCounters,
     ) -> Result<Finish, StoreError> {
         tracing::warn!(run = %lease.run, code, "run failed");
-        Ok(match self.store.fail_run(lease, code, detail, counters).await? {
+        Ok(match self.store.work().fail_run(lease, code, detail, counters).await? {
             Some(()) => Finish::Ended,
             None => Finish::Lost,
         })
@@ -293,7 +293,12 @@ impl Executor {
             return Ok(finish);
         }
         Ok(
-            match self.store.complete_run(&claimed.lease, &claimed.counters).await? {
+            match self
+                .store
+                .work()
+                .complete_run(&claimed.lease, &claimed.counters)
+                .await?
+            {
                 Some(()) => Finish::Ended,
                 None => Finish::Lost,
             },
@@ -310,7 +315,7 @@ impl Executor {
         stop: &Stop,
     ) -> Result<Option<Finish>, StoreError> {
         let lease = &claimed.lease;
-        for invocation in self.store.invocations(lease.run).await? {
+        for invocation in self.store.work().invocations(lease.run).await? {
             if stop.is_raised() {
                 return Ok(Some(Finish::Lost));
             }
@@ -389,7 +394,7 @@ impl Executor {
                     .await;
             }
             // 3. Ask the model.
-            let events = self.store.session_history(lease.session).await?;
+            let events = self.store.work().session_history(lease.session).await?;
             let mut messages = vec![ChatMessage::System(configuration.instructions.clone())];
             messages.extend(history::build(&events));
             // The owner's model settings at submit time win over the agent's defaults; the
@@ -462,7 +467,7 @@ impl Executor {
                 output_tokens: response.usage.output_tokens,
                 cost: Cost::from_micros(cost),
             };
-            let Some(invocations) = self.store.record_model_step(lease, step).await? else {
+            let Some(invocations) = self.store.work().record_model_step(lease, step).await? else {
                 return Ok(Finish::Lost);
             };
             counters.steps += 1;
@@ -488,7 +493,7 @@ impl Executor {
                     .await;
             }
             if invocations.is_empty() {
-                return Ok(match self.store.complete_run(lease, &counters).await? {
+                return Ok(match self.store.work().complete_run(lease, &counters).await? {
                     Some(()) => Finish::Ended,
                     None => Finish::Lost,
                 });
@@ -507,6 +512,7 @@ impl Executor {
         let result = json!({ "error": message });
         let recorded = self
             .store
+            .work()
             .settle_invocation(lease, invocation, InvocationState::Failed, &result, Some(code), None)
             .await?;
         Ok(recorded.is_none().then_some(Finish::Lost))
@@ -536,6 +542,7 @@ impl Executor {
                 let reconciliation = toolbox.reconciliation_for(invocation);
                 let recorded = self
                     .store
+                    .work()
                     .settle_invocation(
                         lease,
                         invocation,
@@ -563,6 +570,7 @@ impl Executor {
                     }
                     let parked = self
                         .store
+                        .work()
                         .park_for_question(lease, invocation, question, wait_seconds)
                         .await?;
                     return Ok(Some(if parked.is_some() { Finish::Parked } else { Finish::Lost }));
@@ -593,6 +601,7 @@ impl Executor {
                     let shown = display_arguments(&invocation.arguments);
                     let parked = self
                         .store
+                        .work()
                         .park_for_approval(lease, invocation, tool.risk, &shown, wait_seconds)
                         .await?;
                     return Ok(Some(if parked.is_some() { Finish::Parked } else { Finish::Lost }));
@@ -608,6 +617,7 @@ impl Executor {
                 };
                 let recorded = self
                     .store
+                    .work()
                     .settle_invocation(lease, invocation, state, &result, code, None)
                     .await?;
                 Ok(lost(recorded))
@@ -616,7 +626,12 @@ impl Executor {
                 // A mail write or send arms its reconciliation before it can reach the provider.
                 let effect = toolbox.reconciliation_for(invocation);
                 let armed = effect.as_ref().map(new_reconciliation);
-                match self.store.begin_dispatch(lease, invocation, armed.as_ref()).await? {
+                match self
+                    .store
+                    .work()
+                    .begin_dispatch(lease, invocation, armed.as_ref())
+                    .await?
+                {
                     store::Dispatch::Started => {}
                     store::Dispatch::Lost => return Ok(Some(Finish::Lost)),
                     store::Dispatch::Unapproved => {
@@ -651,6 +666,7 @@ impl Executor {
                     _ => None,
                 };
                 self.store
+                    .work()
                     .finish_dispatch(lease.session, invocation, state, &result, code, reconciliation.as_ref())
                     .await?;
                 Ok(None)

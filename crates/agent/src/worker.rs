@@ -64,7 +64,12 @@ pub async fn run(config: Settings, executor: Executor, shutdown: impl std::futur
             permit = slots.clone().acquire_owned() => match permit { Ok(permit) => permit, Err(_) => break },
             () = &mut shutdown => break,
         };
-        match executor.store.claim_run(&config.worker_id, config.lease_seconds).await {
+        match executor
+            .store
+            .work()
+            .claim_run(&config.worker_id, config.lease_seconds)
+            .await
+        {
             Ok(Some(claimed)) => {
                 let (executor, config) = (executor.clone(), config.clone());
                 running.spawn(async move {
@@ -193,7 +198,7 @@ async fn execute_claimed(executor: &Executor, config: &Settings, claimed: Claime
             () = &mut timer, if watching_deadline => {
                 watching_deadline = false;
                 stop.raise();
-                if let Err(error) = executor.store.expire_overdue_runs(16).await {
+                if let Err(error) = executor.store.work().expire_overdue_runs(16).await {
                     tracing::warn!(%error, %run, "cannot expire an overdue run");
                 }
             }
@@ -211,7 +216,7 @@ async fn keep_lease(store: &Store, lease: &Lease, lease_seconds: u32) {
     let period = Duration::from_millis(u64::from(lease_seconds) * 1000 / 3);
     loop {
         tokio::time::sleep(period).await;
-        match store.renew_lease(lease, lease_seconds).await {
+        match store.work().renew_lease(lease, lease_seconds).await {
             Ok(true) => {}
             Ok(false) => return,
             Err(error) => tracing::warn!(%error, run = %lease.run, "cannot renew a lease; retrying"),
@@ -224,7 +229,11 @@ async fn sweep(store: Store, wake: Arc<Notify>) {
     loop {
         if stranded_sweep.elapsed() >= STRANDED_SWEEP {
             stranded_sweep = tokio::time::Instant::now();
-            match store.settle_stranded_dispatches(STRANDED_AFTER_SECONDS, 16).await {
+            match store
+                .work()
+                .settle_stranded_dispatches(STRANDED_AFTER_SECONDS, 16)
+                .await
+            {
                 Ok(0) => {}
                 Ok(settled) => tracing::warn!(
                     settled,
@@ -233,7 +242,7 @@ async fn sweep(store: Store, wake: Arc<Notify>) {
                 Err(error) => tracing::warn!(%error, "cannot sweep stranded dispatches"),
             }
         }
-        match store.expire_overdue_runs(64).await {
+        match store.work().expire_overdue_runs(64).await {
             Ok(0) => {}
             Ok(expired) => {
                 tracing::info!(expired, "cancelled runs past their deadline");

@@ -58,7 +58,7 @@ pub use wake::{
     EVENTS_CHANNEL, Hint, RUNS_CHANNEL, TRANSIENT_CHANNEL, WAKE_SPACING, Wakes, parse as parse_wake_payload,
 };
 pub use web_sessions::{NewWebSession, WebSessionRow};
-pub use work::{ClaimedRun, Dispatch, Lease, ModelStep, NewCall, RunCounters, RunKind};
+pub use work::{ClaimedRun, Dispatch, Lease, ModelStep, NewCall, RunCounters, RunKind, Work};
 
 use sqlx::PgPool;
 use sqlx::migrate::Migrator;

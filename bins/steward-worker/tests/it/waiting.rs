@@ -22,7 +22,7 @@ async fn an_approval_given_ten_minutes_later_completes_the_run() {
     // Ten minutes pass (twice the run's 300-second timeout); the worker's sweeps run meanwhile.
     stack.clock.advance(SignedDuration::from_mins(10));
     let store = stack.store_as("worker").await;
-    assert_eq!(store.expire_overdue_runs(64).await.expect("sweep"), 0);
+    assert_eq!(store.work().expire_overdue_runs(64).await.expect("sweep"), 0);
     let approval = stack.pending_approvals(&session).await.remove(0);
     stack.decide_ok(&approval, "approve_once").await;
     stack.completes(&run).await;
@@ -42,7 +42,7 @@ async fn no_answer_past_the_waiting_expiry_cancels_the_run_with_reason_deadline(
     stack
         .clock
         .advance(SignedDuration::from_hours(24) - SignedDuration::from_mins(1));
-    assert_eq!(store.expire_overdue_runs(64).await.expect("sweep"), 0);
+    assert_eq!(store.work().expire_overdue_runs(64).await.expect("sweep"), 0);
     assert_eq!(stack.run(&run).await["state"], "waiting_input");
 
     stack.clock.advance(SignedDuration::from_mins(2));
@@ -67,7 +67,12 @@ async fn a_busy_run_past_its_working_time_is_cancelled_and_parked_time_does_not_
     let store = stack.store_as("worker").await;
     let session = stack.session().await;
     let run = stack.submit(&session, "hello").await;
-    let claimed = store.claim_run("busy", 3600).await.expect("claim").expect("a run");
+    let claimed = store
+        .work()
+        .claim_run("busy", 3600)
+        .await
+        .expect("claim")
+        .expect("a run");
     let lease = claimed.lease.clone();
 
     // 200 seconds of work, then the run parks on a question for an hour.
@@ -85,11 +90,13 @@ async fn a_busy_run_past_its_working_time_is_cancelled_and_parked_time_does_not_
         cost: domain::run::Cost::from_micros(0),
     };
     let invocations = store
+        .work()
         .record_model_step(&lease, step)
         .await
         .expect("step")
         .expect("held");
     let question = store
+        .work()
         .park_for_question(&lease, &invocations[0], "Which day?", 86_400)
         .await
         .expect("park")
@@ -104,7 +111,12 @@ async fn a_busy_run_past_its_working_time_is_cancelled_and_parked_time_does_not_
     assert_eq!(json(answer).await.0, 200);
 
     // Resumed with 100 seconds of its 300 left: the hour parked did not count.
-    let resumed = store.claim_run("busy", 3600).await.expect("claim").expect("requeued");
+    let resumed = store
+        .work()
+        .claim_run("busy", 3600)
+        .await
+        .expect("claim")
+        .expect("requeued");
     let deadline = resumed.run.deadline_at;
     let left = deadline.duration_since(store.now());
     assert!(
@@ -113,12 +125,12 @@ async fn a_busy_run_past_its_working_time_is_cancelled_and_parked_time_does_not_
     );
     stack.clock.advance(SignedDuration::from_secs(95));
     assert_eq!(
-        store.expire_overdue_runs(64).await.expect("sweep"),
+        store.work().expire_overdue_runs(64).await.expect("sweep"),
         0,
         "still within its time"
     );
     stack.clock.advance(SignedDuration::from_secs(10));
-    assert_eq!(store.expire_overdue_runs(64).await.expect("sweep"), 1);
+    assert_eq!(store.work().expire_overdue_runs(64).await.expect("sweep"), 1);
     let ended = stack.run(&run).await;
     assert_eq!(
         (ended["state"].as_str(), ended["reason"].as_str()),
@@ -127,7 +139,11 @@ async fn a_busy_run_past_its_working_time_is_cancelled_and_parked_time_does_not_
     // The busy worker lost the run: it can record nothing more.
     let counters = resumed.counters;
     assert_eq!(
-        store.complete_run(&resumed.lease, &counters).await.expect("complete"),
+        store
+            .work()
+            .complete_run(&resumed.lease, &counters)
+            .await
+            .expect("complete"),
         None
     );
 }
@@ -152,6 +168,7 @@ async fn a_schedule_sets_how_long_its_runs_wait_for_the_owner() {
 
     let store = stack.store_as("worker").await;
     let claimed = store
+        .work()
         .claim_run("w", 3600)
         .await
         .expect("claim")

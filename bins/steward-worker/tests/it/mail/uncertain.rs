@@ -292,9 +292,16 @@ async fn a_dispatch_stranded_on_a_cancelled_run_by_a_dead_worker_is_settled_and_
 
     let store = stack.db.store_as("worker").await;
     // Younger than the threshold: left alone (its worker might still be waiting on it).
-    assert_eq!(store.settle_stranded_dispatches(3600, 16).await.expect("sweep"), 0);
-    assert_eq!(store.settle_stranded_dispatches(0, 16).await.expect("sweep"), 1);
-    assert_eq!(store.settle_stranded_dispatches(0, 16).await.expect("sweep"), 0, "once");
+    assert_eq!(
+        store.work().settle_stranded_dispatches(3600, 16).await.expect("sweep"),
+        0
+    );
+    assert_eq!(store.work().settle_stranded_dispatches(0, 16).await.expect("sweep"), 1);
+    assert_eq!(
+        store.work().settle_stranded_dispatches(0, 16).await.expect("sweep"),
+        0,
+        "once"
+    );
     let result = last_result(&stack, &session).await;
     assert_eq!(
         outcome(&result),

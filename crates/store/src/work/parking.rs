@@ -1,0 +1,127 @@
+//! Parking a run on an approval or a question to the owner.
+
+use super::*;
+
+impl Work<'_> {
+    /// Parks the run on an approval: the approval (PENDING), the parked state and the
+    /// notification commit together. The run stops counting working time and waits for the
+    /// owner at most `wait_seconds`.
+    pub async fn park_for_approval(
+        self,
+        lease: &Lease,
+        invocation: &InvocationRow,
+        risk: Risk,
+        shown: &DisplayedArguments,
+        wait_seconds: u32,
+    ) -> Result<Option<Uuid>> {
+        let now = self.now_sql();
+        self.transaction(
+            async |tx: &mut PgConnection| {
+                if !hold(tx, lease, now).await? {
+                    return lost();
+                }
+                let approval = Uuid::now_v7();
+                sqlx::query(
+                    "INSERT INTO approvals (id, run_id, session_id, invocation_id, tool, risk, arguments,
+                     argument_digests, status)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'PENDING')",
+                )
+                .bind(approval)
+                .bind(lease.run.as_uuid())
+                .bind(lease.session.as_uuid())
+                .bind(invocation.id)
+                .bind(&invocation.tool)
+                .bind(risk.as_str())
+                .bind(&shown.arguments)
+                .bind(Value::Object(shown.argument_digests.clone()))
+                .execute(&mut *tx)
+                .await?;
+                set_invocation_state(tx, invocation.id, InvocationState::AwaitingApproval).await?;
+                park(tx, lease, RunState::WaitingApproval, now, wait_seconds).await?;
+                sqlx::query(
+                    "INSERT INTO notification_outbox (id, kind, session_id, run_id, approval_id, deliver_after)
+                     VALUES ($1, 'approval', $2, $3, $4, $5 + make_interval(secs => $6))",
+                )
+                .bind(Uuid::now_v7())
+                .bind(lease.session.as_uuid())
+                .bind(lease.run.as_uuid())
+                .bind(approval)
+                .bind(now)
+                .bind(PUSH_DELAY_SECONDS)
+                .execute(&mut *tx)
+                .await?;
+                let event = Event::ApprovalRequested(ApprovalRequested {
+                    run_id: lease.run.as_uuid(),
+                    approval_id: approval,
+                    invocation_id: invocation.id,
+                    tool: invocation.tool.clone(),
+                    risk,
+                    arguments: shown.arguments.clone(),
+                    argument_digests: shown
+                        .argument_digests
+                        .iter()
+                        .filter_map(|(pointer, digest)| Some((pointer.clone(), digest.as_str()?.to_owned())))
+                        .collect(),
+                    status: ApprovalStatus::Pending,
+                });
+                append(tx, lease.session, Some(lease.run), &event).await?;
+                Ok(Some(approval))
+            },
+            |outcome| outcome.is_some(),
+        )
+        .await
+    }
+
+    /// Parks the run on a question to the owner, waiting at most `wait_seconds` for the answer.
+    pub async fn park_for_question(
+        self,
+        lease: &Lease,
+        invocation: &InvocationRow,
+        text: &str,
+        wait_seconds: u32,
+    ) -> Result<Option<Uuid>> {
+        let now = self.now_sql();
+        self.transaction(
+            async |tx: &mut PgConnection| {
+                if !hold(tx, lease, now).await? {
+                    return lost();
+                }
+                let question = Uuid::now_v7();
+                sqlx::query(
+                    "INSERT INTO questions (id, run_id, session_id, invocation_id, text, status)
+                     VALUES ($1, $2, $3, $4, $5, 'PENDING')",
+                )
+                .bind(question)
+                .bind(lease.run.as_uuid())
+                .bind(lease.session.as_uuid())
+                .bind(invocation.id)
+                .bind(text)
+                .execute(&mut *tx)
+                .await?;
+                set_invocation_state(tx, invocation.id, InvocationState::AwaitingAnswer).await?;
+                park(tx, lease, RunState::WaitingInput, now, wait_seconds).await?;
+                sqlx::query(
+                    "INSERT INTO notification_outbox (id, kind, session_id, run_id, question_id, deliver_after)
+                     VALUES ($1, 'question', $2, $3, $4, $5 + make_interval(secs => $6))",
+                )
+                .bind(Uuid::now_v7())
+                .bind(lease.session.as_uuid())
+                .bind(lease.run.as_uuid())
+                .bind(question)
+                .bind(now)
+                .bind(PUSH_DELAY_SECONDS)
+                .execute(&mut *tx)
+                .await?;
+                let event = Event::QuestionAsked(QuestionAsked {
+                    run_id: lease.run.as_uuid(),
+                    question_id: question,
+                    text: text.to_owned(),
+                });
+                append(tx, lease.session, Some(lease.run), &event).await?;
+                Ok(Some(question))
+            },
+            |outcome| outcome.is_some(),
+        )
+        .await
+    }
+}
