@@ -93,7 +93,7 @@ pub async fn refresh(args: &[String]) -> anyhow::Result<Value> {
         read: CredentialDocument::parse(document.to_string().as_bytes(), MailScope::Read, None)?,
     };
     let store = store::Store::connect_lazy(database_url, 4).context("connect as the async worker")?;
-    store.email().ensure_accounts(&["bench".to_owned()]).await?;
+    store.email().ensure_accounts(&["bench".into()]).await?;
     let refresher = |gmail| Refresher {
         store: store.clone(),
         gmail,
@@ -106,7 +106,7 @@ pub async fn refresh(args: &[String]) -> anyhow::Result<Value> {
     }
     let profile = client(&fake)?;
     let credential = Credential {
-        account_id: &account.account_id,
+        account_id: account.account_id.as_str(),
         document: &account.read,
     };
     let start = email::provider::profile(&profile, credential).await?.history_id;

@@ -15,7 +15,7 @@ macro_rules! uuid_id {
                 Self(id)
             }
 
-            pub const fn as_uuid(&self) -> Uuid {
+            pub const fn as_uuid(self) -> Uuid {
                 self.0
             }
 
@@ -28,6 +28,12 @@ macro_rules! uuid_id {
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 self.0.fmt(f)
+            }
+        }
+
+        impl From<Uuid> for $name {
+            fn from(id: Uuid) -> Self {
+                Self(id)
             }
         }
     };
@@ -57,6 +63,61 @@ uuid_id!(
     /// A schedule that starts runs on a cadence.
     ScheduleId
 );
+
+uuid_id!(
+    /// A conversation of Email mode's mailbox projection (not the provider's thread id).
+    ThreadId
+);
+uuid_id!(
+    /// A versioned email draft.
+    DraftId
+);
+uuid_id!(
+    /// A durable Email mode operation: a refresh, a mailbox write or a reply proposal.
+    EmailOperationId
+);
+uuid_id!(
+    /// One piece of the owner's feedback on Email mode's decisions.
+    FeedbackId
+);
+
+/// A connected mail account, as the accounts manifest names it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct AccountId(String);
+
+impl AccountId {
+    /// Wraps an account id from the manifest or storage (the manifest checked its form).
+    pub fn new(id: impl Into<String>) -> Self {
+        Self(id.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl std::fmt::Display for AccountId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for AccountId {
+    fn from(id: String) -> Self {
+        Self(id)
+    }
+}
+
+impl From<&str> for AccountId {
+    fn from(id: &str) -> Self {
+        Self(id.to_owned())
+    }
+}
 
 /// The authenticated principal. Steward has one owner, but every owned row records who owns it so
 /// that idempotency keys, deletes and listings are scoped to the principal, as the contract says.

@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use domain::email::AllowanceWait;
+use domain::ids::AccountId;
 use mail_mcp::accounts::ReadAccount;
 use mail_mcp::gmail::{Credential, GmailClient, MailError};
 use store::{EmailMessageRow, NewAssessment, NewEmailMessage, Store, StoreError, WaitingThread};
@@ -35,7 +36,7 @@ const ASSESS_BATCH: i64 = 100;
 
 fn credential(account: &ReadAccount) -> Credential<'_> {
     Credential {
-        account_id: &account.account_id,
+        account_id: account.account_id.as_str(),
         document: &account.read,
     }
 }
@@ -70,7 +71,7 @@ pub enum RefreshError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("the account `{0}` is not recorded")]
-    UnknownAccount(String),
+    UnknownAccount(AccountId),
 }
 
 impl RefreshError {
@@ -372,7 +373,7 @@ impl Refresher {
     /// charges what it cost (its ceiling when it failed).
     pub(crate) async fn within_allowances<T>(
         &self,
-        account_id: &str,
+        account_id: &AccountId,
         prepared: &Prepared,
         ask: impl std::future::Future<Output = Result<Answered<T>, ModelFailed>>,
     ) -> Result<Metered<T>, RefreshError> {

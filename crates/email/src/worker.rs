@@ -3,6 +3,7 @@
 //! replies the owner asked the agent to propose.
 //! An account is updated by one refresh at a time in this process.
 
+use domain::ids::AccountId;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -48,7 +49,7 @@ impl AsyncWorker {
     pub async fn run(self, shutdown: impl std::future::Future<Output = ()>) {
         tokio::pin!(shutdown);
         let store = &self.refresher.store;
-        let ids: Vec<String> = self.accounts.iter().map(|account| account.account_id.clone()).collect();
+        let ids: Vec<AccountId> = self.accounts.iter().map(|account| account.account_id.clone()).collect();
         // Accounts are recorded (awaiting their first update) before anything else.
         while let Err(error) = store.email().ensure_accounts(&ids).await {
             tracing::warn!(%error, "cannot record the mail accounts; retrying");
@@ -58,7 +59,7 @@ impl AsyncWorker {
             }
         }
         tracing::info!(worker = %self.worker_id, accounts = ids.len(), "async worker started");
-        let mut updated: HashMap<String, Instant> = HashMap::new();
+        let mut updated: HashMap<AccountId, Instant> = HashMap::new();
         loop {
             self.requested(&mut updated).await;
             self.proposals().await;
@@ -80,7 +81,7 @@ impl AsyncWorker {
     }
 
     /// Runs every requested refresh that is due, one at a time.
-    async fn requested(&self, updated: &mut HashMap<String, Instant>) {
+    async fn requested(&self, updated: &mut HashMap<AccountId, Instant>) {
         let store = &self.refresher.store;
         loop {
             let operation = match store.email().claim_refresh(&self.worker_id, self.pace.lease).await {
@@ -138,7 +139,11 @@ impl AsyncWorker {
     }
 
     /// Updates one account; the failure's code (already recorded on the account).
-    async fn update(&self, account: &ReadAccount, updated: &mut HashMap<String, Instant>) -> Result<(), &'static str> {
+    async fn update(
+        &self,
+        account: &ReadAccount,
+        updated: &mut HashMap<AccountId, Instant>,
+    ) -> Result<(), &'static str> {
         updated.insert(account.account_id.clone(), Instant::now());
         match self.refresher.update(account).await {
             Ok(done) => {

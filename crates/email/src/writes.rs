@@ -125,7 +125,7 @@ impl Writer {
     fn account(&self, claimed: &ClaimedWrite) -> Option<&Account> {
         self.accounts
             .iter()
-            .find(|account| account.account_id == claimed.operation.account_id)
+            .find(|account| account.account_id == claimed.operation.account_id.as_str())
     }
 
     async fn dispatch(&self, claimed: &ClaimedWrite) -> Result<(), StoreError> {

@@ -56,7 +56,7 @@ pub enum AccountsError {
 /// and neither the write nor the send document.
 #[derive(Clone, Debug)]
 pub struct ReadAccount {
-    pub account_id: String,
+    pub account_id: domain::ids::AccountId,
     pub read: CredentialDocument,
 }
 
@@ -87,7 +87,7 @@ pub fn read_accounts_from_env(get: impl Fn(&str) -> Option<String>) -> Result<Op
         .iter()
         .map(|files| {
             Ok(ReadAccount {
-                account_id: files.account_id.clone(),
+                account_id: files.account_id.clone().into(),
                 read: load_document(
                     files,
                     MailScope::Read,

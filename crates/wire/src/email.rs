@@ -433,8 +433,8 @@ impl CreateDraft {
     pub fn checked(self) -> Result<(DraftTarget, DraftContent), crate::request::Invalid> {
         use crate::request::Invalid;
         let target = match (self.account_id, self.thread_id) {
-            (Some(account_id), None) => DraftTarget::Account(account_id),
-            (None, Some(thread_id)) => DraftTarget::Thread(thread_id),
+            (Some(account_id), None) => DraftTarget::Account(account_id.into()),
+            (None, Some(thread_id)) => DraftTarget::Thread(thread_id.into()),
             _ => {
                 return Err(Invalid::new(
                     "account_id",
@@ -459,8 +459,8 @@ impl SaveDraft {
 /// Where a new draft goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DraftTarget {
-    Account(String),
-    Thread(Uuid),
+    Account(domain::ids::AccountId),
+    Thread(domain::ids::ThreadId),
 }
 
 /// `POST /v1/email/threads/{thread_id}/feedback`: what the owner says, and what it applies to:

@@ -41,7 +41,7 @@ async fn mailbox(mail: &Mail, worker_env: &[(&str, &str)]) -> (Stack, String, St
     let accounts = mail_mcp::accounts::read_accounts_from_env(get)
         .expect("accounts")
         .expect("mail on");
-    let ids: Vec<String> = accounts.iter().map(|account| account.account_id.clone()).collect();
+    let ids: Vec<domain::ids::AccountId> = accounts.iter().map(|account| account.account_id.clone()).collect();
     refresher.store.email().ensure_accounts(&ids).await.expect("accounts");
     for account in &accounts {
         refresher.update(account).await.expect("refresh");

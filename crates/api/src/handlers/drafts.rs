@@ -12,9 +12,8 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use domain::ErrorCode;
-use domain::ids::PrincipalId;
+use domain::ids::{DraftId, PrincipalId, ThreadId};
 use store::{DraftPlace, DraftRevision as StoredRevision, DraftRow, Freeze, ReviewDraft as Review, SaveDraft as Saved};
-use uuid::Uuid;
 use wire::email::{
     CreateDraft, Draft, DraftAuthor, DraftContent, DraftHistory, DraftRevision, DraftSend, DraftTarget, ProposalAnswer,
     RestoreDraft, ReviewDraft, SaveDraft,
@@ -25,28 +24,10 @@ use crate::auth::Caller;
 use crate::extract::{Json, Path};
 use crate::problem::ApiError;
 
-fn content(stored: store::DraftContent) -> DraftContent {
-    DraftContent {
-        to: stored.to,
-        cc: stored.cc,
-        subject: stored.subject,
-        body: stored.body,
-    }
-}
-
-fn stored(content: DraftContent) -> store::DraftContent {
-    store::DraftContent {
-        to: content.to,
-        cc: content.cc,
-        subject: content.subject,
-        body: content.body,
-    }
-}
-
 fn revision(stored: StoredRevision) -> DraftRevision {
     DraftRevision {
         revision: number(stored.revision),
-        content: content(stored.content),
+        content: stored.content,
         author: stored.author,
         restored_from: stored.restored_from.map(number),
         saved_at: stored.created_at,
@@ -84,9 +65,9 @@ async fn draft(state: &AppState, principal: &PrincipalId, row: DraftRow) -> Resu
         None => None,
     };
     Ok(Draft {
-        draft_id: row.id,
-        account_id: row.account_id,
-        thread_id: row.thread,
+        draft_id: row.id.as_uuid(),
+        account_id: row.account_id.into_string(),
+        thread_id: row.thread.map(ThreadId::as_uuid),
         newest: revision(row.newest),
         created_at: row.created_at,
         send: frozen,
@@ -119,7 +100,7 @@ fn sending(frozen: &store::DraftSend) -> ApiError {
     ))
 }
 
-fn draft_id(text: &str) -> Result<Uuid, ApiError> {
+fn draft_id(text: &str) -> Result<DraftId, ApiError> {
     super::email::parse_uuid(text, ErrorCode::EmailDraftNotFound)
 }
 
@@ -169,7 +150,7 @@ pub async fn create(
     let row = state
         .store
         .email()
-        .create_draft(place, &stored(content), DraftAuthor::Owner)
+        .create_draft(place, &content, DraftAuthor::Owner)
         .await?
         .ok_or(unknown)?;
     let location = format!("/v1/email/drafts/{}", row.id);
@@ -223,12 +204,7 @@ pub async fn save(
     let outcome = state
         .store
         .email()
-        .save_draft(
-            id,
-            expected(expected_revision),
-            &stored(local.clone()),
-            DraftAuthor::Owner,
-        )
+        .save_draft(id, expected(expected_revision), &local, DraftAuthor::Owner)
         .await?;
     saved(&state, &caller.principal, outcome, local).await
 }
@@ -250,7 +226,7 @@ pub async fn history(
         return Err(ApiError::new(ErrorCode::EmailDraftNotFound));
     }
     Ok(JsonResponse(DraftHistory {
-        draft_id: id,
+        draft_id: id.as_uuid(),
         revisions: revisions.into_iter().map(revision).collect(),
     }))
 }
@@ -289,7 +265,7 @@ pub async fn restore(
             .await?
             .into_iter()
             .find(|stored| stored.revision == from)
-            .map(|stored| content(stored.content))
+            .map(|stored| stored.content)
             .unwrap_or_default(),
         _ => DraftContent::default(),
     };
@@ -322,7 +298,7 @@ pub async fn review(
         .draft(id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::EmailDraftNotFound))?;
-    let Some((agent, tool)) = super::email::send_tool(&state, &row.account_id) else {
+    let Some((agent, tool)) = super::email::send_tool(&state, row.account_id.as_str()) else {
         return Err(ApiError::new(ErrorCode::EmailSendUnavailable).detail(format!(
             "mail account `{}` has no send tool on this server (mail off, or the account not connected)",
             row.account_id
@@ -347,7 +323,7 @@ pub async fn review(
         )
             .into_response()),
         Review::Conflict(row) => {
-            let local = content(row.newest.content.clone());
+            let local = row.newest.content.clone();
             Err(conflict(&state, &caller.principal, row, local).await?)
         }
         Review::Busy(frozen) => Err(sending(&frozen)),

@@ -13,6 +13,7 @@ use axum::http::StatusCode;
 use domain::ErrorCode;
 use domain::cursor::CursorKind;
 use domain::email::{DraftStanding, MailboxWrite, ReplyNeed};
+use domain::ids::{AccountId, DraftId, ThreadId};
 use serde_json::Value;
 use store::{
     EmailAccountRow, EmailMessageRow, EmailOperationRow, InboxPosition, InboxQuery, ThreadSummary, WriteRequest,
@@ -43,7 +44,7 @@ fn account(row: EmailAccountRow, send_tool: Option<String>) -> EmailAccount {
         } else {
             Freshness::Pending
         },
-        account_id: row.account_id,
+        account_id: row.account_id.into_string(),
         address: row.address,
         updated_at: row.updated_at,
         coverage_from: row.coverage_from,
@@ -85,8 +86,8 @@ pub(crate) fn summary(row: ThreadSummary) -> EmailThreadSummary {
         }),
     };
     EmailThreadSummary {
-        thread_id: row.id,
-        account_id: row.account_id,
+        thread_id: row.id.as_uuid(),
+        account_id: row.account_id.into_string(),
         provider_thread_id: row.provider_thread_id,
         subject: row.subject,
         correspondents: correspondents(row.correspondents),
@@ -99,7 +100,7 @@ pub(crate) fn summary(row: ThreadSummary) -> EmailThreadSummary {
         gist: row.gist,
         classifier: row.classifier,
         suspected_spam: row.suspected_spam,
-        draft_id: row.draft_id,
+        draft_id: row.draft_id.map(DraftId::as_uuid),
         kind: row.kind,
         reasons: serde_json::from_value(row.reasons).unwrap_or_else(|error| {
             tracing::error!(%error, thread = %row.id, "a conversation's feedback reasons are unreadable");
@@ -124,16 +125,16 @@ fn message(row: EmailMessageRow) -> EmailMessage {
 
 pub(crate) fn operation(row: EmailOperationRow) -> EmailOperation {
     EmailOperation {
-        operation_id: row.id,
+        operation_id: row.id.as_uuid(),
         kind: row.kind,
         state: row.state,
-        account_id: row.account_id,
-        thread_id: row.thread,
+        account_id: row.account_id.into_string(),
+        thread_id: row.thread.map(ThreadId::as_uuid),
         error: row.error,
         created_at: row.created_at,
         updated_at: row.updated_at,
         reconciled_at: row.reconciled_at,
-        draft_id: row.draft,
+        draft_id: row.draft.map(DraftId::as_uuid),
     }
 }
 
@@ -150,8 +151,9 @@ pub(crate) fn send_tool<'a>(
     agent.configuration.tools.contains(&tool.name).then_some((agent, tool))
 }
 
-pub(crate) fn parse_uuid(text: &str, missing: ErrorCode) -> Result<Uuid, ApiError> {
-    super::parse_id(text, |text| Uuid::parse_str(text).ok(), missing)
+/// A path's id of an Email resource (`missing` when it is no UUID), typed as the caller asks.
+pub(crate) fn parse_uuid<T: From<Uuid>>(text: &str, missing: ErrorCode) -> Result<T, ApiError> {
+    super::parse_id(text, |text| Uuid::parse_str(text).ok().map(T::from), missing)
 }
 
 /// Every connected account: freshness (`pending` until its first update completes), historical
@@ -167,7 +169,7 @@ pub async fn accounts(State(state): State<AppState>) -> Result<JsonResponse<Emai
         accounts: rows
             .into_iter()
             .map(|row| {
-                let tool = send_tool(&state, &row.account_id).map(|(_, tool)| tool.name);
+                let tool = send_tool(&state, row.account_id.as_str()).map(|(_, tool)| tool.name);
                 account(row, tool)
             })
             .collect(),
@@ -194,7 +196,7 @@ pub async fn refresh(
     let request = state
         .store
         .email()
-        .request_refresh(&account_id, REFRESH_INTERVAL)
+        .request_refresh(&AccountId::new(account_id), REFRESH_INTERVAL)
         .await?
         .ok_or_else(unknown)?;
     Ok((
@@ -211,14 +213,14 @@ fn encode_position(position: InboxPosition) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(26);
     bytes.extend_from_slice(&position.priority.to_be_bytes());
     bytes.extend_from_slice(&position.latest_at.as_microsecond().to_be_bytes());
-    bytes.extend_from_slice(position.id.as_bytes());
+    bytes.extend_from_slice(position.id.as_uuid().as_bytes());
     bytes
 }
 
 fn decode_position(bytes: &[u8]) -> Option<InboxPosition> {
     let priority = i16::from_be_bytes(bytes.get(..2)?.try_into().ok()?);
     let micros = i64::from_be_bytes(bytes.get(2..10)?.try_into().ok()?);
-    let id = Uuid::from_slice(bytes.get(10..)?).ok()?;
+    let id = ThreadId::from_uuid(Uuid::from_slice(bytes.get(10..)?).ok()?);
     Some(InboxPosition {
         priority,
         latest_at: jiff::Timestamp::from_microsecond(micros).ok()?,
@@ -272,7 +274,8 @@ pub async fn threads(
             Some(decode_position(&bytes).ok_or_else(invalid)?)
         }
     };
-    if let Some(account_id) = params.account_id.as_deref()
+    let account = params.account_id.clone().map(AccountId::new);
+    if let Some(account_id) = &account
         && state.store.email().account(account_id).await?.is_none()
     {
         return Err(ApiError::new(ErrorCode::EmailAccountNotFound)
@@ -286,7 +289,7 @@ pub async fn threads(
         .email()
         .inbox(&InboxQuery {
             view,
-            account_id: params.account_id.as_deref(),
+            account_id: account.as_ref(),
             search,
             after,
             limit: limit + 1,

@@ -21,10 +21,10 @@ use crate::problem::ApiError;
 
 fn feedback(row: FeedbackRow) -> Feedback {
     Feedback {
-        feedback_id: row.id,
+        feedback_id: row.id.as_uuid(),
         scope: row.scope,
         signal: row.signal,
-        thread_id: row.thread,
+        thread_id: row.thread.as_uuid(),
         person: row.person,
         kind: row.kind,
         created_at: row.created_at,
@@ -257,7 +257,7 @@ pub async fn endorse(
             StatusCode::CREATED,
             JsonResponse(StyleSample {
                 sample_id: row.id,
-                draft_id: row.draft,
+                draft_id: row.draft.as_uuid(),
                 revision: u32::try_from(row.revision).unwrap_or_default(),
                 text: row.text,
                 created_at: row.created_at,

@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json as JsonResponse};
 use domain::ErrorCode;
 use domain::cursor::CursorKind;
-use domain::ids::{FolderId, SessionId};
+use domain::ids::{DraftId, FolderId, SessionId};
 use domain::session::SessionMetadata;
 use serde_json::Value;
 use store::{DeleteSession, FileSession, NewSession, SessionRow};
@@ -149,7 +149,7 @@ pub async fn get(
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::SessionNotFound))?;
     let mut answer = session(row);
-    answer.draft_id = state.store.email().send_session_draft(id).await?;
+    answer.draft_id = state.store.email().send_session_draft(id).await?.map(DraftId::as_uuid);
     Ok(JsonResponse(answer))
 }
 

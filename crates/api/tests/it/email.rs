@@ -36,7 +36,7 @@ pub(crate) async fn deliver(store: &Store, account: &str, letter: &Letter<'_>) {
     store
         .email()
         .record_message(
-            account,
+            &account.into(),
             &NewEmailMessage {
                 provider_message_id: letter.id,
                 provider_thread_id: letter.id,
@@ -57,7 +57,11 @@ pub(crate) async fn deliver(store: &Store, account: &str, letter: &Letter<'_>) {
     let Some(importance) = letter.importance else {
         return;
     };
-    let waiting = store.email().waiting_threads(account, 100).await.expect("waiting");
+    let waiting = store
+        .email()
+        .waiting_threads(&account.into(), 100)
+        .await
+        .expect("waiting");
     let thread = waiting
         .iter()
         .find(|thread| thread.message.provider_message_id == letter.id)
@@ -89,7 +93,7 @@ async fn mailbox(app: &TestApp) -> Store {
     let store = app.db.store_as("async-worker").await;
     store
         .email()
-        .ensure_accounts(&["personal".to_owned(), "work".to_owned()])
+        .ensure_accounts(&["personal".into(), "work".into()])
         .await
         .expect("accounts");
     let letters = [
@@ -145,7 +149,7 @@ pub(crate) async fn completed_update(store: &Store) {
     store
         .email()
         .update_completed(
-            "personal",
+            &"personal".into(),
             Some("owner@example.org"),
             "100",
             Some(jiff::Timestamp::UNIX_EPOCH),

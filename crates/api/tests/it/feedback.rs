@@ -16,7 +16,7 @@ async fn account(app: &TestApp) -> Store {
     let store = app.db.store_as("async-worker").await;
     store
         .email()
-        .ensure_accounts(&["personal".to_owned()])
+        .ensure_accounts(&["personal".into()])
         .await
         .expect("accounts");
     completed_update(&store).await;
@@ -182,7 +182,11 @@ async fn a_retirement_waits_for_an_assessment_being_recorded_so_the_rule_decides
         },
     )
     .await;
-    let waiting = store.email().waiting_threads("personal", 100).await.expect("waiting");
+    let waiting = store
+        .email()
+        .waiting_threads(&"personal".into(), 100)
+        .await
+        .expect("waiting");
     let second = waiting
         .iter()
         .find(|thread| thread.message.provider_message_id == "c2")
@@ -192,7 +196,7 @@ async fn a_retirement_waits_for_an_assessment_being_recorded_so_the_rule_decides
     // The assessment begins and is held inside its transaction (the test holds the row).
     let mut holder = app.db.pool.begin().await.expect("begin");
     sqlx::query("SELECT 1 FROM email_threads WHERE id = $1 FOR UPDATE")
-        .bind(second)
+        .bind(second.as_uuid())
         .execute(&mut *holder)
         .await
         .expect("row");

@@ -109,7 +109,7 @@ async fn the_model_assesses_within_the_daily_allowance_and_mail_waits_in_date_or
     let store = db.store_as("async-worker").await.with_clock(clock.clone());
     store
         .email()
-        .ensure_accounts(&["personal".to_owned()])
+        .ensure_accounts(&["personal".into()])
         .await
         .expect("account");
     // USD 1 per million tokens either way; USD 0.01 a day.
@@ -186,7 +186,12 @@ async fn the_model_assesses_within_the_daily_allowance_and_mail_waits_in_date_or
         vec![(520, true); requests],
         "the reported usage is charged"
     );
-    let state = store.email().account("personal").await.expect("read").expect("row");
+    let state = store
+        .email()
+        .account(&"personal".into())
+        .await
+        .expect("read")
+        .expect("row");
     assert_eq!(state.waiting, Some(AllowanceWait::DailyAllowanceSpent));
 
     // Later the same day: nothing more is asked.
@@ -213,7 +218,12 @@ async fn the_model_assesses_within_the_daily_allowance_and_mail_waits_in_date_or
     let (assessed, waiting) = assessed_and_waiting(&db).await;
     assert_eq!(assessed.len(), requests + unreported.len());
     assert_eq!(waiting.len(), 30 - assessed.len());
-    let state = store.email().account("personal").await.expect("read").expect("row");
+    let state = store
+        .email()
+        .account(&"personal".into())
+        .await
+        .expect("read")
+        .expect("row");
     assert_eq!(state.waiting, Some(AllowanceWait::DailyAllowanceSpent));
 }
 
@@ -238,7 +248,7 @@ async fn the_model_proposes_a_reply_in_the_owners_style_within_the_allowances() 
     let store = db.store_as("async-worker").await;
     store
         .email()
-        .ensure_accounts(&["personal".to_owned()])
+        .ensure_accounts(&["personal".into()])
         .await
         .expect("account");
     let model_classifier = |allowances: Allowances, url: &str| {
@@ -270,10 +280,11 @@ async fn the_model_proposes_a_reply_in_the_owners_style_within_the_allowances() 
         ..refresher
     };
     let api = db.store_as("api").await;
-    let thread: uuid::Uuid = sqlx::query_scalar("SELECT id FROM email_threads")
+    let thread: domain::ids::ThreadId = sqlx::query_scalar::<_, uuid::Uuid>("SELECT id FROM email_threads")
         .fetch_one(&db.pool)
         .await
-        .expect("thread");
+        .expect("thread")
+        .into();
     let content = |body: &str| store::DraftContent {
         to: vec!["ada@example.com".into()],
         cc: Vec::new(),

@@ -17,18 +17,18 @@ fn content(body: &str) -> DraftContent {
 }
 
 /// A database with the account `personal` and one thread in it; the api's store and the thread.
-async fn mailbox() -> (TestDatabase, Store, uuid::Uuid) {
+async fn mailbox() -> (TestDatabase, Store, domain::ids::ThreadId) {
     let db = TestDatabase::new().await;
     let worker = db.store_as("async-worker").await;
     worker
         .email()
-        .ensure_accounts(&["personal".to_owned()])
+        .ensure_accounts(&["personal".into()])
         .await
         .expect("account");
     worker
         .email()
         .record_message(
-            "personal",
+            &"personal".into(),
             &NewEmailMessage {
                 provider_message_id: "m1",
                 provider_thread_id: "t1",
@@ -48,7 +48,7 @@ async fn mailbox() -> (TestDatabase, Store, uuid::Uuid) {
         .expect("message");
     let thread = worker
         .email()
-        .waiting_threads("personal", 10)
+        .waiting_threads(&"personal".into(), 10)
         .await
         .expect("threads")
         .first()
@@ -83,12 +83,19 @@ async fn a_draft_is_made_in_a_thread_or_on_an_account_and_saved_from_its_newest_
     assert_eq!(reply.newest.author, DraftAuthor::Agent);
     let fresh = api
         .email()
-        .create_draft(DraftPlace::Account("personal"), &content("Hello"), DraftAuthor::Owner)
+        .create_draft(
+            DraftPlace::Account(&"personal".into()),
+            &content("Hello"),
+            DraftAuthor::Owner,
+        )
         .await
         .expect("create")
         .expect("the account exists");
     assert_eq!(fresh.thread, None);
-    for nowhere in [DraftPlace::Account("nobody"), DraftPlace::Thread(uuid::Uuid::new_v4())] {
+    for nowhere in [
+        DraftPlace::Account(&"nobody".into()),
+        DraftPlace::Thread(uuid::Uuid::new_v4().into()),
+    ] {
         assert_eq!(
             api.email()
                 .create_draft(nowhere, &content("x"), DraftAuthor::Owner)
@@ -117,7 +124,7 @@ async fn a_draft_is_made_in_a_thread_or_on_an_account_and_saved_from_its_newest_
     }
     assert_eq!(
         api.email()
-            .save_draft(uuid::Uuid::new_v4(), 1, &content("x"), DraftAuthor::Owner)
+            .save_draft(uuid::Uuid::new_v4().into(), 1, &content("x"), DraftAuthor::Owner)
             .await
             .expect("save"),
         SaveDraft::NotFound
@@ -166,7 +173,7 @@ async fn of_two_concurrent_saves_one_wins_and_the_other_gets_the_winners_version
     assert_eq!(api.email().draft_history(draft.id).await.expect("history").len(), 6);
 }
 
-async fn draft_revision(api: &Store, id: uuid::Uuid) -> i32 {
+async fn draft_revision(api: &Store, id: domain::ids::DraftId) -> i32 {
     api.email()
         .draft(id)
         .await
@@ -260,10 +267,11 @@ async fn a_proposed_reply_lands_as_the_agents_revision_unless_the_owner_saved_si
         .await
         .expect("refresh");
     let api = db.store_as("api").await;
-    let thread: uuid::Uuid = sqlx::query_scalar("SELECT id FROM email_threads")
+    let thread: domain::ids::ThreadId = sqlx::query_scalar::<_, uuid::Uuid>("SELECT id FROM email_threads")
         .fetch_one(&db.pool)
         .await
-        .expect("thread");
+        .expect("thread")
+        .into();
 
     // The owner kept wording from an earlier reply as their style.
     let earlier = api

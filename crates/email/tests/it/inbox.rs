@@ -132,7 +132,7 @@ async fn the_inbox_orders_by_reply_need_then_date_and_pages_by_keyset() {
         ["Stranger"]
     );
     let elsewhere = InboxQuery {
-        account_id: Some("work"),
+        account_id: Some(&"work".into()),
         ..query(InboxView::Important, 50)
     };
     assert!(api.email().inbox(&elsewhere).await.expect("filter").is_empty());
@@ -154,7 +154,7 @@ async fn the_inbox_orders_by_reply_need_then_date_and_pages_by_keyset() {
     );
     assert!(
         api.email()
-            .thread(uuid::Uuid::now_v7())
+            .thread(uuid::Uuid::now_v7().into())
             .await
             .expect("thread")
             .is_none()

@@ -22,7 +22,7 @@ struct Reader {
 impl Reader {
     fn credential(&self) -> Credential<'_> {
         Credential {
-            account_id: &self.account.account_id,
+            account_id: self.account.account_id.as_str(),
             document: &self.account.read,
         }
     }

@@ -56,7 +56,7 @@ pub async fn recorded(fake: &FakeGmail, backfill_hours: i64) -> (TestDatabase, R
     let store = db.store_as("async-worker").await;
     store
         .email()
-        .ensure_accounts(&["personal".to_owned()])
+        .ensure_accounts(&["personal".into()])
         .await
         .expect("account");
     let refresher = Refresher {
@@ -81,7 +81,12 @@ async fn backfill_then_history_then_a_resync_after_the_history_expired() {
     let account = account(&fake, "owner");
 
     // Awaiting the first update.
-    let before = store.email().account("personal").await.expect("read").expect("row");
+    let before = store
+        .email()
+        .account(&"personal".into())
+        .await
+        .expect("read")
+        .expect("row");
     assert_eq!((before.updated_at, before.history_id.as_deref()), (None, None));
 
     // The owner wrote to Ada earlier: she is a known correspondent.
@@ -112,7 +117,12 @@ async fn backfill_then_history_then_a_resync_after_the_history_expired() {
             assessed: 3
         }
     );
-    let state = store.email().account("personal").await.expect("read").expect("row");
+    let state = store
+        .email()
+        .account(&"personal".into())
+        .await
+        .expect("read")
+        .expect("row");
     assert_eq!(state.address.as_deref(), Some("owner@example.org"));
     assert!(state.updated_at.is_some_and(|at| at >= started), "{state:?}");
     let coverage = state.coverage_from.expect("coverage recorded");
@@ -235,13 +245,23 @@ async fn a_failed_update_is_recorded_on_the_account_and_cleared_by_the_next() {
     };
     let error = refresher.update(&revoked).await.expect_err("revoked grant");
     assert_eq!(error.code(), "mail.credential_rejected");
-    let state = store.email().account("personal").await.expect("read").expect("row");
+    let state = store
+        .email()
+        .account(&"personal".into())
+        .await
+        .expect("read")
+        .expect("row");
     assert_eq!(
         (state.last_error.as_deref(), state.updated_at),
         (Some("mail.credential_rejected"), None)
     );
     refresher.update(&account).await.expect("update");
-    let state = store.email().account("personal").await.expect("read").expect("row");
+    let state = store
+        .email()
+        .account(&"personal".into())
+        .await
+        .expect("read")
+        .expect("row");
     assert_eq!(state.last_error, None);
     assert!(state.updated_at.is_some());
 }
@@ -253,14 +273,14 @@ async fn a_refresh_is_admitted_at_most_once_a_minute_per_account() {
     let worker = db.store_as("async-worker").await;
     worker
         .email()
-        .ensure_accounts(&["personal".to_owned(), "work".to_owned()])
+        .ensure_accounts(&["personal".into(), "work".into()])
         .await
         .expect("accounts");
     let api = db.store_as("api").await.with_clock(clock.clone());
     let minute = Duration::from_secs(60);
     let first = api
         .email()
-        .request_refresh("personal", minute)
+        .request_refresh(&"personal".into(), minute)
         .await
         .expect("request")
         .expect("account");
@@ -271,7 +291,7 @@ async fn a_refresh_is_admitted_at_most_once_a_minute_per_account() {
     );
     let second = api
         .email()
-        .request_refresh("personal", minute)
+        .request_refresh(&"personal".into(), minute)
         .await
         .expect("request")
         .expect("account");
@@ -279,14 +299,14 @@ async fn a_refresh_is_admitted_at_most_once_a_minute_per_account() {
     // Another account has its own interval.
     let work = api
         .email()
-        .request_refresh("work", minute)
+        .request_refresh(&"work".into(), minute)
         .await
         .expect("request")
         .expect("account");
     assert!(work.admitted);
     assert!(
         api.email()
-            .request_refresh("nobody", minute)
+            .request_refresh(&"nobody".into(), minute)
             .await
             .expect("request")
             .is_none()
@@ -307,7 +327,7 @@ async fn a_refresh_is_admitted_at_most_once_a_minute_per_account() {
     clock.advance(jiff::SignedDuration::from_secs(59));
     let held = api
         .email()
-        .request_refresh("personal", minute)
+        .request_refresh(&"personal".into(), minute)
         .await
         .expect("request")
         .expect("account");
@@ -315,7 +335,7 @@ async fn a_refresh_is_admitted_at_most_once_a_minute_per_account() {
     clock.advance(jiff::SignedDuration::from_secs(2));
     let third = api
         .email()
-        .request_refresh("personal", minute)
+        .request_refresh(&"personal".into(), minute)
         .await
         .expect("request")
         .expect("account");
@@ -368,7 +388,7 @@ async fn the_async_worker_updates_every_account_at_start_and_runs_what_the_owner
     fake.deliver("owner", "bob@example.net", "Second", "Hello again.", &["INBOX"]);
     let request = api
         .email()
-        .request_refresh("personal", Duration::from_secs(60))
+        .request_refresh(&"personal".into(), Duration::from_secs(60))
         .await
         .expect("request")
         .expect("account");

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use domain::email::MailboxWrite;
+use domain::ids::{EmailOperationId, ThreadId};
 use email::refresh::Refresher;
 use email::writes::{WritePace, Writer};
 use mail_mcp::accounts::{Account, ReadAccount};
@@ -71,34 +72,34 @@ impl Mailbox {
         self.refresher.update(&self.reader).await.expect("refresh");
     }
 
-    async fn thread(&self, subject: &str) -> Uuid {
+    async fn thread(&self, subject: &str) -> ThreadId {
         let (id,): (Uuid,) = sqlx::query_as("SELECT id FROM email_threads WHERE subject = $1")
             .bind(subject)
             .fetch_one(&self.db.pool)
             .await
             .expect("thread");
-        id
+        id.into()
     }
 
     /// (labels, handled, reported) of a projected thread.
-    async fn place(&self, thread: Uuid) -> (Vec<String>, bool, bool) {
+    async fn place(&self, thread: ThreadId) -> (Vec<String>, bool, bool) {
         sqlx::query_as(
             "SELECT labels, handled_at IS NOT NULL, reported_at IS NOT NULL FROM email_threads WHERE id = $1",
         )
-        .bind(thread)
+        .bind(thread.as_uuid())
         .fetch_one(&self.db.pool)
         .await
         .expect("thread")
     }
 
-    async fn request(&self, thread: Uuid, kind: MailboxWrite) -> Uuid {
+    async fn request(&self, thread: ThreadId, kind: MailboxWrite) -> EmailOperationId {
         match self.api.email().request_write(thread, kind).await.expect("request") {
             WriteRequest::Accepted(operation) => operation.id,
             other => panic!("{kind:?} refused: {other:?}"),
         }
     }
 
-    async fn state(&self, operation: Uuid) -> (String, Option<String>, bool) {
+    async fn state(&self, operation: EmailOperationId) -> (String, Option<String>, bool) {
         let row = self.api.email().operation(operation).await.expect("read").expect("row");
         (row.state.to_string(), row.error, row.reconciled_at.is_some())
     }
@@ -157,7 +158,7 @@ async fn archive_and_move_back_change_the_provider_labels_once_each() {
     assert_eq!(
         mail.api
             .email()
-            .request_write(Uuid::now_v7(), MailboxWrite::Archive)
+            .request_write(Uuid::now_v7().into(), MailboxWrite::Archive)
             .await
             .expect("request"),
         WriteRequest::UnknownThread

@@ -6,6 +6,7 @@
 //! and voids a Review & Send freeze nobody approved yet (`email_sends`).
 
 use domain::email::DraftAuthor;
+use domain::ids::{AccountId, DraftId, ThreadId};
 use domain::mail_tools::DraftMessage;
 use jiff::Timestamp;
 use uuid::Uuid;
@@ -15,15 +16,8 @@ use crate::email::Email;
 use crate::email::sends::{DraftSend, Freeze, begin_send, clear_for_freeze, draft_send, locked_send, void_unapproved};
 use crate::{Result, StoreError, timestamp};
 
-/// What a revision holds.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DraftContent {
-    /// Recipient addresses.
-    pub to: Vec<String>,
-    pub cc: Vec<String>,
-    pub subject: String,
-    pub body: String,
-}
+/// What a revision holds: the contract's own type, stored as it is shown.
+pub use wire::email::DraftContent;
 
 /// One saved version.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,10 +33,10 @@ pub struct DraftRevision {
 /// A draft with its newest revision.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DraftRow {
-    pub id: Uuid,
-    pub account_id: String,
+    pub id: DraftId,
+    pub account_id: AccountId,
     /// The thread it replies in; `None` for a new message.
-    pub thread: Option<Uuid>,
+    pub thread: Option<ThreadId>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     pub newest: DraftRevision,
@@ -84,7 +78,7 @@ pub enum ReviewDraft {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StyleSampleRow {
     pub id: Uuid,
-    pub draft: Uuid,
+    pub draft: DraftId,
     pub revision: i32,
     pub text: String,
     pub created_at: Timestamp,
@@ -116,9 +110,9 @@ pub enum EndorseStyle {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DraftPlace<'a> {
     /// A new message from this account.
-    Account(&'a str),
+    Account(&'a AccountId),
     /// A reply in this thread, from the thread's account.
-    Thread(Uuid),
+    Thread(ThreadId),
 }
 
 /// Columns of a draft with its newest revision, `d` and `r`.
@@ -170,9 +164,9 @@ impl From<RevisionRecord> for DraftRevision {
 impl From<DraftRecord> for DraftRow {
     fn from(record: DraftRecord) -> Self {
         DraftRow {
-            id: record.id,
-            account_id: record.account_id,
-            thread: record.thread,
+            id: record.id.into(),
+            account_id: record.account_id.into(),
+            thread: record.thread.map(ThreadId::from),
             created_at: timestamp(record.created_at),
             updated_at: timestamp(record.updated_at),
             newest: record.newest.into(),
@@ -182,23 +176,23 @@ impl From<DraftRecord> for DraftRow {
 
 /// Locks the draft `id` (lock order: the draft, then its send run); its send session, or `None`
 /// when there is no such draft.
-pub(crate) async fn lock_draft(conn: &mut sqlx::PgConnection, id: Uuid) -> Result<Option<Option<Uuid>>> {
+pub(crate) async fn lock_draft(conn: &mut sqlx::PgConnection, id: DraftId) -> Result<Option<Option<Uuid>>> {
     let locked: Option<(Option<Uuid>,)> =
         sqlx::query_as("SELECT session_id FROM email_drafts WHERE id = $1 FOR UPDATE")
-            .bind(id)
+            .bind(id.as_uuid())
             .fetch_optional(conn)
             .await?;
     Ok(locked.map(|(session,)| session))
 }
 
 /// The draft `id` with its newest revision, on `conn`.
-pub(crate) async fn read_draft(conn: &mut sqlx::PgConnection, id: Uuid) -> Result<Option<DraftRow>> {
+pub(crate) async fn read_draft(conn: &mut sqlx::PgConnection, id: DraftId) -> Result<Option<DraftRow>> {
     let record: Option<DraftRecord> = sqlx::query_as(&format!(
         "SELECT {DRAFT_COLUMNS} FROM email_drafts d
          JOIN email_draft_revisions r ON r.draft = d.id AND r.revision = d.revision
          WHERE d.id = $1"
     ))
-    .bind(id)
+    .bind(id.as_uuid())
     .fetch_optional(conn)
     .await?;
     Ok(record.map(DraftRow::from))
@@ -207,7 +201,7 @@ pub(crate) async fn read_draft(conn: &mut sqlx::PgConnection, id: Uuid) -> Resul
 /// Appends revision `revision` of `draft` and makes it the newest, at `now`.
 pub(crate) async fn append(
     conn: &mut sqlx::PgConnection,
-    draft: Uuid,
+    draft: DraftId,
     revision: i32,
     content: &DraftContent,
     author: DraftAuthor,
@@ -218,7 +212,7 @@ pub(crate) async fn append(
         "INSERT INTO email_draft_revisions (draft, revision, recipients, copied, subject, body, author, restored_from, created_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
-    .bind(draft)
+    .bind(draft.as_uuid())
     .bind(revision)
     .bind(&content.to)
     .bind(&content.cc)
@@ -230,7 +224,7 @@ pub(crate) async fn append(
     .execute(&mut *conn)
     .await?;
     sqlx::query("UPDATE email_drafts SET revision = $2, updated_at = $3 WHERE id = $1")
-        .bind(draft)
+        .bind(draft.as_uuid())
         .bind(revision)
         .bind(now)
         .execute(&mut *conn)
@@ -251,7 +245,7 @@ pub(crate) async fn create_draft(
         DraftPlace::Account(account_id) => {
             let known: Option<(String,)> =
                 sqlx::query_as("SELECT account_id FROM email_accounts WHERE account_id = $1")
-                    .bind(account_id)
+                    .bind(account_id.as_str())
                     .fetch_optional(&mut *conn)
                     .await?;
             match known {
@@ -261,7 +255,7 @@ pub(crate) async fn create_draft(
         }
         DraftPlace::Thread(thread) => {
             let known: Option<(String,)> = sqlx::query_as("SELECT account_id FROM email_threads WHERE id = $1")
-                .bind(thread)
+                .bind(thread.as_uuid())
                 .fetch_optional(&mut *conn)
                 .await?;
             match known {
@@ -270,14 +264,14 @@ pub(crate) async fn create_draft(
             }
         }
     };
-    let id = Uuid::now_v7();
+    let id = DraftId::from_uuid(Uuid::now_v7());
     sqlx::query(
         "INSERT INTO email_drafts (id, account_id, thread, revision, created_at, updated_at)
          VALUES ($1, $2, $3, 1, $4, $4)",
     )
-    .bind(id)
+    .bind(id.as_uuid())
     .bind(&account_id)
-    .bind(thread)
+    .bind(thread.map(ThreadId::as_uuid))
     .bind(now)
     .execute(&mut *conn)
     .await?;
@@ -303,7 +297,7 @@ impl Email<'_> {
     }
 
     /// The draft `id` with its newest revision.
-    pub async fn draft(self, id: Uuid) -> Result<Option<DraftRow>> {
+    pub async fn draft(self, id: DraftId) -> Result<Option<DraftRow>> {
         let mut conn = self.pool.acquire().await?;
         read_draft(&mut conn, id).await
     }
@@ -311,7 +305,7 @@ impl Email<'_> {
     /// Saves `content` as the next revision of `id` if `expected_revision` is still the newest.
     pub async fn save_draft(
         self,
-        id: Uuid,
+        id: DraftId,
         expected_revision: i32,
         content: &DraftContent,
         author: DraftAuthor,
@@ -322,7 +316,7 @@ impl Email<'_> {
 
     /// Copies revision `from` of `id` as its next revision, if `expected_revision` is still the
     /// newest.
-    pub async fn restore_draft(self, id: Uuid, from: i32, expected_revision: i32) -> Result<SaveDraft> {
+    pub async fn restore_draft(self, id: DraftId, from: i32, expected_revision: i32) -> Result<SaveDraft> {
         let history = self.draft_history(id).await?;
         let earlier = history.into_iter().find(|revision| revision.revision == from);
         self.next_revision(id, expected_revision, DraftAuthor::Owner, move || {
@@ -336,7 +330,7 @@ impl Email<'_> {
     /// it restores), `None` when there is nothing to save.
     async fn next_revision(
         self,
-        id: Uuid,
+        id: DraftId,
         expected_revision: i32,
         author: DraftAuthor,
         next: impl FnOnce() -> Option<(DraftContent, Option<i32>)> + Send,
@@ -373,12 +367,12 @@ impl Email<'_> {
     }
 
     /// Every revision of `id`, oldest first (empty when there is no such draft).
-    pub async fn draft_history(self, id: Uuid) -> Result<Vec<DraftRevision>> {
+    pub async fn draft_history(self, id: DraftId) -> Result<Vec<DraftRevision>> {
         let records: Vec<RevisionRecord> = sqlx::query_as(
             "SELECT revision, recipients, copied, subject, body, author, restored_from, created_at AS revision_created_at
              FROM email_draft_revisions WHERE draft = $1 ORDER BY revision",
         )
-        .bind(id)
+        .bind(id.as_uuid())
         .fetch_all(&self.pool)
         .await?;
         Ok(records.into_iter().map(DraftRevision::from).collect())
@@ -418,14 +412,14 @@ impl Email<'_> {
                 let provider_thread: Option<String> = match draft.thread {
                     Some(thread) => {
                         sqlx::query_scalar("SELECT provider_thread_id FROM email_threads WHERE id = $1")
-                            .bind(thread)
+                            .bind(thread.as_uuid())
                             .fetch_optional(&mut *conn)
                             .await?
                     }
                     None => None,
                 };
                 let message = DraftMessage {
-                    account_id: &draft.account_id,
+                    account_id: draft.account_id.as_str(),
                     provider_thread: provider_thread.as_deref(),
                     to: &content.to,
                     cc: &content.cc,
@@ -454,7 +448,7 @@ impl Email<'_> {
     /// Endorses `text`, shown in the saved revision `revision` of `draft`, as the owner's writing
     /// style: only while that revision is the newest (a save conflict prevents it), only wording
     /// it shows, and only while learning runs.
-    pub async fn endorse_style(self, draft: Uuid, revision: i32, text: &str) -> Result<EndorseStyle> {
+    pub async fn endorse_style(self, draft: DraftId, revision: i32, text: &str) -> Result<EndorseStyle> {
         let now = self.now_sql();
         self.transaction(
             async |conn| {
@@ -483,7 +477,7 @@ impl Email<'_> {
                      RETURNING id, draft, revision, text, created_at",
                 )
                 .bind(Uuid::now_v7())
-                .bind(draft)
+                .bind(draft.as_uuid())
                 .bind(revision)
                 .bind(text)
                 .bind(now)
@@ -491,7 +485,7 @@ impl Email<'_> {
                 .await?;
                 Ok(EndorseStyle::Endorsed(StyleSampleRow {
                     id: record.id,
-                    draft: record.draft,
+                    draft: record.draft.into(),
                     revision: record.revision,
                     text: record.text,
                     created_at: timestamp(record.created_at),

@@ -8,6 +8,7 @@
 
 use domain::email::ExclusionKind;
 use domain::feedback::{ContentKind, FeedbackScope, FeedbackSignal};
+use domain::ids::{FeedbackId, ThreadId};
 use jiff::Timestamp;
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -18,11 +19,11 @@ use crate::{Result, StoreError, named, named_optional, timestamp};
 /// One piece of feedback.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FeedbackRow {
-    pub id: Uuid,
+    pub id: FeedbackId,
     pub scope: FeedbackScope,
     pub signal: FeedbackSignal,
     /// The conversation it was given on.
-    pub thread: Uuid,
+    pub thread: ThreadId,
     pub person: Option<String>,
     pub kind: Option<ContentKind>,
     pub created_at: Timestamp,
@@ -49,10 +50,10 @@ impl TryFrom<FeedbackRecord> for FeedbackRow {
 
     fn try_from(record: FeedbackRecord) -> Result<Self> {
         Ok(FeedbackRow {
-            id: record.id,
+            id: record.id.into(),
             scope: named(record.scope)?,
             signal: named(record.signal)?,
-            thread: record.thread,
+            thread: record.thread.into(),
             person: record.person,
             kind: named_optional(record.kind)?,
             created_at: timestamp(record.created_at),
@@ -64,7 +65,7 @@ impl TryFrom<FeedbackRecord> for FeedbackRow {
 /// Feedback the owner gives on a conversation.
 #[derive(Clone, Copy, Debug)]
 pub struct NewFeedback<'a> {
-    pub thread: Uuid,
+    pub thread: ThreadId,
     pub scope: FeedbackScope,
     pub signal: FeedbackSignal,
     /// For a person's rule: the address the owner chose, one of the conversation's senders.
@@ -248,7 +249,7 @@ impl Email<'_> {
                      FROM email_threads t JOIN email_accounts a ON a.account_id = t.account_id
                      WHERE t.id = $1 FOR UPDATE OF t"
                 ))
-                .bind(new.thread)
+                .bind(new.thread.as_uuid())
                 .fetch_optional(&mut *conn)
                 .await?;
                 let Some(subject) = subject else {
@@ -278,13 +279,13 @@ impl Email<'_> {
                 .bind(Uuid::now_v7())
                 .bind(new.scope.as_str())
                 .bind(new.signal.as_str())
-                .bind(new.thread)
+                .bind(new.thread.as_uuid())
                 .bind((new.scope == FeedbackScope::Person).then_some(person).flatten())
                 .bind((new.scope == FeedbackScope::Kind).then_some(kind.map(ContentKind::as_str)).flatten())
                 .bind(now)
                 .fetch_one(&mut *conn)
                 .await?;
-                apply_rules(conn, new.thread).await?;
+                apply_rules(conn, new.thread.as_uuid()).await?;
                 Ok(GiveFeedback::Given(record.try_into()?))
             },
             |outcome| matches!(outcome, GiveFeedback::Given(_)),
@@ -294,15 +295,15 @@ impl Email<'_> {
 
     /// Undoes a piece of feedback: it applies nowhere from now on, and what it decided is
     /// recomputed. `None` when there is no such feedback; an undone one is answered as it is.
-    pub async fn undo_feedback(self, id: Uuid) -> Result<Option<FeedbackRow>> {
+    pub async fn undo_feedback(self, id: FeedbackId) -> Result<Option<FeedbackRow>> {
         let now = self.now_sql();
         self.transaction(
             async |conn| {
-                retire(conn, &[id], "undo", now).await?;
+                retire(conn, &[id.as_uuid()], "undo", now).await?;
                 let record: Option<FeedbackRecord> = sqlx::query_as(&format!(
                     "SELECT {FEEDBACK_COLUMNS} FROM email_feedback f WHERE f.id = $1"
                 ))
-                .bind(id)
+                .bind(id.as_uuid())
                 .fetch_optional(&mut *conn)
                 .await?;
                 record.map(FeedbackRow::try_from).transpose()

@@ -6,6 +6,7 @@
 
 use domain::email::{DraftStanding, Importance, InboxView, ReplyNeed};
 use domain::feedback::ContentKind;
+use domain::ids::{AccountId, DraftId, ThreadId};
 use jiff::Timestamp;
 use serde_json::Value;
 use uuid::Uuid;
@@ -19,14 +20,14 @@ use crate::{Result, StoreError, named_optional, timestamp};
 pub struct InboxPosition {
     pub priority: i16,
     pub latest_at: Timestamp,
-    pub id: Uuid,
+    pub id: ThreadId,
 }
 
 /// One page request.
 #[derive(Clone, Copy, Debug)]
 pub struct InboxQuery<'a> {
     pub view: InboxView,
-    pub account_id: Option<&'a str>,
+    pub account_id: Option<&'a AccountId>,
     /// Words looked for in the subject, correspondents, gist and message text
     /// (case-insensitive, as one phrase).
     pub search: Option<&'a str>,
@@ -56,8 +57,8 @@ const SUMMARY_COLUMNS: &str = "t.id, t.account_id, t.provider_thread_id, t.subje
 /// A thread as a row of the inbox shows it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ThreadSummary {
-    pub id: Uuid,
-    pub account_id: String,
+    pub id: ThreadId,
+    pub account_id: AccountId,
     pub provider_thread_id: String,
     pub subject: String,
     /// Correspondent objects, each sender once.
@@ -80,7 +81,7 @@ pub struct ThreadSummary {
     pub reported: bool,
     pub priority: i16,
     /// The thread's newest draft.
-    pub draft_id: Option<Uuid>,
+    pub draft_id: Option<DraftId>,
     /// Where that draft is.
     pub draft_state: Option<DraftStanding>,
     /// What kind of content the newest message is.
@@ -133,8 +134,8 @@ impl TryFrom<SummaryRecord> for ThreadSummary {
 
     fn try_from(record: SummaryRecord) -> Result<Self> {
         Ok(ThreadSummary {
-            id: record.id,
-            account_id: record.account_id,
+            id: record.id.into(),
+            account_id: record.account_id.into(),
             provider_thread_id: record.provider_thread_id,
             subject: record.subject,
             correspondents: record.correspondents,
@@ -153,7 +154,7 @@ impl TryFrom<SummaryRecord> for ThreadSummary {
             handled: record.handled,
             reported: record.reported,
             priority: record.priority,
-            draft_id: record.draft_id,
+            draft_id: record.draft_id.map(DraftId::from),
             draft_state: named_optional(record.draft_state)?,
             kind: named_optional(record.kind)?,
             reasons: record.reasons,
@@ -190,7 +191,7 @@ impl Email<'_> {
                AND {after}
              ORDER BY {order} LIMIT $3"
         ))
-        .bind(query.account_id)
+        .bind(query.account_id.map(AccountId::as_str))
         .bind(query.search.map(contains_pattern))
         .bind(i64::from(query.limit))
         .bind(query.after.map(|position| position.priority))
@@ -199,7 +200,7 @@ impl Email<'_> {
                 .after
                 .map(|position| jiff_sqlx::Timestamp::from(position.latest_at)),
         )
-        .bind(query.after.map(|position| position.id))
+        .bind(query.after.map(|position| position.id.as_uuid()))
         .fetch_all(&self.pool)
         .await?;
         records.into_iter().map(ThreadSummary::try_from).collect()
@@ -207,18 +208,18 @@ impl Email<'_> {
 
     /// Clears the server's suspected-spam flag of `thread` (the owner said Not spam; nothing is
     /// written to the mailbox); the thread as it now is, `None` when there is no such thread.
-    pub async fn clear_spam_flag(self, thread: Uuid) -> Result<Option<ThreadSummary>> {
+    pub async fn clear_spam_flag(self, thread: ThreadId) -> Result<Option<ThreadSummary>> {
         let record: Option<SummaryRecord> = sqlx::query_as(&format!(
             "UPDATE email_threads t SET suspected_spam = false WHERE t.id = $1 RETURNING {SUMMARY_COLUMNS}"
         ))
-        .bind(thread)
+        .bind(thread.as_uuid())
         .fetch_optional(&self.pool)
         .await?;
         record.map(ThreadSummary::try_from).transpose()
     }
 
     /// One thread and its messages, oldest first.
-    pub async fn thread(self, id: Uuid) -> Result<Option<(ThreadSummary, Vec<EmailMessageRow>)>> {
+    pub async fn thread(self, id: ThreadId) -> Result<Option<(ThreadSummary, Vec<EmailMessageRow>)>> {
         let Some(summary) = self.thread_summary(id).await? else {
             return Ok(None);
         };
@@ -226,22 +227,22 @@ impl Email<'_> {
     }
 
     /// One thread as its row shows it.
-    pub async fn thread_summary(self, id: Uuid) -> Result<Option<ThreadSummary>> {
+    pub async fn thread_summary(self, id: ThreadId) -> Result<Option<ThreadSummary>> {
         let record: Option<SummaryRecord> = sqlx::query_as(&format!(
             "SELECT {SUMMARY_COLUMNS} FROM email_threads t WHERE t.id = $1"
         ))
-        .bind(id)
+        .bind(id.as_uuid())
         .fetch_optional(&self.pool)
         .await?;
         record.map(ThreadSummary::try_from).transpose()
     }
 
     /// A thread's messages, oldest first (empty when there is no such thread).
-    pub async fn thread_messages(self, id: Uuid) -> Result<Vec<EmailMessageRow>> {
+    pub async fn thread_messages(self, id: ThreadId) -> Result<Vec<EmailMessageRow>> {
         let messages: Vec<MessageRecord> = sqlx::query_as(&format!(
             "SELECT {MESSAGE_COLUMNS} FROM email_messages WHERE thread = $1 ORDER BY sent_at, provider_message_id"
         ))
-        .bind(id)
+        .bind(id.as_uuid())
         .fetch_all(&self.pool)
         .await?;
         Ok(messages.into_iter().map(EmailMessageRow::from).collect())

@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use domain::email::{EmailOperationKind, EmailOperationState, MailboxWrite};
+use domain::ids::{AccountId, DraftId, EmailOperationId, ThreadId};
 use jiff::Timestamp;
 use uuid::Uuid;
 
@@ -28,10 +29,10 @@ pub(crate) const OPERATION_COLUMNS: &str =
 /// An operation as stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EmailOperationRow {
-    pub id: Uuid,
-    pub account_id: String,
+    pub id: EmailOperationId,
+    pub account_id: AccountId,
     /// The thread a write changes; `None` for a refresh.
-    pub thread: Option<Uuid>,
+    pub thread: Option<ThreadId>,
     pub kind: EmailOperationKind,
     pub state: EmailOperationState,
     /// A stable code when it failed or was left uncertain.
@@ -41,7 +42,7 @@ pub struct EmailOperationRow {
     /// When an uncertain write was settled by reading the thread.
     pub reconciled_at: Option<Timestamp>,
     /// A proposed reply's draft.
-    pub draft: Option<Uuid>,
+    pub draft: Option<DraftId>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -71,16 +72,16 @@ impl TryFrom<OperationRecord> for EmailOperationRow {
 
     fn try_from(record: OperationRecord) -> Result<Self> {
         Ok(EmailOperationRow {
-            id: record.id,
-            account_id: record.account_id,
-            thread: record.thread,
+            id: record.id.into(),
+            account_id: record.account_id.into(),
+            thread: record.thread.map(ThreadId::from),
             kind: named(record.kind)?,
             state: named(record.state)?,
             error: record.error,
             created_at: timestamp(record.created_at),
             updated_at: timestamp(record.updated_at),
             reconciled_at: record.reconciled_at.map(timestamp),
-            draft: record.draft,
+            draft: record.draft.map(DraftId::from),
         })
     }
 }
@@ -145,18 +146,18 @@ impl Email<'_> {
     /// Requests a refresh of `account_id`: a new operation, unless one was admitted within
     /// `interval` (by this store's clock), which is answered instead. `None` when the account
     /// has no row.
-    pub async fn request_refresh(self, account_id: &str, interval: Duration) -> Result<Option<RefreshRequest>> {
+    pub async fn request_refresh(self, account_id: &AccountId, interval: Duration) -> Result<Option<RefreshRequest>> {
         let now = self.now();
         self.transaction(
             async |conn| {
                 // Two requests at once admit one refresh: they queue on this account's lock.
                 sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('email_refresh:' || $1, 0))")
-                    .bind(account_id)
+                    .bind(account_id.as_str())
                     .execute(&mut *conn)
                     .await?;
                 let exists: Option<(String,)> =
                     sqlx::query_as("SELECT account_id FROM email_accounts WHERE account_id = $1")
-                        .bind(account_id)
+                        .bind(account_id.as_str())
                         .fetch_optional(&mut *conn)
                         .await?;
                 if exists.is_none() {
@@ -167,7 +168,7 @@ impl Email<'_> {
                      WHERE account_id = $1 AND kind = 'refresh' AND created_at > $2
                      ORDER BY created_at DESC LIMIT 1"
                 ))
-                .bind(account_id)
+                .bind(account_id.as_str())
                 .bind(jiff_sqlx::Timestamp::from(now - signed(interval)))
                 .fetch_optional(&mut *conn)
                 .await?;
@@ -182,7 +183,7 @@ impl Email<'_> {
                      VALUES ($1, $2, 'refresh', $3, $3) RETURNING {OPERATION_COLUMNS}"
                 ))
                 .bind(Uuid::now_v7())
-                .bind(account_id)
+                .bind(account_id.as_str())
                 .bind(jiff_sqlx::Timestamp::from(now))
                 .fetch_one(&mut *conn)
                 .await?;
@@ -196,11 +197,11 @@ impl Email<'_> {
         .await
     }
 
-    pub async fn operation(self, id: Uuid) -> Result<Option<EmailOperationRow>> {
+    pub async fn operation(self, id: EmailOperationId) -> Result<Option<EmailOperationRow>> {
         let record: Option<OperationRecord> = sqlx::query_as(&format!(
             "SELECT {OPERATION_COLUMNS} FROM email_operations WHERE id = $1"
         ))
-        .bind(id)
+        .bind(id.as_uuid())
         .fetch_optional(&self.pool)
         .await?;
         record.map(EmailOperationRow::try_from).transpose()
@@ -218,20 +219,20 @@ impl Email<'_> {
     }
 
     /// Settles a claimed refresh: succeeded, or failed with a stable code.
-    pub async fn settle_refresh(self, id: Uuid, error: Option<&str>) -> Result<()> {
+    pub async fn settle_refresh(self, id: EmailOperationId, error: Option<&str>) -> Result<()> {
         let mut conn = self.pool.acquire().await?;
         settle_claimed(&mut conn, id, "refresh", error, self.now_sql()).await
     }
 
     /// Requests the write `kind` of `thread`, where it applies and when no other write of the
     /// thread is unsettled.
-    pub async fn request_write(self, thread: Uuid, kind: MailboxWrite) -> Result<WriteRequest> {
+    pub async fn request_write(self, thread: ThreadId, kind: MailboxWrite) -> Result<WriteRequest> {
         let now = self.now_sql();
         self.transaction(
             async |conn| {
                 let place: Option<(String, bool, bool)> =
                     sqlx::query_as("SELECT account_id, in_inbox, in_spam FROM email_threads WHERE id = $1 FOR UPDATE")
-                        .bind(thread)
+                        .bind(thread.as_uuid())
                         .fetch_optional(&mut *conn)
                         .await?;
                 let Some((account_id, in_inbox, in_spam)) = place else {
@@ -243,7 +244,7 @@ impl Email<'_> {
                                             OR (state = 'uncertain' AND reconciled_at IS NULL))
                      ORDER BY created_at LIMIT 1"
                 ))
-                .bind(thread)
+                .bind(thread.as_uuid())
                 .fetch_optional(&mut *conn)
                 .await?;
                 if let Some(pending) = pending {
@@ -265,7 +266,7 @@ impl Email<'_> {
                 ))
                 .bind(Uuid::now_v7())
                 .bind(&account_id)
-                .bind(thread)
+                .bind(thread.as_uuid())
                 .bind(kind.as_str())
                 .bind(now)
                 .fetch_one(&mut *conn)
@@ -327,12 +328,12 @@ impl Email<'_> {
 
     /// Marks a claimed write as leaving now, committed before its request is sent; false when
     /// the claim was lost (another worker's now).
-    pub async fn mark_dispatching(self, id: Uuid, worker: &str) -> Result<bool> {
+    pub async fn mark_dispatching(self, id: EmailOperationId, worker: &str) -> Result<bool> {
         let marked = sqlx::query(
             "UPDATE email_operations SET state = 'dispatching', updated_at = $3
              WHERE id = $1 AND state = 'queued' AND claimed_by = $2",
         )
-        .bind(id)
+        .bind(id.as_uuid())
         .bind(worker)
         .bind(self.now_sql())
         .execute(&self.pool)
@@ -357,7 +358,7 @@ impl Email<'_> {
                     "UPDATE email_operations SET state = $2, error = $3, lease_until = NULL, updated_at = $4
                      WHERE id = $1 AND state = 'dispatching'",
                 )
-                .bind(id)
+                .bind(id.as_uuid())
                 .bind(state)
                 .bind(error)
                 .bind(now)
@@ -406,7 +407,7 @@ impl Email<'_> {
                          updated_at = $4
                      WHERE id = $1 AND state = 'uncertain' AND reconciled_at IS NULL",
                 )
-                .bind(id)
+                .bind(id.as_uuid())
                 .bind(state)
                 .bind(error)
                 .bind(now)
@@ -451,7 +452,7 @@ pub(crate) fn claim_statement(kind: &str, returning: &str) -> String {
 /// Settles a claimed refresh or proposal (`kind`): succeeded, or failed with a stable code.
 pub(crate) async fn settle_claimed(
     conn: &mut sqlx::PgConnection,
-    id: Uuid,
+    id: EmailOperationId,
     kind: &str,
     error: Option<&str>,
     now: jiff_sqlx::Timestamp,
@@ -461,7 +462,7 @@ pub(crate) async fn settle_claimed(
              error = $3, lease_until = NULL, updated_at = $4
          WHERE id = $1 AND kind = $2 AND state = 'dispatching'",
     )
-    .bind(id)
+    .bind(id.as_uuid())
     .bind(kind)
     .bind(error)
     .bind(now)
@@ -479,6 +480,7 @@ impl EmailOperationRow {
     /// The thread of a write.
     fn thread_id(&self) -> Result<Uuid> {
         self.thread
+            .map(ThreadId::as_uuid)
             .ok_or_else(|| crate::StoreError::Corrupt(format!("email write {} has no thread", self.id)))
     }
 }

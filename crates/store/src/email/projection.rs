@@ -5,6 +5,7 @@
 
 use domain::email::{AllowanceWait, Importance, ReplyNeed};
 use domain::feedback::ContentKind;
+use domain::ids::{AccountId, ThreadId};
 use jiff::Timestamp;
 use serde_json::Value;
 use sqlx::PgConnection;
@@ -20,7 +21,7 @@ const ACCOUNT_COLUMNS: &str =
 /// A connected account's refresh state.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EmailAccountRow {
-    pub account_id: String,
+    pub account_id: AccountId,
     pub address: Option<String>,
     /// Where the next incremental update starts; `None`: a full backfill is due.
     pub history_id: Option<String>,
@@ -51,7 +52,7 @@ impl TryFrom<AccountRecord> for EmailAccountRow {
 
     fn try_from(record: AccountRecord) -> Result<Self> {
         Ok(EmailAccountRow {
-            account_id: record.account_id,
+            account_id: record.account_id.into(),
             address: record.address,
             history_id: record.history_id,
             coverage_from: record.coverage_from.map(timestamp),
@@ -136,7 +137,7 @@ impl From<MessageRecord> for EmailMessageRow {
 /// A thread whose newest message waits for assessment, with that message.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WaitingThread {
-    pub thread: Uuid,
+    pub thread: ThreadId,
     pub message: EmailMessageRow,
 }
 
@@ -161,9 +162,10 @@ pub struct NewAssessment<'a> {
 
 impl Email<'_> {
     /// Records the configured accounts that have no row yet (awaiting their first update).
-    pub async fn ensure_accounts(self, account_ids: &[String]) -> Result<()> {
+    pub async fn ensure_accounts(self, account_ids: &[AccountId]) -> Result<()> {
+        let account_ids: Vec<&str> = account_ids.iter().map(AccountId::as_str).collect();
         sqlx::query("INSERT INTO email_accounts (account_id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING")
-            .bind(account_ids)
+            .bind(&account_ids)
             .execute(&self.pool)
             .await?;
         Ok(())
@@ -179,11 +181,11 @@ impl Email<'_> {
         records.into_iter().map(EmailAccountRow::try_from).collect()
     }
 
-    pub async fn account(self, account_id: &str) -> Result<Option<EmailAccountRow>> {
+    pub async fn account(self, account_id: &AccountId) -> Result<Option<EmailAccountRow>> {
         let record: Option<AccountRecord> = sqlx::query_as(&format!(
             "SELECT {ACCOUNT_COLUMNS} FROM email_accounts WHERE account_id = $1"
         ))
-        .bind(account_id)
+        .bind(account_id.as_str())
         .fetch_optional(&self.pool)
         .await?;
         record.map(EmailAccountRow::try_from).transpose()
@@ -192,14 +194,14 @@ impl Email<'_> {
     /// Stores `message` in its thread (made on first sight) unless it is already stored, then
     /// recomputes the thread from its messages; a new message clears the thread's assessment,
     /// so its newest message is assessed again. True when the message was new.
-    pub async fn record_message(self, account_id: &str, message: &NewEmailMessage<'_>) -> Result<bool> {
+    pub async fn record_message(self, account_id: &AccountId, message: &NewEmailMessage<'_>) -> Result<bool> {
         let mut tx = self.pool.begin().await?;
         let (thread,): (Uuid,) = sqlx::query_as(
             "INSERT INTO email_threads (account_id, provider_thread_id, latest_at) VALUES ($1, $2, $3)
              ON CONFLICT (account_id, provider_thread_id) DO UPDATE SET account_id = EXCLUDED.account_id
              RETURNING id",
         )
-        .bind(account_id)
+        .bind(account_id.as_str())
         .bind(message.provider_thread_id)
         .bind(jiff_sqlx::Timestamp::from(message.sent_at))
         .fetch_one(&mut *tx)
@@ -210,7 +212,7 @@ impl Email<'_> {
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
              ON CONFLICT (account_id, provider_message_id) DO NOTHING",
         )
-        .bind(account_id)
+        .bind(account_id.as_str())
         .bind(message.provider_message_id)
         .bind(thread)
         .bind(&message.sender)
@@ -239,14 +241,14 @@ impl Email<'_> {
     /// False when the thread is not projected.
     pub async fn set_labels(
         self,
-        account_id: &str,
+        account_id: &AccountId,
         provider_thread_id: &str,
         labels: &[(String, Vec<String>)],
     ) -> Result<bool> {
         let mut tx = self.pool.begin().await?;
         let thread: Option<(Uuid,)> =
             sqlx::query_as("SELECT id FROM email_threads WHERE account_id = $1 AND provider_thread_id = $2 FOR UPDATE")
-                .bind(account_id)
+                .bind(account_id.as_str())
                 .bind(provider_thread_id)
                 .fetch_optional(&mut *tx)
                 .await?;
@@ -259,11 +261,11 @@ impl Email<'_> {
     }
 
     /// The provider message ids of the account already stored, among `ids`.
-    pub async fn known_messages(self, account_id: &str, ids: &[String]) -> Result<Vec<String>> {
+    pub async fn known_messages(self, account_id: &AccountId, ids: &[String]) -> Result<Vec<String>> {
         let rows: Vec<(String,)> = sqlx::query_as(
             "SELECT provider_message_id FROM email_messages WHERE account_id = $1 AND provider_message_id = ANY($2)",
         )
-        .bind(account_id)
+        .bind(account_id.as_str())
         .bind(ids)
         .fetch_all(&self.pool)
         .await?;
@@ -271,13 +273,13 @@ impl Email<'_> {
     }
 
     /// Addresses the owner has written to from this account (recipients of its sent mail).
-    pub async fn known_correspondents(self, account_id: &str) -> Result<Vec<String>> {
+    pub async fn known_correspondents(self, account_id: &AccountId) -> Result<Vec<String>> {
         let rows: Vec<(String,)> = sqlx::query_as(
             "SELECT DISTINCT lower(person->>'address') FROM email_messages,
                  jsonb_array_elements(recipients || copied) AS person
              WHERE account_id = $1 AND 'SENT' = ANY (labels)",
         )
-        .bind(account_id)
+        .bind(account_id.as_str())
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.into_iter().map(|(address,)| address).collect())
@@ -285,7 +287,7 @@ impl Email<'_> {
 
     /// Up to `limit` threads of the account awaiting assessment, oldest first, each with its
     /// newest message.
-    pub async fn waiting_threads(self, account_id: &str, limit: i64) -> Result<Vec<WaitingThread>> {
+    pub async fn waiting_threads(self, account_id: &AccountId, limit: i64) -> Result<Vec<WaitingThread>> {
         let records: Vec<WaitingRecord> = sqlx::query_as(&format!(
             "SELECT t.id AS thread, m.* FROM email_threads t
              CROSS JOIN LATERAL (SELECT {MESSAGE_COLUMNS} FROM email_messages WHERE thread = t.id
@@ -293,14 +295,14 @@ impl Email<'_> {
              WHERE t.account_id = $1 AND t.importance IS NULL
              ORDER BY t.latest_at, t.id LIMIT $2"
         ))
-        .bind(account_id)
+        .bind(account_id.as_str())
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
         Ok(records
             .into_iter()
             .map(|record| WaitingThread {
-                thread: record.thread,
+                thread: record.thread.into(),
                 message: record.message.into(),
             })
             .collect())
@@ -310,7 +312,7 @@ impl Email<'_> {
     /// since it was read (`provider_message_id` is no longer the newest); true when recorded.
     pub async fn record_assessment(
         self,
-        thread: Uuid,
+        thread: ThreadId,
         provider_message_id: &str,
         assessment: &NewAssessment<'_>,
     ) -> Result<bool> {
@@ -328,7 +330,7 @@ impl Email<'_> {
                        AND $2 = (SELECT provider_message_id FROM email_messages WHERE thread = t.id
                                  ORDER BY sent_at DESC, provider_message_id DESC LIMIT 1)",
                 )
-                .bind(thread)
+                .bind(thread.as_uuid())
                 .bind(provider_message_id)
                 .bind(assessment.importance.as_str())
                 .bind(assessment.reply_need.map(ReplyNeed::as_str))
@@ -342,7 +344,7 @@ impl Email<'_> {
                 .rows_affected()
                     == 1;
                 if recorded {
-                    crate::email::feedback::apply_rules(conn, thread).await?;
+                    crate::email::feedback::apply_rules(conn, thread.as_uuid()).await?;
                 }
                 Ok(recorded)
             },
@@ -356,7 +358,7 @@ impl Email<'_> {
     /// refresh error.
     pub async fn update_completed(
         self,
-        account_id: &str,
+        account_id: &AccountId,
         address: Option<&str>,
         history_id: &str,
         coverage_from: Option<Timestamp>,
@@ -367,7 +369,7 @@ impl Email<'_> {
                  last_error = NULL, last_error_at = NULL
              WHERE account_id = $1",
         )
-        .bind(account_id)
+        .bind(account_id.as_str())
         .bind(address)
         .bind(history_id)
         .bind(coverage_from.map(jiff_sqlx::Timestamp::from))
@@ -390,9 +392,9 @@ impl Email<'_> {
 
     /// Records one automatic model request's charge at this store's clock; `reported` is false
     /// when the provider reported no usage and the request's ceiling was charged.
-    pub async fn record_charge(self, account_id: &str, micros: i64, reported: bool) -> Result<()> {
+    pub async fn record_charge(self, account_id: &AccountId, micros: i64, reported: bool) -> Result<()> {
         sqlx::query("INSERT INTO email_charges (account_id, charged_at, micros, reported) VALUES ($1, $2, $3, $4)")
-            .bind(account_id)
+            .bind(account_id.as_str())
             .bind(self.now_sql())
             .bind(micros)
             .bind(reported)
@@ -403,9 +405,9 @@ impl Email<'_> {
 
     /// Records why new mail of the account waits unassessed (`daily_allowance_spent`,
     /// `monthly_allowance_spent`), or that nothing waits for that reason (`None`).
-    pub async fn set_waiting(self, account_id: &str, waiting: Option<AllowanceWait>) -> Result<()> {
+    pub async fn set_waiting(self, account_id: &AccountId, waiting: Option<AllowanceWait>) -> Result<()> {
         sqlx::query("UPDATE email_accounts SET waiting = $2 WHERE account_id = $1 AND waiting IS DISTINCT FROM $2")
-            .bind(account_id)
+            .bind(account_id.as_str())
             .bind(waiting.map(AllowanceWait::as_str))
             .execute(&self.pool)
             .await?;
@@ -413,9 +415,9 @@ impl Email<'_> {
     }
 
     /// Records a failed update (a stable error code, never message content).
-    pub async fn update_failed(self, account_id: &str, code: &str) -> Result<()> {
+    pub async fn update_failed(self, account_id: &AccountId, code: &str) -> Result<()> {
         sqlx::query("UPDATE email_accounts SET last_error = $2, last_error_at = $3 WHERE account_id = $1")
-            .bind(account_id)
+            .bind(account_id.as_str())
             .bind(code)
             .bind(self.now_sql())
             .execute(&self.pool)

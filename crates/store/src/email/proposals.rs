@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use domain::email::{DraftAuthor, EmailOperationKind};
+use domain::ids::{DraftId, ThreadId};
 use uuid::Uuid;
 use wire::email::SendState;
 
@@ -35,7 +36,7 @@ pub enum RequestProposal {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClaimedProposal {
     pub operation: EmailOperationRow,
-    pub draft: Uuid,
+    pub draft: DraftId,
     pub revision: i32,
 }
 
@@ -80,7 +81,7 @@ fn reply_start(subject: &str, senders: &[String], owner: Option<&str>) -> DraftC
 impl Email<'_> {
     /// Asks the agent to propose a reply in `thread`: on its newest draft that is not sent, else
     /// on a new reply to its newest sender.
-    pub async fn request_proposal(self, thread: Uuid) -> Result<RequestProposal> {
+    pub async fn request_proposal(self, thread: ThreadId) -> Result<RequestProposal> {
         let now = self.now_sql();
         self.transaction(
             async |conn| {
@@ -91,7 +92,7 @@ impl Email<'_> {
                      FROM email_threads t JOIN email_accounts a ON a.account_id = t.account_id
                      WHERE t.id = $1 FOR UPDATE OF t",
                 )
-                .bind(thread)
+                .bind(thread.as_uuid())
                 .fetch_optional(&mut *conn)
                 .await?;
                 let Some((account_id, subject, senders, owner)) = subject else {
@@ -100,9 +101,10 @@ impl Email<'_> {
                 let newest: Option<Uuid> = sqlx::query_scalar(
                     "SELECT id FROM email_drafts WHERE thread = $1 ORDER BY created_at DESC, id DESC LIMIT 1 FOR UPDATE",
                 )
-                .bind(thread)
+                .bind(thread.as_uuid())
                 .fetch_optional(&mut *conn)
                 .await?;
+                let newest = newest.map(DraftId::from);
                 let send = match newest {
                     Some(draft) => draft_send(conn, draft).await?,
                     None => None,
@@ -140,7 +142,7 @@ impl Email<'_> {
                      WHERE draft = $1 AND kind = 'propose_reply' AND state IN ('queued', 'dispatching')
                      ORDER BY created_at LIMIT 1"
                 ))
-                .bind(draft.id)
+                .bind(draft.id.as_uuid())
                 .fetch_optional(&mut *conn)
                 .await?;
                 if let Some(pending) = pending {
@@ -154,8 +156,8 @@ impl Email<'_> {
                 ))
                 .bind(Uuid::now_v7())
                 .bind(&account_id)
-                .bind(thread)
-                .bind(draft.id)
+                .bind(thread.as_uuid())
+                .bind(draft.id.as_uuid())
                 .bind(draft.newest.revision)
                 .bind(now)
                 .fetch_one(&mut *conn)
@@ -198,8 +200,8 @@ impl Email<'_> {
                      FROM email_drafts d JOIN email_operations o ON o.draft = d.id
                      WHERE d.id = $1 AND o.id = $2 FOR UPDATE OF d",
                 )
-                .bind(claimed.draft)
-                .bind(claimed.operation.id)
+                .bind(claimed.draft.as_uuid())
+                .bind(claimed.operation.id.as_uuid())
                 .fetch_optional(&mut *conn)
                 .await?;
                 let landing = match (locked, read_draft(conn, claimed.draft).await?) {

@@ -8,7 +8,7 @@
 
 use domain::agent::Agent;
 use domain::approval::InvocationState;
-use domain::ids::{PrincipalId, RunId, SessionId};
+use domain::ids::{DraftId, PrincipalId, RunId, SessionId};
 use domain::run::{RunLimits, RunState};
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -51,7 +51,7 @@ impl DraftSend {
 /// What the owner froze.
 #[derive(Debug)]
 pub struct Freeze<'a> {
-    pub draft: Uuid,
+    pub draft: DraftId,
     /// The revision the owner reviewed: it must still be the newest.
     pub revision: i32,
     pub principal: &'a PrincipalId,
@@ -113,7 +113,7 @@ impl SendRecord {
 }
 
 /// The newest freeze of `draft` and what became of it, on `conn`; `None` when it was never frozen.
-pub(crate) async fn draft_send(conn: &mut PgConnection, draft: Uuid) -> Result<Option<DraftSend>> {
+pub(crate) async fn draft_send(conn: &mut PgConnection, draft: DraftId) -> Result<Option<DraftSend>> {
     let record: Option<SendRecord> = sqlx::query_as(
         "SELECT d.send_run, d.session_id, d.frozen_revision, r.state AS run_state, r.outcome_reason,
                 i.state AS invocation_state, i.code AS invocation_code, a.id AS approval_id, m.state AS reconciliation
@@ -124,7 +124,7 @@ pub(crate) async fn draft_send(conn: &mut PgConnection, draft: Uuid) -> Result<O
          LEFT JOIN mail_reconciliations m ON m.invocation_id = i.id
          WHERE d.id = $1",
     )
-    .bind(draft)
+    .bind(draft.as_uuid())
     .fetch_optional(&mut *conn)
     .await?;
     record.map(SendRecord::into_send).transpose()
@@ -132,9 +132,9 @@ pub(crate) async fn draft_send(conn: &mut PgConnection, draft: Uuid) -> Result<O
 
 /// Locks the run of `draft`'s newest freeze (lock order: the draft, then the run, which is what
 /// an approval decision and the worker's dispatch lock first) and reads what became of it.
-pub(crate) async fn locked_send(conn: &mut PgConnection, draft: Uuid) -> Result<Option<DraftSend>> {
+pub(crate) async fn locked_send(conn: &mut PgConnection, draft: DraftId) -> Result<Option<DraftSend>> {
     sqlx::query("SELECT 1 FROM runs WHERE id = (SELECT send_run FROM email_drafts WHERE id = $1) FOR UPDATE")
-        .bind(draft)
+        .bind(draft.as_uuid())
         .execute(&mut *conn)
         .await?;
     draft_send(conn, draft).await
@@ -146,7 +146,7 @@ pub(crate) async fn locked_send(conn: &mut PgConnection, draft: Uuid) -> Result<
 /// and is on its way, was sent, or has an unknown outcome still being looked for.
 pub(crate) async fn void_unapproved(
     conn: &mut PgConnection,
-    draft: Uuid,
+    draft: DraftId,
     now: jiff_sqlx::Timestamp,
 ) -> Result<std::result::Result<(), DraftSend>> {
     let Some(send) = locked_send(conn, draft).await? else {
@@ -293,13 +293,13 @@ pub(crate) async fn begin_send(
     .bind(Uuid::now_v7())
     .bind(run)
     .bind(session.as_uuid())
-    .bind(format!("draft-{}-{}", freeze.draft.simple(), freeze.revision))
+    .bind(format!("draft-{}-{}", freeze.draft.as_uuid().simple(), freeze.revision))
     .bind(freeze.tool)
     .bind(arguments)
     .execute(&mut *conn)
     .await?;
     sqlx::query("UPDATE email_drafts SET session_id = $2, send_run = $3, frozen_revision = $4 WHERE id = $1")
-        .bind(freeze.draft)
+        .bind(freeze.draft.as_uuid())
         .bind(session.as_uuid())
         .bind(run)
         .bind(freeze.revision)
@@ -311,15 +311,16 @@ pub(crate) async fn begin_send(
 
 impl Email<'_> {
     /// The draft whose send session `session` is; `None` for a conversation.
-    pub async fn send_session_draft(self, session: SessionId) -> Result<Option<Uuid>> {
-        Ok(sqlx::query_scalar("SELECT id FROM email_drafts WHERE session_id = $1")
+    pub async fn send_session_draft(self, session: SessionId) -> Result<Option<DraftId>> {
+        let id: Option<Uuid> = sqlx::query_scalar("SELECT id FROM email_drafts WHERE session_id = $1")
             .bind(session.as_uuid())
             .fetch_optional(&self.pool)
-            .await?)
+            .await?;
+        Ok(id.map(DraftId::from))
     }
 
     /// What became of `draft`'s newest freeze; `None` when it was never frozen.
-    pub async fn draft_send(self, draft: Uuid) -> Result<Option<DraftSend>> {
+    pub async fn draft_send(self, draft: DraftId) -> Result<Option<DraftSend>> {
         let mut conn = self.pool.acquire().await?;
         draft_send(&mut conn, draft).await
     }
