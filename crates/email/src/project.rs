@@ -16,21 +16,9 @@ pub enum ProjectError {
     Unparseable,
 }
 
-/// A person or mailbox on a message.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Correspondent {
-    pub name: Option<String>,
-    /// Lowercased.
-    pub address: String,
-}
-
-/// What is known of an attachment: never its bytes.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AttachmentMeta {
-    pub filename: Option<String>,
-    pub media_type: String,
-    pub size_bytes: u64,
-}
+/// A person or mailbox on a message (its address lowercased here), and what is known of an
+/// attachment (never its bytes): the contract's own types, stored and served as they are.
+pub use wire::email::{AttachmentMeta, Correspondent};
 
 /// The headers that mark mail sent to many (RFC 2369, RFC 3834, `Precedence`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -24,12 +24,9 @@ pub enum Proposed {
 
 /// The greeting's name: the display name's first word, else the address's local part.
 fn first_name(message: &EmailMessageRow) -> Option<String> {
-    let name = message.sender["name"]
-        .as_str()
-        .and_then(|name| name.split_whitespace().next());
-    let local = message.sender["address"]
-        .as_str()
-        .and_then(|address| address.split('@').next());
+    let sender = message.sender.as_ref()?;
+    let name = sender.name.as_deref().and_then(|name| name.split_whitespace().next());
+    let local = sender.address.split('@').next();
     name.or(local).filter(|word| !word.is_empty()).map(str::to_owned)
 }
 
@@ -38,9 +35,10 @@ fn first_name(message: &EmailMessageRow) -> Option<String> {
 /// endorsed wording as the closing, else `Best regards`.
 pub fn offline_reply(messages: &[EmailMessageRow], owner: &str, style: &[String]) -> String {
     let theirs = messages.iter().rev().find(|message| {
-        message.sender["address"]
-            .as_str()
-            .is_some_and(|address| !address.eq_ignore_ascii_case(owner))
+        message
+            .sender
+            .as_ref()
+            .is_some_and(|sender| !sender.address.eq_ignore_ascii_case(owner))
     });
     let greeting = match theirs.and_then(first_name) {
         Some(name) => format!("Hi {name},"),
@@ -118,14 +116,17 @@ mod tests {
     fn message(name: Option<&str>, address: &str, body: &str) -> EmailMessageRow {
         EmailMessageRow {
             provider_message_id: "m".into(),
-            sender: json!({ "name": name, "address": address }),
-            recipients: json!([]),
-            copied: json!([]),
+            sender: Some(wire::email::Correspondent {
+                name: name.map(str::to_owned),
+                address: address.into(),
+            }),
+            recipients: Vec::new(),
+            copied: Vec::new(),
             sent_at: jiff::Timestamp::UNIX_EPOCH,
             subject: "Plan".into(),
             body: body.into(),
             text_cut: false,
-            attachments: json!([]),
+            attachments: Vec::new(),
             bulk: json!({}),
         }
     }

@@ -437,14 +437,14 @@ pub(crate) enum Metered<T> {
 /// A stored message as the classifier reads it.
 pub(crate) fn rebuild(message: &EmailMessageRow) -> ProjectedMessage {
     ProjectedMessage {
-        from: serde_json::from_value(message.sender.clone()).unwrap_or_default(),
-        to: serde_json::from_value(message.recipients.clone()).unwrap_or_default(),
-        cc: serde_json::from_value(message.copied.clone()).unwrap_or_default(),
+        from: message.sender.clone(),
+        to: message.recipients.clone(),
+        cc: message.copied.clone(),
         subject: Some(message.subject.clone()).filter(|subject| !subject.is_empty()),
         date: Some(message.sent_at),
         text: message.body.clone(),
         text_cut: message.text_cut,
-        attachments: serde_json::from_value(message.attachments.clone()).unwrap_or_default(),
+        attachments: message.attachments.clone(),
         bulk: serde_json::from_value(message.bulk.clone()).unwrap_or_default(),
     }
 }

@@ -14,15 +14,13 @@ use domain::ErrorCode;
 use domain::cursor::CursorKind;
 use domain::email::{DraftStanding, MailboxWrite, ReplyNeed};
 use domain::ids::{AccountId, DraftId, ThreadId};
-use serde_json::Value;
 use store::{
     EmailAccountRow, EmailMessageRow, EmailOperationRow, InboxPosition, InboxQuery, ThreadSummary, WriteRequest,
 };
 use uuid::Uuid;
 use wire::email::{
-    AttachmentMeta, Correspondent, EmailAccount, EmailAccountList, EmailMessage, EmailOperation, EmailThread,
-    EmailThreadPage, EmailThreadSummary, Freshness, InboxView, ListEmailThreads, MailboxPlace, RefreshAnswer,
-    ThreadState,
+    EmailAccount, EmailAccountList, EmailMessage, EmailOperation, EmailThread, EmailThreadPage, EmailThreadSummary,
+    Freshness, InboxView, ListEmailThreads, MailboxPlace, RefreshAnswer, ThreadState,
 };
 
 use crate::AppState;
@@ -58,11 +56,6 @@ fn account(row: EmailAccountRow, send_tool: Option<String>) -> EmailAccount {
     }
 }
 
-/// Correspondent objects as the projection stores them; anything else is left out.
-fn correspondents(value: Value) -> Vec<Correspondent> {
-    serde_json::from_value(value).unwrap_or_default()
-}
-
 pub(crate) fn summary(row: ThreadSummary) -> EmailThreadSummary {
     let place = if row.in_spam {
         MailboxPlace::Spam
@@ -90,7 +83,7 @@ pub(crate) fn summary(row: ThreadSummary) -> EmailThreadSummary {
         account_id: row.account_id.into_string(),
         provider_thread_id: row.provider_thread_id,
         subject: row.subject,
-        correspondents: correspondents(row.correspondents),
+        correspondents: row.correspondents,
         latest_at: row.latest_at,
         message_count: u32::try_from(row.message_count).unwrap_or_default(),
         has_attachments: row.has_attachments,
@@ -102,24 +95,21 @@ pub(crate) fn summary(row: ThreadSummary) -> EmailThreadSummary {
         suspected_spam: row.suspected_spam,
         draft_id: row.draft_id.map(DraftId::as_uuid),
         kind: row.kind,
-        reasons: serde_json::from_value(row.reasons).unwrap_or_else(|error| {
-            tracing::error!(%error, thread = %row.id, "a conversation's feedback reasons are unreadable");
-            Vec::new()
-        }),
+        reasons: row.reasons,
     }
 }
 
 fn message(row: EmailMessageRow) -> EmailMessage {
     EmailMessage {
         message_id: row.provider_message_id,
-        from: serde_json::from_value(row.sender).unwrap_or_default(),
-        to: correspondents(row.recipients),
-        cc: correspondents(row.copied),
+        from: row.sender,
+        to: row.recipients,
+        cc: row.copied,
         sent_at: row.sent_at,
         subject: row.subject,
         text: row.body,
         text_cut: row.text_cut,
-        attachments: serde_json::from_value::<Vec<AttachmentMeta>>(row.attachments).unwrap_or_default(),
+        attachments: row.attachments,
     }
 }
 

@@ -149,7 +149,7 @@ async fn the_inbox_orders_by_reply_need_then_date_and_pages_by_keyset() {
     assert_eq!(messages[0].provider_message_id, slides);
     assert!(messages[0].body.contains("Here they are."));
     assert_eq!(
-        messages[0].attachments,
+        serde_json::to_value(&messages[0].attachments).expect("json"),
         serde_json::json!([{ "filename": "slides.pdf", "media_type": "application/pdf", "size_bytes": 2048 }])
     );
     assert!(
@@ -158,5 +158,17 @@ async fn the_inbox_orders_by_reply_need_then_date_and_pages_by_keyset() {
             .await
             .expect("thread")
             .is_none()
+    );
+
+    // A stored shape the projection never writes is corruption, never an empty list.
+    sqlx::query("UPDATE email_messages SET recipients = '{\"to\": 1}' WHERE provider_message_id = $1")
+        .bind(&slides)
+        .execute(&db.pool)
+        .await
+        .expect("corrupt");
+    let read = api.email().thread(important[2].id).await;
+    assert!(
+        matches!(&read, Err(store::StoreError::Corrupt(what)) if what.contains("email_messages.recipients")),
+        "{read:?}"
     );
 }

@@ -12,8 +12,9 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::email::Email;
-use crate::email::projection::{EmailMessageRow, MESSAGE_COLUMNS, MessageRecord};
+use crate::email::projection::{EmailMessageRow, MESSAGE_COLUMNS, MessageRecord, stored_json};
 use crate::{Result, StoreError, named_optional, timestamp};
+use wire::email::{Correspondent, Feedback};
 
 /// Where a page ends: the last row's ordering key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,8 +62,8 @@ pub struct ThreadSummary {
     pub account_id: AccountId,
     pub provider_thread_id: String,
     pub subject: String,
-    /// Correspondent objects, each sender once.
-    pub correspondents: Value,
+    /// Each sender once.
+    pub correspondents: Vec<Correspondent>,
     pub latest_at: Timestamp,
     pub message_count: i32,
     pub has_attachments: bool,
@@ -86,8 +87,8 @@ pub struct ThreadSummary {
     pub draft_state: Option<DraftStanding>,
     /// What kind of content the newest message is.
     pub kind: Option<ContentKind>,
-    /// The feedback rules that decided what shows (as `wire::email::Feedback` objects).
-    pub reasons: Value,
+    /// The feedback rules that decided what shows.
+    pub reasons: Vec<Feedback>,
 }
 
 impl ThreadSummary {
@@ -138,7 +139,7 @@ impl TryFrom<SummaryRecord> for ThreadSummary {
             account_id: record.account_id.into(),
             provider_thread_id: record.provider_thread_id,
             subject: record.subject,
-            correspondents: record.correspondents,
+            correspondents: stored_json("email_threads.correspondents", record.correspondents)?,
             latest_at: timestamp(record.latest_at),
             message_count: record.message_count,
             has_attachments: record.has_attachments,
@@ -157,7 +158,7 @@ impl TryFrom<SummaryRecord> for ThreadSummary {
             draft_id: record.draft_id.map(DraftId::from),
             draft_state: named_optional(record.draft_state)?,
             kind: named_optional(record.kind)?,
-            reasons: record.reasons,
+            reasons: stored_json("email_threads reasons", record.reasons)?,
         })
     }
 }
@@ -245,6 +246,6 @@ impl Email<'_> {
         .bind(id.as_uuid())
         .fetch_all(&self.pool)
         .await?;
-        Ok(messages.into_iter().map(EmailMessageRow::from).collect())
+        messages.into_iter().map(EmailMessageRow::try_from).collect()
     }
 }

@@ -10,6 +10,7 @@ use jiff::Timestamp;
 use serde_json::Value;
 use sqlx::PgConnection;
 use uuid::Uuid;
+use wire::email::{AttachmentMeta, Correspondent};
 
 use crate::email::Email;
 use crate::{Result, StoreError, named_optional, timestamp};
@@ -91,15 +92,15 @@ pub(crate) const MESSAGE_COLUMNS: &str =
 #[derive(Clone, Debug, PartialEq)]
 pub struct EmailMessageRow {
     pub provider_message_id: String,
-    /// A correspondent object, or null.
-    pub sender: Value,
-    pub recipients: Value,
-    pub copied: Value,
+    pub sender: Option<Correspondent>,
+    pub recipients: Vec<Correspondent>,
+    pub copied: Vec<Correspondent>,
     pub sent_at: Timestamp,
     pub subject: String,
     pub body: String,
     pub text_cut: bool,
-    pub attachments: Value,
+    pub attachments: Vec<AttachmentMeta>,
+    /// The bulk headers it carries (the `email` crate's shape).
     pub bulk: Value,
 }
 
@@ -117,21 +118,28 @@ pub(crate) struct MessageRecord {
     bulk: Value,
 }
 
-impl From<MessageRecord> for EmailMessageRow {
-    fn from(record: MessageRecord) -> Self {
-        EmailMessageRow {
+impl TryFrom<MessageRecord> for EmailMessageRow {
+    type Error = StoreError;
+
+    fn try_from(record: MessageRecord) -> Result<Self> {
+        Ok(EmailMessageRow {
+            sender: stored_json("email_messages.sender", record.sender)?,
+            recipients: stored_json("email_messages.recipients", record.recipients)?,
+            copied: stored_json("email_messages.copied", record.copied)?,
+            attachments: stored_json("email_messages.attachments", record.attachments)?,
             provider_message_id: record.provider_message_id,
-            sender: record.sender,
-            recipients: record.recipients,
-            copied: record.copied,
             sent_at: timestamp(record.sent_at),
             subject: record.subject,
             body: record.body,
             text_cut: record.text_cut,
-            attachments: record.attachments,
             bulk: record.bulk,
-        }
+        })
     }
+}
+
+/// A stored JSON column in the shape the projection writes; any other shape is corruption.
+pub(crate) fn stored_json<T: serde::de::DeserializeOwned>(column: &str, value: Value) -> Result<T> {
+    serde_json::from_value(value).map_err(|error| StoreError::Corrupt(format!("{column}: {error}")))
 }
 
 /// A thread whose newest message waits for assessment, with that message.
@@ -299,13 +307,15 @@ impl Email<'_> {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        Ok(records
+        records
             .into_iter()
-            .map(|record| WaitingThread {
-                thread: record.thread.into(),
-                message: record.message.into(),
+            .map(|record| {
+                Ok(WaitingThread {
+                    thread: record.thread.into(),
+                    message: record.message.try_into()?,
+                })
             })
-            .collect())
+            .collect()
     }
 
     /// Records the assessment of `thread`'s newest message, unless a newer message arrived
