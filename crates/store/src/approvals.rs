@@ -1,7 +1,7 @@
 //! The owner's side of parked runs: pending approvals, decisions (the first stored resolution
 //! wins) and answers to questions. A decision or answer re-queues the run for any worker.
 
-use domain::approval::{ApprovalStatus, InvocationState};
+use domain::approval::{ApprovalStatus, InvocationState, Risk};
 use domain::ids::{PrincipalId, RunId, SessionId};
 use jiff::Timestamp;
 use serde_json::{Value, json};
@@ -23,7 +23,7 @@ pub struct ApprovalRow {
     pub session_id: SessionId,
     pub invocation_id: Uuid,
     pub tool: String,
-    pub risk: String,
+    pub risk: Risk,
     pub arguments: Value,
     pub argument_digests: Value,
     pub status: ApprovalStatus,
@@ -59,7 +59,8 @@ impl ApprovalRow {
             session_id: SessionId::from_uuid(record.session_id),
             invocation_id: record.invocation_id,
             tool: record.tool,
-            risk: record.risk,
+            risk: Risk::parse(&record.risk)
+                .ok_or_else(|| StoreError::Corrupt(format!("approval risk `{}`", record.risk)))?,
             arguments: record.arguments,
             argument_digests: record.argument_digests,
             status: ApprovalStatus::parse(&record.status)

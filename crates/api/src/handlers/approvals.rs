@@ -3,7 +3,6 @@
 use axum::extract::State;
 use axum::{Extension, Json as JsonResponse};
 use domain::ErrorCode;
-use domain::approval::Risk;
 use domain::ids::{RunId, SessionId};
 use store::{Answer, ApprovalRow, Decide, Decision};
 use uuid::Uuid;
@@ -23,7 +22,7 @@ pub(crate) fn approval(row: &ApprovalRow) -> Approval {
         session_id: row.session_id.as_uuid(),
         invocation_id: row.invocation_id,
         tool: row.tool.clone(),
-        risk: Risk::parse(&row.risk).unwrap_or(Risk::High),
+        risk: row.risk,
         arguments: row.arguments.clone(),
         argument_digests: row
             .argument_digests
