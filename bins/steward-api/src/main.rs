@@ -8,13 +8,7 @@ use api::ApiConfig;
 fn main() -> ExitCode {
     // Hardening and configuration happen before the runtime exists: a bad environment is one
     // clear line.
-    let config = match role::prepare("steward-api", role::RoleKind::Application, || {
-        ApiConfig::from_env(|name| std::env::var(name).ok())
-    }) {
-        Ok(config) => config,
-        Err(code) => return code,
-    };
-    role::run(config.log_level, serve(config))
+    role::main("steward-api", role::RoleKind::Application, serve)
 }
 
 async fn serve(config: ApiConfig) -> anyhow::Result<()> {

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use domain::env::{Env, EnvError, LogLevel, invalid};
+use domain::env::{Env, EnvError, FromEnv, LogLevel, invalid};
 use domain::flags::{FeatureFlags, Flag, FlagError};
 use email::refresh::Refresher;
 use email::worker::{AsyncWorker, Pace};
@@ -56,7 +56,13 @@ struct Config {
     log_level: LogLevel,
 }
 
-impl Config {
+impl FromEnv for Config {
+    type Error = ConfigError;
+
+    fn log_level(&self) -> LogLevel {
+        self.log_level
+    }
+
     fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let env = Env::new(&lookup);
         let flags = FeatureFlags::from_env(env.lookup())?;
@@ -91,13 +97,7 @@ impl Config {
 }
 
 fn main() -> ExitCode {
-    let config = match role::prepare("steward-async-worker", role::RoleKind::Application, || {
-        Config::from_env(role::environment)
-    }) {
-        Ok(config) => config,
-        Err(code) => return code,
-    };
-    role::run(config.log_level, work(config))
+    role::main("steward-async-worker", role::RoleKind::Application, work)
 }
 
 async fn work(config: Config) -> anyhow::Result<()> {

@@ -24,7 +24,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use domain::env::{Env, EnvError, LogLevel, invalid};
+use domain::env::{Env, EnvError, FromEnv, LogLevel, invalid};
 use hardening::secret_file::SecretFileError;
 
 /// The shortest signing secret accepted.
@@ -58,7 +58,13 @@ struct Config {
     log_level: LogLevel,
 }
 
-impl Config {
+impl FromEnv for Config {
+    type Error = ConfigError;
+
+    fn log_level(&self) -> LogLevel {
+        self.log_level
+    }
+
     fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let env = Env::new(&lookup);
         if !env.switch("AGENT_CALL_INGRESS_ENABLED")? {
@@ -102,13 +108,7 @@ impl Config {
 }
 
 fn main() -> ExitCode {
-    let config = match role::prepare("steward-call-ingress", role::RoleKind::CallIngress, || {
-        Config::from_env(role::environment)
-    }) {
-        Ok(config) => config,
-        Err(code) => return code,
-    };
-    role::run(config.log_level, serve(config))
+    role::main("steward-call-ingress", role::RoleKind::CallIngress, serve)
 }
 
 async fn serve(config: Config) -> anyhow::Result<()> {

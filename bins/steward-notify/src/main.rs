@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use domain::env::{Env, EnvError, LogLevel};
+use domain::env::{Env, EnvError, FromEnv, LogLevel};
 use domain::flags::{FeatureFlags, Flag, FlagError};
 use hardening::secret_file::SecretFileError;
 use notify::apns::{Apns, ApnsConfig};
@@ -49,7 +49,13 @@ struct Config {
     log_level: LogLevel,
 }
 
-impl Config {
+impl FromEnv for Config {
+    type Error = ConfigError;
+
+    fn log_level(&self) -> LogLevel {
+        self.log_level
+    }
+
     fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let env = Env::new(&lookup);
         let flags = FeatureFlags::from_env(env.lookup())?;
@@ -88,13 +94,7 @@ impl Config {
 }
 
 fn main() -> ExitCode {
-    let config = match role::prepare("steward-notify", role::RoleKind::Application, || {
-        Config::from_env(role::environment)
-    }) {
-        Ok(config) => config,
-        Err(code) => return code,
-    };
-    role::run(config.log_level, deliver(config))
+    role::main("steward-notify", role::RoleKind::Application, deliver)
 }
 
 async fn deliver(config: Config) -> anyhow::Result<()> {

@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use domain::env::{Env, EnvError, LogLevel};
+use domain::env::{Env, EnvError, FromEnv, LogLevel};
 use domain::mail_environment::MailEnvironmentError;
 use domain::manifest::AccountIds;
 use store::Store;
@@ -54,7 +54,13 @@ struct Config {
     log_level: LogLevel,
 }
 
-impl Config {
+impl FromEnv for Config {
+    type Error = ConfigError;
+
+    fn log_level(&self) -> LogLevel {
+        self.log_level
+    }
+
     fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let env = Env::new(&lookup);
         let database = store::Database::from_env(&env, 4)?;
@@ -88,13 +94,7 @@ impl Config {
 }
 
 fn main() -> ExitCode {
-    let config = match role::prepare("steward-schedule", role::RoleKind::Application, || {
-        Config::from_env(role::environment)
-    }) {
-        Ok(config) => config,
-        Err(code) => return code,
-    };
-    role::run(config.log_level, fire(config))
+    role::main("steward-schedule", role::RoleKind::Application, fire)
 }
 
 /// The connected accounts' ids, read fresh for each firing batch.

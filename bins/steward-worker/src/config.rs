@@ -5,7 +5,7 @@
 //! missing, shared, symlinked, mis-scoped or mis-tagged document stops it (fail closed).
 
 use agent::worker::{ReconcilePolicy, Settings};
-use domain::env::{Env, EnvError, LogLevel};
+use domain::env::{Env, EnvError, FromEnv, LogLevel};
 use domain::flags::{FeatureFlags, Flag, FlagError};
 use mail_mcp::accounts::{AccountsError, MailAccounts};
 use model_client::endpoint::{EndpointError, OpenAiEndpoint};
@@ -37,8 +37,14 @@ pub struct WorkerConfig {
     pub log_level: LogLevel,
 }
 
-impl WorkerConfig {
-    pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<WorkerConfig, ConfigError> {
+impl FromEnv for WorkerConfig {
+    type Error = ConfigError;
+
+    fn log_level(&self) -> LogLevel {
+        self.log_level
+    }
+
+    fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<WorkerConfig, ConfigError> {
         let env = Env::new(&lookup);
         let database = store::Database::from_env(&env, 10)?;
         let flags = FeatureFlags::from_env(env.lookup())?;

@@ -9,13 +9,7 @@ use anyhow::Context;
 use steward_worker::config::WorkerConfig;
 
 fn main() -> ExitCode {
-    let config = match role::prepare("steward-worker", role::RoleKind::Application, || {
-        WorkerConfig::from_env(role::environment)
-    }) {
-        Ok(config) => config,
-        Err(code) => return code,
-    };
-    role::run(config.log_level, work(config))
+    role::main("steward-worker", role::RoleKind::Application, work)
 }
 
 async fn work(config: WorkerConfig) -> anyhow::Result<()> {

@@ -27,7 +27,7 @@ use std::path::PathBuf;
 
 use domain::agent::{AgentDefinition, AgentError, AgentRegistry};
 use domain::cursor::CursorCodec;
-use domain::env::{Env, EnvError, LogLevel, invalid};
+use domain::env::{Env, EnvError, FromEnv, LogLevel, invalid};
 use domain::flags::{FeatureFlags, FlagError};
 use domain::ids::PrincipalId;
 use domain::mail_environment::{MailEnvironment, MailEnvironmentError};
@@ -94,10 +94,16 @@ pub struct ApiConfig {
     pub mail_accounts: Option<AccountIds>,
 }
 
-impl ApiConfig {
+impl FromEnv for ApiConfig {
+    type Error = ConfigError;
+
+    fn log_level(&self) -> LogLevel {
+        self.log_level
+    }
+
     /// Parses and checks the environment given by `lookup`, reading the token file (after its
     /// ownership and mode checks) and the optional agent definitions file.
-    pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<ApiConfig, ConfigError> {
+    fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<ApiConfig, ConfigError> {
         let env = Env::new(&lookup);
         let database = store::Database::from_env(&env, 10)?;
         let listen_addr = env

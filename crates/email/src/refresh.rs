@@ -118,13 +118,17 @@ impl Refresher {
         outcome
     }
 
-    async fn update_projection(&self, account: &ReadAccount) -> Result<Updated, RefreshError> {
-        let state = self
-            .store
+    /// The account's row: its refresh state.
+    async fn account_state(&self, account: &ReadAccount) -> Result<store::EmailAccountRow, RefreshError> {
+        self.store
             .email()
             .account(&account.account_id)
             .await?
-            .ok_or_else(|| RefreshError::UnknownAccount(account.account_id.clone()))?;
+            .ok_or_else(|| RefreshError::UnknownAccount(account.account_id.clone()))
+    }
+
+    async fn update_projection(&self, account: &ReadAccount) -> Result<Updated, RefreshError> {
+        let state = self.account_state(account).await?;
         let Some(start) = state.history_id else {
             return self.backfill(account, UpdateKind::Backfill).await;
         };
@@ -277,12 +281,7 @@ impl Refresher {
             }
             return Ok(0);
         }
-        let state = self
-            .store
-            .email()
-            .account(&account.account_id)
-            .await?
-            .ok_or_else(|| RefreshError::UnknownAccount(account.account_id.clone()))?;
+        let state = self.account_state(account).await?;
         let owner: HashSet<String> = state.address.iter().map(|address| address.to_lowercase()).collect();
         let known: HashSet<String> = self
             .store

@@ -88,12 +88,7 @@ pub fn read_accounts_from_env(get: impl Fn(&str) -> Option<String>) -> Result<Op
         .map(|files| {
             Ok(ReadAccount {
                 account_id: files.account_id.clone().into(),
-                read: load_document(
-                    files,
-                    MailScope::Read,
-                    configured.tagged,
-                    configured.credentials.as_deref(),
-                )?,
+                read: configured.load(files, MailScope::Read)?,
             })
         })
         .collect::<Result<Vec<_>, _>>()
@@ -119,6 +114,11 @@ struct Configured {
 }
 
 impl Configured {
+    /// Loads the `scope` document of `files` (see [`load_document`]).
+    fn load(&self, files: &AccountFiles, scope: MailScope) -> Result<CredentialDocument, AccountsError> {
+        load_document(files, scope, self.tagged, self.credentials.as_deref())
+    }
+
     fn from_env(get: impl Fn(&str) -> Option<String>) -> Result<Option<Configured>, AccountsError> {
         let credentials = credentials_directory(&get);
         let (default_account, accounts, tagged) = match MailEnvironment::parse(get)? {
@@ -170,24 +170,9 @@ impl MailAccounts {
             .map(|files| {
                 Ok(Account {
                     account_id: files.account_id.clone(),
-                    read: load_document(
-                        files,
-                        MailScope::Read,
-                        configured.tagged,
-                        configured.credentials.as_deref(),
-                    )?,
-                    write: load_document(
-                        files,
-                        MailScope::Write,
-                        configured.tagged,
-                        configured.credentials.as_deref(),
-                    )?,
-                    send: load_document(
-                        files,
-                        MailScope::Send,
-                        configured.tagged,
-                        configured.credentials.as_deref(),
-                    )?,
+                    read: configured.load(files, MailScope::Read)?,
+                    write: configured.load(files, MailScope::Write)?,
+                    send: configured.load(files, MailScope::Send)?,
                 })
             })
             .collect::<Result<Vec<_>, AccountsError>>()?;

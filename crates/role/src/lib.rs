@@ -7,7 +7,7 @@ use std::future::Future;
 use std::process::ExitCode;
 use std::time::Duration;
 
-pub use domain::env::{Env, EnvError, LogLevel};
+pub use domain::env::{Env, EnvError, FromEnv, LogLevel};
 pub use hardening::environment::RoleKind;
 use hardening::process::ALLOW_ROOT_VARIABLE;
 
@@ -54,6 +54,19 @@ pub fn prepare<C, E: Display>(
     };
     hardening::process::harden(allow_root).map_err(|error| refuse(&error))?;
     config().map_err(|error| refuse(&error))
+}
+
+/// A daemon role's whole `main`: [`prepare`] with its configuration `C` read from the process
+/// environment, then [`run`] `work` on it at its log level.
+pub fn main<C: FromEnv, F: Future<Output = anyhow::Result<()>>>(
+    role: &str,
+    kind: RoleKind,
+    work: impl FnOnce(C) -> F,
+) -> ExitCode {
+    match prepare(role, kind, || C::from_env(environment)) {
+        Ok(config) => run(config.log_level(), work(config)),
+        Err(code) => code,
+    }
 }
 
 /// Tells the service manager the role is ready (`READY=1`) and, when the unit sets

@@ -8,6 +8,10 @@ use uuid::Uuid;
 
 use crate::{Result, Store, StoreError, timestamp};
 
+/// Push notifications of approvals, questions and schedule outcomes wait this long (the
+/// contract's delay), so one resolved meanwhile is never pushed.
+pub(crate) const PUSH_DELAY_SECONDS: f64 = 30.0;
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct NotificationRow {
     pub id: Uuid,

@@ -19,11 +19,10 @@ use uuid::Uuid;
 use wire::event::{Event, ScheduledBy, UserMessage, UserMessageCreated};
 
 use crate::events::{Appending, append_to_sessions};
+use crate::notifications::PUSH_DELAY_SECONDS;
 use crate::wake::{Hint, hint};
 use crate::{Result, Store};
 
-/// Outcome notifications wait this long before push delivery, like approvals.
-const PUSH_DELAY_SECONDS: f64 = 30.0;
 /// Why an occurrence did not run because it fired too late.
 pub const MISFIRE: &str = "misfire";
 /// Why a schedule stopped: its time zone or local time cannot be used on this host.

@@ -2,6 +2,7 @@
 //! model, and a provider speaking the Gmail wire format (`testkit::gmail`). Two accounts: the
 //! default `personal` and the named `work`, each with its own three single-scope documents.
 
+use domain::env::FromEnv as _;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 

@@ -1,6 +1,7 @@
 //! A stack for one test: a fresh database, the API on 127.0.0.1, and workers in-process or as
 //! real `steward-worker` processes.
 
+use domain::env::FromEnv as _;
 use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;

@@ -89,12 +89,7 @@ async fn a_second_message_attaches_to_the_active_run_and_queues_nothing() {
     let stack = Stack::api("sessions.read,sessions.write").await;
     let (base, db) = (stack.base.clone(), &stack.db);
     let client = Client::new(&base, TOKEN).expect("client");
-    let session = client
-        .create_session("default", None)
-        .await
-        .expect("create")
-        .summary
-        .session_id;
+    let session = new_session(&client).await;
     // No worker runs here: the first run stays queued, so it is the active run.
     let first = client.submit(session, &message("first")).await.expect("submit");
     let Submitted::Accepted(run) = &first else {
@@ -166,12 +161,7 @@ async fn a_retry_after_a_lost_answer_finds_the_run_the_first_attempt_made() {
     let stack = Stack::api("sessions.read,sessions.write").await;
     let (base, db) = (stack.base.clone(), &stack.db);
     let direct = Client::new(&base, TOKEN).expect("client");
-    let session = direct
-        .create_session("default", None)
-        .await
-        .expect("create")
-        .summary
-        .session_id;
+    let session = new_session(&direct).await;
     let (proxy, dropped) = dropping_proxy(base).await;
     let through = Client::new(&proxy, TOKEN).expect("client");
     let submitted = through.submit(session, &message("once only")).await.expect("retried");
@@ -250,12 +240,7 @@ async fn the_stream_through_random_cuts_yields_every_persisted_event_once_in_ord
     let stack = Stack::api("sessions.read,sessions.write").await;
     let (base, db) = (stack.base.clone(), &stack.db);
     let direct = Client::new(&base, TOKEN).expect("client");
-    let session = direct
-        .create_session("default", None)
-        .await
-        .expect("create")
-        .summary
-        .session_id;
+    let session = new_session(&direct).await;
     let run = uuid::Uuid::new_v4();
     sqlx::query(
         "INSERT INTO events (session_id, seq, run_id, kind, payload, created_at)
@@ -328,12 +313,7 @@ async fn until<T>(follow: &mut client::Follow, mut stop: impl FnMut(&Event) -> O
 async fn a_cut_argument_is_proven_by_its_digest_and_a_tampered_one_is_refused() {
     let stack = Stack::with_worker("sessions.read,sessions.write").await;
     let client = stack.client();
-    let session = client
-        .create_session("default", None)
-        .await
-        .expect("create")
-        .summary
-        .session_id;
+    let session = new_session(&client).await;
     let long = "Oat milk, and a loaf of bread. ".repeat(25);
     assert!(long.chars().count() > 512);
     let text = format!("/tool notes.add {}", serde_json::json!({ "text": long }));
@@ -420,12 +400,7 @@ async fn a_cut_argument_is_proven_by_its_digest_and_a_tampered_one_is_refused() 
 async fn a_question_is_answered_with_its_displayed_id() {
     let stack = Stack::with_worker("sessions.read,sessions.write").await;
     let client = stack.client();
-    let session = client
-        .create_session("default", None)
-        .await
-        .expect("create")
-        .summary
-        .session_id;
+    let session = new_session(&client).await;
     let run = client
         .submit(session, &message("/ask Which colour?"))
         .await
@@ -469,12 +444,7 @@ async fn upload_cutting_proxy(upstream: String, bytes: usize) -> String {
 async fn an_upload_cut_midway_is_retried_and_a_download_is_revalidated_from_the_cache() {
     let stack = Stack::api("sessions.read,sessions.write").await;
     let direct = stack.client();
-    let session = direct
-        .create_session("default", None)
-        .await
-        .expect("create")
-        .summary
-        .session_id;
+    let session = new_session(&direct).await;
     let proxy = upload_cutting_proxy(stack.base.clone(), 100 * 1024).await;
     let through = Client::new(&proxy, TOKEN).expect("client");
     let bytes: Vec<u8> = (0..300 * 1024).map(|n| (n % 251) as u8).collect();
@@ -521,4 +491,14 @@ async fn an_upload_cut_midway_is_retried_and_a_download_is_revalidated_from_the_
     assert_eq!(second.bytes, first.bytes);
     direct.clear_cache();
     assert_eq!(direct.cached_bytes(), 0);
+}
+
+/// A new conversation with the default agent.
+async fn new_session(client: &Client) -> uuid::Uuid {
+    client
+        .create_session("default", None)
+        .await
+        .expect("create")
+        .summary
+        .session_id
 }

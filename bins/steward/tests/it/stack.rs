@@ -1,6 +1,7 @@
 //! A stack for one test: a fresh database, the API on 127.0.0.1, and (when asked) an in-process
 //! worker on the offline scripted model.
 
+use domain::env::FromEnv as _;
 use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;

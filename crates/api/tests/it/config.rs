@@ -1,5 +1,6 @@
 //! Startup configuration: the token file, scopes and flags are checked before anything serves.
 
+use domain::env::FromEnv as _;
 use std::collections::HashMap;
 
 use api::config::ConfigError;

@@ -1,5 +1,6 @@
 //! Spawns the API on an ephemeral port with a fresh database and a generated token.
 
+use domain::env::FromEnv as _;
 use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;

@@ -22,8 +22,7 @@ use crate::runs::{RUN_COLUMNS, RunRow, active_states_sql};
 use crate::wake::{Hint, hint};
 use crate::{Result, Store, StoreError};
 
-/// Push notifications for approvals and questions wait this long (the contract's delay).
-const PUSH_DELAY_SECONDS: f64 = 30.0;
+use crate::notifications::PUSH_DELAY_SECONDS;
 
 /// A worker's hold on a run.
 #[derive(Clone, Debug, PartialEq, Eq)]

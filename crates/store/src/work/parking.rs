@@ -38,18 +38,7 @@ impl Work<'_> {
                 .await?;
                 set_invocation_state(tx, invocation.id, InvocationState::AwaitingApproval).await?;
                 park(tx, lease, RunState::WaitingApproval, now, wait_seconds).await?;
-                sqlx::query(
-                    "INSERT INTO notification_outbox (id, kind, session_id, run_id, approval_id, deliver_after)
-                     VALUES ($1, 'approval', $2, $3, $4, $5 + make_interval(secs => $6))",
-                )
-                .bind(Uuid::now_v7())
-                .bind(lease.session.as_uuid())
-                .bind(lease.run.as_uuid())
-                .bind(approval)
-                .bind(now)
-                .bind(PUSH_DELAY_SECONDS)
-                .execute(&mut *tx)
-                .await?;
+                notify_owner(tx, lease, Waiting::Approval(approval), now).await?;
                 let event = Event::ApprovalRequested(ApprovalRequested {
                     run_id: lease.run.as_uuid(),
                     approval_id: approval,
@@ -100,18 +89,7 @@ impl Work<'_> {
                 .await?;
                 set_invocation_state(tx, invocation.id, InvocationState::AwaitingAnswer).await?;
                 park(tx, lease, RunState::WaitingInput, now, wait_seconds).await?;
-                sqlx::query(
-                    "INSERT INTO notification_outbox (id, kind, session_id, run_id, question_id, deliver_after)
-                     VALUES ($1, 'question', $2, $3, $4, $5 + make_interval(secs => $6))",
-                )
-                .bind(Uuid::now_v7())
-                .bind(lease.session.as_uuid())
-                .bind(lease.run.as_uuid())
-                .bind(question)
-                .bind(now)
-                .bind(PUSH_DELAY_SECONDS)
-                .execute(&mut *tx)
-                .await?;
+                notify_owner(tx, lease, Waiting::Question(question), now).await?;
                 let event = Event::QuestionAsked(QuestionAsked {
                     run_id: lease.run.as_uuid(),
                     question_id: question,
@@ -124,4 +102,33 @@ impl Work<'_> {
         )
         .await
     }
+}
+
+/// What a parked run waits on.
+enum Waiting {
+    Approval(Uuid),
+    Question(Uuid),
+}
+
+/// Enqueues the owner's push notification of what the run waits on, delivered after
+/// [`PUSH_DELAY_SECONDS`] unless it is resolved first.
+async fn notify_owner(tx: &mut PgConnection, lease: &Lease, waiting: Waiting, now: jiff_sqlx::Timestamp) -> Result<()> {
+    let (kind, column, id) = match waiting {
+        Waiting::Approval(id) => ("approval", "approval_id", id),
+        Waiting::Question(id) => ("question", "question_id", id),
+    };
+    sqlx::query(&format!(
+        "INSERT INTO notification_outbox (id, kind, session_id, run_id, {column}, deliver_after)
+         VALUES ($1, $2, $3, $4, $5, $6 + make_interval(secs => $7))"
+    ))
+    .bind(Uuid::now_v7())
+    .bind(kind)
+    .bind(lease.session.as_uuid())
+    .bind(lease.run.as_uuid())
+    .bind(id)
+    .bind(now)
+    .bind(PUSH_DELAY_SECONDS)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
 }
