@@ -6,11 +6,15 @@
 //! current migrations, so a new database costs a file copy rather than a migration run.
 //! [`gmail`] is a mail provider on 127.0.0.1 speaking the Gmail wire format; [`roles`] checks
 //! what every role binary refuses at start; [`demo`] fills a demo mailbox for trying Email mode
-//! offline (the `steward-demo-mail` binary serves it).
+//! offline (the `steward-demo-mail` binary serves it); [`serve`] runs a test's HTTP stand-in on
+//! 127.0.0.1.
 
 pub mod demo;
 pub mod gmail;
 pub mod roles;
+pub mod serve;
+
+pub use serve::{Served, serve, serve_with};
 
 use std::sync::OnceLock;
 

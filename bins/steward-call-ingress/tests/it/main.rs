@@ -76,11 +76,9 @@ fn base_environment(db: &TestDatabase, secret: &Path, port: u16) -> Vec<(&'stati
 
 async fn start(db: &TestDatabase) -> Listener {
     let app = steward_call_ingress::app(db.store_as("ingress").await, SECRET.as_bytes().to_vec());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("address"));
-    let server = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let served = testkit::serve(app).await;
+    let base = served.url("");
+    let server = served.task;
     let listener = Listener {
         server,
         base,

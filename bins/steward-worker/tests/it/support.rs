@@ -88,11 +88,12 @@ impl Stack {
         let clock = std::sync::Arc::new(testkit::ShiftedClock::default());
         let app_store = db.store_as("api").await.with_clock(clock.clone());
         let app = api::app(config, if deaf { app_store.without_wakes() } else { app_store });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let base = format!("http://{}", listener.local_addr().expect("addr"));
-        let server = tokio::spawn(async move {
+        let served = testkit::serve_with(|listener| async move {
             let _ = api::serve(listener, app, std::future::pending()).await;
-        });
+        })
+        .await;
+        let base = served.url("");
+        let server = served.task;
         Stack {
             base,
             token,
@@ -443,11 +444,9 @@ impl FakeModel {
         let app = axum::Router::new()
             .route("/v1/chat/completions", axum::routing::post(completions))
             .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let served = testkit::serve(app).await;
+        let url = served.url("/v1");
+        let server = served.task;
         FakeModel {
             url,
             state,
@@ -489,11 +488,9 @@ impl FakeWebhook {
                 }
             }),
         );
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let url = format!("http://{}/hook", listener.local_addr().expect("addr"));
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let served = testkit::serve(app).await;
+        let url = served.url("/hook");
+        let server = served.task;
         FakeWebhook {
             url,
             hits,

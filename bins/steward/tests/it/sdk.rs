@@ -76,9 +76,7 @@ async fn a_repeated_cursor_is_refused() {
             axum::Json(serde_json::json!({ "sessions": [], "next_cursor": "the-same-cursor" }))
         }),
     );
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("address"));
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let base = testkit::serve(app).await.url("");
     let client = Client::new(&base, TOKEN).expect("client");
     let error = client.sessions().await.expect_err("refused");
     assert!(matches!(error, ClientError::RepeatedCursor), "{error:?}");

@@ -8,7 +8,6 @@ use std::os::unix::fs::OpenOptionsExt;
 
 use client::Client;
 use testkit::TestDatabase;
-use tokio::net::TcpListener;
 
 pub const TOKEN: &str = "client-sdk-test-token-0123456789abcdefghij";
 
@@ -53,11 +52,12 @@ impl Stack {
         vars.extend(flags.iter().map(|(name, value)| (*name, (*value).to_owned())));
         let config = api::ApiConfig::from_env(|name| vars.get(name).cloned()).expect("configuration");
         let app = api::app(config, db.store_as("api").await);
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let base = format!("http://{}", listener.local_addr().expect("address"));
-        let server = tokio::spawn(async move {
+        let served = testkit::serve_with(|listener| async move {
             let _ = api::serve(listener, app, std::future::pending()).await;
-        });
+        })
+        .await;
+        let base = served.url("");
+        let server = served.task;
         Stack {
             base,
             db,

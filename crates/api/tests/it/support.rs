@@ -121,11 +121,12 @@ impl TestApp {
         let app_store = db.store_as("api").await;
         let app_store = if deaf { app_store.without_wakes() } else { app_store };
         let app = api::app(config, app_store.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let base = format!("http://{}", listener.local_addr().expect("addr"));
-        let server = tokio::spawn(async move {
+        let served = testkit::serve_with(|listener| async move {
             let _ = api::serve(listener, app, std::future::pending()).await;
-        });
+        })
+        .await;
+        let base = served.url("");
+        let server = served.task;
         TestApp {
             base,
             token,

@@ -322,12 +322,7 @@ async fn host_rewriting_proxy(upstream: String) -> String {
                 .expect("response")
         }
     });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("address"));
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, proxy).await;
-    });
-    base
+    testkit::serve(proxy).await.url("")
 }
 
 #[tokio::test]

@@ -47,11 +47,9 @@ async fn model_server() -> (String, Arc<ModelState>, tokio::task::JoinHandle<()>
     let app = axum::Router::new()
         .route("/v1/chat/completions", axum::routing::post(completions))
         .with_state(state.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
-    let server = tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let served = testkit::serve(app).await;
+    let url = served.url("/v1");
+    let server = served.task;
     (url, state, server)
 }
 

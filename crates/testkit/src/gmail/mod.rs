@@ -187,11 +187,9 @@ impl FakeGmail {
             .route("/gmail/v1/users/me/messages/{id}", get(message_raw))
             .route("/gmail/v1/users/me/threads/{id}/modify", post(modify_thread))
             .with_state(inner.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let base_url = format!("http://{}", listener.local_addr().expect("addr"));
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let served = crate::serve(app).await;
+        let base_url = served.url("");
+        let server = served.task;
         FakeGmail {
             base_url,
             inner,
