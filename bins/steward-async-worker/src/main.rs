@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use domain::env::{Env, EnvError, FromEnv, LogLevel, invalid};
+use domain::env::{Env, EnvError, FromEnv, invalid};
 use domain::flags::{FeatureFlags, Flag, FlagError};
 use email::refresh::Refresher;
 use email::worker::{AsyncWorker, Pace};
@@ -53,15 +53,10 @@ struct Config {
     classifier: email::classify::Classifier,
     pace: Pace,
     worker_id: String,
-    log_level: LogLevel,
 }
 
 impl FromEnv for Config {
     type Error = ConfigError;
-
-    fn log_level(&self) -> LogLevel {
-        self.log_level
-    }
 
     fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let env = Env::new(&lookup);
@@ -91,7 +86,6 @@ impl FromEnv for Config {
             worker_id: env
                 .get("ASYNC_WORKER_ID")
                 .unwrap_or_else(|| role::instance_id("async-worker")),
-            log_level: env.log_level()?,
         })
     }
 }

@@ -24,7 +24,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use domain::env::{Env, EnvError, FromEnv, LogLevel, invalid};
+use domain::env::{Env, EnvError, FromEnv, invalid};
 use hardening::secret_file::SecretFileError;
 
 /// The shortest signing secret accepted.
@@ -55,15 +55,10 @@ struct Config {
     database: store::Database,
     listen: SocketAddr,
     secret: Vec<u8>,
-    log_level: LogLevel,
 }
 
 impl FromEnv for Config {
     type Error = ConfigError;
-
-    fn log_level(&self) -> LogLevel {
-        self.log_level
-    }
 
     fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let env = Env::new(&lookup);
@@ -91,7 +86,6 @@ impl FromEnv for Config {
         if secret.len() < MIN_SECRET_BYTES {
             return Err(ConfigError::SecretTooShort);
         }
-        let log_level = env.log_level()?;
         // The spec's flag table: ingress requires calling. Receipts are for the call worker to
         // settle; without calling nothing ever would, so the listener does not start (and calling
         // itself is refused at start by this release, `domain::flags::UNSUPPORTED`).
@@ -102,7 +96,6 @@ impl FromEnv for Config {
             database,
             listen,
             secret,
-            log_level,
         })
     }
 }

@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use domain::env::{Env, EnvError, FromEnv, LogLevel};
+use domain::env::{Env, EnvError, FromEnv};
 use domain::flags::{FeatureFlags, Flag, FlagError};
 use hardening::secret_file::SecretFileError;
 use notify::apns::{Apns, ApnsConfig};
@@ -46,15 +46,10 @@ struct Config {
     worker: String,
     lease_seconds: u32,
     poll: Duration,
-    log_level: LogLevel,
 }
 
 impl FromEnv for Config {
     type Error = ConfigError;
-
-    fn log_level(&self) -> LogLevel {
-        self.log_level
-    }
 
     fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let env = Env::new(&lookup);
@@ -88,7 +83,6 @@ impl FromEnv for Config {
                 .unwrap_or_else(|| role::instance_id("notify")),
             lease_seconds: env.positive("NOTIFY_LEASE_SECONDS", 30)?,
             poll: Duration::from_millis(u64::from(env.positive("NOTIFY_POLL_MILLISECONDS", 1000)?)),
-            log_level: env.log_level()?,
         })
     }
 }

@@ -18,7 +18,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use domain::env::{Env, EnvError, FromEnv, LogLevel};
+use domain::env::{Env, EnvError, FromEnv};
 use domain::mail_environment::MailEnvironmentError;
 use domain::manifest::AccountIds;
 use store::Store;
@@ -51,15 +51,10 @@ struct Config {
     database: store::Database,
     mail_accounts: MailAccounts,
     poll: Duration,
-    log_level: LogLevel,
 }
 
 impl FromEnv for Config {
     type Error = ConfigError;
-
-    fn log_level(&self) -> LogLevel {
-        self.log_level
-    }
 
     fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let env = Env::new(&lookup);
@@ -88,7 +83,6 @@ impl FromEnv for Config {
             database,
             mail_accounts,
             poll: Duration::from_millis(u64::from(env.positive("SCHEDULE_POLL_MILLISECONDS", 1000)?)),
-            log_level: env.log_level()?,
         })
     }
 }

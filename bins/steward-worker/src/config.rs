@@ -5,7 +5,7 @@
 //! missing, shared, symlinked, mis-scoped or mis-tagged document stops it (fail closed).
 
 use agent::worker::{ReconcilePolicy, Settings};
-use domain::env::{Env, EnvError, FromEnv, LogLevel};
+use domain::env::{Env, EnvError, FromEnv};
 use domain::flags::{FeatureFlags, Flag, FlagError};
 use mail_mcp::accounts::{AccountsError, MailAccounts};
 use model_client::endpoint::{EndpointError, OpenAiEndpoint};
@@ -34,15 +34,10 @@ pub struct WorkerConfig {
     pub mail_endpoints: mail_mcp::gmail::Endpoints,
     /// Email mode is on: this worker also runs its provider writes.
     pub email_mode: bool,
-    pub log_level: LogLevel,
 }
 
 impl FromEnv for WorkerConfig {
     type Error = ConfigError;
-
-    fn log_level(&self) -> LogLevel {
-        self.log_level
-    }
 
     fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<WorkerConfig, ConfigError> {
         let env = Env::new(&lookup);
@@ -56,7 +51,6 @@ impl FromEnv for WorkerConfig {
         }
         let mail_endpoints = mail_mcp::gmail::Endpoints::from_env(|name| env.get(name))
             .map_err(|(variable, reason)| domain::env::invalid(variable, reason))?;
-        let log_level = env.log_level()?;
         let settings = Settings {
             worker_id: env.get("WORKER_ID").unwrap_or_else(|| role::instance_id("worker")),
             concurrency: env.positive("WORKER_CONCURRENCY", 4)? as usize,
@@ -73,7 +67,6 @@ impl FromEnv for WorkerConfig {
             mail,
             mail_endpoints,
             email_mode,
-            log_level,
         })
     }
 }

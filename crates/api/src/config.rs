@@ -27,7 +27,7 @@ use std::path::PathBuf;
 
 use domain::agent::{AgentDefinition, AgentError, AgentRegistry};
 use domain::cursor::CursorCodec;
-use domain::env::{Env, EnvError, FromEnv, LogLevel, invalid};
+use domain::env::{Env, EnvError, FromEnv, invalid};
 use domain::flags::{FeatureFlags, FlagError};
 use domain::ids::PrincipalId;
 use domain::mail_environment::{MailEnvironment, MailEnvironmentError};
@@ -84,7 +84,6 @@ pub struct ApiConfig {
     pub artifact_max_bytes: u64,
     pub upload_idle_timeout: std::time::Duration,
     pub release: String,
-    pub log_level: LogLevel,
     /// Limits given to every interactive run.
     pub run_limits: RunLimits,
     pub stream_heartbeat: std::time::Duration,
@@ -96,10 +95,6 @@ pub struct ApiConfig {
 
 impl FromEnv for ApiConfig {
     type Error = ConfigError;
-
-    fn log_level(&self) -> LogLevel {
-        self.log_level
-    }
 
     /// Parses and checks the environment given by `lookup`, reading the token file (after its
     /// ownership and mode checks) and the optional agent definitions file.
@@ -134,7 +129,6 @@ impl FromEnv for ApiConfig {
         {
             return Err(invalid("AGENT_RELEASE", "must be at most 128 printable ASCII characters").into());
         }
-        let log_level = env.log_level()?;
 
         let defaults = RunLimits::default();
         let run_limits = RunLimits {
@@ -215,7 +209,6 @@ impl FromEnv for ApiConfig {
             artifact_max_bytes,
             upload_idle_timeout: std::time::Duration::from_secs(u64::from(upload_idle_seconds)),
             release,
-            log_level,
             run_limits,
             stream_heartbeat: std::time::Duration::from_secs(heartbeat),
             offered_models,

@@ -33,15 +33,13 @@ pub enum LogLevel {
     Trace,
 }
 
-/// A role's configuration: parsed from its environment, every refusal a typed error.
+/// A role's configuration: parsed from its environment, every refusal a typed error. (Every
+/// role's `LOG_LEVEL` is read once for all, by `role::main`.)
 pub trait FromEnv: Sized {
     type Error: Display;
 
     /// Parses and checks everything the role needs from the variables `lookup` gives.
     fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, Self::Error>;
-
-    /// How much the role logs.
-    fn log_level(&self) -> LogLevel;
 }
 
 /// A role's environment, read through a lookup.

@@ -56,15 +56,20 @@ pub fn prepare<C, E: Display>(
     config().map_err(|error| refuse(&error))
 }
 
-/// A daemon role's whole `main`: [`prepare`] with its configuration `C` read from the process
-/// environment, then [`run`] `work` on it at its log level.
+/// A daemon role's whole `main`: [`prepare`] with `LOG_LEVEL` and its configuration `C` read
+/// from the process environment, then [`run`] `work` on it at that level.
 pub fn main<C: FromEnv, F: Future<Output = anyhow::Result<()>>>(
     role: &str,
     kind: RoleKind,
     work: impl FnOnce(C) -> F,
 ) -> ExitCode {
-    match prepare(role, kind, || C::from_env(environment)) {
-        Ok(config) => run(config.log_level(), work(config)),
+    let configured = prepare(role, kind, || {
+        let level = Env::new(&environment).log_level().map_err(|error| error.to_string())?;
+        let config = C::from_env(environment).map_err(|error| error.to_string())?;
+        Ok::<_, String>((level, config))
+    });
+    match configured {
+        Ok((level, config)) => run(level, work(config)),
         Err(code) => code,
     }
 }

@@ -33,3 +33,26 @@ pub fn assert_refuses_unsupported_flags(program: &str, base: &[(&str, &str)]) {
         );
     }
 }
+
+/// Starts the daemon role binary at `program` with `LOG_LEVEL=verbose` (and nothing else but
+/// `STEWARD_DEV_ALLOW_ROOT=1`): it must exit at start with status 2 and one line naming
+/// `LOG_LEVEL`, before it reads anything of its own.
+pub fn assert_refuses_an_unknown_log_level(program: &str) {
+    let role = std::path::Path::new(program)
+        .file_name()
+        .and_then(|name| name.to_str())
+        .expect("a binary path");
+    let output = Command::new(program)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("STEWARD_DEV_ALLOW_ROOT", "1")
+        .env("LOG_LEVEL", "verbose")
+        .output()
+        .unwrap_or_else(|error| panic!("run {program}: {error}"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{role}: {stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!("{role}: LOG_LEVEL is invalid: `verbose` is not one of error, warn, info, debug, trace"),
+    );
+}

@@ -103,8 +103,6 @@ fn scopes_and_flags_are_validated() {
     let error = with(&[("API_LISTEN_ADDR", "localhost")]).expect_err("bad address");
     assert!(error.to_string().starts_with("API_LISTEN_ADDR is invalid"), "{error}");
 
-    let error = with(&[("LOG_LEVEL", "verbose")]).expect_err("unknown log level");
-    assert!(error.to_string().starts_with("LOG_LEVEL is invalid"), "{error}");
     let error = with(&[("AGENT_RELEASE", "line\nbreak")]).expect_err("release that cannot be a header");
     assert!(error.to_string().starts_with("AGENT_RELEASE is invalid"), "{error}");
     let error = with(&[("API_UPLOAD_IDLE_SECONDS", "0")]).expect_err("zero timeout");
