@@ -425,13 +425,7 @@ async fn a_scheduled_run_with_read_and_write_scopes_reads_then_drafts_after_an_a
     let (_, due) = stack.create_schedule(instruction, scopes, json!({})).await;
     let manifest = std::fs::read(&mail.manifest).expect("manifest");
     let ids = domain::manifest::AccountIds::parse(&manifest).expect("ids");
-    let fired = stack
-        .db
-        .store_as("schedule")
-        .await
-        .fire_due(due + 5.seconds(), Some(&ids), 10)
-        .await
-        .expect("fire");
+    let fired = stack.fire(due + 5.seconds(), Some(&ids)).await;
     let [store::Firing::Started { run, session, .. }] = fired.as_slice() else {
         panic!("one start expected: {fired:?}")
     };
@@ -479,13 +473,7 @@ async fn a_scheduled_run_that_reaches_for_mail_beyond_its_scopes_fails_authoriza
     ];
     for (instruction, scopes, missing) in cases {
         let (_, due) = stack.create_schedule(instruction, scopes, json!({})).await;
-        let fired = stack
-            .db
-            .store_as("schedule")
-            .await
-            .fire_due(due + 5.seconds(), Some(&ids), 10)
-            .await
-            .expect("fire");
+        let fired = stack.fire(due + 5.seconds(), Some(&ids)).await;
         let [store::Firing::Started { run, session, .. }] = fired.as_slice() else {
             panic!("one start expected: {fired:?}")
         };

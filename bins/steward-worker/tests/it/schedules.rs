@@ -329,20 +329,27 @@ async fn unauthorized_firings_fail_and_enough_of_them_stop_the_schedule() {
     assert_eq!(stack.scalar::<i64>("SELECT count(*) FROM runs").await, 0);
 }
 
-#[tokio::test]
-async fn the_conversational_tool_always_creates_schedules_without_scopes() {
+/// A stack with a worker, and a conversation whose run asks for `schedule.create` with
+/// `arguments`, waiting for its approval: (stack, session, run, approval).
+async fn schedule_tool(arguments: &str) -> (Stack, String, String, Value) {
     let mut stack = Stack::api(&[]).await;
     stack.start_worker(&[]).await;
     let session = stack.session().await;
-    // The model asks for mail scopes too; the tool ignores them.
     let run = stack
-        .submit(
-            &session,
-            r#"/tool schedule.create {"title": "Daily digest", "instruction": "Summarise my notes.", "local_time": "08:00:00", "timezone": "Asia/Kolkata", "requested_scopes": ["mcp.mail_read.use"]}"#,
-        )
+        .submit(&session, &format!("/tool schedule.create {arguments}"))
         .await;
     stack.wait_for(&run, &["waiting_approval"]).await;
     let approval = stack.pending_approvals(&session).await.remove(0);
+    (stack, session, run, approval)
+}
+
+#[tokio::test]
+async fn the_conversational_tool_always_creates_schedules_without_scopes() {
+    // The model asks for mail scopes too; the tool ignores them.
+    let (stack, session, run, approval) = schedule_tool(
+        r#"{"title": "Daily digest", "instruction": "Summarise my notes.", "local_time": "08:00:00", "timezone": "Asia/Kolkata", "requested_scopes": ["mcp.mail_read.use"]}"#,
+    )
+    .await;
     assert_eq!(
         (approval["tool"].as_str(), approval["risk"].as_str()),
         (Some("schedule.create"), Some("medium"))
@@ -370,17 +377,10 @@ async fn the_conversational_tool_always_creates_schedules_without_scopes() {
 /// escape sequence and a bell), so nothing is created and the model hears why.
 #[tokio::test]
 async fn the_conversational_tool_refuses_a_title_with_control_characters() {
-    let mut stack = Stack::api(&[]).await;
-    stack.start_worker(&[]).await;
-    let session = stack.session().await;
-    let run = stack
-        .submit(
-            &session,
-            r#"/tool schedule.create {"title": "Digest ]52;c;cm0gLXJm", "instruction": "Summarise my notes.", "local_time": "08:00:00", "timezone": "UTC"}"#,
-        )
-        .await;
-    stack.wait_for(&run, &["waiting_approval"]).await;
-    let approval = stack.pending_approvals(&session).await.remove(0);
+    let (stack, _, run, approval) = schedule_tool(
+        r#"{"title": "Digest ]52;c;cm0gLXJm", "instruction": "Summarise my notes.", "local_time": "08:00:00", "timezone": "UTC"}"#,
+    )
+    .await;
     stack.decide_ok(&approval, "approve_once").await;
     stack.completes(&run).await;
     assert_eq!(stack.scalar::<i64>("SELECT count(*) FROM schedules").await, 0);

@@ -146,6 +146,17 @@ impl Stack {
         self.workers.push(Abort(task));
     }
 
+    /// Fires the schedules due at `at` as the schedule role does (at most 10), with the mail
+    /// accounts' ids `accounts`.
+    pub async fn fire(
+        &self,
+        at: jiff::Timestamp,
+        accounts: Option<&domain::manifest::AccountIds>,
+    ) -> Vec<store::Firing> {
+        let store = self.db.store_as("schedule").await;
+        store.fire_due(at, accounts, 10).await.expect("fire")
+    }
+
     /// A store of `role` on this stack's clock.
     pub async fn store_as(&self, role: &str) -> store::Store {
         self.db.store_as(role).await.with_clock(self.clock.clone())
