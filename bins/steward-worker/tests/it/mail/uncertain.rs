@@ -11,17 +11,8 @@ async fn an_uncertain_send_is_never_repeated_and_reconciliation_finds_it_in_sent
     let session = stack.session().await;
     mail.gmail.fail_next_send(SendFault::DropConnection);
     let message = json!({ "to": "ada@example.org", "subject": "Uncertain 9f4", "body": "Sent once." });
-    let run = propose_and_approve(&stack, &session, "mcp.mail_send.send_message", &message).await;
-    stack.completes(&run).await;
-
-    let result = last_result(&stack, &session).await;
-    assert_eq!(
-        outcome(&result),
-        (Some("outcome_unknown"), Some("mail.outcome_unknown")),
-        "{result}"
-    );
     // The reconciliation searches Sent, read-only, and settles.
-    let reconciled = reconciled(&stack, &session).await;
+    let reconciled = unknown_then_reconciled(&stack, &session, "mcp.mail_send.send_message", &message).await;
     let events = stack.events(&session).await;
     let unknown: Vec<&Value> = events
         .iter()
@@ -183,16 +174,7 @@ async fn an_uncertain_draft_is_never_repeated_and_reconciliation_finds_it_in_dra
     let session = stack.session().await;
     mail.gmail.fail_next_draft(SendFault::DropConnection);
     let draft = json!({ "to": "ada@example.org", "subject": "Uncertain draft 2b6", "body": "Once." });
-    let run = propose_and_approve(&stack, &session, "mcp.mail_write.create_draft", &draft).await;
-    stack.completes(&run).await;
-
-    let result = last_result(&stack, &session).await;
-    assert_eq!(
-        outcome(&result),
-        (Some("outcome_unknown"), Some("mail.outcome_unknown")),
-        "{result}"
-    );
-    let reconciled = reconciled(&stack, &session).await;
+    let reconciled = unknown_then_reconciled(&stack, &session, "mcp.mail_write.create_draft", &draft).await;
     let drafts = mail.gmail.messages("personal", "DRAFT");
     assert_eq!(drafts.len(), 1, "exactly one draft");
     assert_eq!(
@@ -367,4 +349,18 @@ async fn a_reconciliation_that_cannot_search_settles_not_found_and_never_repeats
     assert_eq!(searches, 2, "each refused search counted");
     assert_eq!(mail.gmail.messages("personal", "SENT").len(), 1, "it had been sent");
     assert_eq!(sends(&mail.gmail), 1, "and was never sent again");
+}
+
+/// Proposes and approves `tool` with `arguments` in `session`, runs it to its end, checks that
+/// its outcome is unknown (`mail.outcome_unknown`) and returns its reconciliation once settled.
+async fn unknown_then_reconciled(stack: &Stack, session: &str, tool: &str, arguments: &Value) -> Value {
+    let run = propose_and_approve(stack, session, tool, arguments).await;
+    stack.completes(&run).await;
+    let result = last_result(stack, session).await;
+    assert_eq!(
+        outcome(&result),
+        (Some("outcome_unknown"), Some("mail.outcome_unknown")),
+        "{result}"
+    );
+    reconciled(stack, session).await
 }
