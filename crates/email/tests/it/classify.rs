@@ -184,12 +184,7 @@ async fn the_model_assesses_within_the_daily_allowance_and_mail_waits_in_date_or
         vec![(520, true); requests],
         "the reported usage is charged"
     );
-    let state = store
-        .email()
-        .account(&"personal".into())
-        .await
-        .expect("read")
-        .expect("row");
+    let state = crate::refresh::account_state(&store, "personal").await;
     assert_eq!(state.waiting, Some(AllowanceWait::DailyAllowanceSpent));
 
     // Later the same day: nothing more is asked.
@@ -216,12 +211,7 @@ async fn the_model_assesses_within_the_daily_allowance_and_mail_waits_in_date_or
     let (assessed, waiting) = assessed_and_waiting(&db).await;
     assert_eq!(assessed.len(), requests + unreported.len());
     assert_eq!(waiting.len(), 30 - assessed.len());
-    let state = store
-        .email()
-        .account(&"personal".into())
-        .await
-        .expect("read")
-        .expect("row");
+    let state = crate::refresh::account_state(&store, "personal").await;
     assert_eq!(state.waiting, Some(AllowanceWait::DailyAllowanceSpent));
 }
 

@@ -81,12 +81,7 @@ async fn backfill_then_history_then_a_resync_after_the_history_expired() {
     let account = account(&fake, "owner");
 
     // Awaiting the first update.
-    let before = store
-        .email()
-        .account(&"personal".into())
-        .await
-        .expect("read")
-        .expect("row");
+    let before = account_state(&store, "personal").await;
     assert_eq!((before.updated_at, before.history_id.as_deref()), (None, None));
 
     // The owner wrote to Ada earlier: she is a known correspondent.
@@ -117,12 +112,7 @@ async fn backfill_then_history_then_a_resync_after_the_history_expired() {
             assessed: 3
         }
     );
-    let state = store
-        .email()
-        .account(&"personal".into())
-        .await
-        .expect("read")
-        .expect("row");
+    let state = account_state(&store, "personal").await;
     assert_eq!(state.address.as_deref(), Some("owner@example.org"));
     assert!(state.updated_at.is_some_and(|at| at >= started), "{state:?}");
     let coverage = state.coverage_from.expect("coverage recorded");
@@ -245,23 +235,13 @@ async fn a_failed_update_is_recorded_on_the_account_and_cleared_by_the_next() {
     };
     let error = refresher.update(&revoked).await.expect_err("revoked grant");
     assert_eq!(error.code(), "mail.credential_rejected");
-    let state = store
-        .email()
-        .account(&"personal".into())
-        .await
-        .expect("read")
-        .expect("row");
+    let state = account_state(&store, "personal").await;
     assert_eq!(
         (state.last_error.as_deref(), state.updated_at),
         (Some("mail.credential_rejected"), None)
     );
     refresher.update(&account).await.expect("update");
-    let state = store
-        .email()
-        .account(&"personal".into())
-        .await
-        .expect("read")
-        .expect("row");
+    let state = account_state(&store, "personal").await;
     assert_eq!(state.last_error, None);
     assert!(state.updated_at.is_some());
 }
@@ -278,31 +258,16 @@ async fn a_refresh_is_admitted_at_most_once_a_minute_per_account() {
         .expect("accounts");
     let api = db.store_as("api").await.with_clock(clock.clone());
     let minute = Duration::from_secs(60);
-    let first = api
-        .email()
-        .request_refresh(&"personal".into(), minute)
-        .await
-        .expect("request")
-        .expect("account");
+    let first = refresh_request(&api, "personal", minute).await;
     assert!(first.admitted);
     assert_eq!(
         (first.operation.kind.as_str(), first.operation.state.as_str()),
         ("refresh", "queued")
     );
-    let second = api
-        .email()
-        .request_refresh(&"personal".into(), minute)
-        .await
-        .expect("request")
-        .expect("account");
+    let second = refresh_request(&api, "personal", minute).await;
     assert_eq!((second.admitted, second.operation.id), (false, first.operation.id));
     // Another account has its own interval.
-    let work = api
-        .email()
-        .request_refresh(&"work".into(), minute)
-        .await
-        .expect("request")
-        .expect("account");
+    let work = refresh_request(&api, "work", minute).await;
     assert!(work.admitted);
     assert!(
         api.email()
@@ -325,20 +290,10 @@ async fn a_refresh_is_admitted_at_most_once_a_minute_per_account() {
     assert_eq!(settled.state, EmailOperationState::Succeeded);
 
     clock.advance(jiff::SignedDuration::from_secs(59));
-    let held = api
-        .email()
-        .request_refresh(&"personal".into(), minute)
-        .await
-        .expect("request")
-        .expect("account");
+    let held = refresh_request(&api, "personal", minute).await;
     assert!(!held.admitted);
     clock.advance(jiff::SignedDuration::from_secs(2));
-    let third = api
-        .email()
-        .request_refresh(&"personal".into(), minute)
-        .await
-        .expect("request")
-        .expect("account");
+    let third = refresh_request(&api, "personal", minute).await;
     assert!(third.admitted);
     assert_ne!(third.operation.id, first.operation.id);
 }
@@ -410,4 +365,19 @@ async fn the_async_worker_updates_every_account_at_start_and_runs_what_the_owner
     settled(2).await;
     let _ = stop.send(());
     running.await.expect("stops");
+}
+
+/// The refresh state of the account `id`.
+pub async fn account_state(store: &store::Store, id: &str) -> store::EmailAccountRow {
+    store.email().account(&id.into()).await.expect("read").expect("row")
+}
+
+/// The owner's request for a refresh of the account `id` (admitted at most once per `interval`).
+pub async fn refresh_request(store: &store::Store, id: &str, interval: Duration) -> store::RefreshRequest {
+    store
+        .email()
+        .request_refresh(&id.into(), interval)
+        .await
+        .expect("request")
+        .expect("account")
 }
