@@ -279,16 +279,13 @@ async fn the_model_proposes_a_reply_in_the_owners_style_within_the_allowances() 
         subject: "Re: Lunch".into(),
         body: body.into(),
     };
-    let earlier = api
-        .email()
-        .create_draft(
-            store::DraftPlace::Thread(thread),
-            &content("Yes.\nCheers, Sam"),
-            domain::email::DraftAuthor::Owner,
-        )
-        .await
-        .expect("draft")
-        .expect("thread known");
+    let earlier = crate::drafts::new_draft(
+        &api,
+        store::DraftPlace::Thread(thread),
+        &content("Yes.\nCheers, Sam"),
+        domain::email::DraftAuthor::Owner,
+    )
+    .await;
     api.email()
         .endorse_style(earlier.id, 1, "Cheers, Sam")
         .await

@@ -58,6 +58,20 @@ async fn mailbox() -> (TestDatabase, Store, domain::ids::ThreadId) {
     (db, api, thread)
 }
 
+/// A new draft at `place` (which must exist) with `content` as revision 1.
+pub async fn new_draft(
+    api: &Store,
+    place: DraftPlace<'_>,
+    content: &store::DraftContent,
+    author: DraftAuthor,
+) -> store::DraftRow {
+    api.email()
+        .create_draft(place, content, author)
+        .await
+        .expect("create")
+        .expect("the place exists")
+}
+
 fn saved(outcome: SaveDraft) -> store::DraftRow {
     match outcome {
         SaveDraft::Saved(row) => row,
@@ -68,29 +82,23 @@ fn saved(outcome: SaveDraft) -> store::DraftRow {
 #[tokio::test]
 async fn a_draft_is_made_in_a_thread_or_on_an_account_and_saved_from_its_newest_revision_only() {
     let (_db, api, thread) = mailbox().await;
-    let reply = api
-        .email()
-        .create_draft(
-            DraftPlace::Thread(thread),
-            &content("Yes, Friday works."),
-            DraftAuthor::Agent,
-        )
-        .await
-        .expect("create")
-        .expect("the thread exists");
+    let reply = new_draft(
+        &api,
+        DraftPlace::Thread(thread),
+        &content("Yes, Friday works."),
+        DraftAuthor::Agent,
+    )
+    .await;
     assert_eq!((reply.account_id.as_str(), reply.thread), ("personal", Some(thread)));
     assert_eq!(reply.newest.revision, 1);
     assert_eq!(reply.newest.author, DraftAuthor::Agent);
-    let fresh = api
-        .email()
-        .create_draft(
-            DraftPlace::Account(&"personal".into()),
-            &content("Hello"),
-            DraftAuthor::Owner,
-        )
-        .await
-        .expect("create")
-        .expect("the account exists");
+    let fresh = new_draft(
+        &api,
+        DraftPlace::Account(&"personal".into()),
+        &content("Hello"),
+        DraftAuthor::Owner,
+    )
+    .await;
     assert_eq!(fresh.thread, None);
     for nowhere in [
         DraftPlace::Account(&"nobody".into()),
@@ -136,12 +144,7 @@ async fn a_draft_is_made_in_a_thread_or_on_an_account_and_saved_from_its_newest_
 #[tokio::test]
 async fn of_two_concurrent_saves_one_wins_and_the_other_gets_the_winners_version() {
     let (_db, api, thread) = mailbox().await;
-    let draft = api
-        .email()
-        .create_draft(DraftPlace::Thread(thread), &content("First"), DraftAuthor::Owner)
-        .await
-        .expect("create")
-        .expect("draft");
+    let draft = new_draft(&api, DraftPlace::Thread(thread), &content("First"), DraftAuthor::Owner).await;
     for round in 0..5 {
         let expected = draft_revision(&api, draft.id).await;
         let (left_content, right_content) = (content(&format!("left {round}")), content(&format!("right {round}")));
@@ -186,12 +189,7 @@ async fn draft_revision(api: &Store, id: domain::ids::DraftId) -> i32 {
 #[tokio::test]
 async fn the_history_is_kept_whole_and_an_earlier_revision_is_restored_as_a_new_one() {
     let (_db, api, thread) = mailbox().await;
-    let draft = api
-        .email()
-        .create_draft(DraftPlace::Thread(thread), &content("One"), DraftAuthor::Agent)
-        .await
-        .expect("create")
-        .expect("draft");
+    let draft = new_draft(&api, DraftPlace::Thread(thread), &content("One"), DraftAuthor::Agent).await;
     saved(
         api.email()
             .save_draft(draft.id, 1, &content("Two"), DraftAuthor::Owner)
@@ -274,16 +272,13 @@ async fn a_proposed_reply_lands_as_the_agents_revision_unless_the_owner_saved_si
         .into();
 
     // The owner kept wording from an earlier reply as their style.
-    let earlier = api
-        .email()
-        .create_draft(
-            DraftPlace::Thread(thread),
-            &content("Lovely.\nWarm wishes, Sam"),
-            DraftAuthor::Owner,
-        )
-        .await
-        .expect("draft")
-        .expect("thread known");
+    let earlier = new_draft(
+        &api,
+        DraftPlace::Thread(thread),
+        &content("Lovely.\nWarm wishes, Sam"),
+        DraftAuthor::Owner,
+    )
+    .await;
     api.email()
         .endorse_style(earlier.id, 1, "Warm wishes, Sam")
         .await
