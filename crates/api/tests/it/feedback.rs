@@ -57,6 +57,19 @@ async fn feedback(app: &TestApp, thread: &str, body: Value) -> (u16, Value) {
     send(app, Method::POST, &format!("/v1/email/threads/{thread}/feedback"), body).await
 }
 
+/// Feedback that must be given (201).
+async fn given(app: &TestApp, thread: &str, body: Value) {
+    let (status, answer) = feedback(app, thread, body).await;
+    assert_eq!(status, 201, "{answer}");
+}
+
+/// How many learnt rules are in force.
+async fn rule_count(app: &TestApp) -> Option<usize> {
+    app.get_json("/v1/email/learning").await.1["rules"]
+        .as_array()
+        .map(Vec::len)
+}
+
 #[tokio::test]
 async fn a_persons_rule_changes_the_next_assessment_of_their_new_mail_and_undo_restores_it() {
     let app = app().await;
@@ -245,21 +258,14 @@ async fn an_excluded_source_never_reaches_learning() {
     let app = app().await;
     let store = account(&app).await;
     let carol = mail_from(&app, &store, "c1", "carol@example.com", 0, &["INBOX", "Label_9"]).await;
-    let (status, _) = feedback(
+    given(
         &app,
         &carol,
         json!({ "scope": "person", "signal": "important", "person": "carol@example.com" }),
     )
     .await;
-    assert_eq!(status, 201);
-    let (status, _) = feedback(&app, &carol, json!({ "scope": "kind", "signal": "needs_reply" })).await;
-    assert_eq!(status, 201);
-    assert_eq!(
-        app.get_json("/v1/email/learning").await.1["rules"]
-            .as_array()
-            .map(Vec::len),
-        Some(2)
-    );
+    given(&app, &carol, json!({ "scope": "kind", "signal": "needs_reply" })).await;
+    assert_eq!(rule_count(&app).await, Some(2));
 
     // Excluding the label Carol's mail carries retires the rules learnt from it.
     let (status, excluded) = send(
@@ -339,21 +345,14 @@ async fn paused_learning_forms_no_rule_and_resets_are_scoped() {
     assert_eq!(status, 201, "a conversation's own feedback still applies");
     send(&app, Method::PUT, "/v1/email/learning", json!({ "paused": false })).await;
 
-    let (status, _) = feedback(&app, &news, json!({ "scope": "kind", "signal": "important" })).await;
-    assert_eq!(status, 201);
-    let (status, _) = feedback(
+    given(&app, &news, json!({ "scope": "kind", "signal": "important" })).await;
+    given(
         &app,
         &ada,
         json!({ "scope": "person", "signal": "needs_reply", "person": "ada@example.com" }),
     )
     .await;
-    assert_eq!(status, 201);
-    assert_eq!(
-        app.get_json("/v1/email/learning").await.1["rules"]
-            .as_array()
-            .map(Vec::len),
-        Some(2)
-    );
+    assert_eq!(rule_count(&app).await, Some(2));
 
     // A reset of one kind forgets that kind's rule only.
     let (status, reset) = send(
