@@ -26,8 +26,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 #[tokio::test]
 async fn upload_read_back_and_conditional_get() {
     let app = TestApp::spawn().await;
-    let session = app.create_session(json!({})).await;
-    let sid = session["session_id"].as_str().expect("id").to_owned();
+    let sid = app.new_session_id().await;
     // Larger than one storage chunk, not a multiple of it.
     let bytes = pseudo_random_bytes(600 * 1024 + 17);
 
@@ -277,8 +276,7 @@ fn file_part(bytes: Vec<u8>, filename: &str, media_type: &str) -> reqwest::multi
 #[tokio::test]
 async fn a_multipart_upload_stores_the_file_part_alone() {
     let app = TestApp::spawn().await;
-    let session = app.create_session(json!({})).await;
-    let sid = session["session_id"].as_str().expect("id").to_owned();
+    let sid = app.new_session_id().await;
     let bytes = pseudo_random_bytes(300 * 1024 + 5);
 
     let form =

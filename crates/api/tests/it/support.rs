@@ -147,6 +147,12 @@ impl TestApp {
         self.client.request(method, self.url(path)).bearer_auth(&self.token)
     }
 
+    /// A new conversation with the default agent, without metadata: its id.
+    pub async fn new_session_id(&self) -> String {
+        let session = self.create_session(serde_json::json!({})).await;
+        session["session_id"].as_str().expect("id").to_owned()
+    }
+
     pub async fn create_session(&self, metadata: Value) -> Value {
         let response = self
             .request(reqwest::Method::POST, "/v1/sessions")
