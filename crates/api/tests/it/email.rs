@@ -279,14 +279,7 @@ async fn accounts_report_freshness_and_the_inbox_pages_filters_and_reads() {
         json!([{ "filename": "slides.pdf", "media_type": "application/pdf", "size_bytes": 2048 }])
     );
     assert_eq!(detail["messages"][0]["to"][0]["address"], "owner@example.org");
-    for missing in ["not-an-id", &uuid::Uuid::new_v4().to_string()] {
-        expect_problem(
-            get(&app, &format!("/v1/email/threads/{missing}")).await,
-            404,
-            "email_thread_not_found",
-        )
-        .await;
-    }
+    not_found(&app, &[(Method::GET, "/v1/email/threads/{}")], "email_thread_not_found").await;
 }
 
 /// Email answers hold mail (subjects, correspondents, text, gists): no cache keeps any of them,
@@ -324,6 +317,18 @@ async fn email_answers_are_never_stored_by_a_cache() {
 
 async fn post(app: &TestApp, path: &str) -> reqwest::Response {
     app.request(Method::POST, path).send().await.expect("send")
+}
+
+/// Each of `paths` (`{}` standing for the id) answers 404 `code`, for an id that is no UUID and
+/// for one nothing has.
+async fn not_found(app: &TestApp, paths: &[(Method, &str)], code: &str) {
+    for missing in ["not-an-id".to_owned(), uuid::Uuid::new_v4().to_string()] {
+        for (method, path) in paths {
+            let path = path.replace("{}", &missing);
+            let response = app.request(method.clone(), &path).send().await.expect("send");
+            expect_problem(response, 404, code).await;
+        }
+    }
 }
 
 async fn get(app: &TestApp, path: &str) -> reqwest::Response {
@@ -474,20 +479,18 @@ async fn archive_and_spam_are_operations_the_worker_settles() {
     )
     .await;
 
-    for missing in ["x", &uuid::Uuid::new_v4().to_string()] {
-        expect_problem(
-            get(&app, &format!("/v1/email/operations/{missing}")).await,
-            404,
-            "email_operation_not_found",
-        )
-        .await;
-        expect_problem(
-            post(&app, &format!("/v1/email/threads/{missing}/archive")).await,
-            404,
-            "email_thread_not_found",
-        )
-        .await;
-    }
+    not_found(
+        &app,
+        &[(Method::GET, "/v1/email/operations/{}")],
+        "email_operation_not_found",
+    )
+    .await;
+    not_found(
+        &app,
+        &[(Method::POST, "/v1/email/threads/{}/archive")],
+        "email_thread_not_found",
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -685,20 +688,15 @@ async fn drafts_are_versioned_and_a_stale_save_gets_both_versions() {
         ),
         (Some(3), Some("Yes, Friday."))
     );
-    for missing in ["x", &uuid::Uuid::new_v4().to_string()] {
-        expect_problem(
-            get(&app, &format!("/v1/email/drafts/{missing}")).await,
-            404,
-            "email_draft_not_found",
-        )
-        .await;
-        expect_problem(
-            get(&app, &format!("/v1/email/drafts/{missing}/revisions")).await,
-            404,
-            "email_draft_not_found",
-        )
-        .await;
-    }
+    not_found(
+        &app,
+        &[
+            (Method::GET, "/v1/email/drafts/{}"),
+            (Method::GET, "/v1/email/drafts/{}/revisions"),
+        ],
+        "email_draft_not_found",
+    )
+    .await;
     assert_eq!(
         app.count("email_operations").await,
         0,
