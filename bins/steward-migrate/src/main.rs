@@ -52,7 +52,7 @@ impl Config {
         let env = Env::new(&lookup);
         Ok(Config {
             action,
-            database: store::Database::from_env(&env, 1)?.options,
+            database: store::Database::url_from_env(&env)?,
             grants: GrantOptions {
                 call_notifications: env.switch("AGENT_CALL_NOTIFICATIONS_ENABLED")?,
             },

@@ -87,11 +87,6 @@ uuid_id!(
 pub struct AccountId(String);
 
 impl AccountId {
-    /// Wraps an account id from the manifest or storage (the manifest checked its form).
-    pub fn new(id: impl Into<String>) -> Self {
-        Self(id.into())
-    }
-
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::process::ExitCode;
 use std::time::Duration;
 
-pub use domain::env::{Env, EnvError, FromEnv, LogLevel};
+pub use domain::env::{Env, FromEnv, LogLevel};
 pub use hardening::environment::RoleKind;
 use hardening::process::ALLOW_ROOT_VARIABLE;
 

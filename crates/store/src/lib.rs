@@ -99,15 +99,18 @@ pub struct Database {
 impl Database {
     /// Reads the database settings; `default_pool` is the role's pool size when unset.
     pub fn from_env(env: &domain::env::Env, default_pool: u32) -> Result<Database, domain::env::EnvError> {
-        let url = env.required("DATABASE_URL")?;
-        // sqlx's messages never repeat the URL.
-        let options = url
-            .parse::<PgConnectOptions>()
-            .map_err(|error| domain::env::invalid("DATABASE_URL", error.to_string()))?;
         Ok(Database {
-            options,
+            options: Database::url_from_env(env)?,
             max_connections: env.positive("DATABASE_MAX_CONNECTIONS", default_pool)?,
         })
+    }
+
+    /// `DATABASE_URL` alone, for a tool that opens single connections (the migrator).
+    pub fn url_from_env(env: &domain::env::Env) -> Result<PgConnectOptions, domain::env::EnvError> {
+        // sqlx's messages never repeat the URL.
+        env.required("DATABASE_URL")?
+            .parse::<PgConnectOptions>()
+            .map_err(|error| domain::env::invalid("DATABASE_URL", error.to_string()))
     }
 
     /// A store on a pool that opens connections on first use (see [`Store::connect_lazy`]).

@@ -186,7 +186,7 @@ pub async fn refresh(
     let request = state
         .store
         .email()
-        .request_refresh(&AccountId::new(account_id), REFRESH_INTERVAL)
+        .request_refresh(&AccountId::from(account_id), REFRESH_INTERVAL)
         .await?
         .ok_or_else(unknown)?;
     Ok((
@@ -264,7 +264,7 @@ pub async fn threads(
             Some(decode_position(&bytes).ok_or_else(invalid)?)
         }
     };
-    let account = params.account_id.clone().map(AccountId::new);
+    let account = params.account_id.clone().map(AccountId::from);
     if let Some(account_id) = &account
         && state.store.email().account(account_id).await?.is_none()
     {

@@ -233,12 +233,7 @@ impl FakeGmail {
     /// Stores a message in `mailbox` with `labels` (an incoming one: `["INBOX"]`).
     pub fn deliver(&self, mailbox: &str, from: &str, subject: &str, body: &str, labels: &[&str]) -> String {
         let mut inner = lock(&self.inner);
-        let id = inner.id();
-        let to = inner
-            .mailboxes
-            .get(mailbox)
-            .map(|m| m.address.clone())
-            .unwrap_or_default();
+        let (id, to) = inner.next_for(mailbox);
         let message = StoredMessage {
             id: id.clone(),
             thread_id: id.clone(),
@@ -265,12 +260,7 @@ impl FakeGmail {
             .parse(raw)
             .expect("an RFC 5322 message");
         let mut inner = lock(&self.inner);
-        let id = inner.id();
-        let to = inner
-            .mailboxes
-            .get(mailbox)
-            .map(|m| m.address.clone())
-            .unwrap_or_default();
+        let (id, to) = inner.next_for(mailbox);
         let message = StoredMessage {
             id: id.clone(),
             thread_id: thread.map_or_else(|| id.clone(), str::to_owned),
@@ -365,6 +355,17 @@ impl Inner {
     fn id(&mut self) -> String {
         self.next_id += 1;
         format!("{:016x}", 0x18c0_0000_0000_0000_u64 + self.next_id)
+    }
+
+    /// A new message id, and the address of `mailbox` (blank for an unknown one): what a
+    /// delivery into it needs.
+    fn next_for(&mut self, mailbox: &str) -> (String, String) {
+        let to = self
+            .mailboxes
+            .get(mailbox)
+            .map(|m| m.address.clone())
+            .unwrap_or_default();
+        (self.id(), to)
     }
 
     /// The mailbox and scope of the request's bearer token, if the scope may make this call.
