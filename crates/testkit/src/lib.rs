@@ -6,15 +6,32 @@
 //! current migrations, so a new database costs a file copy rather than a migration run.
 //! [`gmail`] is a mail provider on 127.0.0.1 speaking the Gmail wire format; [`roles`] checks
 //! what every role binary refuses at start; [`demo`] fills a demo mailbox for trying Email mode
-//! offline (the `steward-demo-mail` binary serves it); [`serve`] runs a test's HTTP stand-in on
-//! 127.0.0.1.
+//! offline (the `steward-demo-mail` binary serves it); [`model`] is a model provider speaking the
+//! Chat Completions streaming format; [`serve`] runs a test's HTTP stand-in on 127.0.0.1, and
+//! `api` (feature `api`) the HTTP API itself.
 
+#[cfg(feature = "api")]
+pub mod api;
 pub mod demo;
 pub mod gmail;
+pub mod model;
 pub mod roles;
 pub mod serve;
 
 pub use serve::{Served, serve, serve_with};
+
+/// Writes `contents` to a new file at `path` that only its owner may read (mode 0600).
+pub fn write_private(path: &std::path::Path, contents: &str) {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .expect("create an owner-only file");
+    file.write_all(contents.as_bytes()).expect("write an owner-only file");
+}
 
 use std::sync::OnceLock;
 

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use serde_json::json;
 
-use crate::support::{FakeModel, FakeState, FakeWebhook, Stack, agent_definitions, arrival};
+use crate::support::{FakeState, FakeWebhook, Stack, agent_definitions, arrival, fake_model};
 
 fn spawn_worker(stack: &Stack, extra: &[(&str, &str)]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_steward-worker"))
@@ -79,7 +79,7 @@ async fn a_worker_killed_mid_dispatch_leaves_the_effect_at_most_once_and_the_out
 
 #[tokio::test]
 async fn a_worker_killed_at_a_safe_point_is_replaced_and_the_run_completes() {
-    let model = FakeModel::start(FakeState {
+    let model = fake_model(FakeState {
         hold_first: true,
         ..FakeState::default()
     })
@@ -91,7 +91,7 @@ async fn a_worker_killed_at_a_safe_point_is_replaced_and_the_run_completes() {
     let session = stack.session().await;
     let run = stack.submit(&session, "hello").await;
     // The model call is in flight (the server holds it): nothing side-effecting has started.
-    arrival(&model.state.arrived, "the first model call").await;
+    arrival(model.arrived(), "the first model call").await;
     assert_eq!(stack.run(&run).await["state"], "running");
     kill_hard(worker);
 

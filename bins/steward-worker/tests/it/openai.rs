@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::support::{FakeModel, FakeState, Stack, agent_definitions};
+use crate::support::{FakeModel, FakeState, Stack, agent_definitions, fake_model};
 
 async fn stack_with_model(model: &FakeModel) -> Stack {
     let definitions = agent_definitions(
@@ -27,7 +27,7 @@ fn add_note_call() -> FakeState {
 
 #[tokio::test]
 async fn streamed_tool_calls_park_for_approval_then_run_once_with_usage_counted() {
-    let model = FakeModel::start(add_note_call()).await;
+    let model = fake_model(add_note_call()).await;
     let stack = stack_with_model(&model).await;
     let session = stack.session().await;
     let run = stack.submit(&session, "Remember that I like tea").await;
@@ -102,7 +102,7 @@ async fn streamed_tool_calls_park_for_approval_then_run_once_with_usage_counted(
 
 #[tokio::test]
 async fn a_denial_reaches_the_model_and_nothing_runs() {
-    let model = FakeModel::start(add_note_call()).await;
+    let model = fake_model(add_note_call()).await;
     let stack = stack_with_model(&model).await;
     let session = stack.session().await;
     let run = stack.submit(&session, "Remember that I like tea").await;
@@ -136,7 +136,7 @@ async fn a_provider_error_fails_the_run_with_a_code() {
 
 #[tokio::test]
 async fn tool_and_model_call_limits_fail_the_run_with_their_codes() {
-    let model = FakeModel::start(FakeState {
+    let model = fake_model(FakeState {
         tool_call: Some(("notes__list".into(), "{}".into())),
         calls_per_response: 2,
         ..FakeState::default()
@@ -160,7 +160,7 @@ async fn tool_and_model_call_limits_fail_the_run_with_their_codes() {
         "no call ran"
     );
 
-    let model = FakeModel::start(FakeState {
+    let model = fake_model(FakeState {
         tool_call: Some(("notes__list".into(), "{}".into())),
         ..FakeState::default()
     })
@@ -179,7 +179,7 @@ async fn tool_and_model_call_limits_fail_the_run_with_their_codes() {
 
 #[tokio::test]
 async fn the_owners_model_settings_choose_the_model_of_the_next_message() {
-    let model = FakeModel::start(FakeState::default()).await;
+    let model = fake_model(FakeState::default()).await;
     let definitions = agent_definitions(json!({ "provider": "openai", "model": "gpt-test" }), None);
     let offer = r#"{"chat": [{"model": "gpt-test", "reasoning_efforts": ["none"]},
                              {"model": "gpt-better", "reasoning_efforts": ["high"]}],

@@ -3,13 +3,12 @@
 
 use domain::env::FromEnv as _;
 use std::collections::HashMap;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::time::{Duration, Instant};
 
 use reqwest::{Client, Method, Response};
 use serde_json::{Value, json};
 use testkit::TestDatabase;
+use testkit::model::{self, Reply};
 
 pub struct Stack {
     pub base: String,
@@ -21,7 +20,7 @@ pub struct Stack {
     pub clock: std::sync::Arc<testkit::ShiftedClock>,
     /// No store of the stack sends wake-up hints.
     deaf: bool,
-    _api: Abort,
+    _api: testkit::api::RunningApi,
     workers: Vec<Abort>,
 }
 
@@ -31,16 +30,6 @@ impl Drop for Abort {
     fn drop(&mut self) {
         self.0.abort();
     }
-}
-
-fn write_private(path: &std::path::Path, contents: &str) {
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .expect("create");
-    file.write_all(contents.as_bytes()).expect("write");
 }
 
 /// Agent definitions for the API: the default agent with `model` and an optional webhook.
@@ -64,13 +53,8 @@ impl Stack {
         let db = TestDatabase::new().await;
         let dir = tempfile::tempdir().expect("tempdir");
         let token = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
-        let token_file = dir.path().join("api-token");
-        write_private(&token_file, &token);
-        let mut vars: HashMap<String, String> = HashMap::from([
-            ("DATABASE_URL".into(), db.url_as("api")),
-            ("API_TOKEN_FILE".into(), token_file.display().to_string()),
-            ("AUTH_SCOPES".into(), "sessions.read,sessions.write".into()),
-        ]);
+        let mut vars: HashMap<String, String> =
+            HashMap::from([("AUTH_SCOPES".into(), "sessions.read,sessions.write".into())]);
         for (name, value) in api_env {
             if *name == "AGENT_DEFINITIONS" {
                 let path = dir.path().join("agents.json");
@@ -84,25 +68,19 @@ impl Stack {
                 vars.insert((*name).to_owned(), (*value).to_owned());
             }
         }
-        let config = api::ApiConfig::from_env(|name| vars.get(name).cloned()).expect("api config");
         let clock = std::sync::Arc::new(testkit::ShiftedClock::default());
         let app_store = db.store_as("api").await.with_clock(clock.clone());
-        let app = api::app(config, if deaf { app_store.without_wakes() } else { app_store });
-        let served = testkit::serve_with(|listener| async move {
-            let _ = api::serve(listener, app, std::future::pending()).await;
-        })
-        .await;
-        let base = served.url("");
-        let server = served.task;
+        let app_store = if deaf { app_store.without_wakes() } else { app_store };
+        let api = testkit::api::start(&db, dir.path(), &token, vars, app_store).await;
         Stack {
-            base,
+            base: api.base.clone(),
             token,
             client: Client::new(),
             db,
             dir,
             clock,
             deaf,
-            _api: Abort(server),
+            _api: api,
             workers: Vec::new(),
         }
     }
@@ -200,7 +178,7 @@ impl Stack {
     /// Writes an owner-only key file and returns its path.
     pub fn key_file(&self, key: &str) -> String {
         let path = self.dir.path().join("model-key");
-        write_private(&path, key);
+        testkit::write_private(&path, key);
         path.display().to_string()
     }
 
@@ -342,131 +320,66 @@ pub async fn json(response: Response) -> (u16, Value) {
     )
 }
 
-/// What the fake model server has seen and how it behaves.
+/// How the fake model answers: the script a [`FakeModel`] follows.
 #[derive(Default)]
 pub struct FakeState {
-    /// (Authorization header, request body) of every request.
-    pub requests: std::sync::Mutex<Vec<(Option<String>, Value)>>,
     /// Never answer the first request (a worker is killed while it waits).
     pub hold_first: bool,
     /// The tool call to make when the last message is not a tool result: (wire name, arguments).
     pub tool_call: Option<(String, String)>,
     /// How many copies of that call one response carries (default one).
     pub calls_per_response: usize,
-    pub arrived: tokio::sync::Notify,
 }
 
 /// A real HTTP server speaking the OpenAI Chat Completions streaming wire format.
-pub struct FakeModel {
-    pub url: String,
-    pub state: std::sync::Arc<FakeState>,
-    _server: Abort,
+pub type FakeModel = testkit::model::FakeModel;
+
+/// Starts a model server following `script`.
+pub async fn fake_model(script: FakeState) -> FakeModel {
+    FakeModel::start(move |number, body| script.reply(number, body)).await
 }
 
-fn sse(chunk: Value) -> String {
-    format!("data: {chunk}\n\n")
-}
-
-async fn completions(
-    axum::extract::State(state): axum::extract::State<std::sync::Arc<FakeState>>,
-    headers: axum::http::HeaderMap,
-    axum::Json(body): axum::Json<Value>,
-) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    let authorization = headers
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let number = {
-        let mut requests = state.requests.lock().expect("lock");
-        requests.push((authorization, body.clone()));
-        requests.len()
-    };
-    state.arrived.notify_one();
-    if state.hold_first && number == 1 {
-        std::future::pending::<()>().await;
-    }
-    let last_role = body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .map(|m| m["role"].clone())
-        .unwrap_or_default();
-    let mut chunks = vec![sse(
-        json!({ "choices": [{ "index": 0, "delta": { "role": "assistant", "reasoning_content": "Thinking it over." } }] }),
-    )];
-    match (&state.tool_call, last_role.as_str()) {
-        (Some((name, arguments)), Some(role)) if role != "tool" => {
-            let thirds = [
-                &arguments[..arguments.len() / 3],
-                &arguments[arguments.len() / 3..2 * arguments.len() / 3],
-                &arguments[2 * arguments.len() / 3..],
-            ];
-            // Some servers repeat the id and name in every fragment.
-            for index in 0..state.calls_per_response.max(1) {
-                let id = if index == 0 {
-                    "call_abc".to_owned()
-                } else {
-                    format!("call_abc_{index}")
-                };
-                for part in thirds {
-                    chunks.push(sse(json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [
-                        { "index": index, "id": id, "type": "function", "function": { "name": name, "arguments": part } }] } }] })));
+impl FakeState {
+    fn reply(&self, number: usize, body: &Value) -> Reply {
+        if self.hold_first && number == 1 {
+            return Reply::held();
+        }
+        let last_role = body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .map(|m| m["role"].clone())
+            .unwrap_or_default();
+        let mut frames = vec![
+            json!({ "choices": [{ "index": 0, "delta": { "role": "assistant", "reasoning_content": "Thinking it over." } }] }),
+        ];
+        match (&self.tool_call, last_role.as_str()) {
+            (Some((name, arguments)), Some(role)) if role != "tool" => {
+                let thirds = [
+                    &arguments[..arguments.len() / 3],
+                    &arguments[arguments.len() / 3..2 * arguments.len() / 3],
+                    &arguments[2 * arguments.len() / 3..],
+                ];
+                // Some servers repeat the id and name in every fragment.
+                for index in 0..self.calls_per_response.max(1) {
+                    let id = if index == 0 {
+                        "call_abc".to_owned()
+                    } else {
+                        format!("call_abc_{index}")
+                    };
+                    for part in thirds {
+                        frames.push(json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [
+                            { "index": index, "id": id, "type": "function", "function": { "name": name, "arguments": part } }] } }] }));
+                    }
                 }
+                frames.extend([model::finish("tool_calls"), model::usage(50, 10)]);
             }
-            chunks.push(sse(
-                json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "tool_calls" }] }),
-            ));
-            chunks.push(sse(
-                json!({ "choices": [], "usage": { "prompt_tokens": 50, "completion_tokens": 10 } }),
-            ));
-        }
-        _ => {
-            for piece in ["All", " done ✓", " — déjà."] {
-                chunks.push(sse(
-                    json!({ "choices": [{ "index": 0, "delta": { "content": piece } }] }),
-                ));
+            _ => {
+                frames.extend(["All", " done ✓", " — déjà."].map(model::content));
+                frames.extend([model::finish("stop"), model::usage(100, 20)]);
             }
-            chunks.push(sse(
-                json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "stop" }] }),
-            ));
-            chunks.push(sse(
-                json!({ "choices": [], "usage": { "prompt_tokens": 100, "completion_tokens": 20 } }),
-            ));
         }
-    }
-    chunks.push("data: [DONE]\n\n".to_owned());
-    // Sent in 7-byte pieces: lines and multi-byte characters are split across network chunks.
-    let bytes = chunks.concat().into_bytes();
-    let pieces: Vec<Vec<u8>> = bytes.chunks(7).map(<[u8]>::to_vec).collect();
-    let stream = futures_util::StreamExt::then(futures_util::stream::iter(pieces), |piece| async move {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-        Ok::<_, std::convert::Infallible>(piece)
-    });
-    (
-        [("content-type", "text/event-stream")],
-        axum::body::Body::from_stream(stream),
-    )
-        .into_response()
-}
-
-impl FakeModel {
-    pub async fn start(state: FakeState) -> FakeModel {
-        let state = std::sync::Arc::new(state);
-        let app = axum::Router::new()
-            .route("/v1/chat/completions", axum::routing::post(completions))
-            .with_state(state.clone());
-        let served = testkit::serve(app).await;
-        let url = served.url("/v1");
-        let server = served.task;
-        FakeModel {
-            url,
-            state,
-            _server: Abort(server),
-        }
-    }
-
-    pub fn requests(&self) -> Vec<(Option<String>, Value)> {
-        self.state.requests.lock().expect("lock").clone()
+        // Sent in 7-byte pieces: lines and multi-byte characters are split across network chunks.
+        Reply::frames(frames).in_pieces(7)
     }
 }
 

@@ -1,10 +1,7 @@
 //! A stack for one test: a fresh database, the API on 127.0.0.1, and (when asked) an in-process
 //! worker on the offline scripted model.
 
-use domain::env::FromEnv as _;
 use std::collections::HashMap;
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 
 use client::Client;
 use testkit::TestDatabase;
@@ -15,6 +12,7 @@ pub struct Stack {
     pub base: String,
     pub db: TestDatabase,
     _dir: tempfile::TempDir,
+    _api: testkit::api::RunningApi,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -36,33 +34,19 @@ impl Stack {
     pub async fn api_with(scopes: &str, flags: &[(&str, &str)]) -> Stack {
         let db = TestDatabase::new().await;
         let dir = tempfile::tempdir().expect("tempdir");
-        let token_file = dir.path().join("token");
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&token_file)
-            .expect("token file");
-        file.write_all(TOKEN.as_bytes()).expect("write token");
-        let mut vars: HashMap<&str, String> = HashMap::from([
-            ("DATABASE_URL", db.url_as("api")),
-            ("API_TOKEN_FILE", token_file.display().to_string()),
-            ("AUTH_SCOPES", scopes.to_owned()),
-        ]);
-        vars.extend(flags.iter().map(|(name, value)| (*name, (*value).to_owned())));
-        let config = api::ApiConfig::from_env(|name| vars.get(name).cloned()).expect("configuration");
-        let app = api::app(config, db.store_as("api").await);
-        let served = testkit::serve_with(|listener| async move {
-            let _ = api::serve(listener, app, std::future::pending()).await;
-        })
-        .await;
-        let base = served.url("");
-        let server = served.task;
+        let mut vars: HashMap<String, String> = HashMap::from([("AUTH_SCOPES".into(), scopes.to_owned())]);
+        vars.extend(
+            flags
+                .iter()
+                .map(|(name, value)| ((*name).to_owned(), (*value).to_owned())),
+        );
+        let api = testkit::api::start(&db, dir.path(), TOKEN, vars, db.store_as("api").await).await;
         Stack {
-            base,
+            base: api.base.clone(),
             db,
             _dir: dir,
-            tasks: vec![server],
+            _api: api,
+            tasks: Vec::new(),
         }
     }
 

@@ -1,6 +1,5 @@
 //! Spawns the API on an ephemeral port with a fresh database and a generated token.
 
-use domain::env::FromEnv as _;
 use std::collections::HashMap;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
@@ -18,16 +17,8 @@ pub struct TestApp {
     /// The app's own store (the api login).
     pub app_store: store::Store,
     _dir: tempfile::TempDir,
-    _server: AbortOnDrop,
-}
-
-/// Stops the server task when the app is dropped (or taken apart to restart on its database).
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
+    /// Stops the server when the app is dropped (or taken apart to restart on its database).
+    _server: testkit::api::RunningApi,
 }
 
 /// A fresh random token of 43 URL-safe characters.
@@ -108,33 +99,23 @@ impl TestApp {
     async fn spawn_inner(db: TestDatabase, env: Env, deaf: bool, token: Option<String>) -> TestApp {
         let dir = tempfile::tempdir().expect("tempdir");
         let token = token.unwrap_or_else(random_token);
-        let token_file = write_file(dir.path(), "api-token", &format!("{token}\n"), 0o600);
         let mut vars: HashMap<String, String> = HashMap::from([
-            ("DATABASE_URL".into(), db.url_as("api")),
-            ("API_TOKEN_FILE".into(), token_file.display().to_string()),
             ("AUTH_SCOPES".into(), all_scopes()),
             ("AGENT_RELEASE".into(), "test-release".into()),
         ]);
         vars.extend(env.0);
-        let config = api::ApiConfig::from_env(|name| vars.get(name).cloned()).expect("valid test configuration");
         // The app connects with the api login, so its privileges are exercised as deployed.
         let app_store = db.store_as("api").await;
         let app_store = if deaf { app_store.without_wakes() } else { app_store };
-        let app = api::app(config, app_store.clone());
-        let served = testkit::serve_with(|listener| async move {
-            let _ = api::serve(listener, app, std::future::pending()).await;
-        })
-        .await;
-        let base = served.url("");
-        let server = served.task;
+        let server = testkit::api::start(&db, dir.path(), &token, vars, app_store.clone()).await;
         TestApp {
-            base,
+            base: server.base.clone(),
             token,
             client: Client::new(),
             db,
             app_store,
             _dir: dir,
-            _server: AbortOnDrop(server),
+            _server: server,
         }
     }
 

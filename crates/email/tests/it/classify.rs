@@ -4,53 +4,39 @@
 //! reported); at the daily allowance automatic assessment stops, the account says why and new
 //! mail waits in date order; the next UTC day (clock injected) it goes on.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
-use axum::Json;
-use axum::extract::State;
 use domain::email::{AllowanceWait, DraftAuthor};
 use domain::run::Cost;
 use email::allowance::Allowances;
 use email::classify::{Classifier, ModelClassifier, Prices};
 use email::refresh::Refresher;
-use serde_json::{Value, json};
+use serde_json::json;
 use testkit::gmail::FakeGmail;
+use testkit::model::{FakeModel, Reply};
 
 use crate::refresh::{account, gmail};
 
-#[derive(Default)]
-struct ModelState {
-    bodies: Mutex<Vec<Value>>,
-    report_usage: AtomicBool,
-}
-
-async fn completions(State(state): State<Arc<ModelState>>, Json(body): Json<Value>) -> axum::response::Response {
-    use axum::response::IntoResponse;
-    state.bodies.lock().expect("lock").push(body);
-    let answer =
-        json!({ "importance": "important", "reply_need": "needs_reply", "gist": "The model's gist" }).to_string();
-    let mut frames = vec![json!({ "choices": [{ "index": 0, "delta": { "role": "assistant", "content": answer } }] })];
-    frames.push(json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "stop" }] }));
-    if state.report_usage.load(Ordering::SeqCst) {
-        frames.push(json!({ "choices": [], "usage": { "prompt_tokens": 500, "completion_tokens": 20 } }));
-    }
-    let mut text: String = frames.iter().map(|frame| format!("data: {frame}\n\n")).collect();
-    text.push_str("data: [DONE]\n\n");
-    ([("content-type", "text/event-stream")], text).into_response()
-}
-
-/// The model server, reporting usage or not.
-async fn model_server() -> (String, Arc<ModelState>, tokio::task::JoinHandle<()>) {
-    let state = Arc::new(ModelState::default());
-    state.report_usage.store(true, Ordering::SeqCst);
-    let app = axum::Router::new()
-        .route("/v1/chat/completions", axum::routing::post(completions))
-        .with_state(state.clone());
-    let served = testkit::serve(app).await;
-    let url = served.url("/v1");
-    let server = served.task;
-    (url, state, server)
+/// The model server, answering every request with an important thread that needs a reply,
+/// and reporting usage while `report_usage` holds.
+async fn model_server() -> (String, FakeModel, Arc<AtomicBool>) {
+    let report_usage = Arc::new(AtomicBool::new(true));
+    let reporting = report_usage.clone();
+    let model = FakeModel::start(move |_, _| {
+        let answer =
+            json!({ "importance": "important", "reply_need": "needs_reply", "gist": "The model's gist" }).to_string();
+        let mut frames = vec![
+            json!({ "choices": [{ "index": 0, "delta": { "role": "assistant", "content": answer } }] }),
+            testkit::model::finish("stop"),
+        ];
+        if reporting.load(Ordering::SeqCst) {
+            frames.push(testkit::model::usage(500, 20));
+        }
+        Reply::frames(frames)
+    })
+    .await;
+    (model.url.clone(), model, report_usage)
 }
 
 /// (subject, rule, gist) of every assessed thread, and the subjects still waiting, oldest first.
@@ -90,7 +76,7 @@ async fn the_model_assesses_within_the_daily_allowance_and_mail_waits_in_date_or
             .expect("built");
         fake.deliver_raw("owner", &raw, &["INBOX"], None);
     }
-    let (url, model, _server) = model_server().await;
+    let (url, model, report_usage) = model_server().await;
 
     // The clock stands at noon (UTC) of tomorrow: the day's allowance is all there.
     let clock = Arc::new(testkit::ShiftedClock::default());
@@ -139,10 +125,10 @@ async fn the_model_assesses_within_the_daily_allowance_and_mail_waits_in_date_or
     // Each request reports 500 + 20 tokens: USD 0.00052. A request goes while what was charged
     // today plus its ceiling stays within USD 0.01.
     let updated = refresher.update(&owner).await.expect("update");
-    let requests = model.bodies.lock().expect("lock").len();
+    let requests = model.requests().len();
     assert_eq!(updated.assessed, requests);
     let sent_ceiling = {
-        let bodies = model.bodies.lock().expect("lock");
+        let bodies = model.bodies();
         let body = &bodies[0];
         let user = body["messages"][1]["content"].as_str().expect("user message");
         let boundary = marker_boundary(user);
@@ -190,12 +176,12 @@ async fn the_model_assesses_within_the_daily_allowance_and_mail_waits_in_date_or
     // Later the same day: nothing more is asked.
     clock.advance(jiff::SignedDuration::from_hours(6));
     refresher.update(&owner).await.expect("update");
-    assert_eq!(model.bodies.lock().expect("lock").len(), requests);
+    assert_eq!(model.requests().len(), requests);
 
     // The next UTC day, with a provider that reports no usage: each request is charged its
     // ceiling, so fewer go.
     clock.advance(jiff::SignedDuration::from_hours(12));
-    model.report_usage.store(false, Ordering::SeqCst);
+    report_usage.store(false, Ordering::SeqCst);
     let before = charges(&db).await.len();
     refresher.update(&owner).await.expect("update");
     let unreported: Vec<(i64, bool)> = charges(&db).await.split_off(before);
@@ -231,7 +217,7 @@ async fn the_model_proposes_a_reply_in_the_owners_style_within_the_allowances() 
         "Are you free on Friday?",
         &["INBOX"],
     );
-    let (url, model, _server) = model_server().await;
+    let (url, model, _) = model_server().await;
     let db = testkit::TestDatabase::new().await;
     let store = db.store_as("async-worker").await;
     store
@@ -309,7 +295,7 @@ async fn the_model_proposes_a_reply_in_the_owners_style_within_the_allowances() 
         Proposed::Landed(2)
     );
     let ceiling = {
-        let bodies = model.bodies.lock().expect("lock");
+        let bodies = model.bodies();
         assert_eq!(bodies.len(), 1);
         let user = bodies[0]["messages"][1]["content"].as_str().expect("user");
         let boundary = marker_boundary(user);
@@ -347,7 +333,7 @@ async fn the_model_proposes_a_reply_in_the_owners_style_within_the_allowances() 
         refresher.propose(&claimed).await.expect("proposed"),
         Proposed::Failed("email.allowance_spent")
     );
-    assert_eq!(model.bodies.lock().expect("lock").len(), 1);
+    assert_eq!(model.requests().len(), 1);
 }
 
 /// The random boundary a request's untrusted block opens with (32 hex digits), which the

@@ -1,0 +1,51 @@
+//! The HTTP API on 127.0.0.1 for one test (with the `api` feature): configured from the
+//! environment as the `steward-api` role is, on a store the test gives, with a bearer token in an
+//! owner-only file.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use domain::env::FromEnv as _;
+
+use crate::TestDatabase;
+
+/// The running API; it stops when dropped.
+pub struct RunningApi {
+    /// `http://127.0.0.1:port`.
+    pub base: String,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for RunningApi {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// Starts the API on `store`. Its environment is `vars` over two defaults: `DATABASE_URL`, the
+/// api login of `db`, and `API_TOKEN_FILE`, an owner-only file written in `dir` holding `token`.
+pub async fn start(
+    db: &TestDatabase,
+    dir: &Path,
+    token: &str,
+    vars: impl IntoIterator<Item = (String, String)>,
+    store: store::Store,
+) -> RunningApi {
+    let token_file = dir.join("api-token");
+    crate::write_private(&token_file, &format!("{token}\n"));
+    let mut env: HashMap<String, String> = HashMap::from([
+        ("DATABASE_URL".into(), db.url_as("api")),
+        ("API_TOKEN_FILE".into(), token_file.display().to_string()),
+    ]);
+    env.extend(vars);
+    let config = api::ApiConfig::from_env(|name| env.get(name).cloned()).expect("valid test configuration");
+    let app = api::app(config, store);
+    let served = crate::serve_with(|listener| async move {
+        let _ = api::serve(listener, app, std::future::pending()).await;
+    })
+    .await;
+    RunningApi {
+        base: served.url(""),
+        server: served.task,
+    }
+}
