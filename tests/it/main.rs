@@ -294,38 +294,25 @@ fn the_terminal_client_links_no_database_no_agent_and_no_openssl() {
 #[test]
 fn each_role_links_only_the_workspace_crates_it_needs() {
     let workspace: BTreeSet<String> = graph().members.keys().cloned().collect();
+    // Email mode's refresh: the mail client for reads and the model client for assessment.
+    const MAIL: [&str; 8] = [
+        "email",
+        "mail-mcp",
+        "model-client",
+        "store",
+        "wire",
+        "domain",
+        "hardening",
+        "role",
+    ];
+    let worker = [&["agent"][..], &MAIL].concat();
     let allowed: [(&str, &[&str]); 8] = [
         // `wire` (the event vocabulary, with the store that writes it) is types only.
         ("steward-api", &["api", "store", "wire", "domain", "hardening", "role"]),
-        (
-            "steward-worker",
-            &[
-                "agent",
-                "email",
-                "mail-mcp",
-                "model-client",
-                "store",
-                "wire",
-                "domain",
-                "hardening",
-                "role",
-            ],
-        ),
-        // Email mode's refresh: the mail client for reads and the model client for assessment;
-        // no agent loop, no tools, no api.
-        (
-            "steward-async-worker",
-            &[
-                "email",
-                "mail-mcp",
-                "model-client",
-                "store",
-                "wire",
-                "domain",
-                "hardening",
-                "role",
-            ],
-        ),
+        // The agent loop over Email mode's parts.
+        ("steward-worker", &worker),
+        // No agent loop, no tools, no api.
+        ("steward-async-worker", &MAIL),
         ("steward-schedule", &["store", "wire", "domain", "hardening", "role"]),
         (
             "steward-notify",

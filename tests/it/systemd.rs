@@ -18,19 +18,6 @@ pub const ROLES: [(&str, &str); 6] = [
     ("call-ingress", "steward-call-ingress"),
 ];
 
-/// Every role preflight knows, each with an environment template (the planned ones too: the
-/// host's files are checked before their binaries arrive).
-const TEMPLATE_ROLES: [&str; 8] = [
-    "api",
-    "worker",
-    "async-worker",
-    "schedule",
-    "notify",
-    "maintenance",
-    "call-worker",
-    "call-ingress",
-];
-
 #[test]
 fn every_unit_runs_a_binary_the_workspace_builds() {
     let mut units = Vec::new();
@@ -235,7 +222,9 @@ fn the_ingress_listener_is_loopback_only_and_outside_the_application_group() {
 
 #[test]
 fn every_role_has_an_environment_template_without_secrets() {
-    for role in TEMPLATE_ROLES {
+    // Every role preflight knows has an environment template (the planned ones too: the host's
+    // files are checked before their binaries arrive).
+    for role in preflight::ROLES {
         let path = systemd_dir().join(format!("env/{role}.env"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
         for line in text

@@ -13,13 +13,7 @@ use crate::TestDatabase;
 pub struct RunningApi {
     /// `http://127.0.0.1:port`.
     pub base: String,
-    server: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for RunningApi {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
+    _server: crate::Served,
 }
 
 /// Starts the API on `store`. Its environment is `vars` over two defaults: `DATABASE_URL`, the
@@ -46,6 +40,6 @@ pub async fn start(
     .await;
     RunningApi {
         base: served.url(""),
-        server: served.task,
+        _server: served,
     }
 }

@@ -77,13 +77,7 @@ pub struct FakeModel {
     /// The base URL clients are configured with (`http://127.0.0.1:port/v1`).
     pub url: String,
     seen: Arc<Seen>,
-    server: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for FakeModel {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
+    _server: crate::Served,
 }
 
 async fn completions(
@@ -136,7 +130,7 @@ impl FakeModel {
         FakeModel {
             url: served.url("/v1"),
             seen,
-            server: served.task,
+            _server: served,
         }
     }
 

@@ -6,11 +6,17 @@ use std::net::SocketAddr;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-/// A server a test started: where it listens and the task serving it (abort it to stop it).
+/// A server a test started: where it listens. Dropping it stops the server.
 #[derive(Debug)]
 pub struct Served {
     pub address: SocketAddr,
-    pub task: JoinHandle<()>,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 impl Served {

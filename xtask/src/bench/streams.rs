@@ -226,26 +226,11 @@ impl Bench {
     /// same rows.
     pub(super) fn replay(&self, base: &str, report: &mut Report) -> anyhow::Result<()> {
         let count = self.options.replay_events;
-        let session = self.psql(
-            "steward_bench",
-            "SELECT id FROM sessions WHERE last_event_seq = 0 ORDER BY created_at LIMIT 1",
-        )?;
-        if session.is_empty() {
-            bail!("no empty session to fill");
-        }
-        self.psql(
-            "steward_bench",
-            &format!(
-                "BEGIN;
-                 INSERT INTO events (session_id, seq, run_id, kind, payload, created_at)
-                 SELECT '{session}', n, NULL, 'user.message.created',
-                        jsonb_build_object('run_id', gen_random_uuid(), 'message',
-                            jsonb_build_object('text', 'replayed message ' || n, 'attachments', '[]'::jsonb)),
-                        clock_timestamp()
-                 FROM generate_series(1, {count}) AS n;
-                 UPDATE sessions SET last_event_seq = {count} WHERE id = '{session}';
-                 COMMIT;"
-            ),
+        let session = self.fill_empty_session(
+            count,
+            "'user.message.created'",
+            "jsonb_build_object('run_id', gen_random_uuid(), 'message',
+                 jsonb_build_object('text', 'replayed message ' || n, 'attachments', '[]'::jsonb))",
         )?;
         self.psql("steward_bench", "VACUUM ANALYZE events")?;
         let replay = self.steward_bench(&["replay", base, path(&self.token_file), &session, &count.to_string()])?;

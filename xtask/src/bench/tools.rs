@@ -85,6 +85,30 @@ impl Bench {
         }
         Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
     }
+
+    /// Fills the oldest session that has no events with `count` events, the `n`th (from 1) of
+    /// kind `kind` and payload `payload` (SQL expressions of `n`); returns the session's id.
+    pub(super) fn fill_empty_session(&self, count: usize, kind: &str, payload: &str) -> anyhow::Result<String> {
+        let session = self.psql(
+            "steward_bench",
+            "SELECT id FROM sessions WHERE last_event_seq = 0 ORDER BY created_at LIMIT 1",
+        )?;
+        if session.is_empty() {
+            bail!("no empty session to fill");
+        }
+        self.psql(
+            "steward_bench",
+            &format!(
+                "BEGIN;
+                 INSERT INTO events (session_id, seq, run_id, kind, payload, created_at)
+                 SELECT '{session}', n, NULL, {kind}, {payload}, clock_timestamp()
+                 FROM generate_series(1, {count}) AS n;
+                 UPDATE sessions SET last_event_seq = {count} WHERE id = '{session}';
+                 COMMIT;"
+            ),
+        )?;
+        Ok(session)
+    }
 }
 
 /// A running `perf record`; stopped on drop, leaving `<name>.data` and a summary by process

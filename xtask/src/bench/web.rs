@@ -8,25 +8,15 @@ impl Bench {
     /// by Node on loopback, and a conversation of 2,000 persisted events (runs of a message, a
     /// Markdown answer and the run's end) opened and scrolled through end to end.
     pub(super) fn web_client(&self, base: &str, report: &mut Report) -> anyhow::Result<()> {
-        const EVENTS: u32 = 2000;
+        const EVENTS: usize = 2000;
         crate::e2e::ensure_chromium()?;
         let e2e = crate::workspace_root().join("web/e2e");
         crate::e2e::ensure_packages(&e2e)?;
-        let session = self.psql(
-            "steward_bench",
-            "SELECT id FROM sessions WHERE last_event_seq = 0 ORDER BY created_at LIMIT 1",
-        )?;
-        if session.is_empty() {
-            bail!("no empty session to fill");
-        }
-        self.psql(
-            "steward_bench",
-            &format!(
-                "BEGIN;
-                 INSERT INTO events (session_id, seq, run_id, kind, payload, created_at)
-                 SELECT '{session}', n, NULL,
-                   CASE n % 3 WHEN 1 THEN 'user.message.created' WHEN 2 THEN 'assistant.message' ELSE 'run.completed' END,
-                   CASE n % 3
+        // Runs of a message, a Markdown answer and the run's end.
+        let session = self.fill_empty_session(
+            EVENTS,
+            "CASE n % 3 WHEN 1 THEN 'user.message.created' WHEN 2 THEN 'assistant.message' ELSE 'run.completed' END",
+            r"CASE n % 3
                      WHEN 1 THEN jsonb_build_object('run_id', md5('run' || (n - 1) / 3)::uuid, 'message',
                        jsonb_build_object('text', 'Question number ' || (n - 1) / 3 || ': what about the **plan**?',
                                           'attachments', '[]'::jsonb))
@@ -38,12 +28,7 @@ impl Bench {
                      ELSE jsonb_build_object('run_id', md5('run' || (n - 1) / 3)::uuid, 'state', 'completed',
                        'usage', jsonb_build_object('steps', 1, 'model_calls', 1, 'tool_calls', 0,
                                                    'input_tokens', 10, 'output_tokens', 40, 'cost', '0'))
-                   END,
-                   clock_timestamp()
-                 FROM generate_series(1, {EVENTS}) AS n;
-                 UPDATE sessions SET last_event_seq = {EVENTS} WHERE id = '{session}';
-                 COMMIT;"
-            ),
+                   END",
         )?;
         let output = Command::new("node")
             .args(["bench.mjs", &session, &EVENTS.to_string()])

@@ -19,15 +19,9 @@ const SECRET: &str = "test-signing-secret-0123456789abcdef";
 
 /// The listener's routes served in process on 127.0.0.1, with the ingress login.
 struct Listener {
-    server: tokio::task::JoinHandle<()>,
+    _server: testkit::Served,
     base: String,
     client: reqwest::Client,
-}
-
-impl Drop for Listener {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
 }
 
 fn write_secret(dir: &Path, contents: &str, mode: u32) -> PathBuf {
@@ -77,11 +71,9 @@ fn base_environment(db: &TestDatabase, secret: &Path, port: u16) -> Vec<(&'stati
 async fn start(db: &TestDatabase) -> Listener {
     let app = steward_call_ingress::app(db.store_as("ingress").await, SECRET.as_bytes().to_vec());
     let served = testkit::serve(app).await;
-    let base = served.url("");
-    let server = served.task;
     let listener = Listener {
-        server,
-        base,
+        base: served.url(""),
+        _server: served,
         client: reqwest::Client::new(),
     };
     let ready = listener

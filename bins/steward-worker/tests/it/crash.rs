@@ -61,14 +61,9 @@ async fn a_worker_killed_mid_dispatch_leaves_the_effect_at_most_once_and_the_out
     );
     let state: String = stack.scalar("SELECT state FROM tool_invocations").await;
     assert_eq!(state, "outcome_unknown");
-    let events = stack.events(&session).await;
-    let result = events
-        .iter()
-        .find(|(kind, _)| kind == "tool.result")
-        .expect("tool result");
     assert_eq!(
-        (result.1["status"].as_str(), result.1["code"].as_str()),
-        (Some("outcome_unknown"), Some("tool.outcome_unknown"))
+        stack.first_outcome(&session).await,
+        (Some("outcome_unknown".into()), Some("tool.outcome_unknown".into()))
     );
     assert_eq!(
         stack.scalar::<i32>("SELECT attempts FROM runs").await,
@@ -142,11 +137,5 @@ async fn cancelling_during_a_dispatch_waits_for_the_tool_and_records_its_outcome
     }
     assert_eq!(stack.run(&run).await["state"], "cancelled");
     assert_eq!(webhook.hits.load(Ordering::SeqCst), 1);
-    let result = stack
-        .events(&session)
-        .await
-        .into_iter()
-        .find(|(kind, _)| kind == "tool.result")
-        .expect("tool result");
-    assert_eq!(result.1["status"], "succeeded");
+    assert_eq!(stack.tool_results(&session).await[0]["status"], "succeeded");
 }

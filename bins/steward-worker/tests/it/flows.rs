@@ -112,14 +112,9 @@ async fn a_denied_tool_never_runs_and_the_model_is_told() {
             .await,
         0
     );
-    let events = stack.events(&session).await;
-    let result = events
-        .iter()
-        .find(|(kind, _)| kind == "tool.result")
-        .expect("tool result");
     assert_eq!(
-        (result.1["status"].as_str(), result.1["code"].as_str()),
-        (Some("denied"), Some("approval.denied"))
+        stack.first_outcome(&session).await,
+        (Some("denied".into()), Some("approval.denied".into()))
     );
     let reply = stack.reply(&session).await;
     assert!(
@@ -188,14 +183,8 @@ async fn read_only_tools_run_without_approval_and_plain_text_completes() {
 
     let run = stack.submit(&session, "/tool no.such.tool").await;
     stack.completes(&run).await;
-    let result = stack
-        .events(&session)
-        .await
-        .into_iter()
-        .rev()
-        .find(|(kind, _)| kind == "tool.result")
-        .expect("result");
-    assert_eq!(result.1["code"], "tool.unknown");
+    let results = stack.tool_results(&session).await;
+    assert_eq!(results.last().expect("a result")["code"], "tool.unknown");
 }
 
 #[tokio::test]
@@ -465,14 +454,8 @@ async fn the_cost_limit_fails_the_run() {
 
 /// The result of the last `tool.result` event of `session`.
 async fn last_tool_result(stack: &Stack, session: &str) -> serde_json::Value {
-    stack
-        .events(session)
-        .await
-        .into_iter()
-        .rev()
-        .find(|(kind, _)| kind == "tool.result")
-        .expect("a tool result")
-        .1
+    let results = stack.tool_results(session).await;
+    results.last().expect("a tool result").clone()
 }
 
 #[tokio::test]

@@ -160,13 +160,8 @@ async fn a_scheduled_run_holds_only_the_tools_its_schedule_requested_scopes_for(
             (Some("failed"), Some("schedule.authorization_failed")),
             "{tool}: {ended}"
         );
-        let result = stack
-            .events(&session)
-            .await
-            .into_iter()
-            .find(|(kind, _)| kind == "tool.result")
-            .expect("result");
-        assert_eq!(result.1["code"], "schedule.authorization_failed", "{tool}");
+        let result = stack.tool_results(&session).await.remove(0);
+        assert_eq!(result["code"], "schedule.authorization_failed", "{tool}");
         let id = schedule["id"].as_str().expect("id");
         let occurrences = stack.get(&format!("/v1/schedules/{id}/occurrences")).await;
         assert_eq!(

@@ -288,6 +288,24 @@ impl Stack {
         payload
     }
 
+    /// The payload of every `tool.result` event of the session, in order.
+    pub async fn tool_results(&self, session: &str) -> Vec<Value> {
+        let events = self.events(session).await;
+        events
+            .into_iter()
+            .filter(|(kind, _)| kind == "tool.result")
+            .map(|(_, payload)| payload)
+            .collect()
+    }
+
+    /// The (status, code) of the session's first tool result.
+    pub async fn first_outcome(&self, session: &str) -> (Option<String>, Option<String>) {
+        let results = self.tool_results(session).await;
+        let first = results.first().expect("a tool result");
+        let text = |name: &str| first[name].as_str().map(str::to_owned);
+        (text("status"), text("code"))
+    }
+
     /// Every persisted event of the session: (kind, payload).
     pub async fn events(&self, session: &str) -> Vec<(String, Value)> {
         let rows: Vec<(String, Value)> =
@@ -389,7 +407,7 @@ pub struct FakeWebhook {
     pub hits: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     pub arrived: std::sync::Arc<tokio::sync::Notify>,
     pub release: std::sync::Arc<tokio::sync::Notify>,
-    _server: Abort,
+    _server: testkit::Served,
 }
 
 impl FakeWebhook {
@@ -413,14 +431,12 @@ impl FakeWebhook {
             }),
         );
         let served = testkit::serve(app).await;
-        let url = served.url("/hook");
-        let server = served.task;
         FakeWebhook {
-            url,
+            url: served.url("/hook"),
             hits,
             arrived,
             release,
-            _server: Abort(server),
+            _server: served,
         }
     }
 }

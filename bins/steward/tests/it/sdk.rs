@@ -76,8 +76,8 @@ async fn a_repeated_cursor_is_refused() {
             axum::Json(serde_json::json!({ "sessions": [], "next_cursor": "the-same-cursor" }))
         }),
     );
-    let base = testkit::serve(app).await.url("");
-    let client = Client::new(&base, TOKEN).expect("client");
+    let served = testkit::serve(app).await;
+    let client = Client::new(&served.url(""), TOKEN).expect("client");
     let error = client.sessions().await.expect_err("refused");
     assert!(matches!(error, ClientError::RepeatedCursor), "{error:?}");
 }

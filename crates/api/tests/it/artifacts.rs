@@ -146,37 +146,19 @@ async fn stored_bytes_survive_a_restart() {
 #[tokio::test]
 async fn uploads_over_the_limit_are_refused_and_leave_nothing() {
     let app = TestApp::spawn_with(Env::default().set("API_MAX_ARTIFACT_BYTES", "1000")).await;
-    let session = app.create_session(json!({})).await;
-    let path = format!(
-        "/v1/sessions/{}/artifacts?filename=big.bin",
-        session["session_id"].as_str().expect("id")
-    );
+    let path = format!("/v1/sessions/{}/artifacts?filename=big.bin", app.new_session_id().await);
 
-    let exact = app
-        .request(Method::POST, &path)
-        .body(vec![7u8; 1000])
-        .send()
-        .await
-        .expect("send");
+    let exact = app.send_body(Method::POST, &path, vec![7u8; 1000]).await;
     assert_eq!(exact.status(), 201, "the limit itself is allowed");
 
-    let declared = app
-        .request(Method::POST, &path)
-        .body(vec![7u8; 1001])
-        .send()
-        .await
-        .expect("send");
+    let declared = app.send_body(Method::POST, &path, vec![7u8; 1001]).await;
     let body = expect_problem(declared, 413, "artifact_too_large").await;
     assert_eq!(body["max_bytes"], 1000);
 
     // Without Content-Length the limit is enforced while streaming.
     let chunks: Vec<Result<Vec<u8>, std::io::Error>> = (0..5).map(|_| Ok(vec![1u8; 300])).collect();
-    let streamed = app
-        .request(Method::POST, &path)
-        .body(reqwest::Body::wrap_stream(futures_util::stream::iter(chunks)))
-        .send()
-        .await
-        .expect("send");
+    let streamed = reqwest::Body::wrap_stream(futures_util::stream::iter(chunks));
+    let streamed = app.send_body(Method::POST, &path, streamed).await;
     expect_problem(streamed, 413, "artifact_too_large").await;
 
     let stored = (app.count("artifacts").await, app.count("artifact_chunks").await);
@@ -188,30 +170,13 @@ async fn uploads_over_the_limit_are_refused_and_leave_nothing() {
 async fn uploads_need_an_existing_session_and_valid_names() {
     let app = TestApp::spawn().await;
     let missing = format!("/v1/sessions/{}/artifacts", uuid::Uuid::new_v4());
-    expect_problem(
-        app.request(Method::POST, &missing)
-            .body("x")
-            .send()
-            .await
-            .expect("send"),
-        404,
-        "session_not_found",
-    )
-    .await;
+    let missing = app.send_body(Method::POST, &missing, "x").await;
+    expect_problem(missing, 404, "session_not_found").await;
 
-    let session = app.create_session(json!({})).await;
-    let sid = session["session_id"].as_str().expect("id");
+    let sid = app.new_session_id().await;
     let bad_name = format!("/v1/sessions/{sid}/artifacts?filename=..%2Fetc%2Fpasswd");
-    let body = expect_problem(
-        app.request(Method::POST, &bad_name)
-            .body("x")
-            .send()
-            .await
-            .expect("send"),
-        422,
-        "validation_failed",
-    )
-    .await;
+    let bad_name = app.send_body(Method::POST, &bad_name, "x").await;
+    let body = expect_problem(bad_name, 422, "validation_failed").await;
     assert_eq!(body["field"], "filename");
     let bad_type = app
         .request(Method::POST, &format!("/v1/sessions/{sid}/artifacts"))
@@ -223,40 +188,24 @@ async fn uploads_need_an_existing_session_and_valid_names() {
     expect_problem(bad_type, 422, "validation_failed").await;
 
     let unknown = format!("/v1/sessions/{sid}/artifacts/{}", uuid::Uuid::new_v4());
-    expect_problem(
-        app.request(Method::GET, &unknown).send().await.expect("send"),
-        404,
-        "artifact_not_found",
-    )
-    .await;
-    expect_problem(
-        app.request(Method::GET, &format!("{unknown}/content"))
-            .send()
-            .await
-            .expect("send"),
-        404,
-        "artifact_not_found",
-    )
-    .await;
+    for path in [unknown.clone(), format!("{unknown}/content")] {
+        expect_problem(app.send(Method::GET, &path).await, 404, "artifact_not_found").await;
+    }
 }
 
 #[tokio::test]
 async fn a_stalled_upload_is_refused_and_leaves_nothing() {
     let app = TestApp::spawn_with(Env::default().set("API_UPLOAD_IDLE_SECONDS", "1")).await;
-    let session = app.create_session(json!({})).await;
     let path = format!(
         "/v1/sessions/{}/artifacts?filename=slow.bin",
-        session["session_id"].as_str().expect("id")
+        app.new_session_id().await
     );
     // More than one storage chunk, then silence: the stream never ends.
     let first = futures_util::stream::iter([Ok::<_, std::io::Error>(vec![1u8; 300 * 1024])]);
     let stalled = futures_util::StreamExt::chain(first, futures_util::stream::pending());
     let response = app
-        .request(Method::POST, &path)
-        .body(reqwest::Body::wrap_stream(stalled))
-        .send()
-        .await
-        .expect("send");
+        .send_body(Method::POST, &path, reqwest::Body::wrap_stream(stalled))
+        .await;
     expect_problem(response, 408, "request_timeout").await;
     assert_eq!(
         app.count("artifact_chunks").await,

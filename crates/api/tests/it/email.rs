@@ -5,7 +5,7 @@
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use store::{NewAssessment, NewEmailMessage, Store, WriteOutcome};
+use store::{ClaimedWrite, NewAssessment, NewEmailMessage, Store, WriteOutcome};
 
 use crate::support::{Env, TestApp, expect_problem, json};
 
@@ -335,6 +335,35 @@ async fn get(app: &TestApp, path: &str) -> reqwest::Response {
     app.request(Method::GET, path).send().await.expect("send")
 }
 
+/// The operation an accepted write answered with, read again.
+async fn operation(app: &TestApp, accepted: &Value) -> (u16, Value) {
+    let id = accepted["operation_id"].as_str().expect("an operation id");
+    app.get_json(&format!("/v1/email/operations/{id}")).await
+}
+
+/// The next queued write, claimed by `worker-1`.
+async fn claim(worker: &Store) -> ClaimedWrite {
+    let claimed = worker
+        .email()
+        .claim_write("worker-1", std::time::Duration::from_secs(30))
+        .await
+        .expect("claim");
+    claimed.expect("queued")
+}
+
+/// Marks the claimed write dispatching: whether it was still `worker-1`'s.
+async fn dispatch(worker: &Store, claimed: &ClaimedWrite) -> bool {
+    let email = worker.email();
+    email
+        .mark_dispatching(claimed.operation.id, "worker-1")
+        .await
+        .expect("mark")
+}
+
+async fn settle(worker: &Store, claimed: &ClaimedWrite, outcome: WriteOutcome) {
+    worker.email().settle_write(claimed, &outcome).await.expect("settle");
+}
+
 #[tokio::test]
 async fn archive_and_spam_are_operations_the_worker_settles() {
     let app = app().await;
@@ -363,37 +392,12 @@ async fn archive_and_spam_are_operations_the_worker_settles() {
     );
 
     // The worker runs it: claimed, dispatching, settled with the labels the provider answered.
-    let claimed = worker
-        .email()
-        .claim_write("worker-1", std::time::Duration::from_secs(30))
-        .await
-        .expect("claim")
-        .expect("queued");
-    assert!(
-        worker
-            .email()
-            .mark_dispatching(claimed.operation.id, "worker-1")
-            .await
-            .expect("mark")
-    );
-    let (_, dispatching) = app
-        .get_json(&format!(
-            "/v1/email/operations/{}",
-            archive["operation_id"].as_str().expect("id")
-        ))
-        .await;
+    let claimed = claim(&worker).await;
+    assert!(dispatch(&worker, &claimed).await);
+    let (_, dispatching) = operation(&app, &archive).await;
     assert_eq!(dispatching["state"], "dispatching");
-    worker
-        .email()
-        .settle_write(&claimed, &WriteOutcome::Succeeded(vec![("m7".into(), vec![])]))
-        .await
-        .expect("settle");
-    let (status, settled) = app
-        .get_json(&format!(
-            "/v1/email/operations/{}",
-            archive["operation_id"].as_str().expect("id")
-        ))
-        .await;
+    settle(&worker, &claimed, WriteOutcome::Succeeded(vec![("m7".into(), vec![])])).await;
+    let (status, settled) = operation(&app, &archive).await;
     assert_eq!(status, 200);
     assert_eq!(settled["state"], "succeeded");
     assert_eq!(settled["error"], Value::Null);
@@ -430,44 +434,21 @@ async fn archive_and_spam_are_operations_the_worker_settles() {
     let (_, spam) = json(post(&app, &format!("/v1/email/threads/{dinner}/spam")).await).await;
     assert_eq!(spam["kind"], "report_spam");
     let claimed = loop {
-        let claimed = worker
-            .email()
-            .claim_write("worker-1", std::time::Duration::from_secs(30))
-            .await
-            .expect("claim")
-            .expect("queued");
+        let claimed = claim(&worker).await;
         if claimed.operation.id.to_string() == spam["operation_id"] {
             break claimed;
         }
-        worker
-            .email()
-            .mark_dispatching(claimed.operation.id, "worker-1")
-            .await
-            .expect("mark");
-        worker
-            .email()
-            .settle_write(&claimed, &WriteOutcome::Failed("mail.refused".into()))
-            .await
-            .expect("settle");
+        dispatch(&worker, &claimed).await;
+        settle(&worker, &claimed, WriteOutcome::Failed("mail.refused".into())).await;
     };
-    assert!(
-        worker
-            .email()
-            .mark_dispatching(claimed.operation.id, "worker-1")
-            .await
-            .expect("mark")
-    );
-    worker
-        .email()
-        .settle_write(&claimed, &WriteOutcome::Uncertain("mail.outcome_unknown".into()))
-        .await
-        .expect("settle");
-    let (_, uncertain) = app
-        .get_json(&format!(
-            "/v1/email/operations/{}",
-            spam["operation_id"].as_str().expect("id")
-        ))
-        .await;
+    assert!(dispatch(&worker, &claimed).await);
+    settle(
+        &worker,
+        &claimed,
+        WriteOutcome::Uncertain("mail.outcome_unknown".into()),
+    )
+    .await;
+    let (_, uncertain) = operation(&app, &spam).await;
     assert_eq!(
         (uncertain["state"].as_str(), uncertain["error"].as_str()),
         (Some("uncertain"), Some("mail.outcome_unknown"))
@@ -600,15 +581,12 @@ async fn drafts_are_versioned_and_a_stale_save_gets_both_versions() {
     }
     assert_eq!(app.count("email_drafts").await, 0, "nothing stored");
 
-    let response = app
-        .request(Method::POST, "/v1/email/drafts")
-        .json(&json!({ "thread_id": thread, "to": ["ada@example.com"], "subject": "Re: Question two", "body": "Yes." }))
-        .send()
-        .await
-        .expect("send");
-    assert_eq!(response.status(), 201);
-    let location = response.headers()["location"].to_str().expect("location").to_owned();
-    let (_, created) = json(response).await;
+    let (location, created) = app
+        .create(
+            "/v1/email/drafts",
+            json!({ "thread_id": thread, "to": ["ada@example.com"], "subject": "Re: Question two", "body": "Yes." }),
+        )
+        .await;
     assert_eq!(
         location,
         format!("/v1/email/drafts/{}", created["draft_id"].as_str().expect("id"))

@@ -10,15 +10,12 @@ use crate::support::{Env, TestApp, expect_problem, json};
 #[tokio::test]
 async fn create_returns_the_pinned_agent_and_reads_back() {
     let app = TestApp::spawn().await;
-    let response = app
-        .request(Method::POST, "/v1/sessions")
-        .json(&json!({ "agent_id": "default", "metadata": { "title": "Trip planning", "client": "ios" } }))
-        .send()
-        .await
-        .expect("send");
-    assert_eq!(response.status(), 201);
-    let location = response.headers()["location"].to_str().expect("location").to_owned();
-    let (_, created) = json(response).await;
+    let (location, created) = app
+        .create(
+            "/v1/sessions",
+            json!({ "agent_id": "default", "metadata": { "title": "Trip planning", "client": "ios" } }),
+        )
+        .await;
     let id = created["session_id"].as_str().expect("id");
     assert_eq!(location, format!("/v1/sessions/{id}"));
     assert_eq!(created["agent_id"], "default");
@@ -90,22 +87,10 @@ async fn bad_bodies_get_clear_problems() {
         .send();
     expect_problem(no_type.await.expect("send"), 415, "unsupported_media_type").await;
 
-    expect_problem(
-        app.request(Method::GET, "/v1/sessions/not-a-uuid")
-            .send()
-            .await
-            .expect("send"),
-        404,
-        "session_not_found",
-    )
-    .await;
     let unknown = format!("/v1/sessions/{}", uuid::Uuid::new_v4());
-    expect_problem(
-        app.request(Method::GET, &unknown).send().await.expect("send"),
-        404,
-        "session_not_found",
-    )
-    .await;
+    for path in ["/v1/sessions/not-a-uuid", &unknown] {
+        expect_problem(app.send(Method::GET, path).await, 404, "session_not_found").await;
+    }
 }
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::support::{TestApp, expect_problem, json};
+use crate::support::{Frame, SseReader, TestApp, expect_problem, json};
 
 /// xorshift64*, seeded per run and printed, so a failure can be replayed.
 struct Rng(u64);
@@ -26,35 +26,36 @@ fn tick(run: domain::ids::RunId, n: i64) -> wire::event::Event {
     })
 }
 
-/// A fresh session with a run started by a message: their ids as the API spells them and typed.
-struct Started {
-    session: String,
-    run: String,
-    run_id: domain::ids::RunId,
-    session_id: domain::ids::SessionId,
-}
+/// A fresh session with a run started by a message: their ids as the API spells them
+/// (session, run) and typed (run, session).
+type Started = (String, String, domain::ids::RunId, domain::ids::SessionId);
 
 async fn started(app: &TestApp, key: &str, text: &str) -> Started {
     let session = app.new_session().await;
     let (_, accepted) = json(app.submit(&session, key, json!({ "text": text })).await).await;
     let run = accepted["run"]["run_id"].as_str().expect("id").to_owned();
-    Started {
-        run_id: domain::ids::RunId::parse(&run).expect("run id"),
-        session_id: domain::ids::SessionId::parse(&session).expect("session id"),
-        session,
-        run,
-    }
+    let run_id = domain::ids::RunId::parse(&run).expect("run id");
+    let session_id = domain::ids::SessionId::parse(&session).expect("session id");
+    (session, run, run_id, session_id)
+}
+
+/// Cancels `run` as the owner does.
+async fn cancel(app: &TestApp, run: &str) {
+    let cancelled = app.send(Method::POST, &format!("/v1/runs/{run}/cancel")).await;
+    assert_eq!(cancelled.status(), 200);
+}
+
+/// The stream's next frame (`None` once it closed), which must come within `seconds`.
+async fn within(reader: &mut SseReader, seconds: u64, what: &str) -> Option<Frame> {
+    tokio::time::timeout(std::time::Duration::from_secs(seconds), reader.next())
+        .await
+        .unwrap_or_else(|_| panic!("{what} within {seconds} s"))
 }
 
 #[tokio::test]
 async fn reconnecting_at_random_points_loses_and_repeats_nothing() {
     let app = TestApp::spawn().await;
-    let Started {
-        session,
-        run,
-        run_id,
-        session_id,
-    } = started(&app, "s-1", "stream please").await;
+    let (session, run, run_id, session_id) = started(&app, "s-1", "stream please").await;
 
     const TOTAL: i64 = 1000;
     // Events keep arriving while the client reads, drops and reconnects.
@@ -94,12 +95,7 @@ async fn reconnecting_at_random_points_loses_and_repeats_nothing() {
         let id = frame.id.expect("persisted events carry their sequence");
         seen.push(id);
         if id == TOTAL {
-            let cancel = app
-                .request(Method::POST, &format!("/v1/runs/{run}/cancel"))
-                .send()
-                .await
-                .expect("send");
-            assert_eq!(cancel.status(), 200);
+            cancel(&app, &run).await;
         }
         if drops.remove(&id) {
             drop(reader);
@@ -116,12 +112,7 @@ async fn reconnecting_at_random_points_loses_and_repeats_nothing() {
 #[tokio::test]
 async fn a_replay_of_several_pages_sends_every_stored_event_as_its_typed_frame_and_closes_after_the_run() {
     let app = TestApp::spawn().await;
-    let Started {
-        session,
-        run,
-        run_id,
-        session_id,
-    } = started(&app, "p-1", "a long one").await;
+    let (session, run, run_id, session_id) = started(&app, "p-1", "a long one").await;
     // More than the first page of the stream's reads (the next one is sized from it), stored before it opens.
     const TOTAL: i64 = 2_500;
     let store = app.store();
@@ -131,12 +122,7 @@ async fn a_replay_of_several_pages_sends_every_stored_event_as_its_typed_frame_a
             .await
             .expect("append");
     }
-    let cancel = app
-        .request(Method::POST, &format!("/v1/runs/{run}/cancel"))
-        .send()
-        .await
-        .expect("send");
-    assert_eq!(cancel.status(), 200);
+    cancel(&app, &run).await;
 
     let principal = domain::ids::PrincipalId::owner();
     let stored = store
@@ -146,10 +132,7 @@ async fn a_replay_of_several_pages_sends_every_stored_event_as_its_typed_frame_a
     assert_eq!(stored.len(), TOTAL as usize + 1);
     let mut reader = app.events(&session, None).await;
     let mut replayed = Vec::new();
-    while let Some(frame) = tokio::time::timeout(std::time::Duration::from_secs(10), reader.next())
-        .await
-        .expect("the replay goes on until it closes")
-    {
+    while let Some(frame) = within(&mut reader, 10, "the replay goes on until it closes").await {
         let parsed: wire::event::Frame = serde_json::from_str(&frame.data).expect("a frame");
         assert_eq!(frame.id, Some(parsed.seq));
         assert_eq!(frame.event.as_deref(), Some(parsed.event.kind()));
@@ -188,28 +171,15 @@ async fn a_stream_follows_the_live_run_and_closes_on_its_terminal_event() {
     assert_eq!(data["payload"]["message"]["text"], "hi");
 
     // The stream is live: a cancel arrives as the next frame, then the stream ends.
-    let cancel = app
-        .request(Method::POST, &format!("/v1/runs/{run}/cancel"))
-        .send()
-        .await
-        .expect("send");
-    assert_eq!(cancel.status(), 200);
-    let terminal = tokio::time::timeout(std::time::Duration::from_secs(5), reader.next())
-        .await
-        .expect("live delivery");
-    let terminal = terminal.expect("cancel event");
+    cancel(&app, &run).await;
+    let terminal = within(&mut reader, 5, "live delivery").await.expect("cancel event");
     assert_eq!(
         (terminal.id, terminal.event.as_deref()),
         (Some(2), Some("run.cancelled"))
     );
     let data: serde_json::Value = serde_json::from_str(&terminal.data).expect("json data");
     assert_eq!(data["payload"]["reason"], "requested");
-    assert!(
-        tokio::time::timeout(std::time::Duration::from_secs(5), reader.next())
-            .await
-            .expect("closes")
-            .is_none()
-    );
+    assert!(within(&mut reader, 5, "closes").await.is_none());
 
     // Replaying up to a run's terminal event closes after it.
     let mut replay = app.events(&session, Some(1)).await;
@@ -221,30 +191,16 @@ async fn a_stream_follows_the_live_run_and_closes_on_its_terminal_event() {
     let waited = tokio::time::timeout(std::time::Duration::from_millis(700), idle.next()).await;
     assert!(waited.is_err(), "the idle stream stayed open");
     let (_, next) = json(app.submit(&session, "l-2", json!({ "text": "again" })).await).await;
-    let frame = tokio::time::timeout(std::time::Duration::from_secs(5), idle.next())
-        .await
-        .expect("live")
-        .expect("frame");
+    let frame = within(&mut idle, 5, "live").await.expect("frame");
     assert_eq!(
         (frame.id, frame.event.as_deref()),
         (Some(3), Some("user.message.created"))
     );
     let next_run = next["run"]["run_id"].as_str().expect("id").to_owned();
-    app.request(Method::POST, &format!("/v1/runs/{next_run}/cancel"))
-        .send()
-        .await
-        .expect("send");
-    let frame = tokio::time::timeout(std::time::Duration::from_secs(5), idle.next())
-        .await
-        .expect("live")
-        .expect("frame");
+    cancel(&app, &next_run).await;
+    let frame = within(&mut idle, 5, "live").await.expect("frame");
     assert_eq!(frame.event.as_deref(), Some("run.cancelled"));
-    assert!(
-        tokio::time::timeout(std::time::Duration::from_secs(5), idle.next())
-            .await
-            .expect("closes")
-            .is_none()
-    );
+    assert!(within(&mut idle, 5, "closes").await.is_none());
 }
 
 #[tokio::test]
@@ -261,10 +217,7 @@ async fn a_deleted_session_ends_its_idle_stream() {
         204
     );
     // Woken by the periodic re-read at the latest.
-    let ended = tokio::time::timeout(std::time::Duration::from_secs(20), idle.next())
-        .await
-        .expect("closes");
-    assert!(ended.is_none());
+    assert!(within(&mut idle, 20, "closes").await.is_none());
 }
 
 #[tokio::test]
@@ -313,11 +266,7 @@ async fn an_idle_stream_carries_heartbeat_comments() {
 async fn with_every_wake_up_lost_a_stream_still_delivers_every_event_within_its_heartbeat() {
     let app = TestApp::spawn_deaf(crate::support::Env::default().set("API_STREAM_HEARTBEAT_SECONDS", "1")).await;
     let mut guard = app.db.wake_guard().await;
-    let session = app.new_session().await;
-    let (_, accepted) = json(app.submit(&session, "deaf-1", json!({ "text": "quietly" })).await).await;
-    let run = accepted["run"]["run_id"].as_str().expect("id").to_owned();
-    let run_id = domain::ids::RunId::parse(&run).expect("run id");
-    let session_id = domain::ids::SessionId::parse(&session).expect("session id");
+    let (session, run, run_id, session_id) = started(&app, "deaf-1", "quietly").await;
     let mut reader = app.events(&session, None).await;
     assert_eq!(reader.next().await.expect("the message").id, Some(1));
 
@@ -333,9 +282,8 @@ async fn with_every_wake_up_lost_a_stream_still_delivers_every_event_within_its_
         }
         let committed = std::time::Instant::now();
         for n in next..next + 100 {
-            let frame = tokio::time::timeout(std::time::Duration::from_secs(5), reader.next())
+            let frame = within(&mut reader, 5, "delivered by the re-read")
                 .await
-                .expect("delivered by the re-read")
                 .expect("a frame");
             assert_eq!(frame.id, Some(n), "in order, none lost");
         }
@@ -346,21 +294,16 @@ async fn with_every_wake_up_lost_a_stream_still_delivers_every_event_within_its_
         );
         next += 100;
     }
-    let cancel = app
-        .request(Method::POST, &format!("/v1/runs/{run}/cancel"))
-        .send()
+    cancel(&app, &run).await;
+    let last = within(&mut reader, 5, "the cancellation is delivered")
         .await
-        .expect("send");
-    assert_eq!(cancel.status(), 200);
-    let last = tokio::time::timeout(std::time::Duration::from_secs(5), reader.next())
-        .await
-        .expect("the cancellation is delivered")
         .expect("a frame");
     assert_eq!((last.id, last.event.as_deref()), (Some(next), Some("run.cancelled")));
-    let closed = tokio::time::timeout(std::time::Duration::from_secs(5), reader.next())
-        .await
-        .expect("the stream closes after the run ends");
-    assert!(closed.is_none());
+    assert!(
+        within(&mut reader, 5, "the stream closes after the run ends")
+            .await
+            .is_none()
+    );
     testkit::assert_no_wake_up(&mut guard).await;
 }
 

@@ -128,6 +128,30 @@ impl TestApp {
         self.client.request(method, self.url(path)).bearer_auth(&self.token)
     }
 
+    /// POSTs `body` as JSON to `path`, which must create a resource (201): its `Location` and
+    /// the answer.
+    pub async fn create(&self, path: &str, body: Value) -> (String, Value) {
+        let response = self
+            .request(reqwest::Method::POST, path)
+            .json(&body)
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(response.status(), 201);
+        let location = response.headers()["location"].to_str().expect("location").to_owned();
+        (location, json(response).await.1)
+    }
+
+    /// Sends a request without a body.
+    pub async fn send(&self, method: reqwest::Method, path: &str) -> Response {
+        self.request(method, path).send().await.expect("send")
+    }
+
+    /// Sends a request with `body`.
+    pub async fn send_body(&self, method: reqwest::Method, path: &str, body: impl Into<reqwest::Body>) -> Response {
+        self.request(method, path).body(body).send().await.expect("send")
+    }
+
     /// A new conversation with the default agent, without metadata: its id.
     pub async fn new_session_id(&self) -> String {
         let session = self.create_session(serde_json::json!({})).await;

@@ -297,7 +297,7 @@ async fn off_loopback_without_an_https_origin_no_session_is_made() {
 
 /// A reverse proxy in the test: forwards every request to `upstream` as it came, except that
 /// `Host` becomes the upstream's own (as proxies commonly rewrite it). Returns its base URL.
-async fn host_rewriting_proxy(upstream: String) -> String {
+async fn host_rewriting_proxy(upstream: String) -> testkit::Served {
     let client = reqwest::Client::new();
     let proxy = axum::Router::new().fallback(move |request: axum::extract::Request| {
         let (client, upstream) = (client.clone(), upstream.clone());
@@ -322,13 +322,14 @@ async fn host_rewriting_proxy(upstream: String) -> String {
                 .expect("response")
         }
     });
-    testkit::serve(proxy).await.url("")
+    testkit::serve(proxy).await
 }
 
 #[tokio::test]
 async fn behind_a_proxy_that_rewrites_host_the_configured_https_origin_decides_the_cookie() {
     let app = TestApp::spawn_with(Env::default().set("API_WEB_ORIGIN", "https://steward.example")).await;
-    let proxy = host_rewriting_proxy(app.base.clone()).await;
+    let served = host_rewriting_proxy(app.base.clone()).await;
+    let proxy = served.url("");
     let post = |origin: &str| {
         app.client
             .post(format!("{proxy}/v1/web/session"))

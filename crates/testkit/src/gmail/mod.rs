@@ -139,13 +139,7 @@ struct Inner {
 pub struct FakeGmail {
     pub base_url: String,
     inner: Arc<Mutex<Inner>>,
-    server: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for FakeGmail {
-    fn drop(&mut self) {
-        self.server.abort();
-    }
+    _server: crate::Served,
 }
 
 type Shared = Arc<Mutex<Inner>>;
@@ -188,12 +182,10 @@ impl FakeGmail {
             .route("/gmail/v1/users/me/threads/{id}/modify", post(modify_thread))
             .with_state(inner.clone());
         let served = crate::serve(app).await;
-        let base_url = served.url("");
-        let server = served.task;
         FakeGmail {
-            base_url,
+            base_url: served.url(""),
             inner,
-            server,
+            _server: served,
         }
     }
 
