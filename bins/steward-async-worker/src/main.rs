@@ -33,8 +33,6 @@ enum ConfigError {
     Env(#[from] EnvError),
     #[error("{0}")]
     Flags(#[from] FlagError),
-    #[error("AGENT_EMAIL_MODE_ENABLED is not 1: Email mode is off and this role has nothing to do")]
-    EmailModeOff,
     #[error("{0}")]
     Mail(#[from] AccountsError),
     #[error("Email mode needs the mail accounts: set AGENT_EMAIL_ENABLED=1 and MAIL_ACCOUNTS_FILE")]
@@ -60,10 +58,11 @@ impl FromEnv for Config {
 
     fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let env = Env::new(&lookup);
-        let flags = FeatureFlags::from_env(env.lookup())?;
-        if !flags.is_on(Flag::EmailMode) {
-            return Err(ConfigError::EmailModeOff);
-        }
+        FeatureFlags::requiring(
+            env.lookup(),
+            Flag::EmailMode,
+            "Email mode is off and this role has nothing to do",
+        )?;
         let accounts = mail_mcp::accounts::read_accounts_from_env(env.lookup())?.ok_or(ConfigError::NoAccounts)?;
         let endpoints =
             Endpoints::from_env(|name| env.get(name)).map_err(|(variable, reason)| invalid(variable, reason))?;

@@ -32,8 +32,6 @@ enum ConfigError {
     Env(#[from] EnvError),
     #[error("{0}")]
     Flags(#[from] FlagError),
-    #[error("AGENT_NOTIFICATION_DISPATCH_ENABLED is not 1: notification delivery is off")]
-    DeliveryOff,
     #[error("APNS_KEY_FILE: {0}")]
     KeyFile(#[from] SecretFileError),
     #[error("APNS_CA_FILE: {path}: {error}")]
@@ -53,10 +51,7 @@ impl FromEnv for Config {
 
     fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let env = Env::new(&lookup);
-        let flags = FeatureFlags::from_env(env.lookup())?;
-        if !flags.is_on(Flag::NotificationDispatch) {
-            return Err(ConfigError::DeliveryOff);
-        }
+        FeatureFlags::requiring(env.lookup(), Flag::NotificationDispatch, "notification delivery is off")?;
         let key_path = env.required("APNS_KEY_FILE")?;
         let key_pem = hardening::secret_file::read_owner_only(Path::new(&key_path))?;
         let extra_root_pem = match env.get("APNS_CA_FILE") {

@@ -88,6 +88,12 @@ pub enum FlagError {
     JunkFilterMode(String),
     #[error("AGENT_NOTIFICATION_API_ENABLED and AGENT_NOTIFICATION_DISPATCH_ENABLED must hold the same value")]
     NotificationFlagsDiffer,
+    /// A role whose whole work is behind a flag refuses to start with it off.
+    #[error("{variable} is not 1: {consequence}")]
+    Off {
+        variable: &'static str,
+        consequence: &'static str,
+    },
     #[error("{flag} requires {requires}=1")]
     Requires { flag: &'static str, requires: &'static str },
     #[error("{variable} is set to `{value}`: this release does not support {part}")]
@@ -194,6 +200,23 @@ impl FeatureFlags {
             }
         }
         Ok(())
+    }
+
+    /// The flags of a role whose whole work is behind `flag`: with it off the role refuses
+    /// to start, saying `consequence`.
+    pub fn requiring(
+        lookup: impl Fn(&str) -> Option<String>,
+        flag: Flag,
+        consequence: &'static str,
+    ) -> Result<FeatureFlags, FlagError> {
+        let flags = FeatureFlags::from_env(lookup)?;
+        if !flags.is_on(flag) {
+            return Err(FlagError::Off {
+                variable: flag.variable(),
+                consequence,
+            });
+        }
+        Ok(flags)
     }
 
     pub fn is_on(&self, flag: Flag) -> bool {

@@ -2,6 +2,7 @@
 //! token signature, headers, payload size and shape, device deactivation, retries and
 //! withdrawals. Keys and certificates are generated when the test runs.
 
+use rcgen::{KeyPair, PKCS_ECDSA_P256_SHA256};
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 
@@ -12,7 +13,6 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use notify::apns::{Apns, ApnsConfig};
 use notify::dispatch::Dispatcher;
-use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, PKCS_ECDSA_P256_SHA256};
 use serde_json::{Value, json};
 use testkit::TestDatabase;
 
@@ -43,28 +43,7 @@ pub(crate) struct FakeApns {
 }
 
 pub(crate) async fn start_fake(public_key_pem: String, team: &'static str, key_id: &'static str) -> FakeApns {
-    let ca_key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("ca key");
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = ca_params.self_signed(&ca_key).expect("ca");
-    let leaf_key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("leaf key");
-    let leaf = CertificateParams::new(vec!["localhost".to_owned()])
-        .expect("leaf params")
-        .signed_by(&leaf_key, &ca, &ca_key)
-        .expect("leaf");
-
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![leaf.der().clone()],
-            rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
-        )
-        .expect("server config");
-    config.alpn_protocols = vec![b"h2".to_vec()];
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let (acceptor, ca_pem) = testkit::tls::localhost(&[b"h2"]);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let port = listener.local_addr().expect("addr").port();
     let received = Arc::new(Mutex::new(Vec::new()));
@@ -96,7 +75,7 @@ pub(crate) async fn start_fake(public_key_pem: String, team: &'static str, key_i
     });
     FakeApns {
         url: format!("https://localhost:{port}"),
-        ca_pem: ca.pem(),
+        ca_pem,
         received,
         hold,
     }

@@ -457,28 +457,7 @@ async fn chat_on_a_terminal_answers_an_approval_inline_and_exits_with_the_run() 
 /// a certificate authority made here, each connection's bytes passed through. Returns the
 /// front's port and the authority's certificate (PEM).
 async fn tls_front(upstream: std::net::SocketAddr) -> (u16, String) {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, PKCS_ECDSA_P256_SHA256};
-
-    let ca_key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("ca key");
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    let ca = ca_params.self_signed(&ca_key).expect("ca");
-    let leaf_key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("leaf key");
-    let leaf = CertificateParams::new(vec!["localhost".to_owned()])
-        .expect("leaf params")
-        .signed_by(&leaf_key, &ca, &ca_key)
-        .expect("leaf");
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("versions")
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![leaf.der().clone()],
-            rustls::pki_types::PrivateKeyDer::Pkcs8(leaf_key.serialize_der().into()),
-        )
-        .expect("server config");
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let (acceptor, ca_pem) = testkit::tls::localhost(&[]);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let port = listener.local_addr().expect("address").port();
     tokio::spawn(async move {
@@ -495,7 +474,7 @@ async fn tls_front(upstream: std::net::SocketAddr) -> (u16, String) {
             });
         }
     });
-    (port, ca.pem())
+    (port, ca_pem)
 }
 
 #[tokio::test]

@@ -316,7 +316,7 @@ async fn email_answers_are_never_stored_by_a_cache() {
 }
 
 async fn post(app: &TestApp, path: &str) -> reqwest::Response {
-    app.request(Method::POST, path).send().await.expect("send")
+    app.send(Method::POST, path).await
 }
 
 /// Each of `paths` (`{}` standing for the id) answers 404 `code`, for an id that is no UUID and
@@ -332,7 +332,7 @@ async fn not_found(app: &TestApp, paths: &[(Method, &str)], code: &str) {
 }
 
 async fn get(app: &TestApp, path: &str) -> reqwest::Response {
-    app.request(Method::GET, path).send().await.expect("send")
+    app.send(Method::GET, path).await
 }
 
 /// The operation an accepted write answered with, read again.

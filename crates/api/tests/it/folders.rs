@@ -76,20 +76,8 @@ async fn folders_can_be_created_listed_renamed_and_deleted() {
         .expect("send");
     expect_problem(clash, 409, "folder_name_taken").await;
 
-    assert_eq!(
-        app.request(Method::DELETE, &work_path)
-            .send()
-            .await
-            .expect("send")
-            .status(),
-        204
-    );
-    expect_problem(
-        app.request(Method::DELETE, &work_path).send().await.expect("send"),
-        404,
-        "folder_not_found",
-    )
-    .await;
+    assert_eq!(app.send(Method::DELETE, &work_path).await.status(), 204);
+    expect_problem(app.send(Method::DELETE, &work_path).await, 404, "folder_not_found").await;
     let rename_gone = app
         .request(Method::PATCH, &work_path)
         .json(&json!({ "name": "x" }))
@@ -144,14 +132,7 @@ async fn sessions_move_into_folders_and_back_and_folder_deletion_returns_them_to
 
     file(&app, id, folder_id.clone()).await;
     let folder_path = format!("/v1/folders/{}", folder_id.as_str().expect("id"));
-    assert_eq!(
-        app.request(Method::DELETE, &folder_path)
-            .send()
-            .await
-            .expect("send")
-            .status(),
-        204
-    );
+    assert_eq!(app.send(Method::DELETE, &folder_path).await.status(), 204);
     let (status, back) = app.get_json(&format!("/v1/sessions/{id}")).await;
     assert_eq!(
         (status, back["folder_id"].clone()),

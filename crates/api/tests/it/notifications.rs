@@ -82,12 +82,7 @@ async fn pending_notifications_carry_ids_only_and_settle_on_acknowledgement_or_r
         "acknowledged on one device, settled on all"
     );
     let unknown = format!("/v1/notifications/{}/acknowledge", uuid::Uuid::new_v4());
-    expect_problem(
-        app.request(Method::POST, &unknown).send().await.expect("send"),
-        404,
-        "notification_not_found",
-    )
-    .await;
+    expect_problem(app.send(Method::POST, &unknown).await, 404, "notification_not_found").await;
 }
 
 #[tokio::test]
@@ -134,24 +129,14 @@ async fn devices_register_idempotently_rotate_and_revoke() {
         "environment"
     );
 
-    assert_eq!(
-        app.request(Method::DELETE, "/v1/devices/phone-1")
-            .send()
-            .await
-            .expect("send")
-            .status(),
-        204
-    );
+    assert_eq!(app.send(Method::DELETE, "/v1/devices/phone-1").await.status(), 204);
     let active: bool = sqlx::query_scalar("SELECT active FROM devices")
         .fetch_one(&app.db.pool)
         .await
         .expect("device");
     assert!(!active);
     expect_problem(
-        app.request(Method::DELETE, "/v1/devices/tablet-9")
-            .send()
-            .await
-            .expect("send"),
+        app.send(Method::DELETE, "/v1/devices/tablet-9").await,
         404,
         "device_not_found",
     )

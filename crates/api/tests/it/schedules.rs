@@ -186,12 +186,7 @@ async fn schedules_are_listed_read_and_link_their_occurrences_to_runs() {
     assert_eq!(occurrences["occurrences"][0]["state"], "started");
 
     let missing = format!("/v1/schedules/{}", uuid::Uuid::new_v4());
-    expect_problem(
-        app.request(Method::GET, &missing).send().await.expect("send"),
-        404,
-        "schedule_not_found",
-    )
-    .await;
+    expect_problem(app.send(Method::GET, &missing).await, 404, "schedule_not_found").await;
 }
 
 #[tokio::test]
@@ -262,10 +257,6 @@ async fn cancel_needs_the_current_revision() {
     assert_eq!(all["schedules"][0]["state"], "cancelled");
     let (_, not) = app.get_json("/v1/schedules?include_cancelled=false").await;
     assert_eq!(not["schedules"], serde_json::json!([]));
-    let bad = app
-        .request(Method::GET, "/v1/schedules?include_cancelled=maybe")
-        .send()
-        .await
-        .expect("send");
+    let bad = app.send(Method::GET, "/v1/schedules?include_cancelled=maybe").await;
     expect_problem(bad, 400, "invalid_request").await;
 }

@@ -159,12 +159,7 @@ async fn delete_is_refused_during_an_active_run_and_safe_to_repeat() {
         "the session shows its last run"
     );
 
-    let body = expect_problem(
-        app.request(Method::DELETE, &path).send().await.expect("send"),
-        409,
-        "session_has_active_run",
-    )
-    .await;
+    let body = expect_problem(app.send(Method::DELETE, &path).await, 409, "session_has_active_run").await;
     assert_eq!(body["run_id"], run.to_string());
     assert_eq!(app.get_json(&path).await.0, 200, "nothing was deleted");
 
@@ -181,33 +176,20 @@ async fn delete_is_refused_during_an_active_run_and_safe_to_repeat() {
         .expect("send");
     assert_eq!(upload.status(), 201);
 
+    assert_eq!(app.send(Method::DELETE, &path).await.status(), 204);
     assert_eq!(
-        app.request(Method::DELETE, &path).send().await.expect("send").status(),
-        204
-    );
-    assert_eq!(
-        app.request(Method::DELETE, &path).send().await.expect("send").status(),
+        app.send(Method::DELETE, &path).await.status(),
         204,
         "repeat delete succeeds"
     );
-    expect_problem(
-        app.request(Method::GET, &path).send().await.expect("send"),
-        404,
-        "session_not_found",
-    )
-    .await;
+    expect_problem(app.send(Method::GET, &path).await, 404, "session_not_found").await;
 
     // Irreversible: runs, artifacts and their bytes went with it.
     for table in ["runs", "artifacts", "artifact_chunks"] {
         assert_eq!(app.count(table).await, 0, "{table}");
     }
     let never = format!("/v1/sessions/{}", uuid::Uuid::new_v4());
-    expect_problem(
-        app.request(Method::DELETE, &never).send().await.expect("send"),
-        404,
-        "session_not_found",
-    )
-    .await;
+    expect_problem(app.send(Method::DELETE, &never).await, 404, "session_not_found").await;
 }
 
 #[tokio::test]

@@ -224,12 +224,7 @@ async fn a_deleted_session_ends_its_idle_stream() {
 async fn stream_requests_are_checked() {
     let app = TestApp::spawn().await;
     let unknown = format!("/v1/sessions/{}/events", uuid::Uuid::new_v4());
-    expect_problem(
-        app.request(Method::GET, &unknown).send().await.expect("send"),
-        404,
-        "session_not_found",
-    )
-    .await;
+    expect_problem(app.send(Method::GET, &unknown).await, 404, "session_not_found").await;
     let session = app.new_session().await;
     let bad = app
         .request(Method::GET, &format!("/v1/sessions/{session}/events"))

@@ -13,7 +13,7 @@ use crate::support::{Env, TestApp, expect_problem, json};
 
 /// A web session made from the app's token: its `Set-Cookie` value and body.
 async fn exchange(app: &TestApp) -> (String, Value) {
-    let response = app.request(Method::POST, "/v1/web/session").send().await.expect("send");
+    let response = app.send(Method::POST, "/v1/web/session").await;
     assert_eq!(response.status(), 201);
     assert_eq!(response.headers()["cache-control"], "no-store");
     let set_cookie = response.headers()[SET_COOKIE].to_str().expect("ascii").to_owned();
@@ -206,11 +206,7 @@ async fn revoking_ends_the_session_and_clears_the_cookie() {
     assert_eq!(ok.status(), 200, "the other browser's session goes on");
 
     // With the bearer token there is nothing to end; the answer is the same.
-    let response = app
-        .request(Method::DELETE, "/v1/web/session")
-        .send()
-        .await
-        .expect("send");
+    let response = app.send(Method::DELETE, "/v1/web/session").await;
     assert_eq!(response.status(), 204);
     assert_eq!(app.count("web_sessions").await, 1);
 }

@@ -91,11 +91,7 @@ async fn the_model_assesses_within_the_daily_allowance_and_mail_waits_in_date_or
 
     let db = testkit::TestDatabase::new().await;
     let store = db.store_as("async-worker").await.with_clock(clock.clone());
-    store
-        .email()
-        .ensure_accounts(&["personal".into()])
-        .await
-        .expect("account");
+    crate::refresh::ensure_accounts(&store, &["personal"]).await;
     // USD 1 per million tokens either way; USD 0.01 a day.
     let allowances = Allowances::with_overlay("email:\n  daily_cost: 0.01\n").expect("overlay");
     let prices = Prices {
@@ -208,23 +204,11 @@ async fn the_model_assesses_within_the_daily_allowance_and_mail_waits_in_date_or
 async fn the_model_proposes_a_reply_in_the_owners_style_within_the_allowances() {
     use email::propose::Proposed;
 
-    let fake = FakeGmail::start().await;
-    fake.mailbox("owner", "owner@example.org");
-    fake.deliver(
-        "owner",
-        "ada@example.com",
-        "Lunch",
-        "Are you free on Friday?",
-        &["INBOX"],
-    );
+    let fake = crate::refresh::lunch_invitation().await;
     let (url, model, _) = model_server().await;
     let db = testkit::TestDatabase::new().await;
     let store = db.store_as("async-worker").await;
-    store
-        .email()
-        .ensure_accounts(&["personal".into()])
-        .await
-        .expect("account");
+    crate::refresh::ensure_accounts(&store, &["personal"]).await;
     let model_classifier = |allowances: Allowances, url: &str| {
         Classifier::Model(ModelClassifier {
             provider: model_client::openai::provider(
@@ -254,24 +238,9 @@ async fn the_model_proposes_a_reply_in_the_owners_style_within_the_allowances() 
         ..refresher
     };
     let api = db.store_as("api").await;
-    let thread: domain::ids::ThreadId = sqlx::query_scalar::<_, uuid::Uuid>("SELECT id FROM email_threads")
-        .fetch_one(&db.pool)
-        .await
-        .expect("thread")
-        .into();
-    let content = |body: &str| store::DraftContent {
-        to: vec!["ada@example.com".into()],
-        cc: Vec::new(),
-        subject: "Re: Lunch".into(),
-        body: body.into(),
-    };
-    let earlier = crate::drafts::new_draft(
-        &api,
-        store::DraftPlace::Thread(thread),
-        &content("Yes.\nCheers, Sam"),
-        domain::email::DraftAuthor::Owner,
-    )
-    .await;
+    let thread = crate::refresh::only_thread(&db).await;
+    let earlier =
+        crate::drafts::reply_draft(&api, thread, "Yes.\nCheers, Sam", domain::email::DraftAuthor::Owner).await;
     api.email()
         .endorse_style(earlier.id, 1, "Cheers, Sam")
         .await

@@ -20,11 +20,7 @@ fn content(body: &str) -> DraftContent {
 async fn mailbox() -> (TestDatabase, Store, domain::ids::ThreadId) {
     let db = TestDatabase::new().await;
     let worker = db.store_as("async-worker").await;
-    worker
-        .email()
-        .ensure_accounts(&["personal".into()])
-        .await
-        .expect("account");
+    crate::refresh::ensure_accounts(&worker, &["personal"]).await;
     worker
         .email()
         .record_message(
@@ -72,6 +68,16 @@ pub async fn new_draft(
         .expect("the place exists")
 }
 
+/// A draft in `thread` whose first revision, by `author`, says `body`.
+pub async fn reply_draft(
+    api: &Store,
+    thread: domain::ids::ThreadId,
+    body: &str,
+    author: DraftAuthor,
+) -> store::DraftRow {
+    new_draft(api, DraftPlace::Thread(thread), &content(body), author).await
+}
+
 fn saved(outcome: SaveDraft) -> store::DraftRow {
     match outcome {
         SaveDraft::Saved(row) => row,
@@ -82,13 +88,7 @@ fn saved(outcome: SaveDraft) -> store::DraftRow {
 #[tokio::test]
 async fn a_draft_is_made_in_a_thread_or_on_an_account_and_saved_from_its_newest_revision_only() {
     let (_db, api, thread) = mailbox().await;
-    let reply = new_draft(
-        &api,
-        DraftPlace::Thread(thread),
-        &content("Yes, Friday works."),
-        DraftAuthor::Agent,
-    )
-    .await;
+    let reply = reply_draft(&api, thread, "Yes, Friday works.", DraftAuthor::Agent).await;
     assert_eq!((reply.account_id.as_str(), reply.thread), ("personal", Some(thread)));
     assert_eq!(reply.newest.revision, 1);
     assert_eq!(reply.newest.author, DraftAuthor::Agent);
@@ -144,7 +144,7 @@ async fn a_draft_is_made_in_a_thread_or_on_an_account_and_saved_from_its_newest_
 #[tokio::test]
 async fn of_two_concurrent_saves_one_wins_and_the_other_gets_the_winners_version() {
     let (_db, api, thread) = mailbox().await;
-    let draft = new_draft(&api, DraftPlace::Thread(thread), &content("First"), DraftAuthor::Owner).await;
+    let draft = reply_draft(&api, thread, "First", DraftAuthor::Owner).await;
     for round in 0..5 {
         let expected = draft_revision(&api, draft.id).await;
         let (left_content, right_content) = (content(&format!("left {round}")), content(&format!("right {round}")));
@@ -189,7 +189,7 @@ async fn draft_revision(api: &Store, id: domain::ids::DraftId) -> i32 {
 #[tokio::test]
 async fn the_history_is_kept_whole_and_an_earlier_revision_is_restored_as_a_new_one() {
     let (_db, api, thread) = mailbox().await;
-    let draft = new_draft(&api, DraftPlace::Thread(thread), &content("One"), DraftAuthor::Agent).await;
+    let draft = reply_draft(&api, thread, "One", DraftAuthor::Agent).await;
     saved(
         api.email()
             .save_draft(draft.id, 1, &content("Two"), DraftAuthor::Owner)
@@ -248,37 +248,17 @@ async fn the_history_is_kept_whole_and_an_earlier_revision_is_restored_as_a_new_
 #[tokio::test]
 async fn a_proposed_reply_lands_as_the_agents_revision_unless_the_owner_saved_since() {
     use email::propose::Proposed;
-    use testkit::gmail::FakeGmail;
-
-    let fake = FakeGmail::start().await;
-    fake.mailbox("owner", "owner@example.org");
-    fake.deliver(
-        "owner",
-        "ada@example.com",
-        "Lunch",
-        "Are you free on Friday?",
-        &["INBOX"],
-    );
+    let fake = crate::refresh::lunch_invitation().await;
     let (db, refresher) = crate::refresh::recorded(&fake, 24).await;
     refresher
         .update(&crate::refresh::account(&fake, "owner"))
         .await
         .expect("refresh");
     let api = db.store_as("api").await;
-    let thread: domain::ids::ThreadId = sqlx::query_scalar::<_, uuid::Uuid>("SELECT id FROM email_threads")
-        .fetch_one(&db.pool)
-        .await
-        .expect("thread")
-        .into();
+    let thread = crate::refresh::only_thread(&db).await;
 
     // The owner kept wording from an earlier reply as their style.
-    let earlier = new_draft(
-        &api,
-        DraftPlace::Thread(thread),
-        &content("Lovely.\nWarm wishes, Sam"),
-        DraftAuthor::Owner,
-    )
-    .await;
+    let earlier = reply_draft(&api, thread, "Lovely.\nWarm wishes, Sam", DraftAuthor::Owner).await;
     api.email()
         .endorse_style(earlier.id, 1, "Warm wishes, Sam")
         .await

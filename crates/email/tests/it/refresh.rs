@@ -54,11 +54,7 @@ async fn threads(db: &TestDatabase) -> Vec<(String, Vec<String>, Option<String>,
 pub async fn recorded(fake: &FakeGmail, backfill_hours: i64) -> (TestDatabase, Refresher) {
     let db = TestDatabase::new().await;
     let store = db.store_as("async-worker").await;
-    store
-        .email()
-        .ensure_accounts(&["personal".into()])
-        .await
-        .expect("account");
+    ensure_accounts(&store, &["personal"]).await;
     let refresher = Refresher {
         store,
         gmail: gmail(fake),
@@ -251,11 +247,7 @@ async fn a_refresh_is_admitted_at_most_once_a_minute_per_account() {
     let db = TestDatabase::new().await;
     let clock = Arc::new(testkit::ShiftedClock::default());
     let worker = db.store_as("async-worker").await;
-    worker
-        .email()
-        .ensure_accounts(&["personal".into(), "work".into()])
-        .await
-        .expect("accounts");
+    ensure_accounts(&worker, &["personal", "work"]).await;
     let api = db.store_as("api").await.with_clock(clock.clone());
     let minute = Duration::from_secs(60);
     let first = refresh_request(&api, "personal", minute).await;
@@ -368,6 +360,35 @@ async fn the_async_worker_updates_every_account_at_start_and_runs_what_the_owner
 }
 
 /// The refresh state of the account `id`.
+/// Records the accounts `ids` as configured.
+pub async fn ensure_accounts(store: &store::Store, ids: &[&str]) {
+    let ids: Vec<domain::ids::AccountId> = ids.iter().map(|&id| id.into()).collect();
+    store.email().ensure_accounts(&ids).await.expect("accounts");
+}
+
+/// A provider whose mailbox `owner` holds one message: Ada asking the owner to lunch.
+pub async fn lunch_invitation() -> FakeGmail {
+    let fake = FakeGmail::start().await;
+    fake.mailbox("owner", "owner@example.org");
+    fake.deliver(
+        "owner",
+        "ada@example.com",
+        "Lunch",
+        "Are you free on Friday?",
+        &["INBOX"],
+    );
+    fake
+}
+
+/// The id of the database's one conversation.
+pub async fn only_thread(db: &TestDatabase) -> domain::ids::ThreadId {
+    let id: uuid::Uuid = sqlx::query_scalar("SELECT id FROM email_threads")
+        .fetch_one(&db.pool)
+        .await
+        .expect("one thread");
+    id.into()
+}
+
 pub async fn account_state(store: &store::Store, id: &str) -> store::EmailAccountRow {
     store.email().account(&id.into()).await.expect("read").expect("row")
 }

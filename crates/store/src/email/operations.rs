@@ -345,35 +345,21 @@ impl Email<'_> {
     /// Settles a dispatched write from the provider's answer; a success records the labels it
     /// left and the thread's handled or reported state.
     pub async fn settle_write(self, claimed: &ClaimedWrite, outcome: &WriteOutcome) -> Result<()> {
-        let now = self.now_sql();
-        let id = claimed.operation.id;
-        self.transaction(
-            async |conn| {
-                let (state, error) = match outcome {
-                    WriteOutcome::Succeeded(_) => ("succeeded", None),
-                    WriteOutcome::Failed(code) => ("failed", Some(code.as_str())),
-                    WriteOutcome::Uncertain(code) => ("uncertain", Some(code.as_str())),
-                };
-                let settled = sqlx::query(
-                    "UPDATE email_operations SET state = $2, error = $3, lease_until = NULL, updated_at = $4
-                     WHERE id = $1 AND state = 'dispatching'",
-                )
-                .bind(id.as_uuid())
-                .bind(state)
-                .bind(error)
-                .bind(now)
-                .execute(&mut *conn)
-                .await?
-                .rows_affected();
-                if settled == 1
-                    && let WriteOutcome::Succeeded(labels) = outcome
-                {
-                    applied(conn, claimed, labels, now).await?;
-                }
-                Ok(())
-            },
-            |_| true,
-        )
+        let (state, error) = match outcome {
+            WriteOutcome::Succeeded(_) => ("succeeded", None),
+            WriteOutcome::Failed(code) => ("failed", Some(code.as_str())),
+            WriteOutcome::Uncertain(code) => ("uncertain", Some(code.as_str())),
+        };
+        let settled = Settled {
+            state,
+            error,
+            also: "",
+            from: "state = 'dispatching'",
+        };
+        self.settle_claimed_write(claimed, settled, async |conn, now| match outcome {
+            WriteOutcome::Succeeded(labels) => applied(conn, claimed, labels, now).await,
+            _ => Ok(()),
+        })
         .await
     }
 
@@ -393,35 +379,55 @@ impl Email<'_> {
 
     /// Settles an uncertain write from what reading its thread showed.
     pub async fn reconcile_write(self, claimed: &ClaimedWrite, reading: &Reconciliation) -> Result<()> {
+        let (state, error) = match reading {
+            Reconciliation::Applied(_) => ("succeeded", None),
+            Reconciliation::NotApplied(_) => ("failed", Some(NOT_APPLIED)),
+            Reconciliation::Gone => ("failed", Some(THREAD_GONE)),
+        };
+        let settled = Settled {
+            state,
+            error,
+            also: ", reconciled_at = $4",
+            from: "state = 'uncertain' AND reconciled_at IS NULL",
+        };
+        self.settle_claimed_write(claimed, settled, async |conn, now| match reading {
+            Reconciliation::Applied(labels) => applied(conn, claimed, labels, now).await,
+            Reconciliation::NotApplied(labels) => apply_labels(conn, claimed.operation.thread_id()?, labels).await,
+            Reconciliation::Gone => Ok(()),
+        })
+        .await
+    }
+
+    /// Moves a claimed write to `settled.state` if it is still as `settled.from` says; `then`
+    /// runs (at the settling time) in the same transaction only when it was.
+    async fn settle_claimed_write(
+        self,
+        claimed: &ClaimedWrite,
+        settled: Settled<'_>,
+        then: impl AsyncFnOnce(&mut sqlx::PgConnection, jiff_sqlx::Timestamp) -> Result<()>,
+    ) -> Result<()> {
         let now = self.now_sql();
-        let id = claimed.operation.id;
+        let Settled {
+            state,
+            error,
+            also,
+            from,
+        } = settled;
         self.transaction(
             async |conn| {
-                let (state, error) = match reading {
-                    Reconciliation::Applied(_) => ("succeeded", None),
-                    Reconciliation::NotApplied(_) => ("failed", Some(NOT_APPLIED)),
-                    Reconciliation::Gone => ("failed", Some(THREAD_GONE)),
-                };
-                let settled = sqlx::query(
-                    "UPDATE email_operations SET state = $2, error = $3, reconciled_at = $4, lease_until = NULL,
-                         updated_at = $4
-                     WHERE id = $1 AND state = 'uncertain' AND reconciled_at IS NULL",
-                )
-                .bind(id.as_uuid())
+                let moved = sqlx::query(&format!(
+                    "UPDATE email_operations SET state = $2, error = $3, lease_until = NULL, updated_at = $4{also}
+                     WHERE id = $1 AND {from}"
+                ))
+                .bind(claimed.operation.id.as_uuid())
                 .bind(state)
                 .bind(error)
                 .bind(now)
                 .execute(&mut *conn)
                 .await?
                 .rows_affected();
-                if settled == 1 {
-                    match reading {
-                        Reconciliation::Applied(labels) => applied(conn, claimed, labels, now).await?,
-                        Reconciliation::NotApplied(labels) => {
-                            apply_labels(conn, claimed.operation.thread_id()?, labels).await?;
-                        }
-                        Reconciliation::Gone => {}
-                    }
+                if moved == 1 {
+                    then(conn, now).await?;
                 }
                 Ok(())
             },
@@ -434,6 +440,15 @@ impl Email<'_> {
     pub(crate) fn after(self, lease: Duration) -> jiff_sqlx::Timestamp {
         jiff_sqlx::Timestamp::from(self.now() + signed(lease))
     }
+}
+
+/// How a claimed write settles: its new state and error, any other column set (`also`, at
+/// `$4`, the settling time) and the condition (`from`) its row must still meet.
+struct Settled<'a> {
+    state: &'a str,
+    error: Option<&'a str>,
+    also: &'a str,
+    from: &'a str,
 }
 
 /// The statement claiming the oldest queued operation of `kind` (a refresh or a proposal, which

@@ -14,51 +14,39 @@ impl Work<'_> {
         shown: &DisplayedArguments,
         wait_seconds: u32,
     ) -> Result<Option<Uuid>> {
-        let now = self.now_sql();
-        self.transaction(
-            async |tx: &mut PgConnection| {
-                if !hold(tx, lease, now).await? {
-                    return lost();
-                }
-                let approval = Uuid::now_v7();
-                sqlx::query(
-                    "INSERT INTO approvals (id, run_id, session_id, invocation_id, tool, risk, arguments,
-                     argument_digests, status)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'PENDING')",
-                )
-                .bind(approval)
-                .bind(lease.run.as_uuid())
-                .bind(lease.session.as_uuid())
-                .bind(invocation.id)
-                .bind(&invocation.tool)
-                .bind(risk.as_str())
-                .bind(&shown.arguments)
-                .bind(Value::Object(shown.argument_digests.clone()))
-                .execute(&mut *tx)
-                .await?;
-                set_invocation_state(tx, invocation.id, InvocationState::AwaitingApproval).await?;
-                park(tx, lease, RunState::WaitingApproval, now, wait_seconds).await?;
-                notify_owner(tx, lease, Waiting::Approval(approval), now).await?;
-                let event = Event::ApprovalRequested(ApprovalRequested {
-                    run_id: lease.run.as_uuid(),
-                    approval_id: approval,
-                    invocation_id: invocation.id,
-                    tool: invocation.tool.clone(),
-                    risk,
-                    arguments: shown.arguments.clone(),
-                    argument_digests: shown
-                        .argument_digests
-                        .iter()
-                        .filter_map(|(pointer, digest)| Some((pointer.clone(), digest.as_str()?.to_owned())))
-                        .collect(),
-                    status: ApprovalStatus::Pending,
-                });
-                append(tx, lease.session, Some(lease.run), &event).await?;
-                Ok(Some(approval))
-            },
-            |outcome| outcome.is_some(),
-        )
-        .await
+        let record = async |tx: &mut PgConnection, approval: Uuid| {
+            sqlx::query(
+                "INSERT INTO approvals (id, run_id, session_id, invocation_id, tool, risk, arguments,
+                 argument_digests, status)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'PENDING')",
+            )
+            .bind(approval)
+            .bind(lease.run.as_uuid())
+            .bind(lease.session.as_uuid())
+            .bind(invocation.id)
+            .bind(&invocation.tool)
+            .bind(risk.as_str())
+            .bind(&shown.arguments)
+            .bind(Value::Object(shown.argument_digests.clone()))
+            .execute(&mut *tx)
+            .await?;
+            Ok(Event::ApprovalRequested(ApprovalRequested {
+                run_id: lease.run.as_uuid(),
+                approval_id: approval,
+                invocation_id: invocation.id,
+                tool: invocation.tool.clone(),
+                risk,
+                arguments: shown.arguments.clone(),
+                argument_digests: shown
+                    .argument_digests
+                    .iter()
+                    .filter_map(|(pointer, digest)| Some((pointer.clone(), digest.as_str()?.to_owned())))
+                    .collect(),
+                status: ApprovalStatus::Pending,
+            }))
+        };
+        self.park_on(lease, invocation, Waiting::Approval, wait_seconds, record)
+            .await
     }
 
     /// Parks the run on a question to the owner, waiting at most `wait_seconds` for the answer.
@@ -69,34 +57,57 @@ impl Work<'_> {
         text: &str,
         wait_seconds: u32,
     ) -> Result<Option<Uuid>> {
+        let record = async |tx: &mut PgConnection, question: Uuid| {
+            sqlx::query(
+                "INSERT INTO questions (id, run_id, session_id, invocation_id, text, status)
+                 VALUES ($1, $2, $3, $4, $5, 'PENDING')",
+            )
+            .bind(question)
+            .bind(lease.run.as_uuid())
+            .bind(lease.session.as_uuid())
+            .bind(invocation.id)
+            .bind(text)
+            .execute(&mut *tx)
+            .await?;
+            Ok(Event::QuestionAsked(QuestionAsked {
+                run_id: lease.run.as_uuid(),
+                question_id: question,
+                text: text.to_owned(),
+            }))
+        };
+        self.park_on(lease, invocation, Waiting::Question, wait_seconds, record)
+            .await
+    }
+
+    /// Parks the run, if its lease still holds, on what it now waits for: `record` stores that
+    /// (under the id it is given) and returns the event announcing it. The invocation's state,
+    /// the parked run, the owner's notification and the event commit with it. The id, or `None`
+    /// when the lease was lost.
+    async fn park_on(
+        self,
+        lease: &Lease,
+        invocation: &InvocationRow,
+        waiting: Waiting,
+        wait_seconds: u32,
+        record: impl AsyncFnOnce(&mut PgConnection, Uuid) -> Result<Event>,
+    ) -> Result<Option<Uuid>> {
         let now = self.now_sql();
         self.transaction(
             async |tx: &mut PgConnection| {
                 if !hold(tx, lease, now).await? {
                     return lost();
                 }
-                let question = Uuid::now_v7();
-                sqlx::query(
-                    "INSERT INTO questions (id, run_id, session_id, invocation_id, text, status)
-                     VALUES ($1, $2, $3, $4, $5, 'PENDING')",
-                )
-                .bind(question)
-                .bind(lease.run.as_uuid())
-                .bind(lease.session.as_uuid())
-                .bind(invocation.id)
-                .bind(text)
-                .execute(&mut *tx)
-                .await?;
-                set_invocation_state(tx, invocation.id, InvocationState::AwaitingAnswer).await?;
-                park(tx, lease, RunState::WaitingInput, now, wait_seconds).await?;
-                notify_owner(tx, lease, Waiting::Question(question), now).await?;
-                let event = Event::QuestionAsked(QuestionAsked {
-                    run_id: lease.run.as_uuid(),
-                    question_id: question,
-                    text: text.to_owned(),
-                });
+                let id = Uuid::now_v7();
+                let event = record(tx, id).await?;
+                let (invocation_state, run_state) = match waiting {
+                    Waiting::Approval => (InvocationState::AwaitingApproval, RunState::WaitingApproval),
+                    Waiting::Question => (InvocationState::AwaitingAnswer, RunState::WaitingInput),
+                };
+                set_invocation_state(tx, invocation.id, invocation_state).await?;
+                park(tx, lease, run_state, now, wait_seconds).await?;
+                notify_owner(tx, lease, waiting, id, now).await?;
                 append(tx, lease.session, Some(lease.run), &event).await?;
-                Ok(Some(question))
+                Ok(Some(id))
             },
             |outcome| outcome.is_some(),
         )
@@ -105,17 +116,24 @@ impl Work<'_> {
 }
 
 /// What a parked run waits on.
+#[derive(Clone, Copy)]
 enum Waiting {
-    Approval(Uuid),
-    Question(Uuid),
+    Approval,
+    Question,
 }
 
 /// Enqueues the owner's push notification of what the run waits on, delivered after
 /// [`PUSH_DELAY_SECONDS`] unless it is resolved first.
-async fn notify_owner(tx: &mut PgConnection, lease: &Lease, waiting: Waiting, now: jiff_sqlx::Timestamp) -> Result<()> {
-    let (kind, column, id) = match waiting {
-        Waiting::Approval(id) => ("approval", "approval_id", id),
-        Waiting::Question(id) => ("question", "question_id", id),
+async fn notify_owner(
+    tx: &mut PgConnection,
+    lease: &Lease,
+    waiting: Waiting,
+    id: Uuid,
+    now: jiff_sqlx::Timestamp,
+) -> Result<()> {
+    let (kind, column) = match waiting {
+        Waiting::Approval => ("approval", "approval_id"),
+        Waiting::Question => ("question", "question_id"),
     };
     sqlx::query(&format!(
         "INSERT INTO notification_outbox (id, kind, session_id, run_id, {column}, deliver_after)
