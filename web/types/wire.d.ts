@@ -137,8 +137,8 @@ export type Correspondent = {
 };
 
 /**
- * `POST /v1/email/drafts`: a new message from `account_id`, or a reply in `thread_id` (exactly
- * one of the two). Saving a draft is not a mailbox write.
+ * `POST /v1/email/drafts`: a new message from `account_id`, or a reply in `thread_id`
+ * (exactly one of the two). Saving a draft is not a mailbox write.
  */
 export type CreateDraft = {
   account_id?: string | null;
@@ -833,10 +833,8 @@ export type RunUsage = {
 };
 
 /**
- * `PUT /v1/email/drafts/{draft_id}`: the next revision, saved only if `expected_revision` is
- * still the newest (otherwise 409 `revision_mismatch` with both versions).
- * The content members repeat [`CreateDraft`]'s: serde cannot refuse unknown members around a
- * flattened struct, and both bodies refuse them.
+ * `PUT /v1/email/drafts/{draft_id}`: the next revision, saved only if `expected_revision`
+ * is still the newest (otherwise 409 `revision_mismatch` with both versions).
  */
 export type SaveDraft = {
   body?: string;

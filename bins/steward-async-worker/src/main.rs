@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use domain::env::{Env, EnvError, FromEnv, invalid};
-use domain::flags::{FeatureFlags, Flag, FlagError};
+use domain::flags::Flag;
 use email::refresh::Refresher;
 use email::worker::{AsyncWorker, Pace};
 use mail_mcp::accounts::{AccountsError, ReadAccount};
@@ -31,8 +31,6 @@ use mail_mcp::gmail::Endpoints;
 enum ConfigError {
     #[error("{0}")]
     Env(#[from] EnvError),
-    #[error("{0}")]
-    Flags(#[from] FlagError),
     #[error("{0}")]
     Mail(#[from] AccountsError),
     #[error("Email mode needs the mail accounts: set AGENT_EMAIL_ENABLED=1 and MAIL_ACCOUNTS_FILE")]
@@ -58,11 +56,7 @@ impl FromEnv for Config {
 
     fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let env = Env::new(&lookup);
-        FeatureFlags::requiring(
-            env.lookup(),
-            Flag::EmailMode,
-            "Email mode is off and this role has nothing to do",
-        )?;
+        env.requiring(Flag::EmailMode, "Email mode is off and this role has nothing to do")?;
         let accounts = mail_mcp::accounts::read_accounts_from_env(env.lookup())?.ok_or(ConfigError::NoAccounts)?;
         let endpoints =
             Endpoints::from_env(|name| env.get(name)).map_err(|(variable, reason)| invalid(variable, reason))?;

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use domain::env::{Env, EnvError, FromEnv};
-use domain::flags::{FeatureFlags, Flag, FlagError};
+use domain::flags::Flag;
 use hardening::secret_file::SecretFileError;
 use notify::apns::{Apns, ApnsConfig};
 use notify::dispatch::Dispatcher;
@@ -30,8 +30,6 @@ use notify::dispatch::Dispatcher;
 enum ConfigError {
     #[error("{0}")]
     Env(#[from] EnvError),
-    #[error("{0}")]
-    Flags(#[from] FlagError),
     #[error("APNS_KEY_FILE: {0}")]
     KeyFile(#[from] SecretFileError),
     #[error("APNS_CA_FILE: {path}: {error}")]
@@ -51,7 +49,7 @@ impl FromEnv for Config {
 
     fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let env = Env::new(&lookup);
-        FeatureFlags::requiring(env.lookup(), Flag::NotificationDispatch, "notification delivery is off")?;
+        env.requiring(Flag::NotificationDispatch, "notification delivery is off")?;
         let key_path = env.required("APNS_KEY_FILE")?;
         let key_pem = hardening::secret_file::read_owner_only(Path::new(&key_path))?;
         let extra_root_pem = match env.get("APNS_CA_FILE") {

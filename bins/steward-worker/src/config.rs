@@ -6,7 +6,7 @@
 
 use agent::worker::{ReconcilePolicy, Settings};
 use domain::env::{Env, EnvError, FromEnv};
-use domain::flags::{FeatureFlags, Flag, FlagError};
+use domain::flags::Flag;
 use mail_mcp::accounts::{AccountsError, MailAccounts};
 use model_client::endpoint::{EndpointError, OpenAiEndpoint};
 
@@ -14,8 +14,6 @@ use model_client::endpoint::{EndpointError, OpenAiEndpoint};
 pub enum ConfigError {
     #[error("{0}")]
     Env(#[from] EnvError),
-    #[error("{0}")]
-    Flags(#[from] FlagError),
     #[error("{0}")]
     Endpoint(#[from] EndpointError),
     #[error("{0}")]
@@ -42,7 +40,7 @@ impl FromEnv for WorkerConfig {
     fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<WorkerConfig, ConfigError> {
         let env = Env::new(&lookup);
         let database = store::Database::from_env(&env, 10)?;
-        let flags = FeatureFlags::from_env(env.lookup())?;
+        let flags = env.flags()?;
         let openai = model_client::endpoint::openai_from_env(|name| env.get(name))?;
         let mail = MailAccounts::from_env(env.lookup())?;
         let email_mode = flags.is_on(Flag::EmailMode);

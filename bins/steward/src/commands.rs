@@ -24,6 +24,26 @@ fn print_json(value: &impl Serialize) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Prints a list: as JSON, or each item as the text `show` makes of it (and `empty` when there
+/// is none, if given).
+fn listed<T: Serialize>(
+    json: bool,
+    items: &[T],
+    empty: Option<&str>,
+    show: impl Fn(&T) -> String,
+) -> anyhow::Result<ExitCode> {
+    if json {
+        return print_json(&items);
+    }
+    if let (true, Some(empty)) = (items.is_empty(), empty) {
+        out!("{empty}");
+    }
+    for item in items {
+        out!("{}", show(item));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,29 +176,25 @@ pub async fn sessions(client: &Client, action: Option<SessionsAction>, json: boo
         SessionsAction::List => {
             let mut sessions = client.sessions().await?;
             sessions.sort_by_key(|session| std::cmp::Reverse(session.updated_at));
-            if json {
-                return print_json(&sessions);
-            }
-            for session in sessions {
+            listed(json, &sessions, None, |session| {
                 let kind = if session.schedule_id.is_some() {
                     " (scheduled)"
                 } else {
                     ""
                 };
-                out!(
+                format!(
                     "{}  {}  {}{kind}",
                     session.session_id,
                     session.updated_at.strftime("%Y-%m-%d %H:%M"),
                     session.title.as_deref().unwrap_or("untitled")
-                );
-            }
+                )
+            })
         }
         SessionsAction::Delete { session } => {
             client.delete_session(session).await?;
-            return done(json, "deleted", session, &format!("Deleted {session}."));
+            done(json, "deleted", session, &format!("Deleted {session}."))
         }
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Subcommand)]
@@ -207,13 +223,9 @@ pub async fn folders(client: &Client, action: Option<FoldersAction>, json: bool)
     let changed = match action.unwrap_or(FoldersAction::List) {
         FoldersAction::List => {
             let folders = client.folders().await?;
-            if json {
-                return print_json(&folders);
-            }
-            for folder in folders {
-                out!("{}  {}", folder.folder_id, folder.name);
-            }
-            return Ok(ExitCode::SUCCESS);
+            return listed(json, &folders, None, |folder| {
+                format!("{}  {}", folder.folder_id, folder.name)
+            });
         }
         FoldersAction::Create { name } => client.create_folder(&name).await?,
         FoldersAction::Rename { folder, name } => client.rename_folder(folder, &name).await?,
@@ -310,21 +322,16 @@ pub async fn schedules(client: &Client, action: Option<SchedulesAction>, json: b
         }
         SchedulesAction::Occurrences { schedule } => {
             let occurrences = client.occurrences(schedule).await?;
-            if json {
-                return print_json(&occurrences);
-            }
-            for occurrence in occurrences {
-                out!(
+            return listed(json, &occurrences, None, |occurrence| {
+                let reason = occurrence.reason.as_ref().map(|reason| format!(" ({reason})"));
+                format!(
                     "{}  {}  {}{}",
                     occurrence.occurrence_id,
                     occurrence.scheduled_for,
                     occurrence.state.as_str(),
-                    occurrence
-                        .reason
-                        .map(|reason| format!(" ({reason})"))
-                        .unwrap_or_default()
-                );
-            }
+                    reason.unwrap_or_default()
+                )
+            });
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -399,14 +406,9 @@ pub async fn approvals(
         ApprovalsAction::List => {
             let session = approval_session(client, session, None).await?;
             let pending = client.approvals(session).await?;
-            if json {
-                return print_json(&pending);
-            }
-            if pending.is_empty() {
-                out!("No approval is waiting in {session}.");
-            }
-            for approval in pending {
-                out!(
+            let empty = format!("No approval is waiting in {session}.");
+            listed(json, &pending, Some(&empty), |approval| {
+                let mut text = format!(
                     "{}  {} ({} risk)\n{}",
                     approval.approval_id,
                     approval.tool,
@@ -414,9 +416,11 @@ pub async fn approvals(
                     serde_json::to_string_pretty(&approval.arguments).unwrap_or_default()
                 );
                 for (pointer, digest) in &approval.argument_digests {
-                    out!("{}", crate::render::cut_note(pointer, digest));
+                    text.push('\n');
+                    text.push_str(&crate::render::cut_note(pointer, digest));
                 }
-            }
+                text
+            })
         }
         ApprovalsAction::Approve { approval, yes } => {
             let session = approval_session(client, session, Some(approval)).await?;
@@ -456,14 +460,13 @@ pub async fn approvals(
                 }
             }
             let decided = client.approve_once(approval, &checked).await?;
-            return print_decided(&decided, json);
+            print_decided(&decided, json)
         }
         ApprovalsAction::Deny { approval } => {
             let decided = client.deny(approval).await?;
-            return print_decided(&decided, json);
+            print_decided(&decided, json)
         }
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Subcommand)]
@@ -489,16 +492,13 @@ pub async fn notifications(
     match action.unwrap_or(NotificationsAction::List) {
         NotificationsAction::List => {
             let notifications = client.notifications().await.map_err(unavailable)?;
-            if json {
-                return print_json(&notifications);
-            }
-            for notification in notifications {
+            listed(json, &notifications, None, |notification| {
                 let session = notification
                     .payload
                     .session_id
                     .map(|session| format!("  conversation {session}"))
                     .unwrap_or_default();
-                out!(
+                format!(
                     "{}  {}  {}{session}",
                     notification.notification_id,
                     notification.created_at.strftime("%Y-%m-%d %H:%M"),
@@ -506,20 +506,19 @@ pub async fn notifications(
                         .ok()
                         .and_then(|kind| kind.as_str().map(str::to_owned))
                         .unwrap_or_default(),
-                );
-            }
+                )
+            })
         }
         NotificationsAction::Ack { notification } => {
             client.acknowledge(notification).await.map_err(unavailable)?;
-            return done(
+            done(
                 json,
                 "acknowledged",
                 notification,
                 &format!("Acknowledged {notification}."),
-            );
+            )
         }
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 #[derive(Subcommand)]

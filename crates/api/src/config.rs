@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use domain::agent::{AgentDefinition, AgentError, AgentRegistry};
 use domain::cursor::CursorCodec;
 use domain::env::{Env, EnvError, FromEnv, invalid};
-use domain::flags::{FeatureFlags, FlagError};
+use domain::flags::FeatureFlags;
 use domain::ids::PrincipalId;
 use domain::mail_environment::{MailEnvironment, MailEnvironmentError};
 use domain::manifest::AccountIds;
@@ -54,8 +54,6 @@ pub enum ConfigError {
     TokenTooShort,
     #[error("API_TOKEN_FILE: the token must be printable ASCII without spaces")]
     TokenCharacters,
-    #[error("{0}")]
-    Flags(#[from] FlagError),
     #[error("{0}")]
     Scopes(#[from] ScopeError),
     #[error("AGENT_DEFINITIONS_FILE: {0}")]
@@ -160,7 +158,7 @@ impl FromEnv for ApiConfig {
             return Err(ConfigError::TokenCharacters);
         }
         let scopes = ScopeSet::parse(&lookup("AUTH_SCOPES").unwrap_or_default())?;
-        let flags = FeatureFlags::from_env(&lookup)?;
+        let flags = env.flags()?;
 
         let definitions = match env.get("AGENT_DEFINITIONS_FILE") {
             None => vec![AgentDefinition::builtin_default()],

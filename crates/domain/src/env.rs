@@ -13,6 +13,9 @@ pub enum EnvError {
     Missing(&'static str),
     #[error("{variable} is invalid: {reason}")]
     Invalid { variable: &'static str, reason: String },
+    /// The feature flags (`AGENT_*_ENABLED` and the junk filter's mode).
+    #[error("{0}")]
+    Flags(#[from] crate::flags::FlagError),
 }
 
 /// A refusal of `variable`'s value.
@@ -54,6 +57,21 @@ impl<'a> Env<'a> {
     }
 
     /// The lookup itself, for the parsers that take one (feature flags, mail accounts).
+    /// The feature flags.
+    pub fn flags(&self) -> Result<crate::flags::FeatureFlags, EnvError> {
+        Ok(crate::flags::FeatureFlags::from_env(self.lookup())?)
+    }
+
+    /// The feature flags of a role whose whole work is behind `flag`: with it off the role
+    /// refuses to start, saying `consequence`.
+    pub fn requiring(
+        &self,
+        flag: crate::flags::Flag,
+        consequence: &'static str,
+    ) -> Result<crate::flags::FeatureFlags, EnvError> {
+        Ok(crate::flags::FeatureFlags::requiring(self.lookup(), flag, consequence)?)
+    }
+
     pub fn lookup(&self) -> &'a dyn Fn(&str) -> Option<String> {
         self.lookup
     }

@@ -80,7 +80,7 @@ impl JunkFilterMode {
     }
 }
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum FlagError {
     #[error("{variable} must be 0 or 1, got `{value}`")]
     NotBoolean { variable: &'static str, value: String },

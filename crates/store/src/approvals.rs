@@ -14,7 +14,7 @@ use crate::ending::{Ending, end_run};
 use crate::events::append;
 use crate::invocations::{invocation, write_result};
 use crate::wake::{Hint, hint};
-use crate::{Result, Store, StoreError, timestamp};
+use crate::{Result, Store, parsed, timestamp};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ApprovalRow {
@@ -59,12 +59,10 @@ impl ApprovalRow {
             session_id: SessionId::from_uuid(record.session_id),
             invocation_id: record.invocation_id,
             tool: record.tool,
-            risk: Risk::parse(&record.risk)
-                .ok_or_else(|| StoreError::Corrupt(format!("approval risk `{}`", record.risk)))?,
+            risk: parsed("approval risk", &record.risk, Risk::parse)?,
             arguments: record.arguments,
             argument_digests: record.argument_digests,
-            status: ApprovalStatus::parse(&record.status)
-                .ok_or_else(|| StoreError::Corrupt(format!("approval status `{}`", record.status)))?,
+            status: parsed("approval status", &record.status, ApprovalStatus::parse)?,
             decided_at: record.decided_at.map(timestamp),
             created_at: timestamp(record.created_at),
         })

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use wire::event::{Event, ToolResult, Trust};
 
 use crate::events::append;
-use crate::{Result, StoreError};
+use crate::{Result, parsed};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct InvocationRow {
@@ -52,8 +52,7 @@ impl InvocationRow {
             call_id: record.call_id,
             tool: record.tool,
             arguments: record.arguments,
-            state: InvocationState::parse(&record.state)
-                .ok_or_else(|| StoreError::Corrupt(format!("invocation state `{}`", record.state)))?,
+            state: parsed("invocation state", &record.state, InvocationState::parse)?,
             result: record.result,
             code: record.code,
         })

@@ -256,6 +256,12 @@ fn named<T: TryFrom<String, Error = domain::names::UnknownName>>(text: String) -
     T::try_from(text).map_err(|unknown| StoreError::Corrupt(unknown.to_string()))
 }
 
+/// A stored name read by `parse` (a core type's), or corruption naming `what` it was meant to
+/// be and the text.
+fn parsed<T>(what: &str, text: &str, parse: impl FnOnce(&str) -> Option<T>) -> Result<T> {
+    parse(text).ok_or_else(|| StoreError::Corrupt(format!("{what} `{text}`")))
+}
+
 /// [`named`], of a column that may be null.
 fn named_optional<T: TryFrom<String, Error = domain::names::UnknownName>>(text: Option<String>) -> Result<Option<T>> {
     text.map(named).transpose()

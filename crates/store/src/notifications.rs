@@ -6,7 +6,7 @@ use jiff::Timestamp;
 use sqlx::postgres::PgRow;
 use uuid::Uuid;
 
-use crate::{Result, Store, StoreError, timestamp};
+use crate::{Result, Store, parsed, timestamp};
 
 /// Push notifications of approvals, questions and schedule outcomes wait this long (the
 /// contract's delay), so one resolved meanwhile is never pushed.
@@ -46,8 +46,7 @@ impl NotificationRow {
         let record = <NotificationRecord as sqlx::FromRow<PgRow>>::from_row(row)?;
         Ok(NotificationRow {
             id: record.id,
-            kind: NotificationKind::parse(&record.kind)
-                .ok_or_else(|| StoreError::Corrupt(format!("notification kind `{}`", record.kind)))?,
+            kind: parsed("notification kind", &record.kind, NotificationKind::parse)?,
             session_id: record.session_id,
             run_id: record.run_id,
             approval_id: record.approval_id,

@@ -11,7 +11,7 @@ use wire::event::{CancelReason, Event, UserMessage, UserMessageCreated};
 use crate::ending::{Ending, end_run};
 use crate::idempotency::{IdempotencyClaim, Prior, StoredResponse};
 use crate::wake::Hint;
-use crate::{Result, Store, StoreError, timestamp};
+use crate::{Result, Store, StoreError, parsed, timestamp};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct RunRow {
@@ -60,8 +60,7 @@ impl RunRow {
         Ok(RunRow {
             id: RunId::from_uuid(record.id),
             session_id: SessionId::from_uuid(record.session_id),
-            state: RunState::parse(&record.state)
-                .ok_or_else(|| StoreError::Corrupt(format!("run state `{}`", record.state)))?,
+            state: parsed("run state", &record.state, RunState::parse)?,
             limits: RunLimits {
                 max_steps: count(record.max_steps, "max_steps")?,
                 max_model_calls: count(record.max_model_calls, "max_model_calls")?,

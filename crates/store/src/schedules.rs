@@ -10,7 +10,7 @@ use uuid::Uuid;
 use wire::response::{OccurrenceState, ScheduleState};
 
 use crate::idempotency::{self, IdempotencyClaim, Prior, StoredResponse};
-use crate::{Result, Store, StoreError, timestamp};
+use crate::{Result, Store, StoreError, parsed, timestamp};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScheduleRow {
@@ -42,26 +42,33 @@ const SCHEDULE_COLUMNS: &str = "id, revision, title, instruction, agent_id, agen
     wait_timeout_seconds, local_time, timezone, misfire_grace_seconds, max_consecutive_failures, state, consecutive_failures, next_fire_at, created_at,
     updated_at, cancelled_at";
 
+/// The columns of a `schedules` row that define what each firing runs, as stored.
+#[derive(sqlx::FromRow)]
+pub(crate) struct DefinitionRecord {
+    pub(crate) title: String,
+    pub(crate) instruction: String,
+    pub(crate) agent_id: String,
+    pub(crate) agent_version: String,
+    pub(crate) requested_scopes: Vec<String>,
+    pub(crate) max_steps: i32,
+    pub(crate) max_model_calls: i32,
+    pub(crate) max_tool_calls: i32,
+    pub(crate) max_cost_micros: i64,
+    pub(crate) run_timeout_seconds: i32,
+    pub(crate) wait_timeout_seconds: i32,
+    pub(crate) local_time: String,
+    pub(crate) timezone: String,
+    pub(crate) misfire_grace_seconds: i32,
+}
+
 /// A `schedules` row as stored, read by column name.
 #[derive(sqlx::FromRow)]
 struct ScheduleRecord {
     id: Uuid,
     revision: i32,
-    title: String,
-    instruction: String,
-    agent_id: String,
-    agent_version: String,
+    #[sqlx(flatten)]
+    definition: DefinitionRecord,
     policy_profile: String,
-    requested_scopes: Vec<String>,
-    max_steps: i32,
-    max_model_calls: i32,
-    max_tool_calls: i32,
-    max_cost_micros: i64,
-    run_timeout_seconds: i32,
-    wait_timeout_seconds: i32,
-    local_time: String,
-    timezone: String,
-    misfire_grace_seconds: i32,
     max_consecutive_failures: i32,
     state: String,
     consecutive_failures: i32,
@@ -81,26 +88,25 @@ impl ScheduleRow {
         Ok(ScheduleRow {
             id: ScheduleId::from_uuid(record.id),
             revision: record.revision,
-            title: record.title,
-            instruction: record.instruction,
-            agent_id: record.agent_id,
-            agent_version: record.agent_version,
+            title: record.definition.title,
+            instruction: record.definition.instruction,
+            agent_id: record.definition.agent_id,
+            agent_version: record.definition.agent_version,
             policy_profile: record.policy_profile,
-            requested_scopes: record.requested_scopes,
+            requested_scopes: record.definition.requested_scopes,
             limits: RunLimits {
-                max_steps: positive(record.max_steps, "max_steps")?,
-                max_model_calls: positive(record.max_model_calls, "max_model_calls")?,
-                max_tool_calls: positive(record.max_tool_calls, "max_tool_calls")?,
-                max_cost: Cost::from_micros(record.max_cost_micros),
-                run_timeout_seconds: positive(record.run_timeout_seconds, "run_timeout_seconds")?,
+                max_steps: positive(record.definition.max_steps, "max_steps")?,
+                max_model_calls: positive(record.definition.max_model_calls, "max_model_calls")?,
+                max_tool_calls: positive(record.definition.max_tool_calls, "max_tool_calls")?,
+                max_cost: Cost::from_micros(record.definition.max_cost_micros),
+                run_timeout_seconds: positive(record.definition.run_timeout_seconds, "run_timeout_seconds")?,
             },
-            wait_timeout_seconds: positive(record.wait_timeout_seconds, "wait_timeout_seconds")?,
-            local_time: record.local_time,
-            timezone: record.timezone,
-            misfire_grace_seconds: record.misfire_grace_seconds,
+            wait_timeout_seconds: positive(record.definition.wait_timeout_seconds, "wait_timeout_seconds")?,
+            local_time: record.definition.local_time,
+            timezone: record.definition.timezone,
+            misfire_grace_seconds: record.definition.misfire_grace_seconds,
             max_consecutive_failures: record.max_consecutive_failures,
-            state: ScheduleState::parse(&record.state)
-                .ok_or_else(|| StoreError::Corrupt(format!("schedule state `{}`", record.state)))?,
+            state: parsed("schedule state", &record.state, ScheduleState::parse)?,
             consecutive_failures: record.consecutive_failures,
             next_fire_at: record.next_fire_at.map(timestamp),
             created_at: timestamp(record.created_at),
@@ -145,8 +151,7 @@ impl OccurrenceRow {
             schedule_id: ScheduleId::from_uuid(record.schedule_id),
             scheduled_for: timestamp(record.scheduled_for),
             schedule_revision: record.schedule_revision,
-            state: OccurrenceState::parse(&record.state)
-                .ok_or_else(|| StoreError::Corrupt(format!("occurrence state `{}`", record.state)))?,
+            state: parsed("occurrence state", &record.state, OccurrenceState::parse)?,
             reason: record.reason,
             session_id: record.session_id.map(SessionId::from_uuid),
             run_id: record.run_id.map(RunId::from_uuid),

@@ -20,6 +20,7 @@ use wire::event::{Event, ScheduledBy, UserMessage, UserMessageCreated};
 
 use crate::events::{Appending, append_to_sessions};
 use crate::notifications::PUSH_DELAY_SECONDS;
+use crate::schedules::DefinitionRecord;
 use crate::wake::{Hint, hint};
 use crate::{Result, Store};
 
@@ -149,20 +150,8 @@ struct DueSchedule {
     id: Uuid,
     principal_id: String,
     revision: i32,
-    title: String,
-    instruction: String,
-    agent_id: String,
-    agent_version: String,
-    requested_scopes: Vec<String>,
-    max_steps: i32,
-    max_model_calls: i32,
-    max_tool_calls: i32,
-    max_cost_micros: i64,
-    run_timeout_seconds: i32,
-    wait_timeout_seconds: i32,
-    local_time: String,
-    timezone: String,
-    misfire_grace_seconds: i32,
+    #[sqlx(flatten)]
+    definition: DefinitionRecord,
     next_fire_at: jiff_sqlx::Timestamp,
 }
 
@@ -270,9 +259,9 @@ impl Store {
                 let mut plans = Vec::new();
                 for row in due {
                     let scheduled_for = crate::timestamp(row.next_fire_at);
-                    let cadence = jiff::tz::TimeZone::get(&row.timezone)
+                    let cadence = jiff::tz::TimeZone::get(&row.definition.timezone)
                         .ok()
-                        .zip(parse_local_time(&row.local_time))
+                        .zip(parse_local_time(&row.definition.local_time))
                         .map(|(zone, local_time)| Daily { local_time, zone });
                     let Some(cadence) = cadence else {
                         // The zone is no longer known here (tzdata changed, or hosts differ): stop
@@ -288,9 +277,9 @@ impl Store {
                     advanced.push(row.id);
                     next_fire.push(jiff_sqlx::Timestamp::from(cadence.next_after(scheduled_for)));
                     let lateness = now.as_second() - scheduled_for.as_second();
-                    let plan = if lateness > i64::from(row.misfire_grace_seconds) {
+                    let plan = if lateness > i64::from(row.definition.misfire_grace_seconds) {
                         Plan::Misfire
-                    } else if !authorize(&row.requested_scopes, accounts) {
+                    } else if !authorize(&row.definition.requested_scopes, accounts) {
                         Plan::Unauthorized
                     } else {
                         Plan::Start
@@ -309,7 +298,7 @@ impl Store {
                     occurrences.reason.push(reason);
                     // The occurrence keeps what its alert names: this revision's title and the
                     // wall time it was scheduled for, in the schedule's zone.
-                    occurrences.title.push(row.title.clone());
+                    occurrences.title.push(row.definition.title.clone());
                     occurrences.scheduled_local.push(
                         scheduled_for
                             .to_zoned(cadence.zone.clone())
@@ -423,23 +412,23 @@ impl Starts {
         self.occurrence.push(occurrence);
         self.schedule.push(row.id);
         self.scheduled_for.push(scheduled_for);
-        self.instruction.push(row.instruction);
+        self.instruction.push(row.definition.instruction);
         self.session.push(session);
         self.run.push(run);
         self.principal.push(row.principal_id);
-        self.agent_id.push(row.agent_id);
-        self.agent_version.push(row.agent_version);
-        self.title.push(row.title);
-        self.max_steps.push(row.max_steps);
-        self.max_model_calls.push(row.max_model_calls);
-        self.max_tool_calls.push(row.max_tool_calls);
-        self.max_cost_micros.push(row.max_cost_micros);
-        self.run_timeout_seconds.push(row.run_timeout_seconds);
-        self.wait_timeout_seconds.push(row.wait_timeout_seconds);
+        self.agent_id.push(row.definition.agent_id);
+        self.agent_version.push(row.definition.agent_version);
+        self.title.push(row.definition.title);
+        self.max_steps.push(row.definition.max_steps);
+        self.max_model_calls.push(row.definition.max_model_calls);
+        self.max_tool_calls.push(row.definition.max_tool_calls);
+        self.max_cost_micros.push(row.definition.max_cost_micros);
+        self.run_timeout_seconds.push(row.definition.run_timeout_seconds);
+        self.wait_timeout_seconds.push(row.definition.wait_timeout_seconds);
         // A text[] column cannot be one row of a 2-D array parameter of varying lengths: each
         // run's scopes travel as one JSON array.
         self.requested_scopes
-            .push(serde_json::to_string(&row.requested_scopes).unwrap_or_else(|_| "[]".into()));
+            .push(serde_json::to_string(&row.definition.requested_scopes).unwrap_or_else(|_| "[]".into()));
     }
 }
 

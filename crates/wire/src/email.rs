@@ -229,50 +229,51 @@ pub struct RefreshAnswer {
     pub operation: EmailOperation,
 }
 
-/// `POST /v1/email/drafts`: a new message from `account_id`, or a reply in `thread_id` (exactly
-/// one of the two). Saving a draft is not a mailbox write.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CreateDraft {
-    #[schema(min_length = 1, max_length = 64, pattern = "^[a-z0-9_-]+$")]
-    pub account_id: Option<String>,
-    pub thread_id: Option<Uuid>,
-    #[serde(default)]
-    #[schema(max_items = 100)]
-    pub to: Vec<String>,
-    #[serde(default)]
-    #[schema(max_items = 100)]
-    pub cc: Vec<String>,
-    #[serde(default)]
-    #[schema(max_length = 998)]
-    pub subject: String,
-    #[serde(default)]
-    #[schema(max_length = 100000)]
-    pub body: String,
+/// Declares a request body that carries a draft's content: its own members, then `to`, `cc`,
+/// `subject` and `body` with their limits. The content members are declared here once rather
+/// than flattened from [`DraftContent`]: serde cannot refuse unknown members around a flattened
+/// struct, and these bodies refuse them.
+macro_rules! draft_body {
+    ($(#[$meta:meta])* pub struct $name:ident { $($(#[$member_meta:meta])* pub $member:ident: $type:ty,)* }) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            $($(#[$member_meta])* pub $member: $type,)*
+            #[serde(default)]
+            #[schema(max_items = 100)]
+            pub to: Vec<String>,
+            #[serde(default)]
+            #[schema(max_items = 100)]
+            pub cc: Vec<String>,
+            #[serde(default)]
+            #[schema(max_length = 998)]
+            pub subject: String,
+            #[serde(default)]
+            #[schema(max_length = 100000)]
+            pub body: String,
+        }
+    };
 }
 
-/// `PUT /v1/email/drafts/{draft_id}`: the next revision, saved only if `expected_revision` is
-/// still the newest (otherwise 409 `revision_mismatch` with both versions).
-/// The content members repeat [`CreateDraft`]'s: serde cannot refuse unknown members around a
-/// flattened struct, and both bodies refuse them.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SaveDraft {
-    #[serde(deserialize_with = "crate::request::whole")]
-    #[schema(minimum = 1)]
-    pub expected_revision: u32,
-    #[serde(default)]
-    #[schema(max_items = 100)]
-    pub to: Vec<String>,
-    #[serde(default)]
-    #[schema(max_items = 100)]
-    pub cc: Vec<String>,
-    #[serde(default)]
-    #[schema(max_length = 998)]
-    pub subject: String,
-    #[serde(default)]
-    #[schema(max_length = 100000)]
-    pub body: String,
+draft_body! {
+    /// `POST /v1/email/drafts`: a new message from `account_id`, or a reply in `thread_id`
+    /// (exactly one of the two). Saving a draft is not a mailbox write.
+    pub struct CreateDraft {
+        #[schema(min_length = 1, max_length = 64, pattern = "^[a-z0-9_-]+$")]
+        pub account_id: Option<String>,
+        pub thread_id: Option<Uuid>,
+    }
+}
+
+draft_body! {
+    /// `PUT /v1/email/drafts/{draft_id}`: the next revision, saved only if `expected_revision`
+    /// is still the newest (otherwise 409 `revision_mismatch` with both versions).
+    pub struct SaveDraft {
+        #[serde(deserialize_with = "crate::request::whole")]
+        #[schema(minimum = 1)]
+        pub expected_revision: u32,
+    }
 }
 
 /// `POST /v1/email/drafts/{draft_id}/revisions/{revision}/restore`.

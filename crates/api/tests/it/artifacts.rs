@@ -58,11 +58,7 @@ async fn upload_read_back_and_conditional_get() {
     let (status, metadata) = app.get_json(&location).await;
     assert_eq!((status, &metadata), (200, &artifact));
 
-    let content = app
-        .request(Method::GET, &format!("{location}/content"))
-        .send()
-        .await
-        .expect("send");
+    let content = app.send(Method::GET, &format!("{location}/content")).await;
     assert_eq!(content.status(), 200);
     assert_eq!(content.headers()["etag"], etag.as_str());
     assert_eq!(content.headers()["content-type"], "image/png");
@@ -244,11 +240,7 @@ async fn a_multipart_upload_stores_the_file_part_alone() {
     assert_eq!(artifact["size_bytes"], bytes.len(), "the file alone, not the envelope");
     assert_eq!(artifact["sha256"], sha256_hex(&bytes));
 
-    let content = app
-        .request(Method::GET, &format!("{location}/content"))
-        .send()
-        .await
-        .expect("send");
+    let content = app.send(Method::GET, &format!("{location}/content")).await;
     assert_eq!(content.status(), 200);
     assert_eq!(content.headers()["content-type"], "application/pdf");
     assert_eq!(

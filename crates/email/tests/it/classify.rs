@@ -250,12 +250,7 @@ async fn the_model_proposes_a_reply_in_the_owners_style_within_the_allowances() 
         let store::RequestProposal::Queued(queued) = api.email().request_proposal(thread).await.expect("asked") else {
             panic!("not queued")
         };
-        let claimed = store
-            .email()
-            .claim_proposal("async-1", std::time::Duration::from_secs(60))
-            .await
-            .expect("claim")
-            .expect("queued");
+        let claimed = crate::drafts::claim_proposal(&store).await;
         (queued.1, claimed)
     };
     let (draft, claimed) = claim().await;

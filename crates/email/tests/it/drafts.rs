@@ -68,6 +68,15 @@ pub async fn new_draft(
         .expect("the place exists")
 }
 
+/// The next queued proposal, claimed by `async-1`.
+pub async fn claim_proposal(store: &Store) -> store::ClaimedProposal {
+    let claimed = store
+        .email()
+        .claim_proposal("async-1", std::time::Duration::from_secs(60))
+        .await;
+    claimed.expect("claim").expect("one queued")
+}
+
 /// A draft in `thread` whose first revision, by `author`, says `body`.
 pub async fn reply_draft(
     api: &Store,
@@ -278,13 +287,7 @@ async fn a_proposed_reply_lands_as_the_agents_revision_unless_the_owner_saved_si
         panic!("not queued")
     };
     assert_eq!(again.0.id, operation.id);
-    let claimed = refresher
-        .store
-        .email()
-        .claim_proposal("async-1", std::time::Duration::from_secs(60))
-        .await
-        .expect("claim")
-        .expect("one queued");
+    let claimed = claim_proposal(&refresher.store).await;
     assert_eq!(
         refresher.propose(&claimed).await.expect("proposed"),
         Proposed::Landed(2)
@@ -321,13 +324,7 @@ async fn a_proposed_reply_lands_as_the_agents_revision_unless_the_owner_saved_si
             .await
             .expect("save"),
     );
-    let claimed = refresher
-        .store
-        .email()
-        .claim_proposal("async-1", std::time::Duration::from_secs(60))
-        .await
-        .expect("claim")
-        .expect("one queued");
+    let claimed = claim_proposal(&refresher.store).await;
     assert_eq!(claimed.operation.id, second.id);
     assert_eq!(
         refresher.propose(&claimed).await.expect("proposed"),

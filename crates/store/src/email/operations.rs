@@ -350,16 +350,15 @@ impl Email<'_> {
             WriteOutcome::Failed(code) => ("failed", Some(code.as_str())),
             WriteOutcome::Uncertain(code) => ("uncertain", Some(code.as_str())),
         };
-        let settled = Settled {
-            state,
-            error,
-            also: "",
-            from: "state = 'dispatching'",
-        };
-        self.settle_claimed_write(claimed, settled, async |conn, now| match outcome {
-            WriteOutcome::Succeeded(labels) => applied(conn, claimed, labels, now).await,
-            _ => Ok(()),
-        })
+        self.settle_claimed_write(
+            claimed,
+            Unsettled::Dispatching,
+            (state, error),
+            async |conn, now| match outcome {
+                WriteOutcome::Succeeded(labels) => applied(conn, claimed, labels, now).await,
+                _ => Ok(()),
+            },
+        )
         .await
     }
 
@@ -384,35 +383,34 @@ impl Email<'_> {
             Reconciliation::NotApplied(_) => ("failed", Some(NOT_APPLIED)),
             Reconciliation::Gone => ("failed", Some(THREAD_GONE)),
         };
-        let settled = Settled {
-            state,
-            error,
-            also: ", reconciled_at = $4",
-            from: "state = 'uncertain' AND reconciled_at IS NULL",
-        };
-        self.settle_claimed_write(claimed, settled, async |conn, now| match reading {
-            Reconciliation::Applied(labels) => applied(conn, claimed, labels, now).await,
-            Reconciliation::NotApplied(labels) => apply_labels(conn, claimed.operation.thread_id()?, labels).await,
-            Reconciliation::Gone => Ok(()),
-        })
+        self.settle_claimed_write(
+            claimed,
+            Unsettled::Uncertain,
+            (state, error),
+            async |conn, now| match reading {
+                Reconciliation::Applied(labels) => applied(conn, claimed, labels, now).await,
+                Reconciliation::NotApplied(labels) => apply_labels(conn, claimed.operation.thread_id()?, labels).await,
+                Reconciliation::Gone => Ok(()),
+            },
+        )
         .await
     }
 
-    /// Moves a claimed write to `settled.state` if it is still as `settled.from` says; `then`
-    /// runs (at the settling time) in the same transaction only when it was.
+    /// Moves a claimed write that is still `from` to `(state, error)`; `then` runs (at the
+    /// settling time) in the same transaction only when it was.
     async fn settle_claimed_write(
         self,
         claimed: &ClaimedWrite,
-        settled: Settled<'_>,
+        from: Unsettled,
+        (state, error): (&str, Option<&str>),
         then: impl AsyncFnOnce(&mut sqlx::PgConnection, jiff_sqlx::Timestamp) -> Result<()>,
     ) -> Result<()> {
         let now = self.now_sql();
-        let Settled {
-            state,
-            error,
-            also,
-            from,
-        } = settled;
+        let (also, from) = match from {
+            Unsettled::Dispatching => ("", "state = 'dispatching'"),
+            // Reconciled once: the reading is recorded with it.
+            Unsettled::Uncertain => (", reconciled_at = $4", "state = 'uncertain' AND reconciled_at IS NULL"),
+        };
         self.transaction(
             async |conn| {
                 let moved = sqlx::query(&format!(
@@ -442,13 +440,11 @@ impl Email<'_> {
     }
 }
 
-/// How a claimed write settles: its new state and error, any other column set (`also`, at
-/// `$4`, the settling time) and the condition (`from`) its row must still meet.
-struct Settled<'a> {
-    state: &'a str,
-    error: Option<&'a str>,
-    also: &'a str,
-    from: &'a str,
+/// Where a claimed write settles from: its dispatch, or the reconciliation of an uncertain one.
+#[derive(Clone, Copy)]
+enum Unsettled {
+    Dispatching,
+    Uncertain,
 }
 
 /// The statement claiming the oldest queued operation of `kind` (a refresh or a proposal, which
