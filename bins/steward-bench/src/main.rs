@@ -14,6 +14,8 @@
 //!   apart per answer. It writes its port to `PORT_FILE` and serves until killed.
 //! - `idle BASE TOKEN_FILE STREAMS PID HOLD_SECONDS`: opens `STREAMS` streams on as many idle
 //!   sessions, holds them, and reads the resident memory of the API process `PID`.
+//! - `rss PID`: the resident memory of process `PID` (`rss_kib`), for the rows that measure a
+//!   role at rest.
 //! - `replay BASE TOKEN_FILE SESSION LAST`: the time to receive a session's events from
 //!   `Last-Event-ID: 0` through `LAST`.
 //! - `floor PORT_FILE`: not a measurement but a reference server: bare axum on the API's HTTP
@@ -224,10 +226,14 @@ async fn main() -> anyhow::Result<()> {
         Some("langgraph") => langgraph(&args[1..]).await?,
         Some("floor") => floor(&args[1..]).await?,
         Some("model") => model(&args[1..]).await?,
+        Some("rss") => {
+            let pid: u32 = number(&args, 1, "pid")?.try_into()?;
+            json!({ "rss_kib": rss_kib(pid).context("read the process's resident memory")? })
+        }
         Some("inbox") => email::inbox(&args[1..]).await?,
         Some("refresh") => email::refresh(&args[1..]).await?,
         _ => bail!(
-            "usage: steward-bench submits|events|idle|replay|langgraph|floor|model|inbox|refresh ARGS (see the source's header)"
+            "usage: steward-bench submits|events|idle|rss|replay|langgraph|floor|model|inbox|refresh ARGS (see the source's header)"
         ),
     };
     println!("{result}");

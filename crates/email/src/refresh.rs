@@ -257,14 +257,14 @@ impl Refresher {
         let new = NewEmailMessage {
             provider_message_id: &message.id,
             provider_thread_id: &raw.thread_id,
-            sender: json(&projected.from),
-            recipients: json(&projected.to),
-            copied: json(&projected.cc),
+            sender: projected.from.as_ref(),
+            recipients: &projected.to,
+            copied: &projected.cc,
             sent_at: projected.date.unwrap_or_else(|| self.store.now()),
             subject: projected.subject.as_deref().unwrap_or_default(),
             body: &projected.text,
             text_cut: projected.text_cut,
-            attachments: json(&projected.attachments),
+            attachments: &projected.attachments,
             bulk: json(&projected.bulk),
             labels: &raw.label_ids,
         };

@@ -182,69 +182,78 @@ impl ModelProvider for OpenAi {
         request: &'a ModelRequest,
         deltas: &'a dyn Deltas,
     ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
-        Box::pin(async move {
-            let mut call = self
-                .http
-                .post(format!("{}/chat/completions", self.endpoint.base_url))
-                .json(&body(request));
-            if let Some(key) = &self.endpoint.api_key {
-                call = call.bearer_auth(key);
+        Box::pin(self.stream_completion(request, deltas))
+    }
+}
+
+impl OpenAi {
+    /// One streamed Chat Completions request, its deltas passed on as they arrive.
+    async fn stream_completion(
+        &self,
+        request: &ModelRequest,
+        deltas: &dyn Deltas,
+    ) -> Result<ModelResponse, ModelError> {
+        let mut call = self
+            .http
+            .post(format!("{}/chat/completions", self.endpoint.base_url))
+            .json(&body(request));
+        if let Some(key) = &self.endpoint.api_key {
+            call = call.bearer_auth(key);
+        }
+        let response = call
+            .send()
+            .await
+            .map_err(|error| ModelError::Transport(error.without_url().to_string()))?;
+        let status = response.status();
+        if !status.is_success() {
+            let detail = response.text().await.unwrap_or_default();
+            let detail: String = detail.chars().take(500).collect();
+            return Err(ModelError::Status {
+                status: status.as_u16(),
+                detail,
+            });
+        }
+        let mut assembly = Assembly::default();
+        // Bytes, not text, until a whole line is in: a multi-byte character may be split
+        // across network chunks.
+        let mut pending: Vec<u8> = Vec::new();
+        let mut stream = response.bytes_stream();
+        loop {
+            let next = stream.next().await;
+            let ended = next.is_none();
+            if let Some(bytes) = next {
+                let bytes = bytes.map_err(|error| ModelError::Transport(error.without_url().to_string()))?;
+                pending.extend_from_slice(&bytes);
+            } else if !pending.is_empty() {
+                pending.push(b'\n');
             }
-            let response = call
-                .send()
-                .await
-                .map_err(|error| ModelError::Transport(error.without_url().to_string()))?;
-            let status = response.status();
-            if !status.is_success() {
-                let detail = response.text().await.unwrap_or_default();
-                let detail: String = detail.chars().take(500).collect();
-                return Err(ModelError::Status {
-                    status: status.as_u16(),
-                    detail,
-                });
-            }
-            let mut assembly = Assembly::default();
-            // Bytes, not text, until a whole line is in: a multi-byte character may be split
-            // across network chunks.
-            let mut pending: Vec<u8> = Vec::new();
-            let mut stream = response.bytes_stream();
-            loop {
-                let next = stream.next().await;
-                let ended = next.is_none();
-                if let Some(bytes) = next {
-                    let bytes = bytes.map_err(|error| ModelError::Transport(error.without_url().to_string()))?;
-                    pending.extend_from_slice(&bytes);
-                } else if !pending.is_empty() {
-                    pending.push(b'\n');
+            while let Some(end) = pending.iter().position(|byte| *byte == b'\n') {
+                let line: Vec<u8> = pending.drain(..=end).collect();
+                let line = std::str::from_utf8(&line)
+                    .map_err(|_| ModelError::Protocol("the stream is not UTF-8".into()))?
+                    .trim();
+                let Some(data) = line.strip_prefix("data:").map(str::trim) else {
+                    continue;
+                };
+                if data == "[DONE]" {
+                    return assembly.finish(request);
                 }
-                while let Some(end) = pending.iter().position(|byte| *byte == b'\n') {
-                    let line: Vec<u8> = pending.drain(..=end).collect();
-                    let line = std::str::from_utf8(&line)
-                        .map_err(|_| ModelError::Protocol("the stream is not UTF-8".into()))?
-                        .trim();
-                    let Some(data) = line.strip_prefix("data:").map(str::trim) else {
-                        continue;
-                    };
-                    if data == "[DONE]" {
-                        return assembly.finish(request);
-                    }
-                    let chunk: Value = serde_json::from_str(data)
-                        .map_err(|error| ModelError::Protocol(format!("a stream chunk is not JSON: {error}")))?;
-                    assembly.chunk(&chunk, deltas)?;
-                }
-                if ended {
-                    break;
-                }
+                let chunk: Value = serde_json::from_str(data)
+                    .map_err(|error| ModelError::Protocol(format!("a stream chunk is not JSON: {error}")))?;
+                assembly.chunk(&chunk, deltas)?;
             }
-            // Servers that omit `[DONE]` still report a finish reason; without either the
-            // answer was cut short.
-            if assembly.finished {
-                assembly.finish(request)
-            } else {
-                Err(ModelError::Transport(
-                    "the stream ended before the answer was complete".into(),
-                ))
+            if ended {
+                break;
             }
-        })
+        }
+        // Servers that omit `[DONE]` still report a finish reason; without either the
+        // answer was cut short.
+        if assembly.finished {
+            assembly.finish(request)
+        } else {
+            Err(ModelError::Transport(
+                "the stream ended before the answer was complete".into(),
+            ))
+        }
     }
 }

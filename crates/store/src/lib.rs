@@ -2,6 +2,21 @@
 //!
 //! Every statement here is exercised by a test against a real PostgreSQL server.
 
+/// Binds a run's limits (`domain::run::RunLimits`) to `$query`, in the order the `runs` and
+/// `schedules` columns take them: `max_steps`, `max_model_calls`, `max_tool_calls`,
+/// `max_cost_micros`, `run_timeout_seconds`. (A macro: the query may be a `Query` or a `QueryAs`.)
+macro_rules! bind_limits {
+    ($query:expr, $limits:expr) => {{
+        let limits: &domain::run::RunLimits = $limits;
+        $query
+            .bind(crate::signed(limits.max_steps))
+            .bind(crate::signed(limits.max_model_calls))
+            .bind(crate::signed(limits.max_tool_calls))
+            .bind(limits.max_cost.micros())
+            .bind(crate::signed(limits.run_timeout_seconds))
+    }};
+}
+
 mod approvals;
 mod artifacts;
 mod call_receipts;
@@ -265,6 +280,27 @@ fn parsed<T>(what: &str, text: &str, parse: impl FnOnce(&str) -> Option<T>) -> R
 /// [`named`], of a column that may be null.
 fn named_optional<T: TryFrom<String, Error = domain::names::UnknownName>>(text: Option<String>) -> Result<Option<T>> {
     text.map(named).transpose()
+}
+
+/// The one row `sql` selects by `$1`, an id, and `$2`, the principal that must own it; `None`
+/// when there is none (or it is someone else's).
+async fn owned_row<'c>(
+    executor: impl sqlx::PgExecutor<'c>,
+    sql: &str,
+    id: uuid::Uuid,
+    principal: &domain::ids::PrincipalId,
+) -> Result<Option<sqlx::postgres::PgRow>> {
+    let row = sqlx::query(sql)
+        .bind(id)
+        .bind(principal.as_str())
+        .fetch_optional(executor)
+        .await?;
+    Ok(row)
+}
+
+/// A count or a number of seconds as its `integer` column holds it (at most `i32::MAX`).
+fn signed(value: u32) -> i32 {
+    i32::try_from(value).unwrap_or(i32::MAX)
 }
 
 fn timestamp(value: jiff_sqlx::Timestamp) -> jiff::Timestamp {

@@ -233,8 +233,7 @@ impl Store {
             .to_stored()
             .map_err(|error| StoreError::Corrupt(format!("event `{}` is not serializable: {error}", event.kind())))?;
         let attachments: Vec<Uuid> = new.attachments.iter().map(|id| id.as_uuid()).collect();
-        let signed = |value: u32| i32::try_from(value).unwrap_or(i32::MAX);
-        let outcome: SubmitRecord = sqlx::query_as(
+        let submit = sqlx::query_as(
             "SELECT * FROM submit_message($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
                                           $16, $17, $18, $19, $20, $21)",
         )
@@ -244,23 +243,19 @@ impl Store {
         .bind(new.idempotency.key.as_str())
         .bind(new.idempotency.operation)
         .bind(new.idempotency.request_hash)
-        .bind(&attachments)
-        .bind(signed(limits.max_steps))
-        .bind(signed(limits.max_model_calls))
-        .bind(signed(limits.max_tool_calls))
-        .bind(limits.max_cost.micros())
-        .bind(signed(limits.run_timeout_seconds))
-        .bind(jiff_sqlx::Timestamp::from(now))
-        .bind(new.chat_model.0)
-        .bind(new.chat_model.1)
-        .bind(kind)
-        .bind(&payload)
-        .bind(new.title.as_deref())
-        .bind(i32::from(response.status))
-        .bind(head.as_bytes())
-        .bind(tail.as_bytes())
-        .fetch_one(&self.pool)
-        .await?;
+        .bind(&attachments);
+        let outcome: SubmitRecord = bind_limits!(submit, &limits)
+            .bind(jiff_sqlx::Timestamp::from(now))
+            .bind(new.chat_model.0)
+            .bind(new.chat_model.1)
+            .bind(kind)
+            .bind(&payload)
+            .bind(new.title.as_deref())
+            .bind(i32::from(response.status))
+            .bind(head.as_bytes())
+            .bind(tail.as_bytes())
+            .fetch_one(&self.pool)
+            .await?;
         let submitted = outcome.into_submit(run)?;
         if let Submit::Accepted { run, .. } = &submitted {
             let seq = run.message_seq.unwrap_or_default();
@@ -285,11 +280,7 @@ impl Store {
 
     pub async fn run(&self, principal: &PrincipalId, id: RunId) -> Result<Option<RunRow>> {
         let sql = format!("SELECT {RUN_COLUMNS} FROM runs r WHERE r.id = $1 AND r.principal_id = $2");
-        let row = sqlx::query(&sql)
-            .bind(id.as_uuid())
-            .bind(principal.as_str())
-            .fetch_optional(&self.pool)
-            .await?;
+        let row = crate::owned_row(&self.pool, &sql, id.as_uuid(), principal).await?;
         row.as_ref().map(RunRow::from_row).transpose()
     }
 
@@ -300,11 +291,7 @@ impl Store {
             async |tx: &mut sqlx::PgConnection| {
                 let sql =
                     format!("SELECT {RUN_COLUMNS} FROM runs r WHERE r.id = $1 AND r.principal_id = $2 FOR UPDATE");
-                let found = sqlx::query(&sql)
-                    .bind(id.as_uuid())
-                    .bind(principal.as_str())
-                    .fetch_optional(&mut *tx)
-                    .await?;
+                let found = crate::owned_row(&mut *tx, &sql, id.as_uuid(), principal).await?;
                 let Some(row) = found else {
                     return Ok(CancelRun::NotFound);
                 };

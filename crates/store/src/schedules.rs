@@ -10,7 +10,7 @@ use uuid::Uuid;
 use wire::response::{OccurrenceState, ScheduleState};
 
 use crate::idempotency::{self, IdempotencyClaim, Prior, StoredResponse};
-use crate::{Result, Store, StoreError, parsed, timestamp};
+use crate::{Result, Store, StoreError, parsed, signed, timestamp};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScheduleRow {
@@ -199,10 +199,6 @@ pub enum CancelSchedule {
     NotFound,
 }
 
-fn signed(value: u32) -> i32 {
-    i32::try_from(value).unwrap_or(i32::MAX)
-}
-
 async fn version_exists(conn: &mut PgConnection, agent_id: &str, version: &str) -> Result<bool> {
     Ok(
         sqlx::query("SELECT 1 FROM agent_versions WHERE agent_id = $1 AND version = $2")
@@ -240,7 +236,7 @@ impl Store {
                          'active', $18, $19)
                      RETURNING {SCHEDULE_COLUMNS}"
                 );
-                let row = sqlx::query(&sql)
+                let insert = sqlx::query(&sql)
                     .bind(Uuid::now_v7())
                     .bind(new.principal.as_str())
                     .bind(new.title)
@@ -248,12 +244,8 @@ impl Store {
                     .bind(new.agent_id)
                     .bind(new.agent_version)
                     .bind(new.policy_profile)
-                    .bind(new.requested_scopes)
-                    .bind(signed(limits.max_steps))
-                    .bind(signed(limits.max_model_calls))
-                    .bind(signed(limits.max_tool_calls))
-                    .bind(limits.max_cost.micros())
-                    .bind(signed(limits.run_timeout_seconds))
+                    .bind(new.requested_scopes);
+                let row = bind_limits!(insert, &limits)
                     .bind(new.local_time)
                     .bind(new.timezone)
                     .bind(signed(new.misfire_grace_seconds))
@@ -284,11 +276,7 @@ impl Store {
 
     pub async fn schedule(&self, principal: &PrincipalId, id: ScheduleId) -> Result<Option<ScheduleRow>> {
         let sql = format!("SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE id = $1 AND principal_id = $2");
-        let row = sqlx::query(&sql)
-            .bind(id.as_uuid())
-            .bind(principal.as_str())
-            .fetch_optional(&self.pool)
-            .await?;
+        let row = crate::owned_row(&self.pool, &sql, id.as_uuid(), principal).await?;
         row.as_ref().map(ScheduleRow::from_row).transpose()
     }
 
@@ -324,11 +312,7 @@ impl Store {
             async |tx: &mut PgConnection| {
                 let sql =
                     format!("SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE id = $1 AND principal_id = $2 FOR UPDATE");
-                let found = sqlx::query(&sql)
-                    .bind(id.as_uuid())
-                    .bind(principal.as_str())
-                    .fetch_optional(&mut *tx)
-                    .await?;
+                let found = crate::owned_row(&mut *tx, &sql, id.as_uuid(), principal).await?;
                 let Some(row) = found else {
                     return Ok(CancelSchedule::NotFound);
                 };

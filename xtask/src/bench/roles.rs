@@ -9,7 +9,8 @@ impl Bench {
         let mut process = self.start_role(role, &[])?;
         let ready = process.ready.unwrap_or(started.elapsed());
         std::thread::sleep(Duration::from_secs(3));
-        let rss = rss_kib(process.child.id()).context("read its resident memory")? as f64 / 1024.0;
+        let rss = self.steward_bench(&["rss", &process.child.id().to_string()])?;
+        let rss = number(&rss, "rss_kib")? / 1024.0;
         process.stop();
         let limit = 15.0;
         report.push(
@@ -198,17 +199,4 @@ pub(super) fn http_ok(address: &str, path: &str) -> bool {
     }
     let mut head = [0_u8; 12];
     stream.read_exact(&mut head).is_ok() && &head[9..12] == b"200"
-}
-
-/// Resident set size of a process, from /proc.
-pub(super) fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status.lines().find_map(|line| {
-        line.strip_prefix("VmRSS:")?
-            .trim()
-            .strip_suffix("kB")?
-            .trim()
-            .parse()
-            .ok()
-    })
 }

@@ -6,6 +6,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 use store::{ClaimedWrite, NewAssessment, NewEmailMessage, Store, WriteOutcome};
+use wire::email::{AttachmentMeta, Correspondent};
 
 use crate::support::{Env, TestApp, expect_problem, json};
 
@@ -29,9 +30,21 @@ pub(crate) struct Letter<'a> {
 pub(crate) async fn deliver(store: &Store, account: &str, letter: &Letter<'_>) {
     let labels: Vec<String> = letter.labels.iter().map(|label| (*label).to_owned()).collect();
     let attachments = if letter.subject.contains("Slides") {
-        json!([{ "filename": "slides.pdf", "media_type": "application/pdf", "size_bytes": 2048 }])
+        vec![AttachmentMeta {
+            filename: Some("slides.pdf".into()),
+            media_type: "application/pdf".into(),
+            size_bytes: 2048,
+        }]
     } else {
-        json!([])
+        Vec::new()
+    };
+    let sender = Correspondent {
+        name: None,
+        address: letter.from.into(),
+    };
+    let owner = Correspondent {
+        name: Some("Owner".into()),
+        address: "owner@example.org".into(),
     };
     store
         .email()
@@ -40,14 +53,14 @@ pub(crate) async fn deliver(store: &Store, account: &str, letter: &Letter<'_>) {
             &NewEmailMessage {
                 provider_message_id: letter.id,
                 provider_thread_id: letter.id,
-                sender: json!({ "name": null, "address": letter.from }),
-                recipients: json!([{ "name": "Owner", "address": "owner@example.org" }]),
-                copied: json!([]),
+                sender: Some(&sender),
+                recipients: &[owner],
+                copied: &[],
                 sent_at: jiff::Timestamp::from_second(1_780_000_000 + 60 * letter.minute).expect("time"),
                 subject: letter.subject,
                 body: letter.body,
                 text_cut: false,
-                attachments,
+                attachments: &attachments,
                 bulk: json!({}),
                 labels: &labels,
             },

@@ -9,6 +9,7 @@ use domain::ids::{AccountId, ThreadId};
 use jiff::Timestamp;
 use serde_json::Value;
 use sqlx::PgConnection;
+use sqlx::types::Json;
 use uuid::Uuid;
 use wire::email::{AttachmentMeta, Correspondent};
 
@@ -65,20 +66,20 @@ impl TryFrom<AccountRecord> for EmailAccountRow {
     }
 }
 
-/// One message as projected, ready to store (JSON members are the `email` crate's shapes).
+/// One message as projected, ready to store.
 #[derive(Clone, Debug)]
 pub struct NewEmailMessage<'a> {
     pub provider_message_id: &'a str,
     pub provider_thread_id: &'a str,
-    /// A correspondent object, or null.
-    pub sender: Value,
-    pub recipients: Value,
-    pub copied: Value,
+    pub sender: Option<&'a Correspondent>,
+    pub recipients: &'a [Correspondent],
+    pub copied: &'a [Correspondent],
     pub sent_at: Timestamp,
     pub subject: &'a str,
     pub body: &'a str,
     pub text_cut: bool,
-    pub attachments: Value,
+    pub attachments: &'a [AttachmentMeta],
+    /// The bulk headers it carries (the `email` crate's shape).
     pub bulk: Value,
     pub labels: &'a [String],
 }
@@ -223,14 +224,14 @@ impl Email<'_> {
         .bind(account_id.as_str())
         .bind(message.provider_message_id)
         .bind(thread)
-        .bind(&message.sender)
-        .bind(&message.recipients)
-        .bind(&message.copied)
+        .bind(Json(message.sender))
+        .bind(Json(message.recipients))
+        .bind(Json(message.copied))
         .bind(jiff_sqlx::Timestamp::from(message.sent_at))
         .bind(message.subject)
         .bind(message.body)
         .bind(message.text_cut)
-        .bind(&message.attachments)
+        .bind(Json(message.attachments))
         .bind(&message.bulk)
         .bind(message.labels)
         .execute(&mut *tx)
