@@ -11,10 +11,9 @@
 //! Text is streamed word by word, preceded by one reasoning delta; usage counts four characters
 //! as a token.
 
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
-use crate::model::{ChatMessage, Deltas, ModelError, ModelProvider, ModelRequest, ModelResponse, ToolCall, Usage};
+use crate::model::{ChatMessage, Completion, Deltas, ModelProvider, ModelRequest, ModelResponse, ToolCall, Usage};
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Scripted;
@@ -107,11 +106,7 @@ impl Scripted {
 }
 
 impl ModelProvider for Scripted {
-    fn complete<'a>(
-        &'a self,
-        request: &'a ModelRequest,
-        deltas: &'a dyn Deltas,
-    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+    fn complete<'a>(&'a self, request: &'a ModelRequest, deltas: &'a dyn Deltas) -> Completion<'a> {
         Box::pin(async move {
             let (text, tool_calls) = Scripted::respond(request);
             deltas.reasoning("Reading the latest message.");

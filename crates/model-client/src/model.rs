@@ -82,11 +82,10 @@ impl ModelError {
     }
 }
 
+/// A model call in progress: the answer, or why there is none.
+pub type Completion<'a> = BoxFuture<'a, Result<ModelResponse, ModelError>>;
+
 /// A model provider.
 pub trait ModelProvider: Send + Sync {
-    fn complete<'a>(
-        &'a self,
-        request: &'a ModelRequest,
-        deltas: &'a dyn Deltas,
-    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>>;
+    fn complete<'a>(&'a self, request: &'a ModelRequest, deltas: &'a dyn Deltas) -> Completion<'a>;
 }

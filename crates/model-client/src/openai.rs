@@ -7,11 +7,12 @@
 use std::sync::Arc;
 
 use futures_util::StreamExt;
-use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 
 use crate::endpoint::OpenAiEndpoint;
-use crate::model::{ChatMessage, Deltas, ModelError, ModelProvider, ModelRequest, ModelResponse, ToolCall, Usage};
+use crate::model::{
+    ChatMessage, Completion, Deltas, ModelError, ModelProvider, ModelRequest, ModelResponse, ToolCall, Usage,
+};
 
 pub struct OpenAi {
     endpoint: OpenAiEndpoint,
@@ -177,11 +178,7 @@ impl Assembly {
 }
 
 impl ModelProvider for OpenAi {
-    fn complete<'a>(
-        &'a self,
-        request: &'a ModelRequest,
-        deltas: &'a dyn Deltas,
-    ) -> BoxFuture<'a, Result<ModelResponse, ModelError>> {
+    fn complete<'a>(&'a self, request: &'a ModelRequest, deltas: &'a dyn Deltas) -> Completion<'a> {
         Box::pin(self.stream_completion(request, deltas))
     }
 }
