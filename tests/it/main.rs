@@ -308,7 +308,10 @@ fn each_role_links_only_the_workspace_crates_it_needs() {
     let worker = [&["agent"][..], &MAIL].concat();
     let allowed: [(&str, &[&str]); 8] = [
         // `wire` (the event vocabulary, with the store that writes it) is types only.
-        ("steward-api", &["api", "store", "wire", "domain", "hardening", "role"]),
+        (
+            "steward-api",
+            &["api", "listener", "store", "wire", "domain", "hardening", "role"],
+        ),
         // The agent loop over Email mode's parts.
         ("steward-worker", &worker),
         // No agent loop, no tools, no api.
@@ -321,7 +324,7 @@ fn each_role_links_only_the_workspace_crates_it_needs() {
         ("steward-migrate", &["store", "wire", "domain", "hardening", "role"]),
         (
             "steward-call-ingress",
-            &["store", "wire", "domain", "hardening", "role"],
+            &["listener", "store", "wire", "domain", "hardening", "role"],
         ),
         // The terminal client speaks only the HTTP API: the SDK on the wire types, no store,
         // no agent loop, no server code.

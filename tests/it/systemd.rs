@@ -221,6 +221,17 @@ fn the_ingress_listener_is_loopback_only_and_outside_the_application_group() {
 }
 
 #[test]
+fn every_listener_has_room_for_its_connection_cap() {
+    // Each connection is a file descriptor; the role raises its soft limit to the unit's hard
+    // one and keeps its cap (1024 by default) under it, with room for the pool and files.
+    for role in ["api", "call-ingress"] {
+        let settings = service_settings(role);
+        let limit: u64 = one(&settings, "LimitNOFILE", role).parse().expect("a number");
+        assert!(limit >= 1024 + 128, "{role}: LimitNOFILE={limit}");
+    }
+}
+
+#[test]
 fn every_role_has_an_environment_template_without_secrets() {
     // Every role preflight knows has an environment template (the planned ones too: the host's
     // files are checked before their binaries arrive).

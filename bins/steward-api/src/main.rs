@@ -18,7 +18,8 @@ async fn serve(config: ApiConfig) -> anyhow::Result<()> {
         .with_context(|| format!("listen on {}", config.listen_addr))?;
     tracing::info!(addr = %listener.local_addr()?, release = %config.release, "steward-api listening");
     role::ready();
-    api::serve(listener, api::app(config, store), role::shutdown_signal())
+    let limits = config.listener;
+    api::serve(listener, api::app(config, store), limits, role::shutdown_signal())
         .await
         .context("serve http")
 }

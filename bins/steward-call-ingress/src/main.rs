@@ -14,6 +14,7 @@
 //! | `AGENT_CALL_ENABLED` | must be `1`: ingress requires calling (which this release does not support yet, so the listener does not start) | required |
 //! | `CALLPROV_WEBHOOK_SECRET_FILE` | the signing secret, owner-only, at least 16 bytes | required |
 //! | `CALL_INGRESS_LISTEN_ADDR` | a loopback socket address | `127.0.0.1:8003` |
+//! | `CALL_INGRESS_HEADER_TIMEOUT_SECONDS`, `CALL_INGRESS_STALL_TIMEOUT_SECONDS`, `CALL_INGRESS_MAX_CONNECTIONS` | the listener's limits (`listener::Limits`) | `10`, `30`, `1024` |
 //! | `LOG_LEVEL` | as for the other roles | `info` |
 //!
 //! It refuses to start with a model key, the browser control-plane credential, the owner's
@@ -54,6 +55,7 @@ enum ConfigError {
 struct Config {
     database: store::Database,
     listen: SocketAddr,
+    limits: listener::Limits,
     secret: Vec<u8>,
 }
 
@@ -95,6 +97,7 @@ impl FromEnv for Config {
         Ok(Config {
             database,
             listen,
+            limits: listener::Limits::from_env(&env, listener::Prefix::CallIngress, hardening::process::open_files())?,
             secret,
         })
     }
@@ -112,8 +115,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     let app = steward_call_ingress::app(store, config.secret);
     tracing::info!(addr = %listener.local_addr()?, "steward-call-ingress listening");
     role::ready();
-    axum::serve(listener, app)
-        .with_graceful_shutdown(role::shutdown_signal())
+    listener::serve(listener, app, config.limits, role::shutdown_signal())
         .await
         .context("serve http")
 }

@@ -74,6 +74,8 @@ impl From<AgentError> for ConfigError {
 #[derive(Debug)]
 pub struct ApiConfig {
     pub listen_addr: SocketAddr,
+    /// What a connection may hold: the header and stall timeouts, the connection cap.
+    pub listener: listener::Limits,
     pub database: store::Database,
     pub authenticator: Authenticator,
     pub cursors: CursorCodec,
@@ -192,6 +194,7 @@ impl FromEnv for ApiConfig {
 
         Ok(ApiConfig {
             listen_addr,
+            listener: listener::Limits::from_env(&env, listener::Prefix::Api, hardening::process::open_files())?,
             database,
             cursors: CursorCodec::new(derive_key(token, b"steward/cursor/v1")),
             authenticator: Authenticator::new(

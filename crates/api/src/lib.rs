@@ -84,19 +84,15 @@ pub fn app(config: ApiConfig, store: Store) -> Router {
     routes::router(state, authenticator)
 }
 
-/// Serves `app` on `listener` until `shutdown` completes, then lets in-flight requests finish.
-/// Connections get `TCP_NODELAY`: small responses and event frames go out at once instead of
-/// waiting for Nagle's algorithm (a 40 ms stall with delayed acknowledgements).
+/// Serves `app` on `listener` within `limits` (`listener::serve`: header and stall timeouts, a
+/// connection cap) until `shutdown` completes, then lets in-flight requests finish. Connections
+/// get `TCP_NODELAY`: small responses and event frames go out at once instead of waiting for
+/// Nagle's algorithm (a 40 ms stall with delayed acknowledgements).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: Router,
+    limits: listener::Limits,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    let listener = listener.tap_io(|stream| {
-        if let Err(error) = stream.set_nodelay(true) {
-            tracing::debug!(%error, "cannot set TCP_NODELAY");
-        }
-    });
-    axum::serve(listener, app).with_graceful_shutdown(shutdown).await
+    listener::serve(listener, app, limits, shutdown).await
 }

@@ -39,13 +39,37 @@ pub fn is_root() -> bool {
     getuid().is_root() || geteuid().is_root() || getgid().as_raw() == 0 || getegid().as_raw() == 0
 }
 
-/// Refuses root unless `allow_root`; sets the umask, `no_new_privs` and not-dumpable; and drops
-/// every capability from the effective, permitted, inheritable, ambient and (when we may)
-/// bounding sets. Call before any thread is spawned.
+/// The process's (soft) limit on open file descriptors; `u64::MAX` when unlimited.
+pub fn open_files() -> u64 {
+    rustix::process::getrlimit(rustix::process::Resource::Nofile)
+        .current
+        .unwrap_or(u64::MAX)
+}
+
+/// Raises the soft limit on open file descriptors to the hard one (the unit's `LimitNOFILE=`):
+/// a server's connections are file descriptors, and the soft default (often 1,024) is what
+/// would run out first. Needs no privilege; a refusal leaves the limit as it was.
+fn raise_open_files() {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if limit.current != limit.maximum {
+        let raised = Rlimit {
+            current: limit.maximum,
+            maximum: limit.maximum,
+        };
+        let _ = setrlimit(Resource::Nofile, raised);
+    }
+}
+
+/// Refuses root unless `allow_root`; raises the open-files limit to its hard limit; sets the
+/// umask, `no_new_privs` and not-dumpable; and drops every capability from the effective,
+/// permitted, inheritable, ambient and (when we may) bounding sets. Call before any thread is
+/// spawned.
 pub fn harden(allow_root: bool) -> Result<(), HardeningError> {
     if is_root() && !allow_root {
         return Err(HardeningError::Root);
     }
+    raise_open_files();
     umask(Mode::from_bits_truncate(UMASK));
     nix::sys::prctl::set_no_new_privs().map_err(|source| HardeningError::Syscall {
         action: "set no_new_privs",
@@ -130,7 +154,16 @@ mod tests {
         if std::env::var_os(CHILD).is_none() {
             return; // Only meaningful in the child started by the test above.
         }
+        // A low soft limit on open files, as a login shell or a container may give.
+        use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+        let hard = getrlimit(Resource::Nofile).maximum;
+        let low = Rlimit {
+            current: Some(hard.map_or(256, |hard| hard.min(256))),
+            maximum: hard,
+        };
+        setrlimit(Resource::Nofile, low).expect("lower the soft limit");
         harden(true).expect("harden");
+        assert_eq!(open_files(), hard.unwrap_or(u64::MAX), "raised from soft to hard");
         assert!(nix::sys::prctl::get_no_new_privs().expect("read no_new_privs"));
         assert!(!nix::sys::prctl::get_dumpable().expect("read dumpable"));
         let previous = umask(Mode::from_bits_truncate(UMASK));

@@ -33,9 +33,10 @@ pub async fn start(
     ]);
     env.extend(vars);
     let config = api::ApiConfig::from_env(|name| env.get(name).cloned()).expect("valid test configuration");
+    let limits = config.listener;
     let app = api::app(config, store);
     let served = crate::serve_with(|listener| async move {
-        let _ = api::serve(listener, app, std::future::pending()).await;
+        let _ = api::serve(listener, app, limits, std::future::pending()).await;
     })
     .await;
     RunningApi {

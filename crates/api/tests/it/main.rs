@@ -3,6 +3,7 @@
 
 mod artifacts;
 mod config;
+mod connections;
 mod email;
 mod feedback;
 mod folder_proposals;

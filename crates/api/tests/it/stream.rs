@@ -28,9 +28,9 @@ fn tick(run: domain::ids::RunId, n: i64) -> wire::event::Event {
 
 /// A fresh session with a run started by a message: their ids as the API spells them
 /// (session, run) and typed (run, session).
-type Started = (String, String, domain::ids::RunId, domain::ids::SessionId);
+pub(crate) type Started = (String, String, domain::ids::RunId, domain::ids::SessionId);
 
-async fn started(app: &TestApp, key: &str, text: &str) -> Started {
+pub(crate) async fn started(app: &TestApp, key: &str, text: &str) -> Started {
     let session = app.new_session().await;
     let (_, accepted) = json(app.submit(&session, key, json!({ "text": text })).await).await;
     let run = accepted["run"]["run_id"].as_str().expect("id").to_owned();
@@ -40,7 +40,7 @@ async fn started(app: &TestApp, key: &str, text: &str) -> Started {
 }
 
 /// Cancels `run` as the owner does.
-async fn cancel(app: &TestApp, run: &str) {
+pub(crate) async fn cancel(app: &TestApp, run: &str) {
     let cancelled = app.send(Method::POST, &format!("/v1/runs/{run}/cancel")).await;
     assert_eq!(cancelled.status(), 200);
 }
