@@ -42,6 +42,7 @@ impl Modify for BearerAuth {
     ),
     paths(
         health::ready,
+        health::live,
         handlers::openapi::serve,
         sessions::create,
         sessions::list,

@@ -126,11 +126,24 @@ impl From<wire::request::Invalid> for ApiError {
 
 impl From<store::StoreError> for ApiError {
     fn from(error: store::StoreError) -> Self {
-        // Logged here, where it is handled; the client learns only that it failed.
+        // Logged here, where it is handled; the client learns only that it failed, and whether
+        // retrying later may help.
+        if error.is_unavailable() {
+            tracing::warn!(%error, "the database cannot be reached");
+            return ApiError::new(ErrorCode::ServiceUnavailable)
+                .detail("the database cannot be reached for now; retry shortly")
+                .header(
+                    axum::http::header::RETRY_AFTER,
+                    axum::http::HeaderValue::from_static(RETRY_AFTER_SECONDS),
+                );
+        }
         tracing::error!(%error, "storage failure");
         ApiError::new(ErrorCode::Internal)
     }
 }
+
+/// When a client should retry an answer of `service_unavailable`.
+pub const RETRY_AFTER_SECONDS: &str = "5";
 
 impl From<QueryRejection> for ApiError {
     fn from(rejection: QueryRejection) -> Self {

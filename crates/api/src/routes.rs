@@ -85,7 +85,8 @@ impl RouteDef {
 
     /// Every error code the route can answer with: its own, then `unauthenticated` for a route
     /// that takes credentials, `insufficient_scope` for a scoped one, `csrf_header_required` for
-    /// one a web session can change state through, then `internal_error`.
+    /// one a web session can change state through, then `internal_error`, and
+    /// `service_unavailable` (the database cannot be reached) for one that takes credentials.
     pub fn errors(&self) -> Vec<ErrorCode> {
         let mut errors = self.errors.clone();
         if self.access != Access::Public {
@@ -98,6 +99,9 @@ impl RouteDef {
             errors.push(ErrorCode::CsrfHeaderRequired);
         }
         errors.push(ErrorCode::Internal);
+        if self.access != Access::Public {
+            errors.push(ErrorCode::ServiceUnavailable);
+        }
         errors
     }
 }
@@ -143,6 +147,7 @@ pub fn catalog() -> Vec<RouteDef> {
     };
     vec![
         route!(GET "/health/ready", Public, None, health::ready, [[NotReady]]),
+        route!(GET "/health/live", Public, None, health::live, []),
         route!(GET "/v1/openapi.json", Public, None, openapi::serve, []),
         route!(POST "/v1/sessions", Scoped(SessionsWrite), None, sessions::create, [JSON_BODY, [UnknownAgent]]),
         route!(GET "/v1/sessions", Scoped(SessionsRead), None, sessions::list, [[InvalidRequest, InvalidCursor, ValidationFailed]]),

@@ -26,6 +26,8 @@ pub enum ErrorCode {
     ArtifactTooLarge,
     NotReady,
     Internal,
+    /// The database cannot be reached for now: retry (the answer carries `Retry-After`).
+    ServiceUnavailable,
     IdempotencyKeyRequired,
     IdempotencyKeyReused,
     IdempotencyKeyInFlight,
@@ -73,7 +75,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 65] = [
+    pub const ALL: [ErrorCode; 66] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -95,6 +97,7 @@ impl ErrorCode {
         ErrorCode::ArtifactTooLarge,
         ErrorCode::NotReady,
         ErrorCode::Internal,
+        ErrorCode::ServiceUnavailable,
         ErrorCode::IdempotencyKeyRequired,
         ErrorCode::IdempotencyKeyReused,
         ErrorCode::IdempotencyKeyInFlight,
@@ -164,6 +167,7 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => "payload_too_large",
             ErrorCode::ArtifactTooLarge => "artifact_too_large",
             ErrorCode::NotReady => "not_ready",
+            ErrorCode::ServiceUnavailable => "service_unavailable",
             ErrorCode::Internal => "internal_error",
             ErrorCode::IdempotencyKeyRequired => "idempotency_key_required",
             ErrorCode::IdempotencyKeyReused => "idempotency_key_reused",
@@ -229,7 +233,7 @@ impl ErrorCode {
             ErrorCode::UnknownFolder => 409,
             ErrorCode::SessionHasActiveRun | ErrorCode::FolderNameTaken | ErrorCode::ScheduledSessionNotFileable => 409,
             ErrorCode::PayloadTooLarge | ErrorCode::ArtifactTooLarge => 413,
-            ErrorCode::NotReady => 503,
+            ErrorCode::NotReady | ErrorCode::ServiceUnavailable => 503,
             ErrorCode::Internal => 500,
             ErrorCode::IdempotencyKeyRequired => 400,
             // A key reused with a different request can never succeed: 422, as the IETF
@@ -298,6 +302,7 @@ impl ErrorCode {
             ErrorCode::PayloadTooLarge => "Request body too large",
             ErrorCode::ArtifactTooLarge => "Artifact too large",
             ErrorCode::NotReady => "Service not ready",
+            ErrorCode::ServiceUnavailable => "Service temporarily unavailable",
             ErrorCode::Internal => "Internal error",
             ErrorCode::IdempotencyKeyRequired => "Idempotency key required",
             ErrorCode::IdempotencyKeyReused => "Idempotency key reused with a different request",

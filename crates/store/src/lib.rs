@@ -93,6 +93,24 @@ pub enum StoreError {
     Encode(serde_json::Error),
 }
 
+impl StoreError {
+    /// Whether the database could not be reached (refused, reset, gone mid-query, shutting
+    /// down, no connection within the pool's wait): worth retrying later, unlike any other error.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            StoreError::Database(
+                sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Tls(_),
+            ) => true,
+            // SQLSTATE class 08 (connection exception), 57P01–57P03 (the server is shutting down
+            // or starting).
+            StoreError::Database(sqlx::Error::Database(error)) => error
+                .code()
+                .is_some_and(|code| code.starts_with("08") || matches!(code.as_ref(), "57P01" | "57P02" | "57P03")),
+            _ => false,
+        }
+    }
+}
+
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 /// A handle on the database and the clock run timing is measured by, cheap to clone.

@@ -139,3 +139,28 @@ async fn cancelling_during_a_dispatch_waits_for_the_tool_and_records_its_outcome
     assert_eq!(webhook.hits.load(Ordering::SeqCst), 1);
     assert_eq!(stack.tool_results(&session).await[0]["status"], "succeeded");
 }
+
+#[tokio::test]
+async fn a_worker_rides_out_the_database_going_away_and_then_finishes_the_run() {
+    let stack = Stack::api(&[]).await;
+    let relay = testkit::outage::DatabaseRelay::start(&stack.db.url).await;
+    let through = relay.url(&stack.db.url_as("worker"));
+    let mut worker = spawn_worker(&stack, &[("DATABASE_URL", &through)]);
+    let session = stack.session().await;
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+
+    // The database goes away under the worker (its connections cut, new ones refused) while a
+    // message waits for it.
+    relay.down();
+    let run = stack.submit(&session, "Hello while the database is away").await;
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    assert!(
+        worker.try_wait().expect("the worker's status").is_none(),
+        "the worker neither panicked nor exited"
+    );
+    assert_eq!(stack.run(&run).await["state"], "queued");
+
+    relay.up();
+    stack.completes(&run).await;
+    kill_hard(worker);
+}

@@ -1,4 +1,4 @@
-//! Readiness.
+//! Liveness and readiness.
 
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode};
@@ -45,4 +45,14 @@ pub async fn ready(State(state): State<AppState>) -> Response {
         response.headers_mut().insert(RELEASE_HEADER, value);
     }
     response
+}
+
+/// Alive: the process is serving, whatever the database's state (readiness says whether it can
+/// do its work). Touches nothing.
+#[utoipa::path(
+    get, path = "/health/live", tag = "health",
+    responses((status = 200, description = "The process is serving (no body)"))
+)]
+pub async fn live() -> StatusCode {
+    StatusCode::OK
 }

@@ -1,4 +1,5 @@
-//! Readiness: 200 with the release header only when the database answers with current migrations.
+//! Liveness and readiness: readiness is 200 with the release header only when the database answers
+//! with current migrations; liveness holds whatever the database does.
 
 use crate::support::{Env, TestApp, expect_problem};
 
@@ -39,4 +40,38 @@ async fn not_ready_when_the_database_is_unreachable() {
     )
     .await;
     assert_eq!(body["detail"], "the database is unreachable");
+}
+
+#[tokio::test]
+async fn while_the_database_is_away_routes_answer_503_liveness_holds_and_all_resumes_when_it_returns() {
+    let db = testkit::TestDatabase::new().await;
+    let relay = testkit::outage::DatabaseRelay::start(&db.url).await;
+    let store = store::Store::connect_lazy(&relay.url(&db.url_as("api")), 4).expect("a store through the relay");
+    let app = TestApp::spawn_on_store(db, Env::default(), store).await;
+    let session = app.new_session_id().await;
+
+    relay.down();
+    let gone = app.send(reqwest::Method::GET, &format!("/v1/sessions/{session}")).await;
+    assert_eq!(gone.headers()["retry-after"], "5");
+    let problem = expect_problem(gone, 503, "service_unavailable").await;
+    assert!(
+        problem["detail"].as_str().expect("detail").contains("retry"),
+        "{problem}"
+    );
+    let created = app
+        .request(reqwest::Method::POST, "/v1/sessions")
+        .json(&serde_json::json!({ "agent_id": "default" }))
+        .send()
+        .await
+        .expect("send");
+    expect_problem(created, 503, "service_unavailable").await;
+    let ready = app.send(reqwest::Method::GET, "/health/ready").await;
+    expect_problem(ready, 503, "not_ready").await;
+    assert_eq!(app.send(reqwest::Method::GET, "/health/live").await.status(), 200);
+
+    relay.up();
+    let back = app.send(reqwest::Method::GET, &format!("/v1/sessions/{session}")).await;
+    assert_eq!(back.status(), 200, "resumed once the database is back");
+    assert_eq!(app.send(reqwest::Method::GET, "/health/ready").await.status(), 200);
+    assert_eq!(app.count("sessions").await, 1, "the refused create left nothing");
 }

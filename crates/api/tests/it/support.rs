@@ -86,6 +86,12 @@ impl TestApp {
         TestApp::spawn_inner(db, env, false, None).await
     }
 
+    /// Spawns an app on `db` whose store is `store` (say, one reaching the database through a
+    /// relay the test switches off).
+    pub async fn spawn_on_store(db: TestDatabase, env: Env, store: store::Store) -> TestApp {
+        TestApp::build(db, env, None, store).await
+    }
+
     /// Spawns an app on an existing database configured with `token`.
     pub async fn spawn_with_token(db: TestDatabase, env: Env, token: String) -> TestApp {
         TestApp::spawn_inner(db, env, false, Some(token)).await
@@ -97,6 +103,13 @@ impl TestApp {
     }
 
     async fn spawn_inner(db: TestDatabase, env: Env, deaf: bool, token: Option<String>) -> TestApp {
+        // The app connects with the api login, so its privileges are exercised as deployed.
+        let app_store = db.store_as("api").await;
+        let app_store = if deaf { app_store.without_wakes() } else { app_store };
+        TestApp::build(db, env, token, app_store).await
+    }
+
+    async fn build(db: TestDatabase, env: Env, token: Option<String>, app_store: store::Store) -> TestApp {
         let dir = tempfile::tempdir().expect("tempdir");
         let token = token.unwrap_or_else(random_token);
         let mut vars: HashMap<String, String> = HashMap::from([
@@ -104,9 +117,6 @@ impl TestApp {
             ("AGENT_RELEASE".into(), "test-release".into()),
         ]);
         vars.extend(env.0);
-        // The app connects with the api login, so its privileges are exercised as deployed.
-        let app_store = db.store_as("api").await;
-        let app_store = if deaf { app_store.without_wakes() } else { app_store };
         let server = testkit::api::start(&db, dir.path(), &token, vars, app_store.clone()).await;
         TestApp {
             base: server.base.clone(),
