@@ -143,7 +143,7 @@ impl From<store::StoreError> for ApiError {
 }
 
 /// When a client should retry an answer of `service_unavailable`.
-pub const RETRY_AFTER_SECONDS: &str = "5";
+const RETRY_AFTER_SECONDS: &str = "5";
 
 impl From<QueryRejection> for ApiError {
     fn from(rejection: QueryRejection) -> Self {

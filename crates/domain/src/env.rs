@@ -56,7 +56,6 @@ impl<'a> Env<'a> {
         Env { lookup }
     }
 
-    /// The lookup itself, for the parsers that take one (feature flags, mail accounts).
     /// The feature flags.
     pub fn flags(&self) -> Result<crate::flags::FeatureFlags, EnvError> {
         Ok(crate::flags::FeatureFlags::from_env(self.lookup())?)
@@ -69,9 +68,18 @@ impl<'a> Env<'a> {
         flag: crate::flags::Flag,
         consequence: &'static str,
     ) -> Result<crate::flags::FeatureFlags, EnvError> {
-        Ok(crate::flags::FeatureFlags::requiring(self.lookup(), flag, consequence)?)
+        let flags = self.flags()?;
+        if !flags.is_on(flag) {
+            return Err(crate::flags::FlagError::Off {
+                variable: flag.variable(),
+                consequence,
+            }
+            .into());
+        }
+        Ok(flags)
     }
 
+    /// The lookup itself, for the parsers that take one (feature flags, mail accounts).
     pub fn lookup(&self) -> &'a dyn Fn(&str) -> Option<String> {
         self.lookup
     }

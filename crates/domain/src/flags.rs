@@ -202,23 +202,6 @@ impl FeatureFlags {
         Ok(())
     }
 
-    /// The flags of a role whose whole work is behind `flag`: with it off the role refuses
-    /// to start, saying `consequence`.
-    pub fn requiring(
-        lookup: impl Fn(&str) -> Option<String>,
-        flag: Flag,
-        consequence: &'static str,
-    ) -> Result<FeatureFlags, FlagError> {
-        let flags = FeatureFlags::from_env(lookup)?;
-        if !flags.is_on(flag) {
-            return Err(FlagError::Off {
-                variable: flag.variable(),
-                consequence,
-            });
-        }
-        Ok(flags)
-    }
-
     pub fn is_on(&self, flag: Flag) -> bool {
         self.enabled[Self::index(flag)]
     }

@@ -30,7 +30,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
-pub use stall::StallGuard;
+use stall::StallGuard;
 
 /// The limits of one listener.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -15,8 +15,10 @@ use tokio::time::{Instant, Sleep};
 pub struct StallGuard<T> {
     inner: T,
     limit: Duration,
-    /// Armed while a write is pending: when it fires, the write fails.
+    /// The connection's one timer, made at its first stall and reset at each later one.
     deadline: Option<Pin<Box<Sleep>>>,
+    /// A write is pending and the timer runs: when it fires, the write fails.
+    armed: bool,
 }
 
 impl<T> StallGuard<T> {
@@ -25,18 +27,25 @@ impl<T> StallGuard<T> {
             inner,
             limit,
             deadline: None,
+            armed: false,
         }
     }
 
     /// What a pending write means: still waiting, or stalled too long.
     fn pending<R>(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<R>> {
-        let limit = self.limit;
-        let deadline = self
-            .deadline
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(Instant::now() + limit)));
+        let at = Instant::now() + self.limit;
+        let deadline = match (&mut self.deadline, self.armed) {
+            (Some(deadline), true) => deadline,
+            (Some(deadline), false) => {
+                deadline.as_mut().reset(at);
+                deadline
+            }
+            (None, _) => self.deadline.insert(Box::pin(tokio::time::sleep_until(at))),
+        };
+        self.armed = true;
         match deadline.as_mut().poll(cx) {
             Poll::Ready(()) => {
-                self.deadline = None;
+                self.armed = false;
                 Poll::Ready(Err(io::Error::new(
                     io::ErrorKind::TimedOut,
                     "the peer stopped reading: no write progress",
@@ -50,7 +59,7 @@ impl<T> StallGuard<T> {
         match outcome {
             Poll::Pending => self.pending(cx),
             ready => {
-                self.deadline = None;
+                self.armed = false;
                 ready
             }
         }

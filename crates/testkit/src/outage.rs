@@ -22,25 +22,36 @@ impl Drop for DatabaseRelay {
     }
 }
 
-/// The Unix socket and the rest of a test database URL (`postgres://user@localhost:PORT/db?host=DIR`).
-fn socket_of(url: &str) -> (String, String) {
+/// A test database URL (`postgres://user@localhost:PORT/db?host=DIR`) taken apart: the server's
+/// Unix socket, what comes before the host (`postgres://user@`) and the database path (`/db`).
+struct Parts<'a> {
+    socket: String,
+    user: &'a str,
+    database: &'a str,
+}
+
+fn parts(url: &str) -> Parts<'_> {
     let (base, query) = url.split_once('?').expect("a URL over the Unix socket");
     let dir = query
         .split('&')
         .find_map(|pair| pair.strip_prefix("host="))
         .expect("the socket directory");
-    let authority_start = base.find('@').expect("a user") + 1;
-    let authority_end = authority_start + base[authority_start..].find('/').expect("a database");
-    let port = base[authority_start..authority_end]
+    let host_start = base.find('@').expect("a user") + 1;
+    let host_end = host_start + base[host_start..].find('/').expect("a database");
+    let port = base[host_start..host_end]
         .rsplit_once(':')
         .map_or("5432", |(_, port)| port);
-    (format!("{dir}/.s.PGSQL.{port}"), base.to_owned())
+    Parts {
+        socket: format!("{dir}/.s.PGSQL.{port}"),
+        user: &base[..host_start],
+        database: &base[host_end..],
+    }
 }
 
 impl DatabaseRelay {
     /// A relay to the server of `url` (any test database URL), up.
     pub async fn start(url: &str) -> DatabaseRelay {
-        let (socket, _) = socket_of(url);
+        let socket = parts(url).socket;
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind 127.0.0.1:0");
         let port = listener.local_addr().expect("address").port();
         let up = Arc::new(watch::channel(true).0);
@@ -69,16 +80,9 @@ impl DatabaseRelay {
 
     /// `url` (a test database URL for some login) through the relay.
     pub fn url(&self, url: &str) -> String {
-        let (socket, base) = socket_of(url);
-        assert_eq!(socket, self.socket, "a database of the relay's server");
-        let authority_start = base.find('@').expect("a user") + 1;
-        let authority_end = authority_start + base[authority_start..].find('/').expect("a database");
-        format!(
-            "{}127.0.0.1:{}{}",
-            &base[..authority_start],
-            self.port,
-            &base[authority_end..]
-        )
+        let parts = parts(url);
+        assert_eq!(parts.socket, self.socket, "a database of the relay's server");
+        format!("{}127.0.0.1:{}{}", parts.user, self.port, parts.database)
     }
 
     /// The database goes away: new connections are refused and open ones cut.

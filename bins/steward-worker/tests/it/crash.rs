@@ -1,5 +1,6 @@
 //! Workers killed with SIGKILL: mid-dispatch the side effect is never repeated and ends
-//! `outcome_unknown`; at a safe point another worker completes the run.
+//! `outcome_unknown`; at a safe point another worker completes the run. A worker whose database
+//! goes away keeps running and finishes the run once it is back.
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, Stdio};

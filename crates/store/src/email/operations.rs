@@ -346,9 +346,9 @@ impl Email<'_> {
     /// left and the thread's handled or reported state.
     pub async fn settle_write(self, claimed: &ClaimedWrite, outcome: &WriteOutcome) -> Result<()> {
         let (state, error) = match outcome {
-            WriteOutcome::Succeeded(_) => ("succeeded", None),
-            WriteOutcome::Failed(code) => ("failed", Some(code.as_str())),
-            WriteOutcome::Uncertain(code) => ("uncertain", Some(code.as_str())),
+            WriteOutcome::Succeeded(_) => (EmailOperationState::Succeeded, None),
+            WriteOutcome::Failed(code) => (EmailOperationState::Failed, Some(code.as_str())),
+            WriteOutcome::Uncertain(code) => (EmailOperationState::Uncertain, Some(code.as_str())),
         };
         self.settle_claimed_write(
             claimed,
@@ -379,9 +379,9 @@ impl Email<'_> {
     /// Settles an uncertain write from what reading its thread showed.
     pub async fn reconcile_write(self, claimed: &ClaimedWrite, reading: &Reconciliation) -> Result<()> {
         let (state, error) = match reading {
-            Reconciliation::Applied(_) => ("succeeded", None),
-            Reconciliation::NotApplied(_) => ("failed", Some(NOT_APPLIED)),
-            Reconciliation::Gone => ("failed", Some(THREAD_GONE)),
+            Reconciliation::Applied(_) => (EmailOperationState::Succeeded, None),
+            Reconciliation::NotApplied(_) => (EmailOperationState::Failed, Some(NOT_APPLIED)),
+            Reconciliation::Gone => (EmailOperationState::Failed, Some(THREAD_GONE)),
         };
         self.settle_claimed_write(
             claimed,
@@ -402,7 +402,7 @@ impl Email<'_> {
         self,
         claimed: &ClaimedWrite,
         from: Unsettled,
-        (state, error): (&str, Option<&str>),
+        (state, error): (EmailOperationState, Option<&str>),
         then: impl AsyncFnOnce(&mut sqlx::PgConnection, jiff_sqlx::Timestamp) -> Result<()>,
     ) -> Result<()> {
         let now = self.now_sql();
@@ -418,7 +418,7 @@ impl Email<'_> {
                      WHERE id = $1 AND {from}"
                 ))
                 .bind(claimed.operation.id.as_uuid())
-                .bind(state)
+                .bind(state.as_str())
                 .bind(error)
                 .bind(now)
                 .execute(&mut *conn)
