@@ -15,6 +15,13 @@ pub mod problem;
 pub mod routes;
 pub mod web;
 
+/// The parsers of what a caller sends that are not a typed extractor's: each is fed arbitrary
+/// bytes by the property tests in `tests/fuzz`.
+pub mod untrusted {
+    pub use crate::extract::parse as json_body;
+    pub use crate::handlers::events::last_event_id;
+}
+
 use std::sync::Arc;
 
 pub use axum::Router;

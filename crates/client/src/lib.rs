@@ -24,7 +24,7 @@ mod stream;
 
 pub use approvals::{CheckedApproval, Refused};
 pub use artifacts::{Downloaded, Progress};
-pub use stream::{Follow, Update};
+pub use stream::{Follow, Replay, Update};
 
 use std::net::IpAddr;
 use std::time::Duration;

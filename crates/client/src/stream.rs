@@ -32,13 +32,20 @@ type Source = Pin<Box<dyn Stream<Item = Result<eventsource_stream::Event, EventS
 pub struct Follow {
     client: Client,
     session: Uuid,
+    replay: Replay,
+    source: Option<Source>,
+    retry: Duration,
+    failures: u32,
+}
+
+/// The replay cursor of a stream, apart from its transport: what each received SSE event means,
+/// given what was handed on before. A client with a transport of its own can use it alone.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Replay {
     /// The last persisted sequence handed on.
     cursor: i64,
     /// The run whose end ends the stream; `None`: the first run's end.
     until: Option<Uuid>,
-    source: Option<Source>,
-    retry: Duration,
-    failures: u32,
     done: bool,
 }
 
@@ -46,8 +53,8 @@ impl std::fmt::Debug for Follow {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Follow")
             .field("session", &self.session)
-            .field("cursor", &self.cursor)
-            .field("until", &self.until)
+            .field("cursor", &self.replay.cursor)
+            .field("until", &self.replay.until)
             .finish_non_exhaustive()
     }
 }
@@ -69,12 +76,10 @@ impl Client {
         Follow {
             client: self.clone(),
             session,
-            cursor: after,
-            until,
+            replay: Replay::new(after, until),
             source: None,
             retry: Duration::from_millis(250),
             failures: 0,
-            done: false,
         }
     }
 }
@@ -82,7 +87,7 @@ impl Client {
 impl Follow {
     /// The last persisted sequence handed on: where a later stream would resume.
     pub fn cursor(&self) -> i64 {
-        self.cursor
+        self.replay.cursor
     }
 
     async fn connect(&mut self) -> Result<Source> {
@@ -90,8 +95,8 @@ impl Follow {
             .client
             .request(Method::GET, &format!("v1/sessions/{}/events", self.session))
             .header(reqwest::header::ACCEPT, "text/event-stream");
-        if self.cursor > 0 {
-            request = request.header("Last-Event-ID", self.cursor.to_string());
+        if self.replay.cursor > 0 {
+            request = request.header("Last-Event-ID", self.replay.cursor.to_string());
         }
         let response = self.client.checked(request).await?;
         Ok(Box::pin(response.bytes_stream().eventsource()))
@@ -115,7 +120,7 @@ impl Follow {
     /// retried.
     pub async fn next(&mut self) -> Option<Result<Update>> {
         loop {
-            if self.done {
+            if self.replay.done {
                 return None;
             }
             let Some(source) = self.source.as_mut() else {
@@ -126,14 +131,14 @@ impl Follow {
                     }
                     Err(error) if error.retryable() => {
                         if self.failures >= 8 {
-                            self.done = true;
+                            self.replay.done = true;
                             return Some(Err(error));
                         }
                         self.back_off().await;
                         continue;
                     }
                     Err(error) => {
-                        self.done = true;
+                        self.replay.done = true;
                         return Some(Err(error));
                     }
                 }
@@ -151,41 +156,65 @@ impl Follow {
             if let Some(retry) = event.retry {
                 self.retry = retry;
             }
-            if let Some(update) = self.update(&event) {
-                return Some(update);
+            if let Some(update) = self.replay.update(&event.id, &event.event, &event.data) {
+                if self.replay.done {
+                    self.source = None;
+                }
+                return Some(Ok(update));
             }
         }
     }
+}
 
-    /// What one SSE event means; `None` for one to skip (already handed on, or unknown).
-    fn update(&mut self, event: &eventsource_stream::Event) -> Option<Result<Update>> {
-        if event.event == "assistant.delta" || event.event == "reasoning.delta" {
-            return match serde_json::from_str::<Transient>(&event.data) {
-                Ok(Transient::AssistantDelta(delta)) => Some(Ok(Update::Delta {
+impl Replay {
+    /// A cursor after sequence `after`, ending with run `until` (or the first run to end).
+    pub fn new(after: i64, until: Option<Uuid>) -> Replay {
+        Replay {
+            cursor: after,
+            until,
+            done: false,
+        }
+    }
+
+    /// The last persisted sequence handed on: the `Last-Event-ID` of the next connection.
+    pub fn cursor(&self) -> i64 {
+        self.cursor
+    }
+
+    /// Whether the run being followed has ended.
+    pub fn done(&self) -> bool {
+        self.done
+    }
+
+    /// What one SSE event (its `id`, `event` and `data` fields) means; `None` for one to skip
+    /// (already handed on, unknown, or not well formed: a stream's bytes are untrusted).
+    pub fn update(&mut self, id: &str, kind: &str, data: &str) -> Option<Update> {
+        if kind == "assistant.delta" || kind == "reasoning.delta" {
+            return match serde_json::from_str::<Transient>(data) {
+                Ok(Transient::AssistantDelta(delta)) => Some(Update::Delta {
                     run_id: delta.run_id,
                     text: delta.text,
-                })),
-                Ok(Transient::ReasoningDelta(delta)) => Some(Ok(Update::Reasoning { run_id: delta.run_id })),
+                }),
+                Ok(Transient::ReasoningDelta(delta)) => Some(Update::Reasoning { run_id: delta.run_id }),
                 Err(_) => None,
             };
         }
         // A persisted event: its id is its sequence. Sequences need not be contiguous; only one
         // not above the cursor is a repeat.
-        let seq: i64 = event.id.trim().parse().ok()?;
+        let seq: i64 = id.trim().parse().ok()?;
         if seq <= self.cursor {
             return None;
         }
         // An event this client does not know (a newer server's kind) is passed over, but the
         // cursor still moves past it so a reconnection does not ask for it again.
         self.cursor = seq;
-        let frame: Frame = serde_json::from_str(&event.data).ok()?;
+        let frame: Frame = serde_json::from_str(data).ok()?;
         if frame.event.ends_run() {
             let run = frame.run_id.or_else(|| run_of(&frame.event));
             if self.until.is_none() || self.until == run {
                 self.done = true;
-                self.source = None;
             }
         }
-        Some(Ok(Update::Event(Box::new(frame))))
+        Some(Update::Event(Box::new(frame)))
     }
 }

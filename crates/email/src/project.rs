@@ -148,6 +148,14 @@ fn collapse_blank_lines(text: &str) -> String {
 
 /// Projects the RFC 5322 message `raw`.
 pub fn project(raw: &[u8]) -> Result<ProjectedMessage, ProjectError> {
+    // A stranger's bytes: a panic in the parser refuses the message instead of taking the role
+    // down (and, the message being fetched again, down again). mail-parser 0.11 has a debug
+    // assertion that malformed nested multiparts trip; `cargo xtask fuzz` found it, and
+    // `tests/proptest-regressions/mime.txt` keeps the input.
+    std::panic::catch_unwind(|| parse(raw)).unwrap_or(Err(ProjectError::Unparseable))
+}
+
+fn parse(raw: &[u8]) -> Result<ProjectedMessage, ProjectError> {
     let message = MessageParser::default().parse(raw).ok_or(ProjectError::Unparseable)?;
     let header_text = |name: &str| message.header_raw(name).map(|value| value.trim().to_ascii_lowercase());
     let bulk = BulkHeaders {

@@ -71,14 +71,7 @@ pub async fn stream(
             .field("after"));
     }
     let after = match headers.get("last-event-id") {
-        Some(value) => value
-            .to_str()
-            .ok()
-            .and_then(|text| text.trim().parse::<i64>().ok())
-            .filter(|seq| *seq >= 0)
-            .ok_or_else(|| {
-                ApiError::new(ErrorCode::InvalidRequest).detail("Last-Event-ID must be an event sequence")
-            })?,
+        Some(value) => last_event_id(value)?,
         None => params.after.unwrap_or(0),
     };
     if state.store.session(&caller.principal, session).await?.is_none() {
@@ -111,6 +104,17 @@ pub async fn stream(
         ),
     ];
     Ok((headers, Body::from_stream(follow(follower))).into_response())
+}
+
+/// The sequence a reconnecting client's `Last-Event-ID` names: a decimal event sequence, 0 or
+/// more (surrounding spaces allowed); anything else is `400 invalid_request`.
+pub fn last_event_id(value: &HeaderValue) -> Result<i64, ApiError> {
+    value
+        .to_str()
+        .ok()
+        .and_then(|text| text.trim().parse::<i64>().ok())
+        .filter(|seq| *seq >= 0)
+        .ok_or_else(|| ApiError::new(ErrorCode::InvalidRequest).detail("Last-Event-ID must be an event sequence"))
 }
 
 struct Follower {

@@ -1,0 +1,62 @@
+//! Request bodies: the API's JSON parser with the request types of its routes.
+
+use api::untrusted::json_body;
+use domain::ErrorCode;
+use proptest::prelude::*;
+use serde::de::DeserializeOwned;
+use wire::request::{AnswerQuestion, CreateSession, DecideApproval, ScheduleDefinition, SubmitMessage, UpdateSession};
+
+use crate::{bounded, inputs, property, serial};
+
+const CREATE_SESSION: &str =
+    r#"{"agent_id":"default","metadata":{"title":"Trip","tags":["a","b"],"n":9007199254740991}}"#;
+const SUBMIT_MESSAGE: &str =
+    r#"{"text":"Book the table for Friday","attachments":["0b5e7a52-51b5-4c1f-8f3e-6d1c2a3b4c5d"]}"#;
+const DECIDE: &str = r#"{"decision":"approve_once"}"#;
+const ANSWER: &str = r#"{"question_id":"0b5e7a52-51b5-4c1f-8f3e-6d1c2a3b4c5d","text":"Friday at noon"}"#;
+const UPDATE_SESSION: &str = r#"{"folder_id":null}"#;
+const SCHEDULE: &str = r#"{"title":"Morning brief","instruction":"Summarize my day","agent_id":"default","agent_version":"1","policy_profile":"default","requested_scopes":["mcp.mail_read.use"],"limits":{"max_steps":8,"max_model_calls":8,"max_tool_calls":8,"max_cost":"0.50"},"run_timeout_seconds":600,"cadence":{"kind":"DAILY","local_time":"07:30:00","timezone":"Europe/Paris"},"misfire_grace_seconds":3600,"max_consecutive_failures":3}"#;
+
+fn corpus() -> Vec<Vec<u8>> {
+    [CREATE_SESSION, SUBMIT_MESSAGE, DECIDE, ANSWER, UPDATE_SESSION, SCHEDULE]
+        .map(|text| text.as_bytes().to_vec())
+        .to_vec()
+}
+
+#[test]
+fn the_corpus_is_well_formed() {
+    let _serial = serial();
+    json_body::<CreateSession>(CREATE_SESSION.as_bytes()).expect("create session");
+    json_body::<SubmitMessage>(SUBMIT_MESSAGE.as_bytes()).expect("message");
+    json_body::<DecideApproval>(DECIDE.as_bytes()).expect("decision");
+    json_body::<AnswerQuestion>(ANSWER.as_bytes()).expect("answer");
+    json_body::<UpdateSession>(UPDATE_SESSION.as_bytes()).expect("update");
+    json_body::<ScheduleDefinition>(SCHEDULE.as_bytes()).expect("schedule");
+}
+
+/// Parses `bytes` as a `T`; an error must be one of the two a body can earn.
+fn check<T: DeserializeOwned>(bytes: &[u8]) -> Result<(), TestCaseError> {
+    if let Err(problem) = json_body::<T>(bytes) {
+        prop_assert!(
+            matches!(problem.code(), ErrorCode::InvalidRequest | ErrorCode::ValidationFailed),
+            "{:?}",
+            problem.code()
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn a_request_body_parses_or_earns_a_clean_problem() {
+    property(file!(), inputs(corpus()), |bytes| {
+        bounded(bytes.len(), || -> Result<(), TestCaseError> {
+            check::<CreateSession>(&bytes)?;
+            check::<UpdateSession>(&bytes)?;
+            check::<SubmitMessage>(&bytes)?;
+            check::<DecideApproval>(&bytes)?;
+            check::<AnswerQuestion>(&bytes)?;
+            check::<ScheduleDefinition>(&bytes)?;
+            Ok(())
+        })
+    });
+}
