@@ -36,25 +36,7 @@ async fn a_notifier_killed_mid_batch_loses_no_notification() {
 
     // The provider holds the first push: the notifier has claimed the batch and is mid-send.
     setup.fake.hold.store(true, Ordering::SeqCst);
-    let mut notifier = Command::new(env!("CARGO_BIN_EXE_steward-notify"))
-        .env("DATABASE_URL", setup.db.url_as("notify"))
-        .env("STEWARD_DEV_ALLOW_ROOT", "1")
-        .env("AGENT_NOTIFICATION_API_ENABLED", "1")
-        .env("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1")
-        .env("APNS_TEAM_ID", "TEAM123456")
-        .env("APNS_KEY_ID", "KEY1234567")
-        .env("APNS_KEY_FILE", &key_file)
-        .env("APNS_TOPIC", "dev.steward.client")
-        .env("APNS_SANDBOX_URL", format!("{}/sandbox", setup.fake.url))
-        .env("APNS_PRODUCTION_URL", format!("{}/production", setup.fake.url))
-        .env("APNS_CA_FILE", &ca_file)
-        .env("NOTIFY_LEASE_SECONDS", "2")
-        .env("NOTIFY_POLL_MILLISECONDS", "100")
-        .env("LOG_LEVEL", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start steward-notify");
+    let mut notifier = spawn_notifier(&setup.db.url_as("notify"), &setup.fake.url, &key_file, &ca_file);
     let deadline = Instant::now() + Duration::from_secs(20);
     while received(&setup).is_empty() {
         assert!(Instant::now() < deadline, "the notifier never pushed");
@@ -103,6 +85,77 @@ async fn a_notifier_killed_mid_batch_loses_no_notification() {
         "only the push in flight at the kill may repeat: {} pushes",
         pushes.len()
     );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `steward-notify` on `database_url`, pushing to the APNs stand-in at `apns`.
+fn spawn_notifier(database_url: &str, apns: &str, key_file: &str, ca_file: &str) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_steward-notify"))
+        .env("DATABASE_URL", database_url)
+        .env("STEWARD_DEV_ALLOW_ROOT", "1")
+        .env("AGENT_NOTIFICATION_API_ENABLED", "1")
+        .env("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1")
+        .env("APNS_TEAM_ID", "TEAM123456")
+        .env("APNS_KEY_ID", "KEY1234567")
+        .env("APNS_KEY_FILE", key_file)
+        .env("APNS_TOPIC", "dev.steward.client")
+        .env("APNS_SANDBOX_URL", format!("{apns}/sandbox"))
+        .env("APNS_PRODUCTION_URL", format!("{apns}/production"))
+        .env("APNS_CA_FILE", ca_file)
+        .env("NOTIFY_LEASE_SECONDS", "2")
+        .env("NOTIFY_POLL_MILLISECONDS", "100")
+        .env("LOG_LEVEL", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start steward-notify")
+}
+
+/// While the database is away the notifier keeps running; once it is back, what was queued
+/// meanwhile is pushed, each once.
+#[tokio::test]
+async fn a_notifier_rides_out_the_database_going_away() {
+    let setup = setup().await;
+    device(&setup, "phone", &"b".repeat(64), "sandbox").await;
+    let dir = tempfile_dir();
+    let key_file = private_file(&dir, "apns.p8", &setup.signing_pem);
+    let ca_file = private_file(&dir, "ca.pem", &setup.fake.ca_pem);
+    let relay = testkit::outage::DatabaseRelay::start(&setup.db.url).await;
+    let through = relay.url(&setup.db.url_as("notify"));
+    let mut notifier = spawn_notifier(&through, &setup.fake.url, &key_file, &ca_file);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    relay.down();
+    let mut ids = HashSet::new();
+    for _ in 0..5 {
+        ids.insert(notification(&setup, "question").await);
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        notifier.try_wait().expect("status").is_none(),
+        "the notifier neither panicked nor exited"
+    );
+    assert!(
+        received(&setup).is_empty(),
+        "nothing was pushed while the database was away"
+    );
+
+    relay.up();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while received(&setup).len() < ids.len() {
+        assert!(Instant::now() < deadline, "the notifier did not resume");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let pushes = received(&setup);
+    let delivered: HashSet<uuid::Uuid> = pushes
+        .iter()
+        .filter_map(|r| r.header("apns-collapse-id").and_then(|id| id.parse().ok()))
+        .collect();
+    assert_eq!(delivered, ids);
+    assert_eq!(pushes.len(), ids.len(), "each pushed once");
+    notifier.kill().expect("SIGKILL");
+    notifier.wait().expect("wait");
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -101,6 +101,52 @@ async fn two_schedule_processes_fire_each_occurrence_exactly_once() {
     );
 }
 
+/// While the database is away the role keeps running, retrying; once it is back, the schedules
+/// that fell due meanwhile fire, each once.
+#[tokio::test]
+async fn the_scheduler_rides_out_the_database_going_away() {
+    let db = TestDatabase::new().await;
+    let version = agent_version(&db).await;
+    let relay = testkit::outage::DatabaseRelay::start(&db.url).await;
+    let through = relay.url(&db.url_as("schedule"));
+    let mut scheduler = spawn_scheduler(&db, &[("DATABASE_URL", &through)]);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    relay.down();
+    due_schedules(&db, &version, 20, &[]).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        scheduler.try_wait().expect("status").is_none(),
+        "the scheduler neither panicked nor exited"
+    );
+    let fired: i64 = sqlx::query_scalar("SELECT count(*) FROM schedule_occurrences")
+        .fetch_one(&db.pool)
+        .await
+        .expect("count");
+    assert_eq!(fired, 0, "nothing fired while the database was away");
+
+    relay.up();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (fired, distinct): (i64, i64) =
+            sqlx::query_as("SELECT count(*), count(DISTINCT schedule_id) FROM schedule_occurrences")
+                .fetch_one(&db.pool)
+                .await
+                .expect("count");
+        if fired >= 20 {
+            assert_eq!((fired, distinct), (20, 20), "each due schedule fired once");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {fired} of 20 fired after the database came back"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    scheduler.kill().expect("stop");
+    scheduler.wait().expect("wait");
+}
+
 /// With a poll interval far longer than the test, the role still drains a backlog of more
 /// than one batch without pausing, and wakes by itself when the next schedule falls due.
 #[tokio::test]

@@ -402,3 +402,81 @@ pub async fn refresh_request(store: &store::Store, id: &str, interval: Duration)
         .expect("request")
         .expect("account")
 }
+
+/// While the database is away the async worker keeps running (its claims fail and are retried);
+/// once it is back, the refresh the owner asked for meanwhile runs, once.
+#[tokio::test]
+async fn the_async_worker_rides_out_the_database_going_away() {
+    let fake = FakeGmail::start().await;
+    fake.mailbox("owner", "owner@example.org");
+    fake.deliver("owner", "ada@example.com", "First", "Hello there.", &["INBOX"]);
+    let db = TestDatabase::new().await;
+    let relay = testkit::outage::DatabaseRelay::start(&db.url).await;
+    let store =
+        store::Store::connect_lazy(&relay.url(&db.url_as("async-worker")), 4).expect("a store through the relay");
+    let worker = email::worker::AsyncWorker {
+        refresher: Refresher {
+            store,
+            gmail: gmail(&fake),
+            backfill: jiff::SignedDuration::from_hours(24),
+            classifier: Arc::new(email::classify::Classifier::Offline),
+        },
+        accounts: vec![account(&fake, "owner")],
+        worker_id: "async-outage".into(),
+        pace: email::worker::Pace {
+            cadence: Duration::from_secs(3600),
+            poll: Duration::from_millis(20),
+            lease: Duration::from_secs(30),
+        },
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = tokio::spawn(worker.run(async move {
+        let _ = stopped.await;
+    }));
+    for _ in 0..500 {
+        if threads(&db).await.len() == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(threads(&db).await.len(), 1, "the first update ran");
+
+    relay.down();
+    fake.deliver("owner", "bob@example.net", "Second", "Hello again.", &["INBOX"]);
+    let api = db.store_as("api").await;
+    let request = api
+        .email()
+        .request_refresh(&"personal".into(), Duration::from_secs(60))
+        .await
+        .expect("request")
+        .expect("account");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!running.is_finished(), "the worker neither panicked nor stopped");
+    let waiting = api
+        .email()
+        .operation(request.operation.id)
+        .await
+        .expect("read")
+        .expect("row");
+    assert_eq!(waiting.state, EmailOperationState::Queued);
+
+    relay.up();
+    let mut state = EmailOperationState::Queued;
+    for _ in 0..1000 {
+        state = api
+            .email()
+            .operation(request.operation.id)
+            .await
+            .expect("read")
+            .expect("row")
+            .state;
+        if state == EmailOperationState::Succeeded {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(state, EmailOperationState::Succeeded);
+    assert_eq!(threads(&db).await.len(), 2, "the new mail is projected, once");
+    let _ = stop.send(());
+    running.await.expect("stops");
+}
