@@ -24,7 +24,7 @@ const DEFAULT_PORT: u16 = 8080;
 const API_TEMPLATE: &str = "systemd/env/api.env";
 
 /// The scopes the API template grants.
-fn template_scopes() -> anyhow::Result<String> {
+pub(crate) fn template_scopes() -> anyhow::Result<String> {
     let path = crate::workspace_root().join(API_TEMPLATE);
     let text = std::fs::read_to_string(&path).with_context(|| format!("read {}", path.display()))?;
     text.lines()
@@ -348,7 +348,7 @@ fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
 }
 
 /// Polls `GET /health/ready` until it answers 200.
-fn wait_ready(listen: SocketAddr, api: &mut Child) -> anyhow::Result<()> {
+pub(crate) fn wait_ready(listen: SocketAddr, api: &mut Child) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         if let Some(status) = api.try_wait()? {

@@ -10,6 +10,9 @@
 //!   names contain one of the NAMEs, when given).
 //! - `cargo xtask fuzz [--minutes N]`: the property tests of the parsers of untrusted input, round
 //!   after round with fresh seeds, for N minutes (5 by default).
+//! - `cargo xtask soak [--minutes N]`: the whole stack under a day-shaped load for N minutes (10
+//!   by default) while every role is killed and restarted and PostgreSQL restarts once; then the
+//!   checks that nothing was lost, repeated or stuck, and the figures (`docs/soak.md`).
 //! - `cargo xtask bench [OPTIONS]`: release builds of every role on a durable temporary cluster;
 //!   each figure beside its reference from the same run, printed and written (with a chart)
 //!   under `docs/bench/`.
@@ -24,12 +27,13 @@ mod dev;
 mod e2e;
 mod fuzz;
 mod postgres;
+mod soak;
 mod test;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask dev [--port N] | cargo xtask test [CARGO-TEST-ARGS...] | cargo xtask contract | cargo xtask e2e [NAME...] | cargo xtask fuzz [--minutes N] | cargo xtask bench [--clients N] [--submits N] [--streams N] [--idle-streams N] [--replay-events N] [--schedules N] [--no-langgraph] | cargo xtask preflight [PREFLIGHT-ARGS...]";
+const USAGE: &str = "usage: cargo xtask dev [--port N] | cargo xtask test [CARGO-TEST-ARGS...] | cargo xtask contract | cargo xtask e2e [NAME...] | cargo xtask fuzz [--minutes N] | cargo xtask soak [--minutes N] | cargo xtask bench [--clients N] [--submits N] [--streams N] [--idle-streams N] [--replay-events N] [--schedules N] [--no-langgraph] | cargo xtask preflight [PREFLIGHT-ARGS...]";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -39,6 +43,7 @@ fn main() -> ExitCode {
         Some("contract") => test::contract(),
         Some("e2e") => test::e2e(args.collect()),
         Some("fuzz") => fuzz::run(args.collect()),
+        Some("soak") => soak::run(args.collect()),
         Some("bench") => bench::run(args.collect()),
         Some("preflight") => preflight(args.collect()),
         Some("-h" | "--help") => {

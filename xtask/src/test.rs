@@ -1,7 +1,7 @@
 //! `cargo xtask test`: one throwaway cluster for the whole run, shared through `DATABASE_URL`
 //! (each test still gets its own database), removed afterwards. The whole suite (no arguments)
 //! ends with the contract test (`contract`) and the web client's end-to-end tests (`e2e`) on the
-//! same cluster.
+//! same cluster, then a two-minute soak (`soak`) on a cluster of its own.
 
 use std::process::ExitCode;
 
@@ -36,6 +36,7 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
         for (name, outcome) in [
             ("contract", crate::contract::run(&cluster.url("postgres"))),
             ("web client", crate::e2e::run(&cluster.url("postgres"))),
+            ("soak", crate::soak::short_pass()),
         ] {
             if let Err(error) = outcome {
                 eprintln!("xtask: {name}: {error:#}");

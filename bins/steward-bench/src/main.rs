@@ -25,8 +25,11 @@
 //! - `langgraph BASE ASSISTANT RUNS CLIENTS`: background runs per second on a LangGraph API
 //!   server (`POST /threads/{id}/runs`, one run into each of `RUNS` fresh threads).
 //! - `inbox` and `refresh`: Email mode's budgets (see `email.rs`).
+//! - `soak BASE TOKEN_FILE SECONDS DEMO_MAIL_DIR`: not a measurement but the day-shaped load of
+//!   `cargo xtask soak` (see `soak.rs`).
 
 mod email;
+mod soak;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -232,8 +235,9 @@ async fn main() -> anyhow::Result<()> {
         }
         Some("inbox") => email::inbox(&args[1..]).await?,
         Some("refresh") => email::refresh(&args[1..]).await?,
+        Some("soak") => soak::soak(&args[1..]).await?,
         _ => bail!(
-            "usage: steward-bench submits|events|idle|rss|replay|langgraph|floor|model|inbox|refresh ARGS (see the source's header)"
+            "usage: steward-bench submits|events|idle|rss|replay|langgraph|floor|model|inbox|refresh|soak ARGS (see the source's header)"
         ),
     };
     println!("{result}");

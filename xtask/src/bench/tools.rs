@@ -220,16 +220,4 @@ pub(super) fn machine(bench: &Bench) -> String {
     )
 }
 
-/// A PostgreSQL client program of the same installation as the server binaries: beside them,
-/// beside what they link to (a directory of symlinks), or else on `PATH`.
-pub(super) fn client_tool(binaries: &pgcluster::Binaries, name: &str) -> PathBuf {
-    let beside = binaries.dir().join(name);
-    if beside.is_file() {
-        return beside;
-    }
-    std::fs::canonicalize(binaries.dir().join("postgres"))
-        .ok()
-        .and_then(|server| Some(server.parent()?.join(name)))
-        .filter(|tool| tool.is_file())
-        .unwrap_or_else(|| name.into())
-}
+pub(super) use crate::postgres::client_tool;

@@ -1,0 +1,629 @@
+//! `cargo xtask soak [--minutes N]`: the whole stack (API, worker, scheduler, async worker) on a
+//! private cluster with the demo mailbox and the offline model, under a day-shaped load
+//! (`steward-bench soak`) for N minutes (10 by default), while a chaos loop kills each role
+//! with SIGKILL at random moments and restarts it, and restarts PostgreSQL once. Then, once
+//! everything has settled, it checks what must hold and prints the figures: every approved side
+//! effect happened exactly once, every session's events are contiguous, every run ended, no
+//! operation is stuck, no notification was queued twice or lost, and each role's memory is back
+//! near its idle figure. A 10-minute run (or longer) writes its report to `docs/soak.md`; any
+//! run writes it to `target/soak/report.md`. Exits non-zero when a check fails.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use pgcluster::{Binaries, Cluster};
+use serde_json::Value;
+
+const USAGE: &str = "usage: cargo xtask soak [--minutes N]";
+
+/// How long, after the load has ended, everything may take to settle.
+const SETTLE: Duration = Duration::from_secs(120);
+
+/// One role's process, restartable.
+struct Role {
+    name: &'static str,
+    binary: PathBuf,
+    env: Vec<(String, String)>,
+    log: PathBuf,
+    child: Option<Child>,
+    kills: u32,
+    exits: u32,
+    idle_kib: u64,
+}
+
+impl Role {
+    fn spawn(&mut self) -> anyhow::Result<()> {
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .with_context(|| format!("open {}", self.log.display()))?;
+        let child = Command::new(&self.binary)
+            .envs(self.env.iter().map(|(name, value)| (name, value)))
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("start {}", self.name))?;
+        self.child = Some(child);
+        Ok(())
+    }
+
+    fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+            self.kills += 1;
+        }
+    }
+
+    /// Whether the process has exited on its own (counted, and restarted).
+    fn exited(&mut self) -> anyhow::Result<bool> {
+        let Some(child) = self.child.as_mut() else {
+            return Ok(false);
+        };
+        if child.try_wait()?.is_none() {
+            return Ok(false);
+        }
+        self.exits += 1;
+        self.child = None;
+        self.spawn()?;
+        Ok(true)
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            crate::stop(&mut child);
+        }
+    }
+}
+
+/// A small xorshift generator for the chaos loop's timing and choices (xtask takes no `rand`
+/// for this one use).
+struct Dice(u64);
+
+impl Dice {
+    fn new() -> Dice {
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0x9e37_79b9, |now| now.as_nanos() as u64);
+        Dice(seed | 1)
+    }
+
+    fn below(&mut self, bound: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % bound.max(1)
+    }
+}
+
+/// Resident memory of a process, from /proc.
+fn rss_kib(pid: u32) -> u64 {
+    fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|status| {
+            status.lines().find_map(|line| {
+                line.strip_prefix("VmRSS:")?
+                    .trim()
+                    .strip_suffix("kB")?
+                    .trim()
+                    .parse()
+                    .ok()
+            })
+        })
+        .unwrap_or(0)
+}
+
+fn psql(binaries: &Binaries, url: &str, sql: &str) -> anyhow::Result<String> {
+    let output = Command::new(crate::postgres::client_tool(binaries, "psql"))
+        .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql])
+        .output()
+        .context("run psql")?;
+    if !output.status.success() {
+        bail!("psql failed: {}", String::from_utf8_lossy(&output.stderr).trim());
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+fn count(binaries: &Binaries, url: &str, sql: &str) -> anyhow::Result<i64> {
+    let text = psql(binaries, url, sql)?;
+    text.parse().with_context(|| format!("`{sql}` gave `{text}`"))
+}
+
+/// The checks: (what, the SQL counting what breaks it). Each must count 0.
+const CHECKS: &[(&str, &str)] = &[
+    (
+        "approved `notes.add` calls without exactly one note",
+        "SELECT count(*) FROM approvals a WHERE a.tool = 'notes.add' AND a.status = 'APPROVED'
+           AND (SELECT count(*) FROM notes n WHERE n.invocation_id = a.invocation_id) <> 1",
+    ),
+    (
+        "notes without an approved call",
+        "SELECT count(*) FROM notes n WHERE NOT EXISTS (SELECT 1 FROM approvals a
+           WHERE a.invocation_id = n.invocation_id AND a.status = 'APPROVED')",
+    ),
+    (
+        "sessions whose events are not contiguous from 1",
+        "SELECT count(*) FROM (SELECT s.id FROM sessions s LEFT JOIN events e ON e.session_id = s.id
+           GROUP BY s.id, s.last_event_seq
+           HAVING count(e.seq) <> s.last_event_seq OR coalesce(max(e.seq), 0) <> s.last_event_seq) gaps",
+    ),
+    (
+        "runs not ended",
+        "SELECT count(*) FROM runs WHERE state NOT IN ('completed', 'failed', 'cancelled')",
+    ),
+    (
+        "runs failed",
+        "SELECT count(*) FROM runs WHERE state = 'failed'",
+    ),
+    (
+        "tool calls stuck (queued, approved, dispatching or of unknown outcome)",
+        "SELECT count(*) FROM tool_invocations WHERE state IN ('queued', 'approved', 'dispatching', 'outcome_unknown')",
+    ),
+    (
+        "email operations unsettled",
+        "SELECT count(*) FROM email_operations
+           WHERE state IN ('queued', 'dispatching') OR (state = 'uncertain' AND reconciled_at IS NULL)",
+    ),
+    (
+        "approvals not queued for notification exactly once",
+        "SELECT count(*) FROM approvals a WHERE (SELECT count(*) FROM notification_outbox n WHERE n.approval_id = a.id) <> 1",
+    ),
+    (
+        "questions not queued for notification exactly once",
+        "SELECT count(*) FROM questions q WHERE (SELECT count(*) FROM notification_outbox n WHERE n.question_id = q.id) <> 1",
+    ),
+    (
+        "schedules due during the run without exactly one completed occurrence",
+        "SELECT count(*) FROM schedules s WHERE s.title LIKE 'Soak %'
+           AND (date_trunc('day', now() AT TIME ZONE 'UTC') + s.local_time::time) AT TIME ZONE 'UTC' < now() - interval '60 seconds'
+           AND (SELECT count(*) FROM schedule_occurrences o JOIN runs r ON r.id = o.run_id
+                WHERE o.schedule_id = s.id AND r.state = 'completed') <> 1",
+    ),
+];
+
+/// What the run measured, for the report.
+struct Figures {
+    minutes: u64,
+    load: Value,
+    rows: Vec<(String, String, bool)>,
+    roles: Vec<(String, u32, u32, u64, u64)>,
+    database_restarts: u32,
+}
+
+impl Figures {
+    fn passed(&self) -> bool {
+        self.rows.iter().all(|(_, _, ok)| *ok)
+    }
+
+    fn markdown(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "# Soak\n\nThe figures of the latest `cargo xtask soak --minutes {}` on this repository's \
+             reference machine (2 cores): the whole stack under a day-shaped load while every role is \
+             killed with SIGKILL and restarted and PostgreSQL is restarted once. How it works: \
+             [reliability](reliability.md#a-soak-with-faults).\n",
+            self.minutes
+        );
+        let _ = writeln!(out, "| Check | Figure | Holds |\n|---|---|---|");
+        for (what, figure, ok) in &self.rows {
+            let _ = writeln!(out, "| {what} | {figure} | {} |", if *ok { "yes" } else { "**no**" });
+        }
+        let _ = writeln!(
+            out,
+            "\n| Role | Killed | Exited on its own | Idle RSS (MiB) | RSS after the run (MiB) |\n|---|---|---|---|---|"
+        );
+        for (name, kills, exits, idle, end) in &self.roles {
+            let _ = writeln!(
+                out,
+                "| {name} | {kills} | {exits} | {:.1} | {:.1} |",
+                *idle as f64 / 1024.0,
+                *end as f64 / 1024.0
+            );
+        }
+        let load = &self.load;
+        let _ = writeln!(
+            out,
+            "\nThe load: {} sessions, {} conversation runs ({} completed), {} approvals approved and {} \
+             denied, {} questions answered, {} schedules, {} refreshes, {} archives, {} Review & Sends \
+             approved ({} sent; {} in the provider's Sent), {} requests retried through the outages; \
+             PostgreSQL restarted {} time(s).",
+            load["sessions"],
+            load["runs"],
+            load["runs_completed"],
+            load["approvals_approved"],
+            load["approvals_denied"],
+            load["questions_answered"],
+            load["schedules"],
+            load["refreshes"],
+            load["archives"],
+            load["sends_approved"],
+            load["sends_sent"],
+            load["provider_sent"],
+            load["retries"],
+            self.database_restarts,
+        );
+        out
+    }
+}
+
+fn parse(args: Vec<String>) -> anyhow::Result<u64> {
+    match args.as_slice() {
+        [] => Ok(10),
+        [flag, value] if flag == "--minutes" => value
+            .parse::<u64>()
+            .ok()
+            .filter(|minutes| *minutes > 0)
+            .with_context(|| format!("--minutes must be a whole number of minutes, not `{value}` ({USAGE})")),
+        _ => bail!("{USAGE}"),
+    }
+}
+
+pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
+    let minutes = parse(args)?;
+    Ok(if soak_for(minutes)? {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// The short pass at the end of the whole suite (`cargo xtask test`): two minutes.
+pub fn short_pass() -> anyhow::Result<()> {
+    if !soak_for(2)? {
+        bail!("a check failed");
+    }
+    Ok(())
+}
+
+/// Runs the soak for `minutes`, prints and writes its report; whether every check held.
+fn soak_for(minutes: u64) -> anyhow::Result<bool> {
+    let bin = crate::dev::build_roles()?;
+    let built = crate::cargo()
+        .args(["build", "--locked", "-p", "steward-bench"])
+        .status()
+        .context("build steward-bench")?;
+    if !built.success() {
+        bail!("steward-bench does not build");
+    }
+    let root = crate::workspace_root();
+    let dir = root.join("target/soak");
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(dir.join("logs")).context("create target/soak")?;
+    let binaries = crate::postgres::ensure_binaries()?;
+    let mut cluster = Some(Cluster::persistent(&binaries, &dir.join("pg")).context("start the soak cluster")?);
+    let admin = cluster
+        .as_ref()
+        .map(|cluster| cluster.url("steward"))
+        .unwrap_or_default();
+    let setup = (|| {
+        crate::postgres::prepare_database(&bin, &admin)?;
+        let token_file = dir.join("api-token");
+        crate::dev::ensure_token(&token_file)?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let demo = crate::demo_mail::DemoMail::start(&bin, &dir.join("demo-mail"))?;
+        anyhow::Ok((token_file, port, demo))
+    })();
+    let (token_file, port, mut demo) = match setup {
+        Ok(setup) => setup,
+        Err(error) => {
+            if let Some(cluster) = cluster.as_mut() {
+                let _ = cluster.stop();
+            }
+            return Err(error);
+        }
+    };
+    let outcome = soak(
+        &SoakSetup {
+            minutes,
+            bin: &bin,
+            dir: &dir,
+            binaries: &binaries,
+            admin: &admin,
+            token_file: &token_file,
+            listen: ([127, 0, 0, 1], port).into(),
+            demo: &demo,
+        },
+        &mut cluster,
+    );
+    demo.stop();
+    if let Some(cluster) = cluster.as_mut() {
+        let _ = cluster.stop();
+    }
+    let figures = outcome?;
+    let report = figures.markdown();
+    println!("\n{report}");
+    fs::write(dir.join("report.md"), &report).context("write target/soak/report.md")?;
+    if minutes >= 10 {
+        fs::write(root.join("docs/soak.md"), &report).context("write docs/soak.md")?;
+    }
+    if !figures.passed() {
+        eprintln!("xtask: soak: a check failed (target/soak/report.md; the roles' logs are in target/soak/logs)");
+    }
+    Ok(figures.passed())
+}
+
+struct SoakSetup<'a> {
+    minutes: u64,
+    bin: &'a Path,
+    dir: &'a Path,
+    binaries: &'a Binaries,
+    admin: &'a str,
+    token_file: &'a Path,
+    listen: SocketAddr,
+    demo: &'a crate::demo_mail::DemoMail,
+}
+
+fn soak(setup: &SoakSetup<'_>, cluster: &mut Option<Cluster>) -> anyhow::Result<Figures> {
+    let login = |name: &str| pgcluster::with_user(setup.admin, name);
+    let (allow_root, allow) = crate::postgres::ALLOW_ROOT;
+    let mut common: Vec<(String, String)> = setup.demo.environment();
+    common.push((allow_root.to_owned(), allow.to_owned()));
+    common.push(("LOG_LEVEL".to_owned(), "warn".to_owned()));
+    let role = |name: &'static str, login_name: &str, extra: Vec<(String, String)>| {
+        let mut env = common.clone();
+        env.push(("DATABASE_URL".to_owned(), login(login_name)));
+        env.extend(extra);
+        Role {
+            name,
+            binary: setup.bin.join(name),
+            env,
+            log: setup.dir.join(format!("logs/{name}.log")),
+            child: None,
+            kills: 0,
+            exits: 0,
+            idle_kib: 0,
+        }
+    };
+    let mut roles = vec![
+        role(
+            "steward-api",
+            "steward_api",
+            vec![
+                ("API_TOKEN_FILE".to_owned(), setup.token_file.display().to_string()),
+                ("API_LISTEN_ADDR".to_owned(), setup.listen.to_string()),
+                ("AUTH_SCOPES".to_owned(), crate::dev::template_scopes()?),
+                ("AGENT_RELEASE".to_owned(), "soak".to_owned()),
+            ],
+        ),
+        role("steward-worker", "steward_worker", Vec::new()),
+        role("steward-schedule", "steward_schedule", Vec::new()),
+        role(
+            "steward-async-worker",
+            "steward_async_worker",
+            vec![("EMAIL_REFRESH_EVERY_SECONDS".to_owned(), "60".to_owned())],
+        ),
+    ];
+    let result = drive(setup, cluster, &mut roles);
+    for role in &mut roles {
+        role.stop();
+    }
+    result
+}
+
+fn api_ready(setup: &SoakSetup<'_>, roles: &mut [Role]) -> anyhow::Result<()> {
+    let api = roles[0].child.as_mut().context("the API runs")?;
+    crate::dev::wait_ready(setup.listen, api)
+}
+
+fn drive(setup: &SoakSetup<'_>, cluster: &mut Option<Cluster>, roles: &mut [Role]) -> anyhow::Result<Figures> {
+    for role in roles.iter_mut() {
+        role.spawn()?;
+    }
+    api_ready(setup, roles)?;
+    std::thread::sleep(Duration::from_secs(5));
+    for role in roles.iter_mut() {
+        role.idle_kib = role.pid().map_or(0, rss_kib);
+    }
+
+    let length = Duration::from_secs(setup.minutes * 60);
+    let load_log = fs::File::create(setup.dir.join("logs/load.log"))?;
+    let mut load = Command::new(setup.bin.join("steward-bench"))
+        .args([
+            "soak",
+            &format!("http://{}", setup.listen),
+            &setup.token_file.display().to_string(),
+            &length.as_secs().to_string(),
+            &setup.dir.join("demo-mail").display().to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(load_log)
+        .spawn()
+        .context("start the load")?;
+
+    // Chaos for the first 80% of the day: one kill at a time, each role in turn (in an order
+    // shuffled anew each round), and PostgreSQL restarted once, halfway.
+    let started = Instant::now();
+    let chaos = length.mul_f64(0.8);
+    let mut dice = Dice::new();
+    let kills_wanted = (2 * roles.len() as u64).max(setup.minutes * 3);
+    let interval = chaos.div_f64(kills_wanted as f64 + 1.0).max(Duration::from_secs(8));
+    let mut next_kill = started + interval;
+    let mut order: Vec<usize> = Vec::new();
+    let mut database_restarts = 0;
+    while started.elapsed() < chaos {
+        std::thread::sleep(Duration::from_millis(250));
+        for role in roles.iter_mut() {
+            if role.exited()? {
+                eprintln!("xtask: soak: {} exited on its own; restarted", role.name);
+            }
+        }
+        if database_restarts == 0 && started.elapsed() >= chaos / 2 {
+            eprintln!("xtask: soak: restarting PostgreSQL");
+            if let Some(mut running) = cluster.take() {
+                running.stop().context("stop PostgreSQL")?;
+            }
+            std::thread::sleep(Duration::from_secs(3));
+            *cluster = Some(Cluster::persistent(setup.binaries, &setup.dir.join("pg")).context("restart PostgreSQL")?);
+            database_restarts += 1;
+        }
+        if Instant::now() >= next_kill {
+            if order.is_empty() {
+                order = (0..roles.len()).collect();
+                for i in (1..order.len()).rev() {
+                    order.swap(i, dice.below(i as u64 + 1) as usize);
+                }
+            }
+            let index = order.pop().unwrap_or(0);
+            let role = &mut roles[index];
+            eprintln!("xtask: soak: SIGKILL {}", role.name);
+            role.kill9();
+            std::thread::sleep(Duration::from_millis(500 + dice.below(2500)));
+            role.spawn()?;
+            if index == 0 {
+                api_ready(setup, roles)?;
+            }
+            next_kill = Instant::now() + interval.mul_f64(0.5 + dice.below(1000) as f64 / 1000.0);
+        }
+    }
+
+    // The load ends with its day, after finishing the flows it has begun.
+    let deadline = started + length + SETTLE * 2;
+    let status = loop {
+        for role in roles.iter_mut() {
+            if role.exited()? {
+                eprintln!("xtask: soak: {} exited on its own; restarted", role.name);
+            }
+        }
+        if let Some(status) = load.try_wait()? {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = kill(Pid::from_raw(load.id() as i32), Signal::SIGKILL);
+            bail!("the load did not finish (target/soak/logs/load.log)");
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let mut output = String::new();
+    if let Some(mut stdout) = load.stdout.take() {
+        std::io::Read::read_to_string(&mut stdout, &mut output)?;
+    }
+    if !status.success() {
+        bail!("the load failed ({status}); see target/soak/logs/load.log");
+    }
+    let load: Value = serde_json::from_str(output.trim()).context("read the load's figures")?;
+
+    // Everything settles: every run ends, every operation settles.
+    let url = setup.admin;
+    let settle_deadline = Instant::now() + SETTLE;
+    while Instant::now() < settle_deadline {
+        let open = count(setup.binaries, url, CHECKS[3].1)? + count(setup.binaries, url, CHECKS[6].1)?;
+        if open == 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    // Memory after a quiet moment.
+    std::thread::sleep(Duration::from_secs(5));
+
+    let mut rows = Vec::new();
+    for (what, sql) in CHECKS {
+        let found = count(setup.binaries, url, sql)?;
+        rows.push(((*what).to_owned(), found.to_string(), found == 0));
+    }
+    let approved: i64 = count(
+        setup.binaries,
+        url,
+        "SELECT count(*) FROM approvals WHERE tool = 'notes.add' AND status = 'APPROVED'",
+    )?;
+    rows.push((
+        "approved `notes.add` calls: the load's count, the service's".to_owned(),
+        format!("{} / {approved}", load["approvals_approved"]),
+        load["approvals_approved"].as_i64() == Some(approved),
+    ));
+    let sent: i64 = count(
+        setup.binaries,
+        url,
+        "SELECT count(*) FROM email_drafts d JOIN tool_invocations i ON i.run_id = d.send_run WHERE i.state = 'succeeded'",
+    )?;
+    rows.push((
+        "Review & Sends: approved, sent by the service, in the provider's Sent".to_owned(),
+        format!("{} / {sent} / {}", load["sends_approved"], load["provider_sent"]),
+        load["provider_sent"].as_i64() == Some(sent) && load["sends_approved"].as_i64() == Some(sent) && sent > 0,
+    ));
+    let (created, fired): (i64, i64) = (
+        count(
+            setup.binaries,
+            url,
+            "SELECT count(*) FROM schedules WHERE title LIKE 'Soak %'",
+        )?,
+        count(
+            setup.binaries,
+            url,
+            "SELECT count(DISTINCT o.schedule_id) FROM schedule_occurrences o JOIN schedules s ON s.id = o.schedule_id
+               JOIN runs r ON r.id = o.run_id WHERE s.title LIKE 'Soak %' AND r.state = 'completed'",
+        )?,
+    );
+    rows.push((
+        "schedules: made, fired and completed".to_owned(),
+        format!("{created}, {fired}"),
+        fired > 0,
+    ));
+    let listed = |name: &str| load[name].as_array().map_or(0, Vec::len);
+    rows.push((
+        "load flows abandoned, client failures".to_owned(),
+        format!("{}, {}", listed("flows_abandoned"), listed("client_failures")),
+        listed("flows_abandoned") == 0 && listed("client_failures") == 0,
+    ));
+    let exits: u32 = roles.iter().map(|role| role.exits).sum();
+    rows.push((
+        "roles that exited on their own".to_owned(),
+        exits.to_string(),
+        exits == 0,
+    ));
+    let mut memory = Vec::new();
+    for role in roles.iter() {
+        let end = role.pid().map_or(0, rss_kib);
+        memory.push((role.name.to_owned(), role.kills, role.exits, role.idle_kib, end));
+    }
+    let near_idle = memory
+        .iter()
+        .all(|(_, _, _, idle, end)| *end <= (*idle * 2).max(*idle + 32 * 1024));
+    rows.push((
+        "roles whose memory is not back near idle (at most twice it, or 32 MiB above)".to_owned(),
+        memory
+            .iter()
+            .filter(|(_, _, _, idle, end)| *end > (*idle * 2).max(*idle + 32 * 1024))
+            .count()
+            .to_string(),
+        near_idle,
+    ));
+    let killed_each = roles.iter().all(|role| role.kills > 0);
+    rows.push((
+        "roles killed at least once".to_owned(),
+        format!(
+            "{} of {}",
+            roles.iter().filter(|role| role.kills > 0).count(),
+            roles.len()
+        ),
+        killed_each,
+    ));
+    for (name, detail) in [
+        ("flows_abandoned", "abandoned"),
+        ("client_failures", "failed"),
+        ("runs_not_completed", "not completed"),
+    ] {
+        for line in load[name].as_array().into_iter().flatten() {
+            eprintln!("xtask: soak: {detail}: {line}");
+        }
+    }
+    Ok(Figures {
+        minutes: setup.minutes,
+        load,
+        rows,
+        roles: memory,
+        database_restarts,
+    })
+}
