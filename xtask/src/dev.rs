@@ -164,6 +164,12 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
 
 /// Builds the role binaries the stack runs; returns their directory.
 pub fn build_roles() -> anyhow::Result<std::path::PathBuf> {
+    build_roles_and(&[])
+}
+
+/// [`build_roles`] and the packages `more`, in one build (so shared crates are built once, with
+/// their features unified).
+pub fn build_roles_and(more: &[&str]) -> anyhow::Result<std::path::PathBuf> {
     let status = crate::cargo()
         .args([
             "build",
@@ -182,6 +188,7 @@ pub fn build_roles() -> anyhow::Result<std::path::PathBuf> {
             "-p",
             "testkit",
         ])
+        .args(more.iter().flat_map(|package| ["-p", package]))
         .status()
         .context("build the roles")?;
     if !status.success() {
@@ -337,7 +344,7 @@ fn json_string(text: &str) -> String {
 }
 
 /// Writes `contents` readable by the owner only: the database URL may hold a password.
-fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+pub(crate) fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
     let _ = fs::remove_file(path);
     let mut file = fs::OpenOptions::new()
         .write(true)

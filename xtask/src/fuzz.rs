@@ -12,8 +12,8 @@ use anyhow::{Context, bail};
 /// Cases per property in one round: a round takes seconds, so the deadline is kept closely.
 const CASES_PER_ROUND: u32 = 2000;
 
-pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
-    let minutes = match args.as_slice() {
+fn parse(args: &[String]) -> anyhow::Result<u64> {
+    Ok(match args {
         [] => 5,
         [flag, value] if flag == "--minutes" => value
             .parse::<u64>()
@@ -21,7 +21,11 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
             .filter(|minutes| *minutes > 0)
             .with_context(|| format!("--minutes must be a whole number of minutes, not `{value}`"))?,
         _ => bail!("usage: cargo xtask fuzz [--minutes N]"),
-    };
+    })
+}
+
+pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
+    let minutes = parse(&args)?;
     let test = |cases: u32| {
         let mut command = crate::cargo();
         command
@@ -50,4 +54,15 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     }
     println!("fuzz: {rounds} rounds of {CASES_PER_ROUND} cases per property in {minutes} min, no failing input");
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn minutes_default_to_five_and_refuse_what_is_not_a_positive_number() {
+        assert_eq!(super::parse(&[]).expect("default"), 5);
+        assert_eq!(super::parse(&["--minutes".into(), "30".into()]).expect("thirty"), 30);
+        assert!(super::parse(&["--minutes".into(), "0".into()]).is_err());
+        assert!(super::parse(&["30".into()]).is_err());
+    }
 }

@@ -1,5 +1,6 @@
-//! `cargo xtask soak [--minutes N]`: the whole stack (API, worker, scheduler, async worker) on a
-//! private cluster with the demo mailbox and the offline model, under a day-shaped load
+//! `cargo xtask soak [--minutes N]`: the whole stack (API, worker, scheduler, async worker,
+//! notifier) on a private cluster with the demo mailbox, the offline model and a push provider
+//! stand-in (`steward-bench apns`), under a day-shaped load
 //! (`steward-bench soak`) for N minutes (10 by default), while a chaos loop kills each role
 //! with SIGKILL at random moments and restarts it, and restarts PostgreSQL once. Then, once
 //! everything has settled, it checks what must hold and prints the figures: every approved side
@@ -191,7 +192,15 @@ const CHECKS: &[(&str, &str)] = &[
            AND (SELECT count(*) FROM schedule_occurrences o JOIN runs r ON r.id = o.run_id
                 WHERE o.schedule_id = s.id AND r.state = 'completed') <> 1",
     ),
+    (
+        "notifications due for 20 seconds and not delivered",
+        "SELECT count(*) FROM notification_outbox WHERE delivered_at IS NULL AND obsolete_at IS NULL
+           AND acknowledged_at IS NULL AND deliver_after < now() - interval '20 seconds'",
+    ),
 ];
+
+/// The index in [`CHECKS`] of each check the settling waits for.
+const SETTLING: [usize; 3] = [3, 6, 10];
 
 /// What the run measured, for the report.
 struct Figures {
@@ -290,14 +299,7 @@ pub fn short_pass() -> anyhow::Result<()> {
 
 /// Runs the soak for `minutes`, prints and writes its report; whether every check held.
 fn soak_for(minutes: u64) -> anyhow::Result<bool> {
-    let bin = crate::dev::build_roles()?;
-    let built = crate::cargo()
-        .args(["build", "--locked", "-p", "steward-bench"])
-        .status()
-        .context("build steward-bench")?;
-    if !built.success() {
-        bail!("steward-bench does not build");
-    }
+    let bin = crate::dev::build_roles_and(&["steward-bench", "steward-notify"])?;
     let root = crate::workspace_root();
     let dir = root.join("target/soak");
     let _ = fs::remove_dir_all(&dir);
@@ -314,9 +316,18 @@ fn soak_for(minutes: u64) -> anyhow::Result<bool> {
         crate::dev::ensure_token(&token_file)?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let demo = crate::demo_mail::DemoMail::start(&bin, &dir.join("demo-mail"))?;
-        anyhow::Ok((token_file, port, demo))
+        let apns = Apns::start(&bin, &dir.join("apns"), &dir.join("logs/apns.log"));
+        let apns = match apns {
+            Ok(apns) => apns,
+            Err(error) => {
+                let mut demo = demo;
+                demo.stop();
+                return Err(error);
+            }
+        };
+        anyhow::Ok((token_file, port, demo, apns))
     })();
-    let (token_file, port, mut demo) = match setup {
+    let (token_file, port, mut demo, mut apns) = match setup {
         Ok(setup) => setup,
         Err(error) => {
             if let Some(cluster) = cluster.as_mut() {
@@ -335,10 +346,12 @@ fn soak_for(minutes: u64) -> anyhow::Result<bool> {
             token_file: &token_file,
             listen: ([127, 0, 0, 1], port).into(),
             demo: &demo,
+            apns: &apns,
         },
         &mut cluster,
     );
     demo.stop();
+    crate::stop(&mut apns.child);
     if let Some(cluster) = cluster.as_mut() {
         let _ = cluster.stop();
     }
@@ -364,6 +377,67 @@ struct SoakSetup<'a> {
     token_file: &'a Path,
     listen: SocketAddr,
     demo: &'a crate::demo_mail::DemoMail,
+    apns: &'a Apns,
+}
+
+/// The push provider stand-in (`steward-bench apns`) and what the notifier needs to reach it.
+struct Apns {
+    child: Child,
+    dir: PathBuf,
+    url: String,
+    key_file: PathBuf,
+}
+
+impl Apns {
+    fn start(bin: &Path, dir: &Path, log: &Path) -> anyhow::Result<Apns> {
+        fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+        let key_file = dir.join("apns.p8");
+        let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).context("generate the APNs key")?;
+        crate::dev::write_private(&key_file, &pair.serialize_pem()).context("write the APNs key")?;
+        let log = fs::File::create(log)?;
+        let mut child = Command::new(bin.join("steward-bench"))
+            .arg("apns")
+            .arg(dir)
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .context("start the APNs stand-in")?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let url = loop {
+            if let Ok(url) = fs::read_to_string(dir.join("url")) {
+                break url;
+            }
+            if child.try_wait()?.is_some() || Instant::now() > deadline {
+                let _ = child.kill();
+                bail!("the APNs stand-in did not start (target/soak/logs/apns.log)");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        Ok(Apns {
+            child,
+            dir: dir.to_owned(),
+            url,
+            key_file,
+        })
+    }
+
+    /// Alert pushes by notification id (the collapse id), and whether every push carried a
+    /// provider token.
+    fn alerts(&self) -> anyhow::Result<(std::collections::HashMap<String, u32>, bool)> {
+        let log = fs::read_to_string(self.dir.join("pushes.log")).unwrap_or_default();
+        let mut alerts = std::collections::HashMap::new();
+        let mut signed = true;
+        for line in log.lines() {
+            let fields: Vec<&str> = line.split(' ').collect();
+            if let [kind, id, token] = fields.as_slice() {
+                signed &= *token == "true";
+                if *kind == "alert" {
+                    *alerts.entry((*id).to_owned()).or_insert(0) += 1;
+                }
+            }
+        }
+        Ok((alerts, signed))
+    }
 }
 
 fn soak(setup: &SoakSetup<'_>, cluster: &mut Option<Cluster>) -> anyhow::Result<Figures> {
@@ -372,6 +446,9 @@ fn soak(setup: &SoakSetup<'_>, cluster: &mut Option<Cluster>) -> anyhow::Result<
     let mut common: Vec<(String, String)> = setup.demo.environment();
     common.push((allow_root.to_owned(), allow.to_owned()));
     common.push(("LOG_LEVEL".to_owned(), "warn".to_owned()));
+    // Push notifications on, for every role alike (the flags must agree across roles).
+    common.push(("AGENT_NOTIFICATION_API_ENABLED".to_owned(), "1".to_owned()));
+    common.push(("AGENT_NOTIFICATION_DISPATCH_ENABLED".to_owned(), "1".to_owned()));
     let role = |name: &'static str, login_name: &str, extra: Vec<(String, String)>| {
         let mut env = common.clone();
         env.push(("DATABASE_URL".to_owned(), login(login_name)));
@@ -404,6 +481,22 @@ fn soak(setup: &SoakSetup<'_>, cluster: &mut Option<Cluster>) -> anyhow::Result<
             "steward-async-worker",
             "steward_async_worker",
             vec![("EMAIL_REFRESH_EVERY_SECONDS".to_owned(), "60".to_owned())],
+        ),
+        role(
+            "steward-notify",
+            "steward_notify",
+            [
+                ("APNS_TEAM_ID", "TEAM123456"),
+                ("APNS_KEY_ID", "KEY1234567"),
+                ("APNS_TOPIC", "dev.steward.client"),
+                ("APNS_KEY_FILE", &setup.apns.key_file.display().to_string()),
+                ("APNS_SANDBOX_URL", &setup.apns.url),
+                ("APNS_PRODUCTION_URL", &setup.apns.url),
+                ("APNS_CA_FILE", &setup.apns.dir.join("ca.pem").display().to_string()),
+                ("NOTIFY_LEASE_SECONDS", "10"),
+            ]
+            .map(|(name, value)| (name.to_owned(), value.to_owned()))
+            .to_vec(),
         ),
     ];
     let result = drive(setup, cluster, &mut roles);
@@ -519,7 +612,17 @@ fn drive(setup: &SoakSetup<'_>, cluster: &mut Option<Cluster>, roles: &mut [Role
     let url = setup.admin;
     let settle_deadline = Instant::now() + SETTLE;
     while Instant::now() < settle_deadline {
-        let open = count(setup.binaries, url, CHECKS[3].1)? + count(setup.binaries, url, CHECKS[6].1)?;
+        let mut open = 0;
+        for index in SETTLING {
+            open += count(setup.binaries, url, CHECKS[index].1)?;
+        }
+        // Notifications still waiting out their delay are not yet due.
+        open += count(
+            setup.binaries,
+            url,
+            "SELECT count(*) FROM notification_outbox WHERE delivered_at IS NULL AND obsolete_at IS NULL
+               AND acknowledged_at IS NULL",
+        )?;
         if open == 0 {
             break;
         }
@@ -570,6 +673,29 @@ fn drive(setup: &SoakSetup<'_>, cluster: &mut Option<Cluster>, roles: &mut [Role
         "schedules: made, fired and completed".to_owned(),
         format!("{created}, {fired}"),
         fired > 0,
+    ));
+    let delivered = psql(
+        setup.binaries,
+        url,
+        "SELECT id FROM notification_outbox WHERE delivered_at IS NOT NULL",
+    )?;
+    let delivered: Vec<&str> = delivered.lines().filter(|line| !line.is_empty()).collect();
+    let (alerts, signed) = setup.apns.alerts()?;
+    let never_pushed = delivered.iter().filter(|id| !alerts.contains_key(**id)).count();
+    let repeated = alerts.values().filter(|pushes| **pushes > 1).count();
+    let notifier_kills = roles
+        .iter()
+        .find(|role| role.name == "steward-notify")
+        .map_or(0, |role| role.kills);
+    rows.push((
+        "notifications delivered, pushed; recorded delivered but never pushed".to_owned(),
+        format!("{}, {}; {never_pushed}", delivered.len(), alerts.len()),
+        never_pushed == 0 && !delivered.is_empty() && signed,
+    ));
+    rows.push((
+        "notifications pushed twice (only one in flight at each kill of the notifier may be; the device shows it once, by its collapse id)".to_owned(),
+        format!("{repeated} (notifier killed {notifier_kills} times)"),
+        repeated as u32 <= notifier_kills,
     ));
     let listed = |name: &str| load[name].as_array().map_or(0, Vec::len);
     rows.push((
@@ -626,4 +752,28 @@ fn drive(setup: &SoakSetup<'_>, cluster: &mut Option<Cluster>, roles: &mut [Role
         roles: memory,
         database_restarts,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn minutes_default_to_ten_and_refuse_what_is_not_a_positive_number() {
+        assert_eq!(parse(Vec::new()).expect("default"), 10);
+        assert_eq!(parse(vec!["--minutes".into(), "2".into()]).expect("two"), 2);
+        for bad in [
+            vec!["--minutes".into(), "0".into()],
+            vec!["--minutes".into(), "x".into()],
+            vec!["--hours".into(), "1".into()],
+        ] {
+            assert!(parse(bad).is_err());
+        }
+    }
+
+    #[test]
+    fn the_dice_stay_below_their_bound() {
+        let mut dice = Dice::new();
+        assert!((0..1000).all(|_| dice.below(7) < 7));
+    }
 }

@@ -27,7 +27,10 @@
 //! - `inbox` and `refresh`: Email mode's budgets (see `email.rs`).
 //! - `soak BASE TOKEN_FILE SECONDS DEMO_MAIL_DIR`: not a measurement but the day-shaped load of
 //!   `cargo xtask soak` (see `soak.rs`).
+//! - `apns DIR`: not a measurement but the push provider stand-in of `cargo xtask soak` (see
+//!   `apns.rs`).
 
+mod apns;
 mod email;
 mod soak;
 
@@ -236,8 +239,9 @@ async fn main() -> anyhow::Result<()> {
         Some("inbox") => email::inbox(&args[1..]).await?,
         Some("refresh") => email::refresh(&args[1..]).await?,
         Some("soak") => soak::soak(&args[1..]).await?,
+        Some("apns") => apns::apns(&args[1..]).await?,
         _ => bail!(
-            "usage: steward-bench submits|events|idle|rss|replay|langgraph|floor|model|inbox|refresh|soak ARGS (see the source's header)"
+            "usage: steward-bench submits|events|idle|rss|replay|langgraph|floor|model|inbox|refresh|soak|apns ARGS (see the source's header)"
         ),
     };
     println!("{result}");

@@ -3,8 +3,9 @@
 //! roles and restarts PostgreSQL under it.
 //!
 //! - Conversations: four owners' clients, each in its own session, sending messages in turn that
-//!   the offline model answers plainly, that propose `notes.add` (approved, or every fourth
-//!   denied), or that ask the owner a question (answered).
+//!   the offline model answers plainly, that propose `notes.add` (approved, or one in eight
+//!   denied), or that ask the owner a question (answered; by one of them only after
+//!   35 seconds, so its questions are pushed to the owner's phone, registered at the start).
 //! - Schedules: one due each minute of the run, firing a run each.
 //! - Email mode on the demo mailbox: refreshes, archives, and Review & Sends approved once.
 //!
@@ -293,6 +294,10 @@ impl Soak {
                     }
                     2 => {
                         let question = self.question(&session, &run).await?;
+                        // One owner answers late: its questions are pushed to the phone first.
+                        if index == OWNERS - 1 {
+                            tokio::time::sleep(Duration::from_secs(35)).await;
+                        }
                         let (status, value) = self
                             .call(
                                 reqwest::Method::POST,
@@ -569,6 +574,14 @@ pub async fn soak(args: &[String]) -> anyhow::Result<Value> {
         retries: AtomicU64::new(0),
         keys: AtomicU64::new(0),
     });
+    // The owner's phone, so what waits on the owner is pushed (through the xtask's stand-in).
+    let device = json!({"client_device_id": "soak-phone", "push_token": "c0ffee".repeat(8), "environment": "sandbox"});
+    let (status, value) = soak
+        .call(reqwest::Method::POST, "/v1/devices", Some(&device), None)
+        .await?;
+    if !(200..300).contains(&status) {
+        bail!("registering the device answered {status}: {value}");
+    }
     soak.schedules().await?;
     let mut clients = tokio::task::JoinSet::new();
     for index in 0..OWNERS {

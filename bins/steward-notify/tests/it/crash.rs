@@ -116,7 +116,7 @@ fn spawn_notifier(database_url: &str, apns: &str, key_file: &str, ca_file: &str)
 #[tokio::test]
 async fn a_notifier_rides_out_the_database_going_away() {
     let setup = setup().await;
-    device(&setup, "phone", &"b".repeat(64), "sandbox").await;
+    device(&setup, "phone", &"c".repeat(64), "sandbox").await;
     let dir = tempfile_dir();
     let key_file = private_file(&dir, "apns.p8", &setup.signing_pem);
     let ca_file = private_file(&dir, "ca.pem", &setup.fake.ca_pem);
