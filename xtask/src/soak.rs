@@ -221,7 +221,7 @@ impl Figures {
         let _ = writeln!(
             out,
             "# Soak\n\nThe figures of the latest `cargo xtask soak --minutes {}` on this repository's \
-             reference machine (2 cores): the whole stack under a day-shaped load while every role is \
+             reference machine (2 cores, debug builds): the whole stack under a day-shaped load while every role is \
              killed with SIGKILL and restarted and PostgreSQL is restarted once. How it works: \
              [reliability](reliability.md#a-soak-with-faults).\n",
             self.minutes
