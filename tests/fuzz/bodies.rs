@@ -3,8 +3,13 @@
 use api::untrusted::json_body;
 use domain::ErrorCode;
 use proptest::prelude::*;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
-use wire::request::{AnswerQuestion, CreateSession, DecideApproval, ScheduleDefinition, SubmitMessage, UpdateSession};
+use wire::email::{CreateDraft, ReviewDraft, SaveDraft};
+use wire::request::{
+    AnswerQuestion, CreateSession, DecideApproval, FolderName, RegisterDevice, SaveModelSettings, ScheduleDefinition,
+    SubmitMessage, UpdateSession,
+};
 
 use crate::{bounded, inputs, property, serial};
 
@@ -15,12 +20,26 @@ const SUBMIT_MESSAGE: &str =
 const DECIDE: &str = r#"{"decision":"approve_once"}"#;
 const ANSWER: &str = r#"{"question_id":"0b5e7a52-51b5-4c1f-8f3e-6d1c2a3b4c5d","text":"Friday at noon"}"#;
 const UPDATE_SESSION: &str = r#"{"folder_id":null}"#;
+const DEVICE: &str =
+    r#"{"client_device_id":"phone-1","push_token":"c0ffee00c0ffee00c0ffee00c0ffee00","environment":"sandbox"}"#;
+const DRAFT: &str = r#"{"thread_id":"0b5e7a52-51b5-4c1f-8f3e-6d1c2a3b4c5d","to":["ada@example.com"],"cc":[],"subject":"Re: lunch","body":"Friday works."}"#;
+const REVIEW: &str = r#"{"revision":2}"#;
 const SCHEDULE: &str = r#"{"title":"Morning brief","instruction":"Summarize my day","agent_id":"default","agent_version":"1","policy_profile":"default","requested_scopes":["mcp.mail_read.use"],"limits":{"max_steps":8,"max_model_calls":8,"max_tool_calls":8,"max_cost":"0.50"},"run_timeout_seconds":600,"cadence":{"kind":"DAILY","local_time":"07:30:00","timezone":"Europe/Paris"},"misfire_grace_seconds":3600,"max_consecutive_failures":3}"#;
 
 fn corpus() -> Vec<Vec<u8>> {
-    [CREATE_SESSION, SUBMIT_MESSAGE, DECIDE, ANSWER, UPDATE_SESSION, SCHEDULE]
-        .map(|text| text.as_bytes().to_vec())
-        .to_vec()
+    [
+        CREATE_SESSION,
+        SUBMIT_MESSAGE,
+        DECIDE,
+        ANSWER,
+        UPDATE_SESSION,
+        SCHEDULE,
+        DEVICE,
+        DRAFT,
+        REVIEW,
+    ]
+    .map(|text| text.as_bytes().to_vec())
+    .to_vec()
 }
 
 #[test]
@@ -32,16 +51,31 @@ fn the_corpus_is_well_formed() {
     json_body::<AnswerQuestion>(ANSWER.as_bytes()).expect("answer");
     json_body::<UpdateSession>(UPDATE_SESSION.as_bytes()).expect("update");
     json_body::<ScheduleDefinition>(SCHEDULE.as_bytes()).expect("schedule");
+    json_body::<RegisterDevice>(DEVICE.as_bytes()).expect("device");
+    json_body::<CreateDraft>(DRAFT.as_bytes()).expect("draft");
+    json_body::<ReviewDraft>(REVIEW.as_bytes()).expect("review");
 }
 
-/// Parses `bytes` as a `T`; an error must be one of the two a body can earn.
-fn check<T: DeserializeOwned>(bytes: &[u8]) -> Result<(), TestCaseError> {
-    if let Err(problem) = json_body::<T>(bytes) {
-        prop_assert!(
+/// Parses `bytes` as a `T`. A body that parses means what it says: written back as JSON, it
+/// parses to the same value (nothing of it was dropped or invented). One that does not earns one
+/// of the two problems a body can earn.
+fn check<T: DeserializeOwned + Serialize + PartialEq + std::fmt::Debug>(bytes: &[u8]) -> Result<(), TestCaseError> {
+    match json_body::<T>(bytes) {
+        Ok(value) => {
+            let written = serde_json::to_vec(&value).expect("a request body serializes");
+            let again = json_body::<T>(&written);
+            prop_assert!(
+                again.as_ref().is_ok_and(|again| *again == value),
+                "{:?} then {:?}",
+                value,
+                again.err().map(|problem| problem.code())
+            );
+        }
+        Err(problem) => prop_assert!(
             matches!(problem.code(), ErrorCode::InvalidRequest | ErrorCode::ValidationFailed),
             "{:?}",
             problem.code()
-        );
+        ),
     }
     Ok(())
 }
@@ -56,6 +90,12 @@ fn a_request_body_parses_or_earns_a_clean_problem() {
             check::<DecideApproval>(&bytes)?;
             check::<AnswerQuestion>(&bytes)?;
             check::<ScheduleDefinition>(&bytes)?;
+            check::<FolderName>(&bytes)?;
+            check::<RegisterDevice>(&bytes)?;
+            check::<SaveModelSettings>(&bytes)?;
+            check::<CreateDraft>(&bytes)?;
+            check::<SaveDraft>(&bytes)?;
+            check::<ReviewDraft>(&bytes)?;
             Ok(())
         })
     });

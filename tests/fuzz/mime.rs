@@ -1,6 +1,6 @@
 //! The MIME projection: a provider's raw RFC 5322 bytes, written by whoever sent the mail.
 
-use email::project::{TEXT_MAX_CHARS, project};
+use email::project::{ProjectError, TEXT_MAX_CHARS, project};
 use proptest::prelude::*;
 
 use crate::{bounded, inputs, property, serial};
@@ -34,6 +34,19 @@ fn the_corpus_is_real_mail() {
     assert_eq!(projected[2].attachments.len(), 2, "{:?}", projected[2].attachments);
     assert!(projected[2].bulk.auto_submitted);
     assert!(projected[3].text.contains("could not be delivered"));
+}
+
+/// The input `cargo xtask fuzz` found: a nested multipart that trips mail-parser 0.11's debug
+/// assertion. The projection refuses it instead of panicking (a release build, without the
+/// assertion, parses what it can).
+#[test]
+fn a_message_whose_parse_panics_is_refused() {
+    let _serial = serial();
+    let raw = include_bytes!("corpus/nested-multipart-panic.eml");
+    let projected = std::panic::catch_unwind(|| project(raw)).expect("the projection does not panic");
+    if cfg!(debug_assertions) {
+        assert_eq!(projected, Err(ProjectError::Unparseable));
+    }
 }
 
 #[test]

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use pgcluster::{Binaries, Cluster};
+use pgcluster::{Binaries, Cluster, Durability};
 use serde_json::Value;
 
 const USAGE: &str = "usage: cargo xtask soak [--minutes N]";
@@ -145,9 +145,11 @@ fn count(binaries: &Binaries, url: &str, sql: &str) -> anyhow::Result<i64> {
 /// The checks: (what, the SQL counting what breaks it). Each must count 0.
 const CHECKS: &[(&str, &str)] = &[
     (
-        "approved `notes.add` calls without exactly one note",
-        "SELECT count(*) FROM approvals a WHERE a.tool = 'notes.add' AND a.status = 'APPROVED'
-           AND (SELECT count(*) FROM notes n WHERE n.invocation_id = a.invocation_id) <> 1",
+        "approved `notes.add` calls without exactly one note (one of unknown outcome: at most one)",
+        "SELECT count(*) FROM approvals a JOIN tool_invocations i ON i.id = a.invocation_id
+           CROSS JOIN LATERAL (SELECT count(*) AS notes FROM notes n WHERE n.invocation_id = a.invocation_id) n
+           WHERE a.tool = 'notes.add' AND a.status = 'APPROVED'
+             AND (n.notes > 1 OR (n.notes = 0 AND i.state <> 'outcome_unknown'))",
     ),
     (
         "notes without an approved call",
@@ -164,13 +166,10 @@ const CHECKS: &[(&str, &str)] = &[
         "runs not ended",
         "SELECT count(*) FROM runs WHERE state NOT IN ('completed', 'failed', 'cancelled')",
     ),
+    ("runs failed", "SELECT count(*) FROM runs WHERE state = 'failed'"),
     (
-        "runs failed",
-        "SELECT count(*) FROM runs WHERE state = 'failed'",
-    ),
-    (
-        "tool calls stuck (queued, approved, dispatching or of unknown outcome)",
-        "SELECT count(*) FROM tool_invocations WHERE state IN ('queued', 'approved', 'dispatching', 'outcome_unknown')",
+        "tool calls stuck (queued, approved or dispatching)",
+        "SELECT count(*) FROM tool_invocations WHERE state IN ('queued', 'approved', 'dispatching')",
     ),
     (
         "email operations unsettled",
@@ -186,9 +185,8 @@ const CHECKS: &[(&str, &str)] = &[
         "SELECT count(*) FROM questions q WHERE (SELECT count(*) FROM notification_outbox n WHERE n.question_id = q.id) <> 1",
     ),
     (
-        "schedules due during the run without exactly one completed occurrence",
+        "schedules (each due during the day) without exactly one completed occurrence",
         "SELECT count(*) FROM schedules s WHERE s.title LIKE 'Soak %'
-           AND (date_trunc('day', now() AT TIME ZONE 'UTC') + s.local_time::time) AT TIME ZONE 'UTC' < now() - interval '60 seconds'
            AND (SELECT count(*) FROM schedule_occurrences o JOIN runs r ON r.id = o.run_id
                 WHERE o.schedule_id = s.id AND r.state = 'completed') <> 1",
     ),
@@ -197,10 +195,24 @@ const CHECKS: &[(&str, &str)] = &[
         "SELECT count(*) FROM notification_outbox WHERE delivered_at IS NULL AND obsolete_at IS NULL
            AND acknowledged_at IS NULL AND deliver_after < now() - interval '20 seconds'",
     ),
+    (
+        "mail reconciliations open",
+        "SELECT count(*) FROM mail_reconciliations WHERE state IN ('dispatching', 'pending')",
+    ),
 ];
 
-/// The index in [`CHECKS`] of each check the settling waits for.
-const SETTLING: [usize; 3] = [3, 6, 10];
+/// What the settling waits to see at 0: every run ended, every operation and reconciliation
+/// settled, every schedule fired, every notification delivered or obsolete.
+const SETTLED: &[&str] = &[
+    "SELECT count(*) FROM runs WHERE state NOT IN ('completed', 'failed', 'cancelled')",
+    "SELECT count(*) FROM email_operations
+       WHERE state IN ('queued', 'dispatching') OR (state = 'uncertain' AND reconciled_at IS NULL)",
+    "SELECT count(*) FROM mail_reconciliations WHERE state IN ('dispatching', 'pending')",
+    "SELECT count(*) FROM schedules s WHERE s.title LIKE 'Soak %'
+       AND NOT EXISTS (SELECT 1 FROM schedule_occurrences o WHERE o.schedule_id = s.id)",
+    "SELECT count(*) FROM notification_outbox WHERE delivered_at IS NULL AND obsolete_at IS NULL
+       AND acknowledged_at IS NULL",
+];
 
 /// What the run measured, for the report.
 struct Figures {
@@ -305,11 +317,9 @@ fn soak_for(minutes: u64) -> anyhow::Result<bool> {
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(dir.join("logs")).context("create target/soak")?;
     let binaries = crate::postgres::ensure_binaries()?;
-    let mut cluster = Some(Cluster::persistent(&binaries, &dir.join("pg")).context("start the soak cluster")?);
-    let admin = cluster
-        .as_ref()
-        .map(|cluster| cluster.url("steward"))
-        .unwrap_or_default();
+    // Temporary (removed even if this process dies) but durable: it is restarted mid-run.
+    let mut cluster = Cluster::temporary_with(&binaries, Durability::Durable).context("start the soak cluster")?;
+    let admin = cluster.url("steward");
     let setup = (|| {
         crate::postgres::prepare_database(&bin, &admin)?;
         let token_file = dir.join("api-token");
@@ -327,15 +337,7 @@ fn soak_for(minutes: u64) -> anyhow::Result<bool> {
         };
         anyhow::Ok((token_file, port, demo, apns))
     })();
-    let (token_file, port, mut demo, mut apns) = match setup {
-        Ok(setup) => setup,
-        Err(error) => {
-            if let Some(cluster) = cluster.as_mut() {
-                let _ = cluster.stop();
-            }
-            return Err(error);
-        }
-    };
+    let (token_file, port, mut demo, mut apns) = setup?;
     let outcome = soak(
         &SoakSetup {
             minutes,
@@ -352,9 +354,7 @@ fn soak_for(minutes: u64) -> anyhow::Result<bool> {
     );
     demo.stop();
     crate::stop(&mut apns.child);
-    if let Some(cluster) = cluster.as_mut() {
-        let _ = cluster.stop();
-    }
+    drop(cluster);
     let figures = outcome?;
     let report = figures.markdown();
     println!("\n{report}");
@@ -440,7 +440,7 @@ impl Apns {
     }
 }
 
-fn soak(setup: &SoakSetup<'_>, cluster: &mut Option<Cluster>) -> anyhow::Result<Figures> {
+fn soak(setup: &SoakSetup<'_>, cluster: &mut Cluster) -> anyhow::Result<Figures> {
     let login = |name: &str| pgcluster::with_user(setup.admin, name);
     let (allow_root, allow) = crate::postgres::ALLOW_ROOT;
     let mut common: Vec<(String, String)> = setup.demo.environment();
@@ -506,12 +506,34 @@ fn soak(setup: &SoakSetup<'_>, cluster: &mut Option<Cluster>) -> anyhow::Result<
     result
 }
 
+/// A child process killed and waited for when dropped (the load, should the soak end early).
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = kill(Pid::from_raw(self.0.id() as i32), Signal::SIGKILL);
+        }
+        let _ = self.0.wait();
+    }
+}
+
+/// Restarts (and counts) every role that exited on its own.
+fn restart_exited(roles: &mut [Role]) -> anyhow::Result<()> {
+    for role in roles.iter_mut() {
+        if role.exited()? {
+            eprintln!("xtask: soak: {} exited on its own; restarted", role.name);
+        }
+    }
+    Ok(())
+}
+
 fn api_ready(setup: &SoakSetup<'_>, roles: &mut [Role]) -> anyhow::Result<()> {
     let api = roles[0].child.as_mut().context("the API runs")?;
     crate::dev::wait_ready(setup.listen, api)
 }
 
-fn drive(setup: &SoakSetup<'_>, cluster: &mut Option<Cluster>, roles: &mut [Role]) -> anyhow::Result<Figures> {
+fn drive(setup: &SoakSetup<'_>, cluster: &mut Cluster, roles: &mut [Role]) -> anyhow::Result<Figures> {
     for role in roles.iter_mut() {
         role.spawn()?;
     }
@@ -523,18 +545,20 @@ fn drive(setup: &SoakSetup<'_>, cluster: &mut Option<Cluster>, roles: &mut [Role
 
     let length = Duration::from_secs(setup.minutes * 60);
     let load_log = fs::File::create(setup.dir.join("logs/load.log"))?;
-    let mut load = Command::new(setup.bin.join("steward-bench"))
-        .args([
-            "soak",
-            &format!("http://{}", setup.listen),
-            &setup.token_file.display().to_string(),
-            &length.as_secs().to_string(),
-            &setup.dir.join("demo-mail").display().to_string(),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(load_log)
-        .spawn()
-        .context("start the load")?;
+    let mut load = Reaped(
+        Command::new(setup.bin.join("steward-bench"))
+            .args([
+                "soak",
+                &format!("http://{}", setup.listen),
+                &setup.token_file.display().to_string(),
+                &length.as_secs().to_string(),
+                &setup.dir.join("demo-mail").display().to_string(),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(load_log)
+            .spawn()
+            .context("start the load")?,
+    );
 
     // Chaos for the first 80% of the day: one kill at a time, each role in turn (in an order
     // shuffled anew each round), and PostgreSQL restarted once, halfway.
@@ -548,18 +572,12 @@ fn drive(setup: &SoakSetup<'_>, cluster: &mut Option<Cluster>, roles: &mut [Role
     let mut database_restarts = 0;
     while started.elapsed() < chaos {
         std::thread::sleep(Duration::from_millis(250));
-        for role in roles.iter_mut() {
-            if role.exited()? {
-                eprintln!("xtask: soak: {} exited on its own; restarted", role.name);
-            }
-        }
-        if database_restarts == 0 && started.elapsed() >= chaos / 2 {
+        restart_exited(roles)?;
+        if database_restarts == 0 && started.elapsed() >= length / 2 {
             eprintln!("xtask: soak: restarting PostgreSQL");
-            if let Some(mut running) = cluster.take() {
-                running.stop().context("stop PostgreSQL")?;
-            }
+            cluster.stop().context("stop PostgreSQL")?;
             std::thread::sleep(Duration::from_secs(3));
-            *cluster = Some(Cluster::persistent(setup.binaries, &setup.dir.join("pg")).context("restart PostgreSQL")?);
+            cluster.restart(setup.binaries).context("restart PostgreSQL")?;
             database_restarts += 1;
         }
         if Instant::now() >= next_kill {
@@ -585,22 +603,17 @@ fn drive(setup: &SoakSetup<'_>, cluster: &mut Option<Cluster>, roles: &mut [Role
     // The load ends with its day, after finishing the flows it has begun.
     let deadline = started + length + SETTLE * 2;
     let status = loop {
-        for role in roles.iter_mut() {
-            if role.exited()? {
-                eprintln!("xtask: soak: {} exited on its own; restarted", role.name);
-            }
-        }
-        if let Some(status) = load.try_wait()? {
+        restart_exited(roles)?;
+        if let Some(status) = load.0.try_wait()? {
             break status;
         }
         if Instant::now() > deadline {
-            let _ = kill(Pid::from_raw(load.id() as i32), Signal::SIGKILL);
             bail!("the load did not finish (target/soak/logs/load.log)");
         }
         std::thread::sleep(Duration::from_millis(500));
     };
     let mut output = String::new();
-    if let Some(mut stdout) = load.stdout.take() {
+    if let Some(mut stdout) = load.0.stdout.take() {
         std::io::Read::read_to_string(&mut stdout, &mut output)?;
     }
     if !status.success() {
@@ -612,17 +625,11 @@ fn drive(setup: &SoakSetup<'_>, cluster: &mut Option<Cluster>, roles: &mut [Role
     let url = setup.admin;
     let settle_deadline = Instant::now() + SETTLE;
     while Instant::now() < settle_deadline {
+        restart_exited(roles)?;
         let mut open = 0;
-        for index in SETTLING {
-            open += count(setup.binaries, url, CHECKS[index].1)?;
+        for sql in SETTLED {
+            open += count(setup.binaries, url, sql)?;
         }
-        // Notifications still waiting out their delay are not yet due.
-        open += count(
-            setup.binaries,
-            url,
-            "SELECT count(*) FROM notification_outbox WHERE delivered_at IS NULL AND obsolete_at IS NULL
-               AND acknowledged_at IS NULL",
-        )?;
         if open == 0 {
             break;
         }
@@ -630,6 +637,7 @@ fn drive(setup: &SoakSetup<'_>, cluster: &mut Option<Cluster>, roles: &mut [Role
     }
     // Memory after a quiet moment.
     std::thread::sleep(Duration::from_secs(5));
+    restart_exited(roles)?;
 
     let mut rows = Vec::new();
     for (what, sql) in CHECKS {
@@ -646,15 +654,33 @@ fn drive(setup: &SoakSetup<'_>, cluster: &mut Option<Cluster>, roles: &mut [Role
         format!("{} / {approved}", load["approvals_approved"]),
         load["approvals_approved"].as_i64() == Some(approved),
     ));
+    // Sent: the call succeeded, or its outcome was unknown and reconciliation found the message.
     let sent: i64 = count(
         setup.binaries,
         url,
-        "SELECT count(*) FROM email_drafts d JOIN tool_invocations i ON i.run_id = d.send_run WHERE i.state = 'succeeded'",
+        "SELECT count(*) FROM email_drafts d JOIN tool_invocations i ON i.run_id = d.send_run
+           WHERE i.state = 'succeeded'
+              OR EXISTS (SELECT 1 FROM mail_reconciliations m WHERE m.invocation_id = i.id AND m.state = 'found')",
     )?;
     rows.push((
-        "Review & Sends: approved, sent by the service, in the provider's Sent".to_owned(),
-        format!("{} / {sent} / {}", load["sends_approved"], load["provider_sent"]),
-        load["provider_sent"].as_i64() == Some(sent) && load["sends_approved"].as_i64() == Some(sent) && sent > 0,
+        "Review & Sends: approved; sent, by the service's record and in the provider's Sent".to_owned(),
+        format!("{}; {sent}, {}", load["sends_approved"], load["provider_sent"]),
+        load["provider_sent"].as_i64() == Some(sent) && sent > 0,
+    ));
+    let unknown = count(
+        setup.binaries,
+        url,
+        "SELECT count(*) FROM tool_invocations WHERE state = 'outcome_unknown'",
+    )?;
+    let worker_kills = roles
+        .iter()
+        .find(|role| role.name == "steward-worker")
+        .map_or(0, |role| role.kills);
+    rows.push((
+        "tool calls of unknown outcome (only one in flight at each kill of the worker may be; never repeated)"
+            .to_owned(),
+        format!("{unknown} (worker killed {worker_kills} times)"),
+        unknown <= i64::from(worker_kills),
     ));
     let (created, fired): (i64, i64) = (
         count(
@@ -714,17 +740,15 @@ fn drive(setup: &SoakSetup<'_>, cluster: &mut Option<Cluster>, roles: &mut [Role
         let end = role.pid().map_or(0, rss_kib);
         memory.push((role.name.to_owned(), role.kills, role.exits, role.idle_kib, end));
     }
-    let near_idle = memory
+    // A role not running (RSS 0) counts as far from idle.
+    let far = memory
         .iter()
-        .all(|(_, _, _, idle, end)| *end <= (*idle * 2).max(*idle + 32 * 1024));
+        .filter(|(_, _, _, idle, end)| *end == 0 || *end > (*idle * 2).max(*idle + 32 * 1024))
+        .count();
     rows.push((
         "roles whose memory is not back near idle (at most twice it, or 32 MiB above)".to_owned(),
-        memory
-            .iter()
-            .filter(|(_, _, _, idle, end)| *end > (*idle * 2).max(*idle + 32 * 1024))
-            .count()
-            .to_string(),
-        near_idle,
+        far.to_string(),
+        far == 0,
     ));
     let killed_each = roles.iter().all(|role| role.kills > 0);
     rows.push((

@@ -324,18 +324,24 @@ impl Soak {
         Ok(())
     }
 
-    /// One schedule due each minute of the day (the first at least 30 seconds ahead), firing a
-    /// plain run each.
+    /// One schedule due each minute of the day (the first 20 to 80 seconds ahead, the last at
+    /// least 40 seconds before the day ends, so each fires while the load runs), firing a plain
+    /// run each.
     async fn schedules(&self) -> anyhow::Result<()> {
-        let minutes = self.length.as_secs().div_ceil(60).max(1);
-        let soon = jiff::Timestamp::now()
-            .checked_add(jiff::SignedDuration::from_secs(90))?
+        let now = jiff::Timestamp::now();
+        let soon = now
+            .checked_add(jiff::SignedDuration::from_secs(80))?
             .to_zoned(jiff::tz::TimeZone::UTC);
-        // The minute that starts between 30 and 90 seconds from now.
         let first = soon.checked_sub(jiff::SignedDuration::from_secs(i64::from(soon.second())))?;
+        let last = now
+            .checked_add(jiff::SignedDuration::try_from(self.length)?)?
+            .checked_sub(jiff::SignedDuration::from_secs(40))?;
         let version = self.agent_version().await?;
-        for minute in 0..minutes {
-            let at = first.checked_add(jiff::SignedDuration::from_mins(minute as i64))?;
+        for minute in 0.. {
+            let at = first.checked_add(jiff::SignedDuration::from_mins(minute))?;
+            if at.timestamp() > last {
+                break;
+            }
             let definition = json!({
                 "title": format!("Soak {minute}"),
                 "instruction": format!("Soak schedule {minute}"),
@@ -463,15 +469,22 @@ impl Soak {
             .await?;
         let id = draft["draft_id"].as_str().context("draft id")?.to_owned();
         let revision = draft["revision"].clone();
-        self.expect(
-            reqwest::Method::POST,
-            &format!("/v1/email/drafts/{id}/review"),
-            Some(&json!({"revision": revision})),
-            None,
-            202,
-        )
-        .await?;
         let path = format!("/v1/email/drafts/{id}");
+        let (status, value) = self
+            .call(
+                reqwest::Method::POST,
+                &format!("{path}/review"),
+                Some(&json!({"revision": revision})),
+                None,
+            )
+            .await?;
+        if status != 202 {
+            // A retry of a review whose answer was lost finds the draft already frozen.
+            let (_, now) = self.call(reqwest::Method::GET, &path, None, None).await?;
+            if now["send"]["revision"] != revision {
+                bail!("the review answered {status}: {value}");
+            }
+        }
         let approval = self
             .until(&path, "the send's approval", |draft| {
                 (draft["send"]["state"] == "awaiting_approval")

@@ -151,7 +151,7 @@ pub fn project(raw: &[u8]) -> Result<ProjectedMessage, ProjectError> {
     // A stranger's bytes: a panic in the parser refuses the message instead of taking the role
     // down (and, the message being fetched again, down again). mail-parser 0.11 has a debug
     // assertion that malformed nested multiparts trip; `cargo xtask fuzz` found it, and
-    // `tests/proptest-regressions/mime.txt` keeps the input.
+    // `tests/fuzz/corpus/nested-multipart-panic.eml` keeps the input.
     std::panic::catch_unwind(|| parse(raw)).unwrap_or(Err(ProjectError::Unparseable))
 }
 

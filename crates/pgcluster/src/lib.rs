@@ -152,6 +152,7 @@ pub struct Cluster {
     root: PathBuf,
     socket_dir: PathBuf,
     temporary: bool,
+    durability: Durability,
 }
 
 impl Cluster {
@@ -255,6 +256,7 @@ impl Cluster {
             root: root.to_owned(),
             socket_dir,
             temporary: false,
+            durability,
         };
         cluster.wait_ready(&data, &log_path)?;
         Ok(cluster)
@@ -296,6 +298,20 @@ impl Cluster {
             }
             std::thread::sleep(Duration::from_millis(25));
         }
+    }
+
+    /// Stops the server (a fast shutdown, as [`Cluster::stop`]) and starts it again on the same
+    /// data, socket and port: what a database restart looks like to its clients. A temporary
+    /// cluster keeps being removed on drop or by a reaper.
+    pub fn restart(&mut self, binaries: &Binaries) -> Result<(), ClusterError> {
+        self.stop()?;
+        let mut restarted = Cluster::start(binaries, Identity::current()?, &self.root, self.durability)?;
+        self.child = restarted.child.take();
+        if self.temporary {
+            // The first reaper no longer matches the server's pid; this one watches the new server.
+            self.spawn_reaper()?;
+        }
+        Ok(())
     }
 
     /// A reaper in its own process group (so a terminal Ctrl-C does not reach it) that waits for

@@ -42,6 +42,24 @@ fn dropping_a_temporary_cluster_stops_it_and_removes_its_directory() {
     assert!(!root.exists(), "the directory is gone");
 }
 
+#[test]
+fn a_restarted_cluster_serves_again_on_the_same_socket_and_is_still_removed_on_drop() {
+    let binaries = Binaries::locate().expect("PostgreSQL binaries (run `cargo xtask test`)");
+    let mut cluster = Cluster::temporary(&binaries).expect("start");
+    let (first, url) = (cluster.pid().expect("running"), cluster.url("postgres"));
+    let root = cluster.socket_dir().parent().expect("root").to_owned();
+    cluster.restart(&binaries).expect("restart");
+    let second = cluster.pid().expect("running again");
+    assert_ne!(first, second, "a new server");
+    assert!(!alive(first), "the first server stopped");
+    assert!(alive(second));
+    assert_eq!(cluster.url("postgres"), url, "clients reconnect to the same address");
+    assert!(cluster.socket_dir().join(".s.PGSQL.5432").exists(), "listening again");
+    drop(cluster);
+    assert!(!alive(second), "the restarted server stopped on drop");
+    assert!(!root.exists(), "the directory is gone");
+}
+
 /// Run as a child by the test below: starts a cluster, reports it, and exits without dropping.
 #[test]
 fn abandoned_cluster_child() {

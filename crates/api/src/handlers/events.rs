@@ -106,14 +106,16 @@ pub async fn stream(
     Ok((headers, Body::from_stream(follow(follower))).into_response())
 }
 
-/// The sequence a reconnecting client's `Last-Event-ID` names: a decimal event sequence, 0 or
-/// more (surrounding spaces allowed); anything else is `400 invalid_request`.
+/// The sequence a reconnecting client's `Last-Event-ID` names: decimal digits, as the stream's
+/// `id:` fields are written (surrounding spaces allowed; no sign); anything else is
+/// `400 invalid_request`.
 pub fn last_event_id(value: &HeaderValue) -> Result<i64, ApiError> {
     value
         .to_str()
         .ok()
-        .and_then(|text| text.trim().parse::<i64>().ok())
-        .filter(|seq| *seq >= 0)
+        .map(str::trim)
+        .filter(|text| !text.is_empty() && text.bytes().all(|byte| byte.is_ascii_digit()))
+        .and_then(|text| text.parse::<i64>().ok())
         .ok_or_else(|| ApiError::new(ErrorCode::InvalidRequest).detail("Last-Event-ID must be an event sequence"))
 }
 

@@ -226,13 +226,16 @@ async fn stream_requests_are_checked() {
     let unknown = format!("/v1/sessions/{}/events", uuid::Uuid::new_v4());
     expect_problem(app.send(Method::GET, &unknown).await, 404, "session_not_found").await;
     let session = app.new_session().await;
-    let bad = app
-        .request(Method::GET, &format!("/v1/sessions/{session}/events"))
-        .header("last-event-id", "yesterday")
-        .send()
-        .await
-        .expect("send");
-    expect_problem(bad, 400, "invalid_request").await;
+    // Only digits name an event: a sign is refused too, even on 0.
+    for value in ["yesterday", "-1", "-0", "+5", ""] {
+        let bad = app
+            .request(Method::GET, &format!("/v1/sessions/{session}/events"))
+            .header("last-event-id", value)
+            .send()
+            .await
+            .expect("send");
+        expect_problem(bad, 400, "invalid_request").await;
+    }
 }
 
 #[tokio::test]
