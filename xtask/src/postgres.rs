@@ -107,3 +107,15 @@ pub fn client_tool(binaries: &pgcluster::Binaries, name: &str) -> std::path::Pat
         .filter(|tool| tool.is_file())
         .unwrap_or_else(|| name.into())
 }
+
+/// Runs SQL on `url` (the superuser's) with `psql`; the unaligned, tuples-only output, trimmed.
+pub fn psql(binaries: &pgcluster::Binaries, url: &str, sql: &str) -> anyhow::Result<String> {
+    let output = std::process::Command::new(client_tool(binaries, "psql"))
+        .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql])
+        .output()
+        .context("run psql")?;
+    if !output.status.success() {
+        anyhow::bail!("psql failed: {}", String::from_utf8_lossy(&output.stderr).trim());
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}

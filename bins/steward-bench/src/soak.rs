@@ -144,7 +144,8 @@ impl Soak {
         Ok(value)
     }
 
-    async fn session(&self) -> anyhow::Result<String> {
+    /// A new session with the default agent: its summary.
+    async fn create_session(&self) -> anyhow::Result<Value> {
         let created = self
             .expect(
                 reqwest::Method::POST,
@@ -155,6 +156,11 @@ impl Soak {
             )
             .await?;
         self.tally().sessions += 1;
+        Ok(created)
+    }
+
+    async fn session(&self) -> anyhow::Result<String> {
+        let created = self.create_session().await?;
         created["session_id"].as_str().map(str::to_owned).context("session id")
     }
 
@@ -370,15 +376,7 @@ impl Soak {
 
     /// The default agent's version, as a session made with it records it.
     async fn agent_version(&self) -> anyhow::Result<String> {
-        let created = self
-            .expect(
-                reqwest::Method::POST,
-                "/v1/sessions",
-                Some(&json!({"agent_id": "default"})),
-                None,
-                201,
-            )
-            .await?;
+        let created = self.create_session().await?;
         created["agent_version"]
             .as_str()
             .map(str::to_owned)

@@ -65,25 +65,7 @@ impl Bench {
 
     /// Runs SQL as the cluster's superuser; the unaligned, tuples-only output, trimmed.
     pub(super) fn psql(&self, database: &str, sql: &str) -> anyhow::Result<String> {
-        let output = Command::new(client_tool(&self.binaries, "psql"))
-            .args([
-                "-X",
-                "-q",
-                "-A",
-                "-t",
-                "-v",
-                "ON_ERROR_STOP=1",
-                "-d",
-                &self.cluster.url(database),
-                "-c",
-                sql,
-            ])
-            .output()
-            .context("run psql")?;
-        if !output.status.success() {
-            bail!("psql failed: {}", String::from_utf8_lossy(&output.stderr).trim());
-        }
-        Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+        crate::postgres::psql(&self.binaries, &self.cluster.url(database), sql)
     }
 
     /// Fills the oldest session that has no events with `count` events, the `n`th (from 1) of

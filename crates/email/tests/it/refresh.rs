@@ -290,27 +290,33 @@ async fn a_refresh_is_admitted_at_most_once_a_minute_per_account() {
     assert_ne!(third.operation.id, first.operation.id);
 }
 
-#[tokio::test]
-async fn the_async_worker_updates_every_account_at_start_and_runs_what_the_owner_requests() {
-    let fake = FakeGmail::start().await;
-    fake.mailbox("owner", "owner@example.org");
-    fake.deliver("owner", "ada@example.com", "First", "Hello there.", &["INBOX"]);
-    let db = TestDatabase::new().await;
-    let worker = email::worker::AsyncWorker {
+/// The async worker on `store` for the stand-in's `owner` mailbox: an hour's cadence, polled
+/// every 20 ms.
+fn async_worker(fake: &FakeGmail, store: store::Store) -> email::worker::AsyncWorker {
+    email::worker::AsyncWorker {
         refresher: Refresher {
-            store: db.store_as("async-worker").await,
-            gmail: gmail(&fake),
+            store,
+            gmail: gmail(fake),
             backfill: jiff::SignedDuration::from_hours(24),
             classifier: Arc::new(email::classify::Classifier::Offline),
         },
-        accounts: vec![account(&fake, "owner")],
+        accounts: vec![account(fake, "owner")],
         worker_id: "async-test".into(),
         pace: email::worker::Pace {
             cadence: Duration::from_secs(3600),
             poll: Duration::from_millis(20),
             lease: Duration::from_secs(30),
         },
-    };
+    }
+}
+
+#[tokio::test]
+async fn the_async_worker_updates_every_account_at_start_and_runs_what_the_owner_requests() {
+    let fake = FakeGmail::start().await;
+    fake.mailbox("owner", "owner@example.org");
+    fake.deliver("owner", "ada@example.com", "First", "Hello there.", &["INBOX"]);
+    let db = TestDatabase::new().await;
+    let worker = async_worker(&fake, db.store_as("async-worker").await);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(worker.run(async move {
         let _ = stopped.await;
@@ -414,21 +420,7 @@ async fn the_async_worker_rides_out_the_database_going_away() {
     let relay = testkit::outage::DatabaseRelay::start(&db.url).await;
     let store =
         store::Store::connect_lazy(&relay.url(&db.url_as("async-worker")), 4).expect("a store through the relay");
-    let worker = email::worker::AsyncWorker {
-        refresher: Refresher {
-            store,
-            gmail: gmail(&fake),
-            backfill: jiff::SignedDuration::from_hours(24),
-            classifier: Arc::new(email::classify::Classifier::Offline),
-        },
-        accounts: vec![account(&fake, "owner")],
-        worker_id: "async-outage".into(),
-        pace: email::worker::Pace {
-            cadence: Duration::from_secs(3600),
-            poll: Duration::from_millis(20),
-            lease: Duration::from_secs(30),
-        },
-    };
+    let worker = async_worker(&fake, store);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = tokio::spawn(worker.run(async move {
         let _ = stopped.await;

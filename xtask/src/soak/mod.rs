@@ -9,276 +9,30 @@
 //! near its idle figure. A 10-minute run (or longer) writes its report to `docs/soak.md`; any
 //! run writes it to `target/soak/report.md`. Exits non-zero when a check fails.
 
-use std::fmt::Write as _;
 use std::fs;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 use pgcluster::{Binaries, Cluster, Durability};
 use serde_json::Value;
+
+mod apns;
+mod checks;
+mod report;
+mod roles;
+
+use self::apns::Apns;
+use self::checks::{CHECKS, SETTLED, count, psql};
+use self::report::Figures;
+use self::roles::{Dice, Reaped, Role, restart_exited, rss_kib};
 
 const USAGE: &str = "usage: cargo xtask soak [--minutes N]";
 
 /// How long, after the load has ended, everything may take to settle.
 const SETTLE: Duration = Duration::from_secs(120);
-
-/// One role's process, restartable.
-struct Role {
-    name: &'static str,
-    binary: PathBuf,
-    env: Vec<(String, String)>,
-    log: PathBuf,
-    child: Option<Child>,
-    kills: u32,
-    exits: u32,
-    idle_kib: u64,
-}
-
-impl Role {
-    fn spawn(&mut self) -> anyhow::Result<()> {
-        let log = fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .with_context(|| format!("open {}", self.log.display()))?;
-        let child = Command::new(&self.binary)
-            .envs(self.env.iter().map(|(name, value)| (name, value)))
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
-            .with_context(|| format!("start {}", self.name))?;
-        self.child = Some(child);
-        Ok(())
-    }
-
-    fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
-    }
-
-    fn kill9(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-            self.kills += 1;
-        }
-    }
-
-    /// Whether the process has exited on its own (counted, and restarted).
-    fn exited(&mut self) -> anyhow::Result<bool> {
-        let Some(child) = self.child.as_mut() else {
-            return Ok(false);
-        };
-        if child.try_wait()?.is_none() {
-            return Ok(false);
-        }
-        self.exits += 1;
-        self.child = None;
-        self.spawn()?;
-        Ok(true)
-    }
-
-    fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            crate::stop(&mut child);
-        }
-    }
-}
-
-/// A small xorshift generator for the chaos loop's timing and choices (xtask takes no `rand`
-/// for this one use).
-struct Dice(u64);
-
-impl Dice {
-    fn new() -> Dice {
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0x9e37_79b9, |now| now.as_nanos() as u64);
-        Dice(seed | 1)
-    }
-
-    fn below(&mut self, bound: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % bound.max(1)
-    }
-}
-
-/// Resident memory of a process, from /proc.
-fn rss_kib(pid: u32) -> u64 {
-    fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|status| {
-            status.lines().find_map(|line| {
-                line.strip_prefix("VmRSS:")?
-                    .trim()
-                    .strip_suffix("kB")?
-                    .trim()
-                    .parse()
-                    .ok()
-            })
-        })
-        .unwrap_or(0)
-}
-
-fn psql(binaries: &Binaries, url: &str, sql: &str) -> anyhow::Result<String> {
-    let output = Command::new(crate::postgres::client_tool(binaries, "psql"))
-        .args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql])
-        .output()
-        .context("run psql")?;
-    if !output.status.success() {
-        bail!("psql failed: {}", String::from_utf8_lossy(&output.stderr).trim());
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
-}
-
-fn count(binaries: &Binaries, url: &str, sql: &str) -> anyhow::Result<i64> {
-    let text = psql(binaries, url, sql)?;
-    text.parse().with_context(|| format!("`{sql}` gave `{text}`"))
-}
-
-/// The checks: (what, the SQL counting what breaks it). Each must count 0.
-const CHECKS: &[(&str, &str)] = &[
-    (
-        "approved `notes.add` calls without exactly one note (one of unknown outcome: at most one)",
-        "SELECT count(*) FROM approvals a JOIN tool_invocations i ON i.id = a.invocation_id
-           CROSS JOIN LATERAL (SELECT count(*) AS notes FROM notes n WHERE n.invocation_id = a.invocation_id) n
-           WHERE a.tool = 'notes.add' AND a.status = 'APPROVED'
-             AND (n.notes > 1 OR (n.notes = 0 AND i.state <> 'outcome_unknown'))",
-    ),
-    (
-        "notes without an approved call",
-        "SELECT count(*) FROM notes n WHERE NOT EXISTS (SELECT 1 FROM approvals a
-           WHERE a.invocation_id = n.invocation_id AND a.status = 'APPROVED')",
-    ),
-    (
-        "sessions whose events are not contiguous from 1",
-        "SELECT count(*) FROM (SELECT s.id FROM sessions s LEFT JOIN events e ON e.session_id = s.id
-           GROUP BY s.id, s.last_event_seq
-           HAVING count(e.seq) <> s.last_event_seq OR coalesce(max(e.seq), 0) <> s.last_event_seq) gaps",
-    ),
-    (
-        "runs not ended",
-        "SELECT count(*) FROM runs WHERE state NOT IN ('completed', 'failed', 'cancelled')",
-    ),
-    ("runs failed", "SELECT count(*) FROM runs WHERE state = 'failed'"),
-    (
-        "tool calls stuck (queued, approved or dispatching)",
-        "SELECT count(*) FROM tool_invocations WHERE state IN ('queued', 'approved', 'dispatching')",
-    ),
-    (
-        "email operations unsettled",
-        "SELECT count(*) FROM email_operations
-           WHERE state IN ('queued', 'dispatching') OR (state = 'uncertain' AND reconciled_at IS NULL)",
-    ),
-    (
-        "approvals not queued for notification exactly once",
-        "SELECT count(*) FROM approvals a WHERE (SELECT count(*) FROM notification_outbox n WHERE n.approval_id = a.id) <> 1",
-    ),
-    (
-        "questions not queued for notification exactly once",
-        "SELECT count(*) FROM questions q WHERE (SELECT count(*) FROM notification_outbox n WHERE n.question_id = q.id) <> 1",
-    ),
-    (
-        "schedules (each due during the day) without exactly one completed occurrence",
-        "SELECT count(*) FROM schedules s WHERE s.title LIKE 'Soak %'
-           AND (SELECT count(*) FROM schedule_occurrences o JOIN runs r ON r.id = o.run_id
-                WHERE o.schedule_id = s.id AND r.state = 'completed') <> 1",
-    ),
-    (
-        "notifications due for 20 seconds and not delivered",
-        "SELECT count(*) FROM notification_outbox WHERE delivered_at IS NULL AND obsolete_at IS NULL
-           AND acknowledged_at IS NULL AND deliver_after < now() - interval '20 seconds'",
-    ),
-    (
-        "mail reconciliations open",
-        "SELECT count(*) FROM mail_reconciliations WHERE state IN ('dispatching', 'pending')",
-    ),
-];
-
-/// What the settling waits to see at 0: every run ended, every operation and reconciliation
-/// settled, every schedule fired, every notification delivered or obsolete.
-const SETTLED: &[&str] = &[
-    "SELECT count(*) FROM runs WHERE state NOT IN ('completed', 'failed', 'cancelled')",
-    "SELECT count(*) FROM email_operations
-       WHERE state IN ('queued', 'dispatching') OR (state = 'uncertain' AND reconciled_at IS NULL)",
-    "SELECT count(*) FROM mail_reconciliations WHERE state IN ('dispatching', 'pending')",
-    "SELECT count(*) FROM schedules s WHERE s.title LIKE 'Soak %'
-       AND NOT EXISTS (SELECT 1 FROM schedule_occurrences o WHERE o.schedule_id = s.id)",
-    "SELECT count(*) FROM notification_outbox WHERE delivered_at IS NULL AND obsolete_at IS NULL
-       AND acknowledged_at IS NULL",
-];
-
-/// What the run measured, for the report.
-struct Figures {
-    minutes: u64,
-    load: Value,
-    rows: Vec<(String, String, bool)>,
-    roles: Vec<(String, u32, u32, u64, u64)>,
-    database_restarts: u32,
-}
-
-impl Figures {
-    fn passed(&self) -> bool {
-        self.rows.iter().all(|(_, _, ok)| *ok)
-    }
-
-    fn markdown(&self) -> String {
-        let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "# Soak\n\nThe figures of the latest `cargo xtask soak --minutes {}` on this repository's \
-             reference machine (2 cores, debug builds): the whole stack under a day-shaped load while every role is \
-             killed with SIGKILL and restarted and PostgreSQL is restarted once. How it works: \
-             [reliability](reliability.md#a-soak-with-faults).\n",
-            self.minutes
-        );
-        let _ = writeln!(out, "| Check | Figure | Holds |\n|---|---|---|");
-        for (what, figure, ok) in &self.rows {
-            let _ = writeln!(out, "| {what} | {figure} | {} |", if *ok { "yes" } else { "**no**" });
-        }
-        let _ = writeln!(
-            out,
-            "\n| Role | Killed | Exited on its own | Idle RSS (MiB) | RSS after the run (MiB) |\n|---|---|---|---|---|"
-        );
-        for (name, kills, exits, idle, end) in &self.roles {
-            let _ = writeln!(
-                out,
-                "| {name} | {kills} | {exits} | {:.1} | {:.1} |",
-                *idle as f64 / 1024.0,
-                *end as f64 / 1024.0
-            );
-        }
-        let load = &self.load;
-        let _ = writeln!(
-            out,
-            "\nThe load: {} sessions, {} conversation runs ({} completed), {} approvals approved and {} \
-             denied, {} questions answered, {} schedules, {} refreshes, {} archives, {} Review & Sends \
-             approved ({} sent; {} in the provider's Sent), {} requests retried through the outages; \
-             PostgreSQL restarted {} time(s).",
-            load["sessions"],
-            load["runs"],
-            load["runs_completed"],
-            load["approvals_approved"],
-            load["approvals_denied"],
-            load["questions_answered"],
-            load["schedules"],
-            load["refreshes"],
-            load["archives"],
-            load["sends_approved"],
-            load["sends_sent"],
-            load["provider_sent"],
-            load["retries"],
-            self.database_restarts,
-        );
-        out
-    }
-}
 
 fn parse(args: Vec<String>) -> anyhow::Result<u64> {
     match args.as_slice() {
@@ -380,66 +134,6 @@ struct SoakSetup<'a> {
     apns: &'a Apns,
 }
 
-/// The push provider stand-in (`steward-bench apns`) and what the notifier needs to reach it.
-struct Apns {
-    child: Child,
-    dir: PathBuf,
-    url: String,
-    key_file: PathBuf,
-}
-
-impl Apns {
-    fn start(bin: &Path, dir: &Path, log: &Path) -> anyhow::Result<Apns> {
-        fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
-        let key_file = dir.join("apns.p8");
-        let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).context("generate the APNs key")?;
-        crate::dev::write_private(&key_file, &pair.serialize_pem()).context("write the APNs key")?;
-        let log = fs::File::create(log)?;
-        let mut child = Command::new(bin.join("steward-bench"))
-            .arg("apns")
-            .arg(dir)
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
-            .context("start the APNs stand-in")?;
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let url = loop {
-            if let Ok(url) = fs::read_to_string(dir.join("url")) {
-                break url;
-            }
-            if child.try_wait()?.is_some() || Instant::now() > deadline {
-                let _ = child.kill();
-                bail!("the APNs stand-in did not start (target/soak/logs/apns.log)");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        Ok(Apns {
-            child,
-            dir: dir.to_owned(),
-            url,
-            key_file,
-        })
-    }
-
-    /// Alert pushes by notification id (the collapse id), and whether every push carried a
-    /// provider token.
-    fn alerts(&self) -> anyhow::Result<(std::collections::HashMap<String, u32>, bool)> {
-        let log = fs::read_to_string(self.dir.join("pushes.log")).unwrap_or_default();
-        let mut alerts = std::collections::HashMap::new();
-        let mut signed = true;
-        for line in log.lines() {
-            let fields: Vec<&str> = line.split(' ').collect();
-            if let [kind, id, token] = fields.as_slice() {
-                signed &= *token == "true";
-                if *kind == "alert" {
-                    *alerts.entry((*id).to_owned()).or_insert(0) += 1;
-                }
-            }
-        }
-        Ok((alerts, signed))
-    }
-}
-
 fn soak(setup: &SoakSetup<'_>, cluster: &mut Cluster) -> anyhow::Result<Figures> {
     let login = |name: &str| pgcluster::with_user(setup.admin, name);
     let (allow_root, allow) = crate::postgres::ALLOW_ROOT;
@@ -504,28 +198,6 @@ fn soak(setup: &SoakSetup<'_>, cluster: &mut Cluster) -> anyhow::Result<Figures>
         role.stop();
     }
     result
-}
-
-/// A child process killed and waited for when dropped (the load, should the soak end early).
-struct Reaped(Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        if matches!(self.0.try_wait(), Ok(None)) {
-            let _ = kill(Pid::from_raw(self.0.id() as i32), Signal::SIGKILL);
-        }
-        let _ = self.0.wait();
-    }
-}
-
-/// Restarts (and counts) every role that exited on its own.
-fn restart_exited(roles: &mut [Role]) -> anyhow::Result<()> {
-    for role in roles.iter_mut() {
-        if role.exited()? {
-            eprintln!("xtask: soak: {} exited on its own; restarted", role.name);
-        }
-    }
-    Ok(())
 }
 
 fn api_ready(setup: &SoakSetup<'_>, roles: &mut [Role]) -> anyhow::Result<()> {
