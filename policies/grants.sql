@@ -99,6 +99,10 @@ GRANT SELECT ON email_feedback TO steward_async_worker;
 GRANT SELECT, UPDATE ON email_drafts TO steward_async_worker;
 GRANT SELECT, INSERT ON email_draft_revisions TO steward_async_worker;
 GRANT SELECT ON email_style_samples TO steward_async_worker;
+-- The subscription census (0024): the async worker keeps it from the projected mail; the api
+-- records the owner's decisions; the worker settles unsubscribes.
+GRANT SELECT, INSERT, UPDATE ON email_subscriptions TO steward_async_worker;
+GRANT SELECT, UPDATE ON email_subscriptions TO steward_api, steward_worker;
 
 -- maintenance: no tables until its duties land (its grants arrive with them).
 

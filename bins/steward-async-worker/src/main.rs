@@ -12,6 +12,8 @@
 //! | `EMAIL_BACKFILL_DAYS` | how far back the first update reaches (the account's coverage) | `30` |
 //! | `EMAIL_REFRESH_EVERY_SECONDS` | the background cadence: each account is updated at least this often | `300` |
 //! | `EMAIL_CLASSIFIER` and its settings | `offline` (the documented rules) or `model` (the agent's model within the email cost allowances; see `email::classify::from_env`) | `offline` |
+//! | `AGENT_EMAIL_UNSUBSCRIBE_ENABLED` | takes the subscription census after each update | off |
+//! | `EMAIL_DNS_SERVER` | `IP:port` of the DNS server DKIM keys are looked up with (census evidence) | the host's `/etc/resolv.conf` |
 //! | `ASYNC_WORKER_ID` | this process's name in claims | `async-worker-<pid>-<random>` |
 //! | `LOG_LEVEL` | as for the other roles | `info` |
 
@@ -39,6 +41,8 @@ enum ConfigError {
     Http(#[from] reqwest::Error),
     #[error("{0}")]
     Classifier(String),
+    #[error("unsubscribe assistance: {0}")]
+    Dkim(#[from] email::evidence::DkimSetupError),
 }
 
 struct Config {
@@ -47,6 +51,7 @@ struct Config {
     endpoints: Endpoints,
     backfill_days: u32,
     classifier: email::classify::Classifier,
+    census: Option<Arc<email::evidence::Dkim>>,
     pace: Pace,
     worker_id: String,
 }
@@ -66,7 +71,15 @@ impl FromEnv for Config {
         }
         let http = reqwest::Client::builder().timeout(Duration::from_secs(120)).build()?;
         let classifier = email::classify::from_env(|name| env.get(name), http).map_err(ConfigError::Classifier)?;
+        // The census runs only with unsubscribe assistance on; its evidence is checked with keys
+        // from DNS (`EMAIL_DNS_SERVER`, or the host's resolver).
+        let census = if env.flags()?.is_on(Flag::EmailUnsubscribe) {
+            Some(Arc::new(email::evidence::Dkim::from_env(|name| env.get(name))?))
+        } else {
+            None
+        };
         Ok(Config {
+            census,
             database: store::Database::from_env(&env, 4)?,
             accounts,
             endpoints,
@@ -96,6 +109,7 @@ async fn work(config: Config) -> anyhow::Result<()> {
             gmail: Arc::new(gmail),
             backfill: jiff::SignedDuration::from_hours(24 * i64::from(config.backfill_days)),
             classifier: Arc::new(config.classifier),
+            census: config.census,
         },
         accounts: config.accounts,
         worker_id: config.worker_id,

@@ -99,6 +99,7 @@ pub async fn refresh(args: &[String]) -> anyhow::Result<Value> {
         gmail,
         backfill: jiff::SignedDuration::from_hours(24 * 30),
         classifier: Arc::new(Classifier::Offline),
+        census: None,
     };
     let first = refresher(client(&fake)?).update(&account).await?;
     if first.kind != UpdateKind::Backfill || first.new_messages != backfilled {

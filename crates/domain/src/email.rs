@@ -145,3 +145,71 @@ mod tests {
         );
     }
 }
+
+names! {
+    /// What an unsubscribe sends: an RFC 8058 one-click request, or one message.
+    UnsubscribeMechanism ("unsubscribe mechanism") {
+        /// `One-click request to <host>`.
+        OneClick => "one_click",
+        /// `Sends an email to <address>`.
+        Mailto => "mailto",
+    }
+}
+
+names! {
+    /// How far a subscription's evidence (its newest message's DKIM signature) has been checked.
+    EvidenceCheck ("evidence check") {
+        /// Not checked yet, or a key could not be looked up: checked again on a later refresh.
+        Pending => "pending",
+        /// A signature verifies that covers the unsubscribe headers.
+        Verified => "verified",
+        /// No such signature: checked again only when newer mail from the sender arrives.
+        Failed => "failed",
+    }
+}
+
+names! {
+    /// What the owner decided about a sender, and what came of it. Undecided senders are
+    /// `unverified` or `eligible` by their evidence ([`SubscriptionState`]).
+    SubscriptionDecision ("subscription decision") {
+        /// Keep receiving (reversible): never suggested again.
+        Kept => "kept",
+        /// An unsubscribe was confirmed and is under way.
+        Unsubscribing => "unsubscribing",
+        Unsubscribed => "unsubscribed",
+        /// Unsubscribed, yet mail kept arriving ten days and more later.
+        StillSending => "still_sending",
+        /// The sender's mail was reported as spam.
+        ReportedSpam => "reported_spam",
+    }
+}
+
+names! {
+    /// A census row's state as clients see it: the owner's decision, or else whether its
+    /// evidence is verified.
+    SubscriptionState ("subscription state") {
+        /// `Checking…`: the evidence is not verified; nothing can be sent.
+        Unverified => "unverified",
+        Eligible => "eligible",
+        Kept => "kept",
+        Unsubscribing => "unsubscribing",
+        Unsubscribed => "unsubscribed",
+        StillSending => "still_sending",
+        ReportedSpam => "reported_spam",
+    }
+}
+
+impl SubscriptionState {
+    /// The state of a row with `decision` and evidence `check`.
+    pub fn of(decision: Option<SubscriptionDecision>, check: EvidenceCheck) -> SubscriptionState {
+        match decision {
+            Some(SubscriptionDecision::Kept) => SubscriptionState::Kept,
+            Some(SubscriptionDecision::Unsubscribing) => SubscriptionState::Unsubscribing,
+            Some(SubscriptionDecision::Unsubscribed) => SubscriptionState::Unsubscribed,
+            Some(SubscriptionDecision::StillSending) => SubscriptionState::StillSending,
+            Some(SubscriptionDecision::ReportedSpam) => SubscriptionState::ReportedSpam,
+            None if check == EvidenceCheck::Verified => SubscriptionState::Eligible,
+            None => SubscriptionState::Unverified,
+        }
+    }
+}

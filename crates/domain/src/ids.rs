@@ -80,6 +80,10 @@ uuid_id!(
     /// One piece of the owner's feedback on Email mode's decisions.
     FeedbackId
 );
+uuid_id!(
+    /// A row of the subscription census: one sender of bulk mail to one account.
+    SubscriptionId
+);
 
 /// A connected mail account, as the accounts manifest names it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -23,12 +23,18 @@
 //! - [`writes`]: the provider writes (archive, move back, report spam, Not spam) the worker
 //!   runs as durable operations with the write document; an uncertain one is settled by reading
 //!   the thread's labels, never sent again.
+//! - [`offer`]: what a bulk message offers to stop it (RFC 2369 `List-Unsubscribe`, RFC 8058
+//!   one-click), parsed by strict rules; [`evidence`]: whether its DKIM signature proves it;
+//!   [`census`]: the subscription census the async worker keeps from both.
 //! - [`allowance`]: the email cost allowances (USD 20 per UTC day, USD 200 per rolling 30 days)
 //!   and the `runtime/limits.yaml` overlay that may change them to finite amounts.
 
 pub mod allowance;
 pub mod assess;
+pub mod census;
 pub mod classify;
+pub mod evidence;
+pub mod offer;
 pub mod project;
 pub mod propose;
 pub mod provider;

@@ -25,6 +25,7 @@ use store::{EmailMessageRow, NewAssessment, NewEmailMessage, Store, StoreError, 
 use crate::allowance::{self, Charge, Standing};
 use crate::assess::{self, Assessment, Mailbox};
 use crate::classify::{Answered, Classifier, ModelClassifier, ModelFailed, Prepared};
+use crate::evidence::Dkim;
 use crate::project::{self, ProjectedMessage};
 use crate::provider::{self, HistoryError, MessageRef, RawMessage};
 
@@ -94,6 +95,9 @@ pub struct Refresher {
     pub backfill: jiff::SignedDuration,
     /// What assesses new mail.
     pub classifier: Arc<Classifier>,
+    /// The subscription census, taken after each update while unsubscribe assistance is on
+    /// (with the DKIM verifier its evidence is checked by); `None` while it is off.
+    pub census: Option<Arc<Dkim>>,
 }
 
 impl Refresher {
@@ -103,6 +107,11 @@ impl Refresher {
         let outcome: Result<Updated, RefreshError> = async {
             let mut updated = self.update_projection(account).await?;
             updated.assessed = self.assess_waiting(account).await?;
+            if let Some(dkim) = &self.census {
+                let taken = self.take_census(account, dkim).await?;
+                tracing::debug!(account = %account.account_id, senders = taken.senders, checked = taken.checked,
+                    still_sending = taken.still_sending, "subscription census taken");
+            }
             Ok(updated)
         }
         .await;
@@ -215,7 +224,11 @@ impl Refresher {
     }
 
     /// `message` as the provider has it now; `None` when it no longer has it.
-    async fn read(&self, account: &ReadAccount, message: &MessageRef) -> Result<Option<RawMessage>, RefreshError> {
+    pub(crate) async fn read(
+        &self,
+        account: &ReadAccount,
+        message: &MessageRef,
+    ) -> Result<Option<RawMessage>, RefreshError> {
         match provider::raw_message(&self.gmail, credential(account), &message.id).await {
             Ok(mut raw) => {
                 if raw.thread_id.is_empty() {

@@ -8,12 +8,15 @@
 //! what every role binary refuses at start; [`demo`] fills a demo mailbox for trying Email mode
 //! offline (the `steward-demo-mail` binary serves it); [`model`] is a model provider speaking the
 //! Chat Completions streaming format; [`serve`] runs a test's HTTP stand-in on 127.0.0.1, and
-//! `api` (feature `api`) the HTTP API itself; [`outage`] takes a test's database away and back; `tls` (feature `tls`) makes a certificate for
+//! `api` (feature `api`) the HTTP API itself; [`outage`] takes a test's database away and back; [`dns`] is a DNS server answering from a
+//! test's records and [`dkim`] signs messages with a key made at run time; `tls` (feature `tls`) makes a certificate for
 //! `localhost` from an authority made at run time.
 
 #[cfg(feature = "api")]
 pub mod api;
 pub mod demo;
+pub mod dkim;
+pub mod dns;
 pub mod gmail;
 pub mod model;
 pub mod outage;

@@ -37,6 +37,7 @@ async fn mailbox(mail: &Mail, worker_env: &[(&str, &str)]) -> (Stack, String, St
         gmail: Arc::new(mail_mcp::gmail::GmailClient::new(endpoints).expect("client")),
         backfill: jiff::SignedDuration::from_hours(24),
         classifier: Arc::new(email::classify::Classifier::Offline),
+        census: None,
     };
     let accounts = mail_mcp::accounts::read_accounts_from_env(get)
         .expect("accounts")

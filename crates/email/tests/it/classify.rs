@@ -115,6 +115,7 @@ async fn the_model_assesses_within_the_daily_allowance_and_mail_waits_in_date_or
         gmail: gmail(&fake),
         backfill: jiff::SignedDuration::from_hours(72),
         classifier: Arc::new(Classifier::Model(classifier)),
+        census: None,
     };
     let owner = account(&fake, "owner");
 
@@ -231,10 +232,12 @@ async fn the_model_proposes_a_reply_in_the_owners_style_within_the_allowances() 
         gmail: gmail(&fake),
         backfill: jiff::SignedDuration::from_hours(24),
         classifier: Arc::new(Classifier::Offline),
+        census: None,
     };
     refresher.update(&account(&fake, "owner")).await.expect("refresh");
     let mut refresher = Refresher {
         classifier: Arc::new(model_classifier(Allowances::default(), &url)),
+        census: None,
         ..refresher
     };
     let api = db.store_as("api").await;

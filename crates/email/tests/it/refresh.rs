@@ -60,6 +60,7 @@ pub async fn recorded(fake: &FakeGmail, backfill_hours: i64) -> (TestDatabase, R
         gmail: gmail(fake),
         backfill: jiff::SignedDuration::from_hours(backfill_hours),
         classifier: Arc::new(email::classify::Classifier::Offline),
+        census: None,
     };
     (db, refresher)
 }
@@ -299,6 +300,7 @@ fn async_worker(fake: &FakeGmail, store: store::Store) -> email::worker::AsyncWo
             gmail: gmail(fake),
             backfill: jiff::SignedDuration::from_hours(24),
             classifier: Arc::new(email::classify::Classifier::Offline),
+            census: None,
         },
         accounts: vec![account(fake, "owner")],
         worker_id: "async-test".into(),

@@ -2,7 +2,7 @@
 //! projections (`projection`, `inbox`), the durable operations that refresh a mailbox or change
 //! a conversation in it (`operations`), versioned drafts and their Review & Send (`drafts`,
 //! `sends`), the agent's proposed replies (`proposals`), and the owner's feedback and learning
-//! controls (`feedback`). Every statement runs on the store's pool and clock.
+//! controls (`feedback`), and the subscription census (`subscriptions`). Every statement runs on the store's pool and clock.
 
 mod drafts;
 mod feedback;
@@ -11,6 +11,7 @@ mod operations;
 mod projection;
 mod proposals;
 mod sends;
+mod subscriptions;
 
 pub use drafts::{
     DraftContent, DraftPlace, DraftRevision, DraftRow, EndorseStyle, ReviewDraft, SaveDraft, StyleSampleRow,
@@ -24,6 +25,7 @@ pub use operations::{
 pub use projection::{EmailAccountRow, EmailMessageRow, NewAssessment, NewEmailMessage, WaitingThread};
 pub use proposals::{ClaimedProposal, Landing, RequestProposal};
 pub use sends::{DraftSend, Freeze};
+pub use subscriptions::{CensusCandidate, CensusEntry, STILL_SENDING_AFTER, SubscriptionRow};
 
 use crate::Store;
 

@@ -217,8 +217,8 @@ impl Email<'_> {
         .await?;
         let inserted = sqlx::query(
             "INSERT INTO email_messages (account_id, provider_message_id, thread, sender, recipients, copied,
-                 sent_at, subject, body, text_cut, attachments, bulk, labels)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                 sent_at, subject, body, text_cut, attachments, bulk, labels, projected_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
              ON CONFLICT (account_id, provider_message_id) DO NOTHING",
         )
         .bind(account_id.as_str())
@@ -234,6 +234,7 @@ impl Email<'_> {
         .bind(Json(message.attachments))
         .bind(&message.bulk)
         .bind(message.labels)
+        .bind(jiff_sqlx::Timestamp::from(self.now()))
         .execute(&mut *tx)
         .await?
         .rows_affected()

@@ -1,0 +1,314 @@
+//! The subscription census (migration 0024): one row per sender of bulk mail and account, kept
+//! by the async worker from the projected messages that carry `List-Unsubscribe` and the
+//! evidence it checked (the newest such message's DKIM signature).
+//!
+//! A row's `revision` moves only when something the owner decides on changes: its state (the
+//! decision, or the evidence check), the mechanism, destination or digest, or the protected
+//! flag. Counts and arrival times follow the mail without moving it, so a confirmation made a
+//! minute ago is not refused because one more newsletter arrived.
+
+use domain::email::{EvidenceCheck, SubscriptionDecision, SubscriptionState, UnsubscribeMechanism};
+use domain::ids::{AccountId, SubscriptionId};
+use jiff::{SignedDuration, Timestamp};
+use uuid::Uuid;
+
+use crate::email::Email;
+use crate::{Result, StoreError, named, named_optional, timestamp};
+
+/// How long after an unsubscribe further mail means the sender is still sending.
+pub const STILL_SENDING_AFTER: SignedDuration = SignedDuration::from_hours(24 * 10);
+
+/// A sender of bulk mail as the projected messages show it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CensusCandidate {
+    /// The sender's address, lowercased.
+    pub sender: String,
+    pub sender_name: Option<String>,
+    /// Conversations with mail from the sender carrying `List-Unsubscribe` in the window.
+    pub conversations: i64,
+    pub last_arrival_at: Timestamp,
+    /// The provider id of the newest such message: the evidence.
+    pub newest_message: String,
+    /// A known correspondent (the owner has written to them), or a sender of Important or
+    /// Needs-reply mail.
+    pub protected: bool,
+}
+
+/// What the census found for one sender, with its evidence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CensusEntry<'a> {
+    pub candidate: &'a CensusCandidate,
+    pub evidence_message: &'a str,
+    pub check: EvidenceCheck,
+    /// The mechanism, its full target and what a client may see of it (only when verified).
+    pub mechanism: Option<(UnsubscribeMechanism, &'a str, &'a str)>,
+    pub digest: &'a str,
+}
+
+/// A census row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SubscriptionRow {
+    pub id: SubscriptionId,
+    pub account_id: AccountId,
+    pub sender: String,
+    pub sender_name: Option<String>,
+    pub conversations: i64,
+    pub last_arrival_at: Timestamp,
+    pub evidence_message: String,
+    pub evidence_check: EvidenceCheck,
+    pub mechanism: Option<UnsubscribeMechanism>,
+    /// The full URI: for the worker's transport only, never a client.
+    pub target: Option<String>,
+    /// The one-click host, or the mailto address.
+    pub destination: Option<String>,
+    pub digest: String,
+    pub decision: Option<SubscriptionDecision>,
+    pub decided_at: Option<Timestamp>,
+    pub unsubscribed_at: Option<Timestamp>,
+    /// Why the last unsubscribe of this sender did not succeed (a stable code).
+    pub last_error: Option<String>,
+    pub protected: bool,
+    pub revision: i64,
+    pub state: SubscriptionState,
+}
+
+pub(crate) const SUBSCRIPTION_COLUMNS: &str = "id, account_id, sender, sender_name, conversations, last_arrival_at,
+    evidence_message, evidence_check, mechanism, target, destination, digest, decision, decided_at,
+    unsubscribed_at, last_error, protected, revision, state";
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct SubscriptionRecord {
+    id: Uuid,
+    account_id: String,
+    sender: String,
+    sender_name: Option<String>,
+    conversations: i32,
+    last_arrival_at: jiff_sqlx::Timestamp,
+    evidence_message: String,
+    evidence_check: String,
+    mechanism: Option<String>,
+    target: Option<String>,
+    destination: Option<String>,
+    digest: String,
+    decision: Option<String>,
+    decided_at: Option<jiff_sqlx::Timestamp>,
+    unsubscribed_at: Option<jiff_sqlx::Timestamp>,
+    last_error: Option<String>,
+    protected: bool,
+    revision: i64,
+    state: String,
+}
+
+impl TryFrom<SubscriptionRecord> for SubscriptionRow {
+    type Error = StoreError;
+
+    fn try_from(record: SubscriptionRecord) -> Result<Self> {
+        Ok(SubscriptionRow {
+            id: record.id.into(),
+            account_id: record.account_id.into(),
+            sender: record.sender,
+            sender_name: record.sender_name,
+            conversations: i64::from(record.conversations),
+            last_arrival_at: timestamp(record.last_arrival_at),
+            evidence_message: record.evidence_message,
+            evidence_check: named(record.evidence_check)?,
+            mechanism: named_optional(record.mechanism)?,
+            target: record.target,
+            destination: record.destination,
+            digest: record.digest,
+            decision: named_optional(record.decision)?,
+            decided_at: record.decided_at.map(timestamp),
+            unsubscribed_at: record.unsubscribed_at.map(timestamp),
+            last_error: record.last_error,
+            protected: record.protected,
+            revision: record.revision,
+            state: named(record.state)?,
+        })
+    }
+}
+
+fn rows(records: Vec<SubscriptionRecord>) -> Result<Vec<SubscriptionRow>> {
+    records.into_iter().map(SubscriptionRow::try_from).collect()
+}
+
+impl Email<'_> {
+    /// The senders of `account_id`'s mail carrying `List-Unsubscribe` dated from `since`, with
+    /// their newest such message and whether they are protected.
+    pub async fn census_candidates(self, account_id: &AccountId, since: Timestamp) -> Result<Vec<CensusCandidate>> {
+        let records: Vec<(String, Option<String>, i64, jiff_sqlx::Timestamp, String, bool)> = sqlx::query_as(
+            "WITH bulk AS (
+                 SELECT lower(sender->>'address') AS sender, NULLIF(btrim(sender->>'name'), '') AS name,
+                        thread, sent_at, provider_message_id
+                 FROM email_messages
+                 WHERE account_id = $1 AND sent_at >= $2
+                   AND COALESCE((bulk->>'list_unsubscribe')::boolean, false)
+                   AND COALESCE(sender->>'address', '') <> ''
+             ), newest AS (
+                 SELECT DISTINCT ON (sender) sender, name, provider_message_id
+                 FROM bulk ORDER BY sender, sent_at DESC, provider_message_id DESC
+             ), counts AS (
+                 SELECT sender, count(DISTINCT thread) AS conversations, max(sent_at) AS last_arrival_at
+                 FROM bulk GROUP BY sender
+             )
+             SELECT n.sender, n.name, c.conversations, c.last_arrival_at, n.provider_message_id,
+                 EXISTS (
+                     SELECT 1 FROM email_messages sent, jsonb_array_elements(sent.recipients || sent.copied) AS person
+                     WHERE sent.account_id = $1 AND 'SENT' = ANY (sent.labels)
+                       AND lower(person->>'address') = n.sender
+                 ) OR EXISTS (
+                     SELECT 1 FROM email_messages mine JOIN email_threads thread ON thread.id = mine.thread
+                     WHERE mine.account_id = $1 AND lower(mine.sender->>'address') = n.sender
+                       AND (thread.importance = 'important' OR thread.reply_need = 'needs_reply')
+                 ) AS protected
+             FROM newest n JOIN counts c USING (sender)
+             ORDER BY n.sender",
+        )
+        .bind(account_id.as_str())
+        .bind(jiff_sqlx::Timestamp::from(since))
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(records
+            .into_iter()
+            .map(
+                |(sender, sender_name, conversations, last_arrival_at, newest_message, protected)| CensusCandidate {
+                    sender,
+                    sender_name,
+                    conversations,
+                    last_arrival_at: timestamp(last_arrival_at),
+                    newest_message,
+                    protected,
+                },
+            )
+            .collect())
+    }
+
+    /// Every census row of `account_id`, by sender.
+    pub async fn subscriptions_of(self, account_id: &AccountId) -> Result<Vec<SubscriptionRow>> {
+        let records: Vec<SubscriptionRecord> = sqlx::query_as(&format!(
+            "SELECT {SUBSCRIPTION_COLUMNS} FROM email_subscriptions WHERE account_id = $1 ORDER BY sender"
+        ))
+        .bind(account_id.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        rows(records)
+    }
+
+    /// One census row.
+    pub async fn subscription(self, id: SubscriptionId) -> Result<Option<SubscriptionRow>> {
+        let record: Option<SubscriptionRecord> = sqlx::query_as(&format!(
+            "SELECT {SUBSCRIPTION_COLUMNS} FROM email_subscriptions WHERE id = $1"
+        ))
+        .bind(id.as_uuid())
+        .fetch_optional(&self.pool)
+        .await?;
+        record.map(SubscriptionRow::try_from).transpose()
+    }
+
+    /// Records what the census found for one sender: a new row, or the row brought up to date
+    /// (its decision untouched). The revision moves only when the state, mechanism,
+    /// destination, digest or protected flag changes.
+    pub async fn record_census(self, account_id: &AccountId, entry: &CensusEntry<'_>) -> Result<()> {
+        let (mechanism, target, destination) = match entry.mechanism {
+            Some((mechanism, target, destination)) => (Some(mechanism.as_str()), Some(target), Some(destination)),
+            None => (None, None, None),
+        };
+        sqlx::query(
+            "INSERT INTO email_subscriptions AS s (account_id, sender, sender_name, conversations, last_arrival_at,
+                 evidence_message, evidence_check, mechanism, target, destination, digest, protected, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+             ON CONFLICT (account_id, sender) DO UPDATE SET
+                 sender_name = EXCLUDED.sender_name,
+                 conversations = EXCLUDED.conversations,
+                 last_arrival_at = EXCLUDED.last_arrival_at,
+                 evidence_message = EXCLUDED.evidence_message,
+                 evidence_check = EXCLUDED.evidence_check,
+                 mechanism = EXCLUDED.mechanism,
+                 target = EXCLUDED.target,
+                 destination = EXCLUDED.destination,
+                 digest = EXCLUDED.digest,
+                 protected = EXCLUDED.protected,
+                 updated_at = EXCLUDED.updated_at,
+                 revision = s.revision + CASE
+                     WHEN (s.evidence_check, s.mechanism, s.destination, s.digest, s.protected)
+                          IS DISTINCT FROM
+                          (EXCLUDED.evidence_check, EXCLUDED.mechanism, EXCLUDED.destination, EXCLUDED.digest,
+                           EXCLUDED.protected)
+                     THEN 1 ELSE 0 END
+             WHERE (s.sender_name, s.conversations, s.last_arrival_at, s.evidence_message, s.evidence_check,
+                    s.mechanism, s.target, s.destination, s.digest, s.protected)
+                   IS DISTINCT FROM
+                   (EXCLUDED.sender_name, EXCLUDED.conversations, EXCLUDED.last_arrival_at, EXCLUDED.evidence_message,
+                    EXCLUDED.evidence_check, EXCLUDED.mechanism, EXCLUDED.target, EXCLUDED.destination,
+                    EXCLUDED.digest, EXCLUDED.protected)",
+        )
+        .bind(account_id.as_str())
+        .bind(&entry.candidate.sender)
+        .bind(entry.candidate.sender_name.as_deref())
+        .bind(i32::try_from(entry.candidate.conversations).unwrap_or(i32::MAX))
+        .bind(jiff_sqlx::Timestamp::from(entry.candidate.last_arrival_at))
+        .bind(entry.evidence_message)
+        .bind(entry.check.as_str())
+        .bind(mechanism)
+        .bind(target)
+        .bind(destination)
+        .bind(entry.digest)
+        .bind(entry.candidate.protected)
+        .bind(jiff_sqlx::Timestamp::from(self.now()))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Senders of `account_id` with no bulk mail in the window any more count no conversations.
+    pub async fn census_absent(self, account_id: &AccountId, present: &[String]) -> Result<u64> {
+        let done = sqlx::query(
+            "UPDATE email_subscriptions SET conversations = 0
+             WHERE account_id = $1 AND conversations <> 0 AND NOT (sender = ANY ($2))",
+        )
+        .bind(account_id.as_str())
+        .bind(present)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// Unsubscribed senders of `account_id` whose mail arrived [`STILL_SENDING_AFTER`] or more
+    /// after the unsubscribe become `still_sending`; how many did. Nothing is sent.
+    pub async fn mark_still_sending(self, account_id: &AccountId) -> Result<u64> {
+        let now = jiff_sqlx::Timestamp::from(self.now());
+        let done = sqlx::query(
+            "UPDATE email_subscriptions s
+             SET decision = 'still_sending', decided_at = $2, updated_at = $2, revision = s.revision + 1
+             WHERE s.account_id = $1 AND s.decision = 'unsubscribed' AND s.unsubscribed_at IS NOT NULL
+               AND EXISTS (
+                   SELECT 1 FROM email_messages m
+                   WHERE m.account_id = s.account_id AND lower(m.sender->>'address') = s.sender
+                     AND m.sent_at >= s.unsubscribed_at
+                     AND m.projected_at >= s.unsubscribed_at + make_interval(secs => $3)
+               )",
+        )
+        .bind(account_id.as_str())
+        .bind(now)
+        .bind(STILL_SENDING_AFTER.as_secs_f64())
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    /// Records that the unsubscribe from `id` succeeded: `unsubscribed` from now (the start of
+    /// the ten days after which further mail means `still_sending`). Whether the row moved.
+    pub async fn mark_unsubscribed(self, id: SubscriptionId) -> Result<bool> {
+        let now = jiff_sqlx::Timestamp::from(self.now());
+        let done = sqlx::query(
+            "UPDATE email_subscriptions
+             SET decision = 'unsubscribed', decided_at = $2, unsubscribed_at = $2, updated_at = $2,
+                 last_error = NULL, revision = revision + 1
+             WHERE id = $1 AND decision IS DISTINCT FROM 'unsubscribed'",
+        )
+        .bind(id.as_uuid())
+        .bind(now)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+}
