@@ -42,7 +42,7 @@ enum ConfigError {
     #[error("{0}")]
     Classifier(String),
     #[error("unsubscribe assistance: {0}")]
-    Dkim(#[from] email::evidence::DkimSetupError),
+    Dns(#[from] email::dns::DnsSetupError),
 }
 
 struct Config {

@@ -17,15 +17,11 @@
 use std::net::SocketAddr;
 
 use mail_auth::dkim::Signature;
-use mail_auth::hickory_resolver::config::{NameServerConfig, ResolverConfig, ResolverOpts};
 use mail_auth::{AuthenticatedMessage, DkimResult, MessageAuthenticator, Parameters};
 use mail_parser::MessageParser;
 
+use crate::dns::{DnsSetupError, Resolver};
 use crate::offer::{self, MailtoTarget, Offer, OneClickTarget};
-
-/// The variable naming the DNS server (`IP:port`) DKIM keys are looked up with; unset, the
-/// host's `/etc/resolv.conf`.
-pub const DNS_SERVER_VARIABLE: &str = "EMAIL_DNS_SERVER";
 
 /// How one message's evidence came out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,14 +87,6 @@ impl Examined {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum DkimSetupError {
-    #[error("{DNS_SERVER_VARIABLE} is not an IP address and port: {0:?}")]
-    BadServer(String),
-    #[error("cannot read the host's DNS configuration: {0}")]
-    System(String),
-}
-
 /// The DKIM verifier, with its DNS resolver.
 #[derive(Clone)]
 pub struct Dkim {
@@ -112,34 +100,21 @@ impl std::fmt::Debug for Dkim {
 }
 
 impl Dkim {
-    /// Keys looked up through the DNS server at `server` (UDP, then TCP).
-    pub fn with_server(server: SocketAddr) -> Dkim {
-        let mut name_server = NameServerConfig::udp_and_tcp(server.ip());
-        for connection in &mut name_server.connections {
-            connection.port = server.port();
-        }
-        let mut options = ResolverOpts::default();
-        options.timeout = std::time::Duration::from_secs(5);
-        options.attempts = 2;
+    /// Keys looked up through `resolver`.
+    pub fn new(resolver: &Resolver) -> Dkim {
         Dkim {
-            authenticator: MessageAuthenticator::new(ResolverConfig::from_name_servers(vec![name_server]), options)
-                .expect("a resolver over a fixed server builds"),
+            authenticator: MessageAuthenticator(resolver.0.clone()),
         }
     }
 
-    /// The verifier the environment (`lookup`) asks for: [`DNS_SERVER_VARIABLE`], or the
-    /// host's configuration.
-    pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Dkim, DkimSetupError> {
-        match lookup(DNS_SERVER_VARIABLE).filter(|server| !server.trim().is_empty()) {
-            Some(server) => server
-                .trim()
-                .parse()
-                .map(Dkim::with_server)
-                .map_err(|_| DkimSetupError::BadServer(server)),
-            None => MessageAuthenticator::new_system_conf()
-                .map(|authenticator| Dkim { authenticator })
-                .map_err(|error| DkimSetupError::System(error.to_string())),
-        }
+    /// Keys looked up through the DNS server at `server`.
+    pub fn with_server(server: SocketAddr) -> Dkim {
+        Dkim::new(&Resolver::with_server(server))
+    }
+
+    /// The verifier the environment (`lookup`) asks for (see [`crate::dns`]).
+    pub fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Dkim, DnsSetupError> {
+        Resolver::from_env(lookup).map(|resolver| Dkim::new(&resolver))
     }
 
     /// Examines the RFC 5322 message `raw`: what it offers, and whether its signature proves it.

@@ -25,7 +25,9 @@
 //!   the thread's labels, never sent again.
 //! - [`offer`]: what a bulk message offers to stop it (RFC 2369 `List-Unsubscribe`, RFC 8058
 //!   one-click), parsed by strict rules; [`evidence`]: whether its DKIM signature proves it;
-//!   [`census`]: the subscription census the async worker keeps from both.
+//!   [`census`]: the subscription census the async worker keeps from both; [`oneclick`]: the
+//!   worker's one-click transport (public HTTPS addresses only, pinned, no redirects);
+//!   [`dns`]: the resolver both look names up with.
 //! - [`allowance`]: the email cost allowances (USD 20 per UTC day, USD 200 per rolling 30 days)
 //!   and the `runtime/limits.yaml` overlay that may change them to finite amounts.
 
@@ -33,8 +35,10 @@ pub mod allowance;
 pub mod assess;
 pub mod census;
 pub mod classify;
+pub mod dns;
 pub mod evidence;
 pub mod offer;
+pub mod oneclick;
 pub mod project;
 pub mod propose;
 pub mod provider;

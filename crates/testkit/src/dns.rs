@@ -3,8 +3,9 @@
 //! SERVFAIL. Messages are read and written with `hickory-proto`, the wire format the
 //! resolvers under test speak; names are compared lowercased, without the trailing dot.
 //!
-//! An address record may be a sequence: each lookup of the name takes the next answer (the last
-//! one repeats), which is how a test plays a rebinding resolver. Every lookup is counted.
+//! An address record may be a sequence: each A lookup of the name takes the next answer (the
+//! last one repeats; an AAAA lookup reads the current one), which is how a test plays a
+//! rebinding resolver. Every lookup is counted.
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
@@ -153,8 +154,9 @@ fn answer(query: &Message, records: &mut Records) -> Message {
             }
         }
         kind @ (RecordType::A | RecordType::AAAA) => {
+            // An A query moves a sequence on; an AAAA query (asked beside it) reads the same step.
             let addresses = match records.addresses.get_mut(&name) {
-                Some(answers) if answers.len() > 1 => answers.remove(0),
+                Some(answers) if answers.len() > 1 && kind == RecordType::A => answers.remove(0),
                 Some(answers) => answers.first().cloned().unwrap_or_default(),
                 None => Vec::new(),
             };

@@ -9,7 +9,7 @@
 //! offline (the `steward-demo-mail` binary serves it); [`model`] is a model provider speaking the
 //! Chat Completions streaming format; [`serve`] runs a test's HTTP stand-in on 127.0.0.1, and
 //! `api` (feature `api`) the HTTP API itself; [`outage`] takes a test's database away and back; [`dns`] is a DNS server answering from a
-//! test's records and [`dkim`] signs messages with a key made at run time; `tls` (feature `tls`) makes a certificate for
+//! test's records and [`dkim`] signs messages with a key made at run time; [`logs`] captures log lines; `tls` (feature `tls`) makes a certificate for
 //! `localhost` from an authority made at run time.
 
 #[cfg(feature = "api")]
@@ -18,6 +18,7 @@ pub mod demo;
 pub mod dkim;
 pub mod dns;
 pub mod gmail;
+pub mod logs;
 pub mod model;
 pub mod outage;
 pub mod roles;

@@ -9,12 +9,18 @@ use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, PKCS_ECDSA_P256_
 /// An acceptor serving a fresh certificate for `localhost` (offering `alpn`, in order), and the
 /// certificate (PEM) of the authority that issued it.
 pub fn localhost(alpn: &[&[u8]]) -> (tokio_rustls::TlsAcceptor, String) {
+    for_names(&["localhost"], alpn)
+}
+
+/// An acceptor serving a fresh certificate for `names` (offering `alpn`, in order), and the
+/// certificate (PEM) of the authority that issued it.
+pub fn for_names(names: &[&str], alpn: &[&[u8]]) -> (tokio_rustls::TlsAcceptor, String) {
     let ca_key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("ca key");
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     let ca = ca_params.self_signed(&ca_key).expect("ca");
     let leaf_key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("leaf key");
-    let leaf = CertificateParams::new(vec!["localhost".to_owned()])
+    let leaf = CertificateParams::new(names.iter().map(|name| (*name).to_owned()).collect::<Vec<_>>())
         .expect("leaf params")
         .signed_by(&leaf_key, &ca, &ca_key)
         .expect("leaf");
@@ -30,4 +36,34 @@ pub fn localhost(alpn: &[&[u8]]) -> (tokio_rustls::TlsAcceptor, String) {
         .expect("server config");
     config.alpn_protocols = alpn.iter().map(|protocol| protocol.to_vec()).collect();
     (tokio_rustls::TlsAcceptor::from(Arc::new(config)), ca.pem())
+}
+
+/// A TLS front on `ip` (a port the system picks) for the plain HTTP server at `upstream`, with a
+/// certificate for `names`: each connection's bytes are passed through. Returns the front's
+/// address and the authority's certificate (PEM). Dropping the handle stops it.
+pub async fn front(
+    ip: std::net::IpAddr,
+    names: &[&str],
+    upstream: std::net::SocketAddr,
+) -> (std::net::SocketAddr, String, tokio::task::JoinHandle<()>) {
+    let (acceptor, ca_pem) = for_names(names, &[]);
+    let listener = tokio::net::TcpListener::bind((ip, 0))
+        .await
+        .expect("bind the TLS front");
+    let address = listener.local_addr().expect("the front's address");
+    let task = tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let Ok(mut plain) = tokio::net::TcpStream::connect(upstream).await else {
+                    return;
+                };
+                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
+            });
+        }
+    });
+    (address, ca_pem, task)
 }

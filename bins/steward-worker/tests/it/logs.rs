@@ -2,57 +2,13 @@
 //! request span and its "run queued" line, the worker's `run{run_id …}` span around every step,
 //! model call and tool dispatch), and none of them carries what the owner wrote.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use crate::support::Stack;
-
-/// Everything the subscriber writes, kept for the test to read.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().expect("lock")).into_owned()
-    }
-}
-
-impl Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().expect("lock").extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-
-    fn make_writer(&'a self) -> Captured {
-        self.clone()
-    }
-}
 
 #[tokio::test]
 async fn one_run_is_followed_across_the_api_and_the_worker_by_its_id_and_no_content_is_logged() {
-    let logs = Captured::default();
     // The roles' own format (`role::run`): spans as context, no colours.
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(logs.clone())
-        .with_ansi(false)
-        .with_target(false)
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    // With a single scoped dispatcher alive, tracing settles a callsite's interest on whichever
-    // thread reaches it first: a test on another thread, with no subscriber, would turn the API's
-    // lines off for good. With two alive it asks both (and each thread its own when logging);
-    // this second one records nothing.
-    let _companion = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
-    let _default = tracing::subscriber::set_default(subscriber);
-    tracing::callsite::rebuild_interest_cache();
+    let logs = testkit::logs::Captured::default();
+    let _installed = logs.install();
 
     let mut stack = Stack::api(&[]).await;
     stack.start_worker(&[]).await;
