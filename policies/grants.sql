@@ -103,6 +103,11 @@ GRANT SELECT ON email_style_samples TO steward_async_worker;
 -- records the owner's decisions; the worker settles unsubscribes.
 GRANT SELECT, INSERT, UPDATE ON email_subscriptions TO steward_async_worker;
 GRANT SELECT, UPDATE ON email_subscriptions TO steward_api, steward_worker;
+-- An unsubscribe command (0025) is recorded by the api and run by the worker, which also
+-- queues the archive of an unsubscribed sender's Inbox mail when the owner asked for it.
+GRANT SELECT, INSERT ON email_unsubscribe_targets TO steward_api;
+GRANT SELECT, UPDATE ON email_unsubscribe_targets TO steward_worker;
+GRANT INSERT ON email_operations TO steward_worker;
 
 -- maintenance: no tables until its duties land (its grants arrive with them).
 

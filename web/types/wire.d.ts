@@ -293,13 +293,18 @@ export type EmailOperation = {
   /** When an uncertain write was settled by reading the conversation. */
   reconciled_at?: string | null;
   state: EmailOperationState;
+  /**
+   * An unsubscribe command's senders, in order, each with its own outcome; empty for other
+   * operations.
+   */
+  targets?: UnsubscribeTargetStatus[];
   /** The conversation a write changes; null for a refresh. */
   thread_id?: string | null;
   updated_at: string;
 };
 
 /** A durable mailbox operation's kind. */
-export type EmailOperationKind = "refresh" | "archive" | "move_to_inbox" | "report_spam" | "not_spam" | "propose_reply";
+export type EmailOperationKind = "refresh" | "archive" | "move_to_inbox" | "report_spam" | "not_spam" | "propose_reply" | "unsubscribe";
 
 /**
  * An operation's state: it settles to `succeeded`, `failed` or `uncertain`. An uncertain
@@ -725,6 +730,12 @@ export type RefreshAnswer = {
   operation: EmailOperation;
 };
 
+/** A refused target. */
+export type RefusedTarget = {
+  reason: TargetRefusal;
+  subscription_id: string;
+};
+
 /** `POST /v1/devices`. */
 export type RegisterDevice = {
   /** The client's own stable id for this installation. */
@@ -1008,6 +1019,67 @@ export type SubmitMessage = {
   text?: string;
 };
 
+/** A sender of bulk mail to one account: a row of the census. */
+export type Subscription = {
+  account_id: string;
+  /** Conversations from the sender in the refresh window. */
+  conversations: number;
+  /**
+   * With `one_click`, the host the request goes to (`One-click request to <host>`); with
+   * `mailto`, the address (`Sends an email to <address>`). Never a path, query or URI.
+   */
+  destination?: string | null;
+  /** What a command confirms, with `revision`. */
+  evidence_digest: string;
+  last_arrival_at: string;
+  /**
+   * Why the last unsubscribe did not succeed: a stable code (`unsubscribe.redirect_refused`,
+   * `unsubscribe.no_answer`, …); null otherwise.
+   */
+  last_error?: string | null;
+  mechanism?: null | UnsubscribeMechanism;
+  /** A known correspondent, or a sender of Important or Needs-reply mail: Select all skips it. */
+  protected: boolean;
+  revision: number;
+  sender: Correspondent;
+  /**
+   * `unverified` reads `Checking…`: the evidence (the newest message's DKIM signature) is
+   * not verified, and the row cannot be unsubscribed.
+   */
+  state: SubscriptionState;
+  subscription_id: string;
+  unsubscribed_at?: string | null;
+};
+
+/**
+ * `POST /v1/email/subscriptions/{id}/keep`, `DELETE` of it (undo), `…/spam` and
+ * `…/not-spam`: the revision the owner saw.
+ */
+export type SubscriptionChange = {
+  expected_revision: number;
+};
+
+/**
+ * The row after a change, and the mailbox writes it queued (Report spam and Not spam: one
+ * per conversation, each an operation to poll).
+ */
+export type SubscriptionChanged = {
+  operations: EmailOperation[];
+  subscription: Subscription;
+};
+
+/** `GET /v1/email/subscriptions`: rows in server order (newest arrival first). */
+export type SubscriptionPage = {
+  next_cursor?: string | null;
+  subscriptions: Subscription[];
+};
+
+/**
+ * A census row's state as clients see it: the owner's decision, or else whether its
+ * evidence is verified.
+ */
+export type SubscriptionState = "unverified" | "eligible" | "kept" | "unsubscribing" | "unsubscribed" | "still_sending" | "reported_spam";
+
 /** The version-1 tap payload: a kind and ids, nothing else. */
 export type TapPayload = {
   approval_id?: string | null;
@@ -1020,6 +1092,9 @@ export type TapPayload = {
   session_id?: string | null;
   v: number;
 };
+
+/** Why a target of a command was refused. */
+export type TargetRefusal = "not_found" | "changed" | "not_eligible";
 
 /** The one state line a row shows. */
 export type ThreadState = "needs_reply" | "for_your_attention" | "handled" | "archived" | "reported" | "draft" | "check_send_status";
@@ -1064,6 +1139,47 @@ export type Transient = (Delta & {
 
 /** How a client must treat content: tool output is data, never instructions. */
 export type Trust = "tool_output";
+
+/** `POST /v1/email/subscriptions/unsubscribe`: one confirmed command. */
+export type Unsubscribe = {
+  /** Also archive the senders' mail now in the Inbox, after each unsubscribe succeeds. */
+  also_archive?: boolean;
+  /** One to 25 senders, each once, all of one account. */
+  targets: UnsubscribeTarget[];
+};
+
+/**
+ * `POST /v1/email/subscriptions/unsubscribe` (202): the operation running the accepted
+ * targets (poll `GET /v1/email/operations/{id}`), and the refused ones. When every target is
+ * refused nothing runs and the answer is a 409 problem (`email_subscription_changed`).
+ */
+export type UnsubscribeAnswer = {
+  operation: EmailOperation;
+  refused: RefusedTarget[];
+};
+
+/** What an unsubscribe sends: an RFC 8058 one-click request, or one message. */
+export type UnsubscribeMechanism = "one_click" | "mailto";
+
+/** One sender of an unsubscribe command, as the owner confirmed it. */
+export type UnsubscribeTarget = {
+  /** The row's `evidence_digest` when it was confirmed. */
+  evidence_digest: string;
+  /** The row's `revision` when it was confirmed. */
+  expected_revision: number;
+  subscription_id: string;
+};
+
+/** One target of an unsubscribe operation, as `GET /v1/email/operations/{id}` shows it. */
+export type UnsubscribeTargetStatus = {
+  /** The host or address, as on the row. */
+  destination: string;
+  /** A stable code when it failed or was left uncertain. */
+  error?: string | null;
+  mechanism: UnsubscribeMechanism;
+  state: EmailOperationState;
+  subscription_id: string;
+};
 
 /** `PATCH /v1/sessions/{session_id}`. */
 export type UpdateSession = {

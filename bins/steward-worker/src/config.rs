@@ -20,6 +20,8 @@ pub enum ConfigError {
     Mail(#[from] AccountsError),
     #[error("AGENT_EMAIL_MODE_ENABLED=1 needs the mail accounts (AGENT_EMAIL_ENABLED=1)")]
     EmailModeWithoutMail,
+    #[error("unsubscribe assistance: {0}")]
+    Dns(#[from] email::dns::DnsSetupError),
 }
 
 #[derive(Clone, Debug)]
@@ -32,6 +34,8 @@ pub struct WorkerConfig {
     pub mail_endpoints: mail_mcp::gmail::Endpoints,
     /// Email mode is on: this worker also runs its provider writes.
     pub email_mode: bool,
+    /// Unsubscribe assistance is on: the resolver of the one-click transport this worker owns.
+    pub unsubscribe: Option<email::dns::Resolver>,
 }
 
 impl FromEnv for WorkerConfig {
@@ -47,6 +51,11 @@ impl FromEnv for WorkerConfig {
         if email_mode && mail.is_none() {
             return Err(ConfigError::EmailModeWithoutMail);
         }
+        let unsubscribe = if flags.is_on(Flag::EmailUnsubscribe) {
+            Some(email::dns::Resolver::from_env(|name| env.get(name))?)
+        } else {
+            None
+        };
         let mail_endpoints = mail_mcp::gmail::Endpoints::from_env(|name| env.get(name))
             .map_err(|(variable, reason)| domain::env::invalid(variable, reason))?;
         let settings = Settings {
@@ -65,6 +74,7 @@ impl FromEnv for WorkerConfig {
             mail,
             mail_endpoints,
             email_mode,
+            unsubscribe,
         })
     }
 }

@@ -1,6 +1,8 @@
 //! The worker role: claims queued runs and executes them until SIGTERM or SIGINT. With Email
 //! mode (`AGENT_EMAIL_MODE_ENABLED=1`) it also runs Email mode's provider writes (archive, move
-//! back, report spam, Not spam) with each account's write document.
+//! back, report spam, Not spam) with each account's write document, and with unsubscribe
+//! assistance (`AGENT_EMAIL_UNSUBSCRIBE_ENABLED=1`) the confirmed unsubscribe commands through
+//! its own one-click transport.
 
 use std::process::ExitCode;
 
@@ -41,6 +43,21 @@ async fn work(config: WorkerConfig) -> anyhow::Result<()> {
         }
         _ => None,
     };
+    // Unsubscribe commands, with the one-click transport this role alone owns.
+    let unsubscribes = match (&config.mail, &mail, &config.unsubscribe) {
+        (Some(accounts), Some(service), Some(resolver)) => {
+            let unsubscriber = email::unsubscribe::Unsubscriber {
+                store: store.clone(),
+                gmail: service.client().clone(),
+                accounts: accounts.accounts.clone(),
+                transport: email::oneclick::OneClickTransport::public(resolver.clone()),
+                worker_id: config.settings.worker_id.clone(),
+                pace: email::writes::WritePace::default(),
+            };
+            Some(tokio::spawn(unsubscriber.run(role::shutdown_signal())))
+        }
+        _ => None,
+    };
     let executor = Executor {
         store,
         providers: Providers::new(openai),
@@ -54,6 +71,11 @@ async fn work(config: WorkerConfig) -> anyhow::Result<()> {
         && let Err(error) = writes.await
     {
         tracing::error!(%error, "the email writes loop ended abnormally");
+    }
+    if let Some(unsubscribes) = unsubscribes
+        && let Err(error) = unsubscribes.await
+    {
+        tracing::error!(%error, "the unsubscribe loop ended abnormally");
     }
     Ok(())
 }

@@ -11,7 +11,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::handlers::{
     self, approvals, artifacts, drafts, email, events, feedback, folder_proposals, folders, health, notifications,
-    runs, schedules, sessions, settings, web_session,
+    runs, schedules, sessions, settings, subscriptions, web_session,
 };
 use crate::routes::{Access, catalog};
 
@@ -87,6 +87,12 @@ impl Modify for BearerAuth {
         email::not_spam,
         email::clear_spam_flag,
         email::operation_status,
+        subscriptions::list,
+        subscriptions::unsubscribe,
+        subscriptions::keep,
+        subscriptions::undo_keep,
+        subscriptions::report_spam,
+        subscriptions::not_spam,
         drafts::create,
         drafts::get,
         drafts::save,

@@ -21,7 +21,7 @@ use crate::AppState;
 use crate::auth::{self, Authenticator, Guard, Needs};
 use crate::handlers::{
     approvals, artifacts, drafts, email, events, feedback, folder_proposals, folders, health, notifications, openapi,
-    runs, schedules, sessions, settings, web_session,
+    runs, schedules, sessions, settings, subscriptions, web_session,
 };
 use crate::problem;
 
@@ -117,6 +117,11 @@ const JSON_BODY: [ErrorCode; 4] = [
 
 /// What a conversation change can answer: no such conversation, not where the change applies,
 /// another change of it not settled.
+const SUBSCRIPTION_CHANGE: [ErrorCode; 3] = [
+    ErrorCode::EmailSubscriptionNotFound,
+    ErrorCode::EmailSubscriptionChanged,
+    ErrorCode::EmailSubscriptionNotApplicable,
+];
 const EMAIL_WRITE: [ErrorCode; 3] = [
     ErrorCode::EmailThreadNotFound,
     ErrorCode::EmailWriteNotApplicable,
@@ -406,6 +411,48 @@ pub fn catalog() -> Vec<RouteDef> {
             Some(Flag::EmailMode),
             email::operation_status,
             [[EmailOperationNotFound]]
+        ),
+        route!(
+            GET "/v1/email/subscriptions",
+            Scoped(EmailRead),
+            Some(Flag::EmailUnsubscribe),
+            subscriptions::list,
+            [[InvalidRequest, InvalidCursor, ValidationFailed, EmailAccountNotFound]]
+        ),
+        route!(
+            POST "/v1/email/subscriptions/unsubscribe",
+            Scoped(EmailWrite),
+            Some(Flag::EmailUnsubscribe),
+            subscriptions::unsubscribe,
+            [JSON_BODY, [EmailSubscriptionChanged]]
+        ),
+        route!(
+            POST "/v1/email/subscriptions/{subscription_id}/keep",
+            Scoped(EmailWrite),
+            Some(Flag::EmailUnsubscribe),
+            subscriptions::keep,
+            [JSON_BODY, SUBSCRIPTION_CHANGE]
+        ),
+        route!(
+            POST "/v1/email/subscriptions/{subscription_id}/undo-keep",
+            Scoped(EmailWrite),
+            Some(Flag::EmailUnsubscribe),
+            subscriptions::undo_keep,
+            [JSON_BODY, SUBSCRIPTION_CHANGE]
+        ),
+        route!(
+            POST "/v1/email/subscriptions/{subscription_id}/spam",
+            Scoped(EmailWrite),
+            Some(Flag::EmailUnsubscribe),
+            subscriptions::report_spam,
+            [JSON_BODY, SUBSCRIPTION_CHANGE]
+        ),
+        route!(
+            POST "/v1/email/subscriptions/{subscription_id}/not-spam",
+            Scoped(EmailWrite),
+            Some(Flag::EmailUnsubscribe),
+            subscriptions::not_spam,
+            [JSON_BODY, SUBSCRIPTION_CHANGE]
         ),
         route!(
             POST "/v1/email/drafts",

@@ -25,6 +25,8 @@ pub enum CursorKind {
     EmailImportant = 3,
     /// Email mode's Other mail (`view=other`).
     EmailOther = 4,
+    /// The subscription census.
+    EmailSubscriptions = 5,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

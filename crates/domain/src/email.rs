@@ -55,6 +55,8 @@ names! {
         NotSpam => "not_spam",
         /// The agent proposing a reply, which lands as a revision of `draft_id`.
         ProposeReply => "propose_reply",
+        /// An unsubscribe command: one request per confirmed sender (`targets`).
+        Unsubscribe => "unsubscribe",
     }
 }
 
@@ -86,14 +88,15 @@ names! {
 }
 
 impl MailboxWrite {
-    /// The write an operation of `kind` is; `None` for a refresh or a proposed reply.
+    /// The write an operation of `kind` is; `None` for a refresh, a proposed reply or an
+    /// unsubscribe.
     pub const fn of(kind: EmailOperationKind) -> Option<MailboxWrite> {
         match kind {
             EmailOperationKind::Archive => Some(MailboxWrite::Archive),
             EmailOperationKind::MoveToInbox => Some(MailboxWrite::MoveToInbox),
             EmailOperationKind::ReportSpam => Some(MailboxWrite::ReportSpam),
             EmailOperationKind::NotSpam => Some(MailboxWrite::NotSpam),
-            EmailOperationKind::Refresh | EmailOperationKind::ProposeReply => None,
+            EmailOperationKind::Refresh | EmailOperationKind::ProposeReply | EmailOperationKind::Unsubscribe => None,
         }
     }
 }

@@ -72,10 +72,13 @@ pub enum ErrorCode {
     EmailExclusionNotFound,
     EmailStyleNotInDraft,
     EmailDraftUnsendable,
+    EmailSubscriptionNotFound,
+    EmailSubscriptionChanged,
+    EmailSubscriptionNotApplicable,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 66] = [
+    pub const ALL: [ErrorCode; 69] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -142,6 +145,9 @@ impl ErrorCode {
         ErrorCode::EmailExclusionNotFound,
         ErrorCode::EmailStyleNotInDraft,
         ErrorCode::EmailDraftUnsendable,
+        ErrorCode::EmailSubscriptionNotFound,
+        ErrorCode::EmailSubscriptionChanged,
+        ErrorCode::EmailSubscriptionNotApplicable,
     ];
 
     /// The stable machine-readable code, the `code` member of a problem document.
@@ -213,6 +219,9 @@ impl ErrorCode {
             ErrorCode::EmailExclusionNotFound => "email_exclusion_not_found",
             ErrorCode::EmailStyleNotInDraft => "email_style_not_in_draft",
             ErrorCode::EmailDraftUnsendable => "email_draft_unsendable",
+            ErrorCode::EmailSubscriptionNotFound => "email_subscription_not_found",
+            ErrorCode::EmailSubscriptionChanged => "email_subscription_changed",
+            ErrorCode::EmailSubscriptionNotApplicable => "email_subscription_not_applicable",
         }
     }
 
@@ -276,6 +285,8 @@ impl ErrorCode {
             | ErrorCode::EmailStyleNotInDraft
             | ErrorCode::EmailDraftUnsendable => 409,
             ErrorCode::EmailFeedbackNotFound | ErrorCode::EmailExclusionNotFound => 404,
+            ErrorCode::EmailSubscriptionNotFound => 404,
+            ErrorCode::EmailSubscriptionChanged | ErrorCode::EmailSubscriptionNotApplicable => 409,
         }
     }
 
@@ -348,6 +359,9 @@ impl ErrorCode {
             ErrorCode::EmailExclusionNotFound => "Exclusion not found",
             ErrorCode::EmailStyleNotInDraft => "The saved revision does not show that wording",
             ErrorCode::EmailDraftUnsendable => "The draft cannot be sent as it is",
+            ErrorCode::EmailSubscriptionNotFound => "Subscription not found",
+            ErrorCode::EmailSubscriptionChanged => "The subscription changed since it was shown",
+            ErrorCode::EmailSubscriptionNotApplicable => "That does not apply to the subscription as it is",
         }
     }
 }

@@ -107,8 +107,7 @@ pub enum FlagError {
 /// The flags whose part is not built in this release, with what they would turn on. A role whose
 /// environment turns one on refuses to start rather than accept a flag that does nothing; each
 /// part's issue removes its entry when the part lands.
-pub const UNSUPPORTED: [(&str, &str); 4] = [
-    ("AGENT_EMAIL_UNSUBSCRIBE_ENABLED", "unsubscribing"),
+pub const UNSUPPORTED: [(&str, &str); 3] = [
     ("AGENT_EMAIL_JUNK_FILTER_MODE", "the junk filter"),
     ("AGENT_CALL_ENABLED", "calling"),
     ("AGENT_MEMORY_API_ENABLED", "the memory API"),

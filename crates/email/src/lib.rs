@@ -27,7 +27,8 @@
 //!   one-click), parsed by strict rules; [`evidence`]: whether its DKIM signature proves it;
 //!   [`census`]: the subscription census the async worker keeps from both; [`oneclick`]: the
 //!   worker's one-click transport (public HTTPS addresses only, pinned, no redirects);
-//!   [`dns`]: the resolver both look names up with.
+//!   [`dns`]: the resolver both look names up with; [`unsubscribe`]: the confirmed commands the
+//!   worker runs, each target once.
 //! - [`allowance`]: the email cost allowances (USD 20 per UTC day, USD 200 per rolling 30 days)
 //!   and the `runtime/limits.yaml` overlay that may change them to finite amounts.
 
@@ -43,6 +44,7 @@ pub mod project;
 pub mod propose;
 pub mod provider;
 pub mod refresh;
+pub mod unsubscribe;
 pub mod untrusted;
 pub mod worker;
 pub mod writes;

@@ -49,11 +49,13 @@ pub use call_receipts::{CALL_RECEIPTS_CHANNEL, Receipt};
 pub use clock::{Clock, SystemClock};
 pub use delivery::{DeviceTarget, DueNotification, ScheduleOutcome};
 pub use email::{
-    CensusCandidate, CensusEntry, ClaimedProposal, ClaimedWrite, DraftContent, DraftPlace, DraftRevision, DraftRow,
-    DraftSend, Email, EmailAccountRow, EmailMessageRow, EmailOperationRow, EndorseStyle, ExclusionRow, FeedbackRow,
-    Freeze, GiveFeedback, InboxPosition, InboxQuery, Landing, LearningReset, LearningRow, NOT_APPLIED, NewAssessment,
-    NewEmailMessage, NewFeedback, Reconciliation, RefreshRequest, RequestProposal, ReviewDraft, STILL_SENDING_AFTER,
-    SaveDraft, StyleSampleRow, SubscriptionRow, THREAD_GONE, ThreadSummary, WaitingThread, WriteOutcome, WriteRequest,
+    CensusCandidate, CensusEntry, ClaimedProposal, ClaimedUnsubscribe, ClaimedWrite, ConfirmedTarget, DraftContent,
+    DraftPlace, DraftRevision, DraftRow, DraftSend, Email, EmailAccountRow, EmailMessageRow, EmailOperationRow,
+    EndorseStyle, ExclusionRow, FeedbackRow, Freeze, GiveFeedback, INTERRUPTED, InboxPosition, InboxQuery, Landing,
+    LearningReset, LearningRow, NOT_APPLIED, NewAssessment, NewEmailMessage, NewFeedback, OwnerChange, Reconciliation,
+    RefreshRequest, RequestProposal, ReviewDraft, STILL_SENDING_AFTER, SaveDraft, StyleSampleRow, SubscriptionChange,
+    SubscriptionQuery, SubscriptionRow, THREAD_GONE, TargetOutcome, TargetRefused, ThreadSummary, UnsubscribeRequest,
+    UnsubscribeTargetRow, WaitingThread, WriteOutcome, WriteRequest,
 };
 pub use events::{EventRow, StoredFrame};
 pub use folder_proposals::{

@@ -210,6 +210,22 @@ pub struct EmailOperation {
     pub reconciled_at: Option<jiff::Timestamp>,
     /// A proposed reply's draft; null for other operations.
     pub draft_id: Option<Uuid>,
+    /// An unsubscribe command's senders, in order, each with its own outcome; empty for other
+    /// operations.
+    #[serde(default)]
+    pub targets: Vec<UnsubscribeTargetStatus>,
+}
+
+/// One target of an unsubscribe operation, as `GET /v1/email/operations/{id}` shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct UnsubscribeTargetStatus {
+    pub subscription_id: Uuid,
+    pub mechanism: domain::email::UnsubscribeMechanism,
+    /// The host or address, as on the row.
+    pub destination: String,
+    pub state: domain::email::EmailOperationState,
+    /// A stable code when it failed or was left uncertain.
+    pub error: Option<String>,
 }
 
 /// `POST /v1/email/threads/{thread_id}/proposal`: the queued proposal and the draft it lands in

@@ -10,3 +10,4 @@ pub mod event;
 pub mod problem;
 pub mod request;
 pub mod response;
+pub mod subscriptions;

@@ -34,7 +34,7 @@ const MAX_PAGE_SIZE: u32 = 100;
 /// The longest search, in characters.
 const MAX_SEARCH_CHARS: usize = 200;
 
-fn account(row: EmailAccountRow, send_tool: Option<String>) -> EmailAccount {
+fn account(row: EmailAccountRow, send_tool: Option<String>, unsubscribe: bool) -> EmailAccount {
     EmailAccount {
         send_tool,
         freshness: if row.updated_at.is_some() {
@@ -49,8 +49,9 @@ fn account(row: EmailAccountRow, send_tool: Option<String>) -> EmailAccount {
         last_error: row.last_error,
         last_error_at: row.last_error_at,
         waiting: row.waiting,
-        // Unsubscribe assistance is not part of this release (its flag is refused at start).
-        unsubscribe_supported: false,
+        // Unsubscribe assistance needs no provider permission: on for every account with its
+        // flag (`AGENT_EMAIL_UNSUBSCRIBE_ENABLED=1`).
+        unsubscribe_supported: unsubscribe,
         // The provider keeps a Spam label in every mailbox.
         spam_supported: true,
     }
@@ -125,6 +126,7 @@ pub(crate) fn operation(row: EmailOperationRow) -> EmailOperation {
         updated_at: row.updated_at,
         reconciled_at: row.reconciled_at,
         draft_id: row.draft.map(DraftId::as_uuid),
+        targets: Vec::new(),
     }
 }
 
@@ -142,6 +144,27 @@ pub(crate) fn send_tool<'a>(
 }
 
 /// A path's id of an Email resource (`missing` when it is no UUID), typed as the caller asks.
+/// The targets of unsubscribe operation `id` as a client sees them.
+pub(crate) async fn targets(
+    state: &AppState,
+    id: domain::ids::EmailOperationId,
+) -> Result<Vec<wire::subscriptions::UnsubscribeTargetStatus>, ApiError> {
+    Ok(state
+        .store
+        .email()
+        .unsubscribe_targets(id)
+        .await?
+        .into_iter()
+        .map(|target| wire::subscriptions::UnsubscribeTargetStatus {
+            subscription_id: target.subscription.as_uuid(),
+            mechanism: target.mechanism,
+            destination: target.destination,
+            state: target.state,
+            error: target.error,
+        })
+        .collect())
+}
+
 pub(crate) fn parse_uuid<T: From<Uuid>>(text: &str, missing: ErrorCode) -> Result<T, ApiError> {
     super::parse_id(text, |text| Uuid::parse_str(text).ok().map(T::from), missing)
 }
@@ -160,7 +183,11 @@ pub async fn accounts(State(state): State<AppState>) -> Result<JsonResponse<Emai
             .into_iter()
             .map(|row| {
                 let tool = send_tool(&state, row.account_id.as_str()).map(|(_, tool)| tool.name);
-                account(row, tool)
+                account(
+                    row,
+                    tool,
+                    state.settings.flags.is_on(domain::flags::Flag::EmailUnsubscribe),
+                )
             })
             .collect(),
     }))
@@ -441,5 +468,10 @@ pub async fn operation_status(
         .operation(id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::EmailOperationNotFound))?;
-    Ok(JsonResponse(operation(row)))
+    let unsubscribe = row.kind == domain::email::EmailOperationKind::Unsubscribe;
+    let mut answer = operation(row);
+    if unsubscribe {
+        answer.targets = targets(&state, id).await?;
+    }
+    Ok(JsonResponse(answer))
 }

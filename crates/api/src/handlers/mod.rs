@@ -15,6 +15,7 @@ pub mod runs;
 pub mod schedules;
 pub mod sessions;
 pub mod settings;
+pub mod subscriptions;
 pub mod web_session;
 
 use domain::ErrorCode;

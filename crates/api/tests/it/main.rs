@@ -18,6 +18,7 @@ mod schedules;
 mod sessions;
 mod settings;
 mod stream;
+mod subscriptions;
 mod support;
 mod web;
 mod web_session;

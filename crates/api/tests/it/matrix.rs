@@ -27,6 +27,10 @@ pub(crate) fn every_flag_used() -> Env {
     if env.0.contains_key(Flag::NotificationApi.variable()) {
         env = env.set(Flag::NotificationDispatch.variable(), "1");
     }
+    // Unsubscribe assistance needs the mail accounts.
+    if env.0.contains_key(Flag::EmailUnsubscribe.variable()) {
+        env = env.with_mail();
+    }
     env
 }
 

@@ -94,13 +94,17 @@ async fn document_matches_the_router_with_flags_off_and_on() {
         Env::default()
             .set("AGENT_NOTIFICATION_API_ENABLED", "1")
             .set("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1")
-            .set("AGENT_EMAIL_MODE_ENABLED", "1"),
+            .set("AGENT_EMAIL_MODE_ENABLED", "1")
+            .set("AGENT_EMAIL_UNSUBSCRIBE_ENABLED", "1")
+            .with_mail(),
     )
     .await;
     let flags = FeatureFlags::with(&[
         domain::flags::Flag::NotificationApi,
         domain::flags::Flag::NotificationDispatch,
+        domain::flags::Flag::Email,
         domain::flags::Flag::EmailMode,
+        domain::flags::Flag::EmailUnsubscribe,
     ])
     .expect("flags");
     check_document(&on, &flags).await;
@@ -113,7 +117,9 @@ fn every_catalog_route_is_annotated() {
     let all_on = FeatureFlags::with(&[
         domain::flags::Flag::NotificationApi,
         domain::flags::Flag::NotificationDispatch,
+        domain::flags::Flag::Email,
         domain::flags::Flag::EmailMode,
+        domain::flags::Flag::EmailUnsubscribe,
     ])
     .expect("flags");
     let document = api::openapi::annotated(&all_on);

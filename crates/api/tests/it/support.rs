@@ -65,6 +65,15 @@ impl Env {
         self.0.insert(name.to_owned(), value.to_owned());
         self
     }
+
+    /// Mail on, in the legacy form: the api opens no credential, the paths only name the one
+    /// account (`default`).
+    pub fn with_mail(self) -> Env {
+        self.set("AGENT_EMAIL_ENABLED", "1")
+            .set("MAIL_READ_CREDENTIAL_FILE", "/etc/steward/mail/read.json")
+            .set("MAIL_WRITE_CREDENTIAL_FILE", "/etc/steward/mail/write.json")
+            .set("MAIL_SEND_CREDENTIAL_FILE", "/etc/steward/mail/send.json")
+    }
 }
 
 impl TestApp {

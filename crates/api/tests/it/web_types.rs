@@ -152,8 +152,14 @@ fn declarations(document: &Value) -> String {
 }
 
 fn generated() -> String {
-    let flags =
-        FeatureFlags::with(&[Flag::NotificationApi, Flag::NotificationDispatch, Flag::EmailMode]).expect("flags");
+    let flags = FeatureFlags::with(&[
+        Flag::NotificationApi,
+        Flag::NotificationDispatch,
+        Flag::Email,
+        Flag::EmailMode,
+        Flag::EmailUnsubscribe,
+    ])
+    .expect("flags");
     let document = serde_json::to_value(api::openapi::annotated(&flags)).expect("the document as JSON");
     declarations(&document)
 }

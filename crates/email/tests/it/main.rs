@@ -8,6 +8,7 @@ mod drafts;
 mod inbox;
 mod oneclick;
 mod refresh;
+mod unsubscribe;
 mod writes;
 
 use std::collections::HashSet;

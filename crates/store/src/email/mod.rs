@@ -12,6 +12,7 @@ mod projection;
 mod proposals;
 mod sends;
 mod subscriptions;
+mod unsubscribe;
 
 pub use drafts::{
     DraftContent, DraftPlace, DraftRevision, DraftRow, EndorseStyle, ReviewDraft, SaveDraft, StyleSampleRow,
@@ -25,7 +26,14 @@ pub use operations::{
 pub use projection::{EmailAccountRow, EmailMessageRow, NewAssessment, NewEmailMessage, WaitingThread};
 pub use proposals::{ClaimedProposal, Landing, RequestProposal};
 pub use sends::{DraftSend, Freeze};
-pub use subscriptions::{CensusCandidate, CensusEntry, STILL_SENDING_AFTER, SubscriptionRow};
+pub use subscriptions::{
+    CensusCandidate, CensusEntry, OwnerChange, STILL_SENDING_AFTER, SubscriptionChange, SubscriptionQuery,
+    SubscriptionRow,
+};
+pub use unsubscribe::{
+    ClaimedUnsubscribe, ConfirmedTarget, INTERRUPTED, TargetOutcome, TargetRefused, UnsubscribeRequest,
+    UnsubscribeTargetRow,
+};
 
 use crate::Store;
 

@@ -13,7 +13,8 @@ use jiff::{SignedDuration, Timestamp};
 use uuid::Uuid;
 
 use crate::email::Email;
-use crate::{Result, StoreError, named, named_optional, timestamp};
+use crate::email::operations::{OPERATION_COLUMNS, OperationRecord, WRITE_KINDS};
+use crate::{EmailOperationRow, Result, StoreError, named, named_optional, timestamp};
 
 /// How long after an unsubscribe further mail means the sender is still sending.
 pub const STILL_SENDING_AFTER: SignedDuration = SignedDuration::from_hours(24 * 10);
@@ -129,6 +130,45 @@ impl TryFrom<SubscriptionRecord> for SubscriptionRow {
 
 fn rows(records: Vec<SubscriptionRecord>) -> Result<Vec<SubscriptionRow>> {
     records.into_iter().map(SubscriptionRow::try_from).collect()
+}
+
+/// A page of the census as the owner lists it: rows with mail in the window or a decision,
+/// newest arrival first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SubscriptionQuery {
+    pub account: Option<AccountId>,
+    pub state: Option<SubscriptionState>,
+    /// Rows after this one (its last arrival and id), for the next page.
+    pub after: Option<(Timestamp, SubscriptionId)>,
+    pub limit: i64,
+}
+
+/// An owner's change of one row (Keep, its undo, Report spam, Not spam).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SubscriptionChange {
+    /// Done: the row now, and the mailbox writes queued for it.
+    Done {
+        row: SubscriptionRow,
+        operations: Vec<EmailOperationRow>,
+    },
+    NotFound,
+    /// The row moved since the revision the owner saw.
+    Changed(SubscriptionRow),
+    /// The change does not apply to the row as it is.
+    NotApplicable(SubscriptionRow),
+}
+
+/// Which change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OwnerChange {
+    /// Keep receiving (from any state but `unsubscribing` and `kept`).
+    Keep,
+    /// Undo Keep: the decision before it.
+    UndoKeep,
+    /// Report the sender's Inbox mail as spam (not while unsubscribing or already reported).
+    ReportSpam,
+    /// Return exactly the threads Report spam moved (only when reported); the row is kept.
+    NotSpam,
 }
 
 impl Email<'_> {
@@ -311,4 +351,158 @@ impl Email<'_> {
         .await?;
         Ok(done.rows_affected() == 1)
     }
+
+    /// A page of the census (see [`SubscriptionQuery`]).
+    pub async fn list_subscriptions(self, query: &SubscriptionQuery) -> Result<Vec<SubscriptionRow>> {
+        let (after_at, after_id) = match query.after {
+            Some((at, id)) => (Some(jiff_sqlx::Timestamp::from(at)), Some(id.as_uuid())),
+            None => (None, None),
+        };
+        let records: Vec<SubscriptionRecord> = sqlx::query_as(&format!(
+            "SELECT {SUBSCRIPTION_COLUMNS} FROM email_subscriptions
+             WHERE (conversations > 0 OR decision IS NOT NULL)
+               AND ($1::text IS NULL OR account_id = $1)
+               AND ($2::text IS NULL OR state = $2)
+               AND ($3::timestamptz IS NULL OR (last_arrival_at, id) < ($3, $4))
+             ORDER BY last_arrival_at DESC, id DESC
+             LIMIT $5"
+        ))
+        .bind(query.account.as_ref().map(AccountId::as_str))
+        .bind(query.state.map(SubscriptionState::as_str))
+        .bind(after_at)
+        .bind(after_id)
+        .bind(query.limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows(records)
+    }
+
+    /// The owner's `change` of row `id`, seen at `revision` (see [`OwnerChange`]).
+    pub async fn change_subscription(
+        self,
+        id: SubscriptionId,
+        revision: i64,
+        change: OwnerChange,
+    ) -> Result<SubscriptionChange> {
+        let now = self.now_sql();
+        self.transaction(
+            async |conn| {
+                let record: Option<SubscriptionRecord> = sqlx::query_as(&format!(
+                    "SELECT {SUBSCRIPTION_COLUMNS} FROM email_subscriptions WHERE id = $1 FOR UPDATE"
+                ))
+                .bind(id.as_uuid())
+                .fetch_optional(&mut *conn)
+                .await?;
+                let Some(record) = record else {
+                    return Ok(SubscriptionChange::NotFound);
+                };
+                let row = SubscriptionRow::try_from(record)?;
+                if row.revision != revision {
+                    return Ok(SubscriptionChange::Changed(row));
+                }
+                use SubscriptionDecision::{Kept, ReportedSpam, Unsubscribing};
+                let applies = match change {
+                    OwnerChange::Keep => !matches!(row.decision, Some(Kept | Unsubscribing)),
+                    OwnerChange::UndoKeep => row.decision == Some(Kept),
+                    OwnerChange::ReportSpam => !matches!(row.decision, Some(Unsubscribing | ReportedSpam)),
+                    OwnerChange::NotSpam => row.decision == Some(ReportedSpam),
+                };
+                if !applies {
+                    return Ok(SubscriptionChange::NotApplicable(row));
+                }
+                let mut operations = Vec::new();
+                let set = match change {
+                    OwnerChange::Keep => {
+                        "decision = 'kept', kept_from = CASE WHEN decision IN ('unsubscribed', 'still_sending',
+                             'reported_spam') THEN decision END, decided_at = $2"
+                    }
+                    OwnerChange::UndoKeep => {
+                        "decision = kept_from, kept_from = NULL,
+                         decided_at = CASE WHEN kept_from IS NULL THEN NULL ELSE $2 END"
+                    }
+                    OwnerChange::ReportSpam => {
+                        operations =
+                            queue_sender_writes(conn, id.as_uuid(), row.account_id.as_str(), "report_spam", now)
+                                .await?;
+                        "decision = 'reported_spam', kept_from = NULL, decided_at = $2"
+                    }
+                    OwnerChange::NotSpam => {
+                        operations = return_reported(conn, id.as_uuid(), now).await?;
+                        "decision = 'kept', kept_from = NULL, decided_at = $2"
+                    }
+                };
+                let record: SubscriptionRecord = sqlx::query_as(&format!(
+                    "UPDATE email_subscriptions SET {set}, updated_at = $2, revision = revision + 1
+                     WHERE id = $1 RETURNING {SUBSCRIPTION_COLUMNS}"
+                ))
+                .bind(id.as_uuid())
+                .bind(now)
+                .fetch_one(&mut *conn)
+                .await?;
+                Ok(SubscriptionChange::Done {
+                    row: SubscriptionRow::try_from(record)?,
+                    operations,
+                })
+            },
+            |outcome| matches!(outcome, SubscriptionChange::Done { .. }),
+        )
+        .await
+    }
+}
+
+/// Queues Not spam for exactly the threads a Report spam of subscription `id` moved that are
+/// still in Spam with no unsettled write.
+async fn return_reported(
+    conn: &mut sqlx::PgConnection,
+    id: Uuid,
+    now: jiff_sqlx::Timestamp,
+) -> Result<Vec<EmailOperationRow>> {
+    let records: Vec<OperationRecord> = sqlx::query_as(&format!(
+        "INSERT INTO email_operations (id, account_id, thread, kind, subscription, created_at, updated_at)
+         SELECT gen_random_uuid(), t.account_id, t.id, 'not_spam', $1, $2, $2
+         FROM email_threads t
+         WHERE t.in_spam
+           AND t.id IN (SELECT thread FROM email_operations
+                        WHERE subscription = $1 AND kind = 'report_spam' AND state = 'succeeded')
+           AND NOT EXISTS (SELECT 1 FROM email_operations w
+                           WHERE w.thread = t.id AND w.{WRITE_KINDS}
+                             AND (w.state IN ('queued', 'dispatching') OR (w.state = 'uncertain' AND w.reconciled_at IS NULL)))
+         RETURNING {OPERATION_COLUMNS}"
+    ))
+    .bind(id)
+    .bind(now)
+    .fetch_all(conn)
+    .await?;
+    records.into_iter().map(EmailOperationRow::try_from).collect()
+}
+
+/// Queues the write `kind` (`archive` or `report_spam`) of every Inbox thread of the
+/// subscription's sender in `account` that has no unsettled write, naming the subscription;
+/// the operations queued.
+pub(crate) async fn queue_sender_writes(
+    conn: &mut sqlx::PgConnection,
+    subscription: Uuid,
+    account: &str,
+    kind: &str,
+    now: jiff_sqlx::Timestamp,
+) -> Result<Vec<EmailOperationRow>> {
+    let records: Vec<OperationRecord> = sqlx::query_as(&format!(
+        "INSERT INTO email_operations (id, account_id, thread, kind, subscription, created_at, updated_at)
+         SELECT gen_random_uuid(), t.account_id, t.id, $3, $1, $4, $4
+         FROM email_threads t
+         WHERE t.account_id = $2 AND t.in_inbox AND NOT t.in_spam
+           AND EXISTS (SELECT 1 FROM email_messages m JOIN email_subscriptions s ON s.id = $1
+                       WHERE m.thread = t.id AND lower(m.sender->>'address') = s.sender)
+           AND NOT EXISTS (SELECT 1 FROM email_operations w
+                           WHERE w.thread = t.id AND w.{WRITE_KINDS}
+                             AND (w.state IN ('queued', 'dispatching') OR (w.state = 'uncertain' AND w.reconciled_at IS NULL)))
+         RETURNING {OPERATION_COLUMNS}"
+    ))
+    .bind(subscription)
+    .bind(account)
+    .bind(kind)
+    .bind(now)
+    .fetch_all(conn)
+    .await?;
+    records.into_iter().map(EmailOperationRow::try_from).collect()
 }
