@@ -21,8 +21,8 @@ const MAX_EXAMPLES: &str = "20";
 /// The generation seed: fixed, so a run is repeatable and CI sees the same cases each time;
 /// `STEWARD_CONTRACT_SEED=random` (or another number) explores further.
 const SEED: &str = "169756553792694912130547068163840334508";
-/// The notification flags (the API's flag-gated routes that are built), so their operations are
-/// checked too.
+/// The notification flags (the API's flag-gated routes that are built; Email mode and
+/// unsubscribe assistance come with the demo mailbox), so their operations are checked too.
 pub(crate) const FLAGS: &[(&str, &str)] = &[
     ("AGENT_NOTIFICATION_API_ENABLED", "1"),
     ("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1"),

@@ -54,11 +54,13 @@ impl DemoMail {
         })
     }
 
-    /// Mail and Email mode on, the demo account's manifest, and the stand-in's addresses.
+    /// Mail, Email mode and unsubscribe assistance on, the demo account's manifest, and the
+    /// stand-in's addresses (the provider, its DNS server and the local unsubscribe endpoint).
     pub fn environment(&self) -> Vec<(String, String)> {
         let mut environment = vec![
             ("AGENT_EMAIL_ENABLED".to_owned(), "1".to_owned()),
             ("AGENT_EMAIL_MODE_ENABLED".to_owned(), "1".to_owned()),
+            ("AGENT_EMAIL_UNSUBSCRIBE_ENABLED".to_owned(), "1".to_owned()),
             ("MAIL_ACCOUNTS_FILE".to_owned(), self.manifest.display().to_string()),
         ];
         environment.extend(self.provider.iter().cloned());

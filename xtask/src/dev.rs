@@ -184,9 +184,12 @@ pub fn build_roles_and(more: &[&str]) -> anyhow::Result<std::path::PathBuf> {
             "steward-migrate",
             "-p",
             "steward-async-worker",
-            // steward-demo-mail, the mail provider stand-in of `--demo-mail` and the browser tests.
+            // steward-demo-mail, the mail provider stand-in of `--demo-mail` and the browser tests
+            // (its local unsubscribe endpoint speaks TLS).
             "-p",
             "testkit",
+            "--features",
+            "testkit/tls",
         ])
         .args(more.iter().flat_map(|package| ["-p", package]))
         .status()

@@ -84,7 +84,12 @@ fn client(fake: &FakeGmail) -> anyhow::Result<Arc<GmailClient>> {
 pub async fn refresh(args: &[String]) -> anyhow::Result<Value> {
     let database_url = args.first().context("missing DATABASE_URL")?;
     let fake = FakeGmail::start().await;
-    let backfilled = testkit::demo::fill(&fake, "bench", jiff::Timestamp::now());
+    let backfilled = testkit::demo::fill(
+        &fake,
+        "bench",
+        jiff::Timestamp::now(),
+        &testkit::demo::Senders::generate(),
+    );
     let refresh_token = fake.grant("bench", READONLY);
     let document =
         json!({ "client_id": "bench", "client_secret": "bench", "refresh_token": refresh_token, "scope": READONLY });

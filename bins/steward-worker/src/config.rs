@@ -34,8 +34,43 @@ pub struct WorkerConfig {
     pub mail_endpoints: mail_mcp::gmail::Endpoints,
     /// Email mode is on: this worker also runs its provider writes.
     pub email_mode: bool,
-    /// Unsubscribe assistance is on: the resolver of the one-click transport this worker owns.
-    pub unsubscribe: Option<email::dns::Resolver>,
+    /// Unsubscribe assistance is on: the one-click transport this worker owns.
+    pub unsubscribe: Option<email::oneclick::OneClickTransport>,
+}
+
+/// The one-click transport: public HTTPS on port 443; or, for the offline demo only, the demo's
+/// local endpoint (`EMAIL_UNSUBSCRIBE_LOCAL_ENDPOINT`, a loopback `IP:port`, trusting only the
+/// authority in `EMAIL_UNSUBSCRIBE_LOCAL_CA_FILE`), which every one-click request then goes to.
+fn one_click_transport(env: &Env<'_>) -> Result<email::oneclick::OneClickTransport, ConfigError> {
+    use email::oneclick::{OneClickTransport, Settings};
+    let resolver = email::dns::Resolver::from_env(|name| env.get(name))?;
+    let Some(endpoint) = env.get("EMAIL_UNSUBSCRIBE_LOCAL_ENDPOINT") else {
+        return Ok(OneClickTransport::public(resolver));
+    };
+    let endpoint: std::net::SocketAddr = endpoint
+        .trim()
+        .parse()
+        .ok()
+        .filter(|endpoint: &std::net::SocketAddr| endpoint.ip().is_loopback())
+        .ok_or_else(|| {
+            domain::env::invalid(
+                "EMAIL_UNSUBSCRIBE_LOCAL_ENDPOINT",
+                "not a loopback IP address and port (it is for the offline demo only)",
+            )
+        })?;
+    let ca_file = env.required("EMAIL_UNSUBSCRIBE_LOCAL_CA_FILE")?;
+    let root = std::fs::read(&ca_file)
+        .ok()
+        .and_then(|pem| reqwest::Certificate::from_pem(&pem).ok())
+        .ok_or_else(|| domain::env::invalid("EMAIL_UNSUBSCRIBE_LOCAL_CA_FILE", "not a readable PEM certificate"))?;
+    Ok(OneClickTransport::new(Settings {
+        resolver,
+        port: endpoint.port(),
+        also_allowed: vec![endpoint.ip()],
+        roots: Some(vec![root]),
+        timeout: email::oneclick::TIMEOUT,
+        connect_timeout: email::oneclick::CONNECT_TIMEOUT,
+    }))
 }
 
 impl FromEnv for WorkerConfig {
@@ -52,7 +87,7 @@ impl FromEnv for WorkerConfig {
             return Err(ConfigError::EmailModeWithoutMail);
         }
         let unsubscribe = if flags.is_on(Flag::EmailUnsubscribe) {
-            Some(email::dns::Resolver::from_env(|name| env.get(name))?)
+            Some(one_click_transport(&env)?)
         } else {
             None
         };

@@ -45,12 +45,12 @@ async fn work(config: WorkerConfig) -> anyhow::Result<()> {
     };
     // Unsubscribe commands, with the one-click transport this role alone owns.
     let unsubscribes = match (&config.mail, &mail, &config.unsubscribe) {
-        (Some(accounts), Some(service), Some(resolver)) => {
+        (Some(accounts), Some(service), Some(transport)) => {
             let unsubscriber = email::unsubscribe::Unsubscriber {
                 store: store.clone(),
                 gmail: service.client().clone(),
                 accounts: accounts.accounts.clone(),
-                transport: email::oneclick::OneClickTransport::public(resolver.clone()),
+                transport: transport.clone(),
                 worker_id: config.settings.worker_id.clone(),
                 pace: email::writes::WritePace::default(),
             };

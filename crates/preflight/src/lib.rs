@@ -401,6 +401,36 @@ fn environment_rules(environments: &Environments, report: &mut Report) {
         failures,
     );
 
+    // Unsubscribe assistance: the same value for the three roles that share it, and never the
+    // offline demo's local endpoint on a deployed host.
+    let mut failures = Vec::new();
+    let unsubscribe: Vec<(&str, bool)> = ["api", "worker", "async-worker"]
+        .into_iter()
+        .filter_map(|role| {
+            environments
+                .get(role)
+                .map(|environment| (role, flag_on(environment, "AGENT_EMAIL_UNSUBSCRIBE_ENABLED")))
+        })
+        .collect();
+    if let Some((first, on)) = unsubscribe.first()
+        && let Some((role, _)) = unsubscribe.iter().find(|(_, other)| other != on)
+    {
+        failures.push(format!(
+            "AGENT_EMAIL_UNSUBSCRIBE_ENABLED differs between {first} and {role}"
+        ));
+    }
+    for (role, environment) in environments {
+        for name in ["EMAIL_UNSUBSCRIBE_LOCAL_ENDPOINT", "EMAIL_UNSUBSCRIBE_LOCAL_CA_FILE"] {
+            if environment.contains_key(name) {
+                failures.push(format!("{role} sets {name}, which is for the offline demo only"));
+            }
+        }
+    }
+    report.check(
+        "unsubscribe assistance is set alike, without the demo's local endpoint",
+        failures,
+    );
+
     // The scheduler gets the flag and the manifest path only.
     if let Some(schedule) = environments.get("schedule") {
         let mut failures = Vec::new();

@@ -1,6 +1,7 @@
 //! A demo mailbox for trying Email mode offline (`cargo xtask dev --demo-mail`, the web client's
 //! browser tests): a few hundred conversations over the last four weeks — people the owner
-//! writes to, one awaiting the owner's reply, newsletters with `List-Unsubscribe`, receipts from
+//! writes to, one awaiting the owner's reply, newsletters with `List-Unsubscribe` (DKIM-signed
+//! with keys made at start, one of each kind of unsubscribe offer), receipts from
 //! transactional senders, attachments — delivered to the stand-in provider, and the account's
 //! three credential documents and accounts manifest written as the bootstrap would.
 //!
@@ -31,14 +32,94 @@ const PEOPLE: [(&str, &str); 8] = [
     ("Margaret Hamilton", "margaret@apollo.example"),
 ];
 
-const NEWSLETTERS: [(&str, &str, &str); 6] = [
-    ("The Weekly Loop", "news@weeklyloop.example", "This week in loops"),
-    ("Garden Notes", "hello@gardennotes.example", "What to plant now"),
-    ("Rust Digest", "digest@rustdigest.example", "Crates of the week"),
-    ("City Events", "events@cityevents.example", "Things to do this weekend"),
-    ("Book Club", "club@bookclub.example", "Our next read"),
-    ("Travel Deals", "deals@traveldeals.example", "Fares from your airport"),
+/// How a newsletter offers to stop it, so the Subscriptions view shows every kind of row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    /// RFC 8058 one-click, DKIM-signed over both headers: `One-click request to <host>`.
+    OneClick,
+    /// A web page only (no `List-Unsubscribe-Post`), signed: no mechanism.
+    WebPage,
+    /// A mailto address only, signed: `Sends an email to <address>`.
+    Mailto,
+    /// One-click offered, but never signed: stays `Checking…`.
+    Unsigned,
+}
+
+const NEWSLETTERS: [(&str, &str, &str, Stop); 6] = [
+    (
+        "The Weekly Loop",
+        "news@weeklyloop.example",
+        "This week in loops",
+        Stop::OneClick,
+    ),
+    (
+        "Garden Notes",
+        "hello@gardennotes.example",
+        "What to plant now",
+        Stop::WebPage,
+    ),
+    (
+        "Rust Digest",
+        "digest@rustdigest.example",
+        "Crates of the week",
+        Stop::Mailto,
+    ),
+    (
+        "City Events",
+        "events@cityevents.example",
+        "Things to do this weekend",
+        Stop::OneClick,
+    ),
+    ("Book Club", "club@bookclub.example", "Our next read", Stop::Unsigned),
+    (
+        "Travel Deals",
+        "deals@traveldeals.example",
+        "Fares from your airport",
+        Stop::OneClick,
+    ),
 ];
+
+/// The newsletters' DKIM keys (made when the demo starts, never stored) and what DNS must
+/// answer for them: each signing domain's key, and each one-click host's address (the demo's
+/// local unsubscribe endpoint).
+#[derive(Debug)]
+pub struct Senders {
+    signers: Vec<crate::dkim::Signer>,
+}
+
+impl Senders {
+    pub fn generate() -> Senders {
+        let signers = NEWSLETTERS
+            .iter()
+            .filter(|(.., stop)| *stop != Stop::Unsigned)
+            .map(|(_, address, ..)| crate::dkim::Signer::generate(domain_of(address), "demo"))
+            .collect();
+        Senders { signers }
+    }
+
+    /// Publishes the keys on `dns`, and every newsletter host at `endpoint`.
+    pub fn publish(&self, dns: &crate::dns::DnsServer, endpoint: std::net::IpAddr) {
+        for signer in &self.signers {
+            dns.set_txt(&signer.record_name(), &signer.record());
+        }
+        for host in hosts() {
+            dns.set_addresses(host, &[endpoint]);
+        }
+    }
+
+    fn signer(&self, domain: &str) -> Option<&crate::dkim::Signer> {
+        self.signers.iter().find(|signer| signer.domain == domain)
+    }
+}
+
+/// Every newsletter's host: the names the local unsubscribe endpoint's certificate covers.
+pub fn hosts() -> Vec<&'static str> {
+    NEWSLETTERS.iter().map(|(_, address, ..)| domain_of(address)).collect()
+}
+
+fn domain_of(address: &str) -> &str {
+    address.split('@').nth(1).unwrap_or("example")
+}
 
 const SHOPS: [(&str, &str); 3] = [
     ("Corner Bookshop", "receipts@cornerbooks.example"),
@@ -57,9 +138,9 @@ const TOPICS: [&str; 8] = [
     "the new office",
 ];
 
-/// Fills `mailbox` on `gmail` (created here) with the demo conversations, dated back from `now`;
-/// how many messages were delivered.
-pub fn fill(gmail: &FakeGmail, mailbox: &str, now: jiff::Timestamp) -> usize {
+/// Fills `mailbox` on `gmail` (created here) with the demo conversations, dated back from `now`,
+/// the newsletters signed by `senders`; how many messages were delivered.
+pub fn fill(gmail: &FakeGmail, mailbox: &str, now: jiff::Timestamp, senders: &Senders) -> usize {
     gmail.mailbox(mailbox, OWNER);
     let mut delivered = 0;
     // Oldest first, spread over 27 days: `age` is minutes before `now`.
@@ -122,27 +203,38 @@ pub fn fill(gmail: &FakeGmail, mailbox: &str, now: jiff::Timestamp) -> usize {
         deliver(raw, labels, None);
     }
 
-    // Newsletters: bulk mail with List-Unsubscribe and List-Id, HTML only.
+    // Newsletters: bulk mail with List-Unsubscribe and List-Id, HTML only, each kind of
+    // unsubscribe offer (see `Stop`).
     for index in 0..192_usize {
-        let (name, address, subject) = NEWSLETTERS[index % NEWSLETTERS.len()];
+        let (name, address, subject, stop) = NEWSLETTERS[index % NEWSLETTERS.len()];
         let issue = index / NEWSLETTERS.len() + 1;
-        let host = address.split('@').nth(1).unwrap_or("example");
-        let raw = MessageBuilder::new()
+        let host = domain_of(address);
+        let offer = match stop {
+            Stop::OneClick | Stop::Unsigned => format!("<https://{host}/unsubscribe/{issue}?list=owner>"),
+            Stop::WebPage => format!("<https://{host}/preferences>"),
+            Stop::Mailto => format!("<mailto:leave@{host}?subject=unsubscribe%20owner&body=Please%20remove%20me.>"),
+        };
+        let mut message = MessageBuilder::new()
             .from((name, address))
             .to(OWNER)
             .subject(format!("{subject} (issue {issue})"))
             .date(at(27 * 24 * 60 - index as i64 * 200 - 30))
-            .header(
-                "List-Unsubscribe",
-                Raw::new(format!("<https://{host}/unsubscribe/{issue}>")),
-            )
-            .header("List-Id", Raw::new(format!("<list.{host}>")))
+            .header("List-Unsubscribe", Raw::new(offer))
+            .header("List-Id", Raw::new(format!("<list.{host}>")));
+        if matches!(stop, Stop::OneClick | Stop::Unsigned) {
+            message = message.header("List-Unsubscribe-Post", Raw::new("List-Unsubscribe=One-Click"));
+        }
+        let raw = message
             .html_body(format!(
                 "<h1>{subject}</h1><p>Issue {issue}: <b>five</b> picks for you.</p>\
                  <img src=\"https://{host}/pixel.gif\"><p><a href=\"https://{host}/read\">Read more</a></p>"
             ))
             .write_to_vec()
             .unwrap_or_default();
+        let raw = match senders.signer(host) {
+            Some(signer) => signer.sign(&raw, crate::dkim::ONE_CLICK_HEADERS),
+            None => raw,
+        };
         deliver(raw, &["INBOX", "CATEGORY_PROMOTIONS"], None);
     }
 

@@ -294,6 +294,21 @@ fn unequal_notification_flags_fail() {
 }
 
 #[test]
+fn unsubscribe_on_in_one_file_only_or_the_demo_endpoint_fails() {
+    let tree = Tree::new();
+    tree.edit_env("worker", |text| format!("{text}AGENT_EMAIL_UNSUBSCRIBE_ENABLED=1\n"));
+    expect_fail(&tree, "AGENT_EMAIL_UNSUBSCRIBE_ENABLED differs between api and worker");
+    let tree = Tree::new();
+    tree.edit_env("worker", |text| {
+        format!("{text}EMAIL_UNSUBSCRIBE_LOCAL_ENDPOINT=127.0.0.1:8443\n")
+    });
+    expect_fail(
+        &tree,
+        "worker sets EMAIL_UNSUBSCRIBE_LOCAL_ENDPOINT, which is for the offline demo only",
+    );
+}
+
+#[test]
 fn call_notifications_on_in_one_file_only_fail() {
     let tree = Tree::new();
     tree.edit_env("call-worker", |text| {
