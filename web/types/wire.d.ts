@@ -313,9 +313,10 @@ export type EmailOperationKind = "refresh" | "archive" | "move_to_inbox" | "repo
 export type EmailOperationState = "queued" | "dispatching" | "succeeded" | "failed" | "uncertain";
 
 /** `GET /v1/email/threads/{thread_id}`: the row and its messages, oldest first. */
-export type EmailThread = EmailThreadSummary & {
+export type EmailThread = EmailThreadSummary & ({
   messages: EmailMessage[];
-};
+  subscription?: null | Subscription;
+});
 
 /** One page of a listing. */
 export type EmailThreadPage = {

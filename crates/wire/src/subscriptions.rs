@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-pub use crate::email::UnsubscribeTargetStatus;
-use crate::email::{Correspondent, EmailOperation};
+use crate::email::EmailOperation;
+pub use crate::email::{Subscription, UnsubscribeTargetStatus};
 use crate::request::Invalid;
 
 /// The most senders one unsubscribe command names.
@@ -32,38 +32,6 @@ pub struct ListSubscriptions {
     /// Page size (default 50).
     #[param(minimum = 1, maximum = 100)]
     pub limit: Option<u32>,
-}
-
-/// A sender of bulk mail to one account: a row of the census.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
-pub struct Subscription {
-    pub subscription_id: Uuid,
-    pub account_id: String,
-    pub sender: Correspondent,
-    /// Conversations from the sender in the refresh window.
-    pub conversations: u32,
-    #[schema(value_type = String, format = DateTime)]
-    pub last_arrival_at: jiff::Timestamp,
-    /// What an unsubscribe would send; null while the evidence is unverified or the sender
-    /// offers nothing Steward can send (a web page only).
-    pub mechanism: Option<UnsubscribeMechanism>,
-    /// With `one_click`, the host the request goes to (`One-click request to <host>`); with
-    /// `mailto`, the address (`Sends an email to <address>`). Never a path, query or URI.
-    pub destination: Option<String>,
-    /// `unverified` reads `Checking…`: the evidence (the newest message's DKIM signature) is
-    /// not verified, and the row cannot be unsubscribed.
-    pub state: SubscriptionState,
-    /// A known correspondent, or a sender of Important or Needs-reply mail: Select all skips it.
-    pub protected: bool,
-    /// What a command confirms, with `revision`.
-    #[schema(min_length = 64, max_length = 64, pattern = "^[0-9a-f]{64}$")]
-    pub evidence_digest: String,
-    pub revision: i64,
-    /// Why the last unsubscribe did not succeed: a stable code (`unsubscribe.redirect_refused`,
-    /// `unsubscribe.no_answer`, …); null otherwise.
-    pub last_error: Option<String>,
-    #[schema(value_type = Option<String>, format = DateTime)]
-    pub unsubscribed_at: Option<jiff::Timestamp>,
 }
 
 /// `GET /v1/email/subscriptions`: rows in server order (newest arrival first).

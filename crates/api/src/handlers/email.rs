@@ -144,6 +144,28 @@ pub(crate) fn send_tool<'a>(
 }
 
 /// A path's id of an Email resource (`missing` when it is no UUID), typed as the caller asks.
+/// A census row as clients see it: the host or address, never the URI.
+pub(crate) fn subscription(row: store::SubscriptionRow) -> wire::email::Subscription {
+    wire::email::Subscription {
+        subscription_id: row.id.as_uuid(),
+        account_id: row.account_id.into_string(),
+        sender: wire::email::Correspondent {
+            name: row.sender_name,
+            address: row.sender,
+        },
+        conversations: u32::try_from(row.conversations).unwrap_or_default(),
+        last_arrival_at: row.last_arrival_at,
+        mechanism: row.mechanism,
+        destination: row.destination,
+        state: row.state,
+        protected: row.protected,
+        evidence_digest: row.digest,
+        revision: row.revision,
+        last_error: row.last_error,
+        unsubscribed_at: row.unsubscribed_at,
+    }
+}
+
 /// The targets of unsubscribe operation `id` as a client sees them.
 pub(crate) async fn targets(
     state: &AppState,
@@ -348,9 +370,21 @@ pub async fn thread(
         .thread(id)
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::EmailThreadNotFound))?;
+    // With unsubscribe assistance on, the newest message's sender's census row.
+    let newest_sender = messages.last().and_then(|newest| newest.sender.as_ref());
+    let subscription = match newest_sender {
+        Some(sender) if state.settings.flags.is_on(domain::flags::Flag::EmailUnsubscribe) => state
+            .store
+            .email()
+            .subscription_of(&row.account_id, &sender.address)
+            .await?
+            .map(subscription),
+        _ => None,
+    };
     Ok(JsonResponse(EmailThread {
         summary: summary(row),
         messages: messages.into_iter().map(message).collect(),
+        subscription,
     }))
 }
 

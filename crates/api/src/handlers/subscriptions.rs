@@ -11,40 +11,18 @@ use domain::cursor::CursorKind;
 use domain::ids::{AccountId, SubscriptionId};
 use store::{ConfirmedTarget, OwnerChange, SubscriptionChange, SubscriptionQuery, SubscriptionRow, UnsubscribeRequest};
 use uuid::Uuid;
-use wire::email::Correspondent;
 use wire::subscriptions::{
-    ListSubscriptions, RefusedTarget, Subscription, SubscriptionChanged, SubscriptionPage, TargetRefusal, Unsubscribe,
+    ListSubscriptions, RefusedTarget, SubscriptionChanged, SubscriptionPage, TargetRefusal, Unsubscribe,
     UnsubscribeAnswer,
 };
 
-use super::email::{operation, parse_uuid, targets};
+use super::email::{operation, parse_uuid, subscription, targets};
 use crate::AppState;
 use crate::extract::{Json, Path, Query};
 use crate::problem::ApiError;
 
 const DEFAULT_PAGE_SIZE: u32 = 50;
 const MAX_PAGE_SIZE: u32 = 100;
-
-pub(crate) fn subscription(row: SubscriptionRow) -> Subscription {
-    Subscription {
-        subscription_id: row.id.as_uuid(),
-        account_id: row.account_id.into_string(),
-        sender: Correspondent {
-            name: row.sender_name,
-            address: row.sender,
-        },
-        conversations: u32::try_from(row.conversations).unwrap_or_default(),
-        last_arrival_at: row.last_arrival_at,
-        mechanism: row.mechanism,
-        destination: row.destination,
-        state: row.state,
-        protected: row.protected,
-        evidence_digest: row.digest,
-        revision: row.revision,
-        last_error: row.last_error,
-        unsubscribed_at: row.unsubscribed_at,
-    }
-}
 
 fn encode_position(row: &SubscriptionRow) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(24);

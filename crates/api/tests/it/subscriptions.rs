@@ -417,6 +417,24 @@ async fn not_spam_returns_exactly_the_conversations_report_spam_moved() {
     .await;
     let worker = app.db.store_as("worker").await;
     let news = row(&rows(&app, "").await, "news@letters.example").clone();
+    // The reading pane's projection carries the sender's row (without its URI).
+    let (_, page) = app.get_json("/v1/email/threads?view=other&limit=50").await;
+    let thread = page["threads"]
+        .as_array()
+        .expect("threads")
+        .iter()
+        .find(|thread| thread["provider_thread_id"] == "n1")
+        .expect("the first newsletter")["thread_id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
+    let (_, detail) = app.get_json(&format!("/v1/email/threads/{thread}")).await;
+    assert_eq!(
+        detail["subscription"]["subscription_id"], news["subscription_id"],
+        "{detail}"
+    );
+    assert_eq!(detail["subscription"]["destination"], "letters.example");
+    assert!(!detail.to_string().contains("secret-token"));
     let id = news["subscription_id"].as_str().expect("an id").to_owned();
     let (status, reported) = json(
         post(

@@ -233,6 +233,18 @@ impl Email<'_> {
         rows(records)
     }
 
+    /// The census row of `sender` (any case) in `account_id`, when there is one.
+    pub async fn subscription_of(self, account_id: &AccountId, sender: &str) -> Result<Option<SubscriptionRow>> {
+        let record: Option<SubscriptionRecord> = sqlx::query_as(&format!(
+            "SELECT {SUBSCRIPTION_COLUMNS} FROM email_subscriptions WHERE account_id = $1 AND sender = lower($2)"
+        ))
+        .bind(account_id.as_str())
+        .bind(sender)
+        .fetch_optional(&self.pool)
+        .await?;
+        record.map(SubscriptionRow::try_from).transpose()
+    }
+
     /// One census row.
     pub async fn subscription(self, id: SubscriptionId) -> Result<Option<SubscriptionRow>> {
         let record: Option<SubscriptionRecord> = sqlx::query_as(&format!(
