@@ -106,7 +106,8 @@ GRANT SELECT, UPDATE ON email_subscriptions TO steward_api, steward_worker;
 -- An unsubscribe command (0025) is recorded by the api and run by the worker, which also
 -- queues the archive of an unsubscribed sender's Inbox mail when the owner asked for it.
 GRANT SELECT, INSERT ON email_unsubscribe_targets TO steward_api;
-GRANT SELECT, UPDATE ON email_unsubscribe_targets TO steward_worker;
+-- The worker also records the one command a Chat unsubscribe's approval allows.
+GRANT SELECT, INSERT, UPDATE ON email_unsubscribe_targets TO steward_worker;
 GRANT INSERT ON email_operations TO steward_worker;
 
 -- maintenance: no tables until its duties land (its grants arrive with them).

@@ -35,13 +35,22 @@ test("Email's modules stay out of the first load and are fetched when Email firs
       performance
         .getEntriesByType("resource")
         .map((entry) => new URL(entry.name).pathname)
-        .filter((path) => /^\/app\/(inbox|email|drafts|draft-view|learning|learning-view)(\.[0-9a-f]{16})?\.js$/.test(path))
+        .filter((path) => /^\/app\/(inbox|email|drafts|draft-view|learning|learning-view|subscriptions|subscriptions-view)(\.[0-9a-f]{16})?\.js$/.test(path))
         .map((path) => path.replace(/^\/app\/([a-z-]+).*$/, "$1"))
         .sort(),
     );
   assert.deepEqual(await fetched(), [], "Chat loads none of Email");
   await openEmail(page);
-  assert.deepEqual(await fetched(), ["draft-view", "drafts", "email", "inbox", "learning", "learning-view"]);
+  assert.deepEqual(await fetched(), [
+    "draft-view",
+    "drafts",
+    "email",
+    "inbox",
+    "learning",
+    "learning-view",
+    "subscriptions",
+    "subscriptions-view",
+  ]);
   assert.deepEqual(problems, []);
   await context.close();
 });

@@ -63,6 +63,7 @@ async fn work(config: WorkerConfig) -> anyhow::Result<()> {
         providers: Providers::new(openai),
         http,
         mail,
+        subscriptions: config.unsubscribe.is_some(),
     };
     role::ready();
     agent::worker::run(config.settings, executor, role::shutdown_signal()).await;

@@ -117,6 +117,8 @@ pub struct Executor {
     pub http: reqwest::Client,
     /// The connected mail accounts, when mail is on.
     pub mail: Option<Arc<MailService>>,
+    /// Unsubscribe assistance is on in this worker: its Chat tools are offered.
+    pub subscriptions: bool,
 }
 
 enum Relay {
@@ -242,7 +244,7 @@ impl Executor {
             configuration: &configuration,
             scheduled_scopes: claimed.scheduled_scopes.as_deref(),
         };
-        let toolbox = Toolbox::for_run(run_tools, self.http.clone(), self.mail.clone());
+        let toolbox = Toolbox::for_run(run_tools, self.http.clone(), self.mail.clone(), self.subscriptions);
         let (sender, receiver) = mpsc::unbounded_channel();
         let relay = tokio::spawn(relay_transient(self.store.clone(), lease.session, lease.run, receiver));
         let sink = TransientSink { sender };
@@ -284,7 +286,7 @@ impl Executor {
             configuration,
             scheduled_scopes: None,
         };
-        let toolbox = Toolbox::for_run(run_tools, self.http.clone(), self.mail.clone());
+        let toolbox = Toolbox::for_run(run_tools, self.http.clone(), self.mail.clone(), self.subscriptions);
         let wait_seconds = configuration.wait_timeout_seconds();
         if let Some(finish) = self
             .settle_all(claimed, &toolbox, wait_seconds, &claimed.counters, stop)

@@ -5,7 +5,9 @@
 
 pub mod executor;
 pub mod history;
+mod outcome;
 pub use model_client::{model, openai};
 pub mod scripted;
+pub mod subscription_tools;
 pub mod tools;
 pub mod worker;

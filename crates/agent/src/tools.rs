@@ -11,6 +11,8 @@
 //! | `folders.list` | low | no | reads the folders and the unfiled conversations |
 //! | `folders.propose` | low | no | proposes filing conversations; nothing moves until the owner accepts |
 //! | `mcp.mail_*` | low / medium / high | writes and sends | the connected accounts' mail tools (`mail_mcp::tools`) |
+//! | `subscriptions.list` | low | no | the subscription census (with unsubscribe assistance on) |
+//! | `subscriptions.unsubscribe` | high | yes | one sender's unsubscribe; the approval names sender and destination |
 //!
 //! Every tool declares its scope. A scheduled run's box holds only the roster's tools whose scope
 //! its schedule requested (today only the mail read and write scopes can be requested, so the
@@ -142,23 +144,7 @@ fn catalog() -> Vec<Tool> {
     ]
 }
 
-/// What running a tool came to.
-#[derive(Debug, PartialEq)]
-pub enum ToolOutcome {
-    Succeeded(Value),
-    /// It did not happen (or did nothing); the model is told why.
-    Failed {
-        code: &'static str,
-        message: String,
-    },
-    /// It may or may not have happened; never retried. A mail write or send carries what its
-    /// read-only reconciliation needs.
-    Uncertain {
-        code: &'static str,
-        message: String,
-        reconciliation: Option<Reconciliation>,
-    },
-}
+pub use crate::outcome::ToolOutcome;
 
 /// The tools of one pinned configuration.
 #[derive(Clone, Debug)]
@@ -184,11 +170,25 @@ impl Toolbox {
     /// The tools of the pinned roster that this worker can run: the built-in ones, and the mail
     /// tools of the accounts it holds credentials for. A scheduled run keeps only those whose
     /// scope its schedule requested.
-    pub fn for_run(run: RunTools<'_>, http: reqwest::Client, mail: Option<Arc<MailService>>) -> Toolbox {
+    ///
+    /// `subscriptions` says whether this worker runs unsubscribe assistance: without it, the
+    /// subscription tools are in no run's box, whatever a pinned roster says.
+    pub fn for_run(
+        run: RunTools<'_>,
+        http: reqwest::Client,
+        mail: Option<Arc<MailService>>,
+        subscriptions: bool,
+    ) -> Toolbox {
         let mail_tools = mail.iter().flat_map(|mail| mail.specs());
+        let subscription_tools = if subscriptions {
+            crate::subscription_tools::tools()
+        } else {
+            Vec::new()
+        };
         let (tools, withheld): (Vec<Tool>, Vec<Tool>) = catalog()
             .into_iter()
             .chain(mail_tools)
+            .chain(subscription_tools)
             .filter(|tool| run.configuration.tools.contains(&tool.name))
             .partition(|tool| run.scheduled_scopes.is_none_or(|scopes| scopes.contains(&tool.scope)));
         Toolbox {
@@ -232,6 +232,7 @@ impl Toolbox {
     /// Checks `invocation`'s arguments before its approval is asked for (mail writes and sends
     /// must be a message that can be made); other tools pass.
     pub fn check_arguments(&self, invocation: &InvocationRow) -> Result<(), String> {
+        crate::subscription_tools::check_arguments(&invocation.tool, &invocation.arguments)?;
         match &self.mail {
             Some(mail) => mail.check_arguments(&invocation.tool, &invocation.arguments),
             None => Ok(()),
@@ -247,6 +248,9 @@ impl Toolbox {
             "schedule.create" => return create_schedule(store, principal, invocation).await,
             "folders.list" => return filing_overview(store, principal).await,
             "folders.propose" => return propose_folder(store, principal, invocation).await,
+            crate::subscription_tools::LIST | crate::subscription_tools::UNSUBSCRIBE => {
+                return crate::subscription_tools::execute(store, &invocation.tool, &invocation.arguments).await;
+            }
             _ => {}
         }
         if let Some(mail) = self.mail.as_ref().filter(|mail| mail.tool(&invocation.tool).is_some()) {

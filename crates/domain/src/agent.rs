@@ -151,8 +151,12 @@ pub const CORE_TOOLS: [&str; 6] = [
     "folders.propose",
 ];
 
+/// The Chat tools of unsubscribe assistance (`AGENT_EMAIL_UNSUBSCRIBE_ENABLED=1`).
+pub const SUBSCRIPTION_TOOLS: [&str; 2] = ["subscriptions.list", "subscriptions.unsubscribe"];
+
 /// The roster for a definition under `features`: the core tools, then those the definition and
-/// the features add: with mail on, every connected account's mail tools (`mail_tools::tools`).
+/// the features add: with mail on, every connected account's mail tools (`mail_tools::tools`);
+/// with unsubscribe assistance, its two Chat tools.
 pub fn tool_roster(definition: &AgentDefinition, features: &[Flag], mail: Option<&AccountIds>) -> Vec<String> {
     let mut tools: Vec<String> = CORE_TOOLS.iter().map(|name| (*name).to_owned()).collect();
     if definition.webhook_url.is_some() {
@@ -160,6 +164,9 @@ pub fn tool_roster(definition: &AgentDefinition, features: &[Flag], mail: Option
     }
     if let Some(accounts) = mail.filter(|_| features.contains(&Flag::Email)) {
         tools.extend(crate::mail_tools::tools(accounts).into_iter().map(|tool| tool.name));
+    }
+    if features.contains(&Flag::EmailUnsubscribe) {
+        tools.extend(SUBSCRIPTION_TOOLS.iter().map(|name| (*name).to_owned()));
     }
     tools
 }

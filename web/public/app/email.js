@@ -11,7 +11,7 @@ import * as drafts from "./drafts.js";
 /** @typedef {import("../../types/wire").EmailThreadSummary} Thread */
 /** @typedef {import("../../types/wire").AttachmentMeta} Attachment */
 /** @typedef {import("../../types/wire").EmailMessage} Message */
-/** @typedef {Thread & {messages: Message[]}} ThreadDetail */
+/** @typedef {Thread & {messages: Message[], subscription?: import("../../types/wire").Subscription | null}} ThreadDetail */
 /** @typedef {import("../../types/wire").EmailOperation} Operation */
 
 /** A new refresh is asked for this often while the inbox is visible (the server admits one a minute). */

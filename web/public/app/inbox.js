@@ -10,6 +10,8 @@ import * as drafts from "./drafts.js";
 import { DraftEditor } from "./draft-view.js";
 import { reason } from "./learning.js";
 import { FeedbackMenu } from "./learning-view.js";
+import * as subs from "./subscriptions.js";
+import { SubscriptionsView, ThreadUnsubscribe } from "./subscriptions-view.js";
 
 const html = htm.bind(h);
 
@@ -114,6 +116,8 @@ function InboxPane({ onOpen }) {
           <option value="">All accounts</option>
           ${accounts.map((account) => html`<option value=${account.account_id}>${account.address ?? account.account_id}</option>`)}
         </select>`}
+      ${subs.supportedAccounts().length > 0 &&
+      html`<button class="button hairline small" aria-pressed=${subs.shown.value} onClick=${() => (subs.shown.value ? subs.close() : subs.open())}>Subscriptions</button>`}
       <form class="search" role="search" onSubmit=${(/** @type {Event} */ e) => {
         e.preventDefault();
         email.find(words);
@@ -205,6 +209,8 @@ function ReadingPane({ onBack }) {
       html`<button class="button quiet small" disabled=${busy} onClick=${() => email.notSuspected(thread.thread_id)}>Not spam</button>`}
     </div>
     ${error && html`<p class="error" role="alert">${error}</p>`}
+    ${account?.unsubscribe_supported &&
+    html`<${ThreadUnsubscribe} row=${thread.subscription} onDone=${() => email.reloadDetail()} />`}
     <${FeedbackMenu} key=${thread.thread_id} thread=${thread} own=${account?.address ?? null} onChanged=${(/** @type {email.Thread} */ row) => email.replaceRow(row)} />
     <${DraftEditor} key=${drafts.editor.value?.draftId ?? "none"} onChanged=${() => {
       email.loadListing();
@@ -270,6 +276,7 @@ export function EmailView({ shown }) {
     </main>`;
   }
   const open = (/** @type {string} */ id) => {
+    subs.shown.value = false;
     email.reading.value = true;
     email.select(id);
   };
@@ -277,6 +284,8 @@ export function EmailView({ shown }) {
     style=${{ "--inbox": `${email.paneWidth.value}px` }}>
     <${InboxPane} onOpen=${open} />
     <${Divider} container=${container} />
-    <${ReadingPane} onBack=${() => (email.reading.value = false)} />
+    ${subs.shown.value
+      ? html`<${SubscriptionsView} />`
+      : html`<${ReadingPane} onBack=${() => (email.reading.value = false)} />`}
   </main>`;
 }

@@ -9,6 +9,7 @@ mod logs;
 mod mail;
 mod openai;
 mod schedules;
+mod subscriptions;
 mod support;
 mod trust;
 mod waiting;

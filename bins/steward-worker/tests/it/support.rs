@@ -119,6 +119,7 @@ impl Stack {
             providers: agent::executor::Providers::new(openai),
             http,
             mail,
+            subscriptions: config.unsubscribe.is_some(),
         };
         let task = tokio::spawn(agent::worker::run(config.settings, executor, std::future::pending()));
         self.workers.push(Abort(task));

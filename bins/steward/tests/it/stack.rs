@@ -72,6 +72,7 @@ impl Stack {
             providers: agent::executor::Providers::new(None),
             http: reqwest::Client::new(),
             mail: None,
+            subscriptions: false,
         };
         stack.tasks.push(tokio::spawn(agent::worker::run(
             settings,
