@@ -12,6 +12,7 @@ mod cursors;
 mod documents;
 mod mime;
 mod sse;
+mod unsubscribe;
 mod webhook;
 
 use std::alloc::System;
