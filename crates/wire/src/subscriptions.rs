@@ -50,6 +50,7 @@ pub struct UnsubscribeTarget {
     #[schema(min_length = 64, max_length = 64, pattern = "^[0-9a-f]{64}$")]
     pub evidence_digest: String,
     /// The row's `revision` when it was confirmed.
+    #[serde(deserialize_with = "crate::request::whole")]
     #[schema(minimum = 1)]
     pub expected_revision: i64,
 }
@@ -132,6 +133,7 @@ pub struct UnsubscribeAnswer {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SubscriptionChange {
+    #[serde(deserialize_with = "crate::request::whole")]
     #[schema(minimum = 1)]
     pub expected_revision: i64,
 }

@@ -331,3 +331,63 @@ async fn an_unsubscribed_sender_still_mailing_ten_days_later_is_still_sending() 
         "the census reads only"
     );
 }
+
+#[tokio::test]
+async fn turning_the_feature_off_and_on_keeps_every_decision() {
+    let mut census = Census::start().await;
+    let letters = census.signer("letters.example");
+    let club = census.signer("club.example");
+    let t = now() - 7200;
+    census.deliver(&letters.sign(
+        &bulk("news@letters.example", "<https://letters.example/u>", true, t),
+        ONE_CLICK_HEADERS,
+    ));
+    census.deliver(&club.sign(
+        &bulk("chair@club.example", "<https://club.example/u>", true, t),
+        ONE_CLICK_HEADERS,
+    ));
+    census.update().await;
+    // The owner keeps one sender and unsubscribes from the other.
+    let api = census.db.store_as("api").await;
+    let news = census.row("news@letters.example").await;
+    let kept = api
+        .email()
+        .change_subscription(news.id, news.revision, store::OwnerChange::Keep)
+        .await
+        .expect("keep");
+    assert!(matches!(kept, store::SubscriptionChange::Done { .. }));
+    let chair = census.row("chair@club.example").await;
+    let worker = census.db.store_as("worker").await;
+    assert!(worker.email().mark_unsubscribed(chair.id).await.expect("settled"));
+
+    // Off: no census is taken; new mail changes no row.
+    let dkim = census.refresher.census.take();
+    census.deliver(&letters.sign(
+        &bulk("news@letters.example", "<https://letters.example/u2>", true, t + 60),
+        ONE_CLICK_HEADERS,
+    ));
+    census.deliver(&letters.sign(
+        &bulk("new@letters.example", "<https://letters.example/u3>", true, t + 60),
+        ONE_CLICK_HEADERS,
+    ));
+    census.update().await;
+    let senders: Vec<String> = census.rows().await.into_iter().map(|row| row.sender).collect();
+    assert_eq!(
+        senders,
+        ["chair@club.example", "news@letters.example"],
+        "no census while off"
+    );
+
+    // On again: the new sender is counted, and neither decision is suggested away.
+    census.refresher.census = dkim;
+    census.update().await;
+    assert_eq!(census.row("news@letters.example").await.state, SubscriptionState::Kept);
+    assert_eq!(
+        census.row("chair@club.example").await.state,
+        SubscriptionState::Unsubscribed
+    );
+    assert_eq!(
+        census.row("new@letters.example").await.state,
+        SubscriptionState::Eligible
+    );
+}

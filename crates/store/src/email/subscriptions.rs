@@ -189,13 +189,14 @@ impl Email<'_> {
              ), counts AS (
                  SELECT sender, count(DISTINCT thread) AS conversations, max(sent_at) AS last_arrival_at
                  FROM bulk GROUP BY sender
+             ), known AS (
+                 -- The people the owner has written to, read once (a hashed set below).
+                 SELECT DISTINCT lower(person->>'address') AS address
+                 FROM email_messages sent, jsonb_array_elements(sent.recipients || sent.copied) AS person
+                 WHERE sent.account_id = $1 AND 'SENT' = ANY (sent.labels)
              )
              SELECT n.sender, n.name, c.conversations, c.last_arrival_at, n.provider_message_id,
-                 EXISTS (
-                     SELECT 1 FROM email_messages sent, jsonb_array_elements(sent.recipients || sent.copied) AS person
-                     WHERE sent.account_id = $1 AND 'SENT' = ANY (sent.labels)
-                       AND lower(person->>'address') = n.sender
-                 ) OR EXISTS (
+                 n.sender IN (SELECT address FROM known) OR EXISTS (
                      SELECT 1 FROM email_messages mine JOIN email_threads thread ON thread.id = mine.thread
                      WHERE mine.account_id = $1 AND lower(mine.sender->>'address') = n.sender
                        AND (thread.importance = 'important' OR thread.reply_need = 'needs_reply')
