@@ -453,30 +453,6 @@ async fn chat_on_a_terminal_answers_an_approval_inline_and_exits_with_the_run() 
     );
 }
 
-/// A TLS front for the plain HTTP server at `upstream`: a certificate for `localhost` issued by
-/// a certificate authority made here, each connection's bytes passed through. Returns the
-/// front's port and the authority's certificate (PEM).
-async fn tls_front(upstream: std::net::SocketAddr) -> (u16, String) {
-    let (acceptor, ca_pem) = testkit::tls::localhost(&[]);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let port = listener.local_addr().expect("address").port();
-    tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let Ok(mut tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let Ok(mut plain) = tokio::net::TcpStream::connect(upstream).await else {
-                    return;
-                };
-                let _ = tokio::io::copy_bidirectional(&mut tls, &mut plain).await;
-            });
-        }
-    });
-    (port, ca_pem)
-}
-
 #[tokio::test]
 async fn https_is_verified_with_the_systems_trust_store() {
     let stack = Stack::api(SCOPES).await;
@@ -486,7 +462,10 @@ async fn https_is_verified_with_the_systems_trust_store() {
         .trim_end_matches('/')
         .parse()
         .expect("the stack's address");
-    let (port, ca_pem) = tls_front(upstream).await;
+    // A TLS front with a certificate for `localhost` from an authority made here.
+    let (front, ca_pem, _front) =
+        testkit::tls::front(std::net::Ipv4Addr::LOCALHOST.into(), &["localhost"], upstream).await;
+    let port = front.port();
     let base = format!("https://localhost:{port}");
 
     // The test authority is in no store of the system: the server is not trusted, and nothing

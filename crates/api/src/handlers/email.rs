@@ -248,6 +248,56 @@ pub async fn refresh(
 }
 
 /// The 26 bytes of a listing position: priority, microseconds since the epoch, thread id.
+/// Refuses an `account_id` filter that is not an account id's shape.
+fn check_account_shape(account_id: Option<&str>) -> Result<(), ApiError> {
+    match account_id {
+        Some(account_id) if !domain::manifest::valid_account_id(account_id) => {
+            Err(ApiError::new(ErrorCode::InvalidRequest)
+                .detail("an account id is lowercase letters, digits, `-` and `_`")
+                .field("account_id"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The connected account an `account_id` filter names (404 when none has it).
+pub(crate) async fn connected_account(
+    state: &AppState,
+    account_id: Option<&str>,
+) -> Result<Option<AccountId>, ApiError> {
+    check_account_shape(account_id)?;
+    let Some(account_id) = account_id.map(AccountId::from) else {
+        return Ok(None);
+    };
+    if state.store.email().account(&account_id).await?.is_none() {
+        return Err(ApiError::new(ErrorCode::EmailAccountNotFound)
+            .detail("no connected account has this id")
+            .field("account_id"));
+    }
+    Ok(Some(account_id))
+}
+
+/// The position a listing's `cursor` of `kind` resumes after; an empty `cursor=` is no cursor
+/// (the first page), and one this server did not issue for `kind` is 400 `invalid_cursor`.
+pub(crate) fn page_after<T>(
+    state: &AppState,
+    kind: CursorKind,
+    cursor: Option<&str>,
+    decode: fn(&[u8]) -> Option<T>,
+) -> Result<Option<T>, ApiError> {
+    let Some(cursor) = cursor.filter(|cursor| !cursor.is_empty()) else {
+        return Ok(None);
+    };
+    let invalid =
+        || ApiError::new(ErrorCode::InvalidCursor).detail("cursor is malformed, altered or from another view");
+    let bytes = state
+        .settings
+        .cursors
+        .decode_bytes(kind, cursor)
+        .map_err(|_| invalid())?;
+    decode(&bytes).map(Some).ok_or_else(invalid)
+}
+
 fn encode_position(position: InboxPosition) -> Vec<u8> {
     let mut bytes = Vec::with_capacity(26);
     bytes.extend_from_slice(&position.priority.to_be_bytes());
@@ -285,13 +335,7 @@ pub async fn threads(
         InboxView::Other => (CursorKind::EmailOther, 25),
     };
     let limit = super::page_limit(params.limit, default_limit, MAX_PAGE_SIZE)?;
-    if let Some(account_id) = params.account_id.as_deref()
-        && !domain::manifest::valid_account_id(account_id)
-    {
-        return Err(ApiError::new(ErrorCode::InvalidRequest)
-            .detail("an account id is lowercase letters, digits, `-` and `_`")
-            .field("account_id"));
-    }
+    check_account_shape(params.account_id.as_deref())?;
     if let Some(words) = params.q.as_deref()
         && (words.is_empty() || words.chars().count() > MAX_SEARCH_CHARS || words.contains('\0'))
     {
@@ -299,28 +343,8 @@ pub async fn threads(
             .detail(format!("q must be 1 to {MAX_SEARCH_CHARS} characters, without NUL"))
             .field("q"));
     }
-    // An empty `cursor=` is no cursor: the first page.
-    let after = match params.cursor.as_deref().filter(|cursor| !cursor.is_empty()) {
-        None => None,
-        Some(cursor) => {
-            let invalid =
-                || ApiError::new(ErrorCode::InvalidCursor).detail("cursor is malformed, altered or from another view");
-            let bytes = state
-                .settings
-                .cursors
-                .decode_bytes(kind, cursor)
-                .map_err(|_| invalid())?;
-            Some(decode_position(&bytes).ok_or_else(invalid)?)
-        }
-    };
-    let account = params.account_id.clone().map(AccountId::from);
-    if let Some(account_id) = &account
-        && state.store.email().account(account_id).await?.is_none()
-    {
-        return Err(ApiError::new(ErrorCode::EmailAccountNotFound)
-            .detail("no connected account has this id")
-            .field("account_id"));
-    }
+    let after = page_after(&state, kind, params.cursor.as_deref(), decode_position)?;
+    let account = connected_account(&state, params.account_id.as_deref()).await?;
     let search = params.q.as_deref().map(str::trim).filter(|words| !words.is_empty());
     // One row more than asked says whether another page follows.
     let mut rows = state
@@ -336,15 +360,12 @@ pub async fn threads(
         .await?;
     let more = rows.len() > limit as usize;
     rows.truncate(limit as usize);
-    let next_cursor = match rows.last() {
-        Some(last) if more => Some(
-            state
-                .settings
-                .cursors
-                .encode_bytes(kind, &encode_position(last.position())),
-        ),
-        _ => None,
-    };
+    let next_cursor = rows.last().filter(|_| more).map(|last| {
+        state
+            .settings
+            .cursors
+            .encode_bytes(kind, &encode_position(last.position()))
+    });
     Ok(JsonResponse(EmailThreadPage {
         threads: rows.into_iter().map(summary).collect(),
         next_cursor,

@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use domain::ErrorCode;
 use domain::cursor::CursorKind;
-use domain::ids::{AccountId, SubscriptionId};
+use domain::ids::SubscriptionId;
 use store::{ConfirmedTarget, OwnerChange, SubscriptionChange, SubscriptionQuery, SubscriptionRow, UnsubscribeRequest};
 use uuid::Uuid;
 use wire::subscriptions::{
@@ -16,7 +16,7 @@ use wire::subscriptions::{
     UnsubscribeAnswer,
 };
 
-use super::email::{operation, parse_uuid, subscription, targets};
+use super::email::{connected_account, operation, page_after, parse_uuid, subscription, targets};
 use crate::AppState;
 use crate::extract::{Json, Path, Query};
 use crate::problem::ApiError;
@@ -50,33 +50,13 @@ pub async fn list(
     Query(params): Query<ListSubscriptions>,
 ) -> Result<JsonResponse<SubscriptionPage>, ApiError> {
     let limit = super::page_limit(params.limit, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)?;
-    if let Some(account_id) = params.account_id.as_deref()
-        && !domain::manifest::valid_account_id(account_id)
-    {
-        return Err(ApiError::new(ErrorCode::InvalidRequest)
-            .detail("an account id is lowercase letters, digits, `-` and `_`")
-            .field("account_id"));
-    }
-    let after = match params.cursor.as_deref().filter(|cursor| !cursor.is_empty()) {
-        None => None,
-        Some(cursor) => {
-            let invalid = || ApiError::new(ErrorCode::InvalidCursor).detail("cursor is malformed or altered");
-            let bytes = state
-                .settings
-                .cursors
-                .decode_bytes(CursorKind::EmailSubscriptions, cursor)
-                .map_err(|_| invalid())?;
-            Some(decode_position(&bytes).ok_or_else(invalid)?)
-        }
-    };
-    let account = params.account_id.clone().map(AccountId::from);
-    if let Some(account_id) = &account
-        && state.store.email().account(account_id).await?.is_none()
-    {
-        return Err(ApiError::new(ErrorCode::EmailAccountNotFound)
-            .detail("no connected account has this id")
-            .field("account_id"));
-    }
+    let after = page_after(
+        &state,
+        CursorKind::EmailSubscriptions,
+        params.cursor.as_deref(),
+        decode_position,
+    )?;
+    let account = connected_account(&state, params.account_id.as_deref()).await?;
     let mut rows = state
         .store
         .email()
@@ -89,15 +69,12 @@ pub async fn list(
         .await?;
     let more = rows.len() > limit as usize;
     rows.truncate(limit as usize);
-    let next_cursor = match rows.last() {
-        Some(last) if more => Some(
-            state
-                .settings
-                .cursors
-                .encode_bytes(CursorKind::EmailSubscriptions, &encode_position(last)),
-        ),
-        _ => None,
-    };
+    let next_cursor = rows.last().filter(|_| more).map(|last| {
+        state
+            .settings
+            .cursors
+            .encode_bytes(CursorKind::EmailSubscriptions, &encode_position(last))
+    });
     Ok(JsonResponse(SubscriptionPage {
         subscriptions: rows.into_iter().map(subscription).collect(),
         next_cursor,

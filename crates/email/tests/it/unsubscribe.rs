@@ -21,20 +21,14 @@ use email::writes::{WritePace, Writer};
 use mail_builder::MessageBuilder;
 use mail_builder::headers::raw::Raw;
 use mail_mcp::accounts::{Account, ReadAccount};
-use mail_mcp::document::{CredentialDocument, MailScope};
+use mail_mcp::document::MailScope;
 use store::{ConfirmedTarget, Store, SubscriptionRow, UnsubscribeRequest};
 use testkit::dkim::{ONE_CLICK_HEADERS, Signer};
 use testkit::dns::DnsServer;
 use testkit::gmail::{FakeGmail, MODIFY, READONLY, SEND};
 
 use crate::refresh::{ensure_accounts, gmail};
-
-fn document(fake: &FakeGmail, scope: MailScope, url: &str) -> CredentialDocument {
-    let refresh = fake.grant("owner", url);
-    let json =
-        format!(r#"{{"client_id":"client","client_secret":"secret","refresh_token":"{refresh}","scope":"{url}"}}"#);
-    CredentialDocument::parse(json.as_bytes(), scope, None).expect("document")
-}
+use crate::writes::document;
 
 fn newsletter(from: &str, unsubscribe: &str, post: bool, minute: i64) -> Vec<u8> {
     let mut message = MessageBuilder::new()

@@ -18,7 +18,8 @@ use uuid::Uuid;
 
 use crate::refresh::gmail;
 
-fn document(fake: &FakeGmail, scope: MailScope, url: &str) -> CredentialDocument {
+/// A credential document for the `owner` mailbox with one scope.
+pub fn document(fake: &FakeGmail, scope: MailScope, url: &str) -> CredentialDocument {
     let refresh = fake.grant("owner", url);
     let json =
         format!(r#"{{"client_id":"client","client_secret":"secret","refresh_token":"{refresh}","scope":"{url}"}}"#);

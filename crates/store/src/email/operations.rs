@@ -22,6 +22,10 @@ use crate::{Result, StoreError, named, timestamp};
 /// The provider writes among the operations (not refreshes, nor the agent's proposed replies).
 pub(crate) const WRITE_KINDS: &str = "kind IN ('archive', 'move_to_inbox', 'report_spam', 'not_spam')";
 
+/// A write that has not settled: queued, under way, or uncertain and not yet read back.
+pub(crate) const UNSETTLED: &str =
+    "(state IN ('queued', 'dispatching') OR (state = 'uncertain' AND reconciled_at IS NULL))";
+
 /// Columns of [`EmailOperationRow`], in its order.
 pub(crate) const OPERATION_COLUMNS: &str =
     "id, account_id, thread, kind, state, error, created_at, updated_at, reconciled_at, draft";
@@ -240,8 +244,7 @@ impl Email<'_> {
                 };
                 let pending: Option<OperationRecord> = sqlx::query_as(&format!(
                     "SELECT {OPERATION_COLUMNS} FROM email_operations
-                     WHERE thread = $1 AND {WRITE_KINDS} AND (state IN ('queued', 'dispatching')
-                                            OR (state = 'uncertain' AND reconciled_at IS NULL))
+                     WHERE thread = $1 AND {WRITE_KINDS} AND {UNSETTLED}
                      ORDER BY created_at LIMIT 1"
                 ))
                 .bind(thread.as_uuid())

@@ -7,13 +7,13 @@
 //! flag. Counts and arrival times follow the mail without moving it, so a confirmation made a
 //! minute ago is not refused because one more newsletter arrived.
 
-use domain::email::{EvidenceCheck, SubscriptionDecision, SubscriptionState, UnsubscribeMechanism};
+use domain::email::{EvidenceCheck, MailboxWrite, SubscriptionDecision, SubscriptionState, UnsubscribeMechanism};
 use domain::ids::{AccountId, SubscriptionId};
 use jiff::{SignedDuration, Timestamp};
 use uuid::Uuid;
 
 use crate::email::Email;
-use crate::email::operations::{OPERATION_COLUMNS, OperationRecord, WRITE_KINDS};
+use crate::email::operations::{OPERATION_COLUMNS, OperationRecord, UNSETTLED, WRITE_KINDS};
 use crate::{EmailOperationRow, Result, StoreError, named, named_optional, timestamp};
 
 /// How long after an unsubscribe further mail means the sender is still sending.
@@ -434,13 +434,25 @@ impl Email<'_> {
                          decided_at = CASE WHEN kept_from IS NULL THEN NULL ELSE $2 END"
                     }
                     OwnerChange::ReportSpam => {
-                        operations =
-                            queue_sender_writes(conn, id.as_uuid(), row.account_id.as_str(), "report_spam", now)
-                                .await?;
+                        operations = queue_subscription_writes(
+                            conn,
+                            id.as_uuid(),
+                            MailboxWrite::ReportSpam,
+                            Conversations::InboxFromSender,
+                            now,
+                        )
+                        .await?;
                         "decision = 'reported_spam', kept_from = NULL, decided_at = $2"
                     }
                     OwnerChange::NotSpam => {
-                        operations = return_reported(conn, id.as_uuid(), now).await?;
+                        operations = queue_subscription_writes(
+                            conn,
+                            id.as_uuid(),
+                            MailboxWrite::NotSpam,
+                            Conversations::Reported,
+                            now,
+                        )
+                        .await?;
                         "decision = 'kept', kept_from = NULL, decided_at = $2"
                     }
                 };
@@ -463,57 +475,48 @@ impl Email<'_> {
     }
 }
 
-/// Queues Not spam for exactly the threads a Report spam of subscription `id` moved that are
-/// still in Spam with no unsettled write.
-async fn return_reported(
-    conn: &mut sqlx::PgConnection,
-    id: Uuid,
-    now: jiff_sqlx::Timestamp,
-) -> Result<Vec<EmailOperationRow>> {
-    let records: Vec<OperationRecord> = sqlx::query_as(&format!(
-        "INSERT INTO email_operations (id, account_id, thread, kind, subscription, created_at, updated_at)
-         SELECT gen_random_uuid(), t.account_id, t.id, 'not_spam', $1, $2, $2
-         FROM email_threads t
-         WHERE t.in_spam
-           AND t.id IN (SELECT thread FROM email_operations
-                        WHERE subscription = $1 AND kind = 'report_spam' AND state = 'succeeded')
-           AND NOT EXISTS (SELECT 1 FROM email_operations w
-                           WHERE w.thread = t.id AND w.{WRITE_KINDS}
-                             AND (w.state IN ('queued', 'dispatching') OR (w.state = 'uncertain' AND w.reconciled_at IS NULL)))
-         RETURNING {OPERATION_COLUMNS}"
-    ))
-    .bind(id)
-    .bind(now)
-    .fetch_all(conn)
-    .await?;
-    records.into_iter().map(EmailOperationRow::try_from).collect()
+/// Which of a subscription's conversations a write is queued for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Conversations {
+    /// Those in the Inbox with mail from the subscription's sender.
+    InboxFromSender,
+    /// Those a Report spam of the subscription moved that are still in Spam.
+    Reported,
 }
 
-/// Queues the write `kind` (`archive` or `report_spam`) of every Inbox thread of the
-/// subscription's sender in `account` that has no unsettled write, naming the subscription;
-/// the operations queued.
-pub(crate) async fn queue_sender_writes(
+/// Queues the write `kind` of each of the subscription's conversations `which` that has no
+/// unsettled write, naming the subscription; the operations queued.
+pub(crate) async fn queue_subscription_writes(
     conn: &mut sqlx::PgConnection,
     subscription: Uuid,
-    account: &str,
-    kind: &str,
+    kind: MailboxWrite,
+    which: Conversations,
     now: jiff_sqlx::Timestamp,
 ) -> Result<Vec<EmailOperationRow>> {
+    let chosen = match which {
+        Conversations::InboxFromSender => {
+            "t.in_inbox AND NOT t.in_spam
+             AND EXISTS (SELECT 1 FROM email_messages m JOIN email_subscriptions s ON s.id = $1
+                         WHERE m.thread = t.id AND m.account_id = s.account_id
+                           AND lower(m.sender->>'address') = s.sender)"
+        }
+        Conversations::Reported => {
+            "t.in_spam
+             AND t.id IN (SELECT thread FROM email_operations
+                          WHERE subscription = $1 AND kind = 'report_spam' AND state = 'succeeded')"
+        }
+    };
     let records: Vec<OperationRecord> = sqlx::query_as(&format!(
         "INSERT INTO email_operations (id, account_id, thread, kind, subscription, created_at, updated_at)
-         SELECT gen_random_uuid(), t.account_id, t.id, $3, $1, $4, $4
+         SELECT gen_random_uuid(), t.account_id, t.id, $2, $1, $3, $3
          FROM email_threads t
-         WHERE t.account_id = $2 AND t.in_inbox AND NOT t.in_spam
-           AND EXISTS (SELECT 1 FROM email_messages m JOIN email_subscriptions s ON s.id = $1
-                       WHERE m.thread = t.id AND lower(m.sender->>'address') = s.sender)
-           AND NOT EXISTS (SELECT 1 FROM email_operations w
-                           WHERE w.thread = t.id AND w.{WRITE_KINDS}
-                             AND (w.state IN ('queued', 'dispatching') OR (w.state = 'uncertain' AND w.reconciled_at IS NULL)))
+         WHERE {chosen}
+           AND NOT EXISTS (SELECT 1 FROM email_operations
+                           WHERE thread = t.id AND {WRITE_KINDS} AND {UNSETTLED})
          RETURNING {OPERATION_COLUMNS}"
     ))
     .bind(subscription)
-    .bind(account)
-    .bind(kind)
+    .bind(kind.as_str())
     .bind(now)
     .fetch_all(conn)
     .await?;

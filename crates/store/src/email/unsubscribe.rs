@@ -16,14 +16,14 @@
 
 use std::time::Duration;
 
-use domain::email::{EmailOperationState, SubscriptionState, UnsubscribeMechanism};
+use domain::email::{EmailOperationState, MailboxWrite, SubscriptionState, UnsubscribeMechanism};
 use domain::ids::{EmailOperationId, SubscriptionId};
 use uuid::Uuid;
 
 use crate::SubscriptionRow;
 use crate::email::Email;
 use crate::email::operations::{OPERATION_COLUMNS, OperationRecord};
-use crate::email::subscriptions::{SUBSCRIPTION_COLUMNS, SubscriptionRecord, queue_sender_writes};
+use crate::email::subscriptions::{Conversations, SUBSCRIPTION_COLUMNS, SubscriptionRecord, queue_subscription_writes};
 use crate::{EmailOperationRow, Result, named};
 
 /// The code of a target a stopped worker left mid-request.
@@ -371,11 +371,11 @@ impl Email<'_> {
         };
         self.transaction(
             async |conn| {
-                let settled: Option<(Uuid, bool, String)> = sqlx::query_as(
+                let settled: Option<(Uuid, bool)> = sqlx::query_as(
                     "UPDATE email_unsubscribe_targets t SET state = $3, error = $4, updated_at = $5
                      FROM email_operations o
                      WHERE t.operation = $1 AND t.position = $2 AND t.state = 'dispatching' AND o.id = t.operation
-                     RETURNING t.subscription, t.also_archive, o.account_id",
+                     RETURNING t.subscription, t.also_archive",
                 )
                 .bind(operation.as_uuid())
                 .bind(position)
@@ -384,7 +384,7 @@ impl Email<'_> {
                 .bind(now)
                 .fetch_optional(&mut *conn)
                 .await?;
-                let Some((subscription, also_archive, account)) = settled else {
+                let Some((subscription, also_archive)) = settled else {
                     return Ok(());
                 };
                 match error {
@@ -400,7 +400,14 @@ impl Email<'_> {
                         .execute(&mut *conn)
                         .await?;
                         if also_archive {
-                            queue_sender_writes(conn, subscription, &account, "archive", now).await?;
+                            queue_subscription_writes(
+                                conn,
+                                subscription,
+                                MailboxWrite::Archive,
+                                Conversations::InboxFromSender,
+                                now,
+                            )
+                            .await?;
                         }
                     }
                     Some(code) => restore(conn, subscription, code, now).await?,
