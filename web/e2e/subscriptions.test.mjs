@@ -70,6 +70,19 @@ test("every kind of sender shows in server order, and Checking… rows cannot be
   await context.close();
 });
 
+test("the Subscriptions view reads on a phone in the dark appearance", async () => {
+  const { page, context, problems } = await newPage(browser, { viewport: PHONE, colorScheme: "dark" });
+  await connect(page);
+  const rows = await openSubscriptions(page);
+  await row(rows, "news@weeklyloop.example").getByRole("checkbox").check();
+  await screenshot(page, "subscriptions-phone-dark");
+  assert.deepEqual(await violations(page), [], "the Subscriptions view on a phone, dark");
+  await page.getByRole("button", { name: "Back to the inbox" }).click();
+  await page.getByRole("list", { name: "Important conversations" }).waitFor();
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
 test("the confirmation names every sender and what is sent, says it cannot be undone, and archives nothing by default", async () => {
   const { page, context, problems } = await newPage(browser);
   await connect(page);
