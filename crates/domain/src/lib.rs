@@ -16,6 +16,7 @@ pub mod flags;
 pub mod folder;
 pub mod idempotency;
 pub mod ids;
+pub mod junk;
 pub mod mail_environment;
 pub mod mail_tools;
 pub mod manifest;
