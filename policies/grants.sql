@@ -109,6 +109,10 @@ GRANT SELECT, INSERT ON email_unsubscribe_targets TO steward_api;
 -- The worker also records the one command a Chat unsubscribe's approval allows.
 GRANT SELECT, INSERT, UPDATE ON email_unsubscribe_targets TO steward_worker;
 GRANT INSERT ON email_operations TO steward_worker;
+-- The junk first pass (0026) is the async worker's alone: its judgments and journal are
+-- insert-only; the pilot's daily allowance is counted up.
+GRANT SELECT, INSERT ON email_junk_judgments, email_junk_events TO steward_async_worker;
+GRANT SELECT, INSERT, UPDATE ON email_junk_pilot_days TO steward_async_worker;
 
 -- maintenance: no tables until its duties land (its grants arrive with them).
 

@@ -13,6 +13,7 @@
 //! | `EMAIL_REFRESH_EVERY_SECONDS` | the background cadence: each account is updated at least this often | `300` |
 //! | `EMAIL_CLASSIFIER` and its settings | `offline` (the documented rules) or `model` (the agent's model within the email cost allowances; see `email::classify::from_env`) | `offline` |
 //! | `AGENT_EMAIL_UNSUBSCRIBE_ENABLED` | takes the subscription census after each update | off |
+//! | `AGENT_EMAIL_JUNK_FILTER_MODE`, `AGENT_EMAIL_JUNK_FILTER_EVIDENCE` | the junk first pass before assessment, and its reviewed evidence packet (see `email::junk::JunkSettings`) | `off`, none |
 //! | `EMAIL_DNS_SERVER` | `IP:port` of the DNS server DKIM keys are looked up with (census evidence) | the host's `/etc/resolv.conf` |
 //! | `ASYNC_WORKER_ID` | this process's name in claims | `async-worker-<pid>-<random>` |
 //! | `LOG_LEVEL` | as for the other roles | `info` |
@@ -52,6 +53,7 @@ struct Config {
     backfill_days: u32,
     classifier: email::classify::Classifier,
     census: Option<Arc<email::evidence::Dkim>>,
+    junk: email::junk::JunkSettings,
     pace: Pace,
     worker_id: String,
 }
@@ -78,8 +80,16 @@ impl FromEnv for Config {
         } else {
             None
         };
+        let junk = email::junk::JunkSettings {
+            mode: env.flags()?.junk_filter_mode().into(),
+            evidence: env
+                .get("AGENT_EMAIL_JUNK_FILTER_EVIDENCE")
+                .map(std::path::PathBuf::from),
+            principal: domain::ids::PrincipalId::owner(),
+        };
         Ok(Config {
             census,
+            junk,
             database: store::Database::from_env(&env, 4)?,
             accounts,
             endpoints,
@@ -110,6 +120,7 @@ async fn work(config: Config) -> anyhow::Result<()> {
             backfill: jiff::SignedDuration::from_hours(24 * i64::from(config.backfill_days)),
             classifier: Arc::new(config.classifier),
             census: config.census,
+            junk: config.junk,
         },
         accounts: config.accounts,
         worker_id: config.worker_id,

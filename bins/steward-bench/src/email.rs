@@ -105,6 +105,7 @@ pub async fn refresh(args: &[String]) -> anyhow::Result<Value> {
         backfill: jiff::SignedDuration::from_hours(24 * 30),
         classifier: Arc::new(Classifier::Offline),
         census: None,
+        junk: email::junk::JunkSettings::off(),
     };
     let first = refresher(client(&fake)?).update(&account).await?;
     if first.kind != UpdateKind::Backfill || first.new_messages != backfilled {

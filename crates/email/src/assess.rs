@@ -40,6 +40,8 @@ pub enum Rule {
     UnknownSender,
     /// The agent's model decided (`classify::ModelClassifier`).
     Model,
+    /// The junk first pass kept it out of the priority inbox (`junk`).
+    JunkFilter,
 }
 
 impl Rule {
@@ -52,6 +54,7 @@ impl Rule {
             Rule::KnownCorrespondent => "known_correspondent",
             Rule::UnknownSender => "unknown_sender",
             Rule::Model => "model",
+            Rule::JunkFilter => "junk_filter",
         }
     }
 }
@@ -233,6 +236,8 @@ mod tests {
             Rule::Transactional,
             Rule::KnownCorrespondent,
             Rule::UnknownSender,
+            Rule::Model,
+            Rule::JunkFilter,
         ] {
             named(serde_json::to_value(rule).expect("json"), rule.as_str());
         }

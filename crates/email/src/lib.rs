@@ -29,6 +29,9 @@
 //!   worker's one-click transport (public HTTPS addresses only, pinned, no redirects);
 //!   [`dns`]: the resolver both look names up with; [`unsubscribe`]: the confirmed commands the
 //!   worker runs, each target once.
+//! - [`junk`]: the junk first pass before assessment (shadow, filter, pilot): protection, the
+//!   offline rules or the model's judgment, and the mode the evidence packet puts in force;
+//!   [`screen`]: the pass as each update runs it.
 //! - [`allowance`]: the email cost allowances (USD 20 per UTC day, USD 200 per rolling 30 days)
 //!   and the `runtime/limits.yaml` overlay that may change them to finite amounts.
 
@@ -38,12 +41,14 @@ pub mod census;
 pub mod classify;
 pub mod dns;
 pub mod evidence;
+pub mod junk;
 pub mod offer;
 pub mod oneclick;
 pub mod project;
 pub mod propose;
 pub mod provider;
 pub mod refresh;
+pub mod screen;
 pub mod unsubscribe;
 pub mod untrusted;
 pub mod worker;

@@ -26,8 +26,10 @@ use crate::allowance::{self, Charge, Standing};
 use crate::assess::{self, Assessment, Mailbox};
 use crate::classify::{Answered, Classifier, ModelClassifier, ModelFailed, Prepared};
 use crate::evidence::Dkim;
+use crate::junk::{JunkSettings, Pass};
 use crate::project::{self, ProjectedMessage};
 use crate::provider::{self, HistoryError, MessageRef, RawMessage};
+use domain::junk::JunkMode;
 
 /// How far back the first update reaches, unless configured otherwise.
 pub const DEFAULT_BACKFILL_DAYS: u32 = 30;
@@ -98,6 +100,8 @@ pub struct Refresher {
     /// The subscription census, taken after each update while unsubscribe assistance is on
     /// (with the DKIM verifier its evidence is checked by); `None` while it is off.
     pub census: Option<Arc<Dkim>>,
+    /// The junk first pass before assessment.
+    pub junk: JunkSettings,
 }
 
 impl Refresher {
@@ -106,7 +110,8 @@ impl Refresher {
     pub async fn update(&self, account: &ReadAccount) -> Result<Updated, RefreshError> {
         let outcome: Result<Updated, RefreshError> = async {
             let mut updated = self.update_projection(account).await?;
-            updated.assessed = self.assess_waiting(account).await?;
+            let junk = self.junk_standing(account).await?;
+            updated.assessed = self.assess_waiting(account, junk.in_force).await?;
             if let Some(dkim) = &self.census {
                 let taken = self.take_census(account, dkim).await?;
                 tracing::debug!(account = %account.account_id, senders = taken.senders, checked = taken.checked,
@@ -284,9 +289,10 @@ impl Refresher {
         Ok(self.store.email().record_message(&account.account_id, &new).await?)
     }
 
-    /// Assesses the account's waiting threads, oldest first; how many were assessed. What the
-    /// classifier knows of the mailbox is read only when something waits.
-    async fn assess_waiting(&self, account: &ReadAccount) -> Result<usize, RefreshError> {
+    /// Assesses the account's waiting threads, oldest first, each after the junk first pass
+    /// when one is in force (`junk`); how many were assessed (or filtered). What the classifier
+    /// knows of the mailbox is read only when something waits.
+    async fn assess_waiting(&self, account: &ReadAccount, junk: JunkMode) -> Result<usize, RefreshError> {
         let mut waiting = self.waiting(account).await?;
         if waiting.is_empty() {
             if matches!(self.classifier.as_ref(), Classifier::Model(_)) {
@@ -312,6 +318,18 @@ impl Refresher {
             let mut recorded_any = false;
             for thread in &waiting {
                 let message = rebuild(&thread.message);
+                if junk != JunkMode::Off {
+                    match self.first_pass(account, thread, &message, mailbox, junk).await? {
+                        Pass::Filtered => {
+                            assessed += 1;
+                            recorded_any = true;
+                            continue;
+                        }
+                        Pass::Assess => {}
+                        // The allowances are spent, or the model failed: the rest waits too.
+                        Pass::Wait => return Ok(assessed),
+                    }
+                }
                 let assessment = match self.classifier.as_ref() {
                     Classifier::Offline => assess::assess(&message, mailbox),
                     Classifier::Model(model) => match self.ask_model(model, account, &message, mailbox).await? {
@@ -389,26 +407,11 @@ impl Refresher {
         prepared: &Prepared,
         ask: impl std::future::Future<Output = Result<Answered<T>, ModelFailed>>,
     ) -> Result<Metered<T>, RefreshError> {
-        let Classifier::Model(model) = self.classifier.as_ref() else {
+        if !matches!(self.classifier.as_ref(), Classifier::Model(_)) {
             return Ok(Metered::Failed);
-        };
-        let now = self.store.now();
-        let since = now.checked_sub(allowance::MONTH).unwrap_or(now);
-        let charges: Vec<Charge> = self
-            .store
-            .email()
-            .charges_since(since)
-            .await?
-            .into_iter()
-            .map(|(at, micros)| Charge {
-                at,
-                cost: domain::run::Cost::from_micros(micros),
-            })
-            .collect();
-        match allowance::standing(model.allowances, &charges, now, prepared.ceiling) {
-            Standing::Open => {}
-            Standing::DailySpent => return Ok(Metered::Spent(AllowanceWait::DailyAllowanceSpent)),
-            Standing::MonthlySpent => return Ok(Metered::Spent(AllowanceWait::MonthlyAllowanceSpent)),
+        }
+        if let Some(wait) = self.room_for(prepared.ceiling).await? {
+            return Ok(Metered::Spent(wait));
         }
         match ask.await {
             Ok(answered) => {
@@ -427,6 +430,32 @@ impl Refresher {
                 Ok(Metered::Failed)
             }
         }
+    }
+
+    /// Whether both allowances have room for a request costing at most `ceiling`; why not
+    /// when they have none.
+    pub(crate) async fn room_for(&self, ceiling: domain::run::Cost) -> Result<Option<AllowanceWait>, RefreshError> {
+        let Classifier::Model(model) = self.classifier.as_ref() else {
+            return Ok(None);
+        };
+        let now = self.store.now();
+        let since = now.checked_sub(allowance::MONTH).unwrap_or(now);
+        let charges: Vec<Charge> = self
+            .store
+            .email()
+            .charges_since(since)
+            .await?
+            .into_iter()
+            .map(|(at, micros)| Charge {
+                at,
+                cost: domain::run::Cost::from_micros(micros),
+            })
+            .collect();
+        Ok(match allowance::standing(model.allowances, &charges, now, ceiling) {
+            Standing::Open => None,
+            Standing::DailySpent => Some(AllowanceWait::DailyAllowanceSpent),
+            Standing::MonthlySpent => Some(AllowanceWait::MonthlyAllowanceSpent),
+        })
     }
 
     async fn waiting(&self, account: &ReadAccount) -> Result<Vec<WaitingThread>, RefreshError> {

@@ -31,8 +31,8 @@ pub enum SecretFileError {
     ExtendedAcl { path: PathBuf, entries: String },
     #[error("secret file {path} is owned by uid {owner}, not by the running user (uid {running})")]
     WrongOwner { path: PathBuf, owner: u32, running: u32 },
-    #[error("secret file {0} is larger than {SECRET_FILE_MAX_BYTES} bytes")]
-    TooLarge(PathBuf),
+    #[error("secret file {0} is larger than {1} bytes")]
+    TooLarge(PathBuf, u64),
     #[error("secret file {path} cannot be read: {source}")]
     Io { path: PathBuf, source: std::io::Error },
 }
@@ -40,6 +40,12 @@ pub enum SecretFileError {
 /// Opens `path` without following symlinks and checks it is a regular file, owned by the running
 /// user, with mode 0600 or 0400 and only base ACL entries, before reading it.
 pub fn read_owner_only(path: &Path) -> Result<Vec<u8>, SecretFileError> {
+    read_owner_only_at_most(path, SECRET_FILE_MAX_BYTES)
+}
+
+/// [`read_owner_only`] for a private file that may be larger than a secret (an evidence
+/// packet): at most `max` bytes.
+pub fn read_owner_only_at_most(path: &Path, max: u64) -> Result<Vec<u8>, SecretFileError> {
     let io = |source: std::io::Error| SecretFileError::Io {
         path: path.to_owned(),
         source,
@@ -80,12 +86,12 @@ pub fn read_owner_only(path: &Path) -> Result<Vec<u8>, SecretFileError> {
             entries: extended.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
         });
     }
-    if meta.len() > SECRET_FILE_MAX_BYTES {
-        return Err(SecretFileError::TooLarge(path.to_owned()));
+    if meta.len() > max {
+        return Err(SecretFileError::TooLarge(path.to_owned(), max));
     }
-    read_at_most(&mut file, SECRET_FILE_MAX_BYTES, meta.len())
+    read_at_most(&mut file, max, meta.len())
         .map_err(io)?
-        .ok_or_else(|| SecretFileError::TooLarge(path.to_owned()))
+        .ok_or_else(|| SecretFileError::TooLarge(path.to_owned(), max))
 }
 
 #[cfg(test)]

@@ -51,10 +51,11 @@ pub use delivery::{DeviceTarget, DueNotification, ScheduleOutcome};
 pub use email::{
     CensusCandidate, CensusEntry, ClaimedProposal, ClaimedUnsubscribe, ClaimedWrite, ConfirmedTarget, DraftContent,
     DraftPlace, DraftRevision, DraftRow, DraftSend, Email, EmailAccountRow, EmailMessageRow, EmailOperationRow,
-    EndorseStyle, ExclusionRow, FeedbackRow, Freeze, GiveFeedback, INTERRUPTED, InboxPosition, InboxQuery, Landing,
-    LearningReset, LearningRow, NOT_APPLIED, NewAssessment, NewEmailMessage, NewFeedback, OwnerChange, Reconciliation,
-    RefreshRequest, RequestProposal, ReviewDraft, STILL_SENDING_AFTER, SaveDraft, StyleSampleRow, SubscriptionChange,
-    SubscriptionQuery, SubscriptionRow, THREAD_GONE, TargetOutcome, TargetRefused, ThreadSummary, UnsubscribeRequest,
+    EndorseStyle, ExclusionRow, FeedbackRow, Filtering, Freeze, GiveFeedback, INTERRUPTED, InboxPosition, InboxQuery,
+    JunkFacts, JunkFiltered, JunkRequest, JunkStatus, Landing, LearningReset, LearningRow, NOT_APPLIED, NewAssessment,
+    NewEmailMessage, NewFeedback, NewJudgment, OwnerChange, Reconciliation, RefreshRequest, RequestProposal,
+    ReviewDraft, STILL_SENDING_AFTER, SaveDraft, StyleSampleRow, SubscriptionChange, SubscriptionQuery,
+    SubscriptionRow, THREAD_GONE, TargetOutcome, TargetRefused, ThreadSummary, UnsubscribeRequest,
     UnsubscribeTargetRow, WaitingThread, WriteOutcome, WriteRequest,
 };
 pub use events::{EventRow, StoredFrame};

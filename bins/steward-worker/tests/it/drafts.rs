@@ -38,6 +38,7 @@ async fn mailbox(mail: &Mail, worker_env: &[(&str, &str)]) -> (Stack, String, St
         backfill: jiff::SignedDuration::from_hours(24),
         classifier: Arc::new(email::classify::Classifier::Offline),
         census: None,
+        junk: email::junk::JunkSettings::off(),
     };
     let accounts = mail_mcp::accounts::read_accounts_from_env(get)
         .expect("accounts")

@@ -287,6 +287,7 @@ async fn an_unsubscribed_sender_still_mailing_ten_days_later_is_still_sending() 
         backfill: jiff::SignedDuration::from_hours(24 * 30),
         classifier: Arc::new(email::classify::Classifier::Offline),
         census: Some(Arc::new(Dkim::with_server(dns.address))),
+        junk: email::junk::JunkSettings::off(),
     };
     let census = Census {
         fake,

@@ -116,6 +116,7 @@ async fn the_model_assesses_within_the_daily_allowance_and_mail_waits_in_date_or
         backfill: jiff::SignedDuration::from_hours(72),
         classifier: Arc::new(Classifier::Model(classifier)),
         census: None,
+        junk: email::junk::JunkSettings::off(),
     };
     let owner = account(&fake, "owner");
 
@@ -233,6 +234,7 @@ async fn the_model_proposes_a_reply_in_the_owners_style_within_the_allowances() 
         backfill: jiff::SignedDuration::from_hours(24),
         classifier: Arc::new(Classifier::Offline),
         census: None,
+        junk: email::junk::JunkSettings::off(),
     };
     refresher.update(&account(&fake, "owner")).await.expect("refresh");
     let mut refresher = Refresher {

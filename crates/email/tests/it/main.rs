@@ -6,6 +6,7 @@ mod census;
 mod classify;
 mod drafts;
 mod inbox;
+mod junk;
 mod oneclick;
 mod refresh;
 mod unsubscribe;

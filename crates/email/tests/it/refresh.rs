@@ -61,6 +61,7 @@ pub async fn recorded(fake: &FakeGmail, backfill_hours: i64) -> (TestDatabase, R
         backfill: jiff::SignedDuration::from_hours(backfill_hours),
         classifier: Arc::new(email::classify::Classifier::Offline),
         census: None,
+        junk: email::junk::JunkSettings::off(),
     };
     (db, refresher)
 }
@@ -301,6 +302,7 @@ fn async_worker(fake: &FakeGmail, store: store::Store) -> email::worker::AsyncWo
             backfill: jiff::SignedDuration::from_hours(24),
             classifier: Arc::new(email::classify::Classifier::Offline),
             census: None,
+            junk: email::junk::JunkSettings::off(),
         },
         accounts: vec![account(fake, "owner")],
         worker_id: "async-test".into(),

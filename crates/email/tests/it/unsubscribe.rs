@@ -103,6 +103,7 @@ async fn world() -> World {
         backfill: jiff::SignedDuration::from_hours(24),
         classifier: Arc::new(email::classify::Classifier::Offline),
         census: Some(Arc::new(Dkim::with_server(dns.address))),
+        junk: email::junk::JunkSettings::off(),
     };
     let account = Account {
         account_id: "personal".into(),

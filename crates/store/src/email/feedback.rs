@@ -286,6 +286,17 @@ impl Email<'_> {
                 .fetch_one(&mut *conn)
                 .await?;
                 apply_rules(conn, new.thread.as_uuid()).await?;
+                if new.signal == FeedbackSignal::Important {
+                    // A conversation the junk filter kept out is Important now (the rule shows
+                    // it so at once) and is assessed the ordinary way on the next refresh.
+                    sqlx::query(
+                        "UPDATE email_threads SET junk_state = 'restoring', suspected_spam = false
+                         WHERE id = $1 AND junk_state = 'filtered'",
+                    )
+                    .bind(new.thread.as_uuid())
+                    .execute(&mut *conn)
+                    .await?;
+                }
                 Ok(GiveFeedback::Given(record.try_into()?))
             },
             |outcome| matches!(outcome, GiveFeedback::Given(_)),

@@ -12,6 +12,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::email::Email;
+use crate::email::junk::{JunkFiltered, filtered};
 use crate::email::projection::{EmailMessageRow, MESSAGE_COLUMNS, MessageRecord, stored_json};
 use crate::{Result, StoreError, named_optional, timestamp};
 use wire::email::{Correspondent, Feedback};
@@ -53,7 +54,8 @@ const SUMMARY_COLUMNS: &str = "t.id, t.account_id, t.provider_thread_id, t.subje
      (SELECT coalesce(jsonb_agg(jsonb_build_object('feedback_id', f.id, 'scope', f.scope, 'signal', f.signal,
                  'thread_id', f.thread, 'person', f.person, 'kind', f.kind, 'created_at', f.created_at,
                  'retired', f.retired_at IS NOT NULL) ORDER BY f.created_at), '[]'::jsonb)
-      FROM email_feedback f WHERE f.id IN (t.importance_feedback, t.reply_feedback)) AS reasons";
+      FROM email_feedback f WHERE f.id IN (t.importance_feedback, t.reply_feedback)) AS reasons,
+     t.junk_state, t.junk_category, t.junk_probability, t.junk_mode";
 
 /// A thread as a row of the inbox shows it.
 #[derive(Clone, Debug, PartialEq)]
@@ -89,6 +91,8 @@ pub struct ThreadSummary {
     pub kind: Option<ContentKind>,
     /// The feedback rules that decided what shows.
     pub reasons: Vec<Feedback>,
+    /// Why the junk first pass keeps the thread out of the priority inbox, when it does.
+    pub junk: Option<JunkFiltered>,
 }
 
 impl ThreadSummary {
@@ -128,6 +132,10 @@ struct SummaryRecord {
     draft_state: Option<String>,
     kind: Option<String>,
     reasons: Value,
+    junk_state: Option<String>,
+    junk_category: Option<String>,
+    junk_probability: Option<f64>,
+    junk_mode: Option<String>,
 }
 
 impl TryFrom<SummaryRecord> for ThreadSummary {
@@ -159,6 +167,12 @@ impl TryFrom<SummaryRecord> for ThreadSummary {
             draft_state: named_optional(record.draft_state)?,
             kind: named_optional(record.kind)?,
             reasons: stored_json("email_threads reasons", record.reasons)?,
+            junk: filtered(
+                record.junk_state.as_deref(),
+                record.junk_category,
+                record.junk_probability,
+                record.junk_mode,
+            )?,
         })
     }
 }
@@ -209,11 +223,16 @@ impl Email<'_> {
 
     /// Clears the server's suspected-spam flag of `thread` (the owner said Not spam; nothing is
     /// written to the mailbox); the thread as it now is, `None` when there is no such thread.
+    /// The conversation is protected from the junk first pass from then on, and one the filter
+    /// kept out of the priority inbox is assessed the ordinary way on the next refresh.
     pub async fn clear_spam_flag(self, thread: ThreadId) -> Result<Option<ThreadSummary>> {
         let record: Option<SummaryRecord> = sqlx::query_as(&format!(
-            "UPDATE email_threads t SET suspected_spam = false WHERE t.id = $1 RETURNING {SUMMARY_COLUMNS}"
+            "UPDATE email_threads t SET suspected_spam = false, not_spam_at = COALESCE(t.not_spam_at, $2),
+                 junk_state = CASE WHEN t.junk_state IS NULL THEN NULL ELSE 'restoring' END
+             WHERE t.id = $1 RETURNING {SUMMARY_COLUMNS}"
         ))
         .bind(thread.as_uuid())
+        .bind(self.now_sql())
         .fetch_optional(&self.pool)
         .await?;
         record.map(ThreadSummary::try_from).transpose()

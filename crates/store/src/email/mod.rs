@@ -7,6 +7,7 @@
 mod drafts;
 mod feedback;
 mod inbox;
+mod junk;
 mod operations;
 mod projection;
 mod proposals;
@@ -19,6 +20,7 @@ pub use drafts::{
 };
 pub use feedback::{ExclusionRow, FeedbackRow, GiveFeedback, LearningReset, LearningRow, NewFeedback};
 pub use inbox::{InboxPosition, InboxQuery, ThreadSummary};
+pub use junk::{Filtering, JunkFacts, JunkFiltered, JunkRequest, JunkStatus, NewJudgment};
 pub use operations::{
     ClaimedWrite, EmailOperationRow, NOT_APPLIED, Reconciliation, RefreshRequest, THREAD_GONE, WriteOutcome,
     WriteRequest,

@@ -512,7 +512,9 @@ async fn applied(
         MailboxWrite::Archive => "UPDATE email_threads SET handled_at = $2 WHERE id = $1",
         MailboxWrite::MoveToInbox => "UPDATE email_threads SET handled_at = NULL WHERE id = $1 AND $2 IS NOT NULL",
         MailboxWrite::ReportSpam => "UPDATE email_threads SET reported_at = $2, suspected_spam = false WHERE id = $1",
-        MailboxWrite::NotSpam => "UPDATE email_threads SET reported_at = NULL WHERE id = $1 AND $2 IS NOT NULL",
+        MailboxWrite::NotSpam => {
+            "UPDATE email_threads SET reported_at = NULL, not_spam_at = COALESCE(not_spam_at, $2) WHERE id = $1"
+        }
     };
     sqlx::query(statement).bind(thread).bind(now).execute(conn).await?;
     Ok(())

@@ -18,7 +18,8 @@ use crate::{Result, StoreError, named_optional, timestamp};
 
 /// Columns of [`EmailAccountRow`], in its order.
 const ACCOUNT_COLUMNS: &str =
-    "account_id, address, history_id, coverage_from, updated_at, last_error, last_error_at, waiting";
+    "account_id, address, history_id, coverage_from, updated_at, last_error, last_error_at, waiting, junk_mode,
+     junk_in_force, junk_reason";
 
 /// A connected account's refresh state.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,6 +36,9 @@ pub struct EmailAccountRow {
     pub last_error_at: Option<Timestamp>,
     /// Why new mail waits unassessed.
     pub waiting: Option<AllowanceWait>,
+    /// The junk first pass's mode in force, as the async worker last found it (`None` before
+    /// it first looked).
+    pub junk: Option<crate::email::JunkStatus>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -47,6 +51,9 @@ struct AccountRecord {
     last_error: Option<String>,
     last_error_at: Option<jiff_sqlx::Timestamp>,
     waiting: Option<String>,
+    junk_mode: Option<String>,
+    junk_in_force: Option<String>,
+    junk_reason: Option<String>,
 }
 
 impl TryFrom<AccountRecord> for EmailAccountRow {
@@ -62,6 +69,14 @@ impl TryFrom<AccountRecord> for EmailAccountRow {
             last_error: record.last_error,
             last_error_at: record.last_error_at.map(timestamp),
             waiting: named_optional(record.waiting)?,
+            junk: match (named_optional(record.junk_mode)?, named_optional(record.junk_in_force)?) {
+                (Some(configured), Some(in_force)) => Some(crate::email::JunkStatus {
+                    configured,
+                    in_force,
+                    reason: named_optional(record.junk_reason)?,
+                }),
+                _ => None,
+            },
         })
     }
 }
@@ -296,13 +311,13 @@ impl Email<'_> {
     }
 
     /// Up to `limit` threads of the account awaiting assessment, oldest first, each with its
-    /// newest message.
+    /// newest message: new mail, and threads the junk filter no longer keeps out (`restoring`).
     pub async fn waiting_threads(self, account_id: &AccountId, limit: i64) -> Result<Vec<WaitingThread>> {
         let records: Vec<WaitingRecord> = sqlx::query_as(&format!(
             "SELECT t.id AS thread, m.* FROM email_threads t
              CROSS JOIN LATERAL (SELECT {MESSAGE_COLUMNS} FROM email_messages WHERE thread = t.id
                                  ORDER BY sent_at DESC, provider_message_id DESC LIMIT 1) m
-             WHERE t.account_id = $1 AND t.importance IS NULL
+             WHERE t.account_id = $1 AND (t.importance IS NULL OR t.junk_state = 'restoring')
              ORDER BY t.latest_at, t.id LIMIT $2"
         ))
         .bind(account_id.as_str())
@@ -322,6 +337,7 @@ impl Email<'_> {
 
     /// Records the assessment of `thread`'s newest message, unless a newer message arrived
     /// since it was read (`provider_message_id` is no longer the newest); true when recorded.
+    /// An ordinary assessment ends whatever the junk filter had decided of the thread.
     pub async fn record_assessment(
         self,
         thread: ThreadId,
@@ -337,8 +353,10 @@ impl Email<'_> {
                 // decide what shows.
                 let recorded = sqlx::query(
                     "UPDATE email_threads t SET importance = $3, reply_need = $4, assessed_importance = $3,
-                         assessed_reply_need = $4, gist = $5, classifier = $6, rule = $7, kind = $8, assessed_at = $9
-                     WHERE t.id = $1 AND t.importance IS NULL
+                         assessed_reply_need = $4, gist = $5, classifier = $6, rule = $7, kind = $8, assessed_at = $9,
+                         suspected_spam = CASE WHEN t.junk_state IS NULL THEN t.suspected_spam ELSE false END,
+                         junk_state = NULL, junk_category = NULL, junk_probability = NULL, junk_mode = NULL
+                     WHERE t.id = $1 AND (t.importance IS NULL OR t.junk_state = 'restoring')
                        AND $2 = (SELECT provider_message_id FROM email_messages WHERE thread = t.id
                                  ORDER BY sent_at DESC, provider_message_id DESC LIMIT 1)",
                 )
@@ -392,13 +410,21 @@ impl Email<'_> {
     }
 
     /// The charges of Email mode's automatic model requests (every account's) made after
-    /// `since`, oldest first: when, and USD micros.
+    /// `since`, oldest first: when, and USD micros. A junk request journaled as started and
+    /// never completed counts at its ceiling (its usage is unknown).
     pub async fn charges_since(self, since: Timestamp) -> Result<Vec<(Timestamp, i64)>> {
-        let rows: Vec<(jiff_sqlx::Timestamp, i64)> =
-            sqlx::query_as("SELECT charged_at, micros FROM email_charges WHERE charged_at > $1 ORDER BY charged_at")
-                .bind(jiff_sqlx::Timestamp::from(since))
-                .fetch_all(&self.pool)
-                .await?;
+        let rows: Vec<(jiff_sqlx::Timestamp, i64)> = sqlx::query_as(
+            "SELECT charged_at, micros FROM email_charges WHERE charged_at > $1
+             UNION ALL
+             SELECT s.at, s.ceiling_micros FROM email_junk_events s
+             WHERE s.kind = 'email.junk.started' AND s.at > $1
+               AND NOT EXISTS (SELECT 1 FROM email_junk_events c WHERE c.request = s.request
+                               AND c.kind = 'email.junk.completed')
+             ORDER BY 1",
+        )
+        .bind(jiff_sqlx::Timestamp::from(since))
+        .fetch_all(&self.pool)
+        .await?;
         Ok(rows.into_iter().map(|(at, micros)| (timestamp(at), micros)).collect())
     }
 
