@@ -243,6 +243,11 @@ export type EmailAccount = {
   coverage_from?: string | null;
   /** `pending` until the first update completes, then `current`. */
   freshness: Freshness;
+  /**
+   * The junk first pass on this account: the configured mode, the mode in force and why
+   * they differ.
+   */
+  junk_filter: JunkFilterStanding;
   /** The last update's failure, a stable code; cleared by the next completed update. */
   last_error?: string | null;
   last_error_at?: string | null;
@@ -338,6 +343,7 @@ export type EmailThreadSummary = {
   gist?: string | null;
   has_attachments: boolean;
   importance?: null | Importance;
+  junk?: null | JunkExplanation;
   kind?: null | ContentKind;
   /** The newest message's date. */
   latest_at: string;
@@ -550,6 +556,38 @@ export type InboxView = "important" | "other";
  * `outcome_unknown` and is never retried.
  */
 export type InvocationState = "queued" | "awaiting_approval" | "awaiting_answer" | "approved" | "denied" | "dispatching" | "succeeded" | "failed" | "outcome_unknown" | "cancelled";
+
+/** What a judgment says a message is. */
+export type JunkCategory = "spam" | "bulk" | "keep";
+
+/** Why the junk first pass keeps a conversation out of the priority inbox (in Other mail). */
+export type JunkExplanation = {
+  /**
+   * `spam` (the conversation also carries the suspected-spam flag) or `bulk` (never
+   * marked as spam).
+   */
+  category: JunkCategory;
+  /** The sentence the row shows. */
+  explanation: string;
+  /** Which mode kept it out: `filter` or `pilot`. */
+  mode: JunkMode;
+  /** The judgment's probability, from 0.99 to 1. */
+  probability: number;
+};
+
+/** The junk first pass on an account. */
+export type JunkFilterStanding = {
+  in_force?: null | JunkMode;
+  /** `AGENT_EMAIL_JUNK_FILTER_MODE` as configured. */
+  mode: JunkMode;
+  reason?: null | JunkReason;
+};
+
+/** The configured mode (`AGENT_EMAIL_JUNK_FILTER_MODE`), and the mode in force. */
+export type JunkMode = "off" | "shadow" | "filter" | "pilot";
+
+/** Why the configured mode is not the one in force. */
+export type JunkReason = "packet_missing" | "packet_invalid" | "packet_mismatched" | "packet_expired" | "floor_not_met" | "not_pilot_account";
 
 /** `GET /v1/email/learning`: the learning controls and what was learnt. */
 export type Learning = {

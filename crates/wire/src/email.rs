@@ -6,6 +6,7 @@ pub use domain::email::{
     AllowanceWait, DraftAuthor, EmailOperationKind, EmailOperationState, ExclusionKind, Importance, InboxView,
 };
 pub use domain::feedback::{ContentKind, FeedbackScope, FeedbackSignal};
+pub use domain::junk::{JunkCategory, JunkMode, JunkReason};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
@@ -38,6 +39,37 @@ pub struct EmailAccount {
     /// (`mcp.mail_send.send_message` for the default account, `mcp.mail_<id>_send.send_message`
     /// for another); null when this server cannot send from it.
     pub send_tool: Option<String>,
+    /// The junk first pass on this account: the configured mode, the mode in force and why
+    /// they differ.
+    pub junk_filter: JunkFilterStanding,
+}
+
+/// The junk first pass on an account.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct JunkFilterStanding {
+    /// `AGENT_EMAIL_JUNK_FILTER_MODE` as configured.
+    pub mode: JunkMode,
+    /// The mode in force, as the async worker last found it: `filter` without admitted evidence
+    /// behaves as `shadow`; `pilot` on another account, or without admitted evidence, makes no
+    /// calls (`off`). Null until the async worker has looked under this configuration.
+    pub in_force: Option<JunkMode>,
+    /// Why the mode in force is not the configured one: `packet_missing`, `packet_invalid`,
+    /// `packet_mismatched`, `packet_expired`, `floor_not_met`, `not_pilot_account`.
+    pub reason: Option<JunkReason>,
+}
+
+/// Why the junk first pass keeps a conversation out of the priority inbox (in Other mail).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct JunkExplanation {
+    /// `spam` (the conversation also carries the suspected-spam flag) or `bulk` (never
+    /// marked as spam).
+    pub category: JunkCategory,
+    /// The judgment's probability, from 0.99 to 1.
+    pub probability: f64,
+    /// Which mode kept it out: `filter` or `pilot`.
+    pub mode: JunkMode,
+    /// The sentence the row shows.
+    pub explanation: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -148,6 +180,8 @@ pub struct EmailThreadSummary {
     /// The owner's feedback that decided what the row shows instead of the classifier (its
     /// importance, its reply need, or both): the row's reason.
     pub reasons: Vec<Feedback>,
+    /// Why the junk first pass keeps it out of the priority inbox; null when it does not.
+    pub junk: Option<JunkExplanation>,
 }
 
 /// One page of a listing.

@@ -89,6 +89,7 @@ function ThreadRow({ thread, many, onOpen }) {
       <span class="mail-tags">
         ${line && html`<span class=${`state ${line[1]}`}>${line[0]}</span>`}
         ${thread.suspected_spam && account?.spam_supported && html`<span class="tag">Suspected spam</span>`}
+        ${thread.junk && html`<span class="reason junk">${thread.junk.explanation}</span>`}
         ${thread.reasons?.[0] && html`<span class="reason">${reason(thread.reasons[0])}</span>`}
         ${many && html`<span class="account">${account?.address ?? thread.account_id}</span>`}
       </span>
@@ -189,6 +190,7 @@ function ReadingPane({ onBack }) {
           ${thread.suspected_spam && spam && html`<span class="tag">Suspected spam</span>`}
           ${thread.gist && html`<span class="gist">${thread.gist}</span>`}
         </p>
+        ${thread.junk && html`<p class="reason junk">${thread.junk.explanation}</p>`}
         ${(thread.reasons ?? []).map((rule) => html`<p class="reason" key=${rule.feedback_id}>${reason(rule)}</p>`)}
       </div>
     </div>

@@ -20,7 +20,8 @@ use store::{
 use uuid::Uuid;
 use wire::email::{
     EmailAccount, EmailAccountList, EmailMessage, EmailOperation, EmailThread, EmailThreadPage, EmailThreadSummary,
-    Freshness, InboxView, ListEmailThreads, MailboxPlace, RefreshAnswer, ThreadState,
+    Freshness, InboxView, JunkCategory, JunkExplanation, JunkFilterStanding, JunkMode, ListEmailThreads, MailboxPlace,
+    RefreshAnswer, ThreadState,
 };
 
 use crate::AppState;
@@ -34,8 +35,45 @@ const MAX_PAGE_SIZE: u32 = 100;
 /// The longest search, in characters.
 const MAX_SEARCH_CHARS: usize = 200;
 
-fn account(row: EmailAccountRow, send_tool: Option<String>, unsubscribe: bool) -> EmailAccount {
+/// The junk first pass on an account: the mode this server is configured with, and what the
+/// async worker last found in force under that same mode (null before it has looked).
+fn junk_standing(recorded: Option<store::JunkStatus>, mode: JunkMode) -> JunkFilterStanding {
+    let recorded = recorded.filter(|status| status.configured == mode);
+    JunkFilterStanding {
+        mode,
+        in_force: recorded.map(|status| status.in_force),
+        reason: recorded.and_then(|status| status.reason),
+    }
+}
+
+/// The sentence a kept-out row shows: what it reads as and how sure (rounded down, so never
+/// 100%), and how the owner brings it back.
+pub(crate) fn explanation(junk: store::JunkFiltered) -> JunkExplanation {
+    let percent = (junk.probability * 1000.0).floor() / 10.0;
+    let by = if junk.mode == JunkMode::Pilot {
+        "the junk pilot"
+    } else {
+        "the junk filter"
+    };
+    let explanation = match junk.category {
+        JunkCategory::Spam => format!(
+            "Kept out of Important by {by}: it reads as spam ({percent:.1}% sure). Mark it Important or Not spam to bring it back."
+        ),
+        _ => format!(
+            "Kept out of Important by {by}: it reads as bulk mail ({percent:.1}% sure). Mark it Important to bring it back."
+        ),
+    };
+    JunkExplanation {
+        category: junk.category,
+        probability: junk.probability,
+        mode: junk.mode,
+        explanation,
+    }
+}
+
+fn account(row: EmailAccountRow, send_tool: Option<String>, unsubscribe: bool, junk: JunkMode) -> EmailAccount {
     EmailAccount {
+        junk_filter: junk_standing(row.junk, junk),
         send_tool,
         freshness: if row.updated_at.is_some() {
             Freshness::Current
@@ -97,6 +135,7 @@ pub(crate) fn summary(row: ThreadSummary) -> EmailThreadSummary {
         draft_id: row.draft_id.map(DraftId::as_uuid),
         kind: row.kind,
         reasons: row.reasons,
+        junk: row.junk.map(explanation),
     }
 }
 
@@ -209,6 +248,7 @@ pub async fn accounts(State(state): State<AppState>) -> Result<JsonResponse<Emai
                     row,
                     tool,
                     state.settings.flags.is_on(domain::flags::Flag::EmailUnsubscribe),
+                    state.settings.flags.junk_filter_mode().into(),
                 )
             })
             .collect(),

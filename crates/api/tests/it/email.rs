@@ -206,6 +206,11 @@ async fn accounts_report_freshness_and_the_inbox_pages_filters_and_reads() {
     assert_eq!(accounts[0]["unsubscribe_supported"], false);
     assert_eq!(accounts[1]["freshness"], "pending");
     assert_eq!(accounts[1]["updated_at"], Value::Null);
+    // The junk first pass is off, and the async worker has not looked yet.
+    assert_eq!(
+        accounts[0]["junk_filter"],
+        json!({"mode": "off", "in_force": null, "reason": null})
+    );
 
     // The initial request: the five most important, needing a reply first.
     let (status, first) = app.get_json("/v1/email/threads").await;
@@ -512,19 +517,71 @@ async fn a_refresh_is_admitted_once_a_minute_and_the_spam_flag_clears_without_a_
         .await;
     }
 
-    let (_, first_page) = app.get_json("/v1/email/threads?limit=20").await;
-    let dinner = thread_id(&first_page, "Dinner").to_owned();
-    sqlx::query("UPDATE email_threads SET suspected_spam = true WHERE id = $1::uuid")
-        .bind(&dinner)
-        .execute(&app.db.pool)
+    // The junk first pass keeps the unassessed conversation out as spam, as the async worker
+    // records it: in Other mail, flagged, with its explanation.
+    let worker = app.db.store_as("async-worker").await;
+    let waiting = worker
+        .email()
+        .waiting_threads(&"personal".into(), 10)
         .await
-        .expect("flag");
-    let (_, flagged) = app.get_json(&format!("/v1/email/threads/{dinner}")).await;
+        .expect("waiting");
+    let fresh = waiting
+        .iter()
+        .find(|thread| thread.message.provider_message_id == "m9")
+        .expect("m9 waits");
+    let account: domain::ids::AccountId = "personal".into();
+    let print = format!("{:064x}", 9);
+    let filtered = worker
+        .email()
+        .record_filtered(
+            &store::NewJudgment {
+                account_id: &account,
+                thread: fresh.thread,
+                provider_message_id: "m9",
+                fingerprint: &print,
+                mode: domain::junk::JunkMode::Filter,
+                policy: domain::junk::JUNK_POLICY,
+                model: "steward-junk-rules-1",
+                judgment: Some((domain::junk::JunkCategory::Spam, 0.9995)),
+                protection: None,
+                outcome: domain::junk::JunkOutcome::Filtered,
+            },
+            &NewAssessment {
+                classifier: "jev-1.13.0",
+                importance: domain::email::Importance::Other,
+                reply_need: None,
+                gist: "Just in.",
+                rule: "junk_filter",
+                kind: domain::feedback::ContentKind::Personal,
+            },
+            jiff::civil::date(2026, 11, 26),
+        )
+        .await
+        .expect("filtered");
+    assert_eq!(filtered, store::Filtering::Filtered);
+    let suspect = fresh.thread.as_uuid().to_string();
+    let (_, other) = app.get_json("/v1/email/threads?view=other&limit=20").await;
+    let row = other["threads"]
+        .as_array()
+        .expect("threads")
+        .iter()
+        .find(|thread| thread["thread_id"] == suspect.as_str())
+        .expect("in Other mail");
+    assert_eq!(row["suspected_spam"], true);
+    assert_eq!(row["importance"], "other");
+    assert_eq!(row["junk"]["category"], "spam");
+    assert_eq!(row["junk"]["mode"], "filter");
+    assert_eq!(
+        row["junk"]["explanation"],
+        "Kept out of Important by the junk filter: it reads as spam (99.9% sure). Mark it Important or Not spam to bring it back."
+    );
+    let (_, flagged) = app.get_json(&format!("/v1/email/threads/{suspect}")).await;
     assert_eq!(flagged["suspected_spam"], true);
     let operations_before = app.count("email_operations").await;
-    let (status, cleared) = json(post(&app, &format!("/v1/email/threads/{dinner}/spam-flag")).await).await;
+    let (status, cleared) = json(post(&app, &format!("/v1/email/threads/{suspect}/spam-flag")).await).await;
     assert_eq!(status, 200);
     assert_eq!(cleared["suspected_spam"], false);
+    assert_eq!(cleared["junk"], Value::Null, "no longer kept out");
     assert_eq!(cleared["place"], "inbox");
     assert_eq!(
         app.count("email_operations").await,
