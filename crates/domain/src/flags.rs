@@ -107,18 +107,17 @@ pub enum FlagError {
 /// The flags whose part is not built in this release, with what they would turn on. A role whose
 /// environment turns one on refuses to start rather than accept a flag that does nothing; each
 /// part's issue removes its entry when the part lands.
-pub const UNSUPPORTED: [(&str, &str); 3] = [
-    ("AGENT_EMAIL_JUNK_FILTER_MODE", "the junk filter"),
+pub const UNSUPPORTED: [(&str, &str); 2] = [
     ("AGENT_CALL_ENABLED", "calling"),
     ("AGENT_MEMORY_API_ENABLED", "the memory API"),
 ];
 
-/// The first flag of [`UNSUPPORTED`] that `lookup` turns on: any value but unset, empty, `0`
-/// (and `off` for the junk filter's mode), so a misspelt value is refused too.
+/// The first flag of [`UNSUPPORTED`] that `lookup` turns on: any value but unset, empty or `0`,
+/// so a misspelt value is refused too.
 pub fn unsupported(lookup: impl Fn(&str) -> Option<String>) -> Option<FlagError> {
     UNSUPPORTED.into_iter().find_map(|(variable, part)| {
         let value = lookup(variable)?;
-        let off = value.is_empty() || value == "0" || (variable == JunkFilterMode::VARIABLE && value == "off");
+        let off = value.is_empty() || value == "0";
         (!off).then_some(FlagError::Unsupported { variable, value, part })
     })
 }
@@ -190,6 +189,12 @@ impl FeatureFlags {
             (Flag::CallNotifications, Flag::Call),
             (Flag::CallNotifications, Flag::NotificationApi),
         ];
+        if self.junk_filter_mode != JunkFilterMode::Off && !self.is_on(Flag::EmailMode) {
+            return Err(FlagError::Requires {
+                flag: JunkFilterMode::VARIABLE,
+                requires: Flag::EmailMode.variable(),
+            });
+        }
         for (flag, requires) in requirements {
             if self.is_on(flag) && !self.is_on(requires) {
                 return Err(FlagError::Requires {
@@ -261,11 +266,7 @@ mod tests {
     #[test]
     fn a_flag_whose_part_is_not_built_is_refused_when_on_and_accepted_when_off() {
         for (variable, part) in UNSUPPORTED {
-            let on = if variable == JunkFilterMode::VARIABLE {
-                "shadow"
-            } else {
-                "1"
-            };
+            let on = "1";
             let error = parse(&[(variable, on)]).expect_err(variable);
             assert_eq!(
                 error.to_string(),
@@ -275,11 +276,7 @@ mod tests {
                 matches!(parse(&[(variable, "yes")]), Err(FlagError::Unsupported { value, .. }) if value == "yes"),
                 "{variable}: a misspelt value is refused as unsupported"
             );
-            let off = if variable == JunkFilterMode::VARIABLE {
-                "off"
-            } else {
-                "0"
-            };
+            let off = "0";
             assert!(parse(&[(variable, off)]).is_ok(), "{variable}={off} is accepted");
             assert!(
                 unsupported(|name| (name == variable).then(String::new)).is_none(),
@@ -312,6 +309,27 @@ mod tests {
         );
         assert!(FeatureFlags::with(&[Flag::CallIngress]).is_err());
         assert!(FeatureFlags::with(&[Flag::Call, Flag::CallIngress]).is_ok());
+    }
+
+    #[test]
+    fn a_junk_filter_mode_needs_email_mode() {
+        assert_eq!(
+            parse(&[("AGENT_EMAIL_JUNK_FILTER_MODE", "shadow")]),
+            Err(FlagError::Requires {
+                flag: "AGENT_EMAIL_JUNK_FILTER_MODE",
+                requires: "AGENT_EMAIL_MODE_ENABLED"
+            })
+        );
+        let on = parse(&[
+            ("AGENT_EMAIL_JUNK_FILTER_MODE", "pilot"),
+            ("AGENT_EMAIL_MODE_ENABLED", "1"),
+        ])
+        .expect("valid");
+        assert_eq!(on.junk_filter_mode(), JunkFilterMode::Pilot);
+        assert!(matches!(
+            parse(&[("AGENT_EMAIL_JUNK_FILTER_MODE", "strict"), ("AGENT_EMAIL_MODE_ENABLED", "1")]),
+            Err(FlagError::JunkFilterMode(value)) if value == "strict"
+        ));
     }
 
     #[test]

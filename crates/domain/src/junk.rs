@@ -30,6 +30,19 @@ pub const JUNK_POLICY: &str = "steward-junk-1";
 /// The work-account pilot's policy, named by a pilot packet.
 pub const JUNK_PILOT_POLICY: &str = "steward-junk-pilot-1";
 
+/// The offline rules' name (`email::junk::judge_offline`): the model a packet judged by them
+/// names.
+pub const OFFLINE_JUNK_MODEL: &str = "steward-junk-rules-1";
+
+/// The model judgments are made with, as a packet must name it: the assessing model's name
+/// with `EMAIL_CLASSIFIER=model` (`EMAIL_CLASSIFIER_MODEL`), else the offline rules'.
+pub fn running_model(classifier: Option<&str>, model: Option<&str>) -> String {
+    match (classifier.map(str::trim), model.map(str::trim)) {
+        (Some("model"), Some(model)) if !model.is_empty() => model.to_owned(),
+        _ => OFFLINE_JUNK_MODEL.to_owned(),
+    }
+}
+
 /// The combined spam-plus-bulk probability at which a judgment nominates its message.
 pub const THRESHOLD: f64 = 0.99;
 /// The longest a pilot packet may be valid.

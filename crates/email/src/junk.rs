@@ -38,8 +38,7 @@ use crate::classify::{ModelClassifier, Prepared};
 use crate::project::ProjectedMessage;
 use crate::untrusted::Boundary;
 
-/// The offline rules' name, which a packet judged by them names as its model.
-pub const OFFLINE_JUNK_MODEL: &str = "steward-junk-rules-1";
+pub use domain::junk::OFFLINE_JUNK_MODEL;
 /// Filtered conversations returned to ordinary assessment per update, at most.
 pub const RESTORE_PER_UPDATE: i64 = 100;
 /// The largest evidence packet read.

@@ -12,11 +12,7 @@ pub fn assert_refuses_unsupported_flags(program: &str, base: &[(&str, &str)]) {
         .and_then(|name| name.to_str())
         .expect("a binary path");
     for (variable, part) in domain::flags::UNSUPPORTED {
-        let on = if variable == domain::flags::JunkFilterMode::VARIABLE {
-            "filter"
-        } else {
-            "1"
-        };
+        let on = "1";
         let output = Command::new(program)
             .env_clear()
             .env("PATH", "/usr/bin:/bin")

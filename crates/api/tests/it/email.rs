@@ -751,3 +751,48 @@ async fn drafts_are_versioned_and_a_stale_save_gets_both_versions() {
         "saving a draft writes nothing to the mailbox"
     );
 }
+
+#[tokio::test]
+async fn an_account_reports_the_junk_mode_in_force_and_why() {
+    let app = TestApp::spawn_with(
+        Env::default()
+            .set("AGENT_EMAIL_MODE_ENABLED", "1")
+            .set("AGENT_EMAIL_JUNK_FILTER_MODE", "filter"),
+    )
+    .await;
+    let store = mailbox(&app).await;
+    let (_, accounts) = app.get_json("/v1/email/accounts").await;
+    assert_eq!(
+        accounts["accounts"][0]["junk_filter"],
+        json!({"mode": "filter", "in_force": null, "reason": null}),
+        "the async worker has not looked yet"
+    );
+    // As the async worker found it: no packet, so filter behaves as shadow.
+    let found = |configured, in_force, reason| store::JunkStatus {
+        configured,
+        in_force,
+        reason,
+    };
+    use domain::junk::{JunkMode, JunkReason};
+    store
+        .email()
+        .set_junk_status(
+            &"personal".into(),
+            found(JunkMode::Filter, JunkMode::Shadow, Some(JunkReason::PacketMissing)),
+        )
+        .await
+        .expect("status");
+    let (_, accounts) = app.get_json("/v1/email/accounts").await;
+    assert_eq!(
+        accounts["accounts"][0]["junk_filter"],
+        json!({"mode": "filter", "in_force": "shadow", "reason": "packet_missing"})
+    );
+    // What it found under another configuration says nothing about this one.
+    store
+        .email()
+        .set_junk_status(&"personal".into(), found(JunkMode::Pilot, JunkMode::Pilot, None))
+        .await
+        .expect("status");
+    let (_, accounts) = app.get_json("/v1/email/accounts").await;
+    assert_eq!(accounts["accounts"][0]["junk_filter"]["in_force"], Value::Null);
+}
