@@ -17,6 +17,12 @@
 //! | `EMAIL_DNS_SERVER` | `IP:port` of the DNS server DKIM keys are looked up with (census evidence) | the host's `/etc/resolv.conf` |
 //! | `ASYNC_WORKER_ID` | this process's name in claims | `async-worker-<pid>-<random>` |
 //! | `LOG_LEVEL` | as for the other roles | `info` |
+//!
+//! Two commands help the owner build the junk filter's evidence packet (see
+//! `email::calibrate`): `calibrate --max-threads N --max-cost-usd AMOUNT --out FILE [--account
+//! ID] [--inbox]` replays the junk classifier over recent mail into a private results file, and
+//! `junk-packet --review FILE --out FILE [--pilot-days N]` turns the owner's reviewed results
+//! into the calibration (or pilot) packet.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -107,7 +113,136 @@ impl FromEnv for Config {
 }
 
 fn main() -> ExitCode {
-    role::main("steward-async-worker", role::RoleKind::Application, work)
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        None => role::main("steward-async-worker", role::RoleKind::Application, work),
+        Some("calibrate") => calibrate(&args[1..]),
+        Some("junk-packet") => junk_packet(&args[1..]),
+        Some(other) => {
+            eprintln!(
+                "steward-async-worker: unknown command `{other}`; run it with no arguments, or `calibrate` or `junk-packet`"
+            );
+            ExitCode::from(role::EXIT_CONFIG)
+        }
+    }
+}
+
+/// One line on stderr and the configuration exit status.
+fn refuse(command: &str, reason: &dyn std::fmt::Display) -> ExitCode {
+    eprintln!("steward-async-worker {command}: {reason}");
+    ExitCode::from(role::EXIT_CONFIG)
+}
+
+/// `calibrate`: replays the junk classifier over recent mail within the bounds, into a private
+/// results file created exclusively (see `email::calibrate`).
+fn calibrate(args: &[String]) -> ExitCode {
+    let asked = match email::calibrate::calibrate_args(args) {
+        Ok(asked) => asked,
+        Err(error) => return refuse("calibrate", &error),
+    };
+    let config = match role::prepare("steward-async-worker calibrate", role::RoleKind::Application, || {
+        Config::from_env(role::environment)
+    }) {
+        Ok(config) => config,
+        Err(code) => return code,
+    };
+    // Created before anything is judged, so an existing file costs nothing.
+    let file = match email::calibrate::create_private(&asked.out) {
+        Ok(file) => file,
+        Err(error) => return refuse("calibrate", &format!("cannot create {}: {error}", asked.out.display())),
+    };
+    role::run(role::LogLevel::Warn, async move {
+        let store = config.database.connect_lazy();
+        let gmail = mail_mcp::gmail::GmailClient::new(config.endpoints).context("build the mail provider client")?;
+        let refresher = Refresher {
+            store,
+            gmail: Arc::new(gmail),
+            backfill: jiff::SignedDuration::from_hours(24 * i64::from(config.backfill_days)),
+            classifier: Arc::new(config.classifier),
+            census: None,
+            junk: config.junk,
+        };
+        let review = refresher.replay(&asked.bounds).await.context("replay")?;
+        serde_json::to_writer_pretty(std::io::BufWriter::new(file), &review).context("write the results")?;
+        println!(
+            "{} observations ({} protected conversations skipped, USD {} spent{}) written to {}; set each \
+             owner_label to \"junk\" or \"keep\", then run `steward-async-worker junk-packet`",
+            review.observations.len(),
+            review.skipped_protected,
+            review.spent_usd,
+            review
+                .stopped
+                .as_deref()
+                .map(|why| format!(", stopped early: {why}"))
+                .unwrap_or_default(),
+            asked.out.display()
+        );
+        Ok(())
+    })
+}
+
+/// `junk-packet`: the evidence packet of a reviewed results file, written privately and
+/// exclusively, and whether it is admitted.
+fn junk_packet(args: &[String]) -> ExitCode {
+    let asked = match email::calibrate::packet_args(args) {
+        Ok(asked) => asked,
+        Err(error) => return refuse("junk-packet", &error),
+    };
+    if let Err(code) = role::prepare("steward-async-worker junk-packet", role::RoleKind::Application, || {
+        Ok::<(), String>(())
+    }) {
+        return code;
+    }
+    let review = match std::fs::read(&asked.review) {
+        Ok(bytes) => bytes,
+        Err(error) => {
+            return refuse(
+                "junk-packet",
+                &format!("cannot read {}: {error}", asked.review.display()),
+            );
+        }
+    };
+    let pilot = asked.pilot_days.map(|days| email::calibrate::PilotBinding {
+        principal: domain::ids::PrincipalId::owner().as_str().to_owned(),
+        issued_at: jiff::Timestamp::now(),
+        days,
+    });
+    let packet = match email::calibrate::packet_from_review(&review, pilot.as_ref()) {
+        Ok(packet) => packet,
+        Err(error) => return refuse("junk-packet", &format!("{}: {error}", asked.review.display())),
+    };
+    let bytes = match serde_json::to_vec_pretty(&packet) {
+        Ok(bytes) => bytes,
+        Err(error) => return refuse("junk-packet", &error),
+    };
+    let written =
+        email::calibrate::create_private(&asked.out).and_then(|mut file| std::io::Write::write_all(&mut file, &bytes));
+    if let Err(error) = written {
+        return refuse(
+            "junk-packet",
+            &format!("cannot create {}: {error}", asked.out.display()),
+        );
+    }
+    let model = packet["model"].as_str().unwrap_or_default();
+    let admitted = match &pilot {
+        None => domain::junk::CalibrationPacket::parse(&bytes, model).map(|_| ()),
+        Some(pilot) => domain::junk::PilotPacket::parse(&bytes, model).and_then(|packet| {
+            packet.admitted(&domain::ids::PrincipalId::owner(), &packet.account_id, pilot.issued_at)
+        }),
+    };
+    match admitted {
+        Ok(()) => {
+            println!(
+                "{} written; it meets its floor for model `{model}`",
+                asked.out.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(refused) => {
+            println!("{} written, but it is not admitted: {refused}", asked.out.display());
+            ExitCode::FAILURE
+        }
+    }
 }
 
 async fn work(config: Config) -> anyhow::Result<()> {

@@ -31,12 +31,14 @@
 //!   worker runs, each target once.
 //! - [`junk`]: the junk first pass before assessment (shadow, filter, pilot): protection, the
 //!   offline rules or the model's judgment, and the mode the evidence packet puts in force;
-//!   [`screen`]: the pass as each update runs it.
+//!   [`screen`]: the pass as each update runs it; [`calibrate`]: the calibration tool's
+//!   bounded replay, and the packet an owner's review of it makes.
 //! - [`allowance`]: the email cost allowances (USD 20 per UTC day, USD 200 per rolling 30 days)
 //!   and the `runtime/limits.yaml` overlay that may change them to finite amounts.
 
 pub mod allowance;
 pub mod assess;
+pub mod calibrate;
 pub mod census;
 pub mod classify;
 pub mod dns;

@@ -476,7 +476,7 @@ pub(crate) enum Metered<T> {
 }
 
 /// A stored message as the classifier reads it.
-pub(crate) fn rebuild(message: &EmailMessageRow) -> ProjectedMessage {
+pub fn rebuild(message: &EmailMessageRow) -> ProjectedMessage {
     ProjectedMessage {
         from: message.sender.clone(),
         to: message.recipients.clone(),

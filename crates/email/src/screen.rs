@@ -93,6 +93,7 @@ impl Refresher {
             Classifier::Model(model) => match self
                 .judge_with_model(model, &account.account_id, message, "judgment")
                 .await?
+                .0
             {
                 Judged::Answer(judgment) => judgment,
                 Judged::Spent(wait) => {
@@ -146,19 +147,19 @@ impl Refresher {
         )
     }
 
-    /// One model judgment of `message`, when the allowances have room for its ceiling:
-    /// `email.junk.started` is journaled before the request leaves, `email.junk.completed`
-    /// with its charge (the reported usage, else the ceiling) after.
+    /// One model judgment of `message`, when the allowances have room for its ceiling, and what
+    /// it was charged: `email.junk.started` is journaled before the request leaves,
+    /// `email.junk.completed` with its charge (the reported usage, else the ceiling) after.
     pub async fn judge_with_model(
         &self,
         model: &ModelClassifier,
         account_id: &AccountId,
         message: &ProjectedMessage,
         purpose: &str,
-    ) -> Result<Judged, RefreshError> {
+    ) -> Result<(Judged, domain::run::Cost), RefreshError> {
         let prepared = model.prepare_judgment(message);
         if let Some(wait) = self.room_for(prepared.ceiling).await? {
-            return Ok(Judged::Spent(wait));
+            return Ok((Judged::Spent(wait), domain::run::Cost::from_micros(0)));
         }
         let email = self.store.email();
         let request = JunkRequest {
@@ -185,6 +186,6 @@ impl Refresher {
             .await?;
         tracing::debug!(event = "email.junk.completed", request = %request.request, purpose,
             charge_micros = charge.micros(), reported, outcome);
-        Ok(judged)
+        Ok((judged, charge))
     }
 }

@@ -53,9 +53,9 @@ pub use email::{
     DraftPlace, DraftRevision, DraftRow, DraftSend, Email, EmailAccountRow, EmailMessageRow, EmailOperationRow,
     EndorseStyle, ExclusionRow, FeedbackRow, Filtering, Freeze, GiveFeedback, INTERRUPTED, InboxPosition, InboxQuery,
     JunkFacts, JunkFiltered, JunkRequest, JunkStatus, Landing, LearningReset, LearningRow, NOT_APPLIED, NewAssessment,
-    NewEmailMessage, NewFeedback, NewJudgment, OwnerChange, Reconciliation, RefreshRequest, RequestProposal,
-    ReviewDraft, STILL_SENDING_AFTER, SaveDraft, StyleSampleRow, SubscriptionChange, SubscriptionQuery,
-    SubscriptionRow, THREAD_GONE, TargetOutcome, TargetRefused, ThreadSummary, UnsubscribeRequest,
+    NewEmailMessage, NewFeedback, NewJudgment, OwnerChange, Reconciliation, RefreshRequest, ReplayCandidate,
+    RequestProposal, ReviewDraft, STILL_SENDING_AFTER, SaveDraft, StyleSampleRow, SubscriptionChange,
+    SubscriptionQuery, SubscriptionRow, THREAD_GONE, TargetOutcome, TargetRefused, ThreadSummary, UnsubscribeRequest,
     UnsubscribeTargetRow, WaitingThread, WriteOutcome, WriteRequest,
 };
 pub use events::{EventRow, StoredFrame};

@@ -794,3 +794,175 @@ async fn the_model_judges_as_untrusted_content_and_every_request_is_journaled_an
     assert!(counted.iter().any(|(_, micros)| *micros == ceiling), "{counted:?}");
     setup.no_provider_write();
 }
+
+/// A mailbox for the replay: spam, receipts, strangers writing personally, newsletters, and a
+/// known correspondent (protected).
+fn deliver_replay_mix(fake: &FakeGmail) {
+    deliver_mix(fake);
+    for index in 0..6 {
+        fake.deliver_raw("owner", &spam(&format!("Prize {index}")), &["INBOX"], None);
+        fake.deliver(
+            "owner",
+            "receipts@shop.example",
+            &format!("Receipt {index}"),
+            "Thank you for your order.",
+            &["INBOX"],
+        );
+        fake.deliver(
+            "owner",
+            &format!("neighbour{index}@street.example"),
+            &format!("Street party {index}"),
+            "Would you join us on Saturday?",
+            &["INBOX"],
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_replay_stays_within_its_thread_bound_skips_protected_mail_and_writes_no_label() {
+    let setup = setup(settings(JunkMode::Off, None)).await;
+    deliver_replay_mix(&setup.fake);
+    setup.update().await;
+    let threads_before = setup.threads().await;
+    let bounds = email::calibrate::ReplayBounds {
+        max_threads: 12,
+        max_cost: domain::run::Cost::parse("0").expect("cost"),
+        account: None,
+        inbox_only: false,
+    };
+    let review = setup.refresher.replay(&bounds).await.expect("replay");
+    assert_eq!(
+        review.observations.len(),
+        12,
+        "the bound, with more eligible mail than that"
+    );
+    assert_eq!(review.review.len(), 12);
+    assert_eq!(
+        (review.policy.as_str(), review.model.as_str()),
+        (JUNK_POLICY, OFFLINE_JUNK_MODEL)
+    );
+    // The known correspondent's mail (and the owner's own, and the PDF) is skipped, never a keep.
+    assert_eq!(review.skipped_protected, 3);
+    assert!(
+        review
+            .review
+            .iter()
+            .all(|row| row.from.as_deref() != Some("ada@example.com"))
+    );
+    assert!(
+        review.observations.iter().all(|o| o.owner_label.is_none()),
+        "no label is ever written"
+    );
+    let strata = |stratum| review.observations.iter().filter(|o| o.stratum == stratum).count();
+    // A quarter of a bound of 12 each at most: 3 personal outreach, 3 receipts, 6 at random.
+    assert_eq!(strata(domain::junk::Stratum::PersonalOutreach), 3);
+    assert_eq!(strata(domain::junk::Stratum::Transactional), 3);
+    assert_eq!(strata(domain::junk::Stratum::Random), 6);
+    assert_eq!(review.stopped, None);
+    // Nothing changed: no judgment, no thread, no provider write.
+    assert!(setup.judgments().await.is_empty());
+    assert_eq!(setup.threads().await, threads_before);
+    setup.no_provider_write();
+
+    // The owner labels every observation; the packet leaves the review columns out.
+    let mut reviewed = serde_json::to_value(&review).expect("json");
+    let text = reviewed.to_string();
+    assert!(
+        email::calibrate::packet_from_review(text.as_bytes(), None)
+            .expect_err("unlabelled")
+            .starts_with("12 observation(s) have no owner_label")
+    );
+    for observation in reviewed["observations"].as_array_mut().expect("observations") {
+        let label = if observation["category"] == "keep" {
+            "keep"
+        } else {
+            "junk"
+        };
+        observation["owner_label"] = json!(label);
+    }
+    let packet = email::calibrate::packet_from_review(reviewed.to_string().as_bytes(), None).expect("packet");
+    assert!(packet.get("review").is_none() && packet["observations"][0].get("thread_id").is_none());
+    // Its shape is the packet's; twelve observations are far below the floor.
+    let refused = domain::junk::CalibrationPacket::parse(packet.to_string().as_bytes(), OFFLINE_JUNK_MODEL)
+        .expect_err("below the floor");
+    assert_eq!(refused.reason(), JunkReason::FloorNotMet);
+    // A pilot packet binds the one account, for at most seven days.
+    let binding = email::calibrate::PilotBinding {
+        principal: "owner".into(),
+        issued_at: setup.refresher.store.now(),
+        days: 7,
+    };
+    let pilot = email::calibrate::packet_from_review(reviewed.to_string().as_bytes(), Some(&binding)).expect("pilot");
+    assert_eq!(pilot["account_id"], "personal");
+    let refused = domain::junk::PilotPacket::parse(pilot.to_string().as_bytes(), OFFLINE_JUNK_MODEL)
+        .expect_err("below the pilot floor");
+    assert!(
+        matches!(refused, domain::junk::PacketRefused::Floor { .. }),
+        "{refused:?}"
+    );
+}
+
+#[tokio::test]
+async fn the_replay_stops_before_a_request_that_would_pass_its_cost_bound() {
+    use testkit::model::{FakeModel, Reply};
+    let model = FakeModel::start(|_, _| {
+        let answer = json!({"category": "spam", "probability": 0.999}).to_string();
+        Reply::frames(vec![
+            json!({ "choices": [{ "index": 0, "delta": { "role": "assistant", "content": answer } }] }),
+            testkit::model::finish("stop"),
+        ])
+    })
+    .await;
+    let setup = setup(settings(JunkMode::Off, None)).await;
+    deliver_replay_mix(&setup.fake);
+    setup.update().await;
+    let refresher = Refresher {
+        classifier: Arc::new(email::classify::Classifier::Model(email::classify::ModelClassifier {
+            provider: model_client::openai::provider(
+                model_client::endpoint::OpenAiEndpoint {
+                    base_url: model.url.clone(),
+                    api_key: None,
+                },
+                reqwest::Client::new(),
+            ),
+            model: "judge-1".into(),
+            // USD 10 per million tokens: each request's ceiling is a little over USD 0.01.
+            prices: email::classify::Prices {
+                input_per_mtok: domain::run::Cost::parse("10").expect("cost"),
+                output_per_mtok: domain::run::Cost::parse("10").expect("cost"),
+            },
+            allowances: email::allowance::Allowances::default(),
+        })),
+        ..setup.refresher.clone()
+    };
+    let bounds = email::calibrate::ReplayBounds {
+        max_threads: 100,
+        max_cost: domain::run::Cost::parse("0.05").expect("cost"),
+        account: Some("personal".into()),
+        inbox_only: false,
+    };
+    let review = refresher.replay(&bounds).await.expect("replay");
+    assert_eq!(review.stopped.as_deref(), Some("max_cost"));
+    let requests = model.requests().len();
+    assert!((1..10).contains(&requests), "{requests}");
+    assert_eq!(review.observations.len(), requests);
+    let spent = domain::run::Cost::parse(&review.spent_usd).expect("amount");
+    assert!(spent.micros() <= 50_000, "{spent:?}");
+    // Every request was journaled before it left, as a calibration, and charged.
+    let kinds: Vec<(String, String)> =
+        sqlx::query_as("SELECT kind, purpose FROM email_junk_events ORDER BY at, kind DESC")
+            .fetch_all(&setup.db.pool)
+            .await
+            .expect("events");
+    assert_eq!(kinds.len(), 2 * requests);
+    assert!(kinds.iter().all(|(_, purpose)| purpose == "calibration"));
+    let charged: i64 = sqlx::query_scalar("SELECT coalesce(sum(micros), 0)::bigint FROM email_charges")
+        .fetch_one(&setup.db.pool)
+        .await
+        .expect("charges");
+    assert_eq!(charged, spent.micros());
+    assert!(
+        setup.judgments().await.is_empty(),
+        "a replay judges nothing into the mailbox"
+    );
+}

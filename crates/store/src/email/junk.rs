@@ -94,7 +94,58 @@ fn owner_rule(signal: &str) -> String {
     )
 }
 
+/// A conversation the calibration tool may replay: its newest message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReplayCandidate {
+    pub account_id: AccountId,
+    pub thread: ThreadId,
+    pub message: crate::email::EmailMessageRow,
+}
+
+#[derive(sqlx::FromRow)]
+struct CandidateRecord {
+    account_id: String,
+    thread: uuid::Uuid,
+    #[sqlx(flatten)]
+    message: crate::email::projection::MessageRecord,
+}
+
 impl Email<'_> {
+    /// Up to `limit` conversations (of `account_id`, else of every account) whose newest
+    /// message arrived after `since` (in the Inbox only, with `inbox_only`), newest first.
+    pub async fn replay_candidates(
+        self,
+        account_id: Option<&AccountId>,
+        since: jiff::Timestamp,
+        inbox_only: bool,
+        limit: i64,
+    ) -> Result<Vec<ReplayCandidate>> {
+        let records: Vec<CandidateRecord> = sqlx::query_as(&format!(
+            "SELECT t.account_id, t.id AS thread, m.* FROM email_threads t
+             CROSS JOIN LATERAL (SELECT {columns} FROM email_messages WHERE thread = t.id
+                                 ORDER BY sent_at DESC, provider_message_id DESC LIMIT 1) m
+             WHERE ($1::text IS NULL OR t.account_id = $1) AND t.latest_at > $2 AND (NOT $3 OR t.in_inbox)
+             ORDER BY t.latest_at DESC, t.id DESC LIMIT $4",
+            columns = crate::email::projection::MESSAGE_COLUMNS,
+        ))
+        .bind(account_id.map(AccountId::as_str))
+        .bind(jiff_sqlx::Timestamp::from(since))
+        .bind(inbox_only)
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        records
+            .into_iter()
+            .map(|record| {
+                Ok(ReplayCandidate {
+                    account_id: record.account_id.into(),
+                    thread: record.thread.into(),
+                    message: record.message.try_into()?,
+                })
+            })
+            .collect()
+    }
+
     /// What may protect `thread`'s newest message (`provider_message_id`, from `sender`).
     pub async fn junk_facts(
         self,

@@ -20,7 +20,7 @@ pub use drafts::{
 };
 pub use feedback::{ExclusionRow, FeedbackRow, GiveFeedback, LearningReset, LearningRow, NewFeedback};
 pub use inbox::{InboxPosition, InboxQuery, ThreadSummary};
-pub use junk::{Filtering, JunkFacts, JunkFiltered, JunkRequest, JunkStatus, NewJudgment};
+pub use junk::{Filtering, JunkFacts, JunkFiltered, JunkRequest, JunkStatus, NewJudgment, ReplayCandidate};
 pub use operations::{
     ClaimedWrite, EmailOperationRow, NOT_APPLIED, Reconciliation, RefreshRequest, THREAD_GONE, WriteOutcome,
     WriteRequest,
