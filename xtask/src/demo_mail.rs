@@ -14,6 +14,7 @@ use anyhow::{Context, bail};
 pub struct DemoMail {
     child: Child,
     manifest: PathBuf,
+    evidence: PathBuf,
     provider: Vec<(String, String)>,
 }
 
@@ -50,11 +51,13 @@ impl DemoMail {
         Ok(DemoMail {
             child,
             manifest: dir.join("accounts.json"),
+            evidence: dir.join("junk-evidence.json"),
             provider,
         })
     }
 
-    /// Mail, Email mode and unsubscribe assistance on, the demo account's manifest, and the
+    /// Mail, Email mode, unsubscribe assistance and the junk filter on, the demo account's
+    /// manifest and evidence packet, and the
     /// stand-in's addresses (the provider, its DNS server and the local unsubscribe endpoint).
     pub fn environment(&self) -> Vec<(String, String)> {
         let mut environment = vec![
@@ -62,6 +65,12 @@ impl DemoMail {
             ("AGENT_EMAIL_MODE_ENABLED".to_owned(), "1".to_owned()),
             ("AGENT_EMAIL_UNSUBSCRIBE_ENABLED".to_owned(), "1".to_owned()),
             ("MAIL_ACCOUNTS_FILE".to_owned(), self.manifest.display().to_string()),
+            // The junk filter, on the demo owner's reviewed packet (`testkit::demo::evidence`).
+            ("AGENT_EMAIL_JUNK_FILTER_MODE".to_owned(), "filter".to_owned()),
+            (
+                "AGENT_EMAIL_JUNK_FILTER_EVIDENCE".to_owned(),
+                self.evidence.display().to_string(),
+            ),
         ];
         environment.extend(self.provider.iter().cloned());
         environment

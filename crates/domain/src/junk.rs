@@ -202,6 +202,18 @@ pub fn nominates(category: JunkCategory, probability: f64) -> bool {
     category != JunkCategory::Keep && junk_probability(category, probability) >= THRESHOLD
 }
 
+/// A message's fingerprint: SHA-256 of the account and the provider's message id, as 64
+/// lowercase hex digits. It names the message in judgments and packets without its content.
+pub fn fingerprint(account: &crate::ids::AccountId, provider_message_id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    hash.update(b"steward-junk-1\0");
+    hash.update(account.as_str().as_bytes());
+    hash.update([0]);
+    hash.update(provider_message_id.as_bytes());
+    hash.finalize().iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
 /// Whether `text` is a fingerprint: 64 lowercase hex digits.
 pub fn is_fingerprint(text: &str) -> bool {
     text.len() == 64 && text.bytes().all(|byte| matches!(byte, b'0'..=b'9' | b'a'..=b'f'))

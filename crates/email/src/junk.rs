@@ -30,7 +30,6 @@ use domain::junk::{
 };
 use model_client::model::ChatMessage;
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 use store::{JunkFacts, JunkStatus};
 
 use crate::assess::Mailbox;
@@ -46,16 +45,7 @@ pub const PACKET_MAX_BYTES: u64 = 4 * 1024 * 1024;
 /// The most output tokens a judgment may take.
 pub const MAX_JUDGMENT_TOKENS: u32 = 60;
 
-/// The message's fingerprint: SHA-256 of the account and the provider's message id, as 64
-/// lowercase hex digits. It names the message in judgments and packets without its content.
-pub fn fingerprint(account: &AccountId, provider_message_id: &str) -> String {
-    let mut hash = Sha256::new();
-    hash.update(b"steward-junk-1\0");
-    hash.update(account.as_str().as_bytes());
-    hash.update([0]);
-    hash.update(provider_message_id.as_bytes());
-    hash.finalize().iter().map(|byte| format!("{byte:02x}")).collect()
-}
+pub use domain::junk::fingerprint;
 
 /// A judgment: the category and the classifier's probability for it.
 #[derive(Clone, Copy, Debug, PartialEq)]

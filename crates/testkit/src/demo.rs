@@ -127,6 +127,128 @@ const SHOPS: [(&str, &str); 3] = [
     ("Energy Co", "billing@energyco.example"),
 ];
 
+/// People the owner has never written to, writing to them personally: (name, address, subject,
+/// text).
+const STRANGERS: [(&str, &str, &str, &str); 12] = [
+    (
+        "Nora Field",
+        "nora@street.example",
+        "Street party on Saturday",
+        "We are closing the street for a party on Saturday afternoon. Would you bring a chair?",
+    ),
+    (
+        "Sam Baker",
+        "sam@bakery.example",
+        "Your bread order",
+        "The rye loaf you asked about is back on Thursday. Shall I keep one for you?",
+    ),
+    (
+        "Li Wei",
+        "li@school.example",
+        "Parents' evening",
+        "Parents' evening is on the 12th. Could you pick a time that suits you?",
+    ),
+    (
+        "Omar Haddad",
+        "omar@choir.example",
+        "Choir rehearsal moved",
+        "Rehearsal moves to Wednesday this week, same hall, seven o'clock.",
+    ),
+    (
+        "Jo Marsh",
+        "jo@allotment.example",
+        "Spare seedlings",
+        "I have spare tomato seedlings if you want some for your plot.",
+    ),
+    (
+        "Priya Rao",
+        "priya@library.example",
+        "The book you reserved",
+        "The book you reserved has arrived; it is held for you until Friday.",
+    ),
+    (
+        "Tom Reed",
+        "tom@cycling.example",
+        "Sunday ride",
+        "A few of us ride to the lake on Sunday morning. Join us if you like.",
+    ),
+    (
+        "Ana Costa",
+        "ana@recruit.example",
+        "A role you might like",
+        "I came across your talk and wondered whether you would consider a conversation about a role.",
+    ),
+    (
+        "Ben Ode",
+        "ben@residents.example",
+        "Residents' meeting",
+        "The residents' meeting is on Monday; the agenda is the new bins.",
+    ),
+    (
+        "Mia Lund",
+        "mia@vet.example",
+        "Reminder for Pepper",
+        "Pepper is due for a check-up next month. Reply to book a time.",
+    ),
+    (
+        "Eli Stone",
+        "eli@plumber.example",
+        "Quote for the boiler",
+        "Following my visit, the quote for the boiler service is attached below in words: 90 EUR.",
+    ),
+    (
+        "Ruth Kay",
+        "ruth@museum.example",
+        "Volunteer morning",
+        "Thank you for signing up to volunteer; we start at nine in the main hall.",
+    ),
+];
+
+/// Unsolicited, deceptive mail: (sender address, subject, text), each with several signals the
+/// junk filter's offline rules count.
+const SPAM: [(&str, &str, &str); 8] = [
+    (
+        "prize@lucky-draw.example",
+        "YOU HAVE WON",
+        "You have won our lottery! Claim your prize today!!!",
+    ),
+    (
+        "security@acc0unt-alerts.example",
+        "Verify your account now",
+        "Your account will be suspended. Act now: verify your account!!!",
+    ),
+    (
+        "invest@coin-boost.example",
+        "Double your bitcoin",
+        "Guaranteed income from bitcoin. Act now, limited time offer!",
+    ),
+    (
+        "lawyer@estate-claims.example",
+        "Inheritance for you",
+        "You are the beneficiary of an inheritance. A small wire transfer fee releases it.",
+    ),
+    (
+        "vip@grand-casino.example",
+        "FREE SPINS WAITING",
+        "Casino bonus: 100% free spins, risk-free!!!",
+    ),
+    (
+        "deals@miracle-slim.example",
+        "Miracle results",
+        "A miracle pill, 100% free trial, act now!",
+    ),
+    (
+        "prize@lucky-draw.example",
+        "Final notice: claim your prize",
+        "Claim your prize before midnight!!! You have won.",
+    ),
+    (
+        "support@wallet-help.example",
+        "Wallet locked",
+        "Verify your account within 24 hours or your account will be suspended. Wire transfer required.",
+    ),
+];
+
 const TOPICS: [&str; 8] = [
     "the project plan",
     "Thursday's meeting",
@@ -262,7 +384,96 @@ pub fn fill(gmail: &FakeGmail, mailbox: &str, now: jiff::Timestamp, senders: &Se
             .unwrap_or_default();
         deliver(raw, &["INBOX", "UNREAD"], None);
     }
+
+    // People the owner does not know, writing personally; and spam, over the last ten days.
+    for (index, (name, address, subject, text)) in STRANGERS.iter().enumerate() {
+        let raw = MessageBuilder::new()
+            .from((*name, *address))
+            .to(("Owner", OWNER))
+            .subject(*subject)
+            .date(at(10 * 24 * 60 - index as i64 * 700))
+            .text_body(format!("Hello,\n\n{text}\n\n{name}"))
+            .write_to_vec()
+            .unwrap_or_default();
+        deliver(raw, &["INBOX"], None);
+    }
+    for (index, (address, subject, text)) in SPAM.iter().enumerate() {
+        let raw = MessageBuilder::new()
+            .from(*address)
+            .to(OWNER)
+            .subject(*subject)
+            .date(at(9 * 24 * 60 - index as i64 * 900))
+            .text_body(*text)
+            .write_to_vec()
+            .unwrap_or_default();
+        deliver(raw, &["INBOX"], None);
+    }
     delivered
+}
+
+/// The demo owner's reviewed calibration packet for the junk filter, as the worked example in
+/// `docs/email-mode.md` builds one (`calibrate`, the owner's labels, `junk-packet`), so the demo
+/// runs `filter` from its first update: 100 observations of the filled `mailbox` — 80 at
+/// random (60 newsletters and the 8 spam, which the owner calls junk, and 12 receipts), 10
+/// strangers' personal mail and 10 more receipts (which the owner keeps) — each with the
+/// offline rules' judgment (`email`'s tests check every one against the rules). People the
+/// owner writes to are protected and never sampled.
+pub fn evidence(gmail: &FakeGmail, mailbox: &str) -> serde_json::Value {
+    let messages = gmail.stored(mailbox);
+    let from = |addresses: &[&str]| -> Vec<String> {
+        messages
+            .iter()
+            .filter(|message| addresses.contains(&message.from.to_lowercase().as_str()))
+            .map(|message| message.id.clone())
+            .collect()
+    };
+    let newsletters: Vec<&str> = NEWSLETTERS.iter().map(|(_, address, ..)| *address).collect();
+    let spam: Vec<&str> = SPAM.iter().map(|(address, ..)| *address).collect();
+    let shops: Vec<&str> = SHOPS.iter().map(|(_, address)| *address).collect();
+    let strangers: Vec<&str> = STRANGERS.iter().map(|(_, address, ..)| *address).collect();
+    let receipts = from(&shops);
+    let account = domain::ids::AccountId::from(ACCOUNT_ID);
+    let observation = |id: &String, category: &str, probability: f64, label: &str, stratum: &str| {
+        json!({"fingerprint": domain::junk::fingerprint(&account, id), "category": category,
+               "probability": probability, "owner_label": label, "source": "owner_review", "stratum": stratum})
+    };
+    let mut observations = Vec::new();
+    observations.extend(
+        from(&newsletters)
+            .iter()
+            .take(60)
+            .map(|id| observation(id, "bulk", 0.995, "junk", "random")),
+    );
+    observations.extend(
+        from(&spam)
+            .iter()
+            .map(|id| observation(id, "spam", 0.999, "junk", "random")),
+    );
+    observations.extend(
+        receipts
+            .iter()
+            .take(12)
+            .map(|id| observation(id, "keep", 0.95, "keep", "random")),
+    );
+    observations.extend(
+        from(&strangers)
+            .iter()
+            .take(10)
+            .map(|id| observation(id, "keep", 0.95, "keep", "personal_outreach")),
+    );
+    observations.extend(
+        receipts
+            .iter()
+            .skip(12)
+            .take(10)
+            .map(|id| observation(id, "keep", 0.95, "keep", "transactional")),
+    );
+    json!({"policy": domain::junk::JUNK_POLICY, "model": domain::junk::OFFLINE_JUNK_MODEL, "observations": observations})
+}
+
+/// Writes the demo's evidence packet ([`evidence`]) to `path`, owner-only.
+pub fn write_evidence(path: &Path, gmail: &FakeGmail, mailbox: &str) -> std::io::Result<()> {
+    write_private(path, &evidence(gmail, mailbox).to_string())
 }
 
 /// Writes the demo account's three credential documents (owner-only, in an owner-only

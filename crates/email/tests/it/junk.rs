@@ -966,3 +966,47 @@ async fn the_replay_stops_before_a_request_that_would_pass_its_cost_bound() {
         "a replay judges nothing into the mailbox"
     );
 }
+
+#[tokio::test]
+async fn the_demo_packet_is_the_offline_rules_judgment_of_the_demo_mailbox_and_is_admitted() {
+    let fake = FakeGmail::start().await;
+    let senders = testkit::demo::Senders::generate();
+    testkit::demo::fill(&fake, "demo", jiff::Timestamp::now(), &senders);
+    let packet = testkit::demo::evidence(&fake, "demo");
+    domain::junk::CalibrationPacket::parse(packet.to_string().as_bytes(), OFFLINE_JUNK_MODEL)
+        .expect("the demo's packet meets the general floor");
+    let observations: std::collections::HashMap<String, (String, f64)> = packet["observations"]
+        .as_array()
+        .expect("observations")
+        .iter()
+        .map(|o| {
+            (
+                o["fingerprint"].as_str().expect("fingerprint").to_owned(),
+                (
+                    o["category"].as_str().expect("category").to_owned(),
+                    o["probability"].as_f64().expect("probability"),
+                ),
+            )
+        })
+        .collect();
+    let account = domain::ids::AccountId::from(testkit::demo::ACCOUNT_ID);
+    let mut checked = 0;
+    let mut spam = 0;
+    for stored in fake.stored("demo") {
+        let Some((category, probability)) = observations.get(&email::junk::fingerprint(&account, &stored.id)) else {
+            continue;
+        };
+        let message = email::project::project(stored.raw.as_deref().expect("raw")).expect("projects");
+        let judged = email::junk::judge_offline(&message);
+        assert_eq!(
+            (judged.category.as_str(), judged.probability),
+            (category.as_str(), *probability),
+            "{}",
+            stored.subject
+        );
+        checked += 1;
+        spam += usize::from(judged.category == domain::junk::JunkCategory::Spam);
+    }
+    assert_eq!(checked, 100, "every observation is a message of the demo mailbox");
+    assert_eq!(spam, 8);
+}

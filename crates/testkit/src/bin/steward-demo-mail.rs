@@ -57,7 +57,8 @@ async fn main() -> ExitCode {
     let ca_file = dir.join("unsubscribe-ca.pem");
     let written = std::fs::create_dir_all(&dir)
         .and_then(|()| demo::write_account(&dir, &gmail, "demo"))
-        .and_then(|_| std::fs::write(&ca_file, &ca_pem))
+        .and_then(|_| demo::write_evidence(&dir.join("junk-evidence.json"), &gmail, "demo"))
+        .and_then(|()| std::fs::write(&ca_file, &ca_pem))
         .and_then(|()| {
             let provider = format!(
                 "MAIL_API_BASE_URL={}\nMAIL_OAUTH_TOKEN_URL={}\nEMAIL_DNS_SERVER={}\n\

@@ -294,6 +294,15 @@ impl FakeGmail {
         mailbox.history_floor = mailbox.history_id;
     }
 
+    /// Every message of `mailbox`, in the order delivered.
+    pub fn stored(&self, mailbox: &str) -> Vec<StoredMessage> {
+        lock(&self.inner)
+            .mailboxes
+            .get(mailbox)
+            .map(|mailbox| mailbox.messages.clone())
+            .unwrap_or_default()
+    }
+
     /// The messages of `mailbox` carrying `label`.
     pub fn messages(&self, mailbox: &str, label: &str) -> Vec<StoredMessage> {
         lock(&self.inner)
