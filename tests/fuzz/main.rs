@@ -10,6 +10,7 @@
 mod bodies;
 mod cursors;
 mod documents;
+mod junk;
 mod mime;
 mod sse;
 mod unsubscribe;

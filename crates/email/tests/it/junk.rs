@@ -1010,3 +1010,89 @@ async fn the_demo_packet_is_the_offline_rules_judgment_of_the_demo_mailbox_and_i
     assert_eq!(checked, 100, "every observation is a message of the demo mailbox");
     assert_eq!(spam, 8);
 }
+
+#[tokio::test]
+async fn losing_the_last_pilot_slot_while_judging_gives_normal_assessment() {
+    use testkit::model::{FakeModel, Reply};
+    let setup = setup(settings(JunkMode::Off, None)).await;
+    let day = setup.refresher.store.now().to_zoned(jiff::tz::TimeZone::UTC).date();
+    sqlx::query("INSERT INTO email_junk_pilot_days (day, used) VALUES ($1::date, 49)")
+        .bind(day.to_string())
+        .execute(&setup.db.pool)
+        .await
+        .expect("used");
+    // While the model judges, another conversation takes the day's last slot (a separate
+    // connection, committed before the answer comes back).
+    let url = setup.db.url.clone();
+    let model = FakeModel::start(move |_, body| {
+        let system = body["messages"][0]["content"].as_str().unwrap_or_default();
+        let answer = if system.contains("screen one email for junk") {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("runtime");
+                runtime.block_on(async {
+                    use sqlx::Connection;
+                    let mut connection = sqlx::PgConnection::connect(&url).await.expect("connect");
+                    sqlx::query("UPDATE email_junk_pilot_days SET used = 50")
+                        .execute(&mut connection)
+                        .await
+                        .expect("the last slot");
+                });
+            })
+            .join()
+            .expect("taken");
+            json!({"category": "spam", "probability": 0.999}).to_string()
+        } else {
+            json!({"importance": "other", "reply_need": null, "gist": "Assessed"}).to_string()
+        };
+        Reply::frames(vec![
+            json!({ "choices": [{ "index": 0, "delta": { "role": "assistant", "content": answer } }] }),
+            testkit::model::finish("stop"),
+        ])
+    })
+    .await;
+    let dir = packet_dir();
+    let issued = setup.refresher.store.now() - jiff::SignedDuration::from_hours(1);
+    let mut packet = pilot(issued, 2);
+    packet["model"] = json!("judge-1");
+    let packet = write_packet(&dir, "pilot.json", &packet);
+    let refresher = Refresher {
+        classifier: Arc::new(email::classify::Classifier::Model(email::classify::ModelClassifier {
+            provider: model_client::openai::provider(
+                model_client::endpoint::OpenAiEndpoint {
+                    base_url: model.url.clone(),
+                    api_key: None,
+                },
+                reqwest::Client::new(),
+            ),
+            model: "judge-1".into(),
+            prices: email::classify::Prices {
+                input_per_mtok: domain::run::Cost::parse("1").expect("cost"),
+                output_per_mtok: domain::run::Cost::parse("1").expect("cost"),
+            },
+            allowances: email::allowance::Allowances::default(),
+        })),
+        junk: settings(JunkMode::Pilot, Some(packet)),
+        ..setup.refresher.clone()
+    };
+    setup.fake.deliver_raw("owner", &spam("Last slot"), &["INBOX"], None);
+    refresher.update(&account(&setup.fake, "owner")).await.expect("update");
+    assert_eq!(setup.status().await.in_force, JunkMode::Pilot);
+    let (importance, rule, state, suspected) = setup.thread("Last slot").await;
+    assert_eq!(
+        (importance.as_deref(), rule.as_deref(), state, suspected),
+        (Some("other"), Some("model"), None, false),
+        "the model's ordinary assessment"
+    );
+    assert_eq!(
+        setup.judgments().await,
+        vec![("Last slot".into(), JunkOutcome::NoSlot, None)]
+    );
+    assert_eq!(
+        setup.refresher.store.email().pilot_slots_used(day).await.expect("used"),
+        50
+    );
+}
