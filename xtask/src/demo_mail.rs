@@ -13,9 +13,39 @@ use anyhow::{Context, bail};
 /// The running stand-in.
 pub struct DemoMail {
     child: Child,
-    manifest: PathBuf,
-    evidence: PathBuf,
+    dir: PathBuf,
     provider: Vec<(String, String)>,
+}
+
+/// The stand-in's addresses, as its `provider.env` lists them.
+fn provider(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|line| line.split_once('='))
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .collect()
+}
+
+/// Mail, Email mode, unsubscribe assistance and the junk filter on, the demo account's manifest
+/// and evidence packet under `dir`, and the stand-in's addresses (`provider`: the provider, its
+/// DNS server and the local unsubscribe endpoint).
+fn environment(dir: &Path, provider: &[(String, String)]) -> Vec<(String, String)> {
+    let mut environment = vec![
+        ("AGENT_EMAIL_ENABLED".to_owned(), "1".to_owned()),
+        ("AGENT_EMAIL_MODE_ENABLED".to_owned(), "1".to_owned()),
+        ("AGENT_EMAIL_UNSUBSCRIBE_ENABLED".to_owned(), "1".to_owned()),
+        (
+            "MAIL_ACCOUNTS_FILE".to_owned(),
+            dir.join("accounts.json").display().to_string(),
+        ),
+        // The junk filter, on the demo owner's reviewed packet (`testkit::demo::evidence`).
+        ("AGENT_EMAIL_JUNK_FILTER_MODE".to_owned(), "filter".to_owned()),
+        (
+            "AGENT_EMAIL_JUNK_FILTER_EVIDENCE".to_owned(),
+            dir.join("junk-evidence.json").display().to_string(),
+        ),
+    ];
+    environment.extend(provider.iter().cloned());
+    environment
 }
 
 impl DemoMail {
@@ -42,38 +72,26 @@ impl DemoMail {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        let provider = fs::read_to_string(&ready)
-            .context("read provider.env")?
-            .lines()
-            .filter_map(|line| line.split_once('='))
-            .map(|(name, value)| (name.to_owned(), value.to_owned()))
-            .collect();
+        let provider = provider(&fs::read_to_string(&ready).context("read provider.env")?);
         Ok(DemoMail {
             child,
-            manifest: dir.join("accounts.json"),
-            evidence: dir.join("junk-evidence.json"),
+            dir: dir.to_owned(),
             provider,
         })
     }
 
-    /// Mail, Email mode, unsubscribe assistance and the junk filter on, the demo account's
-    /// manifest and evidence packet, and the
-    /// stand-in's addresses (the provider, its DNS server and the local unsubscribe endpoint).
+    /// The stack's environment for this demo ([`environment`]).
     pub fn environment(&self) -> Vec<(String, String)> {
-        let mut environment = vec![
-            ("AGENT_EMAIL_ENABLED".to_owned(), "1".to_owned()),
-            ("AGENT_EMAIL_MODE_ENABLED".to_owned(), "1".to_owned()),
-            ("AGENT_EMAIL_UNSUBSCRIBE_ENABLED".to_owned(), "1".to_owned()),
-            ("MAIL_ACCOUNTS_FILE".to_owned(), self.manifest.display().to_string()),
-            // The junk filter, on the demo owner's reviewed packet (`testkit::demo::evidence`).
-            ("AGENT_EMAIL_JUNK_FILTER_MODE".to_owned(), "filter".to_owned()),
-            (
-                "AGENT_EMAIL_JUNK_FILTER_EVIDENCE".to_owned(),
-                self.evidence.display().to_string(),
-            ),
-        ];
-        environment.extend(self.provider.iter().cloned());
-        environment
+        environment(&self.dir, &self.provider)
+    }
+
+    /// The environment of the demo already running under `dir` (started by `cargo xtask dev
+    /// --demo-mail`), as [`DemoMail::environment`] gives it.
+    pub fn environment_in(dir: &Path) -> anyhow::Result<Vec<(String, String)>> {
+        let ready = dir.join("provider.env");
+        let text = fs::read_to_string(&ready)
+            .with_context(|| format!("read {} (is `cargo xtask dev --demo-mail` running?)", ready.display()))?;
+        Ok(environment(dir, &provider(&text)))
     }
 
     /// An error when the stand-in has exited on its own.

@@ -18,6 +18,9 @@
 //!   under `docs/bench/`.
 //! - `cargo xtask preflight [ARGS...]`: the host preflight (`steward-preflight`, whose ARGS it
 //!   takes), run as the current user; exits non-zero when any check fails.
+//! - `cargo xtask async-worker ARGS...`: `steward-async-worker ARGS` (`calibrate`,
+//!   `junk-packet`) with the environment of the async worker of a running `cargo xtask dev
+//!   --demo-mail`: its database login and the demo account.
 
 mod bench;
 mod chart;
@@ -33,7 +36,7 @@ mod test;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: cargo xtask dev [--port N] | cargo xtask test [CARGO-TEST-ARGS...] | cargo xtask contract | cargo xtask e2e [NAME...] | cargo xtask fuzz [--minutes N] | cargo xtask soak [--minutes N] | cargo xtask bench [--clients N] [--submits N] [--streams N] [--idle-streams N] [--replay-events N] [--schedules N] [--no-langgraph] | cargo xtask preflight [PREFLIGHT-ARGS...]";
+const USAGE: &str = "usage: cargo xtask dev [--port N] | cargo xtask test [CARGO-TEST-ARGS...] | cargo xtask contract | cargo xtask e2e [NAME...] | cargo xtask fuzz [--minutes N] | cargo xtask soak [--minutes N] | cargo xtask bench [--clients N] [--submits N] [--streams N] [--idle-streams N] [--replay-events N] [--schedules N] [--no-langgraph] | cargo xtask preflight [PREFLIGHT-ARGS...] | cargo xtask async-worker calibrate|junk-packet [ARGS...]";
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -46,6 +49,7 @@ fn main() -> ExitCode {
         Some("soak") => soak::run(args.collect()),
         Some("bench") => bench::run(args.collect()),
         Some("preflight") => preflight(args.collect()),
+        Some("async-worker") => async_worker(args.collect()),
         Some("-h" | "--help") => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -69,6 +73,35 @@ fn preflight(args: Vec<String>) -> anyhow::Result<ExitCode> {
         .args(&args)
         .status()
         .map_err(|error| anyhow::anyhow!("run steward-preflight: {error}"))?;
+    Ok(match status.code() {
+        Some(0) => ExitCode::SUCCESS,
+        Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        None => ExitCode::FAILURE,
+    })
+}
+
+/// Runs `steward-async-worker ARGS` as the running dev stack's async worker (its login, the
+/// demo account), passing its exit status on.
+fn async_worker(args: Vec<String>) -> anyhow::Result<ExitCode> {
+    use anyhow::Context;
+    let var = workspace_root().join("var");
+    let described: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(var.join("dev.json"))
+            .context("read var/dev.json (is `cargo xtask dev --demo-mail` running?)")?,
+    )
+    .context("var/dev.json")?;
+    let admin = described["database_url"]
+        .as_str()
+        .context("var/dev.json names no database")?;
+    let environment = demo_mail::DemoMail::environment_in(&var.join("demo-mail"))?;
+    let bin = dev::build_roles()?;
+    let status = std::process::Command::new(bin.join("steward-async-worker"))
+        .args(&args)
+        .env("DATABASE_URL", pgcluster::with_user(admin, "steward_async_worker"))
+        .env(postgres::ALLOW_ROOT.0, postgres::ALLOW_ROOT.1)
+        .envs(environment)
+        .status()
+        .context("run steward-async-worker")?;
     Ok(match status.code() {
         Some(0) => ExitCode::SUCCESS,
         Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),

@@ -60,8 +60,10 @@ pub mod general_floor {
     pub const PERSONAL_OUTREACH: usize = 10;
     pub const TRANSACTIONAL: usize = 10;
     pub const PREDICTED_JUNK: usize = 20;
-    /// The most protected-topic relevance admitted: the share of the personal-outreach and
-    /// transactional observations (the topics the filter must leave alone) it nominates.
+    /// The most protected-topic relevance admitted: the mean junk probability the classifier
+    /// gave the personal-outreach and transactional observations (the topics the filter must
+    /// leave alone) that the owner keeps. A filter with no false positive at the threshold may
+    /// still lean towards junk on such mail; this bounds how far.
     pub const PROTECTED_TOPIC_RELEVANCE: f64 = 0.05;
 }
 
@@ -388,10 +390,14 @@ impl CalibrationPacket {
         if false_positives > 0 {
             return Err(PacketRefused::FalsePositives { count: false_positives });
         }
-        let topics: Vec<&CalibrationObservation> =
-            observations.iter().filter(|o| o.stratum != Stratum::Random).collect();
-        let relevance = topics.iter().copied().filter(nominated).count() as f64 / topics.len().max(1) as f64;
-        if relevance > general_floor::PROTECTED_TOPIC_RELEVANCE {
+        let kept_topics: Vec<f64> = observations
+            .iter()
+            .filter(|o| o.stratum != Stratum::Random && o.owner_label == OwnerLabel::Keep)
+            .map(|o| junk_probability(o.category, o.probability))
+            .collect();
+        let relevance = kept_topics.iter().sum::<f64>() / kept_topics.len().max(1) as f64;
+        // A hair of tolerance: 1 - 0.95 is a little over 0.05 in binary.
+        if relevance > general_floor::PROTECTED_TOPIC_RELEVANCE + 1e-9 {
             return Err(PacketRefused::Relevance {
                 found: relevance,
                 max: general_floor::PROTECTED_TOPIC_RELEVANCE,
@@ -545,10 +551,10 @@ mod tests {
             });
         }
         for index in 80..90 {
-            observations.push(observation(index, "keep", 0.8, "keep", "personal_outreach"));
+            observations.push(observation(index, "keep", 0.97, "keep", "personal_outreach"));
         }
         for index in 90..100 {
-            observations.push(observation(index, "bulk", 0.6, "keep", "transactional"));
+            observations.push(observation(index, "bulk", 0.03, "keep", "transactional"));
         }
         json!({"policy": JUNK_POLICY, "model": MODEL, "observations": observations})
     }
@@ -620,23 +626,36 @@ mod tests {
         let mut missed = general();
         missed["observations"][30]["owner_label"] = json!("junk");
         assert!(calibrate(&missed).is_ok());
-        // Two of the twenty protected-topic observations nominated (labelled junk by the owner,
-        // so no false positive): 0.10 > 0.05.
-        let mut topical = general();
+        // The kept personal-outreach and transactional mail judged at junk probability 0.03
+        // on average; leaning to 0.2 on two of the twenty makes it 0.047, to 0.3 on two 0.057.
+        let mut leaning = general();
         for index in [81, 91] {
-            topical["observations"][index]["category"] = json!("spam");
-            topical["observations"][index]["probability"] = json!(0.999);
-            topical["observations"][index]["owner_label"] = json!("junk");
+            leaning["observations"][index]["category"] = json!("keep");
+            leaning["observations"][index]["probability"] = json!(0.8);
         }
-        let refused = calibrate(&topical).expect_err("too relevant");
-        assert!(matches!(refused, PacketRefused::Relevance { found, .. } if (found - 0.1).abs() < 1e-9));
+        assert!(calibrate(&leaning).is_ok(), "0.047 is admitted");
+        for index in [81, 91] {
+            leaning["observations"][index]["probability"] = json!(0.7);
+        }
+        let refused = calibrate(&leaning).expect_err("too relevant");
+        assert!(matches!(refused, PacketRefused::Relevance { found, .. } if (found - 0.057).abs() < 1e-9));
         assert_eq!(refused.reason(), JunkReason::FloorNotMet);
-        // One of twenty is 0.05: admitted.
-        let mut one = general();
-        one["observations"][81]["category"] = json!("spam");
-        one["observations"][81]["probability"] = json!(0.999);
-        one["observations"][81]["owner_label"] = json!("junk");
-        assert!(calibrate(&one).is_ok());
+        // Spam in the personal-outreach stratum, labelled junk by the owner, is no protected
+        // topic: it does not count.
+        let mut spam = general();
+        for index in 80..90 {
+            spam["observations"][index]["category"] = json!("spam");
+            spam["observations"][index]["probability"] = json!(0.999);
+            spam["observations"][index]["owner_label"] = json!("junk");
+        }
+        assert!(calibrate(&spam).is_ok());
+        // Exactly 0.05 (offline keep judgments at 0.95) is admitted.
+        let mut edge = general();
+        for index in 80..100 {
+            edge["observations"][index]["category"] = json!("keep");
+            edge["observations"][index]["probability"] = json!(0.95);
+        }
+        assert!(calibrate(&edge).is_ok());
     }
 
     #[test]
