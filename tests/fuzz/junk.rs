@@ -1,7 +1,7 @@
 //! The junk filter's evidence packets: files an owner writes by hand (or edits), which decide
 //! whether mail is kept out of the priority inbox.
 
-use domain::junk::{CalibrationPacket, JunkReason, OFFLINE_JUNK_MODEL, PilotPacket};
+use domain::junk::{CalibrationPacket, OFFLINE_JUNK_MODEL, OwnerLabel, PilotPacket, Stratum, nominates};
 use proptest::prelude::*;
 
 use crate::{bounded, inputs, property};
@@ -33,15 +33,22 @@ fn corpus() -> Vec<Vec<u8>> {
 fn arbitrary_packets_are_admitted_only_at_their_floor() {
     property(file!(), inputs(corpus()), |raw| {
         let general = bounded(raw.len(), || CalibrationPacket::parse(&raw, OFFLINE_JUNK_MODEL));
-        match general {
-            // Whatever is admitted meets the floor: at least 100 distinct fingerprints.
-            Ok(packet) => prop_assert!(packet.observations.len() >= 100),
-            Err(refused) => prop_assert!(JunkReason::ALL.contains(&refused.reason())),
+        // Whatever is admitted meets the floor: 100 observations, 80 random, no false positive.
+        if let Ok(packet) = general {
+            let observations = &packet.observations;
+            prop_assert!(observations.len() >= 100);
+            prop_assert!(observations.iter().filter(|o| o.stratum == Stratum::Random).count() >= 80);
+            prop_assert!(
+                !observations
+                    .iter()
+                    .any(|o| nominates(o.category, o.probability) && o.owner_label == OwnerLabel::Keep)
+            );
         }
         let pilot = bounded(raw.len(), || PilotPacket::parse(&raw, OFFLINE_JUNK_MODEL));
         if let Ok(packet) = pilot {
             prop_assert!(packet.observations.len() >= 43);
             prop_assert!(packet.expires_at > packet.issued_at);
+            prop_assert!(packet.expires_at.duration_since(packet.issued_at) <= domain::junk::PILOT_VALIDITY);
         }
         Ok(())
     });

@@ -27,6 +27,8 @@ test("filtered spam reads Suspected spam with its explanation, and Not spam clea
   const { page, context, problems } = await newPage(browser);
   await connect(page);
   const rows = await otherMail(page);
+  // The account says the filter is on.
+  await page.locator(".freshness").filter({ hasText: "Junk filter on" }).waitFor();
   await page.getByRole("searchbox", { name: "Search mail" }).fill("Wallet locked");
   await page.getByRole("searchbox", { name: "Search mail" }).press("Enter");
   const spam = rows.filter({ hasText: "Wallet locked" });

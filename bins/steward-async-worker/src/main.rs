@@ -88,9 +88,14 @@ impl FromEnv for Config {
         };
         let junk = email::junk::JunkSettings {
             mode: env.flags()?.junk_filter_mode().into(),
+            // Set, or the credential `junk-evidence` a drop-in loads (`LoadCredential=`).
             evidence: env
                 .get("AGENT_EMAIL_JUNK_FILTER_EVIDENCE")
-                .map(std::path::PathBuf::from),
+                .map(std::path::PathBuf::from)
+                .or_else(|| {
+                    env.get("CREDENTIALS_DIRECTORY")
+                        .map(|directory| std::path::Path::new(&directory).join("junk-evidence"))
+                }),
             principal: domain::ids::PrincipalId::owner(),
         };
         Ok(Config {
@@ -163,7 +168,13 @@ fn calibrate(args: &[String]) -> ExitCode {
             junk: config.junk,
         };
         let review = refresher.replay(&asked.bounds).await.context("replay")?;
-        serde_json::to_writer_pretty(std::io::BufWriter::new(file), &review).context("write the results")?;
+        let mut writer = std::io::BufWriter::new(file);
+        serde_json::to_writer_pretty(&mut writer, &review).context("write the results")?;
+        let file = writer
+            .into_inner()
+            .map_err(|error| error.into_error())
+            .context("write the results")?;
+        file.sync_all().context("write the results")?;
         println!(
             "{} observations ({} protected conversations skipped, USD {} spent{}) written to {}; set each \
              owner_label to \"junk\" or \"keep\", then run `steward-async-worker junk-packet`",

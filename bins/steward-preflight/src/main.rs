@@ -3,15 +3,15 @@
 //! `OK` or `FAIL` line per check, then the verdict, and exits 1 when any check failed.
 //!
 //! Usage: `steward-preflight [--config-dir DIR] [--credentials-dir DIR] [--release DIR]
-//! [--service-user NAME] [--service-group NAME] [--ingress-user NAME]` (defaults:
-//! `/etc/steward`, `/etc/steward/credentials`, `/opt/steward/current`, `steward`, `steward`,
-//! `steward-ingress`).
+//! [--service-user NAME] [--service-group NAME] [--ingress-user NAME] [--units-dir DIR]`
+//! (defaults: `/etc/steward`, `/etc/steward/credentials`, `/opt/steward/current`, `steward`,
+//! `steward`, `steward-ingress`, `/etc/systemd/system`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str = "usage: steward-preflight [--config-dir DIR] [--credentials-dir DIR] [--release DIR] \
-[--service-user NAME] [--service-group NAME] [--ingress-user NAME]";
+[--service-user NAME] [--service-group NAME] [--ingress-user NAME] [--units-dir DIR]";
 
 fn host(args: impl IntoIterator<Item = String>) -> Result<preflight::Host, String> {
     let mut host = preflight::Host::default();
@@ -26,6 +26,7 @@ fn host(args: impl IntoIterator<Item = String>) -> Result<preflight::Host, Strin
             "--service-user" => host.service_user = value()?,
             "--service-group" => host.service_group = value()?,
             "--ingress-user" => host.ingress_user = value()?,
+            "--units-dir" => host.units_dir = PathBuf::from(value()?),
             other => return Err(format!("unknown argument `{other}`; {USAGE}")),
         }
     }

@@ -395,7 +395,13 @@ impl CalibrationPacket {
             .filter(|o| o.stratum != Stratum::Random && o.owner_label == OwnerLabel::Keep)
             .map(|o| junk_probability(o.category, o.probability))
             .collect();
-        let relevance = kept_topics.iter().sum::<f64>() / kept_topics.len().max(1) as f64;
+        // Nothing kept there would measure nothing: one at least.
+        floor(
+            "kept personal-outreach or transactional observations",
+            1,
+            kept_topics.len(),
+        )?;
+        let relevance = kept_topics.iter().sum::<f64>() / kept_topics.len() as f64;
         // A hair of tolerance: 1 - 0.95 is a little over 0.05 in binary.
         if relevance > general_floor::PROTECTED_TOPIC_RELEVANCE + 1e-9 {
             return Err(PacketRefused::Relevance {
@@ -649,6 +655,17 @@ mod tests {
             spam["observations"][index]["owner_label"] = json!("junk");
         }
         assert!(calibrate(&spam).is_ok());
+        // Every one of them labelled junk leaves no relevance to measure: refused.
+        let mut none_kept = spam;
+        for index in 90..100 {
+            none_kept["observations"][index]["owner_label"] = json!("junk");
+            none_kept["observations"][index]["category"] = json!("bulk");
+            none_kept["observations"][index]["probability"] = json!(0.999);
+        }
+        assert_eq!(
+            floor_of(calibrate(&none_kept)),
+            ("kept personal-outreach or transactional observations", 1, 0)
+        );
         // Exactly 0.05 (offline keep judgments at 0.95) is admitted.
         let mut edge = general();
         for index in 80..100 {

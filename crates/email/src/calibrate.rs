@@ -133,7 +133,12 @@ impl Refresher {
             let message = rebuild(&candidate.message);
             let sender = message.from.as_ref().map(|from| from.address.as_str());
             let facts = email
-                .junk_facts(candidate.thread, &candidate.message.provider_message_id, sender)
+                .junk_facts(
+                    candidate.thread,
+                    &candidate.message.provider_message_id,
+                    sender,
+                    crate::assess::kind(&message),
+                )
                 .await?;
             if protection(&message, &facts, mailbox).is_some() {
                 skipped_protected += 1;
@@ -282,12 +287,21 @@ pub fn packet_from_review(json: &[u8], pilot: Option<&PilotBinding>) -> Result<s
     let [account] = accounts.into_iter().collect::<Vec<_>>()[..] else {
         return Err("a pilot packet covers one account: replay it with --account and --inbox".into());
     };
+    if review.policy != JUNK_PILOT_POLICY {
+        return Err("a pilot packet is a sample of the live inbox: replay it with --account and --inbox".into());
+    }
     if !(1..=PILOT_VALIDITY.as_hours() / 24).contains(&pilot.days) {
         return Err("a pilot packet is valid for 1 to 7 days".into());
     }
+    // A pilot observation carries no probability: junk below the threshold is uncertain (a
+    // protected class, never filtered), so it is no classification and is left out.
     let observations: Vec<serde_json::Value> = review
         .observations
         .iter()
+        .filter(|observation| {
+            observation.category == JunkCategory::Keep
+                || domain::junk::nominates(observation.category, observation.probability)
+        })
         .map(|observation| {
             serde_json::json!({"fingerprint": observation.fingerprint, "category": observation.category,
                 "owner_label": label(observation), "source": observation.source})

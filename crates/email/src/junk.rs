@@ -256,7 +256,7 @@ pub(crate) enum Pass {
     Filtered,
     /// Assess it the ordinary way.
     Assess,
-    /// The allowances have no room, or the model failed: it waits for a later update.
+    /// The allowances have no room: it waits for a later update.
     Wait,
 }
 

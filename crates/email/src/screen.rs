@@ -64,7 +64,10 @@ impl Refresher {
         let email = self.store.email();
         let provider_message_id = thread.message.provider_message_id.as_str();
         let sender = message.from.as_ref().map(|from| from.address.as_str());
-        let facts = email.junk_facts(thread.thread, provider_message_id, sender).await?;
+        let kind = crate::assess::kind(message);
+        let facts = email
+            .junk_facts(thread.thread, provider_message_id, sender, kind)
+            .await?;
         if facts.judged {
             // Not newly eligible: judged once, never again.
             return Ok(Pass::Assess);
@@ -100,13 +103,15 @@ impl Refresher {
                     email.set_waiting(&account.account_id, Some(wait)).await?;
                     return Ok(Pass::Wait);
                 }
-                Judged::Failed => return Ok(Pass::Wait),
+                // A failed request (charged) is no judgment: uncertain, so the message is
+                // protected and assessed the ordinary way, never asked about again.
+                Judged::Failed => None,
             },
         };
         let Some(judgment) = judgment.filter(|judgment| {
             judgment.category == JunkCategory::Keep || nominates(judgment.category, judgment.probability)
         }) else {
-            // Unreadable, or junk below the threshold: uncertain, so protected.
+            // Failed, unreadable, or junk below the threshold: uncertain, so protected.
             email
                 .record_judgment(&record(judgment, Some(Protection::Uncertain), JunkOutcome::Protected))
                 .await?;
@@ -131,18 +136,23 @@ impl Refresher {
             reply_need: None,
             gist: &gist,
             rule: Rule::JunkFilter.as_str(),
-            kind: crate::assess::kind(message),
+            kind,
         };
         let day = self.store.now().to_zoned(jiff::tz::TimeZone::UTC).date();
         Ok(
             match email
-                .record_filtered(&record(Some(judgment), None, JunkOutcome::Filtered), &assessment, day)
+                .record_filtered(
+                    &record(Some(judgment), None, JunkOutcome::Filtered),
+                    &assessment,
+                    sender,
+                    day,
+                )
                 .await?
             {
                 Filtering::Filtered => Pass::Filtered,
-                // No slot left today (a no-slot judgment is recorded), or a newer message
-                // arrived: the ordinary way.
-                Filtering::NoSlot | Filtering::Moved => Pass::Assess,
+                // No slot left today, or the owner protected it meanwhile (either recorded), or
+                // a newer message arrived: the ordinary way.
+                Filtering::NoSlot | Filtering::Protected | Filtering::Moved => Pass::Assess,
             },
         )
     }

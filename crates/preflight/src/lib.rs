@@ -55,6 +55,8 @@ pub struct Host {
     /// The call-ingress listener's user: owns the webhook signing secret (default
     /// `steward-ingress`).
     pub ingress_user: String,
+    /// Where the units and their drop-ins are installed (default `/etc/systemd/system`).
+    pub units_dir: PathBuf,
 }
 
 impl Default for Host {
@@ -66,6 +68,7 @@ impl Default for Host {
             service_user: "steward".into(),
             service_group: "steward".into(),
             ingress_user: "steward-ingress".into(),
+            units_dir: PathBuf::from("/etc/systemd/system"),
         }
     }
 }
@@ -167,6 +170,30 @@ fn junk(host: &Host, environments: &Environments, report: &mut Report) {
         return;
     }
     let path = host.credentials_dir.join("async-worker").join(JUNK_EVIDENCE);
+    // The unit must load the packet as its credential (the worker reads it there).
+    let mut failures = Vec::new();
+    if worker.contains_key("AGENT_EMAIL_JUNK_FILTER_EVIDENCE") {
+        failures.push(
+            "AGENT_EMAIL_JUNK_FILTER_EVIDENCE does not belong in async-worker.env: the packet is the credential junk-evidence"
+                .to_owned(),
+        );
+    }
+    let drop_ins = host.units_dir.join("steward-async-worker.service.d");
+    let line = format!("LoadCredential={JUNK_EVIDENCE}:{}", path.display());
+    let loaded = std::fs::read_dir(&drop_ins).is_ok_and(|entries| {
+        entries.filter_map(Result::ok).any(|entry| {
+            entry.path().extension().is_some_and(|extension| extension == "conf")
+                && std::fs::read_to_string(entry.path())
+                    .is_ok_and(|text| text.lines().any(|candidate| candidate.trim() == line))
+        })
+    });
+    if !loaded {
+        failures.push(format!("no drop-in in {} has `{line}`", drop_ins.display()));
+    }
+    report.check(
+        "steward-async-worker loads the junk filter evidence as its credential",
+        failures,
+    );
     let model = domain::junk::running_model(
         worker.get("EMAIL_CLASSIFIER").map(String::as_str),
         worker.get("EMAIL_CLASSIFIER_MODEL").map(String::as_str),

@@ -50,7 +50,28 @@ function size(bytes) {
   return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 }
 
-/** The account's freshness line: pending, a recorded failure, allowance waiting, or when it was updated and how far back its mail goes. @param {{account: email.Account, many: boolean}} props */
+/** Why the junk filter's mode in force is not the configured one. */
+const JUNK_REASONS = /** @type {Record<string, string>} */ ({
+  packet_missing: "no evidence packet",
+  packet_invalid: "the evidence packet is not valid",
+  packet_mismatched: "the evidence is for another model or policy",
+  packet_expired: "the evidence has expired",
+  floor_not_met: "the evidence does not meet its floor",
+  not_pilot_account: "the pilot is for another account",
+});
+
+/** The junk filter's standing on an account, in words; null while it is off. @param {email.Account} account */
+function junkStanding(account) {
+  const { mode, in_force: inForce, reason } = account.junk_filter;
+  if (mode === "off") return null;
+  const name = mode === "pilot" ? "Junk pilot" : "Junk filter";
+  if (!inForce) return `${name}: starting`;
+  if (inForce === mode) return mode === "shadow" ? `${name} watching only` : `${name} on`;
+  const doing = inForce === "shadow" ? "watching only" : "paused";
+  return `${name} ${doing}: ${reason ? JUNK_REASONS[reason] ?? reason : "not in force"}`;
+}
+
+/** The account's freshness line: pending, a recorded failure, allowance waiting, or when it was updated and how far back its mail goes, and the junk filter's standing. @param {{account: email.Account, many: boolean}} props */
 function Freshness({ account, many }) {
   const name = many ? `${account.address ?? account.account_id}: ` : "";
   if (account.last_error) {
@@ -64,7 +85,8 @@ function Freshness({ account, many }) {
   }
   const updated = account.updated_at ? shortDate(account.updated_at) : null;
   const since = account.coverage_from ? new Date(account.coverage_from).toLocaleDateString([], { day: "numeric", month: "short", year: "numeric" }) : null;
-  return html`<p class="freshness" data-account=${account.account_id}>${name}${updated && `Updated ${updated}`}${since && ` · mail since ${since}`}</p>`;
+  const junk = account.junk_filter ? junkStanding(account) : null;
+  return html`<p class="freshness" data-account=${account.account_id}>${name}${updated && `Updated ${updated}`}${since && ` · mail since ${since}`}${junk && ` · ${junk}`}</p>`;
 }
 
 /** @param {{thread: email.Thread, many: boolean, onOpen: (id: string) => void}} props */

@@ -115,6 +115,8 @@ impl Tree {
             .arg(self.root.join("etc"))
             .arg("--release")
             .arg(self.release())
+            .arg("--units-dir")
+            .arg(self.root.join("units"))
             .args([
                 "--service-user",
                 "daemon",
@@ -517,6 +519,22 @@ fn the_junk_filter_needs_one_mode_email_mode_and_admitted_evidence() {
         text.replace("AGENT_EMAIL_MODE_ENABLED=0", "AGENT_EMAIL_MODE_ENABLED=1")
     });
     expect_fail(&tree, "junk filter evidence is missing");
+    // The unit must load it as its credential, through a drop-in.
+    expect_fail(
+        &tree,
+        "steward-async-worker.service.d has `LoadCredential=junk-evidence:",
+    );
+    load_junk_evidence(&tree);
+    tree.edit_env("async-worker", |text| {
+        format!("{text}AGENT_EMAIL_JUNK_FILTER_EVIDENCE=/tmp/packet.json\n")
+    });
+    expect_fail(
+        &tree,
+        "AGENT_EMAIL_JUNK_FILTER_EVIDENCE does not belong in async-worker.env",
+    );
+    tree.edit_env("async-worker", |text| {
+        text.replace("AGENT_EMAIL_JUNK_FILTER_EVIDENCE=/tmp/packet.json\n", "")
+    });
 
     let directory = tree.credentials().join("async-worker");
     std::fs::create_dir(&directory).expect("credential dir");
@@ -574,9 +592,24 @@ fn the_junk_filter_needs_one_mode_email_mode_and_admitted_evidence() {
     );
 }
 
+/// The drop-in that loads the junk filter's packet as the async worker's credential.
+fn load_junk_evidence(tree: &Tree) {
+    let drop_ins = tree.root.join("units/steward-async-worker.service.d");
+    std::fs::create_dir_all(&drop_ins).expect("drop-ins");
+    std::fs::write(
+        drop_ins.join("junk-filter.conf"),
+        format!(
+            "[Service]\nLoadCredential=junk-evidence:{}\n",
+            tree.credential("async-worker", "junk-evidence").display()
+        ),
+    )
+    .expect("drop-in");
+}
+
 #[test]
 fn an_expired_pilot_packet_is_refused() {
     let tree = Tree::new();
+    load_junk_evidence(&tree);
     for role in ["api", "async-worker"] {
         tree.edit_env(role, |text| {
             text.replace("AGENT_EMAIL_JUNK_FILTER_MODE=off", "AGENT_EMAIL_JUNK_FILTER_MODE=pilot")

@@ -554,6 +554,7 @@ async fn a_refresh_is_admitted_once_a_minute_and_the_spam_flag_clears_without_a_
                 rule: "junk_filter",
                 kind: domain::feedback::ContentKind::Personal,
             },
+            Some("fay@example.com"),
             jiff::civil::date(2026, 11, 26),
         )
         .await

@@ -286,14 +286,22 @@ impl Email<'_> {
                 .fetch_one(&mut *conn)
                 .await?;
                 apply_rules(conn, new.thread.as_uuid()).await?;
-                if new.signal == FeedbackSignal::Important {
-                    // A conversation the junk filter kept out is Important now (the rule shows
-                    // it so at once) and is assessed the ordinary way on the next refresh.
+                if matches!(new.signal, FeedbackSignal::Important | FeedbackSignal::NeedsReply) {
+                    // What the junk filter kept out and this rule covers (the conversation, the
+                    // person's or the kind's) is protected now: it is assessed the ordinary way
+                    // on the next refresh (the rule already shows on the conversation itself).
                     sqlx::query(
                         "UPDATE email_threads SET junk_state = 'restoring', suspected_spam = false
-                         WHERE id = $1 AND junk_state = 'filtered'",
+                         WHERE id IN (SELECT t.id FROM email_threads t WHERE t.junk_state = 'filtered'
+                             AND (t.id = $1
+                                  OR ($2::text IS NOT NULL AND t.correspondents
+                                      @> jsonb_build_array(jsonb_build_object('address', $2::text)))
+                                  OR ($3::text IS NOT NULL AND t.kind = $3))
+                             ORDER BY t.id FOR UPDATE)",
                     )
                     .bind(new.thread.as_uuid())
+                    .bind(record.person.as_deref())
+                    .bind(record.kind.as_deref())
                     .execute(&mut *conn)
                     .await?;
                 }

@@ -7,6 +7,7 @@
 //! ordinary way ([`Email::waiting_threads`] lists it, `record_assessment` clears the state).
 
 use domain::email::Importance;
+use domain::feedback::ContentKind;
 use domain::ids::{AccountId, ThreadId};
 use domain::junk::{JunkCategory, JunkMode, JunkOutcome, JunkReason, PILOT_DAILY_CONVERSATIONS, Protection};
 use uuid::Uuid;
@@ -58,6 +59,8 @@ pub enum Filtering {
     NoSlot,
     /// A newer message arrived, or the thread was assessed meanwhile: nothing recorded.
     Moved,
+    /// The owner protected it while it was being judged (recorded): assess it the ordinary way.
+    Protected,
 }
 
 /// A filtered thread, as its row explains it.
@@ -86,12 +89,41 @@ pub struct JunkStatus {
     pub reason: Option<JunkReason>,
 }
 
-/// Whether a rule of the owner's with `signal` applies to the thread `t` or to `$2` (a sender).
+/// Whether a rule of the owner's in force with `signal` applies to the thread `t`, to `$2` (its
+/// sender) or to `$3` (the kind of content of its newest message).
 fn owner_rule(signal: &str) -> String {
     format!(
         "EXISTS (SELECT 1 FROM email_feedback f WHERE f.retired_at IS NULL AND f.signal = '{signal}'
-             AND ((f.scope = 'thread' AND f.thread = t.id) OR (f.scope = 'person' AND f.person = $2)))"
+             AND ((f.scope = 'thread' AND f.thread = t.id) OR (f.scope = 'person' AND f.person = $2)
+                  OR (f.scope = 'kind' AND f.kind = $3)))"
     )
+}
+
+/// The owner's protections of the thread `t` whose newest message is from `$2` and of kind
+/// `$3`, as columns: kept subscription, Important, Needs reply, Not spam.
+fn owner_protections() -> String {
+    format!(
+        "EXISTS (SELECT 1 FROM email_subscriptions s WHERE s.account_id = t.account_id
+                 AND s.sender = $2 AND s.decision = 'kept'),
+         {important}, {needs_reply},
+         t.not_spam_at IS NOT NULL OR EXISTS (SELECT 1 FROM email_threads o
+             WHERE o.account_id = t.account_id AND o.not_spam_at IS NOT NULL
+               AND o.correspondents @> jsonb_build_array(jsonb_build_object('address', $2::text)))",
+        important = owner_rule("important"),
+        needs_reply = owner_rule("needs_reply"),
+    )
+}
+
+/// The first protection of four columns of [`owner_protections`].
+fn first_protection(kept: bool, important: bool, needs_reply: bool, not_spam: bool) -> Option<Protection> {
+    [
+        (kept, Protection::KeptSubscription),
+        (important, Protection::Important),
+        (needs_reply, Protection::NeedsReply),
+        (not_spam, Protection::NotSpam),
+    ]
+    .into_iter()
+    .find_map(|(holds, protection)| holds.then_some(protection))
 }
 
 /// A conversation the calibration tool may replay: its newest message.
@@ -146,30 +178,27 @@ impl Email<'_> {
             .collect()
     }
 
-    /// What may protect `thread`'s newest message (`provider_message_id`, from `sender`).
+    /// What may protect `thread`'s newest message (`provider_message_id`, from `sender`, of
+    /// content `kind`).
     pub async fn junk_facts(
         self,
         thread: ThreadId,
         provider_message_id: &str,
         sender: Option<&str>,
+        kind: ContentKind,
     ) -> Result<JunkFacts> {
         let row: Option<(bool, bool, bool, bool, bool, bool)> = sqlx::query_as(&format!(
             "SELECT
                  EXISTS (SELECT 1 FROM email_junk_judgments j WHERE j.account_id = t.account_id
-                         AND j.provider_message_id = $3),
-                 EXISTS (SELECT 1 FROM email_subscriptions s WHERE s.account_id = t.account_id
-                         AND s.sender = $2 AND s.decision = 'kept'),
-                 {important}, {needs_reply},
-                 t.not_spam_at IS NOT NULL OR EXISTS (SELECT 1 FROM email_threads o
-                     WHERE o.account_id = t.account_id AND o.not_spam_at IS NOT NULL
-                       AND o.correspondents @> jsonb_build_array(jsonb_build_object('address', $2::text))),
+                         AND j.provider_message_id = $4),
+                 {protections},
                  t.junk_state IS NOT DISTINCT FROM 'filtered' AND t.junk_mode IS NOT DISTINCT FROM 'pilot'
              FROM email_threads t WHERE t.id = $1",
-            important = owner_rule("important"),
-            needs_reply = owner_rule("needs_reply"),
+            protections = owner_protections(),
         ))
         .bind(thread.as_uuid())
         .bind(sender.unwrap_or_default())
+        .bind(kind.as_str())
         .bind(provider_message_id)
         .fetch_optional(&self.pool)
         .await?;
@@ -191,12 +220,16 @@ impl Email<'_> {
 
     /// Keeps `judgment.thread` out of the priority inbox: records `assessment` (Other, no reply
     /// need) with the filter's reason, unless a newer message arrived or the thread was assessed
-    /// meanwhile. In `pilot` mode a conversation not yet admitted takes one of the UTC day's
-    /// slots first (`day`); without one nothing changes but the judgment (`no_slot`).
+    /// meanwhile. The owner's protections are read again under the thread's lock (a rule or a
+    /// Not spam given while the message was being judged protects it: `protected`, recorded).
+    /// In `pilot` mode a conversation not yet admitted takes one of the UTC day's slots first
+    /// (`day`); without one nothing changes but the judgment (`no_slot`). `sender` is the
+    /// message's.
     pub async fn record_filtered(
         self,
         judgment: &NewJudgment<'_>,
         assessment: &NewAssessment<'_>,
+        sender: Option<&str>,
         day: jiff::civil::Date,
     ) -> Result<Filtering> {
         let Some((category, probability)) = judgment.judgment else {
@@ -220,6 +253,24 @@ impl Email<'_> {
                 let Some((state, mode)) = thread else {
                     return Ok(Filtering::Moved);
                 };
+                let (kept, important, needs_reply, not_spam): (bool, bool, bool, bool) = sqlx::query_as(&format!(
+                    "SELECT {protections} FROM email_threads t WHERE t.id = $1",
+                    protections = owner_protections(),
+                ))
+                .bind(judgment.thread.as_uuid())
+                .bind(sender.unwrap_or_default())
+                .bind(assessment.kind.as_str())
+                .fetch_one(&mut *conn)
+                .await?;
+                if let Some(protection) = first_protection(kept, important, needs_reply, not_spam) {
+                    let protected = NewJudgment {
+                        protection: Some(protection),
+                        outcome: JunkOutcome::Protected,
+                        ..*judgment
+                    };
+                    insert_judgment(conn, &protected, now).await?;
+                    return Ok(Filtering::Protected);
+                }
                 let admitted = state.as_deref() == Some("filtered") && mode.as_deref() == Some("pilot");
                 if judgment.mode == JunkMode::Pilot && !admitted {
                     let slot: Option<(i32,)> = sqlx::query_as(

@@ -513,7 +513,9 @@ async fn applied(
         MailboxWrite::MoveToInbox => "UPDATE email_threads SET handled_at = NULL WHERE id = $1 AND $2 IS NOT NULL",
         MailboxWrite::ReportSpam => "UPDATE email_threads SET reported_at = $2, suspected_spam = false WHERE id = $1",
         MailboxWrite::NotSpam => {
-            "UPDATE email_threads SET reported_at = NULL, not_spam_at = COALESCE(not_spam_at, $2) WHERE id = $1"
+            "UPDATE email_threads SET reported_at = NULL, not_spam_at = COALESCE(not_spam_at, $2), suspected_spam = false,
+                 junk_state = CASE WHEN junk_state IS NULL THEN NULL ELSE 'restoring' END
+             WHERE id = $1"
         }
     };
     sqlx::query(statement).bind(thread).bind(now).execute(conn).await?;
