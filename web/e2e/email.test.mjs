@@ -87,9 +87,9 @@ test("the priority inbox: five important rows, state lines, the reading pane, Ot
     return value;
   });
   assert.equal(colour, amber, "a state needing the owner reads in amber");
-  // Freshness and historical coverage of the account.
+  // Freshness and historical coverage of the account, and the junk filter the demo runs.
   const freshness = await page.locator(".freshness[data-account='demo']").innerText();
-  assert.match(freshness, /^Updated .+ · mail since .+\d{4}$/);
+  assert.match(freshness, /^Updated .+ · mail since .+\d{4} · Junk filter on$/);
   // One account: no account label on the rows.
   assert.equal(await page.locator(".mail-row .account").count(), 0);
 
