@@ -7,6 +7,7 @@ mod classify;
 mod drafts;
 mod inbox;
 mod junk;
+mod junk_model;
 mod junk_replay;
 mod oneclick;
 mod refresh;
