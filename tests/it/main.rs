@@ -266,6 +266,21 @@ fn the_call_ingress_listener_cannot_hold_keys_models_mail_or_push() {
 }
 
 #[test]
+fn only_the_roles_that_hold_the_call_provider_key_link_its_client() {
+    // The API (number settings, owner call routes) and the call worker (reconciliation) hold
+    // `CALLPROV_API_KEY_FILE`; no other binary may compile in the client or its key loader.
+    const HOLDERS: [&str; 2] = ["steward-api", "steward-call-worker"];
+    let others: Vec<String> = binaries()
+        .into_iter()
+        .filter(|name| !HOLDERS.contains(&name.as_str()))
+        .collect();
+    assert!(others.iter().any(|name| name == "steward-worker"));
+    for member in others {
+        assert_excludes(&member, &["callprov"]);
+    }
+}
+
+#[test]
 fn the_scheduler_cannot_load_mail_credentials() {
     // It authorizes from the accounts manifest (domain::manifest) and never opens a credential.
     assert_excludes("steward-schedule", &["mail-mcp", "agent", "reqwest", "api"]);

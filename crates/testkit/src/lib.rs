@@ -4,6 +4,7 @@
 //! run and sets it); otherwise a private throwaway cluster is started once per test binary and
 //! removed when the binary exits. Each test's database is copied from a template that holds the
 //! current migrations, so a new database costs a file copy rather than a migration run.
+//! [`callprov`] is a call provider speaking its HTTP API and signing its webhooks;
 //! [`gmail`] is a mail provider on 127.0.0.1 speaking the Gmail wire format; [`roles`] checks
 //! what every role binary refuses at start; [`demo`] fills a demo mailbox for trying Email mode
 //! offline (the `steward-demo-mail` binary serves it); [`model`] is a model provider speaking the
@@ -14,6 +15,7 @@
 
 #[cfg(feature = "api")]
 pub mod api;
+pub mod callprov;
 pub mod demo;
 pub mod dkim;
 pub mod dns;
