@@ -126,6 +126,13 @@ DO $call_notifications$ BEGIN
     END IF;
 END $call_notifications$;
 
+-- Calls (0027): the api lists, reads, cancels and deletes the owner's calls; the worker
+-- records the one outbound reservation an approved brief allows; the notify role reads only a
+-- call's owner (to find the devices of a `call_finished` notification).
+GRANT SELECT, UPDATE ON call_records TO steward_api;
+GRANT SELECT, INSERT ON call_records TO steward_worker;
+GRANT SELECT (id, principal_id, kind) ON call_records TO steward_notify;
+
 -- ingress: receipts only, enforced by row security below.
 GRANT SELECT ON _sqlx_migrations TO steward_ingress;
 GRANT SELECT, INSERT, UPDATE ON call_records TO steward_ingress;
@@ -135,8 +142,18 @@ GRANT SELECT, INSERT, UPDATE ON call_records TO steward_ingress;
 -- restrictive policy grants nothing by itself, so ingress also gets the permissive tenant one.
 DROP POLICY IF EXISTS call_records_tenant ON call_records;
 CREATE POLICY call_records_tenant ON call_records AS PERMISSIVE FOR ALL
-    TO steward_call, steward_ingress
+    TO steward_call, steward_ingress, steward_api, steward_worker, steward_notify
     USING (principal_id = 'owner') WITH CHECK (principal_id = 'owner');
+-- The api and notify logins see calls, never receipts; the worker sees and writes outbound
+-- calls only.
+DROP POLICY IF EXISTS call_records_calls_only ON call_records;
+CREATE POLICY call_records_calls_only ON call_records AS RESTRICTIVE FOR ALL
+    TO steward_api, steward_notify
+    USING (kind = 'call') WITH CHECK (kind = 'call');
+DROP POLICY IF EXISTS call_records_worker_outbound ON call_records;
+CREATE POLICY call_records_worker_outbound ON call_records AS RESTRICTIVE FOR ALL
+    TO steward_worker
+    USING (kind = 'call' AND direction = 'outbound') WITH CHECK (kind = 'call' AND direction = 'outbound');
 DROP POLICY IF EXISTS call_records_ingress_receipts ON call_records;
 CREATE POLICY call_records_ingress_receipts ON call_records AS RESTRICTIVE FOR ALL
     TO steward_ingress

@@ -281,6 +281,22 @@ fn only_the_roles_that_hold_the_call_provider_key_link_its_client() {
 }
 
 #[test]
+fn the_call_worker_holds_no_model_client_agent_mail_or_push() {
+    assert_excludes(
+        "steward-call-worker",
+        &[
+            "agent",
+            "model-client",
+            "mail-mcp",
+            "email",
+            "notify",
+            "jsonwebtoken",
+            "api",
+        ],
+    );
+}
+
+#[test]
 fn the_scheduler_cannot_load_mail_credentials() {
     // It authorizes from the accounts manifest (domain::manifest) and never opens a credential.
     assert_excludes("steward-schedule", &["mail-mcp", "agent", "reqwest", "api"]);
@@ -321,7 +337,7 @@ fn each_role_links_only_the_workspace_crates_it_needs() {
         "role",
     ];
     let worker = [&["agent"][..], &MAIL].concat();
-    let allowed: [(&str, &[&str]); 8] = [
+    let allowed: [(&str, &[&str]); 9] = [
         // `wire` (the event vocabulary, with the store that writes it) is types only.
         (
             "steward-api",
@@ -340,6 +356,11 @@ fn each_role_links_only_the_workspace_crates_it_needs() {
         (
             "steward-call-ingress",
             &["listener", "store", "wire", "domain", "hardening", "role"],
+        ),
+        // The provider client and the call login; no model, agent, mail, push or API code.
+        (
+            "steward-call-worker",
+            &["callprov", "store", "wire", "domain", "hardening", "role"],
         ),
         // The terminal client speaks only the HTTP API: the SDK on the wire types, no store,
         // no agent loop, no server code.

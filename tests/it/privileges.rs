@@ -298,9 +298,9 @@ async fn the_ingress_login_sees_and_writes_receipts_only() {
     let db = TestDatabase::new().await;
     const CALLS: i64 = 7;
     sqlx::query(
-        "INSERT INTO call_records (kind, provider_call_id)
-         SELECT 'call', 'call-' || n FROM generate_series(1, $1) AS n
-         UNION ALL SELECT 'receipt', 'receipt-' || n FROM generate_series(1, 2) AS n",
+        "INSERT INTO call_records (kind, provider_call_id, direction, state)
+         SELECT 'call', 'call-' || n, 'inbound', 'finished' FROM generate_series(1, $1) AS n
+         UNION ALL SELECT 'receipt', 'receipt-' || n, NULL, NULL FROM generate_series(1, 2) AS n",
     )
     .bind(CALLS)
     .execute(&db.pool)
@@ -318,7 +318,9 @@ async fn the_ingress_login_sees_and_writes_receipts_only() {
         .expect("count");
     assert_eq!((visible, non_receipts), (2, 0), "ingress sees 0 of {CALLS} call rows");
 
-    let denied = sqlx::query("INSERT INTO call_records (kind, provider_call_id) VALUES ('call', 'forged')")
+    let denied = sqlx::query(
+        "INSERT INTO call_records (kind, provider_call_id, direction, state) VALUES ('call', 'forged', 'inbound', 'finished')",
+    )
         .execute(&ingress)
         .await
         .expect_err("a non-receipt insert is refused");
@@ -345,12 +347,38 @@ async fn the_ingress_login_sees_and_writes_receipts_only() {
         .await
         .expect("count");
     assert_eq!(all, CALLS + 3, "the call login sees every row");
+    // The api and notify logins see calls, never receipts; the worker only outbound calls.
+    for login in ["api", "notify"] {
+        let pool = pool_as(&db, login).await;
+        let seen: Vec<String> = sqlx::query_scalar("SELECT kind FROM call_records")
+            .fetch_all(&pool)
+            .await
+            .expect("kinds");
+        assert_eq!(seen.len() as i64, CALLS, "{login}");
+        assert!(seen.iter().all(|kind| kind == "call"), "{login}: {seen:?}");
+    }
+    let worker = pool_as(&db, "worker").await;
+    let outbound: i64 = sqlx::query_scalar("SELECT count(*) FROM call_records")
+        .fetch_one(&worker)
+        .await
+        .expect("count");
+    assert_eq!(outbound, 0, "the worker sees no inbound call and no receipt");
+    let denied = sqlx::query(
+        "INSERT INTO call_records (kind, provider_call_id, direction, state) VALUES ('call', 'forged-in', 'inbound', 'finished')",
+    )
+    .execute(&worker)
+    .await
+    .expect_err("the worker cannot record an inbound call");
+    assert!(denied.to_string().contains("row-level security"), "{denied}");
     let api = pool_as(&db, "api").await;
-    let error = sqlx::query("SELECT count(*) FROM call_records")
+    let denied = sqlx::query("UPDATE call_records SET kind = 'receipt' WHERE kind = 'call'")
         .execute(&api)
         .await
-        .expect_err("api has no access to call records");
-    assert!(error.to_string().contains("permission denied"), "{error}");
+        .expect_err("the api cannot turn a call into a receipt");
+    assert!(
+        denied.to_string().contains("row-level security") || denied.to_string().contains("check constraint"),
+        "{denied}"
+    );
     // Row security binds the table's owner too (forced), so only the policies' roles see rows.
     let mut owner = connect_as(&db, "owner").await;
     let owner_sees: i64 = sqlx::query_scalar("SELECT count(*) FROM call_records")
@@ -450,15 +478,29 @@ async fn the_catalog_shows_no_privileged_daemon_login() {
     .fetch_all(&db.pool)
     .await
     .expect("policies");
+    let ingress_policy = restrictive
+        .iter()
+        .find(|policy| policy.0 == "call_records_ingress_receipts")
+        .expect("the ingress policy");
     assert_eq!(
-        restrictive,
-        [(
+        ingress_policy,
+        &(
             "call_records_ingress_receipts".to_owned(),
             "ALL".to_owned(),
             vec!["steward_ingress".to_owned()],
             "(kind = 'receipt'::text)".to_owned(),
             "(kind = 'receipt'::text)".to_owned()
-        )]
+        )
+    );
+    let mut names: Vec<&str> = restrictive.iter().map(|policy| policy.0.as_str()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "call_records_calls_only",
+            "call_records_ingress_receipts",
+            "call_records_worker_outbound"
+        ]
     );
 }
 

@@ -7,15 +7,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Every role's unit, and the binary it runs. The maintenance and call-worker roles have no
-/// binary yet: their units wait in `docs/planned-units/` and return here with their roles.
-pub const ROLES: [(&str, &str); 6] = [
+/// Every role's unit, and the binary it runs. The maintenance role has no binary yet: its unit
+/// waits in `docs/planned-units/` and returns here with its role.
+pub const ROLES: [(&str, &str); 7] = [
     ("api", "steward-api"),
     ("worker", "steward-worker"),
     ("async-worker", "steward-async-worker"),
     ("schedule", "steward-schedule"),
     ("notify", "steward-notify"),
     ("call-ingress", "steward-call-ingress"),
+    ("call-worker", "steward-call-worker"),
 ];
 
 #[test]

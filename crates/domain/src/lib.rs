@@ -7,6 +7,7 @@ pub mod agent;
 pub mod approval;
 pub mod artifact;
 pub mod cadence;
+pub mod call;
 pub mod cursor;
 pub mod email;
 pub mod env;

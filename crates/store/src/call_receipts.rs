@@ -38,3 +38,12 @@ impl Store {
         Ok(Receipt { id, deliveries })
     }
 }
+
+impl Store {
+    /// A listener on `channel` (the call worker's wake-ups on [`CALL_RECEIPTS_CHANNEL`]).
+    pub async fn listener(&self, channel: &str) -> Result<sqlx::postgres::PgListener> {
+        let mut listener = sqlx::postgres::PgListener::connect_with(&self.pool).await?;
+        listener.listen(channel).await?;
+        Ok(listener)
+    }
+}

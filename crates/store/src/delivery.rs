@@ -69,10 +69,11 @@ impl DueNotification {
     }
 }
 
-const OWNER: &str = "COALESCE(s.principal_id, sc.principal_id)";
+const OWNER: &str = "COALESCE(s.principal_id, sc.principal_id, cr.principal_id)";
 const OWNERSHIP: &str = "LEFT JOIN sessions s ON s.id = o.session_id
      LEFT JOIN schedule_occurrences so ON so.id = o.occurrence_id
-     LEFT JOIN schedules sc ON sc.id = so.schedule_id";
+     LEFT JOIN schedules sc ON sc.id = so.schedule_id
+     LEFT JOIN call_records cr ON cr.id = o.call_id";
 
 /// A notification and one of its owner's devices (none when the join found no device).
 #[derive(sqlx::FromRow)]

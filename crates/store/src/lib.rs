@@ -20,6 +20,7 @@ macro_rules! bind_limits {
 mod approvals;
 mod artifacts;
 mod call_receipts;
+mod calls;
 mod clock;
 mod delivery;
 pub mod email;
@@ -46,6 +47,10 @@ mod work;
 pub use approvals::{Answer, ApprovalRow, Decide, Decision};
 pub use artifacts::{ArtifactRow, ArtifactUpload, NewArtifact};
 pub use call_receipts::{CALL_RECEIPTS_CHANNEL, Receipt};
+pub use calls::{
+    CallResult, CallRow, CancelCall, DeleteCall, DispatchOutcome, OutboundDue, ReceiptDue, Reserve, RunningCall,
+    Settled, UncertainCall,
+};
 pub use clock::{Clock, SystemClock};
 pub use delivery::{DeviceTarget, DueNotification, ScheduleOutcome};
 pub use email::{

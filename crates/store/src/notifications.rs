@@ -74,12 +74,13 @@ impl NotificationRow {
     }
 }
 
-/// Notifications belong to the principal of their session, or of their schedule.
+/// Notifications belong to the principal of their session, of their schedule, or of their call.
 const OWNED: &str = "FROM notification_outbox o
      LEFT JOIN sessions s ON s.id = o.session_id
      LEFT JOIN schedule_occurrences so ON so.id = o.occurrence_id
      LEFT JOIN schedules sc ON sc.id = so.schedule_id
-     WHERE COALESCE(s.principal_id, sc.principal_id) = $1";
+     LEFT JOIN call_records cr ON cr.id = o.call_id
+     WHERE COALESCE(s.principal_id, sc.principal_id, cr.principal_id) = $1";
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeviceRow {

@@ -26,6 +26,8 @@ pub enum DispatchMode {
     Refuse,
     /// Place the call, then answer 502: the client cannot know it was placed.
     PlaceThenFail,
+    /// Answer 502 without placing the call: the client cannot know it was not placed.
+    FailWithoutPlacing,
 }
 
 /// One request the provider received.
@@ -44,7 +46,6 @@ struct Inner {
     requests: Vec<Request>,
     ignored: BTreeSet<String>,
     dispatch: Option<DispatchMode>,
-    clock: u64,
 }
 
 struct Shared {
@@ -137,12 +138,9 @@ async fn read_number(State(shared): State<Arc<Shared>>, Path(number): Path<Strin
     }
 }
 
-fn timestamp(clock: u64) -> String {
-    // Calls are stamped in order, a second apart, from a fixed start.
-    let seconds = 1_790_000_000 + clock;
-    jiff::Timestamp::from_second(seconds as i64)
-        .expect("a valid time")
-        .to_string()
+/// The time `offset` seconds from now, as the provider writes times.
+fn timestamp(offset: u64) -> String {
+    (jiff::Timestamp::now() + jiff::SignedDuration::from_secs(offset as i64)).to_string()
 }
 
 async fn dispatch(
@@ -155,10 +153,11 @@ async fn dispatch(
     }
     let mut inner = shared.inner.lock().expect("lock");
     let mode = inner.dispatch.unwrap_or(DispatchMode::Accept);
-    if mode == DispatchMode::Refuse {
-        return refused(StatusCode::BAD_REQUEST, "the number cannot be called");
+    match mode {
+        DispatchMode::Refuse => return refused(StatusCode::BAD_REQUEST, "the number cannot be called"),
+        DispatchMode::FailWithoutPlacing => return refused(StatusCode::BAD_GATEWAY, "upstream error"),
+        _ => {}
     }
-    inner.clock += 1;
     let call_id = format!("call-{}", uuid::Uuid::new_v4());
     let call = json!({
         "call_id": call_id,
@@ -168,7 +167,7 @@ async fn dispatch(
         "completed": false,
         "status": "queued",
         "queue_status": "queued",
-        "created_at": timestamp(inner.clock),
+        "created_at": timestamp(0),
         "max_duration": body["max_duration"],
         "metadata": body.get("metadata").cloned().unwrap_or(Value::Null),
         "transcripts": [],
@@ -312,7 +311,6 @@ impl FakeCallProvider {
     /// returns its id.
     pub fn inbound_call(&self, from: &str, to: &str, turns: &[(&str, &str)], summary: &str) -> String {
         let mut inner = self.shared.inner.lock().expect("lock");
-        inner.clock += 1;
         let call_id = format!("call-{}", uuid::Uuid::new_v4());
         let call = json!({
             "call_id": call_id,
@@ -321,9 +319,9 @@ impl FakeCallProvider {
             "inbound": true,
             "completed": true,
             "status": "completed",
-            "created_at": timestamp(inner.clock),
-            "started_at": timestamp(inner.clock),
-            "end_at": timestamp(inner.clock + 90),
+            "created_at": timestamp(0),
+            "started_at": timestamp(0),
+            "end_at": timestamp(90),
             "call_length": 1.5,
             "answered_by": "human",
             "transcripts": turns.iter().map(|(user, text)| json!({ "user": user, "text": text })).collect::<Vec<_>>(),
@@ -336,7 +334,6 @@ impl FakeCallProvider {
     /// Ends a dispatched call with `turns` and `summary` (`answered_by` human).
     pub fn finish(&self, call_id: &str, turns: &[(&str, &str)], summary: &str) {
         let mut inner = self.shared.inner.lock().expect("lock");
-        let clock = inner.clock;
         let call = inner
             .calls
             .iter_mut()
@@ -346,7 +343,7 @@ impl FakeCallProvider {
         call["status"] = json!("completed");
         call["answered_by"] = json!("human");
         call["call_length"] = json!(2.0);
-        call["end_at"] = json!(timestamp(clock + 120));
+        call["end_at"] = json!(timestamp(0));
         call["transcripts"] = json!(
             turns
                 .iter()

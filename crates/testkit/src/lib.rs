@@ -184,6 +184,23 @@ impl TestDatabase {
         guard
     }
 
+    /// Applies the grants again as a deployment with `AGENT_CALL_NOTIFICATIONS_ENABLED=1` does
+    /// (the call login may then enqueue notifications).
+    pub async fn grant_call_notifications(&self) {
+        let mut owner = PgConnection::connect(&pgcluster::with_user(&self.url, policies::OWNER_LOGIN))
+            .await
+            .expect("connect as the migration owner");
+        policies::apply_grants(
+            &mut owner,
+            GrantOptions {
+                call_notifications: true,
+            },
+        )
+        .await
+        .expect("apply the grants");
+        let _ = owner.close().await;
+    }
+
     pub async fn store_as(&self, role: &str) -> store::Store {
         let options: PgConnectOptions = self.url_as(role).parse().expect("role url");
         let pool = PgPoolOptions::new()
