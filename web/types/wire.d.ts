@@ -124,6 +124,64 @@ export type Cadence = {
 
 export type CadenceKind = "DAILY";
 
+/** `GET /v1/calls/{call_id}`: the call with its brief, transcript and summary. */
+export type Call = {
+  /** `human`, `voicemail`, `no-answer`, … as the provider reported. */
+  answered_by?: string | null;
+  brief?: null | CallBrief;
+  call: CallSummary;
+  revision?: string | null;
+  /** Outbound: the conversation the brief was approved in. */
+  session_id?: string | null;
+  summary?: string | null;
+  /** What was said; none until the call ends, and none once expired. */
+  transcript?: TranscriptTurn[] | null;
+};
+
+/** An outbound call's brief, word for word as approved. */
+export type CallBrief = {
+  may_say: string;
+  purpose: string;
+  to: string;
+  voicemail_message?: string | null;
+};
+
+/** Which way a call went. */
+export type CallDirection = "inbound" | "outbound";
+
+/** `GET /v1/calls`: newest first. */
+export type CallPage = {
+  calls: CallSummary[];
+  next_cursor?: string | null;
+};
+
+/** Where a call is (`migrations/0027_calls.sql` describes each state). */
+export type CallState = "approved" | "dispatching" | "uncertain" | "dispatched" | "finished" | "not_placed" | "cancelled";
+
+/** A call in the list. */
+export type CallSummary = {
+  call_id: string;
+  /** The other party's number (E.164); none once the call was deleted. */
+  counterpart?: string | null;
+  /**
+   * When the record was made: the approval of an outbound brief, or the inbound call's
+   * settlement.
+   */
+  created_at: string;
+  direction: CallDirection;
+  dispatched_at?: string | null;
+  duration_seconds?: number | null;
+  /** The transcript and summary were removed 30 days after the call ended. */
+  expired: boolean;
+  /**
+   * Why an outbound call was not placed: `refused`, `revision_changed`,
+   * `configuration_missing`, `brief_invalid` or `not_found_at_provider`.
+   */
+  failure?: string | null;
+  finished_at?: string | null;
+  state: CallState;
+};
+
 /** Why a run was cancelled. */
 export type CancelReason = "requested" | "deadline" | "draft_changed";
 
@@ -1027,6 +1085,9 @@ export type SetLearning = {
   paused: boolean;
 };
 
+/** Who spoke a turn of a transcript. */
+export type Speaker = "assistant" | "other";
+
 /** What one model step used. */
 export type StepUsage = {
   /** A decimal string. */
@@ -1164,6 +1225,12 @@ export type ToolStarted = {
   invocation_id: string;
   run_id: string;
   tool: string;
+};
+
+/** One turn of a transcript. */
+export type TranscriptTurn = {
+  speaker: Speaker;
+  text: string;
 };
 
 /**

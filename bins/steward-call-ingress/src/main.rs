@@ -11,7 +11,7 @@
 //! |---|---|---|
 //! | `DATABASE_URL` | PostgreSQL URL of the ingress login | required |
 //! | `AGENT_CALL_INGRESS_ENABLED` | must be `1`: the listener exists only with its flag | required |
-//! | `AGENT_CALL_ENABLED` | must be `1`: ingress requires calling (which this release does not support yet, so the listener does not start) | required |
+//! | `AGENT_CALL_ENABLED` | must be `1`: ingress requires calling | required |
 //! | `CALLPROV_WEBHOOK_SECRET_FILE` | the signing secret, owner-only, at least 16 bytes | required |
 //! | `CALL_INGRESS_LISTEN_ADDR` | a loopback socket address | `127.0.0.1:8003` |
 //! | `CALL_INGRESS_HEADER_TIMEOUT_SECONDS`, `CALL_INGRESS_STALL_TIMEOUT_SECONDS`, `CALL_INGRESS_MAX_CONNECTIONS` | the listener's limits (`listener::Limits`) | `10`, `30`, `1024` |
@@ -89,8 +89,7 @@ impl FromEnv for Config {
             return Err(ConfigError::SecretTooShort);
         }
         // The spec's flag table: ingress requires calling. Receipts are for the call worker to
-        // settle; without calling nothing ever would, so the listener does not start (and calling
-        // itself is refused at start by this release, `domain::flags::UNSUPPORTED`).
+        // settle; without calling nothing ever would, so the listener does not start.
         if !env.switch("AGENT_CALL_ENABLED")? {
             return Err(ConfigError::WithoutCalling);
         }

@@ -21,7 +21,7 @@
 use std::path::PathBuf;
 
 use callprov::client::CallProvError;
-use callprov::{Brief, CallConfiguration, CallDetail, Client};
+use callprov::{Brief, CallDetail, Client};
 use domain::call::CallDirection;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
@@ -150,7 +150,7 @@ impl CallWorker {
         let Some(due) = self.store.claim_dispatch().await? else {
             return Ok(());
         };
-        let config = match CallConfiguration::load(&self.configuration) {
+        let config = match callprov::config::load(&self.configuration) {
             Ok(config) => config,
             Err(error) => {
                 tracing::warn!(%error, "the call configuration cannot be read; the approved call is not placed");
@@ -193,7 +193,7 @@ impl CallWorker {
                 return Ok(());
             }
         };
-        let request = brief.dispatch_request(&config, &due.id.to_string());
+        let request = callprov::dispatch_request(&brief, &config, &due.id.to_string());
         let outcome = match self.client.dispatch(&request).await {
             Ok(dispatch) => {
                 pass.dispatched += 1;
@@ -255,7 +255,7 @@ impl CallWorker {
         if calls.is_empty() {
             return Ok(());
         }
-        let max_minutes = CallConfiguration::load(&self.configuration)
+        let max_minutes = callprov::config::load(&self.configuration)
             .map(|config| config.max_duration_minutes)
             .unwrap_or(callprov::config::MAX_DURATION_MINUTES);
         let limit = i64::from(max_minutes) * 60 + TERMINATION_GRACE_SECONDS;

@@ -23,7 +23,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use callprov::key::{Endpoint, KeyError};
-use callprov::{CallConfiguration, Client, ConfigError as CallConfigError};
+use callprov::{Client, LoadError};
 use domain::env::{Env, EnvError, FromEnv};
 use domain::flags::Flag;
 use sqlx_listener::listen;
@@ -38,7 +38,7 @@ enum ConfigError {
     #[error("{0}")]
     Provider(#[from] KeyError),
     #[error("CALLPROV_CONFIGURATION_FILE: {0}")]
-    Configuration(#[from] CallConfigError),
+    Configuration(#[from] LoadError),
 }
 
 struct Config {
@@ -57,7 +57,7 @@ impl FromEnv for Config {
         let flags = env.requiring(Flag::Call, "calling is off")?;
         let configuration = PathBuf::from(env.required("CALLPROV_CONFIGURATION_FILE")?);
         // Refused at start when it is not valid; read again on every dispatch.
-        CallConfiguration::load(&configuration)?;
+        callprov::config::load(&configuration)?;
         Ok(Config {
             database: store::Database::from_env(&env, 4)?,
             endpoint: Endpoint::from_env(&lookup)?,

@@ -22,6 +22,10 @@ pub enum ConfigError {
     EmailModeWithoutMail,
     #[error("unsubscribe assistance: {0}")]
     Dns(#[from] email::dns::DnsSetupError),
+    #[error("CALLPROV_CONFIGURATION_FILE: the call configuration file {0}")]
+    CallFile(#[from] hardening::config_file::ConfigFileError),
+    #[error("CALLPROV_CONFIGURATION_FILE: {0}")]
+    CallConfiguration(#[from] domain::call::ConfigError),
 }
 
 #[derive(Clone, Debug)]
@@ -36,6 +40,8 @@ pub struct WorkerConfig {
     pub email_mode: bool,
     /// Unsubscribe assistance is on: the one-click transport this worker owns.
     pub unsubscribe: Option<email::oneclick::OneClickTransport>,
+    /// Calling is on: the call configuration file (never the provider key).
+    pub calls: Option<agent::call_tools::CallTools>,
 }
 
 /// The one-click transport: public HTTPS on port 443; or, for the offline demo only, the demo's
@@ -91,6 +97,15 @@ impl FromEnv for WorkerConfig {
         } else {
             None
         };
+        // Calling: the configuration file pins approvals to its revision; it is checked now and
+        // read again at each use. The provider key stays with the call worker.
+        let calls = if flags.is_on(Flag::Call) {
+            let path = std::path::PathBuf::from(env.required("CALLPROV_CONFIGURATION_FILE")?);
+            domain::call::CallConfiguration::parse(&hardening::config_file::read_protected(&path)?)?;
+            Some(agent::call_tools::CallTools { configuration: path })
+        } else {
+            None
+        };
         let mail_endpoints = mail_mcp::gmail::Endpoints::from_env(|name| env.get(name))
             .map_err(|(variable, reason)| domain::env::invalid(variable, reason))?;
         let settings = Settings {
@@ -110,6 +125,7 @@ impl FromEnv for WorkerConfig {
             mail_endpoints,
             email_mode,
             unsubscribe,
+            calls,
         })
     }
 }

@@ -119,6 +119,8 @@ pub struct Executor {
     pub mail: Option<Arc<MailService>>,
     /// Unsubscribe assistance is on in this worker: its Chat tools are offered.
     pub subscriptions: bool,
+    /// Calling is on in this worker: its Chat tools are offered.
+    pub calls: Option<Arc<crate::call_tools::CallTools>>,
 }
 
 enum Relay {
@@ -244,7 +246,13 @@ impl Executor {
             configuration: &configuration,
             scheduled_scopes: claimed.scheduled_scopes.as_deref(),
         };
-        let toolbox = Toolbox::for_run(run_tools, self.http.clone(), self.mail.clone(), self.subscriptions);
+        let toolbox = Toolbox::for_run(
+            run_tools,
+            self.http.clone(),
+            self.mail.clone(),
+            self.subscriptions,
+            self.calls.clone(),
+        );
         let (sender, receiver) = mpsc::unbounded_channel();
         let relay = tokio::spawn(relay_transient(self.store.clone(), lease.session, lease.run, receiver));
         let sink = TransientSink { sender };
@@ -286,7 +294,13 @@ impl Executor {
             configuration,
             scheduled_scopes: None,
         };
-        let toolbox = Toolbox::for_run(run_tools, self.http.clone(), self.mail.clone(), self.subscriptions);
+        let toolbox = Toolbox::for_run(
+            run_tools,
+            self.http.clone(),
+            self.mail.clone(),
+            self.subscriptions,
+            self.calls.clone(),
+        );
         let wait_seconds = configuration.wait_timeout_seconds();
         if let Some(finish) = self
             .settle_all(claimed, &toolbox, wait_seconds, &claimed.counters, stop)
@@ -454,15 +468,21 @@ impl Executor {
                 )
                 .micros(),
             );
+            let arguments: Vec<Value> = response
+                .tool_calls
+                .iter()
+                .map(|call| toolbox.pin(&call.name, &call.arguments))
+                .collect();
             let step = ModelStep {
                 text: &response.text,
                 calls: response
                     .tool_calls
                     .iter()
-                    .map(|call| NewCall {
+                    .zip(&arguments)
+                    .map(|(call, arguments)| NewCall {
                         call_id: &call.id,
                         tool: &call.name,
-                        arguments: &call.arguments,
+                        arguments,
                     })
                     .collect(),
                 input_tokens: response.usage.input_tokens,

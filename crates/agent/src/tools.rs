@@ -30,6 +30,7 @@ use mail_mcp::tools::{MailOutcome, MailService, Reconciliation};
 use serde_json::{Value, json};
 use store::{InvocationRow, LeftOut, ProposalTarget, Propose, Store};
 
+use crate::call_tools::CallTools;
 use crate::model::ToolSpec;
 
 /// The question tool: handled by the executor, which parks the run.
@@ -155,6 +156,7 @@ pub struct Toolbox {
     webhook_url: Option<String>,
     http: reqwest::Client,
     mail: Option<Arc<MailService>>,
+    calls: Option<Arc<CallTools>>,
 }
 
 /// What a run's tool box is built from.
@@ -171,13 +173,15 @@ impl Toolbox {
     /// tools of the accounts it holds credentials for. A scheduled run keeps only those whose
     /// scope its schedule requested.
     ///
-    /// `subscriptions` says whether this worker runs unsubscribe assistance: without it, the
-    /// subscription tools are in no run's box, whatever a pinned roster says.
+    /// `subscriptions` says whether this worker runs unsubscribe assistance, and `calls` whether
+    /// it runs calling: without them, their tools are in no run's box, whatever a pinned roster
+    /// says.
     pub fn for_run(
         run: RunTools<'_>,
         http: reqwest::Client,
         mail: Option<Arc<MailService>>,
         subscriptions: bool,
+        calls: Option<Arc<CallTools>>,
     ) -> Toolbox {
         let mail_tools = mail.iter().flat_map(|mail| mail.specs());
         let subscription_tools = if subscriptions {
@@ -185,10 +189,16 @@ impl Toolbox {
         } else {
             Vec::new()
         };
+        let call_tools = if calls.is_some() {
+            crate::call_tools::tools()
+        } else {
+            Vec::new()
+        };
         let (tools, withheld): (Vec<Tool>, Vec<Tool>) = catalog()
             .into_iter()
             .chain(mail_tools)
             .chain(subscription_tools)
+            .chain(call_tools)
             .filter(|tool| run.configuration.tools.contains(&tool.name))
             .partition(|tool| run.scheduled_scopes.is_none_or(|scopes| scopes.contains(&tool.scope)));
         Toolbox {
@@ -197,6 +207,16 @@ impl Toolbox {
             webhook_url: run.configuration.webhook_url.clone(),
             http,
             mail,
+            calls,
+        }
+    }
+
+    /// A model's call as it is recorded: `calls.place` gets the call configuration's revision
+    /// pinned into its arguments (so its approval shows it); everything else is unchanged.
+    pub fn pin(&self, tool: &str, arguments: &Value) -> Value {
+        match &self.calls {
+            Some(calls) if self.get(tool).is_some() => calls.pin(tool, arguments),
+            _ => arguments.clone(),
         }
     }
 
@@ -233,6 +253,9 @@ impl Toolbox {
     /// must be a message that can be made); other tools pass.
     pub fn check_arguments(&self, invocation: &InvocationRow) -> Result<(), String> {
         crate::subscription_tools::check_arguments(&invocation.tool, &invocation.arguments)?;
+        if let Some(calls) = &self.calls {
+            calls.check_arguments(&invocation.tool, &invocation.arguments)?;
+        }
         match &self.mail {
             Some(mail) => mail.check_arguments(&invocation.tool, &invocation.arguments),
             None => Ok(()),
@@ -250,6 +273,12 @@ impl Toolbox {
             "folders.propose" => return propose_folder(store, principal, invocation).await,
             crate::subscription_tools::LIST | crate::subscription_tools::UNSUBSCRIBE => {
                 return crate::subscription_tools::execute(store, &invocation.tool, &invocation.arguments).await;
+            }
+            crate::call_tools::LIST | crate::call_tools::PLACE => {
+                return match &self.calls {
+                    Some(calls) => calls.execute(store, principal, invocation).await,
+                    None => failed("tool.unknown", &format!("no tool `{}` is available", invocation.tool)),
+                };
             }
             _ => {}
         }
@@ -604,6 +633,7 @@ mod tests {
             webhook_url: Some(url),
             http: reqwest::Client::new(),
             mail: None,
+            calls: None,
         };
         let lines = Lines::default();
         let writer = lines.clone();

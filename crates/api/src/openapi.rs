@@ -10,8 +10,8 @@ use utoipa::openapi::{OpenApi as Document, PathItem};
 use utoipa::{Modify, OpenApi};
 
 use crate::handlers::{
-    self, approvals, artifacts, drafts, email, events, feedback, folder_proposals, folders, health, notifications,
-    runs, schedules, sessions, settings, subscriptions, web_session,
+    self, approvals, artifacts, calls, drafts, email, events, feedback, folder_proposals, folders, health,
+    notifications, runs, schedules, sessions, settings, subscriptions, web_session,
 };
 use crate::routes::{Access, catalog};
 
@@ -87,6 +87,10 @@ impl Modify for BearerAuth {
         email::not_spam,
         email::clear_spam_flag,
         email::operation_status,
+        calls::list,
+        calls::get,
+        calls::cancel,
+        calls::delete,
         subscriptions::list,
         subscriptions::unsubscribe,
         subscriptions::keep,

@@ -20,8 +20,8 @@ use tracing::Instrument;
 use crate::AppState;
 use crate::auth::{self, Authenticator, Guard, Needs};
 use crate::handlers::{
-    approvals, artifacts, drafts, email, events, feedback, folder_proposals, folders, health, notifications, openapi,
-    runs, schedules, sessions, settings, subscriptions, web_session,
+    approvals, artifacts, calls, drafts, email, events, feedback, folder_proposals, folders, health, notifications,
+    openapi, runs, schedules, sessions, settings, subscriptions, web_session,
 };
 use crate::problem;
 
@@ -147,8 +147,8 @@ pub fn catalog() -> Vec<RouteDef> {
     use Access::{Authenticated, BearerToken, Public, Scoped};
     use ErrorCode::*;
     use Scope::{
-        EmailRead, EmailWrite, NotificationsRead, NotificationsWrite, SchedulesRead, SchedulesWrite, SessionsRead,
-        SessionsWrite, SettingsRead, SettingsWrite,
+        CallCancel, CallDelete, CallRead, EmailRead, EmailWrite, NotificationsRead, NotificationsWrite, SchedulesRead,
+        SchedulesWrite, SessionsRead, SessionsWrite, SettingsRead, SettingsWrite,
     };
     vec![
         route!(GET "/health/ready", Public, None, health::ready, [[NotReady]]),
@@ -411,6 +411,34 @@ pub fn catalog() -> Vec<RouteDef> {
             Some(Flag::EmailMode),
             email::operation_status,
             [[EmailOperationNotFound]]
+        ),
+        route!(
+            GET "/v1/calls",
+            Scoped(CallRead),
+            Some(Flag::Call),
+            calls::list,
+            [[InvalidRequest, InvalidCursor, ValidationFailed]]
+        ),
+        route!(
+            GET "/v1/calls/{call_id}",
+            Scoped(CallRead),
+            Some(Flag::Call),
+            calls::get,
+            [[CallNotFound]]
+        ),
+        route!(
+            POST "/v1/calls/{call_id}/cancel",
+            Scoped(CallCancel),
+            Some(Flag::Call),
+            calls::cancel,
+            [[CallNotFound, CallNotCancellable]]
+        ),
+        route!(
+            DELETE "/v1/calls/{call_id}",
+            Scoped(CallDelete),
+            Some(Flag::Call),
+            calls::delete,
+            [[CallNotFound, CallActive]]
         ),
         route!(
             GET "/v1/email/subscriptions",

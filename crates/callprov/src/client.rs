@@ -17,9 +17,9 @@ use reqwest::{Method, StatusCode};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::config::CallConfiguration;
 use crate::key::Endpoint;
 use crate::script::{NumberSettings, SettingsMismatch};
+use domain::call::CallConfiguration;
 
 /// The largest response body read.
 const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;

@@ -5,7 +5,7 @@
 //! - [`key`]: the API key, only from the owner-only file `CALLPROV_API_KEY_FILE` (an inline
 //!   `CALLPROV_API_KEY` is refused).
 //! - [`script`]: what the assistant is told: the inbound number settings built from the public
-//!   profile alone, and an outbound call's request built from an approved [`script::Brief`].
+//!   profile alone, and an outbound call's request built from an approved [`Brief`].
 //! - [`client`]: the provider's HTTP API (rustls): number settings, dispatch (sent at most
 //!   once), call detail, history and termination.
 //!
@@ -18,5 +18,6 @@ pub mod key;
 pub mod script;
 
 pub use client::{CallDetail, CallProvError, Client, Dispatch, HistoryEntry, Turn};
-pub use config::{CallConfiguration, ConfigError, Revision};
-pub use script::{Brief, BriefError, NumberSettings};
+pub use config::{CallConfiguration, ConfigError, LoadError, Revision};
+pub use domain::call::{Brief, BriefError};
+pub use script::{NumberSettings, dispatch_request};

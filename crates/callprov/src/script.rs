@@ -10,12 +10,7 @@
 
 use serde_json::{Value, json};
 
-use crate::config::{CallConfiguration, is_e164};
-
-/// The longest purpose, "may say" and voicemail message of a brief, in characters.
-pub const PURPOSE_MAX_CHARS: usize = 500;
-pub const MAY_SAY_MAX_CHARS: usize = 2000;
-pub const VOICEMAIL_MAX_CHARS: usize = 500;
+use domain::call::{Brief, CallConfiguration};
 
 /// The honesty rule both directions carry.
 pub fn identity_rule(config: &CallConfiguration) -> String {
@@ -117,105 +112,42 @@ impl NumberSettings {
     }
 }
 
-/// An outbound call as the owner approves it, word for word.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Brief {
-    /// The recipient, E.164.
-    pub to: String,
-    /// Why the call is made.
-    pub purpose: String,
-    /// What the assistant may say; nothing else.
-    pub may_say: String,
-    /// What to leave on voicemail; without it the assistant hangs up on voicemail.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub voicemail_message: Option<String>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum BriefError {
-    #[error("the brief is not valid: {0}")]
-    Shape(String),
-    #[error("the brief's `{member}` {reason}")]
-    Member { member: &'static str, reason: String },
-}
-
-fn bounded(member: &'static str, value: &str, max: usize) -> Result<(), BriefError> {
-    let reason = if value.trim().is_empty() {
-        "is empty".to_owned()
-    } else if value.chars().count() > max {
-        format!("is longer than {max} characters")
-    } else if value.chars().any(|c| c.is_control() && c != '\n') {
-        "holds control characters".to_owned()
-    } else {
-        return Ok(());
+/// The dispatch request for `brief` under `config`, tagged with `reference` (the local call's
+/// id) so a dispatch of unknown outcome can be found in the provider's history.
+pub fn dispatch_request(brief: &Brief, config: &CallConfiguration, reference: &str) -> Value {
+    let voicemail = match &brief.voicemail_message {
+        Some(message) => format!("If you reach voicemail, leave exactly this message and hang up: \"{message}\""),
+        None => "If you reach voicemail, hang up without leaving a message.".to_owned(),
     };
-    Err(BriefError::Member { member, reason })
-}
-
-impl Brief {
-    /// A brief from the tool's arguments: exactly `to`, `purpose`, `may_say` and an optional
-    /// `voicemail_message`, each bounded; the recipient E.164 and not the public number itself.
-    pub fn parse(value: &Value, config: &CallConfiguration) -> Result<Brief, BriefError> {
-        let brief: Brief =
-            serde_json::from_value(value.clone()).map_err(|error| BriefError::Shape(error.to_string()))?;
-        if !is_e164(&brief.to) {
-            return Err(BriefError::Member {
-                member: "to",
-                reason: "must be an E.164 number such as +15551234567".into(),
-            });
-        }
-        if brief.to == config.phone_number {
-            return Err(BriefError::Member {
-                member: "to",
-                reason: "is the public number itself".into(),
-            });
-        }
-        bounded("purpose", &brief.purpose, PURPOSE_MAX_CHARS)?;
-        bounded("may_say", &brief.may_say, MAY_SAY_MAX_CHARS)?;
-        if let Some(message) = &brief.voicemail_message {
-            bounded("voicemail_message", message, VOICEMAIL_MAX_CHARS)?;
-        }
-        Ok(brief)
-    }
-
-    /// The dispatch request for this brief under `config`, tagged with `reference` (the local
-    /// call's id) so a dispatch of unknown outcome can be found in the provider's history.
-    pub fn dispatch_request(&self, config: &CallConfiguration, reference: &str) -> Value {
-        let voicemail = match &self.voicemail_message {
-            Some(message) => format!("If you reach voicemail, leave exactly this message and hang up: \"{message}\""),
-            None => "If you reach voicemail, hang up without leaving a message.".to_owned(),
-        };
-        let task = format!(
-            "You are {assistant}, calling on behalf of {name}.\n\
-             The purpose of the call:\n<purpose>\n{purpose}\n</purpose>\n\
-             What you may say, and nothing beyond it:\n<may_say>\n{may_say}\n</may_say>\n\
-             Share nothing else about {name}, and make no commitment or agreement beyond what \
-             you may say. {voicemail} End the call when the purpose is done; keep it under \
-             {minutes} minutes.\n{identity}",
-            assistant = config.assistant(),
-            name = config.public_name,
-            purpose = self.purpose,
-            may_say = self.may_say,
-            minutes = config.max_duration_minutes,
-            identity = identity_rule(config),
-        );
-        let body = json!({
-            "phone_number": self.to,
-            "from": config.phone_number,
-            "task": task,
-            "first_sentence": format!("Hello, this is {}, calling on behalf of {}.", config.assistant(), config.public_name),
-            "voice": config.voice,
-            "max_duration": config.max_duration_minutes,
-            "webhook": config.webhook_url,
-            "wait_for_greeting": true,
-            "record": false,
-            "voicemail": match &self.voicemail_message {
-                Some(message) => json!({ "action": "leave_message", "message": message }),
-                None => json!({ "action": "hangup" }),
-            },
-            "metadata": { "steward_call": reference },
-        });
-        body
-    }
+    let task = format!(
+        "You are {assistant}, calling on behalf of {name}.\n\
+         The purpose of the call:\n<purpose>\n{purpose}\n</purpose>\n\
+         What you may say, and nothing beyond it:\n<may_say>\n{may_say}\n</may_say>\n\
+         Share nothing else about {name}, and make no commitment or agreement beyond what \
+         you may say. {voicemail} End the call when the purpose is done; keep it under \
+         {minutes} minutes.\n{identity}",
+        assistant = config.assistant(),
+        name = config.public_name,
+        purpose = brief.purpose,
+        may_say = brief.may_say,
+        minutes = config.max_duration_minutes,
+        identity = identity_rule(config),
+    );
+    let body = json!({
+        "phone_number": brief.to,
+        "from": config.phone_number,
+        "task": task,
+        "first_sentence": format!("Hello, this is {}, calling on behalf of {}.", config.assistant(), config.public_name),
+        "voice": config.voice,
+        "max_duration": config.max_duration_minutes,
+        "webhook": config.webhook_url,
+        "wait_for_greeting": true,
+        "record": false,
+        "voicemail": match &brief.voicemail_message {
+            Some(message) => json!({ "action": "leave_message", "message": message }),
+            None => json!({ "action": "hangup" }),
+        },
+        "metadata": { "steward_call": reference },
+    });
+    body
 }

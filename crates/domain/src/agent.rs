@@ -154,9 +154,12 @@ pub const CORE_TOOLS: [&str; 6] = [
 /// The Chat tools of unsubscribe assistance (`AGENT_EMAIL_UNSUBSCRIBE_ENABLED=1`).
 pub const SUBSCRIPTION_TOOLS: [&str; 2] = ["subscriptions.list", "subscriptions.unsubscribe"];
 
+/// The Chat tools of calling (`AGENT_CALL_ENABLED=1`).
+pub const CALL_TOOLS: [&str; 2] = ["calls.list", "calls.place"];
+
 /// The roster for a definition under `features`: the core tools, then those the definition and
 /// the features add: with mail on, every connected account's mail tools (`mail_tools::tools`);
-/// with unsubscribe assistance, its two Chat tools.
+/// with unsubscribe assistance, its two Chat tools; with calling, its two.
 pub fn tool_roster(definition: &AgentDefinition, features: &[Flag], mail: Option<&AccountIds>) -> Vec<String> {
     let mut tools: Vec<String> = CORE_TOOLS.iter().map(|name| (*name).to_owned()).collect();
     if definition.webhook_url.is_some() {
@@ -167,6 +170,9 @@ pub fn tool_roster(definition: &AgentDefinition, features: &[Flag], mail: Option
     }
     if features.contains(&Flag::EmailUnsubscribe) {
         tools.extend(SUBSCRIPTION_TOOLS.iter().map(|name| (*name).to_owned()));
+    }
+    if features.contains(&Flag::Call) {
+        tools.extend(CALL_TOOLS.iter().map(|name| (*name).to_owned()));
     }
     tools
 }

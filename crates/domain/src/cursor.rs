@@ -27,6 +27,8 @@ pub enum CursorKind {
     EmailOther = 4,
     /// The subscription census.
     EmailSubscriptions = 5,
+    /// The owner's calls.
+    Calls = 6,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

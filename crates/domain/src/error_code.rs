@@ -75,10 +75,13 @@ pub enum ErrorCode {
     EmailSubscriptionNotFound,
     EmailSubscriptionChanged,
     EmailSubscriptionNotApplicable,
+    CallNotFound,
+    CallNotCancellable,
+    CallActive,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 69] = [
+    pub const ALL: [ErrorCode; 72] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -148,6 +151,9 @@ impl ErrorCode {
         ErrorCode::EmailSubscriptionNotFound,
         ErrorCode::EmailSubscriptionChanged,
         ErrorCode::EmailSubscriptionNotApplicable,
+        ErrorCode::CallNotFound,
+        ErrorCode::CallNotCancellable,
+        ErrorCode::CallActive,
     ];
 
     /// The stable machine-readable code, the `code` member of a problem document.
@@ -222,6 +228,9 @@ impl ErrorCode {
             ErrorCode::EmailSubscriptionNotFound => "email_subscription_not_found",
             ErrorCode::EmailSubscriptionChanged => "email_subscription_changed",
             ErrorCode::EmailSubscriptionNotApplicable => "email_subscription_not_applicable",
+            ErrorCode::CallNotFound => "call_not_found",
+            ErrorCode::CallNotCancellable => "call_not_cancellable",
+            ErrorCode::CallActive => "call_active",
         }
     }
 
@@ -287,6 +296,9 @@ impl ErrorCode {
             ErrorCode::EmailFeedbackNotFound | ErrorCode::EmailExclusionNotFound => 404,
             ErrorCode::EmailSubscriptionNotFound => 404,
             ErrorCode::EmailSubscriptionChanged | ErrorCode::EmailSubscriptionNotApplicable => 409,
+            ErrorCode::CallNotFound => 404,
+            // Where the call is (past its approval; in progress or used by an active run).
+            ErrorCode::CallNotCancellable | ErrorCode::CallActive => 409,
         }
     }
 
@@ -362,6 +374,9 @@ impl ErrorCode {
             ErrorCode::EmailSubscriptionNotFound => "Subscription not found",
             ErrorCode::EmailSubscriptionChanged => "The subscription changed since it was shown",
             ErrorCode::EmailSubscriptionNotApplicable => "That does not apply to the subscription as it is",
+            ErrorCode::CallNotFound => "Call not found",
+            ErrorCode::CallNotCancellable => "The call is past its approval and cannot be cancelled",
+            ErrorCode::CallActive => "The call is in progress or in use by an active run",
         }
     }
 }

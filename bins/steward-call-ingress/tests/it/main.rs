@@ -1,8 +1,7 @@
 //! The call-ingress listener: its routes served in process (signed webhooks become receipts,
 //! everything else is refused with a problem document), and the binary as a real process, which
-//! refuses every environment it must refuse before it starts. Ingress requires calling, which
-//! this release refuses at start, so the binary never serves yet: the test of a running,
-//! hardened listener reporting readiness to systemd returns with calling.
+//! refuses every environment it must refuse before it starts, and, with calling on, serves
+//! hardened and reports readiness to systemd.
 
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
@@ -17,9 +16,10 @@ use testkit::TestDatabase;
 
 const SECRET: &str = "test-signing-secret-0123456789abcdef";
 
-/// The listener's routes served in process on 127.0.0.1, with the ingress login.
+/// A listener on 127.0.0.1: its routes in process with the ingress login, or the real process.
 struct Listener {
-    _server: testkit::Served,
+    /// The in-process server, or none for a listener process.
+    _server: Option<testkit::Served>,
     base: String,
     client: reqwest::Client,
 }
@@ -73,7 +73,7 @@ async fn start(db: &TestDatabase) -> Listener {
     let served = testkit::serve(app).await;
     let listener = Listener {
         base: served.url(""),
-        _server: served,
+        _server: Some(served),
         client: reqwest::Client::new(),
     };
     let ready = listener
@@ -192,16 +192,74 @@ async fn unsigned_missigned_and_malformed_deliveries_are_refused_and_store_nothi
 }
 
 #[tokio::test]
-async fn the_listener_does_not_start_without_calling_which_this_release_refuses() {
-    // The spec's flag table: ingress requires calling. Without it the listener refuses; with it,
-    // calling is a part this release does not have, which every role refuses at start.
+async fn the_listener_does_not_start_without_calling() {
+    // The spec's flag table: ingress requires calling (nothing would settle its receipts).
     let line = refused_with(&[]).await;
     assert!(
         line.contains("AGENT_CALL_INGRESS_ENABLED requires AGENT_CALL_ENABLED=1"),
         "{line}"
     );
-    let line = refused_with(&[("AGENT_CALL_ENABLED", "1")]).await;
-    assert!(line.contains("this release does not support calling"), "{line}");
+}
+
+/// A real listener process that [`Drop`] kills.
+struct Process(std::process::Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn the_running_listener_is_hardened_tells_systemd_it_is_ready_and_queues_receipts() {
+    use std::os::unix::net::UnixDatagram;
+    let db = TestDatabase::new().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let secret = write_secret(dir.path(), &format!("{SECRET}\n"), 0o600);
+    let socket_path = dir.path().join("notify.sock");
+    let socket = UnixDatagram::bind(&socket_path).expect("bind the notify socket");
+    socket.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    let port = free_port();
+    let mut variables = base_environment(&db, &secret, port);
+    variables.extend([
+        ("AGENT_CALL_ENABLED", "1".to_owned()),
+        ("NOTIFY_SOCKET", socket_path.display().to_string()),
+        ("WATCHDOG_USEC", "200000".to_owned()),
+    ]);
+    let child = Process(command(&variables).spawn().expect("start the listener"));
+    let mut messages = Vec::new();
+    let mut buffer = [0u8; 256];
+    while !messages.iter().any(|m: &String| m.contains("WATCHDOG=1")) {
+        let length = socket.recv(&mut buffer).expect("a notification");
+        messages.push(String::from_utf8_lossy(&buffer[..length]).into_owned());
+    }
+    assert!(messages[0].contains("READY=1"), "{messages:?}");
+
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.0.id())).expect("status");
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(name))
+            .map(str::trim)
+            .unwrap_or_else(|| panic!("{name} in {status}"))
+            .to_owned()
+    };
+    assert_eq!(field("Umask:"), "0027");
+    assert_eq!(field("NoNewPrivs:"), "1");
+    for set in ["CapInh:", "CapPrm:", "CapEff:", "CapAmb:"] {
+        assert_eq!(field(set), "0000000000000000", "{set}");
+    }
+
+    let listener = Listener {
+        _server: None,
+        base: format!("http://127.0.0.1:{port}"),
+        client: reqwest::Client::new(),
+    };
+    let body = br#"{"call_id": "call-from-the-process", "status": "completed"}"#;
+    let response = listener.deliver(body, Some(&sign(SECRET, body))).await;
+    assert_eq!(response.status(), 204);
+    assert_eq!(receipts(&db).await.len(), 1);
 }
 
 /// Runs the listener with `variables` and expects it to refuse to start: exit status 2 and one

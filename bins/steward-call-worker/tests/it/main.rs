@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use callprov::{CallConfiguration, Client};
+use callprov::Client;
 use domain::ids::PrincipalId;
 use jiff::{SignedDuration, Timestamp};
 use serde_json::{Value, json};
@@ -95,46 +95,17 @@ impl Setup {
     }
 
     fn revision(&self) -> String {
-        CallConfiguration::load(&self.configuration)
+        callprov::config::load(&self.configuration)
             .expect("the configuration")
             .revision()
             .to_string()
     }
 
-    async fn session(&self) -> Uuid {
-        let store = Store::from_pool(self.db.pool.clone());
-        let flags = domain::flags::FeatureFlags::default();
-        let agents = domain::agent::AgentRegistry::compose(
-            vec![domain::agent::AgentDefinition::builtin_default()],
-            &flags,
-            None,
-        )
-        .expect("agents");
-        let session = store
-            .create_session(store::NewSession {
-                principal: &PrincipalId::owner(),
-                agent: agents.get("default").expect("agent"),
-                title: None,
-                metadata: json!({}),
-            })
-            .await
-            .expect("a session");
-        session.id.as_uuid()
-    }
-
     async fn reserve(&self, revision: &str) -> Reserve {
-        let session = self.session().await;
         let brief =
             json!({ "to": RECIPIENT, "purpose": "Confirm the delivery window.", "may_say": "Tuesday 9 to 12 works." });
         self.reserving
-            .reserve_outbound_call(
-                &PrincipalId::owner(),
-                session,
-                Uuid::new_v4(),
-                RECIPIENT,
-                &brief,
-                revision,
-            )
+            .reserve_outbound_call(&PrincipalId::owner(), Uuid::new_v4(), RECIPIENT, &brief, revision)
             .await
             .expect("reserve")
     }
@@ -385,7 +356,6 @@ async fn one_outbound_reservation_under_concurrent_approvals() {
     assert_eq!((reserved_count, busy), (1, 7), "{outcomes:?}");
 
     // The same invocation reserving again gets its own call back.
-    let session = setup.session().await;
     let invocation = Uuid::new_v4();
     let brief = json!({ "to": RECIPIENT, "purpose": "p", "may_say": "m" });
     sqlx::query("UPDATE call_records SET state = 'cancelled'")
@@ -394,12 +364,12 @@ async fn one_outbound_reservation_under_concurrent_approvals() {
         .expect("release");
     let first = setup
         .reserving
-        .reserve_outbound_call(&PrincipalId::owner(), session, invocation, RECIPIENT, &brief, &revision)
+        .reserve_outbound_call(&PrincipalId::owner(), invocation, RECIPIENT, &brief, &revision)
         .await
         .expect("reserve");
     let second = setup
         .reserving
-        .reserve_outbound_call(&PrincipalId::owner(), session, invocation, RECIPIENT, &brief, &revision)
+        .reserve_outbound_call(&PrincipalId::owner(), invocation, RECIPIENT, &brief, &revision)
         .await
         .expect("reserve");
     assert_eq!(second, Reserve::Already(reserved(first)));

@@ -120,6 +120,7 @@ impl Stack {
             http,
             mail,
             subscriptions: config.unsubscribe.is_some(),
+            calls: config.calls.clone().map(std::sync::Arc::new),
         };
         let task = tokio::spawn(agent::worker::run(config.settings, executor, std::future::pending()));
         self.workers.push(Abort(task));

@@ -73,6 +73,7 @@ impl Stack {
             http: reqwest::Client::new(),
             mail: None,
             subscriptions: false,
+            calls: None,
         };
         stack.tasks.push(tokio::spawn(agent::worker::run(
             settings,

@@ -2,6 +2,7 @@
 
 pub mod approvals;
 pub mod artifacts;
+pub mod calls;
 pub mod drafts;
 pub mod email;
 pub mod events;

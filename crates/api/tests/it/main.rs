@@ -2,6 +2,7 @@
 //! test, and a real HTTP client.
 
 mod artifacts;
+mod calls;
 mod config;
 mod connections;
 mod email;

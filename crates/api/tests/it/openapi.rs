@@ -96,6 +96,7 @@ async fn document_matches_the_router_with_flags_off_and_on() {
             .set("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1")
             .set("AGENT_EMAIL_MODE_ENABLED", "1")
             .set("AGENT_EMAIL_UNSUBSCRIBE_ENABLED", "1")
+            .set("AGENT_CALL_ENABLED", "1")
             .with_mail(),
     )
     .await;
@@ -105,6 +106,7 @@ async fn document_matches_the_router_with_flags_off_and_on() {
         domain::flags::Flag::Email,
         domain::flags::Flag::EmailMode,
         domain::flags::Flag::EmailUnsubscribe,
+        domain::flags::Flag::Call,
     ])
     .expect("flags");
     check_document(&on, &flags).await;
@@ -120,6 +122,7 @@ fn every_catalog_route_is_annotated() {
         domain::flags::Flag::Email,
         domain::flags::Flag::EmailMode,
         domain::flags::Flag::EmailUnsubscribe,
+        domain::flags::Flag::Call,
     ])
     .expect("flags");
     let document = api::openapi::annotated(&all_on);

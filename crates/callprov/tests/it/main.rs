@@ -4,7 +4,7 @@
 use callprov::client::CallProvError;
 use callprov::key::{Endpoint, KeyError};
 use callprov::script::{CLEARING_MEMBERS, SettingsMismatch};
-use callprov::{Brief, CallConfiguration, Client};
+use callprov::{Brief, CallConfiguration, Client, dispatch_request};
 use serde_json::{Value, json};
 use testkit::callprov::{DispatchMode, FakeCallProvider};
 
@@ -127,10 +127,13 @@ async fn the_inbound_prompt_holds_the_public_profile_and_the_honesty_rule_only()
 async fn a_dispatch_is_accepted_once_with_the_brief_the_limit_and_a_reference() {
     let (provider, client, _dir) = started().await;
     let config = configuration();
-    let request = brief(Some(
-        "Hi, this is Steward for Alex Rivera about the oak table; please call back.",
-    ))
-    .dispatch_request(&config, "ref-1");
+    let request = dispatch_request(
+        &brief(Some(
+            "Hi, this is Steward for Alex Rivera about the oak table; please call back.",
+        )),
+        &config,
+        "ref-1",
+    );
     let dispatch = client.dispatch(&request).await.expect("accepted");
     let calls = provider.calls();
     assert_eq!(calls.len(), 1);
@@ -145,7 +148,7 @@ async fn a_dispatch_is_accepted_once_with_the_brief_the_limit_and_a_reference() 
     assert!(task.contains("calling on behalf of Alex Rivera"));
     assert!(task.contains("say truthfully that you are Steward, an AI assistant"));
 
-    let hang_up = brief(None).dispatch_request(&config, "ref-2");
+    let hang_up = dispatch_request(&brief(None), &config, "ref-2");
     assert_eq!(hang_up["voicemail"], json!({ "action": "hangup" }));
     assert!(
         hang_up["task"]
@@ -158,7 +161,7 @@ async fn a_dispatch_is_accepted_once_with_the_brief_the_limit_and_a_reference() 
 async fn a_lost_answer_is_uncertain_and_history_finds_the_call_by_its_reference() {
     let (provider, client, _dir) = started().await;
     provider.set_dispatch(DispatchMode::PlaceThenFail);
-    let request = brief(None).dispatch_request(&configuration(), "ref-lost");
+    let request = dispatch_request(&brief(None), &configuration(), "ref-lost");
     let error = client.dispatch(&request).await.expect_err("uncertain");
     assert!(matches!(error, CallProvError::Uncertain(_)), "{error:?}");
     let history = client.history("+15557654321", "2020-01-01").await.expect("history");
@@ -198,7 +201,7 @@ async fn a_call_reads_with_its_transcript_and_stops() {
     assert_eq!(detail.summary.as_deref(), Some("Sam called."));
 
     let dispatched = client
-        .dispatch(&brief(None).dispatch_request(&configuration(), "r"))
+        .dispatch(&dispatch_request(&brief(None), &configuration(), "r"))
         .await
         .expect("accepted");
     provider.answer(&dispatched.call_id);

@@ -149,25 +149,25 @@ impl Store {
     /// Cancels an approved outbound call the call worker has not started dispatching; its
     /// reservation is released.
     pub async fn cancel_call(&self, principal: &PrincipalId, id: Uuid) -> Result<CancelCall> {
-        let state: Option<String> = sqlx::query_scalar(
+        let found: Option<(String, bool)> = sqlx::query_as(
             "WITH target AS (
                  SELECT id, state FROM call_records
                  WHERE kind = 'call' AND id = $1 AND principal_id = $2 AND deleted_at IS NULL FOR UPDATE
              ), cancelled AS (
-                 UPDATE call_records c SET state = 'cancelled', updated_at = now()
+                 UPDATE call_records c SET state = 'cancelled', finished_at = now(), updated_at = now()
                  FROM target WHERE c.id = target.id AND target.state = 'approved'
-                 RETURNING c.state
+                 RETURNING c.id
              )
-             SELECT COALESCE((SELECT state FROM cancelled), (SELECT state FROM target))",
+             SELECT target.state, EXISTS (SELECT 1 FROM cancelled) FROM target",
         )
         .bind(id)
         .bind(principal.as_str())
-        .fetch_one(&self.pool)
+        .fetch_optional(&self.pool)
         .await?;
-        match state.as_deref() {
+        match found {
             None => Ok(CancelCall::NotFound),
-            Some("cancelled") => Ok(CancelCall::Cancelled),
-            Some(other) => Ok(CancelCall::TooLate(named(other.to_owned())?)),
+            Some((_, true)) => Ok(CancelCall::Cancelled),
+            Some((state, false)) => Ok(CancelCall::TooLate(named(state)?)),
         }
     }
 

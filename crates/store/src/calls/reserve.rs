@@ -19,11 +19,11 @@ pub enum Reserve {
 
 impl Store {
     /// Reserves the outbound call `brief` (word for word as approved) to `counterpart` under
-    /// the configuration `revision`, for the invocation whose approval allowed it.
+    /// the configuration `revision`, for the invocation whose approval allowed it (the call
+    /// belongs to that invocation's conversation).
     pub async fn reserve_outbound_call(
         &self,
         principal: &PrincipalId,
-        session_id: Uuid,
         invocation_id: Uuid,
         counterpart: &str,
         brief: &Value,
@@ -40,14 +40,14 @@ impl Store {
         let inserted = sqlx::query_scalar(
             "INSERT INTO call_records (kind, principal_id, direction, state, counterpart, brief, revision,
                                        session_id, invocation_id)
-             VALUES ('call', $1, 'outbound', 'approved', $2, $3, $4, $5, $6)
+             VALUES ('call', $1, 'outbound', 'approved', $2, $3, $4,
+                     (SELECT session_id FROM tool_invocations WHERE id = $5), $5)
              RETURNING id",
         )
         .bind(principal.as_str())
         .bind(counterpart)
         .bind(brief)
         .bind(revision)
-        .bind(session_id)
         .bind(invocation_id)
         .fetch_one(&self.pool)
         .await;

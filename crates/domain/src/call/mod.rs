@@ -1,5 +1,15 @@
-//! Calling's closed sets of names (the store keeps them as text; `call_records`' `CHECK`s list
-//! the same names) and its limits.
+//! Calling's pure parts: the call configuration and its revision (`configuration`), an outbound
+//! brief (`brief`), the closed sets of names (the store keeps them as text; `call_records`'
+//! `CHECK`s list the same names) and the limits.
+
+mod brief;
+mod configuration;
+
+pub use brief::{Brief, BriefError, MAY_SAY_MAX_CHARS, PURPOSE_MAX_CHARS, VOICEMAIL_MAX_CHARS};
+pub use configuration::{
+    CallConfiguration, ConfigError, DEFAULT_ASSISTANT_NAME, MAX_DURATION_MINUTES, Revision, VERSION, WEBHOOK_PATH,
+    is_e164,
+};
 
 use crate::names::names;
 

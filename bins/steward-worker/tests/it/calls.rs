@@ -1,0 +1,156 @@
+//! Calling in Chat: the real API and worker with the scripted model. A brief waits for an
+//! approval that shows it word for word with the configuration revision it is pinned to; once
+//! approved it becomes the one outbound reservation (the call worker places it; the worker never
+//! holds the provider key). A changed configuration makes an approval undispatchable; a brief
+//! that cannot be placed is refused before any approval; without the flag neither tool exists.
+
+use serde_json::{Value, json};
+
+use crate::support::Stack;
+
+const NUMBER: &str = "+15551230000";
+
+fn configuration(assistant_name: Option<&str>) -> String {
+    let mut value = json!({
+        "version": 1,
+        "account_id": "home",
+        "phone_number": NUMBER,
+        "public_name": "Alex Rivera",
+        "public_profile": "Alex is a carpenter in Portland.",
+        "voice": "maya",
+        "max_duration_minutes": 5,
+        "webhook_url": "https://steward.example.org/webhooks/callprov",
+    });
+    if let Some(name) = assistant_name {
+        value["assistant_name"] = json!(name);
+    }
+    value.to_string()
+}
+
+async fn stack() -> (Stack, std::path::PathBuf) {
+    let mut stack = Stack::api(&[("AGENT_CALL_ENABLED", "1")]).await;
+    let path = stack.dir.path().join("callprov-configuration.json");
+    std::fs::write(&path, configuration(None)).expect("write the configuration");
+    let file = path.display().to_string();
+    stack
+        .start_worker(&[("AGENT_CALL_ENABLED", "1"), ("CALLPROV_CONFIGURATION_FILE", &file)])
+        .await;
+    (stack, path)
+}
+
+fn revision(path: &std::path::Path) -> String {
+    let bytes = std::fs::read(path).expect("read");
+    domain::call::CallConfiguration::parse(&bytes)
+        .expect("valid")
+        .revision()
+        .to_string()
+}
+
+const BRIEF: &str = r#"{"to": "+15557654321", "purpose": "Confirm the delivery window for the oak table.", "may_say": "Alex can take the delivery on Tuesday between 9 and 12.", "voicemail_message": "Hi, this is Steward for Alex Rivera about the oak table; please call back."}"#;
+
+fn last(results: &[Value]) -> String {
+    results.last().expect("a tool result").to_string()
+}
+
+#[tokio::test]
+async fn an_approved_brief_pinned_to_its_revision_becomes_the_one_reservation() {
+    let (stack, path) = stack().await;
+    let session = stack.session().await;
+    let run = stack.submit(&session, &format!("/tool calls.place {BRIEF}")).await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approval = stack.pending_approvals(&session).await.remove(0);
+    let shown = approval.to_string();
+    for words in [
+        "+15557654321",
+        "Confirm the delivery window for the oak table.",
+        "Alex can take the delivery on Tuesday between 9 and 12.",
+        "please call back.",
+    ] {
+        assert!(
+            shown.contains(words),
+            "the approval shows the brief word for word: {shown}"
+        );
+    }
+    assert!(
+        shown.contains(&revision(&path)),
+        "and the revision it is pinned to: {shown}"
+    );
+    let before: i64 = stack.scalar("SELECT count(*) FROM call_records").await;
+    assert_eq!(before, 0, "nothing before the approval");
+
+    stack.decide_ok(&approval, "approve_once").await;
+    stack.completes(&run).await;
+    let result = last(&stack.tool_results(&session).await);
+    assert!(result.contains("\"state\":\"approved\""), "{result}");
+    let (direction, state, brief, pinned, in_session): (String, String, Value, String, bool) =
+        sqlx::query_as("SELECT direction, state, brief, revision, session_id = $1::uuid FROM call_records")
+            .bind(&session)
+            .fetch_one(&stack.db.pool)
+            .await
+            .expect("one call");
+    assert_eq!(
+        (direction.as_str(), state.as_str(), in_session),
+        ("outbound", "approved", true)
+    );
+    assert_eq!(
+        brief["may_say"],
+        json!("Alex can take the delivery on Tuesday between 9 and 12.")
+    );
+    assert!(
+        brief.get("configuration_revision").is_none(),
+        "the brief is the brief alone"
+    );
+    assert_eq!(pinned, revision(&path));
+
+    // A second brief while the first holds the reservation is refused after its approval.
+    let run = stack.submit(&session, &format!("/tool calls.place {BRIEF}")).await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approval = stack.pending_approvals(&session).await.remove(0);
+    stack.decide_ok(&approval, "approve_once").await;
+    stack.completes(&run).await;
+    assert!(last(&stack.tool_results(&session).await).contains("calls.busy"));
+    let calls: i64 = stack.scalar("SELECT count(*) FROM call_records").await;
+    assert_eq!(calls, 1);
+}
+
+#[tokio::test]
+async fn an_approval_under_a_changed_configuration_reserves_nothing() {
+    let (stack, path) = stack().await;
+    let session = stack.session().await;
+    let run = stack.submit(&session, &format!("/tool calls.place {BRIEF}")).await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approval = stack.pending_approvals(&session).await.remove(0);
+    // Adding the assistant's name changes the revision.
+    std::fs::write(&path, configuration(Some("Steward"))).expect("edit the configuration");
+    stack.decide_ok(&approval, "approve_once").await;
+    stack.completes(&run).await;
+    let result = last(&stack.tool_results(&session).await);
+    assert!(
+        result.contains("calls.revision_changed") && result.contains("fresh approval"),
+        "{result}"
+    );
+    let calls: i64 = stack.scalar("SELECT count(*) FROM call_records").await;
+    assert_eq!(calls, 0);
+}
+
+#[tokio::test]
+async fn a_brief_that_cannot_be_placed_is_refused_before_any_approval() {
+    let (stack, _path) = stack().await;
+    let session = stack.session().await;
+    let brief = format!(r#"{{"to": "{NUMBER}", "purpose": "p", "may_say": "m"}}"#);
+    let run = stack.submit(&session, &format!("/tool calls.place {brief}")).await;
+    stack.completes(&run).await;
+    assert!(stack.pending_approvals(&session).await.is_empty());
+    let result = last(&stack.tool_results(&session).await);
+    assert!(result.contains("is the public number itself"), "{result}");
+}
+
+#[tokio::test]
+async fn without_calling_neither_tool_exists() {
+    let mut stack = Stack::api(&[]).await;
+    stack.start_worker(&[]).await;
+    let session = stack.session().await;
+    let run = stack.submit(&session, "/tool calls.list {}").await;
+    stack.completes(&run).await;
+    assert!(last(&stack.tool_results(&session).await).contains("tool.unknown"));
+}
