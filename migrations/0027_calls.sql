@@ -41,7 +41,8 @@ ALTER TABLE call_records
         CASE kind
             WHEN 'receipt' THEN provider_call_id IS NOT NULL AND direction IS NULL AND state IS NULL
             ELSE direction IS NOT NULL AND state IS NOT NULL
-                 AND (direction = 'inbound' OR (brief IS NOT NULL AND revision IS NOT NULL))
+                 AND (direction = 'inbound' OR revision IS NOT NULL)
+                 AND (direction = 'inbound' OR brief IS NOT NULL OR deleted_at IS NOT NULL)
         END
     );
 

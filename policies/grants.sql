@@ -144,16 +144,16 @@ DROP POLICY IF EXISTS call_records_tenant ON call_records;
 CREATE POLICY call_records_tenant ON call_records AS PERMISSIVE FOR ALL
     TO steward_call, steward_ingress, steward_api, steward_worker, steward_notify
     USING (principal_id = 'owner') WITH CHECK (principal_id = 'owner');
--- The api and notify logins see calls, never receipts; the worker sees and writes outbound
+-- The api, notify and worker logins see calls, never receipts; the worker records outbound
 -- calls only.
 DROP POLICY IF EXISTS call_records_calls_only ON call_records;
 CREATE POLICY call_records_calls_only ON call_records AS RESTRICTIVE FOR ALL
-    TO steward_api, steward_notify
+    TO steward_api, steward_notify, steward_worker
     USING (kind = 'call') WITH CHECK (kind = 'call');
 DROP POLICY IF EXISTS call_records_worker_outbound ON call_records;
-CREATE POLICY call_records_worker_outbound ON call_records AS RESTRICTIVE FOR ALL
+CREATE POLICY call_records_worker_outbound ON call_records AS RESTRICTIVE FOR INSERT
     TO steward_worker
-    USING (kind = 'call' AND direction = 'outbound') WITH CHECK (kind = 'call' AND direction = 'outbound');
+    WITH CHECK (direction = 'outbound');
 DROP POLICY IF EXISTS call_records_ingress_receipts ON call_records;
 CREATE POLICY call_records_ingress_receipts ON call_records AS RESTRICTIVE FOR ALL
     TO steward_ingress

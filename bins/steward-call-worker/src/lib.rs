@@ -17,6 +17,8 @@
 //! 4. **Running calls**: a dispatched call that ended is settled like a receipt; one running
 //!    past `max_duration_minutes` (plus a minute's grace) is ended.
 //! 5. **Expiry**: transcripts and summaries of calls that ended more than 30 days ago are removed.
+//! 6. **Redaction**: what a call the owner deleted left in conversations is erased
+//!    (`store::Store::redact_call`).
 
 use std::path::PathBuf;
 
@@ -62,6 +64,9 @@ pub struct Pass {
     pub reconciled: u32,
     pub terminated: u32,
     pub expired: u64,
+    /// Tool results and later replies redacted for deleted calls.
+    pub redacted_results: u64,
+    pub redacted_replies: u64,
     pub provider_errors: u32,
 }
 
@@ -109,6 +114,11 @@ impl CallWorker {
         self.reconcile(now, &mut pass).await?;
         self.running(now, &mut pass).await?;
         pass.expired = self.store.expire_calls(now, BATCH * 10).await?;
+        for call in self.store.calls_to_redact(BATCH).await? {
+            let redaction = self.store.redact_call(call).await?;
+            pass.redacted_results += redaction.tool_results;
+            pass.redacted_replies += redaction.replies;
+        }
         Ok(pass)
     }
 

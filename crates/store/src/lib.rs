@@ -48,8 +48,8 @@ pub use approvals::{Answer, ApprovalRow, Decide, Decision};
 pub use artifacts::{ArtifactRow, ArtifactUpload, NewArtifact};
 pub use call_receipts::{CALL_RECEIPTS_CHANNEL, Receipt};
 pub use calls::{
-    CallResult, CallRow, CancelCall, DeleteCall, DispatchOutcome, OutboundDue, ReceiptDue, Reserve, RunningCall,
-    Settled, UncertainCall,
+    CallResult, CallRow, CancelCall, DeleteCall, DispatchOutcome, OutboundDue, REDACTED_REPLY, ReceiptDue, Redaction,
+    Reserve, RunningCall, Settled, UncertainCall,
 };
 pub use clock::{Clock, SystemClock};
 pub use delivery::{DeviceTarget, DueNotification, ScheduleOutcome};

@@ -447,7 +447,35 @@ async fn transcripts_and_summaries_expire_after_thirty_days() {
 }
 
 #[test]
-fn the_binary_refuses_calling_until_the_feature_is_complete_and_unknown_log_levels() {
+fn the_binary_refuses_unsupported_flags_and_unknown_log_levels() {
     testkit::roles::assert_refuses_unsupported_flags(env!("CARGO_BIN_EXE_steward-call-worker"), &[]);
     testkit::roles::assert_refuses_an_unknown_log_level(env!("CARGO_BIN_EXE_steward-call-worker"));
+}
+
+#[tokio::test]
+async fn a_pass_finishes_the_erasure_of_a_deleted_call_once() {
+    let setup = setup(false).await;
+    let call_id = setup
+        .provider
+        .inbound_call("+15559990000", NUMBER, &[("user", "Hi")], "A short call.");
+    setup.receipt(&call_id).await;
+    setup.pass(Timestamp::now()).await;
+    let id: Uuid = sqlx::query_scalar("SELECT id FROM call_records WHERE kind = 'call'")
+        .fetch_one(&setup.db.pool)
+        .await
+        .expect("the call");
+    let api = setup.db.store_as("api").await;
+    assert_eq!(
+        api.delete_call(&PrincipalId::owner(), id).await.expect("delete"),
+        store::DeleteCall::Deleted
+    );
+    assert_eq!(setup.worker.store.calls_to_redact(10).await.expect("due"), [id]);
+    setup.pass(Timestamp::now()).await;
+    assert!(setup.worker.store.calls_to_redact(10).await.expect("due").is_empty());
+    let redacted: bool = sqlx::query_scalar("SELECT redacted_at IS NOT NULL FROM call_records WHERE id = $1")
+        .bind(id)
+        .fetch_one(&setup.db.pool)
+        .await
+        .expect("the call");
+    assert!(redacted);
 }

@@ -154,3 +154,104 @@ async fn without_calling_neither_tool_exists() {
     stack.completes(&run).await;
     assert!(last(&stack.tool_results(&session).await).contains("tool.unknown"));
 }
+
+#[tokio::test]
+async fn deleting_a_call_redacts_what_it_left_in_conversations_and_keeps_the_owners_messages() {
+    let mut stack = Stack::api(&[
+        ("AGENT_CALL_ENABLED", "1"),
+        ("AUTH_SCOPES", "sessions.read,sessions.write,call.read,call.delete"),
+    ])
+    .await;
+    let path = stack.dir.path().join("callprov-configuration.json");
+    std::fs::write(&path, configuration(None)).expect("write the configuration");
+    let file = path.display().to_string();
+    stack
+        .start_worker(&[("AGENT_CALL_ENABLED", "1"), ("CALLPROV_CONFIGURATION_FILE", &file)])
+        .await;
+    let session = stack.session().await;
+    let run = stack.submit(&session, &format!("/tool calls.place {BRIEF}")).await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approval = stack.pending_approvals(&session).await.remove(0);
+    stack.decide_ok(&approval, "approve_once").await;
+    stack.completes(&run).await;
+    let placed: uuid::Uuid = stack.scalar("SELECT id FROM call_records").await;
+
+    // The call worker placed it and it ended; an inbound message arrived too.
+    sqlx::query("UPDATE call_records SET state = 'dispatched', provider_call_id = 'p-out' WHERE id = $1")
+        .bind(placed)
+        .execute(&stack.db.pool)
+        .await
+        .expect("dispatched");
+    let call = stack.store_as("call").await;
+    let finished = |provider: &str, direction, reference, summary: &str| store::CallResult {
+        provider_call_id: provider.into(),
+        direction,
+        counterpart: Some("+15557654321".into()),
+        reference,
+        transcript: json!([{ "user": "user", "text": summary }]),
+        summary: Some(summary.into()),
+        answered_by: Some("human".into()),
+        duration_seconds: Some(60),
+    };
+    use domain::call::CallDirection::{Inbound, Outbound};
+    call.settle_call_result(
+        &finished("p-out", Outbound, Some(placed), "They confirmed Tuesday at 10."),
+        false,
+    )
+    .await
+    .expect("settled");
+    call.settle_call_result(&finished("p-in", Inbound, None, "Sam asked about the chairs."), false)
+        .await
+        .expect("settled");
+
+    let run = stack.submit(&session, "/tool calls.list {}").await;
+    stack.completes(&run).await;
+    let reply = stack.reply(&session).await["text"].as_str().expect("text").to_owned();
+    assert!(
+        reply.contains("They confirmed Tuesday at 10."),
+        "the reply quotes the call: {reply}"
+    );
+
+    let deleted = stack
+        .request(reqwest::Method::DELETE, &format!("/v1/calls/{placed}"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(deleted.status(), 204);
+    let redaction = call.redact_call(placed).await.expect("redact");
+    assert_eq!(
+        redaction.tool_results, 2,
+        "calls.place's and calls.list's results: {redaction:?}"
+    );
+    assert!(redaction.replies >= 2, "{redaction:?}");
+    assert_eq!(
+        call.redact_call(placed).await.expect("again"),
+        store::Redaction::default()
+    );
+
+    let events = stack.events(&session).await;
+    let text = serde_json::to_string(&events).expect("json");
+    assert!(
+        !text.contains("They confirmed Tuesday at 10."),
+        "nothing of the call is left: {text}"
+    );
+    assert!(
+        text.contains("Sam asked about the chairs."),
+        "another call's row stays: {text}"
+    );
+    assert!(text.contains(store::REDACTED_REPLY));
+    let owner_messages: Vec<&Value> = events
+        .iter()
+        .filter(|(kind, _)| kind == "user.message.created")
+        .map(|(_, payload)| payload)
+        .collect();
+    assert_eq!(owner_messages.len(), 2);
+    assert!(
+        owner_messages[0].to_string().contains("Confirm the delivery window"),
+        "the owner's message is kept"
+    );
+    let results: Value = stack
+        .scalar("SELECT jsonb_agg(result ORDER BY created_at) FROM tool_invocations WHERE tool LIKE 'calls.%'")
+        .await;
+    assert!(!results.to_string().contains(&placed.to_string()), "{results}");
+}

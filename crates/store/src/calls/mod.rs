@@ -3,6 +3,7 @@
 //! and sweeps (`settle`). Receipts (`kind = 'receipt'`) are the ingress listener's
 //! (`call_receipts`).
 
+mod redact;
 mod reserve;
 mod settle;
 
@@ -12,6 +13,7 @@ use jiff::Timestamp;
 use serde_json::Value;
 use uuid::Uuid;
 
+pub use redact::{REDACTED_REPLY, Redaction};
 pub use reserve::Reserve;
 pub use settle::{CallResult, DispatchOutcome, OutboundDue, ReceiptDue, RunningCall, Settled, UncertainCall};
 
