@@ -1,7 +1,8 @@
 //! The call worker's work, one bounded pass at a time ([`CallWorker::pass`]); the binary
 //! (`main.rs`) runs a pass on every receipt's wake-up and every poll.
 //!
-//! A pass, in order:
+//! At start, [`CallWorker::activate`] pushes the number's settings and reads them back; a
+//! mismatch stops the role with a message naming the member. Then a pass, in order:
 //! 1. **Receipts**: each receipt with unsettled deliveries is read back from the provider
 //!    (`GET /v1/calls/{id}`); an ended call is recorded with its transcript and summary, and the
 //!    `call_finished` notification in the same transaction when call notifications are on. A
@@ -104,7 +105,24 @@ pub fn result_of(detail: &CallDetail) -> Option<CallResult> {
     })
 }
 
+/// Why the number's settings could not be put in force.
+#[derive(Debug, thiserror::Error)]
+pub enum ActivationError {
+    #[error("{0}")]
+    Configuration(#[from] callprov::LoadError),
+    #[error("calling cannot be activated: {0}")]
+    Provider(#[from] CallProvError),
+}
+
 impl CallWorker {
+    /// Puts the number's settings in force: pushed from the configuration (the public profile
+    /// alone), read back and compared. A provider that ignores or refuses a member, above all
+    /// a clearing one, blocks activation: the role does not start.
+    pub async fn activate(&self) -> Result<callprov::NumberSettings, ActivationError> {
+        let config = callprov::config::load(&self.configuration)?;
+        Ok(self.client.activate_number(&config).await?)
+    }
+
     /// One bounded pass; `now` decides termination and expiry.
     pub async fn pass(&self, now: Timestamp) -> anyhow::Result<Pass> {
         let mut pass = Pass::default();

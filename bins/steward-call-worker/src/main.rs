@@ -80,6 +80,9 @@ async fn work(config: Config) -> anyhow::Result<()> {
         configuration: config.configuration,
         notify: config.notify,
     };
+    // The number answers from the public profile before anything else happens.
+    worker.activate().await?;
+    tracing::info!("the number's settings are in force");
     let wake = std::sync::Arc::new(tokio::sync::Notify::new());
     tokio::spawn(listen(store, wake.clone()));
     let shutdown = role::shutdown_signal();

@@ -479,3 +479,77 @@ async fn a_pass_finishes_the_erasure_of_a_deleted_call_once() {
         .expect("the call");
     assert!(redacted);
 }
+
+#[tokio::test]
+async fn activation_pushes_only_the_public_profile_and_a_provider_that_keeps_a_member_blocks_it() {
+    let setup = setup(false).await;
+    // Private things the service holds: none may reach the number's settings.
+    sqlx::query("INSERT INTO notes (id, principal_id, text) VALUES (gen_random_uuid(), 'owner', 'PRIVATE-NOTE-4711')")
+        .execute(&setup.db.pool)
+        .await
+        .expect("a note");
+    let settings = setup.worker.activate().await.expect("activated");
+    let pushed: Vec<String> = setup
+        .provider
+        .requests()
+        .iter()
+        .filter(|request| request.method == "POST")
+        .map(|request| request.body.to_string())
+        .collect();
+    assert_eq!(pushed.len(), 1);
+    assert!(pushed[0].contains("Alex is a carpenter in Portland."), "{}", pushed[0]);
+    assert!(!pushed[0].contains("PRIVATE-NOTE-4711"));
+    assert_eq!(
+        setup.provider.number(NUMBER).expect("the number")["prompt"].as_str(),
+        Some(settings.prompt())
+    );
+
+    let setup = setup_with_ignored("pathway_id").await;
+    let error = setup.worker.activate().await.expect_err("blocked");
+    assert_eq!(
+        error.to_string(),
+        "calling cannot be activated: the call provider did not clear `pathway_id` on the number; activation is blocked until the number's settings can be cleared"
+    );
+}
+
+async fn setup_with_ignored(member: &str) -> Setup {
+    let setup = setup(false).await;
+    setup.provider.ignore_member(member);
+    setup
+}
+
+#[test]
+fn the_binary_refuses_model_keys_the_owner_bearer_scopes_and_inline_keys() {
+    let cases = [
+        ("OPENAI_API_KEY", "sk-test", "a call role never holds a model key"),
+        ("VEETBOT_OPENAI_KEY", "sk-test", "a call role never holds a model key"),
+        (
+            "BROWSER_CONTROL_CREDENTIAL_FILE",
+            "/run/x",
+            "never holds the browser control-plane credential",
+        ),
+        ("API_TOKEN_FILE", "/run/token", "never holds the owner's bearer token"),
+        ("AUTH_SCOPES", "call.read", "AUTH_SCOPES must be empty"),
+        ("CALLPROV_API_KEY", "k", "an inline call-provider key is refused"),
+    ];
+    for (variable, value, reason) in cases {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_steward-call-worker"))
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("STEWARD_DEV_ALLOW_ROOT", "1")
+            .env("AGENT_CALL_ENABLED", "1")
+            .env(variable, value)
+            .output()
+            .expect("run the call worker");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{variable}: {stderr}");
+        assert!(
+            stderr.starts_with("steward-call-worker: ") && stderr.contains(variable) && stderr.contains(reason),
+            "{variable}: {stderr}"
+        );
+        assert!(
+            !stderr.contains(value) || value.len() < 3,
+            "the value is never repeated: {stderr}"
+        );
+    }
+}
