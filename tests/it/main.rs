@@ -267,14 +267,15 @@ fn the_call_ingress_listener_cannot_hold_keys_models_mail_or_push() {
 
 #[test]
 fn only_the_roles_that_hold_the_call_provider_key_link_its_client() {
-    // The API (number settings, owner call routes) and the call worker (reconciliation) hold
-    // `CALLPROV_API_KEY_FILE`; no other binary may compile in the client or its key loader.
-    const HOLDERS: [&str; 2] = ["steward-api", "steward-call-worker"];
+    // The call worker (number settings, dispatch, reconciliation) alone holds
+    // `CALLPROV_API_KEY_FILE`; no other binary may compile in the client or its key loader (the
+    // API serves the owner's call records and never talks to the provider).
+    const HOLDERS: [&str; 1] = ["steward-call-worker"];
     let others: Vec<String> = binaries()
         .into_iter()
         .filter(|name| !HOLDERS.contains(&name.as_str()))
         .collect();
-    assert!(others.iter().any(|name| name == "steward-worker"));
+    assert!(others.iter().any(|name| name == "steward-worker") && others.iter().any(|name| name == "steward-api"));
     for member in others {
         assert_excludes(&member, &["callprov"]);
     }

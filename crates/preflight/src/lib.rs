@@ -3,6 +3,7 @@
 //! `stat` and their ACL attribute, never opened. Every check is one line, `OK` or `FAIL`, and
 //! the verdict is `FAIL` when any check fails.
 
+mod calls;
 mod env_file;
 mod junk;
 
@@ -138,6 +139,7 @@ pub fn run(host: &Host) -> Report {
     credentials(host, &identities, &environments, &mut report);
     mail_credentials(&identities, &environments, &mut report);
     junk::junk(host, &environments, &mut report);
+    calls::configuration(host, &environments, &mut report);
     report
 }
 
@@ -489,18 +491,12 @@ fn junk_mode(environment: &BTreeMap<String, String>) -> &str {
     }
 }
 
-const CREDENTIALS: [Credential; 7] = [
+const CREDENTIALS: [Credential; 6] = [
     Credential {
         role: "api",
         name: "api-token",
         ingress_owned: false,
         required: |_| true,
-    },
-    Credential {
-        role: "api",
-        name: "callprov-api-key",
-        ingress_owned: false,
-        required: |environment| flag_on(environment, "AGENT_CALL_ENABLED"),
     },
     Credential {
         role: "worker",

@@ -22,6 +22,9 @@ struct Tree {
     root: PathBuf,
 }
 
+/// A valid call configuration.
+const CALL_CONFIGURATION: &str = r#"{"version": 1, "account_id": "home", "phone_number": "+15551230000", "public_name": "Alex Rivera", "public_profile": "Alex is a carpenter.", "voice": "maya", "max_duration_minutes": 5, "webhook_url": "https://steward.example.org/webhooks/callprov"}"#;
+
 fn templates() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../systemd/env")
 }
@@ -49,6 +52,9 @@ impl Tree {
             let text = std::fs::read_to_string(&path).expect("template");
             let text = match path.file_name().and_then(|name| name.to_str()) {
                 Some("call-worker.env") => text.replace("AGENT_CALL_ENABLED=0", "AGENT_CALL_ENABLED=1"),
+                Some("worker.env") => {
+                    text + "AGENT_CALL_ENABLED=1\nCALLPROV_CONFIGURATION_FILE=/etc/steward/callprov-configuration.json\n"
+                }
                 Some("call-ingress.env") => {
                     text.replace("AGENT_CALL_INGRESS_ENABLED=0", "AGENT_CALL_INGRESS_ENABLED=1")
                 }
@@ -73,10 +79,20 @@ impl Tree {
             set_mode(&file, 0o600);
             set_owner(&file, owner);
         }
+        tree.write_configuration(CALL_CONFIGURATION, 0o640);
         let release = tree.release();
         std::fs::create_dir(&release).expect("release");
         set_owner(&release, SERVICE);
         tree
+    }
+
+    /// Writes `{config_dir}/callprov-configuration.json` with `text` and `mode` (root's, group
+    /// the service group).
+    fn write_configuration(&self, text: &str, mode: u32) {
+        let path = self.root.join("etc/callprov-configuration.json");
+        std::fs::write(&path, text).expect("write the call configuration");
+        set_mode(&path, mode);
+        set_owner(&path, (0, SERVICE.1));
     }
 
     fn env(&self, role: &str) -> PathBuf {
@@ -273,6 +289,27 @@ fn a_release_not_owned_by_the_service_user_fails() {
         &tree,
         "not `daemon` (uid 1); stop and add a reviewed credential handoff",
     );
+}
+
+#[test]
+fn a_call_configuration_that_is_invalid_writable_or_named_differently_fails() {
+    let tree = Tree::new();
+    tree.write_configuration(&CALL_CONFIGURATION.replace("\"version\": 1", "\"version\": 2"), 0o640);
+    expect_fail(&tree, "the call configuration's `version` must be 1");
+    let tree = Tree::new();
+    tree.write_configuration(CALL_CONFIGURATION, 0o660);
+    expect_fail(&tree, "must be writable by its owner only (mode 0660)");
+    let tree = Tree::new();
+    tree.edit_env("worker", |text| {
+        text.replace("/etc/steward/callprov-configuration.json", "/etc/other.json")
+    });
+    expect_fail(
+        &tree,
+        "CALLPROV_CONFIGURATION_FILE differs between worker and call-worker",
+    );
+    let tree = Tree::new();
+    std::fs::remove_file(tree.root.join("etc/callprov-configuration.json")).expect("remove");
+    expect_fail(&tree, "callprov-configuration.json is missing");
 }
 
 #[test]
