@@ -41,7 +41,8 @@ pub fn run(admin_url: &str) -> anyhow::Result<()> {
     let database = with_database(admin_url, "steward_contract");
     // Only warnings from the roles: thousands of request lines would bury schemathesis's report.
     let mut demo = crate::demo_mail::DemoMail::start(&bin, &work.join("demo-mail"))?;
-    let environment = demo.environment();
+    let mut environment = demo.environment();
+    environment.extend(crate::demo_calls::environment(&work.join("calls"))?);
     let mut flags: Vec<(&str, &str)> = FLAGS.to_vec();
     flags.extend(environment.iter().map(|(name, value)| (name.as_str(), value.as_str())));
     let mut stack = match crate::dev::Stack::start(&bin, &database, &token_file, listen, ALL_SCOPES, "warn", &flags) {

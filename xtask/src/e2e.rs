@@ -50,7 +50,8 @@ pub fn run_only(admin_url: &str, names: &[String]) -> anyhow::Result<()> {
     let artifacts = crate::workspace_root().join("target/web-e2e");
     let _ = fs::remove_dir_all(artifacts.join("screenshots"));
     let mut demo = crate::demo_mail::DemoMail::start(&bin, &work.join("demo-mail"))?;
-    let environment = demo.environment();
+    let mut environment = demo.environment();
+    environment.extend(crate::demo_calls::environment(&work.join("calls"))?);
     let mut flags: Vec<(&str, &str)> = crate::contract::FLAGS.to_vec();
     flags.extend(environment.iter().map(|(name, value)| (name.as_str(), value.as_str())));
     let mut stack = match crate::dev::Stack::start(

@@ -24,6 +24,7 @@
 
 mod bench;
 mod chart;
+mod demo_calls;
 mod contract;
 mod demo_mail;
 mod dev;

@@ -112,6 +112,21 @@ function ApprovalArguments({ item }) {
       ${Object.keys(rest).length > 0 && html`<pre class="detail scroll" tabindex="0" aria-label="Other arguments">${JSON.stringify(rest, null, 2)}</pre>`}
       ${notes}`;
   }
+  if (item.tool === "calls.place" && args && typeof args === "object" && !Array.isArray(args)) {
+    // The whole brief, and the call settings revision the approval is pinned to.
+    const { to, purpose, may_say: maySay, voicemail_message: voicemail, configuration_revision: revision, ...rest } =
+      /** @type {Record<string, unknown>} */ (args);
+    const text = (/** @type {unknown} */ value) => (typeof value === "string" ? value : JSON.stringify(value));
+    return html`<dl class="frozen call-brief" aria-label="Brief">
+        <dt>Call</dt><dd>${text(to)}</dd>
+        <dt>Purpose</dt><dd class="mail-text scroll" tabindex="0" aria-label="Purpose">${text(purpose)}</dd>
+        <dt>May say</dt><dd class="mail-text scroll" tabindex="0" aria-label="May say">${text(maySay)}</dd>
+        <dt>On voicemail</dt><dd class="mail-text">${voicemail === undefined ? "Hang up without a message" : text(voicemail)}</dd>
+        <dt>Call settings</dt><dd><code class="revision">${text(revision)}</code></dd>
+      </dl>
+      ${Object.keys(rest).length > 0 && html`<pre class="detail scroll" tabindex="0" aria-label="Other arguments">${JSON.stringify(rest, null, 2)}</pre>`}
+      ${notes}`;
+  }
   return html`<pre class="detail scroll" tabindex="0" aria-label="Arguments">${JSON.stringify(args, null, 2)}</pre>${notes}`;
 }
 

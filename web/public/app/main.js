@@ -92,10 +92,30 @@ function App() {
     <${ModeBar} />
     <div class=${`shell${showingMain.value ? " showing-main" : ""}`} hidden=${mode.value !== "chat"}>
       <${Sidebar} />
-      ${view.value === "settings" ? html`<${SettingsView} />` : view.value === "notifications" ? html`<${NotificationsView} />` : html`<${ChatView} />`}
+      ${view.value === "settings"
+        ? html`<${SettingsView} />`
+        : view.value === "notifications"
+          ? html`<${NotificationsView} />`
+          : view.value === "calls"
+            ? html`<${LazyCalls} />`
+            : html`<${ChatView} />`}
     </div>
     <${LazyEmail} shown=${mode.value === "email"} />
   </div>`;
+}
+
+const callsModule = lazy(() => import("./calls-view.js"));
+
+/** Calls, fetched when they first show. */
+function LazyCalls() {
+  useEffect(() => callsModule.want(), []);
+  const loaded = callsModule.module.value;
+  if (loaded) return html`<${loaded.CallsView} />`;
+  return html`<main class="main settings" aria-label="Calls">
+    <div class="settings-inner">
+      ${callsModule.failed.value ? html`<${ReloadOffer} what="Calls" />` : html`<p class="summary">Loading Calls…</p>`}
+    </div>
+  </main>`;
 }
 
 const emailModule = lazy(() => import("./inbox.js"));

@@ -1,9 +1,11 @@
 // Notifications in the page: the server's pending list is the only authority (nothing about
 // notifications is kept here). Opening one restores its conversation, focuses its approval or
-// question card, and acknowledges it. A server without the routes (404) hides all of it.
+// question card (or, for a finished call, opens the call in Calls), and acknowledges it. A server without the routes (404) hides all of it.
 import { signal } from "../vendor/signals-core.mjs";
 import { api, ApiError, describe, holds, onForget } from "./api.js";
+import { openCall } from "./calls.js";
 import { onReconciled, select, focusCard, sessions } from "./chat.js";
+import { showingMain, view } from "./shell.js";
 
 /** @typedef {import("../../types/wire").Notification} Notification */
 
@@ -34,7 +36,7 @@ export function headline(notification) {
     case "schedule_outcome":
       return "A scheduled task has an outcome";
     case "call_finished":
-      return "A call finished";
+      return "New call result";
     default:
       return "Something needs your attention";
   }
@@ -48,8 +50,13 @@ export function headline(notification) {
  * @param {() => void} showEmail
  */
 export async function openNotification(notification, showEmail) {
-  const { session_id: session, approval_id: approval, question_id: question } = notification.payload;
-  if (session) {
+  const { session_id: session, approval_id: approval, question_id: question, call_id: call } = notification.payload;
+  if (call) {
+    // A finished call opens in Calls, read from the server (the notification says nothing of it).
+    view.value = "calls";
+    showingMain.value = true;
+    openCall(call);
+  } else if (session) {
     const draft = approval ? await sendingDraft(session) : null;
     if (draft) {
       showEmail();

@@ -1,5 +1,5 @@
 // The sidebar: the session index (Recent chats, folders and their proposals, History,
-// Scheduled), and the way to Settings and Notifications.
+// Scheduled), and the way to Settings, Notifications and Calls.
 import { h } from "../vendor/preact.mjs";
 import { useEffect, useMemo, useRef, useState } from "../vendor/hooks.mjs";
 import { signal } from "../vendor/signals.mjs";
@@ -7,6 +7,7 @@ import htm from "../vendor/htm.mjs";
 import { api, ApiError, connection, describe, forget, holds } from "./api.js";
 import * as chat from "./chat.js";
 import * as folders from "./folders.js";
+import * as calls from "./calls.js";
 import * as notifications from "./notifications.js";
 import * as attachments from "./attachments.js";
 import { markdown } from "./markdown.js";
@@ -239,6 +240,12 @@ export function Sidebar() {
           showingMain.value = true;
           notifications.loadNotifications();
         }}>Notifications${notifications.pending.value.length > 0 && html` <span class="badge">${notifications.pending.value.length}</span>`}</button>`}
+        ${calls.offered() &&
+        html`<button class="button quiet" aria-current=${view.value === "calls" ? "page" : "false"} onClick=${() => {
+          view.value = "calls";
+          showingMain.value = true;
+          calls.loadCalls();
+        }}>Calls</button>`}
       </footer>
     </aside>`;
 }
