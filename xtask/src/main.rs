@@ -24,8 +24,8 @@
 
 mod bench;
 mod chart;
-mod demo_calls;
 mod contract;
+mod demo_calls;
 mod demo_mail;
 mod dev;
 mod e2e;
