@@ -150,10 +150,18 @@ DROP POLICY IF EXISTS call_records_calls_only ON call_records;
 CREATE POLICY call_records_calls_only ON call_records AS RESTRICTIVE FOR ALL
     TO steward_api, steward_notify, steward_worker
     USING (kind = 'call') WITH CHECK (kind = 'call');
+-- The worker records only the reservation an approved brief makes: outbound, approved, with no
+-- result of a call.
 DROP POLICY IF EXISTS call_records_worker_outbound ON call_records;
 CREATE POLICY call_records_worker_outbound ON call_records AS RESTRICTIVE FOR INSERT
     TO steward_worker
-    WITH CHECK (direction = 'outbound');
+    WITH CHECK (direction = 'outbound' AND state = 'approved' AND provider_call_id IS NULL
+                AND transcript IS NULL AND summary IS NULL AND deleted_at IS NULL);
+-- The api cancels and deletes: it can never put a call back on the way to being dialled.
+DROP POLICY IF EXISTS call_records_api_settles ON call_records;
+CREATE POLICY call_records_api_settles ON call_records AS RESTRICTIVE FOR UPDATE
+    TO steward_api
+    USING (true) WITH CHECK (state IN ('finished', 'not_placed', 'cancelled'));
 DROP POLICY IF EXISTS call_records_ingress_receipts ON call_records;
 CREATE POLICY call_records_ingress_receipts ON call_records AS RESTRICTIVE FOR ALL
     TO steward_ingress

@@ -375,6 +375,19 @@ async fn the_ingress_login_sees_and_writes_receipts_only() {
         denied.to_string().contains("row-level security") || denied.to_string().contains("check constraint"),
         "{denied}"
     );
+    let denied = sqlx::query("UPDATE call_records SET state = 'approved' WHERE kind = 'call'")
+        .execute(&api)
+        .await
+        .expect_err("the api cannot re-arm a dial");
+    assert!(denied.to_string().contains("row-level security"), "{denied}");
+    let denied = sqlx::query(
+        "INSERT INTO call_records (kind, direction, state, revision, brief, transcript)
+         VALUES ('call', 'outbound', 'finished', repeat('a', 64), '{}', '[]')",
+    )
+    .execute(&worker)
+    .await
+    .expect_err("the worker cannot record a call's result");
+    assert!(denied.to_string().contains("row-level security"), "{denied}");
     // Row security binds the table's owner too (forced), so only the policies' roles see rows.
     let mut owner = connect_as(&db, "owner").await;
     let owner_sees: i64 = sqlx::query_scalar("SELECT count(*) FROM call_records")
@@ -493,6 +506,7 @@ async fn the_catalog_shows_no_privileged_daemon_login() {
     assert_eq!(
         names,
         [
+            "call_records_api_settles",
             "call_records_calls_only",
             "call_records_ingress_receipts",
             "call_records_worker_outbound"

@@ -16,7 +16,9 @@
 //!    reference it carried; found, it is dispatched; not found after [`RECONCILE_WINDOW_SECONDS`],
 //!    it was not placed. It is never redialled, and it holds the reservation until resolved.
 //! 4. **Running calls**: a dispatched call that ended is settled like a receipt; one running
-//!    past `max_duration_minutes` (plus a minute's grace) is ended.
+//!    past `max_duration_minutes` (plus a minute's grace) is ended; one the provider no longer
+//!    knows, or still reports running [`ABANDON_AFTER_SECONDS`] after it was ended, is settled
+//!    without its result (`result_unavailable`), so the reservation is never held for ever.
 //! 5. **Expiry**: transcripts and summaries of calls that ended more than 30 days ago are removed.
 //! 6. **Redaction**: what a call the owner deleted left in conversations is erased
 //!    (`store::Store::redact_call`).
@@ -39,6 +41,12 @@ pub const RECONCILE_WINDOW_SECONDS: i64 = 600;
 pub const ORPHANED_DISPATCH_SECONDS: f64 = 120.0;
 /// The grace past `max_duration_minutes` before the call worker ends a call itself.
 pub const TERMINATION_GRACE_SECONDS: i64 = 60;
+/// A call the call worker ended that the provider still does not report ended this long after
+/// is settled without its result, so the outbound reservation is never held for ever.
+pub const ABANDON_AFTER_SECONDS: i64 = 600;
+/// A receipt whose call is still running is looked at on every pass for this long after its
+/// latest delivery; after that only a new delivery (or, outbound, polling) settles the call.
+pub const PENDING_RECEIPT_SECONDS: i64 = 3600;
 /// The most of each kind of work one pass does.
 pub const BATCH: i64 = 50;
 
@@ -64,6 +72,8 @@ pub struct Pass {
     pub uncertain: u32,
     pub reconciled: u32,
     pub terminated: u32,
+    /// Dispatched calls settled without their result (the provider lost them).
+    pub abandoned: u32,
     pub expired: u64,
     /// Tool results and later replies redacted for deleted calls.
     pub redacted_results: u64,
@@ -123,21 +133,50 @@ impl CallWorker {
         Ok(self.client.activate_number(&config).await?)
     }
 
-    /// One bounded pass; `now` decides termination and expiry.
+    /// One bounded pass; `now` decides termination and expiry. A stage that fails does not
+    /// keep the others from running (a receipt that cannot be settled must not stop dispatch,
+    /// expiry or erasure); the first failure is returned after all of them ran.
     pub async fn pass(&self, now: Timestamp) -> anyhow::Result<Pass> {
         let mut pass = Pass::default();
-        self.receipts(&mut pass).await?;
-        self.dispatch(&mut pass).await?;
-        self.store.orphaned_dispatches(ORPHANED_DISPATCH_SECONDS).await?;
-        self.reconcile(now, &mut pass).await?;
-        self.running(now, &mut pass).await?;
+        let mut failures: Vec<anyhow::Error> = Vec::new();
+        let mut note = |stage: &'static str, outcome: anyhow::Result<()>| {
+            if let Err(error) = outcome {
+                tracing::warn!(stage, error = %format!("{error:#}"), "a call pass stage failed; the others ran");
+                failures.push(error);
+            }
+        };
+        note("receipts", self.receipts(now, &mut pass).await);
+        note("dispatch", self.dispatch(&mut pass).await);
+        note(
+            "orphaned dispatches",
+            self.store
+                .orphaned_dispatches(ORPHANED_DISPATCH_SECONDS)
+                .await
+                .map(drop)
+                .map_err(Into::into),
+        );
+        note("reconciliation", self.reconcile(now, &mut pass).await);
+        note("running calls", self.running(now, &mut pass).await);
+        note("expiry", self.expire(now, &mut pass).await);
+        note("erasure", self.erase(&mut pass).await);
+        match failures.into_iter().next() {
+            Some(error) => Err(error),
+            None => Ok(pass),
+        }
+    }
+
+    async fn expire(&self, now: Timestamp, pass: &mut Pass) -> anyhow::Result<()> {
         pass.expired = self.store.expire_calls(now, BATCH * 10).await?;
+        Ok(())
+    }
+
+    async fn erase(&self, pass: &mut Pass) -> anyhow::Result<()> {
         for call in self.store.calls_to_redact(BATCH).await? {
             let redaction = self.store.redact_call(call).await?;
             pass.redacted_results += redaction.tool_results;
             pass.redacted_replies += redaction.replies;
         }
-        Ok(pass)
+        Ok(())
     }
 
     fn count(pass: &mut Pass, settled: Settled) {
@@ -152,10 +191,22 @@ impl CallWorker {
         }
     }
 
-    async fn receipts(&self, pass: &mut Pass) -> anyhow::Result<()> {
+    async fn receipts(&self, now: Timestamp, pass: &mut Pass) -> anyhow::Result<()> {
         let due: Vec<ReceiptDue> = self.store.receipts_due(BATCH).await?;
+        let mut first_failure = None;
         for receipt in due {
             let result = match self.client.call(&receipt.provider_call_id).await {
+                Ok(detail) if !detail.completed => {
+                    // Still running: looked at again on the next pass, until it ends (an
+                    // inbound call has no other way to be settled), or, for a receipt older
+                    // than PENDING_RECEIPT_SECONDS, left to a later delivery.
+                    pass.pending += 1;
+                    let age = now.duration_since(receipt.last_received_at.to_jiff()).as_secs();
+                    if age < PENDING_RECEIPT_SECONDS {
+                        continue;
+                    }
+                    None
+                }
                 Ok(detail) => result_of(&detail),
                 // The provider does not know the call: nothing to record, ever.
                 Err(CallProvError::Refused { status: 404, .. }) => None,
@@ -165,13 +216,19 @@ impl CallWorker {
                     continue;
                 }
             };
-            let settled = self
-                .store
-                .settle_receipt(&receipt, result.as_ref(), self.notify)
-                .await?;
-            Self::count(pass, settled);
+            match self.store.settle_receipt(&receipt, result.as_ref(), self.notify).await {
+                Ok(Settled::Pending) => {}
+                Ok(settled) => Self::count(pass, settled),
+                Err(error) => {
+                    // The others are settled all the same.
+                    first_failure.get_or_insert(error);
+                }
+            }
         }
-        Ok(())
+        match first_failure {
+            Some(error) => Err(error.into()),
+            None => Ok(()),
+        }
     }
 
     async fn dispatch(&self, pass: &mut Pass) -> anyhow::Result<()> {
@@ -288,18 +345,32 @@ impl CallWorker {
             .unwrap_or(callprov::config::MAX_DURATION_MINUTES);
         let limit = i64::from(max_minutes) * 60 + TERMINATION_GRACE_SECONDS;
         for call in calls {
+            let abandoned = call
+                .terminated_at
+                .is_some_and(|at| now.duration_since(at).as_secs() > ABANDON_AFTER_SECONDS);
             let detail = match self.client.call(&call.provider_call_id).await {
                 Ok(detail) => detail,
+                // The provider no longer knows it, or never reported an end after it was
+                // stopped: settled without its result, so the reservation is released.
+                Err(CallProvError::Refused { status: 404, .. }) => {
+                    self.abandon(&call, "result_unavailable", pass).await?;
+                    continue;
+                }
                 Err(error) => {
                     tracing::warn!(%error, "reading a running call failed; retried next pass");
                     pass.provider_errors += 1;
+                    if abandoned {
+                        self.abandon(&call, "result_unavailable", pass).await?;
+                    }
                     continue;
                 }
             };
             if let Some(result) = result_of(&detail) {
                 let settled = self.store.settle_call_result(&result, self.notify).await?;
                 Self::count(pass, settled);
-            } else if !call.terminated && now.duration_since(call.dispatched_at).as_secs() > limit {
+            } else if abandoned {
+                self.abandon(&call, "result_unavailable", pass).await?;
+            } else if call.terminated_at.is_none() && now.duration_since(call.dispatched_at).as_secs() > limit {
                 match self.client.stop(&call.provider_call_id).await {
                     Ok(()) => {
                         self.store.mark_terminated(call.id).await?;
@@ -311,6 +382,13 @@ impl CallWorker {
                     }
                 }
             }
+        }
+        Ok(())
+    }
+
+    async fn abandon(&self, call: &store::RunningCall, failure: &'static str, pass: &mut Pass) -> anyhow::Result<()> {
+        if self.store.abandon_call(call.id, failure, self.notify).await? {
+            pass.abandoned += 1;
         }
         Ok(())
     }

@@ -93,15 +93,19 @@ impl CallTools {
     }
 
     /// `calls.place`'s arguments as recorded: the model's, with the current revision pinned
-    /// (whatever the model put there is replaced). Other tools' arguments are unchanged; so
-    /// are these when the configuration cannot be read (the call is then refused before
-    /// approval, by [`CallTools::check_arguments`]).
+    /// (whatever the model put there is removed first). Other tools' arguments are unchanged.
+    /// When the configuration cannot be read no revision is pinned, and the call is refused
+    /// before approval by [`CallTools::check_arguments`].
     pub fn pin(&self, tool: &str, arguments: &Value) -> Value {
         let mut arguments = arguments.clone();
         if tool == PLACE
-            && let (Ok(config), Some(object)) = (self.configuration(), arguments.as_object_mut())
+            && let Some(object) = arguments.as_object_mut()
         {
-            object.insert(REVISION.into(), json!(config.revision().as_str()));
+            // Never the model's own: the current revision, or none (refused before approval).
+            object.remove(REVISION);
+            if let Ok(config) = self.configuration() {
+                object.insert(REVISION.into(), json!(config.revision().as_str()));
+            }
         }
         arguments
     }

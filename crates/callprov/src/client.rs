@@ -27,8 +27,9 @@ const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// Why a provider request did not give an answer.
 #[derive(Debug, thiserror::Error)]
 pub enum CallProvError {
-    /// The provider answered and refused: nothing happened.
-    #[error("the call provider refused the request ({status}): {message}")]
+    /// The provider answered and refused: nothing happened. `message` is the provider's own
+    /// words, which may echo a number: never shown in logs (the status is).
+    #[error("the call provider refused the request (status {status})")]
     Refused { status: u16, message: String },
     /// The request may or may not have taken effect (no answer, a server error, an unreadable
     /// answer to a dispatch). A dispatch in this state is reconciled from history, never resent.
@@ -37,7 +38,7 @@ pub enum CallProvError {
     /// The request never left (connection refused, DNS): nothing happened.
     #[error("the call provider is unreachable: {0}")]
     Unreachable(String),
-    /// The provider answered with something this client cannot read.
+    /// The provider answered with something this client cannot read (where, never what).
     #[error("the call provider's answer is not readable: {0}")]
     Malformed(String),
     #[error("{0}")]
@@ -128,6 +129,17 @@ impl HistoryEntry {
 struct History {
     #[serde(default)]
     calls: Vec<HistoryEntry>,
+}
+
+/// An answer of the wrong shape, described by where and what kind of mismatch, never by the
+/// value (which may be a transcript).
+fn unreadable(error: serde_json::Error) -> CallProvError {
+    CallProvError::Malformed(format!(
+        "{:?} mismatch at line {}, column {}",
+        error.classify(),
+        error.line(),
+        error.column()
+    ))
 }
 
 /// The provider client.
@@ -245,7 +257,7 @@ impl Client {
         let value = self
             .request(Method::GET, &format!("/v1/calls/{}", encode(call_id)), None)
             .await?;
-        serde_json::from_value(value).map_err(|error| CallProvError::Malformed(error.to_string()))
+        serde_json::from_value(value).map_err(unreadable)
     }
 
     /// Calls to `to` created on or after `since` (an RFC 3339 date or time), newest first.
@@ -256,8 +268,7 @@ impl Client {
             encode(since)
         );
         let value = self.request(Method::GET, &path, None).await?;
-        let history: History =
-            serde_json::from_value(value).map_err(|error| CallProvError::Malformed(error.to_string()))?;
+        let history: History = serde_json::from_value(value).map_err(unreadable)?;
         Ok(history.calls)
     }
 

@@ -43,8 +43,12 @@ pub struct Endpoint {
 
 fn is_loopback_http(url: &str) -> bool {
     url.strip_prefix("http://").is_some_and(|rest| {
-        let host = rest.split(['/', '?']).next().unwrap_or_default();
-        let host = host.rsplit_once(':').map_or(host, |(host, _)| host);
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+        // `user@host` would send the key elsewhere: no userinfo at all.
+        if authority.contains('@') {
+            return false;
+        }
+        let host = authority.rsplit_once(':').map_or(authority, |(host, _)| host);
         matches!(host, "127.0.0.1" | "localhost" | "[::1]")
     })
 }

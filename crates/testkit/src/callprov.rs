@@ -353,6 +353,43 @@ impl FakeCallProvider {
         call["summary"] = json!(summary);
     }
 
+    /// Forgets a call, as a provider that purged it: its detail answers 404 from now on.
+    pub fn forget(&self, call_id: &str) {
+        self.shared
+            .inner
+            .lock()
+            .expect("lock")
+            .calls
+            .retain(|call| call["call_id"] != call_id);
+    }
+
+    /// An inbound call from `from` to `to` still in progress; returns its id ([`Self::finish`]
+    /// ends it).
+    pub fn inbound_call_running(&self, from: &str, to: &str) -> String {
+        let mut inner = self.shared.inner.lock().expect("lock");
+        let call_id = format!("call-{}", uuid::Uuid::new_v4());
+        inner.calls.push(json!({
+            "call_id": call_id,
+            "to": to,
+            "from": from,
+            "inbound": true,
+            "completed": false,
+            "status": "in-progress",
+            "created_at": timestamp(0),
+            "transcripts": [],
+        }));
+        call_id
+    }
+
+    /// Reports an ended call as running again (a provider that lost its end).
+    pub fn reopen(&self, call_id: &str) {
+        let mut inner = self.shared.inner.lock().expect("lock");
+        if let Some(call) = inner.calls.iter_mut().find(|call| call["call_id"] == call_id) {
+            call["completed"] = json!(false);
+            call["status"] = json!("in-progress");
+        }
+    }
+
     /// Marks a dispatched call as answered and still running.
     pub fn answer(&self, call_id: &str) {
         let mut inner = self.shared.inner.lock().expect("lock");

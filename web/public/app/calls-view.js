@@ -51,7 +51,7 @@ function Detail({ call }) {
         call.transcript.length > 0 &&
         html`<h3>Transcript</h3>
           <ol class="call-transcript" aria-label="Transcript" tabindex="0">${call.transcript.map(
-            (turn, index) => html`<li key=${index} class=${`turn ${turn.speaker}`}><strong>${turn.speaker === "assistant" ? "Steward" : "Caller"}</strong> ${turn.text}</li>`,
+            (turn, index) => html`<li key=${index} class=${`turn ${turn.speaker}`}><strong>${turn.speaker === "assistant" ? "Steward" : summary.direction === "inbound" ? "Caller" : "Recipient"}</strong> ${turn.text}</li>`,
           )}</ol>`}`}
     <div class="controls">
       ${summary.state === "approved" &&

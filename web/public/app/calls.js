@@ -32,11 +32,24 @@ function settle(failure) {
   }
 }
 
+/** The most pages of 100 calls the list follows. */
+const MAX_PAGES = 10;
+
 export async function loadCalls() {
   if (!offered()) return;
   try {
-    const page = await api("GET", "/v1/calls?limit=100");
-    list.value = page.calls;
+    /** @type {CallSummary[]} */
+    const all = [];
+    /** @type {string | null} */
+    let cursor = null;
+    for (let page = 0; page < MAX_PAGES; page += 1) {
+      const query = cursor ? `?limit=100&cursor=${encodeURIComponent(cursor)}` : "?limit=100";
+      const read = await api("GET", `/v1/calls${query}`);
+      all.push(...read.calls);
+      cursor = read.next_cursor;
+      if (!cursor) break;
+    }
+    list.value = all;
     error.value = null;
   } catch (failure) {
     settle(failure);

@@ -3,7 +3,7 @@
 // question card (or, for a finished call, opens the call in Calls), and acknowledges it. A server without the routes (404) hides all of it.
 import { signal } from "../vendor/signals-core.mjs";
 import { api, ApiError, describe, holds, onForget } from "./api.js";
-import { openCall } from "./calls.js";
+import { loadCalls, openCall } from "./calls.js";
 import { onReconciled, select, focusCard, sessions } from "./chat.js";
 import { showingMain, view } from "./shell.js";
 
@@ -55,6 +55,7 @@ export async function openNotification(notification, showEmail) {
     // A finished call opens in Calls, read from the server (the notification says nothing of it).
     view.value = "calls";
     showingMain.value = true;
+    loadCalls();
     openCall(call);
   } else if (session) {
     const draft = approval ? await sendingDraft(session) : null;

@@ -212,16 +212,23 @@ async fn the_record_and_its_notification_commit_together_or_not_at_all() {
         .provider
         .inbound_call("+15559990000", NUMBER, &[("user", "Hi")], "A short call.");
     setup.receipt(&call_id).await;
+    let outbound = reserved(setup.reserve(&setup.revision()).await);
     let error = setup
         .worker
         .pass(Timestamp::now())
         .await
         .expect_err("the notification is refused");
+    assert_eq!(
+        setup.state(outbound).await.0,
+        "dispatched",
+        "the other stages ran all the same"
+    );
     assert!(format!("{error:#}").contains("permission denied"), "{error:#}");
-    let calls: i64 = sqlx::query_scalar("SELECT count(*) FROM call_records WHERE kind = 'call'")
-        .fetch_one(&setup.db.pool)
-        .await
-        .expect("count");
+    let calls: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM call_records WHERE kind = 'call' AND direction = 'inbound'")
+            .fetch_one(&setup.db.pool)
+            .await
+            .expect("count");
     assert_eq!(calls, 0, "no record without its notification");
     assert_eq!(setup.worker.store.receipts_due(10).await.expect("due").len(), 1);
 
@@ -552,4 +559,63 @@ fn the_binary_refuses_model_keys_the_owner_bearer_scopes_and_inline_keys() {
             "the value is never repeated: {stderr}"
         );
     }
+}
+
+#[tokio::test]
+async fn an_inbound_call_still_running_at_its_only_delivery_is_recorded_when_it_ends() {
+    let setup = setup(true).await;
+    let call_id = setup.provider.inbound_call_running("+15559990000", NUMBER);
+    setup.receipt(&call_id).await;
+    let pass = setup.pass(Timestamp::now()).await;
+    assert_eq!((pass.pending, pass.recorded), (1, 0), "{pass:?}");
+    setup
+        .provider
+        .finish(&call_id, &[("user", "It's Sam again")], "Sam called back.");
+    // No second delivery: the receipt is looked at again on the next pass.
+    let pass = setup.pass(Timestamp::now()).await;
+    assert_eq!((pass.recorded, pass.notified), (1, 1), "{pass:?}");
+    assert_eq!(setup.pass(Timestamp::now()).await, Pass::default(), "settled once");
+}
+
+#[tokio::test]
+async fn a_dispatched_call_the_provider_lost_is_settled_without_its_result_and_frees_the_reservation() {
+    let setup = setup(false).await;
+    let id = reserved(setup.reserve(&setup.revision()).await);
+    setup.pass(Timestamp::now()).await;
+    let (state, _, provider_call_id) = setup.state(id).await;
+    assert_eq!(state, "dispatched");
+    setup.provider.forget(&provider_call_id.expect("the provider's id"));
+    let pass = setup.pass(Timestamp::now()).await;
+    assert_eq!(pass.abandoned, 1, "{pass:?}");
+    let (state, failure): (String, Option<String>) =
+        sqlx::query_as("SELECT state, failure FROM call_records WHERE id = $1")
+            .bind(id)
+            .fetch_one(&setup.db.pool)
+            .await
+            .expect("the call");
+    assert_eq!(
+        (state.as_str(), failure.as_deref()),
+        ("finished", Some("result_unavailable"))
+    );
+    reserved(setup.reserve(&setup.revision()).await);
+    assert_eq!(setup.dispatches(), 1, "never redialled");
+}
+
+#[tokio::test]
+async fn a_stopped_call_the_provider_never_reports_ended_is_let_go_after_ten_minutes() {
+    let setup = setup(false).await;
+    let id = reserved(setup.reserve(&setup.revision()).await);
+    setup.pass(Timestamp::now()).await;
+    let provider_call_id = setup.state(id).await.2.expect("dispatched");
+    setup.provider.answer(&provider_call_id);
+    let late = Timestamp::now() + SignedDuration::from_mins(7);
+    assert_eq!(setup.pass(late).await.terminated, 1);
+    // The stand-in's stop ended the call; it reports it running again, as a provider that lost
+    // the end would.
+    setup.provider.reopen(&provider_call_id);
+    let pass = setup.pass(Timestamp::now() + SignedDuration::from_mins(5)).await;
+    assert_eq!(pass.abandoned, 0, "{pass:?}");
+    let pass = setup.pass(Timestamp::now() + SignedDuration::from_mins(11)).await;
+    assert_eq!(pass.abandoned, 1, "{pass:?}");
+    assert_eq!(setup.state(id).await.0, "finished");
 }

@@ -212,6 +212,37 @@ async fn deleting_a_call_redacts_what_it_left_in_conversations_and_keeps_the_own
         "the reply quotes the call: {reply}"
     );
 
+    // While a run of a conversation the call entered is active, the call cannot be deleted.
+    let run = stack
+        .submit(&session, "/ask Shall I tell Sam about Tuesday at 10?")
+        .await;
+    stack.wait_for(&run, &["waiting_input"]).await;
+    let refused = stack
+        .request(reqwest::Method::DELETE, &format!("/v1/calls/{placed}"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(refused.status(), 409);
+    let events = stack.events(&session).await;
+    let question = events
+        .iter()
+        .find(|(kind, _)| kind == "question.asked")
+        .and_then(|(_, payload)| payload["question_id"].as_str())
+        .expect("the question")
+        .to_owned();
+    let answered = stack
+        .request(reqwest::Method::POST, &format!("/v1/runs/{run}/input"))
+        .json(&json!({ "question_id": question, "text": "No" }))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(answered.status(), 200);
+    stack.completes(&run).await;
+    let run = stack
+        .submit(&session, "/tool notes.list {\"about\": \"Tuesday at 10\"}")
+        .await;
+    stack.completes(&run).await;
+
     let deleted = stack
         .request(reqwest::Method::DELETE, &format!("/v1/calls/{placed}"))
         .send()
@@ -240,12 +271,22 @@ async fn deleting_a_call_redacts_what_it_left_in_conversations_and_keeps_the_own
         "another call's row stays: {text}"
     );
     assert!(text.contains(store::REDACTED_REPLY));
+    let asked = events
+        .iter()
+        .find(|(kind, _)| kind == "question.asked")
+        .map(|(_, payload)| payload["text"].clone())
+        .expect("the question");
+    assert_eq!(asked, json!(store::REDACTED_REPLY), "a later question is redacted too");
+    assert!(
+        !text.contains("\"about\":\"Tuesday at 10\""),
+        "a later proposed call's arguments too: {text}"
+    );
     let owner_messages: Vec<&Value> = events
         .iter()
         .filter(|(kind, _)| kind == "user.message.created")
         .map(|(_, payload)| payload)
         .collect();
-    assert_eq!(owner_messages.len(), 2);
+    assert_eq!(owner_messages.len(), 4);
     assert!(
         owner_messages[0].to_string().contains("Confirm the delivery window"),
         "the owner's message is kept"
@@ -254,4 +295,18 @@ async fn deleting_a_call_redacts_what_it_left_in_conversations_and_keeps_the_own
         .scalar("SELECT jsonb_agg(result ORDER BY created_at) FROM tool_invocations WHERE tool LIKE 'calls.%'")
         .await;
     assert!(!results.to_string().contains(&placed.to_string()), "{results}");
+}
+
+#[tokio::test]
+async fn a_revision_the_model_supplies_is_replaced_by_the_current_one() {
+    let (stack, path) = stack().await;
+    let session = stack.session().await;
+    let forged = "f".repeat(64);
+    let brief =
+        format!(r#"{{"to": "+15557654321", "purpose": "p", "may_say": "m", "configuration_revision": "{forged}"}}"#);
+    let run = stack.submit(&session, &format!("/tool calls.place {brief}")).await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let approval = stack.pending_approvals(&session).await.remove(0);
+    let shown = approval.to_string();
+    assert!(shown.contains(&revision(&path)) && !shown.contains(&forged), "{shown}");
 }

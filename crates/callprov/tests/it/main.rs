@@ -220,6 +220,10 @@ async fn a_wrong_key_is_refused_and_the_key_never_shows() {
     let error = Client::new(endpoint).call("call-1").await.expect_err("refused");
     assert!(matches!(error, CallProvError::Refused { status: 401, .. }), "{error:?}");
     assert!(!error.to_string().contains("another-key"));
+    assert!(
+        !error.to_string().contains("invalid api key"),
+        "the provider's words (which may echo a number) stay out of the message: {error}"
+    );
 }
 
 #[test]
@@ -245,6 +249,20 @@ fn the_endpoint_refuses_inline_keys_plain_http_and_missing_files() {
             })
         ),
         "{inline:?}"
+    );
+    let userinfo = read(&[
+        ("CALLPROV_BASE_URL", "http://localhost:1@evil.example/"),
+        ("CALLPROV_API_KEY_FILE", &key),
+    ]);
+    assert!(
+        matches!(
+            userinfo,
+            Err(KeyError::Invalid {
+                variable: "CALLPROV_BASE_URL",
+                ..
+            })
+        ),
+        "{userinfo:?}"
     );
     let plain = read(&[
         ("CALLPROV_BASE_URL", "http://p.example"),

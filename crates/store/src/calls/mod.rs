@@ -173,8 +173,9 @@ impl Store {
         }
     }
 
-    /// Deletes a call: refused while it is in progress or while a run that touched it (its own
-    /// session's, or one whose call tool named it) has not ended. The transcript, summary and
+    /// Deletes a call: refused while it is in progress, while a run is active in a conversation
+    /// it entered (its own, or one where a call tool's result named it), or while a call tool
+    /// of an active run has not settled. The transcript, summary and
     /// brief go at once; the record stays hidden so the call worker can redact what was derived
     /// from it.
     pub async fn delete_call(&self, principal: &PrincipalId, id: Uuid) -> Result<DeleteCall> {
@@ -200,10 +201,15 @@ impl Store {
                          SELECT 1 FROM runs r
                          WHERE r.state IN ('queued', 'running', 'waiting_approval', 'waiting_input')
                            AND (r.session_id = (SELECT session_id FROM call_records WHERE id = $1)
+                                -- A conversation the call entered (by a call tool's result, in
+                                -- any of its runs) is using it while a run of it is active.
                                 OR EXISTS (SELECT 1 FROM tool_invocations t
-                                           WHERE t.run_id = r.id AND t.tool LIKE 'calls.%'
-                                             AND (t.arguments::text LIKE '%' || $1::text || '%'
-                                                  OR t.result::text LIKE '%' || $1::text || '%'))))",
+                                           WHERE t.session_id = r.session_id AND t.tool LIKE 'calls.%'
+                                             AND (strpos(t.arguments::text, $1::text) > 0
+                                                  OR strpos(t.result::text, $1::text) > 0))
+                                -- A call tool of the run not yet settled may be reading it now.
+                                OR EXISTS (SELECT 1 FROM tool_invocations t
+                                           WHERE t.run_id = r.id AND t.tool LIKE 'calls.%' AND t.result IS NULL)))",
                 )
                 .bind(id)
                 .fetch_one(&mut *conn)

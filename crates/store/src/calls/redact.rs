@@ -3,18 +3,25 @@
 //!
 //! Derived from a call are: the results of the call tools that carried it (`calls.list` rows
 //! name it: that row is removed from the list; `calls.place` named it: the result is replaced),
-//! in the invocation and in its `tool.result` event alike; and every reply the model generated
-//! later in that conversation, once the call had entered its context (its text is replaced).
-//! The owner's own messages stay, and so do the records of actions already taken (a later tool
-//! call's arguments are the audit of what was done).
+//! in the invocation and in its `tool.result` event alike; and everything the model generated
+//! later in that conversation, once the call had entered its context: its replies' text, the
+//! arguments of the tool calls it proposed, and the questions it asked (in the events, which
+//! are the conversation and the model's context). The owner's own messages stay, and so do the
+//! records of actions already taken (a tool invocation's arguments, an approval's, a note that
+//! was written: the audit of what was done).
 
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::{Result, Store};
 
-/// The text a redacted reply reads.
+/// The text a redacted reply (or question) reads.
 pub const REDACTED_REPLY: &str = "[Redacted: this reply came after a call that was deleted.]";
+
+/// The arguments a redacted proposed tool call shows.
+fn redacted_arguments() -> Value {
+    json!({ "redacted": "proposed after a call that was deleted" })
+}
 
 /// What erasing one call redacted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -94,9 +101,29 @@ impl Store {
                     redaction.tool_results += 1;
                     if let Some(seq) = first {
                         redaction.replies += sqlx::query(
-                            "UPDATE events SET payload = jsonb_set(payload, '{text}', to_jsonb($3::text))
+                            "UPDATE events SET payload = jsonb_set(
+                                 CASE WHEN COALESCE(payload->>'text', '') = '' THEN payload
+                                      ELSE jsonb_set(payload, '{text}', to_jsonb($3::text)) END,
+                                 '{tool_calls}',
+                                 COALESCE((SELECT jsonb_agg(jsonb_set(c, '{arguments}', $4) ORDER BY n)
+                                           FROM jsonb_array_elements(payload->'tool_calls') WITH ORDINALITY AS e(c, n)),
+                                          '[]'::jsonb))
                              WHERE session_id = $1 AND kind = 'assistant.message' AND seq > $2
-                               AND payload->>'text' IS DISTINCT FROM $3 AND payload->>'text' <> ''",
+                               AND (COALESCE(payload->>'text', '') NOT IN ('', $3)
+                                    OR EXISTS (SELECT 1 FROM jsonb_array_elements(payload->'tool_calls') AS c
+                                               WHERE c->'arguments' IS DISTINCT FROM $4))",
+                        )
+                        .bind(session)
+                        .bind(seq)
+                        .bind(REDACTED_REPLY)
+                        .bind(redacted_arguments())
+                        .execute(&mut *conn)
+                        .await?
+                        .rows_affected();
+                        redaction.replies += sqlx::query(
+                            "UPDATE events SET payload = jsonb_set(payload, '{text}', to_jsonb($3::text))
+                             WHERE session_id = $1 AND kind = 'question.asked' AND seq > $2
+                               AND payload->>'text' IS DISTINCT FROM $3",
                         )
                         .bind(session)
                         .bind(seq)

@@ -83,11 +83,19 @@ pub struct RunningCall {
     pub id: Uuid,
     pub provider_call_id: String,
     pub dispatched_at: Timestamp,
-    pub terminated: bool,
+    /// When the call worker ended it, if it did.
+    pub terminated_at: Option<Timestamp>,
 }
 
 /// An approved call as claimed: (id, counterpart, brief, revision).
 type DueRecord = (Uuid, Option<String>, Option<Value>, Option<String>);
+/// A dispatched call as read: (id, provider's id, dispatched, terminated).
+type RunningRecord = (
+    Uuid,
+    Option<String>,
+    Option<jiff_sqlx::Timestamp>,
+    Option<jiff_sqlx::Timestamp>,
+);
 
 async fn notify_finished(conn: &mut sqlx::PgConnection, call: Uuid) -> Result<()> {
     sqlx::query(
@@ -123,7 +131,9 @@ async fn settle_call(conn: &mut sqlx::PgConnection, result: &CallResult, notify:
                     "UPDATE call_records SET state = 'finished', provider_call_id = $1, transcript = $3, summary = $4,
                         answered_by = $5, duration_seconds = $6, finished_at = now(), updated_at = now()
                  WHERE kind = 'call' AND direction = 'outbound'
-                   AND state IN ('dispatching', 'uncertain', 'dispatched')
+                   AND (state IN ('dispatching', 'uncertain', 'dispatched')
+                        -- Reconciliation gave up on it, yet the provider placed it after all.
+                        OR (state = 'not_placed' AND failure = 'not_found_at_provider'))
                    AND (provider_call_id = $1 OR id = $2)
                  RETURNING id",
                 )
@@ -267,6 +277,32 @@ impl Store {
         Ok(())
     }
 
+    /// Settles a dispatched call whose result the provider will never give (it no longer knows
+    /// the call, or it did not report an end long after the call was stopped): finished, with
+    /// `failure` and no transcript, and the reservation released.
+    pub async fn abandon_call(&self, id: Uuid, failure: &'static str, notify: bool) -> Result<bool> {
+        self.transaction(
+            async |conn| {
+                let settled = sqlx::query(
+                    "UPDATE call_records SET state = 'finished', failure = $2, finished_at = now(), updated_at = now()
+                     WHERE id = $1 AND kind = 'call' AND state = 'dispatched'",
+                )
+                .bind(id)
+                .bind(failure)
+                .execute(&mut *conn)
+                .await?
+                .rows_affected()
+                    == 1;
+                if settled && notify {
+                    notify_finished(conn, id).await?;
+                }
+                Ok(settled)
+            },
+            |_| true,
+        )
+        .await
+    }
+
     /// Dispatches journaled longer than `seconds` ago whose worker never recorded the outcome
     /// (it crashed mid-request) become uncertain.
     pub async fn orphaned_dispatches(&self, seconds: f64) -> Result<u64> {
@@ -303,8 +339,8 @@ impl Store {
 
     /// Dispatched outbound calls not yet settled.
     pub async fn running_calls(&self, limit: i64) -> Result<Vec<RunningCall>> {
-        let rows: Vec<(Uuid, Option<String>, Option<jiff_sqlx::Timestamp>, bool)> = sqlx::query_as(
-            "SELECT id, provider_call_id, dispatched_at, terminated_at IS NOT NULL FROM call_records
+        let rows: Vec<RunningRecord> = sqlx::query_as(
+            "SELECT id, provider_call_id, dispatched_at, terminated_at FROM call_records
              WHERE kind = 'call' AND state = 'dispatched' ORDER BY dispatched_at LIMIT $1",
         )
         .bind(limit)
@@ -312,12 +348,12 @@ impl Store {
         .await?;
         Ok(rows
             .into_iter()
-            .filter_map(|(id, provider_call_id, at, terminated)| {
+            .filter_map(|(id, provider_call_id, at, terminated_at)| {
                 Some(RunningCall {
                     id,
                     provider_call_id: provider_call_id?,
                     dispatched_at: timestamp(at?),
-                    terminated,
+                    terminated_at: terminated_at.map(timestamp),
                 })
             })
             .collect())
