@@ -29,7 +29,8 @@ ALTER TABLE call_records
     ADD COLUMN answered_by      text,
     ADD COLUMN duration_seconds integer CHECK (duration_seconds >= 0),
     -- Why an outbound call was not placed (a stable code, no content).
-    ADD COLUMN failure          text,
+    ADD COLUMN failure          text CHECK (failure IN ('refused', 'revision_changed', 'configuration_missing',
+                                                        'brief_invalid', 'not_found_at_provider', 'result_unavailable')),
     ADD COLUMN dispatched_at    timestamptz,
     ADD COLUMN finished_at      timestamptz,
     ADD COLUMN terminated_at    timestamptz,

@@ -149,6 +149,9 @@ export type CallBrief = {
 /** Which way a call went. */
 export type CallDirection = "inbound" | "outbound";
 
+/** Why an outbound call was not placed, or was settled without its result. */
+export type CallFailure = "refused" | "revision_changed" | "configuration_missing" | "brief_invalid" | "not_found_at_provider" | "result_unavailable";
+
 /** `GET /v1/calls`: newest first. */
 export type CallPage = {
   calls: CallSummary[];
@@ -173,11 +176,7 @@ export type CallSummary = {
   duration_seconds?: number | null;
   /** The transcript and summary were removed 30 days after the call ended. */
   expired: boolean;
-  /**
-   * Why an outbound call was not placed: `refused`, `revision_changed`,
-   * `configuration_missing`, `brief_invalid` or `not_found_at_provider`.
-   */
-  failure?: string | null;
+  failure?: null | CallFailure;
   finished_at?: string | null;
   state: CallState;
 };

@@ -27,7 +27,7 @@ use std::path::PathBuf;
 
 use callprov::client::CallProvError;
 use callprov::{Brief, CallDetail, Client};
-use domain::call::CallDirection;
+use domain::call::{CallDirection, CallFailure};
 use jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
 use store::{CallResult, DispatchOutcome, ReceiptDue, Settled, Store};
@@ -243,7 +243,7 @@ impl CallWorker {
                     .record_dispatch(
                         due.id,
                         &DispatchOutcome::NotPlaced {
-                            failure: "configuration_missing",
+                            failure: CallFailure::ConfigurationMissing,
                         },
                     )
                     .await?;
@@ -256,7 +256,7 @@ impl CallWorker {
                 .record_dispatch(
                     due.id,
                     &DispatchOutcome::NotPlaced {
-                        failure: "revision_changed",
+                        failure: CallFailure::RevisionChanged,
                     },
                 )
                 .await?;
@@ -270,7 +270,7 @@ impl CallWorker {
                     .record_dispatch(
                         due.id,
                         &DispatchOutcome::NotPlaced {
-                            failure: "brief_invalid",
+                            failure: CallFailure::BriefInvalid,
                         },
                     )
                     .await?;
@@ -288,7 +288,9 @@ impl CallWorker {
             }
             Err(CallProvError::Refused { .. } | CallProvError::Unreachable(_)) => {
                 pass.not_placed += 1;
-                DispatchOutcome::NotPlaced { failure: "refused" }
+                DispatchOutcome::NotPlaced {
+                    failure: CallFailure::Refused,
+                }
             }
             Err(error) => {
                 tracing::warn!(%error, "an outbound call's dispatch is uncertain; reconciling, never redialling");
@@ -324,7 +326,7 @@ impl CallWorker {
                 },
                 None if now.duration_since(call.dispatched_at).as_secs() >= RECONCILE_WINDOW_SECONDS => {
                     DispatchOutcome::NotPlaced {
-                        failure: "not_found_at_provider",
+                        failure: CallFailure::NotFoundAtProvider,
                     }
                 }
                 None => continue,
@@ -353,14 +355,14 @@ impl CallWorker {
                 // The provider no longer knows it, or never reported an end after it was
                 // stopped: settled without its result, so the reservation is released.
                 Err(CallProvError::Refused { status: 404, .. }) => {
-                    self.abandon(&call, "result_unavailable", pass).await?;
+                    self.abandon(&call, CallFailure::ResultUnavailable, pass).await?;
                     continue;
                 }
                 Err(error) => {
                     tracing::warn!(%error, "reading a running call failed; retried next pass");
                     pass.provider_errors += 1;
                     if abandoned {
-                        self.abandon(&call, "result_unavailable", pass).await?;
+                        self.abandon(&call, CallFailure::ResultUnavailable, pass).await?;
                     }
                     continue;
                 }
@@ -369,7 +371,7 @@ impl CallWorker {
                 let settled = self.store.settle_call_result(&result, self.notify).await?;
                 Self::count(pass, settled);
             } else if abandoned {
-                self.abandon(&call, "result_unavailable", pass).await?;
+                self.abandon(&call, CallFailure::ResultUnavailable, pass).await?;
             } else if call.terminated_at.is_none() && now.duration_since(call.dispatched_at).as_secs() > limit {
                 match self.client.stop(&call.provider_call_id).await {
                     Ok(()) => {
@@ -386,7 +388,7 @@ impl CallWorker {
         Ok(())
     }
 
-    async fn abandon(&self, call: &store::RunningCall, failure: &'static str, pass: &mut Pass) -> anyhow::Result<()> {
+    async fn abandon(&self, call: &store::RunningCall, failure: CallFailure, pass: &mut Pass) -> anyhow::Result<()> {
         if self.store.abandon_call(call.id, failure, self.notify).await? {
             pass.abandoned += 1;
         }

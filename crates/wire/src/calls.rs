@@ -3,7 +3,7 @@
 //! summary are the owner's only, and are gone once the record expired (30 days after the call
 //! ended) or the owner deleted it.
 
-pub use domain::call::{CallDirection, CallState};
+pub use domain::call::{CallDirection, CallFailure, CallState};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
@@ -37,9 +37,8 @@ pub struct CallSummary {
     #[schema(value_type = Option<String>, format = DateTime)]
     pub finished_at: Option<jiff::Timestamp>,
     pub duration_seconds: Option<i32>,
-    /// Why an outbound call was not placed: `refused`, `revision_changed`,
-    /// `configuration_missing`, `brief_invalid` or `not_found_at_provider`.
-    pub failure: Option<String>,
+    /// Why an outbound call was not placed, or was settled without its result.
+    pub failure: Option<CallFailure>,
     /// The transcript and summary were removed 30 days after the call ended.
     pub expired: bool,
 }

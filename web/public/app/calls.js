@@ -120,6 +120,7 @@ export const FAILURE_WORDS = {
   configuration_missing: "the call settings could not be read",
   brief_invalid: "the brief could not be placed",
   not_found_at_provider: "the call provider has no record of it",
+  result_unavailable: "the call provider lost its result",
 };
 
 /** A call's one-line title. @param {CallSummary} call */

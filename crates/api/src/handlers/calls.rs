@@ -47,7 +47,7 @@ fn summary(row: &CallRow) -> CallSummary {
         dispatched_at: row.dispatched_at,
         finished_at: row.finished_at,
         duration_seconds: row.duration_seconds,
-        failure: row.failure.clone(),
+        failure: row.failure,
         expired: row.expired_at.is_some(),
     }
 }

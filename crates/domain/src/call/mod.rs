@@ -47,6 +47,24 @@ names! {
     }
 }
 
+names! {
+    /// Why an outbound call was not placed, or was settled without its result.
+    CallFailure ("call failure") {
+        /// The provider refused the dispatch, or could not be reached.
+        Refused => "refused",
+        /// The call configuration changed after the brief was approved.
+        RevisionChanged => "revision_changed",
+        /// The call configuration could not be read.
+        ConfigurationMissing => "configuration_missing",
+        /// The stored brief could not be placed.
+        BriefInvalid => "brief_invalid",
+        /// Reconciliation found no trace of an uncertain dispatch.
+        NotFoundAtProvider => "not_found_at_provider",
+        /// The provider lost the call's result.
+        ResultUnavailable => "result_unavailable",
+    }
+}
+
 impl CallState {
     /// Whether the call holds the outbound reservation.
     pub fn reserves(self) -> bool {

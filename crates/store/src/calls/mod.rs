@@ -7,7 +7,7 @@ mod redact;
 mod reserve;
 mod settle;
 
-use domain::call::{CallDirection, CallState};
+use domain::call::{CallDirection, CallFailure, CallState};
 use domain::ids::PrincipalId;
 use jiff::Timestamp;
 use serde_json::Value;
@@ -17,7 +17,7 @@ pub use redact::{REDACTED_REPLY, Redaction};
 pub use reserve::Reserve;
 pub use settle::{CallResult, DispatchOutcome, OutboundDue, ReceiptDue, RunningCall, Settled, UncertainCall};
 
-use crate::{Result, Store, named, timestamp};
+use crate::{Result, Store, named, named_optional, timestamp};
 
 /// A call as the owner sees it. The transcript and summary are gone once the record expired.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,7 +36,7 @@ pub struct CallRow {
     pub summary: Option<String>,
     pub answered_by: Option<String>,
     pub duration_seconds: Option<i32>,
-    pub failure: Option<String>,
+    pub failure: Option<CallFailure>,
     pub created_at: Timestamp,
     pub dispatched_at: Option<Timestamp>,
     pub finished_at: Option<Timestamp>,
@@ -80,7 +80,7 @@ impl CallRecord {
             summary: self.summary,
             answered_by: self.answered_by,
             duration_seconds: self.duration_seconds,
-            failure: self.failure,
+            failure: named_optional(self.failure)?,
             created_at: timestamp(self.received_at),
             dispatched_at: self.dispatched_at.map(timestamp),
             finished_at: self.finished_at.map(timestamp),

@@ -2,7 +2,7 @@
 //! notification in the same transaction), the outbound dispatch journal, reconciliation of
 //! uncertain dispatches, the calls still running, and expiry.
 
-use domain::call::{CallDirection, RETENTION_DAYS};
+use domain::call::{CallDirection, CallFailure, RETENTION_DAYS};
 use jiff::Timestamp;
 use serde_json::Value;
 use uuid::Uuid;
@@ -62,9 +62,8 @@ pub struct OutboundDue {
 pub enum DispatchOutcome {
     /// The provider accepted it (accepted, not answered).
     Accepted { provider_call_id: String },
-    /// It was not placed; `failure` is a stable code (`refused`, `revision_changed`,
-    /// `not_found_at_provider`, `configuration_missing`).
-    NotPlaced { failure: &'static str },
+    /// It was not placed, and why.
+    NotPlaced { failure: CallFailure },
     /// Its outcome is unknown: reconciled from history, never redialled.
     Uncertain,
 }
@@ -266,7 +265,7 @@ impl Store {
                  WHERE id = $1 AND state IN ('dispatching', 'uncertain')",
             )
             .bind(id)
-            .bind(*failure),
+            .bind(failure.as_str()),
             DispatchOutcome::Uncertain => sqlx::query(
                 "UPDATE call_records SET state = 'uncertain', updated_at = now()
                  WHERE id = $1 AND state = 'dispatching'",
@@ -280,7 +279,7 @@ impl Store {
     /// Settles a dispatched call whose result the provider will never give (it no longer knows
     /// the call, or it did not report an end long after the call was stopped): finished, with
     /// `failure` and no transcript, and the reservation released.
-    pub async fn abandon_call(&self, id: Uuid, failure: &'static str, notify: bool) -> Result<bool> {
+    pub async fn abandon_call(&self, id: Uuid, failure: CallFailure, notify: bool) -> Result<bool> {
         self.transaction(
             async |conn| {
                 let settled = sqlx::query(
@@ -288,7 +287,7 @@ impl Store {
                      WHERE id = $1 AND kind = 'call' AND state = 'dispatched'",
                 )
                 .bind(id)
-                .bind(failure)
+                .bind(failure.as_str())
                 .execute(&mut *conn)
                 .await?
                 .rows_affected()
