@@ -1,12 +1,21 @@
-//! Calling in the local stacks (`cargo xtask e2e`, `cargo xtask contract`): a reviewed call
-//! configuration written to the stack's directory, and the variables that turn calling on for
-//! every role with it. (The call worker and the provider stand-in are not started here: a
-//! placed call stays approved until a call worker places it.)
+//! Calling in the local stacks. Every stack (`cargo xtask dev --demo-calls`, `cargo xtask e2e`,
+//! `cargo xtask contract`) gets a reviewed call configuration written to its directory and the
+//! variables that turn calling on with it ([`environment`]). The dev stack with `--demo-calls`
+//! and the browser tests also run the provider stand-in (`steward-demo-calls`), the call-ingress
+//! listener and the call worker ([`DemoCalls`]): an approved call is placed and answered, and a
+//! simulated call in flows from a signed webhook through ingress and the call worker to a
+//! `call_finished` notification.
 
 use std::fs;
-use std::path::Path;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use anyhow::{Context, bail};
+
+/// The number the demo's configuration and provider share.
+const NUMBER: &str = "+15550100000";
 
 /// The demo's configuration: a public profile of nobody real.
 const CONFIGURATION: &str = r#"{
@@ -33,4 +42,125 @@ pub fn environment(dir: &Path) -> anyhow::Result<Vec<(String, String)>> {
         ("AGENT_CALL_ENABLED".to_owned(), "1".to_owned()),
         ("CALLPROV_CONFIGURATION_FILE".to_owned(), path.display().to_string()),
     ])
+}
+
+/// The provider stand-in, running, and what the call roles take from it.
+pub struct DemoCalls {
+    child: Child,
+    dir: PathBuf,
+    ingress: SocketAddr,
+    provider: Vec<(String, String)>,
+}
+
+impl DemoCalls {
+    /// Writes the configuration under `dir` (made afresh, owner-only), starts the stand-in
+    /// delivering its webhooks to a call-ingress listener on a free loopback port, and waits
+    /// until it is ready.
+    pub fn start(bin: &Path, dir: &Path) -> anyhow::Result<DemoCalls> {
+        let _ = fs::remove_dir_all(dir);
+        fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+        fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .with_context(|| format!("chmod {}", dir.display()))?;
+        environment(dir)?;
+        let ingress = crate::contract::free_port()?;
+        let mut child = Command::new(bin.join("steward-demo-calls"))
+            .arg(dir)
+            .arg(NUMBER)
+            .arg(format!("http://{ingress}/webhooks/callprov"))
+            .spawn()
+            .context("start steward-demo-calls")?;
+        let ready = dir.join("provider.env");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !ready.exists() {
+            if let Some(status) = child.try_wait()? {
+                bail!("steward-demo-calls exited during startup ({status})");
+            }
+            if Instant::now() > deadline {
+                crate::stop(&mut child);
+                bail!("steward-demo-calls was not ready within 30 seconds");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let provider = fs::read_to_string(&ready)
+            .context("read provider.env")?
+            .lines()
+            .filter_map(|line| line.split_once('='))
+            .map(|(name, value)| (name.to_owned(), value.to_owned()))
+            .collect();
+        Ok(DemoCalls {
+            child,
+            dir: dir.to_owned(),
+            ingress,
+            provider,
+        })
+    }
+
+    /// What every role takes: calling on with the demo's configuration, and `call_finished`
+    /// notifications (which need the notification routes and their delivery).
+    pub fn environment(&self) -> anyhow::Result<Vec<(String, String)>> {
+        let mut environment = environment(&self.dir)?;
+        for name in [
+            "AGENT_CALL_NOTIFICATIONS_ENABLED",
+            "AGENT_NOTIFICATION_API_ENABLED",
+            "AGENT_NOTIFICATION_DISPATCH_ENABLED",
+        ] {
+            environment.push((name.to_owned(), "1".to_owned()));
+        }
+        Ok(environment)
+    }
+
+    fn provided(&self, name: &str) -> anyhow::Result<String> {
+        self.provider
+            .iter()
+            .find(|(variable, _)| variable == name)
+            .map(|(_, value)| value.clone())
+            .with_context(|| format!("steward-demo-calls wrote no {name}"))
+    }
+
+    /// Where `POST /demo/inbound` simulates a call in.
+    pub fn control_url(&self) -> anyhow::Result<String> {
+        self.provided("DEMO_CALLS_CONTROL_URL")
+    }
+
+    /// The call-ingress listener's own variables (the webhook secret, its address).
+    pub fn ingress_environment(&self) -> anyhow::Result<Vec<(String, String)>> {
+        Ok(vec![
+            ("AGENT_CALL_INGRESS_ENABLED".to_owned(), "1".to_owned()),
+            (
+                "CALLPROV_WEBHOOK_SECRET_FILE".to_owned(),
+                self.provided("CALLPROV_WEBHOOK_SECRET_FILE")?,
+            ),
+            ("CALL_INGRESS_LISTEN_ADDR".to_owned(), self.ingress.to_string()),
+        ])
+    }
+
+    /// The call worker's own variables (the provider and its key), passing often so the demo
+    /// is quick.
+    pub fn worker_environment(&self) -> anyhow::Result<Vec<(String, String)>> {
+        Ok(vec![
+            ("CALLPROV_BASE_URL".to_owned(), self.provided("CALLPROV_BASE_URL")?),
+            (
+                "CALLPROV_API_KEY_FILE".to_owned(),
+                self.provided("CALLPROV_API_KEY_FILE")?,
+            ),
+            ("CALL_WORKER_POLL_SECONDS".to_owned(), "1".to_owned()),
+        ])
+    }
+
+    /// The listener's address.
+    pub fn ingress(&self) -> SocketAddr {
+        self.ingress
+    }
+
+    /// An error when the stand-in has exited on its own.
+    pub fn check(&mut self) -> anyhow::Result<()> {
+        if let Some(status) = self.child.try_wait().context("check steward-demo-calls")? {
+            bail!("steward-demo-calls exited on its own ({status})");
+        }
+        Ok(())
+    }
+
+    pub fn stop(&mut self) {
+        crate::stop(&mut self.child);
+    }
 }

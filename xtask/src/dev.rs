@@ -1,9 +1,12 @@
 //! `cargo xtask dev`: the whole service (api, worker and schedule roles) on this machine with nothing set
 //! up by hand. `--demo-mail` adds Email mode: the mail provider stand-in with a demo mailbox
 //! (`steward-demo-mail`), its account connected, and the async worker keeping its projection.
+//! `--demo-calls` adds calling: the call provider stand-in (`steward-demo-calls`), the
+//! call-ingress listener and the call worker, with `call_finished` notifications.
 //!
 //! State lives under the git-ignored `var/`: the PostgreSQL cluster (`var/pg`), the API token
-//! (`var/api-token`, owner-only), the demo account (`var/demo-mail`, made afresh each start) and
+//! (`var/api-token`, owner-only), the demo account (`var/demo-mail`) and the demo call provider
+//! (`var/demo-calls`), both made afresh each start, and
 //! `var/dev.json` describing the running stack for tools.
 
 use std::fs;
@@ -36,12 +39,14 @@ pub(crate) fn template_scopes() -> anyhow::Result<String> {
 struct Options {
     port: u16,
     demo_mail: bool,
+    demo_calls: bool,
 }
 
 fn parse(args: Vec<String>) -> anyhow::Result<Options> {
     let mut options = Options {
         port: DEFAULT_PORT,
         demo_mail: false,
+        demo_calls: false,
     };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -53,7 +58,10 @@ fn parse(args: Vec<String>) -> anyhow::Result<Options> {
                     .with_context(|| format!("--port `{value}` is not a port number"))?;
             }
             "--demo-mail" => options.demo_mail = true,
-            other => bail!("unknown argument `{other}` (usage: cargo xtask dev [--port N] [--demo-mail])"),
+            "--demo-calls" => options.demo_calls = true,
+            other => {
+                bail!("unknown argument `{other}` (usage: cargo xtask dev [--port N] [--demo-mail] [--demo-calls])")
+            }
         }
     }
     Ok(options)
@@ -90,25 +98,42 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     // cannot receive SIGTERM never stops.
     let log_level = std::env::var("LOG_LEVEL").unwrap_or_else(|_| "info".to_owned());
     let mut demo = None;
+    let mut calls = None;
     let started = (|| {
         if options.demo_mail {
             demo = Some(crate::demo_mail::DemoMail::start(&bin, &var.join("demo-mail"))?);
         }
-        let environment = demo
+        if options.demo_calls {
+            calls = Some(crate::demo_calls::DemoCalls::start(&bin, &var.join("demo-calls"))?);
+        }
+        let mut environment = demo
             .as_ref()
             .map(crate::demo_mail::DemoMail::environment)
             .unwrap_or_default();
+        if let Some(calls) = calls.as_ref() {
+            environment.extend(calls.environment()?);
+        }
         let flags: Vec<(&str, &str)> = environment
             .iter()
             .map(|(name, value)| (name.as_str(), value.as_str()))
             .collect();
-        Stack::start(&bin, &database_url, &token_file, listen, &scopes, &log_level, &flags)
+        let mut stack = Stack::start(&bin, &database_url, &token_file, listen, &scopes, &log_level, &flags)?;
+        if let Some(calls) = calls.as_ref()
+            && let Err(error) = stack.start_calls(&bin, &database_url, &log_level, &flags, calls)
+        {
+            stack.stop();
+            return Err(error);
+        }
+        Ok(stack)
     })();
     let mut stack = match started {
         Ok(stack) => stack,
         Err(error) => {
             if let Some(demo) = demo.as_mut() {
                 demo.stop();
+            }
+            if let Some(calls) = calls.as_mut() {
+                calls.stop();
             }
             if let Some(cluster) = cluster.as_mut() {
                 let _ = cluster.stop();
@@ -122,11 +147,19 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
         signals.add(signal);
     }
     signals.thread_block().context("block signals")?;
+    let control_url = calls
+        .as_ref()
+        .map(crate::demo_calls::DemoCalls::control_url)
+        .transpose()?;
     let description = format!(
-        "{{\n  \"base_url\": {},\n  \"token_file\": {},\n  \"database_url\": {}\n}}\n",
+        "{{\n  \"base_url\": {},\n  \"token_file\": {},\n  \"database_url\": {}{}\n}}\n",
         json_string(&base_url),
         json_string(&token_file.display().to_string()),
         json_string(&database_url),
+        control_url
+            .as_ref()
+            .map(|url| format!(",\n  \"demo_calls_url\": {}", json_string(url)))
+            .unwrap_or_default(),
     );
     write_private(&var.join("dev.json"), &description).context("write var/dev.json")?;
     println!(
@@ -135,6 +168,12 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     );
     if demo.is_some() {
         println!("  Email mode: the demo account `demo` is connected to the local mail provider stand-in\n");
+    }
+    if let Some(url) = control_url.as_ref() {
+        println!(
+            "  Calling: the number +15550100000 is served by the local call provider stand-in;\n  \
+             ask the agent to call someone, or simulate a call in with\n    curl -X POST {url}/demo/inbound\n"
+        );
     }
 
     let outcome = loop {
@@ -146,6 +185,9 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
                 if let Some(Err(error)) = demo.as_mut().map(crate::demo_mail::DemoMail::check) {
                     break Err(error);
                 }
+                if let Some(Err(error)) = calls.as_mut().map(crate::demo_calls::DemoCalls::check) {
+                    break Err(error);
+                }
             }
             _ => break Ok(()),
         }
@@ -154,6 +196,9 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     stack.stop();
     if let Some(demo) = demo.as_mut() {
         demo.stop();
+    }
+    if let Some(calls) = calls.as_mut() {
+        calls.stop();
     }
     if let Some(cluster) = cluster.as_mut() {
         cluster.stop().context("stop PostgreSQL")?;
@@ -184,6 +229,10 @@ pub fn build_roles_and(more: &[&str]) -> anyhow::Result<std::path::PathBuf> {
             "steward-migrate",
             "-p",
             "steward-async-worker",
+            "-p",
+            "steward-call-ingress",
+            "-p",
+            "steward-call-worker",
             // steward-demo-mail, the mail provider stand-in of `--demo-mail` and the browser tests
             // (its local unsubscribe endpoint speaks TLS).
             "-p",
@@ -201,12 +250,15 @@ pub fn build_roles_and(more: &[&str]) -> anyhow::Result<std::path::PathBuf> {
 }
 
 /// The implemented roles, running: the API, a worker and the scheduler, and with Email mode on
-/// the async worker.
+/// the async worker; with calling, the call roles too.
 pub struct Stack {
     api: Child,
     worker: Child,
     scheduler: Child,
     async_worker: Option<Child>,
+    /// The call-ingress listener and the call worker, with the provider stand-in
+    /// ([`Stack::start_calls`]).
+    calls: Vec<(&'static str, Child)>,
 }
 
 impl Stack {
@@ -222,7 +274,7 @@ impl Stack {
         log_level: &str,
         flags: &[(&str, &str)],
     ) -> anyhow::Result<Stack> {
-        crate::postgres::prepare_database(bin, admin_url)?;
+        crate::postgres::prepare_database(bin, admin_url, flags)?;
         let login = |name: &str| pgcluster::with_user(admin_url, name);
         let (allow_root, allow) = crate::postgres::ALLOW_ROOT;
         let api = Command::new(bin.join("steward-api"))
@@ -256,6 +308,7 @@ impl Stack {
                 .spawn()
                 .context("start steward-schedule")?,
             async_worker: None,
+            calls: Vec::new(),
         };
         if flags.contains(&("AGENT_EMAIL_MODE_ENABLED", "1")) {
             let started = Command::new(bin.join("steward-async-worker"))
@@ -296,7 +349,45 @@ impl Stack {
         {
             bail!("steward-async-worker exited on its own ({status})");
         }
+        for (name, child) in &mut self.calls {
+            if let Some(status) = child.try_wait().with_context(|| format!("check {name}"))? {
+                bail!("{name} exited on its own ({status})");
+            }
+        }
         Ok(())
+    }
+
+    /// Starts the call-ingress listener and the call worker against the provider stand-in
+    /// `demo`, each with its own login and only its own secret, and waits until the listener is
+    /// ready; returns the call worker's process id. (`flags` are the stack's, as in
+    /// [`Stack::start`].)
+    pub fn start_calls(
+        &mut self,
+        bin: &Path,
+        admin_url: &str,
+        log_level: &str,
+        flags: &[(&str, &str)],
+        demo: &crate::demo_calls::DemoCalls,
+    ) -> anyhow::Result<u32> {
+        let (allow_root, allow) = crate::postgres::ALLOW_ROOT;
+        let roles = [
+            ("steward-call-ingress", "steward_ingress", demo.ingress_environment()?),
+            ("steward-call-worker", "steward_call", demo.worker_environment()?),
+        ];
+        for (name, login, own) in roles {
+            let child = Command::new(bin.join(name))
+                .env("DATABASE_URL", pgcluster::with_user(admin_url, login))
+                .env("LOG_LEVEL", log_level)
+                .envs(flags.iter().copied())
+                .envs(own)
+                .env(allow_root, allow)
+                .spawn()
+                .with_context(|| format!("start {name}"))?;
+            self.calls.push((name, child));
+        }
+        let (name, ingress) = &mut self.calls[0];
+        wait_healthy(name, demo.ingress(), ingress)?;
+        Ok(self.calls[1].1.id())
     }
 
     pub fn stop(&mut self) {
@@ -305,6 +396,9 @@ impl Stack {
         stop(&mut self.worker);
         stop(&mut self.scheduler);
         if let Some(child) = self.async_worker.as_mut() {
+            stop(child);
+        }
+        for (_, child) in &mut self.calls {
             stop(child);
         }
     }
@@ -357,21 +451,26 @@ pub(crate) fn write_private(path: &Path, contents: &str) -> std::io::Result<()> 
     file.write_all(contents.as_bytes())
 }
 
-/// Polls `GET /health/ready` until it answers 200.
+/// Polls the API's `GET /health/ready` until it answers.
 pub(crate) fn wait_ready(listen: SocketAddr, api: &mut Child) -> anyhow::Result<()> {
+    wait_healthy("steward-api", listen, api)
+}
+
+/// Polls `name`'s `GET /health/ready` on `listen` until it answers 200 or 204.
+fn wait_healthy(name: &str, listen: SocketAddr, child: &mut Child) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        if let Some(status) = api.try_wait()? {
+        if let Some(status) = child.try_wait()? {
             bail!(
-                "steward-api exited during startup ({status}); is port {} free? (try --port)",
+                "{name} exited during startup ({status}); is port {} free? (try --port)",
                 listen.port()
             );
         }
-        if health_status(listen).is_some_and(|status| status == 200) {
+        if health_status(listen).is_some_and(|status| status == 200 || status == 204) {
             return Ok(());
         }
         if Instant::now() > deadline {
-            bail!("steward-api did not become ready within 60 seconds");
+            bail!("{name} did not become ready within 60 seconds");
         }
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -50,22 +50,43 @@ pub fn run_only(admin_url: &str, names: &[String]) -> anyhow::Result<()> {
     let artifacts = crate::workspace_root().join("target/web-e2e");
     let _ = fs::remove_dir_all(artifacts.join("screenshots"));
     let mut demo = crate::demo_mail::DemoMail::start(&bin, &work.join("demo-mail"))?;
-    let mut environment = demo.environment();
-    environment.extend(crate::demo_calls::environment(&work.join("calls"))?);
-    let mut flags: Vec<(&str, &str)> = crate::contract::FLAGS.to_vec();
-    flags.extend(environment.iter().map(|(name, value)| (name.as_str(), value.as_str())));
-    let mut stack = match crate::dev::Stack::start(
-        &bin,
-        &database,
-        &token_file,
-        listen,
-        crate::contract::ALL_SCOPES,
-        "warn",
-        &flags,
-    ) {
-        Ok(stack) => stack,
+    let mut calls = match crate::demo_calls::DemoCalls::start(&bin, &work.join("calls")) {
+        Ok(calls) => calls,
         Err(error) => {
             demo.stop();
+            return Err(error);
+        }
+    };
+    let started = (|| {
+        let mut environment = demo.environment();
+        // Calling's variables include both notification flags, as `crate::contract::FLAGS`.
+        environment.extend(calls.environment()?);
+        let flags: Vec<(&str, &str)> = environment
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str()))
+            .collect();
+        let mut stack = crate::dev::Stack::start(
+            &bin,
+            &database,
+            &token_file,
+            listen,
+            crate::contract::ALL_SCOPES,
+            "warn",
+            &flags,
+        )?;
+        match stack.start_calls(&bin, &database, "warn", &flags, &calls) {
+            Ok(call_worker) => Ok((stack, call_worker, calls.control_url()?)),
+            Err(error) => {
+                stack.stop();
+                Err(error)
+            }
+        }
+    })();
+    let (mut stack, call_worker, control_url) = match started {
+        Ok(started) => started,
+        Err(error) => {
+            demo.stop();
+            calls.stop();
             return Err(error);
         }
     };
@@ -77,12 +98,17 @@ pub fn run_only(admin_url: &str, names: &[String]) -> anyhow::Result<()> {
         .env("STEWARD_URL", format!("http://{listen}"))
         .env("STEWARD_TOKEN_FILE", &token_file)
         .env("STEWARD_ARTIFACTS", &artifacts)
+        // The call provider stand-in's control address, and the call worker (which a test
+        // pauses to catch an approved call before it is placed).
+        .env("STEWARD_DEMO_CALLS_URL", &control_url)
+        .env("STEWARD_CALL_WORKER_PID", call_worker.to_string())
         .env("CHROMIUM", CHROMIUM)
         .status()
         .context("run node --test (is Node.js installed?)");
-    let alive = stack.check().and_then(|()| demo.check());
+    let alive = stack.check().and_then(|()| demo.check()).and_then(|()| calls.check());
     stack.stop();
     demo.stop();
+    calls.stop();
     let _ = fs::remove_dir_all(&work);
     alive.context("a role died during the web client's tests")?;
     if !status?.success() {

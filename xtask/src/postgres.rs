@@ -67,7 +67,13 @@ pub const ALLOW_ROOT: (&str, &str) = ("STEWARD_DEV_ALLOW_ROOT", "1");
 
 /// Provisions the logins and the database named by `admin_url` (an administrator's URL), then
 /// migrates and applies the grants as the migration owner: what an operator does at deploy time.
-pub fn prepare_database(bin: &Path, admin_url: &str) -> anyhow::Result<()> {
+/// Of the stack's `flags`, `AGENT_CALL_NOTIFICATIONS_ENABLED` decides a grant (the notify role's
+/// read of call ids), as in the migration unit's environment.
+pub fn prepare_database(bin: &Path, admin_url: &str, flags: &[(&str, &str)]) -> anyhow::Result<()> {
+    let grants = flags
+        .iter()
+        .filter(|(name, _)| *name == "AGENT_CALL_NOTIFICATIONS_ENABLED")
+        .copied();
     let steps: [(&[&str], String, &str); 2] = [
         (
             &["provision"],
@@ -85,6 +91,7 @@ pub fn prepare_database(bin: &Path, admin_url: &str) -> anyhow::Result<()> {
             .args(args)
             .env("DATABASE_URL", url)
             .env(ALLOW_ROOT.0, ALLOW_ROOT.1)
+            .envs(grants.clone())
             .status()
             .with_context(|| format!("run steward-migrate to {what}"))?;
         if !status.success() {

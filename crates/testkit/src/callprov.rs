@@ -169,6 +169,8 @@ async fn dispatch(
         "queue_status": "queued",
         "created_at": timestamp(0),
         "max_duration": body["max_duration"],
+        "first_sentence": body["first_sentence"],
+        "task": body["task"],
         "metadata": body.get("metadata").cloned().unwrap_or(Value::Null),
         "transcripts": [],
     });

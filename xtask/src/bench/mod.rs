@@ -124,7 +124,7 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     let cluster = Cluster::temporary_with(&binaries, Durability::Durable).context("start the benchmark cluster")?;
     let database_url = cluster.url("steward_bench");
     let bin = root.join("target/release");
-    crate::postgres::prepare_database(&bin, &database_url)?;
+    crate::postgres::prepare_database(&bin, &database_url, &[])?;
     let work = std::env::temp_dir().join(format!("steward-bench-{}", std::process::id()));
     std::fs::create_dir_all(&work).context("create the bench directory")?;
     let token_file = work.join("api-token");

@@ -75,7 +75,7 @@ fn soak_for(minutes: u64) -> anyhow::Result<bool> {
     let mut cluster = Cluster::temporary_with(&binaries, Durability::Durable).context("start the soak cluster")?;
     let admin = cluster.url("steward");
     let setup = (|| {
-        crate::postgres::prepare_database(&bin, &admin)?;
+        crate::postgres::prepare_database(&bin, &admin, &[])?;
         let token_file = dir.join("api-token");
         crate::dev::ensure_token(&token_file)?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
