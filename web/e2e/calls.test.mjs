@@ -162,10 +162,14 @@ test("an approved call is placed and answered, and a call in arrives as a notifi
   assert.equal(await message.getByRole("button", { name: "Cancel call" }).count(), 0, "a finished call cannot be cancelled");
   assert.deepEqual(await violations(page), []);
   await screenshot(page, "calls-inbound-transcript");
-  const pending = await (await page.request.get("/v1/notifications")).json();
-  assert.ok(
-    pending.notifications.every((/** @type {{kind: string}} */ notification) => notification.kind !== "call_finished"),
-    "opening a call result acknowledges it",
+  // Opening a call result acknowledged it.
+  await page.waitForFunction(
+    async () => {
+      const { notifications } = await (await fetch("/v1/notifications")).json();
+      return notifications.every((/** @type {{kind: string}} */ notification) => notification.kind !== "call_finished");
+    },
+    null,
+    { timeout: 10_000, polling: 250 },
   );
   assert.deepEqual(problems, []);
   await context.close();
@@ -188,8 +192,19 @@ test("Calls reads on a phone in the dark appearance", async () => {
   await view.getByRole("heading", { name: "Calls" }).waitFor();
   assert.deepEqual(await violations(page), []);
   await screenshot(page, "calls-phone-dark");
-  // The call in from the test before, read on the phone.
-  await view.getByRole("button", { name: /Message from \+15550100199/ }).click();
+  // A call in, read on the phone.
+  const before = (await (await page.request.get("/v1/calls")).json()).calls.length;
+  const response = await fetch(`${DEMO_CALLS}/demo/inbound`, { method: "POST" });
+  assert.equal(response.status, 200, await response.text());
+  await page.waitForFunction(
+    async (count) => (await (await fetch("/v1/calls")).json()).calls.length > count,
+    before,
+    { timeout: 30_000, polling: 500 },
+  );
+  // Calls again, from the sidebar, reads the list afresh.
+  await page.getByRole("button", { name: "Back to conversations" }).first().click();
+  await page.getByRole("button", { name: "Calls", exact: true }).click();
+  await view.getByRole("button", { name: /Message from \+15550100199/ }).first().click();
   const message = view.getByRole("region", { name: "Message from +15550100199" });
   await message.getByRole("list", { name: "Transcript" }).waitFor();
   assert.deepEqual(await violations(page), []);

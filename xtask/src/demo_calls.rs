@@ -49,7 +49,11 @@ pub struct DemoCalls {
     child: Child,
     dir: PathBuf,
     ingress: SocketAddr,
-    provider: Vec<(String, String)>,
+    /// What `provider.env` names, all of it required.
+    base_url: String,
+    key_file: String,
+    secret_file: String,
+    control_url: String,
 }
 
 impl DemoCalls {
@@ -62,7 +66,10 @@ impl DemoCalls {
         fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
             .with_context(|| format!("chmod {}", dir.display()))?;
         environment(dir)?;
-        let ingress = crate::contract::free_port()?;
+        // A free loopback port for the listener (it binds it once the stand-in is up).
+        let ingress = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .context("find a free port")?;
         let mut child = Command::new(bin.join("steward-demo-calls"))
             .arg(dir)
             .arg(NUMBER)
@@ -81,17 +88,38 @@ impl DemoCalls {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        let provider = fs::read_to_string(&ready)
-            .context("read provider.env")?
-            .lines()
-            .filter_map(|line| line.split_once('='))
-            .map(|(name, value)| (name.to_owned(), value.to_owned()))
-            .collect();
+        let named = fs::read_to_string(&ready)
+            .context("read provider.env")
+            .and_then(|text| {
+                let provided = |name: &str| {
+                    text.lines()
+                        .filter_map(|line| line.split_once('='))
+                        .find(|(variable, _)| *variable == name)
+                        .map(|(_, value)| value.to_owned())
+                        .with_context(|| format!("steward-demo-calls wrote no {name}"))
+                };
+                Ok((
+                    provided("CALLPROV_BASE_URL")?,
+                    provided("CALLPROV_API_KEY_FILE")?,
+                    provided("CALLPROV_WEBHOOK_SECRET_FILE")?,
+                    provided("DEMO_CALLS_CONTROL_URL")?,
+                ))
+            });
+        let (base_url, key_file, secret_file, control_url) = match named {
+            Ok(named) => named,
+            Err(error) => {
+                crate::stop(&mut child);
+                return Err(error);
+            }
+        };
         Ok(DemoCalls {
             child,
             dir: dir.to_owned(),
             ingress,
-            provider,
+            base_url,
+            key_file,
+            secret_file,
+            control_url,
         })
     }
 
@@ -109,42 +137,28 @@ impl DemoCalls {
         Ok(environment)
     }
 
-    fn provided(&self, name: &str) -> anyhow::Result<String> {
-        self.provider
-            .iter()
-            .find(|(variable, _)| variable == name)
-            .map(|(_, value)| value.clone())
-            .with_context(|| format!("steward-demo-calls wrote no {name}"))
-    }
-
     /// Where `POST /demo/inbound` simulates a call in.
-    pub fn control_url(&self) -> anyhow::Result<String> {
-        self.provided("DEMO_CALLS_CONTROL_URL")
+    pub fn control_url(&self) -> &str {
+        &self.control_url
     }
 
     /// The call-ingress listener's own variables (the webhook secret, its address).
-    pub fn ingress_environment(&self) -> anyhow::Result<Vec<(String, String)>> {
-        Ok(vec![
+    pub fn ingress_environment(&self) -> Vec<(String, String)> {
+        vec![
             ("AGENT_CALL_INGRESS_ENABLED".to_owned(), "1".to_owned()),
-            (
-                "CALLPROV_WEBHOOK_SECRET_FILE".to_owned(),
-                self.provided("CALLPROV_WEBHOOK_SECRET_FILE")?,
-            ),
+            ("CALLPROV_WEBHOOK_SECRET_FILE".to_owned(), self.secret_file.clone()),
             ("CALL_INGRESS_LISTEN_ADDR".to_owned(), self.ingress.to_string()),
-        ])
+        ]
     }
 
     /// The call worker's own variables (the provider and its key), passing often so the demo
     /// is quick.
-    pub fn worker_environment(&self) -> anyhow::Result<Vec<(String, String)>> {
-        Ok(vec![
-            ("CALLPROV_BASE_URL".to_owned(), self.provided("CALLPROV_BASE_URL")?),
-            (
-                "CALLPROV_API_KEY_FILE".to_owned(),
-                self.provided("CALLPROV_API_KEY_FILE")?,
-            ),
+    pub fn worker_environment(&self) -> Vec<(String, String)> {
+        vec![
+            ("CALLPROV_BASE_URL".to_owned(), self.base_url.clone()),
+            ("CALLPROV_API_KEY_FILE".to_owned(), self.key_file.clone()),
             ("CALL_WORKER_POLL_SECONDS".to_owned(), "1".to_owned()),
-        ])
+        ]
     }
 
     /// The listener's address.

@@ -147,10 +147,7 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
         signals.add(signal);
     }
     signals.thread_block().context("block signals")?;
-    let control_url = calls
-        .as_ref()
-        .map(crate::demo_calls::DemoCalls::control_url)
-        .transpose()?;
+    let control_url = calls.as_ref().map(|calls| calls.control_url().to_owned());
     let description = format!(
         "{{\n  \"base_url\": {},\n  \"token_file\": {},\n  \"database_url\": {}{}\n}}\n",
         json_string(&base_url),
@@ -371,11 +368,15 @@ impl Stack {
     ) -> anyhow::Result<u32> {
         let (allow_root, allow) = crate::postgres::ALLOW_ROOT;
         let roles = [
-            ("steward-call-ingress", "steward_ingress", demo.ingress_environment()?),
-            ("steward-call-worker", "steward_call", demo.worker_environment()?),
+            ("steward-call-ingress", "steward_ingress", demo.ingress_environment()),
+            ("steward-call-worker", "steward_call", demo.worker_environment()),
         ];
         for (name, login, own) in roles {
+            // A clean environment: the call roles refuse scopes, the owner bearer and any model
+            // key, which the caller's environment (and so the other roles') may hold.
             let child = Command::new(bin.join(name))
+                .env_clear()
+                .envs(std::env::var_os("PATH").map(|path| ("PATH", path)))
                 .env("DATABASE_URL", pgcluster::with_user(admin_url, login))
                 .env("LOG_LEVEL", log_level)
                 .envs(flags.iter().copied())
@@ -386,7 +387,7 @@ impl Stack {
             self.calls.push((name, child));
         }
         let (name, ingress) = &mut self.calls[0];
-        wait_healthy(name, demo.ingress(), ingress)?;
+        wait_healthy(name, demo.ingress(), ingress, "")?;
         Ok(self.calls[1].1.id())
     }
 
@@ -453,18 +454,21 @@ pub(crate) fn write_private(path: &Path, contents: &str) -> std::io::Result<()> 
 
 /// Polls the API's `GET /health/ready` until it answers.
 pub(crate) fn wait_ready(listen: SocketAddr, api: &mut Child) -> anyhow::Result<()> {
-    wait_healthy("steward-api", listen, api)
+    wait_healthy(
+        "steward-api",
+        listen,
+        api,
+        &format!("; is port {} free? (try --port)", listen.port()),
+    )
 }
 
-/// Polls `name`'s `GET /health/ready` on `listen` until it answers 200 or 204.
-fn wait_healthy(name: &str, listen: SocketAddr, child: &mut Child) -> anyhow::Result<()> {
+/// Polls `name`'s `GET /health/ready` on `listen` until it answers 200 or 204; `hint` follows
+/// the error when the role exits first.
+fn wait_healthy(name: &str, listen: SocketAddr, child: &mut Child, hint: &str) -> anyhow::Result<()> {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         if let Some(status) = child.try_wait()? {
-            bail!(
-                "{name} exited during startup ({status}); is port {} free? (try --port)",
-                listen.port()
-            );
+            bail!("{name} exited during startup ({status}){hint}");
         }
         if health_status(listen).is_some_and(|status| status == 200 || status == 204) {
             return Ok(());

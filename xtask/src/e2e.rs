@@ -1,7 +1,9 @@
 //! The web client's end-to-end tests (`web/e2e/*.test.mjs`): Node's test runner drives Debian's
 //! Chromium through playwright-core against the real stack (API, worker, scheduler and the
 //! scripted model; Email mode on, with the async worker and the demo mailbox of
-//! `steward-demo-mail`) on a fresh database of the caller's cluster, on a free loopback port.
+//! `steward-demo-mail`; calling on, with the call-ingress listener, the call worker and the call
+//! provider stand-in `steward-demo-calls`) on a fresh database of the caller's cluster, on a
+//! free loopback port.
 //!
 //! Before the browser runs, `tsc --checkJs` checks the client's types (`web/tsconfig.json`) and
 //! Node runs the unit tests of `web/unit`.
@@ -75,14 +77,15 @@ pub fn run_only(admin_url: &str, names: &[String]) -> anyhow::Result<()> {
             &flags,
         )?;
         match stack.start_calls(&bin, &database, "warn", &flags, &calls) {
-            Ok(call_worker) => Ok((stack, call_worker, calls.control_url()?)),
+            Ok(call_worker) => Ok((stack, call_worker)),
             Err(error) => {
                 stack.stop();
                 Err(error)
             }
         }
     })();
-    let (mut stack, call_worker, control_url) = match started {
+    let control_url = calls.control_url().to_owned();
+    let (mut stack, call_worker) = match started {
         Ok(started) => started,
         Err(error) => {
             demo.stop();

@@ -110,17 +110,20 @@ fn async_worker(args: Vec<String>) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The workspace root (xtask lives one level below it).
-/// Stops a child process: `SIGTERM` while it still runs, then waits for it to end.
+/// Stops a child process: `SIGTERM` while it still runs (and `SIGCONT`, so that one a test
+/// paused receives it), then waits for it to end.
 fn stop(child: &mut std::process::Child) {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
     if matches!(child.try_wait(), Ok(None)) {
-        let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
+        let pid = Pid::from_raw(child.id() as i32);
+        let _ = kill(pid, Signal::SIGTERM);
+        let _ = kill(pid, Signal::SIGCONT);
     }
     let _ = child.wait();
 }
 
+/// The workspace root (xtask lives one level below it).
 fn workspace_root() -> PathBuf {
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     manifest.parent().map(PathBuf::from).unwrap_or(manifest)

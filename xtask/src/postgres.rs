@@ -67,8 +67,9 @@ pub const ALLOW_ROOT: (&str, &str) = ("STEWARD_DEV_ALLOW_ROOT", "1");
 
 /// Provisions the logins and the database named by `admin_url` (an administrator's URL), then
 /// migrates and applies the grants as the migration owner: what an operator does at deploy time.
-/// Of the stack's `flags`, `AGENT_CALL_NOTIFICATIONS_ENABLED` decides a grant (the notify role's
-/// read of call ids), as in the migration unit's environment.
+/// Of the stack's `flags`, `AGENT_CALL_NOTIFICATIONS_ENABLED` decides grants (the call worker's
+/// enqueueing of `call_finished` notifications, the notify role's read of call ids), as in the
+/// migration unit's environment.
 pub fn prepare_database(bin: &Path, admin_url: &str, flags: &[(&str, &str)]) -> anyhow::Result<()> {
     let grants = flags
         .iter()

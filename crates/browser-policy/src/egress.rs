@@ -1,0 +1,294 @@
+//! What the browser role's egress proxy lets out. A hosted browser's every connection goes
+//! through the proxy as an HTTPS tunnel (`CONNECT host:port`); the proxy admits a tunnel only
+//! to one of the profile's origins (exact host and port) or to the vendor's account-list host
+//! on 443, and only when every address the name resolves to is public. Everything else is
+//! refused: plain HTTP, other hosts, IP literals, and names that resolve to loopback, private,
+//! link-local or otherwise non-public addresses.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+/// The browser vendor's account-list host: a hosted browser's one request of its own (at start,
+/// a one-byte POST with no cookie). It has no switch, so the proxy lets it through.
+pub const ACCOUNT_LIST_HOST: &str = "accounts.google.com";
+
+/// An exact public HTTPS origin: `https://` and a DNS name, with its port (443 unless given).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Origin {
+    host: String,
+    port: u16,
+}
+
+/// Why a text is not an origin a profile may name.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OriginError {
+    #[error("not an absolute URL")]
+    NotUrl,
+    #[error("only https origins are allowed")]
+    NotHttps,
+    #[error("an origin has no user name or password")]
+    Userinfo,
+    #[error("an origin has no path, query or fragment")]
+    NotAnOrigin,
+    #[error("an origin names a host, not an IP address")]
+    AddressLiteral,
+    #[error("`{0}` is not a public host name")]
+    NotPublicName(String),
+}
+
+impl Origin {
+    /// Parses `text`: `https://host` or `https://host:port`, with at most a trailing `/`.
+    pub fn parse(text: &str) -> Result<Origin, OriginError> {
+        let url = url::Url::parse(text).map_err(|_| OriginError::NotUrl)?;
+        if url.scheme() != "https" {
+            return Err(OriginError::NotHttps);
+        }
+        if !url.username().is_empty() || url.password().is_some() {
+            return Err(OriginError::Userinfo);
+        }
+        if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
+            return Err(OriginError::NotAnOrigin);
+        }
+        let host = match url.host() {
+            Some(url::Host::Domain(name)) => name.to_owned(),
+            Some(url::Host::Ipv4(_) | url::Host::Ipv6(_)) => return Err(OriginError::AddressLiteral),
+            None => return Err(OriginError::NotUrl),
+        };
+        if !is_public_name(&host) {
+            return Err(OriginError::NotPublicName(host));
+        }
+        Ok(Origin {
+            host,
+            port: url.port_or_known_default().unwrap_or(443),
+        })
+    }
+
+    /// The host name, lower case.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.port == 443 {
+            write!(formatter, "https://{}", self.host)
+        } else {
+            write!(formatter, "https://{}:{}", self.host, self.port)
+        }
+    }
+}
+
+/// A name that can only be public: at least two labels, and not a name reserved for local
+/// use (`localhost`, `.local`, `.internal`, `.localhost`, `.home.arpa`, …).
+fn is_public_name(host: &str) -> bool {
+    const LOCAL: [&str; 8] = [
+        "localhost",
+        "local",
+        "internal",
+        "intranet",
+        "lan",
+        "home",
+        "corp",
+        "home.arpa",
+    ];
+    let host = host.trim_end_matches('.');
+    host.contains('.')
+        && !LOCAL
+            .iter()
+            .any(|suffix| host == *suffix || host.ends_with(&format!(".{suffix}")))
+}
+
+/// Whether `address` is a public unicast address (so a tunnel to it leaves the host's
+/// networks): not loopback, private, shared (CGNAT), link-local, unspecified, broadcast,
+/// multicast, documentation, benchmarking or reserved; for IPv6, within global unicast
+/// `2000::/3` and not a documentation, 6to4 or Teredo prefix (which embed IPv4 addresses), or
+/// an IPv4-mapped address of a non-public IPv4 one.
+pub fn is_public(address: IpAddr) -> bool {
+    match address {
+        IpAddr::V4(v4) => is_public_v4(v4),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => is_public_v4(v4),
+            None => is_public_v6(v6),
+        },
+    }
+}
+
+fn is_public_v4(address: Ipv4Addr) -> bool {
+    let [a, b, c, _] = address.octets();
+    !(address.is_unspecified()
+        || address.is_loopback()
+        || address.is_private()
+        || address.is_link_local()
+        || address.is_broadcast()
+        || address.is_documentation()
+        || address.is_multicast()
+        || a == 0
+        || (a == 100 && (64..128).contains(&b))
+        || (a == 192 && b == 0 && c == 0)
+        || (a == 198 && (b == 18 || b == 19))
+        || a >= 240)
+}
+
+fn is_public_v6(address: Ipv6Addr) -> bool {
+    let [first, second, ..] = address.segments();
+    (first & 0xe000) == 0x2000
+        && !(first == 0x2001 && second == 0x0db8)
+        && first != 0x2002
+        && !(first == 0x2001 && second == 0x0000)
+}
+
+/// Why the proxy refuses a tunnel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// Neither one of the profile's origins nor the account-list host.
+    NotAllowed,
+    /// The name resolves to an address that is not public.
+    NotPublic,
+}
+
+/// The origins one browser may reach.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AllowList {
+    origins: BTreeSet<Origin>,
+}
+
+impl AllowList {
+    /// The profile's origins (and, always, the account-list host).
+    pub fn new(origins: impl IntoIterator<Item = Origin>) -> AllowList {
+        AllowList {
+            origins: origins.into_iter().collect(),
+        }
+    }
+
+    /// Whether a tunnel to `host:port` may be opened, before resolving the name: exactly one
+    /// of the profile's origins, or the account-list host on 443.
+    pub fn admits(&self, host: &str, port: u16) -> Result<(), Refusal> {
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        let allowed = (host == ACCOUNT_LIST_HOST && port == 443)
+            || self
+                .origins
+                .iter()
+                .any(|origin| origin.host == host && origin.port == port);
+        if allowed { Ok(()) } else { Err(Refusal::NotAllowed) }
+    }
+
+    /// Whether the addresses an admitted name resolved to may be connected to: all of them
+    /// public (one private answer refuses the tunnel, so a name cannot be pointed inside).
+    pub fn connects(addresses: &[IpAddr]) -> Result<(), Refusal> {
+        if !addresses.is_empty() && addresses.iter().all(|address| is_public(*address)) {
+            Ok(())
+        } else {
+            Err(Refusal::NotPublic)
+        }
+    }
+
+    pub fn origins(&self) -> impl Iterator<Item = &Origin> {
+        self.origins.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_origin_is_exact_public_https() {
+        let origin = Origin::parse("https://Shop.Example.com/").expect("an origin");
+        assert_eq!((origin.host(), origin.port()), ("shop.example.com", 443));
+        assert_eq!(origin.to_string(), "https://shop.example.com");
+        let origin = Origin::parse("https://shop.example.com:8443").expect("an origin");
+        assert_eq!(origin.to_string(), "https://shop.example.com:8443");
+        for (text, error) in [
+            ("shop.example.com", OriginError::NotUrl),
+            ("http://shop.example.com", OriginError::NotHttps),
+            ("https://me:pw@shop.example.com", OriginError::Userinfo),
+            ("https://shop.example.com/login", OriginError::NotAnOrigin),
+            ("https://shop.example.com/?next=1", OriginError::NotAnOrigin),
+            ("https://shop.example.com/#top", OriginError::NotAnOrigin),
+            ("https://127.0.0.1", OriginError::AddressLiteral),
+            ("https://[::1]", OriginError::AddressLiteral),
+            ("https://10.0.0.8", OriginError::AddressLiteral),
+            ("https://localhost", OriginError::NotPublicName("localhost".into())),
+            (
+                "https://printer.local",
+                OriginError::NotPublicName("printer.local".into()),
+            ),
+            (
+                "https://nas.home.arpa",
+                OriginError::NotPublicName("nas.home.arpa".into()),
+            ),
+            ("https://intranet", OriginError::NotPublicName("intranet".into())),
+        ] {
+            assert_eq!(Origin::parse(text), Err(error), "{text}");
+        }
+    }
+
+    #[test]
+    fn only_public_addresses_are_public() {
+        for private in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "255.255.255.255",
+            "224.0.0.1",
+            "192.0.2.1",
+            "198.18.0.1",
+            "240.0.0.1",
+            "::1",
+            "::",
+            "fe80::1",
+            "fc00::1",
+            "fd12:3456::1",
+            "ff02::1",
+            "2001:db8::1",
+            "2002:c0a8:101::1",
+            "2001:0:4136:e378::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+        ] {
+            assert!(!is_public(private.parse().expect("an address")), "{private}");
+        }
+        for public in ["93.184.216.34", "8.8.8.8", "2606:4700::1111", "::ffff:93.184.216.34"] {
+            assert!(is_public(public.parse().expect("an address")), "{public}");
+        }
+    }
+
+    #[test]
+    fn a_tunnel_goes_only_to_a_profile_origin_or_the_account_list_host() {
+        let list = AllowList::new([Origin::parse("https://shop.example.com").expect("an origin")]);
+        assert_eq!(list.admits("shop.example.com", 443), Ok(()));
+        assert_eq!(list.admits("SHOP.example.com.", 443), Ok(()));
+        assert_eq!(list.admits(ACCOUNT_LIST_HOST, 443), Ok(()));
+        for (host, port) in [
+            ("shop.example.com", 80),
+            ("shop.example.com", 8443),
+            ("www.shop.example.com", 443),
+            ("example.com", 443),
+            ("accounts.google.com", 80),
+            ("clients2.google.com", 443),
+            ("127.0.0.1", 443),
+            ("localhost", 443),
+        ] {
+            assert_eq!(list.admits(host, port), Err(Refusal::NotAllowed), "{host}:{port}");
+        }
+    }
+
+    #[test]
+    fn an_admitted_name_resolving_inside_is_refused() {
+        let public: IpAddr = "93.184.216.34".parse().expect("an address");
+        let loopback: IpAddr = "127.0.0.1".parse().expect("an address");
+        assert_eq!(AllowList::connects(&[public]), Ok(()));
+        assert_eq!(AllowList::connects(&[public, loopback]), Err(Refusal::NotPublic));
+        assert_eq!(AllowList::connects(&[]), Err(Refusal::NotPublic));
+    }
+}
