@@ -3,6 +3,7 @@
 //! Nothing here reads a clock, the environment, the network or the disk: time, randomness and
 //! environment values are parameters, so every rule is testable exactly.
 
+pub mod address;
 pub mod agent;
 pub mod approval;
 pub mod artifact;

@@ -1,0 +1,6 @@
+//! The hosted browser role, in progress. Built so far: the egress proxy ([`proxy`]) every
+//! connection of a hosted browser goes through. Not yet: the browsers themselves (headed
+//! Chromium under Xvfb, launched with `browser_policy::launch`), profiles and their sign-in
+//! ceremonies, and `browser.act`; until they exist the role refuses to start.
+
+pub mod proxy;

@@ -1,0 +1,305 @@
+//! The egress proxy: every connection a hosted browser makes goes through it (Chromium's
+//! `--proxy-server`), and it opens only HTTPS tunnels (`CONNECT host:port`, RFC 9110 §9.3.6)
+//! that the profile's [`AllowList`] admits, to names whose every address is public. Plain HTTP
+//! (a proxied `GET http://…`), other hosts and ports, IP literals and names resolving inside the
+//! host's networks are refused with `403`; a name that does not resolve, or a server that
+//! cannot be reached, with `502`.
+//!
+//! Each request leaves one audit line (target `steward::audit`) with the host, the port and
+//! the decision, and the same [`Egress`] record on the optional journal. A tunnel carries TLS
+//! the proxy cannot read: no path, header or body of a page ever reaches it.
+
+use std::future::Future;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use browser_policy::egress::AllowList;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::task::JoinHandle;
+
+/// The longest request head read.
+pub const MAX_HEAD_BYTES: usize = 8 * 1024;
+/// How long a client has to send its request head.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connection to the server may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What became of one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// The tunnel was opened.
+    Tunnelled,
+    /// Not a `CONNECT`: plain HTTP never leaves.
+    NotTunnel,
+    /// Neither one of the profile's origins nor the account-list host.
+    NotAllowed,
+    /// The name resolved to an address that is not public.
+    NotPublic,
+    /// The name has no address, or resolving it failed.
+    Unresolved,
+    /// No connection to the server could be made.
+    Unreachable,
+    /// Not an HTTP request head.
+    Malformed,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Tunnelled => "tunnelled",
+            Decision::NotTunnel => "not_tunnel",
+            Decision::NotAllowed => "not_allowed",
+            Decision::NotPublic => "not_public",
+            Decision::Unresolved => "unresolved",
+            Decision::Unreachable => "unreachable",
+            Decision::Malformed => "malformed",
+        }
+    }
+
+    fn status(self) -> &'static str {
+        match self {
+            Decision::Tunnelled => "200 Connection Established",
+            Decision::NotTunnel | Decision::NotAllowed | Decision::NotPublic => "403 Forbidden",
+            Decision::Unresolved | Decision::Unreachable => "502 Bad Gateway",
+            Decision::Malformed => "400 Bad Request",
+        }
+    }
+}
+
+/// One request the proxy decided on: where it would have gone (never a path) and what it did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Egress {
+    pub host: String,
+    pub port: u16,
+    pub decision: Decision,
+}
+
+/// A name's addresses.
+pub type Resolving<'a> = Pin<Box<dyn Future<Output = io::Result<Vec<IpAddr>>> + Send + 'a>>;
+
+/// How names are resolved.
+pub trait Resolve: Send + Sync {
+    fn resolve<'a>(&'a self, host: &'a str) -> Resolving<'a>;
+}
+
+/// The host's resolver.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemResolver;
+
+impl Resolve for SystemResolver {
+    fn resolve<'a>(&'a self, host: &'a str) -> Resolving<'a> {
+        Box::pin(async move {
+            Ok(tokio::net::lookup_host((host, 0))
+                .await?
+                .map(|address| address.ip())
+                .collect())
+        })
+    }
+}
+
+/// Where admitted tunnels go.
+pub enum Upstream {
+    /// To the name's own addresses, every one of them public.
+    Public(Arc<dyn Resolve>),
+    /// To one local address, whatever the name (the offline demo's and the tests' sites, served
+    /// on loopback with a certificate for their names). Admission is unchanged.
+    Local(SocketAddr),
+}
+
+/// What one proxy admits and where it sends it.
+pub struct Settings {
+    pub allow: AllowList,
+    pub upstream: Upstream,
+    /// Every decision, in order, for whoever watches (the tests).
+    pub journal: Option<UnboundedSender<Egress>>,
+}
+
+/// A running proxy on 127.0.0.1; it stops when dropped.
+#[derive(Debug)]
+pub struct EgressProxy {
+    address: SocketAddr,
+    task: JoinHandle<()>,
+}
+
+impl Drop for EgressProxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl EgressProxy {
+    /// Binds a free loopback port and serves `settings` on it.
+    pub async fn start(settings: Settings) -> io::Result<EgressProxy> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let address = listener.local_addr()?;
+        let settings = Arc::new(settings);
+        let task = tokio::spawn(async move {
+            loop {
+                match listener.accept().await {
+                    Ok((stream, _)) => {
+                        tokio::spawn(handle(stream, settings.clone()));
+                    }
+                    Err(error) => {
+                        tracing::warn!(%error, "the egress proxy could not accept a connection");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            }
+        });
+        Ok(EgressProxy { address, task })
+    }
+
+    /// Where the browser is pointed (`--proxy-server=http://…`).
+    pub fn address(&self) -> SocketAddr {
+        self.address
+    }
+}
+
+/// The request head and whatever of the body came with it.
+async fn read_head(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+    let mut buffer = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    let read = async {
+        loop {
+            if let Some(end) = buffer.windows(4).position(|window| window == b"\r\n\r\n") {
+                let rest = buffer.split_off(end + 4);
+                return String::from_utf8(buffer).ok().map(|head| (head, rest));
+            }
+            if buffer.len() > MAX_HEAD_BYTES {
+                return None;
+            }
+            match stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => return None,
+                Ok(read) => buffer.extend_from_slice(&chunk[..read]),
+            }
+        }
+    };
+    tokio::time::timeout(HEAD_TIMEOUT, read).await.ok().flatten()
+}
+
+/// `host` and `port` of an authority (`host:port`, `[v6]:port`), the host lower case.
+fn authority(text: &str) -> Option<(String, u16)> {
+    let (host, port) = text.rsplit_once(':')?;
+    let port: u16 = port.parse().ok()?;
+    (!host.is_empty()).then(|| (host.to_ascii_lowercase(), port))
+}
+
+/// Where a plain-HTTP request (`GET http://host[:port]/…`) was going: its host and port only.
+fn plain_destination(target: &str) -> (String, u16) {
+    let rest = target.strip_prefix("http://").unwrap_or(target);
+    let authority_part = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    authority(authority_part).unwrap_or_else(|| (authority_part.to_ascii_lowercase(), 80))
+}
+
+async fn handle(mut stream: TcpStream, settings: Arc<Settings>) {
+    let Some((head, early)) = read_head(&mut stream).await else {
+        finish(&mut stream, &settings, String::new(), 0, Decision::Malformed).await;
+        return;
+    };
+    let mut request = head.lines().next().unwrap_or_default().split(' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (request.next(), request.next(), request.next(), request.next())
+    else {
+        finish(&mut stream, &settings, String::new(), 0, Decision::Malformed).await;
+        return;
+    };
+    if !version.starts_with("HTTP/1.") {
+        finish(&mut stream, &settings, String::new(), 0, Decision::Malformed).await;
+        return;
+    }
+    if method != "CONNECT" {
+        let (host, port) = plain_destination(target);
+        finish(&mut stream, &settings, host, port, Decision::NotTunnel).await;
+        return;
+    }
+    let Some((host, port)) = authority(target) else {
+        finish(&mut stream, &settings, String::new(), 0, Decision::Malformed).await;
+        return;
+    };
+    if settings.allow.admits(&host, port).is_err() {
+        finish(&mut stream, &settings, host, port, Decision::NotAllowed).await;
+        return;
+    }
+    let server = match connect(&settings.upstream, &host, port).await {
+        Ok(server) => server,
+        Err(decision) => {
+            finish(&mut stream, &settings, host, port, decision).await;
+            return;
+        }
+    };
+    finish(&mut stream, &settings, host, port, Decision::Tunnelled).await;
+    let mut server = server;
+    if !early.is_empty() && server.write_all(&early).await.is_err() {
+        return;
+    }
+    let _ = tokio::io::copy_bidirectional(&mut stream, &mut server).await;
+}
+
+/// A connection to the admitted `host:port` through `upstream`.
+async fn connect(upstream: &Upstream, host: &str, port: u16) -> Result<TcpStream, Decision> {
+    let addresses: Vec<SocketAddr> = match upstream {
+        Upstream::Local(address) => vec![*address],
+        Upstream::Public(resolver) => {
+            let resolved = resolver.resolve(host).await.unwrap_or_default();
+            if resolved.is_empty() {
+                return Err(Decision::Unresolved);
+            }
+            if AllowList::connects(&resolved).is_err() {
+                return Err(Decision::NotPublic);
+            }
+            resolved.into_iter().map(|ip| SocketAddr::new(ip, port)).collect()
+        }
+    };
+    for address in addresses {
+        if let Ok(Ok(server)) = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await {
+            return Ok(server);
+        }
+    }
+    Err(Decision::Unreachable)
+}
+
+/// Records the decision and answers the client with its status.
+async fn finish(stream: &mut TcpStream, settings: &Settings, host: String, port: u16, decision: Decision) {
+    tracing::info!(target: "steward::audit", host = %host, port, decision = decision.as_str(), "browser egress");
+    if let Some(journal) = settings.journal.as_ref() {
+        let _ = journal.send(Egress { host, port, decision });
+    }
+    let answer = if decision == Decision::Tunnelled {
+        format!("HTTP/1.1 {}\r\n\r\n", decision.status())
+    } else {
+        format!(
+            "HTTP/1.1 {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            decision.status()
+        )
+    };
+    let _ = stream.write_all(answer.as_bytes()).await;
+    if decision != Decision::Tunnelled {
+        let _ = stream.shutdown().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn authorities_and_plain_destinations_keep_only_host_and_port() {
+        assert_eq!(authority("Shop.Example:443"), Some(("shop.example".into(), 443)));
+        assert_eq!(authority("[::1]:443"), Some(("[::1]".into(), 443)));
+        assert_eq!(authority("shop.example"), None);
+        assert_eq!(authority(":443"), None);
+        assert_eq!(
+            plain_destination("http://shop.example/cart?id=7"),
+            ("shop.example".into(), 80)
+        );
+        assert_eq!(
+            plain_destination("http://shop.example:8080/"),
+            ("shop.example".into(), 8080)
+        );
+    }
+}
