@@ -26,8 +26,10 @@ use tokio::task::JoinHandle;
 pub const MAX_HEAD_BYTES: usize = 8 * 1024;
 /// How long a client has to send its request head.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a connection to the server may take.
+/// How long a connection to the server may take, and resolving its name.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The most connections one proxy serves at once (one browser's); more wait to be accepted.
+pub const MAX_CONNECTIONS: usize = 256;
 
 /// What became of one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,7 +96,8 @@ pub struct SystemResolver;
 impl Resolve for SystemResolver {
     fn resolve<'a>(&'a self, host: &'a str) -> Resolving<'a> {
         Box::pin(async move {
-            Ok(tokio::net::lookup_host((host, 0))
+            // Fully qualified, so no search domain completes it into a local name.
+            Ok(tokio::net::lookup_host((format!("{host}."), 0))
                 .await?
                 .map(|address| address.ip())
                 .collect())
@@ -119,7 +122,8 @@ pub struct Settings {
     pub journal: Option<UnboundedSender<Egress>>,
 }
 
-/// A running proxy on 127.0.0.1; it stops when dropped.
+/// A running proxy on 127.0.0.1; dropping it stops it and closes every connection and tunnel
+/// it holds.
 #[derive(Debug)]
 pub struct EgressProxy {
     address: SocketAddr,
@@ -139,10 +143,17 @@ impl EgressProxy {
         let address = listener.local_addr()?;
         let settings = Arc::new(settings);
         let task = tokio::spawn(async move {
+            // Owned here, so aborting this task aborts every connection with it.
+            let mut connections = tokio::task::JoinSet::new();
             loop {
+                while connections.try_join_next().is_some() {}
+                if connections.len() >= MAX_CONNECTIONS {
+                    let _ = connections.join_next().await;
+                    continue;
+                }
                 match listener.accept().await {
                     Ok((stream, _)) => {
-                        tokio::spawn(handle(stream, settings.clone()));
+                        connections.spawn(handle(stream, settings.clone()));
                     }
                     Err(error) => {
                         tracing::warn!(%error, "the egress proxy could not accept a connection");
@@ -189,10 +200,12 @@ fn authority(text: &str) -> Option<(String, u16)> {
     (!host.is_empty()).then(|| (host.to_ascii_lowercase(), port))
 }
 
-/// Where a plain-HTTP request (`GET http://host[:port]/…`) was going: its host and port only.
+/// Where a plain-HTTP request (`GET http://host[:port]/…`) was going: its host and port only
+/// (no user name or password, no path).
 fn plain_destination(target: &str) -> (String, u16) {
     let rest = target.strip_prefix("http://").unwrap_or(target);
     let authority_part = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let authority_part = authority_part.rsplit('@').next().unwrap_or_default();
     authority(authority_part).unwrap_or_else(|| (authority_part.to_ascii_lowercase(), 80))
 }
 
@@ -245,7 +258,10 @@ async fn connect(upstream: &Upstream, host: &str, port: u16) -> Result<TcpStream
     let addresses: Vec<SocketAddr> = match upstream {
         Upstream::Local(address) => vec![*address],
         Upstream::Public(resolver) => {
-            let resolved = resolver.resolve(host).await.unwrap_or_default();
+            let resolved = match tokio::time::timeout(CONNECT_TIMEOUT, resolver.resolve(host)).await {
+                Ok(Ok(resolved)) => resolved,
+                _ => Vec::new(),
+            };
             if resolved.is_empty() {
                 return Err(Decision::Unresolved);
             }
@@ -300,6 +316,10 @@ mod tests {
         assert_eq!(
             plain_destination("http://shop.example:8080/"),
             ("shop.example".into(), 8080)
+        );
+        assert_eq!(
+            plain_destination("http://me:pw@shop.example/"),
+            ("shop.example".into(), 80)
         );
     }
 }

@@ -50,18 +50,21 @@ impl Origin {
         if url.path() != "/" || url.query().is_some() || url.fragment().is_some() {
             return Err(OriginError::NotAnOrigin);
         }
+        // The name as DNS answers it, without the root's trailing dot (`a.example.` is
+        // `a.example`), so one origin has one spelling.
         let host = match url.host() {
-            Some(url::Host::Domain(name)) => name.to_owned(),
+            Some(url::Host::Domain(name)) => name.strip_suffix('.').unwrap_or(name).to_owned(),
             Some(url::Host::Ipv4(_) | url::Host::Ipv6(_)) => return Err(OriginError::AddressLiteral),
             None => return Err(OriginError::NotUrl),
         };
         if !is_public_name(&host) {
             return Err(OriginError::NotPublicName(host));
         }
-        Ok(Origin {
-            host,
-            port: url.port_or_known_default().unwrap_or(443),
-        })
+        let port = url.port_or_known_default().unwrap_or(443);
+        if port == 0 {
+            return Err(OriginError::NotAnOrigin);
+        }
+        Ok(Origin { host, port })
     }
 
     /// The host name, lower case.
@@ -97,8 +100,9 @@ fn is_public_name(host: &str) -> bool {
         "corp",
         "home.arpa",
     ];
-    let host = host.trim_end_matches('.');
-    host.contains('.')
+    let labels: Vec<&str> = host.split('.').collect();
+    labels.len() >= 2
+        && labels.iter().all(|label| !label.is_empty())
         && !LOCAL
             .iter()
             .any(|suffix| host == *suffix || host.ends_with(&format!(".{suffix}")))
@@ -169,6 +173,13 @@ mod tests {
         assert_eq!(origin.to_string(), "https://shop.example.com");
         let origin = Origin::parse("https://shop.example.com:8443").expect("an origin");
         assert_eq!(origin.to_string(), "https://shop.example.com:8443");
+        let dotted = Origin::parse("HTTPS://shop.example.com.").expect("an origin");
+        assert_eq!(dotted, Origin::parse("https://shop.example.com").expect("an origin"));
+        assert_eq!(
+            AllowList::new([dotted]).admits("shop.example.com.", 443),
+            Ok(()),
+            "admitted however the name is spelled"
+        );
         for (text, error) in [
             ("shop.example.com", OriginError::NotUrl),
             ("http://shop.example.com", OriginError::NotHttps),
@@ -189,8 +200,12 @@ mod tests {
                 OriginError::NotPublicName("nas.home.arpa".into()),
             ),
             ("https://intranet", OriginError::NotPublicName("intranet".into())),
+            ("https://shop.example:0", OriginError::NotAnOrigin),
         ] {
             assert_eq!(Origin::parse(text), Err(error), "{text}");
+        }
+        for empty_label in ["https://.com", "https://shop..example"] {
+            assert!(Origin::parse(empty_label).is_err(), "{empty_label}");
         }
     }
 

@@ -7,9 +7,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 
 const SHOP: &str = "shop.example";
+/// Also on the profile; its DNS points it at loopback.
+const ADMIN: &str = "admin.shop.example";
 
 fn allow_shop() -> AllowList {
-    AllowList::new([Origin::parse(&format!("https://{SHOP}")).expect("an origin")])
+    AllowList::new([SHOP, ADMIN].map(|host| Origin::parse(&format!("https://{host}")).expect("an origin")))
 }
 
 async fn proxy(upstream: Upstream) -> (EgressProxy, UnboundedReceiver<Egress>) {
@@ -119,13 +121,11 @@ async fn loopback_private_and_off_profile_destinations_are_refused() {
     let loopback: IpAddr = [127, 0, 0, 1].into();
     let private: IpAddr = [10, 0, 0, 7].into();
     let public: IpAddr = [93, 184, 216, 34].into();
-    let resolver = Pointing(vec![
-        (SHOP, vec![public, private]),
-        ("elsewhere.example", vec![loopback]),
-    ]);
+    let resolver = Pointing(vec![(SHOP, vec![public, private]), (ADMIN, vec![loopback])]);
     let (proxy, mut decisions) = proxy(Upstream::Public(Arc::new(resolver))).await;
     for authority in [
         format!("{SHOP}:443"),
+        format!("{ADMIN}:443"),
         "127.0.0.1:443".to_owned(),
         "localhost:443".to_owned(),
         "[::1]:443".to_owned(),
@@ -148,6 +148,7 @@ async fn loopback_private_and_off_profile_destinations_are_refused() {
         drain(&mut decisions),
         [
             (SHOP.to_owned(), 443, Decision::NotPublic),
+            (ADMIN.to_owned(), 443, Decision::NotPublic),
             ("127.0.0.1".to_owned(), 443, Decision::NotAllowed),
             ("localhost".to_owned(), 443, Decision::NotAllowed),
             ("[::1]".to_owned(), 443, Decision::NotAllowed),

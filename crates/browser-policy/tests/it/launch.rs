@@ -9,11 +9,16 @@ use std::time::{Duration, Instant};
 use browser_policy::{DISABLE_FEATURES, DRIVER_DEFAULTS, Display, STEWARD_DISABLED_FEATURES, Switch, launch};
 use chromiumoxide::BrowserConfig;
 
+/// Writing an executable and spawning it, one test at a time: a fork in another thread while
+/// the script is still open for writing would make its exec fail (`ETXTBSY`).
+static SPAWNING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The arguments the driver passes for `display`, with the policy applied or not.
 async fn recorded(dir: &Path, display: Display, policy: bool) -> Vec<String> {
     let name = format!("{display:?}-{policy}");
     let executable = dir.join(format!("{name}.sh"));
     let output = dir.join(format!("{name}.args"));
+    let spawning = SPAWNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     std::fs::write(
         &executable,
         format!(
@@ -40,6 +45,7 @@ async fn recorded(dir: &Path, display: Display, policy: bool) -> Vec<String> {
     }
     let config = builder.build().expect("a configuration");
     let mut child = config.launch().expect("spawn the stand-in");
+    drop(spawning);
     let deadline = Instant::now() + Duration::from_secs(20);
     while !output.exists() {
         assert!(Instant::now() < deadline, "the stand-in never wrote its arguments");
