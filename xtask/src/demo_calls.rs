@@ -8,9 +8,8 @@
 
 use std::fs;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::Child;
 
 use anyhow::{Context, bail};
 
@@ -47,8 +46,9 @@ pub fn environment(dir: &Path) -> anyhow::Result<Vec<(String, String)>> {
 /// The provider stand-in, running, and what the call roles take from it.
 pub struct DemoCalls {
     child: Child,
-    dir: PathBuf,
     ingress: SocketAddr,
+    /// The variables of [`environment`], for the configuration written at start.
+    configuration: Vec<(String, String)>,
     /// What `provider.env` names, all of it required.
     base_url: String,
     key_file: String,
@@ -61,51 +61,29 @@ impl DemoCalls {
     /// delivering its webhooks to a call-ingress listener on a free loopback port, and waits
     /// until it is ready.
     pub fn start(bin: &Path, dir: &Path) -> anyhow::Result<DemoCalls> {
-        let _ = fs::remove_dir_all(dir);
-        fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
-        fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-            .with_context(|| format!("chmod {}", dir.display()))?;
-        environment(dir)?;
         // A free loopback port for the listener (it binds it once the stand-in is up).
         let ingress = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|listener| listener.local_addr())
             .context("find a free port")?;
-        let mut child = Command::new(bin.join("steward-demo-calls"))
-            .arg(dir)
-            .arg(NUMBER)
-            .arg(format!("http://{ingress}/webhooks/callprov"))
-            .spawn()
-            .context("start steward-demo-calls")?;
-        let ready = dir.join("provider.env");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !ready.exists() {
-            if let Some(status) = child.try_wait()? {
-                bail!("steward-demo-calls exited during startup ({status})");
-            }
-            if Instant::now() > deadline {
-                crate::stop(&mut child);
-                bail!("steward-demo-calls was not ready within 30 seconds");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let named = fs::read_to_string(&ready)
-            .context("read provider.env")
-            .and_then(|text| {
-                let provided = |name: &str| {
-                    text.lines()
-                        .filter_map(|line| line.split_once('='))
-                        .find(|(variable, _)| *variable == name)
-                        .map(|(_, value)| value.to_owned())
-                        .with_context(|| format!("steward-demo-calls wrote no {name}"))
-                };
-                Ok((
-                    provided("CALLPROV_BASE_URL")?,
-                    provided("CALLPROV_API_KEY_FILE")?,
-                    provided("CALLPROV_WEBHOOK_SECRET_FILE")?,
-                    provided("DEMO_CALLS_CONTROL_URL")?,
-                ))
-            });
-        let (base_url, key_file, secret_file, control_url) = match named {
+        let args = [NUMBER.to_owned(), format!("http://{ingress}/webhooks/callprov")];
+        let (mut child, provider) = crate::stand_in::start(bin, "steward-demo-calls", dir, &args)?;
+        let provided = |name: &str| {
+            provider
+                .iter()
+                .find(|(variable, _)| variable == name)
+                .map(|(_, value)| value.clone())
+                .with_context(|| format!("steward-demo-calls wrote no {name}"))
+        };
+        let named = (|| {
+            Ok::<_, anyhow::Error>((
+                environment(dir)?,
+                provided("CALLPROV_BASE_URL")?,
+                provided("CALLPROV_API_KEY_FILE")?,
+                provided("CALLPROV_WEBHOOK_SECRET_FILE")?,
+                provided("DEMO_CALLS_CONTROL_URL")?,
+            ))
+        })();
+        let (configuration, base_url, key_file, secret_file, control_url) = match named {
             Ok(named) => named,
             Err(error) => {
                 crate::stop(&mut child);
@@ -114,8 +92,8 @@ impl DemoCalls {
         };
         Ok(DemoCalls {
             child,
-            dir: dir.to_owned(),
             ingress,
+            configuration,
             base_url,
             key_file,
             secret_file,
@@ -125,8 +103,8 @@ impl DemoCalls {
 
     /// What every role takes: calling on with the demo's configuration, and `call_finished`
     /// notifications (which need the notification routes and their delivery).
-    pub fn environment(&self) -> anyhow::Result<Vec<(String, String)>> {
-        let mut environment = environment(&self.dir)?;
+    pub fn environment(&self) -> Vec<(String, String)> {
+        let mut environment = self.configuration.clone();
         for name in [
             "AGENT_CALL_NOTIFICATIONS_ENABLED",
             "AGENT_NOTIFICATION_API_ENABLED",
@@ -134,7 +112,7 @@ impl DemoCalls {
         ] {
             environment.push((name.to_owned(), "1".to_owned()));
         }
-        Ok(environment)
+        environment
     }
 
     /// Where `POST /demo/inbound` simulates a call in.

@@ -5,8 +5,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
-use std::time::{Duration, Instant};
+use std::process::Child;
 
 use anyhow::{Context, bail};
 
@@ -15,14 +14,6 @@ pub struct DemoMail {
     child: Child,
     dir: PathBuf,
     provider: Vec<(String, String)>,
-}
-
-/// The stand-in's addresses, as its `provider.env` lists them.
-fn provider(text: &str) -> Vec<(String, String)> {
-    text.lines()
-        .filter_map(|line| line.split_once('='))
-        .map(|(name, value)| (name.to_owned(), value.to_owned()))
-        .collect()
 }
 
 /// Mail, Email mode, unsubscribe assistance and the junk filter on, the demo account's manifest
@@ -52,27 +43,7 @@ impl DemoMail {
     /// Starts the stand-in writing its account under `dir` (made owner-only), and waits until it
     /// is ready.
     pub fn start(bin: &Path, dir: &Path) -> anyhow::Result<DemoMail> {
-        let _ = fs::remove_dir_all(dir);
-        fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
-        fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-            .with_context(|| format!("chmod {}", dir.display()))?;
-        let mut child = Command::new(bin.join("steward-demo-mail"))
-            .arg(dir)
-            .spawn()
-            .context("start steward-demo-mail")?;
-        let ready = dir.join("provider.env");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !ready.exists() {
-            if let Some(status) = child.try_wait()? {
-                bail!("steward-demo-mail exited during startup ({status})");
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                bail!("steward-demo-mail was not ready within 60 seconds");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let provider = provider(&fs::read_to_string(&ready).context("read provider.env")?);
+        let (child, provider) = crate::stand_in::start(bin, "steward-demo-mail", dir, &[])?;
         Ok(DemoMail {
             child,
             dir: dir.to_owned(),
@@ -91,7 +62,7 @@ impl DemoMail {
         let ready = dir.join("provider.env");
         let text = fs::read_to_string(&ready)
             .with_context(|| format!("read {} (is `cargo xtask dev --demo-mail` running?)", ready.display()))?;
-        Ok(environment(dir, &provider(&text)))
+        Ok(environment(dir, &crate::stand_in::variables(&text)))
     }
 
     /// An error when the stand-in has exited on its own.

@@ -111,7 +111,7 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
             .map(crate::demo_mail::DemoMail::environment)
             .unwrap_or_default();
         if let Some(calls) = calls.as_ref() {
-            environment.extend(calls.environment()?);
+            environment.extend(calls.environment());
         }
         let flags: Vec<(&str, &str)> = environment
             .iter()

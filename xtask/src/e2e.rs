@@ -62,7 +62,7 @@ pub fn run_only(admin_url: &str, names: &[String]) -> anyhow::Result<()> {
     let started = (|| {
         let mut environment = demo.environment();
         // Calling's variables include both notification flags, as `crate::contract::FLAGS`.
-        environment.extend(calls.environment()?);
+        environment.extend(calls.environment());
         let flags: Vec<(&str, &str)> = environment
             .iter()
             .map(|(name, value)| (name.as_str(), value.as_str()))

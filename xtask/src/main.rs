@@ -32,6 +32,7 @@ mod e2e;
 mod fuzz;
 mod postgres;
 mod soak;
+mod stand_in;
 mod test;
 
 use std::path::PathBuf;

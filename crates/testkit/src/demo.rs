@@ -517,7 +517,7 @@ pub fn write_account(dir: &Path, gmail: &FakeGmail, mailbox: &str) -> std::io::R
 
 /// Replaces `path` with `contents`, created with mode 0600 (never readable by others, even for
 /// a moment).
-fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+pub fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     match std::fs::remove_file(path) {

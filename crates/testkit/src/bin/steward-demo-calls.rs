@@ -19,8 +19,7 @@
 //! `CALLPROV_WEBHOOK_SECRET_FILE` and `DEMO_CALLS_CONTROL_URL` (the control address). Nothing
 //! here reaches a real provider or places a real call.
 
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +29,7 @@ use axum::http::StatusCode;
 use axum::routing::post;
 use serde_json::{Value, json};
 use testkit::callprov::{FakeCallProvider, sign};
+use testkit::demo;
 
 /// How long an outbound call rings and talks before it ends.
 const OUTBOUND_LENGTH: Duration = Duration::from_secs(3);
@@ -169,18 +169,6 @@ fn random_hex(bytes: usize) -> std::io::Result<String> {
     Ok(random.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
-/// Writes `contents` to a new owner-only file.
-fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    let _ = std::fs::remove_file(path);
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)?
-        .write_all(contents.as_bytes())
-}
-
 #[tokio::main]
 async fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
@@ -221,8 +209,8 @@ async fn main() -> ExitCode {
             .with_state(demo.clone()),
     )
     .await;
-    let written = write_private(&key_file, &key)
-        .and_then(|()| write_private(&secret_file, &secret))
+    let written = demo::write_private(&key_file, &key)
+        .and_then(|()| demo::write_private(&secret_file, &secret))
         .and_then(|()| {
             let provider = format!(
                 "CALLPROV_BASE_URL={}\nCALLPROV_API_KEY_FILE={}\nCALLPROV_WEBHOOK_SECRET_FILE={}\n\

@@ -1,0 +1,52 @@
+//! Starting a provider stand-in from `testkit` (`steward-demo-mail`, `steward-demo-calls`): it
+//! gets a fresh owner-only directory as its first argument and writes `provider.env` there,
+//! renamed into place, once it is ready.
+
+use std::fs;
+use std::path::Path;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+
+/// `KEY=VALUE` lines, in order.
+pub fn variables(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|line| line.split_once('='))
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .collect()
+}
+
+/// Makes `dir` afresh (owner-only), starts `bin/name dir args…`, waits until its
+/// `provider.env` appears and returns the stand-in with what that file names. A stand-in that
+/// exits or is not ready within 60 seconds is an error (and is stopped).
+pub fn start(bin: &Path, name: &str, dir: &Path, args: &[String]) -> anyhow::Result<(Child, Vec<(String, String)>)> {
+    let _ = fs::remove_dir_all(dir);
+    fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .with_context(|| format!("chmod {}", dir.display()))?;
+    let mut child = Command::new(bin.join(name))
+        .arg(dir)
+        .args(args)
+        .spawn()
+        .with_context(|| format!("start {name}"))?;
+    let ready = dir.join("provider.env");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !ready.exists() {
+        if let Some(status) = child.try_wait()? {
+            bail!("{name} exited during startup ({status})");
+        }
+        if Instant::now() > deadline {
+            crate::stop(&mut child);
+            bail!("{name} was not ready within 60 seconds");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    match fs::read_to_string(&ready) {
+        Ok(text) => Ok((child, variables(&text))),
+        Err(error) => {
+            crate::stop(&mut child);
+            Err(error).context("read provider.env")
+        }
+    }
+}
