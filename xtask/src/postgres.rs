@@ -17,8 +17,9 @@ pub fn ensure_binaries() -> anyhow::Result<Binaries> {
     Binaries::locate().context("PostgreSQL was installed but its binaries are still not found")
 }
 
-/// The host tools the test suite drives: `systemd-analyze` (unit exposure scores) and
-/// `setfacl`/`getfacl` (ACL checks of secrets and preflight).
+/// The host tools the test suite drives: `systemd-analyze` (unit exposure scores),
+/// `setfacl`/`getfacl` (ACL checks of secrets and preflight) and `Xvfb` (the hosted browser's
+/// display; Chromium itself comes with the web client's tests, [`crate::e2e::ensure_chromium`]).
 pub fn ensure_test_tools() -> anyhow::Result<()> {
     let on_path = |tool: &str| {
         std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()))
@@ -29,6 +30,9 @@ pub fn ensure_test_tools() -> anyhow::Result<()> {
     }
     if !on_path("setfacl") || !on_path("getfacl") {
         packages.push("acl");
+    }
+    if !Path::new("/usr/bin/Xvfb").exists() {
+        packages.push("xvfb");
     }
     if packages.is_empty() {
         return Ok(());

@@ -14,6 +14,7 @@ use pgcluster::Cluster;
 pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     let binaries = crate::postgres::ensure_binaries()?;
     crate::postgres::ensure_test_tools()?;
+    crate::e2e::ensure_chromium()?;
     let cluster = Cluster::temporary(&binaries).context("start the test cluster")?;
     // `-p <crate>` narrows the run; otherwise the whole workspace is tested.
     let narrowed = args.iter().any(|arg| arg == "-p" || arg.starts_with("--package"));

@@ -3,4 +3,6 @@
 //! Chromium under Xvfb, launched with `browser_policy::launch`), profiles and their sign-in
 //! ceremonies, and `browser.act`; until they exist the role refuses to start.
 
+pub mod chromium;
+pub mod display;
 pub mod proxy;

@@ -1,6 +1,7 @@
 //! The egress proxy over real sockets: a site on loopback behind TLS for its name, a client
 //! that goes through the proxy as Chromium does, and requests that must not leave.
 
+mod egress;
 mod proxy;
 
 #[test]

@@ -1,0 +1,124 @@
+//! One hosted browser: Debian's Chromium, headed, launched by the DevTools driver
+//! (`chromiumoxide`) with the launch policy of `browser_policy::launch`, its own data
+//! directory, and every connection through the role's egress proxy.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use browser_policy::{Display, launch};
+use chromiumoxide::{Browser, BrowserConfig};
+use futures_util::StreamExt as _;
+use tokio::task::JoinHandle;
+
+/// Debian's Chromium itself. Not `/usr/bin/chromium`: that wrapper script adds the flags in
+/// `/etc/chromium.d` (remote extensions, the packaged extensions, Google API keys), which would
+/// make the browser ask for extension updates on start.
+pub const CHROMIUM: &str = "/usr/lib/chromium/chromium";
+
+/// How one browser is started.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    /// The Chromium executable.
+    pub executable: PathBuf,
+    /// The X display it draws on (`DISPLAY`).
+    pub display: String,
+    /// The egress proxy: `--proxy-server`, with loopback no longer bypassed, so every
+    /// connection (loopback included) goes through it.
+    pub proxy: SocketAddr,
+    /// Its data directory (`--user-data-dir`), private to this browser.
+    pub data_directory: PathBuf,
+    /// Chromium's own sandbox. It cannot run as root, so only a development run as root turns
+    /// it off (`--no-sandbox`); the unit runs the role as its own user, sandboxed.
+    pub sandbox: bool,
+    /// The public key (Base64 SHA-256 of the SubjectPublicKeyInfo) of a local site's
+    /// certificate that Chromium accepts without a public authority: the offline demo's sites
+    /// only. Empty in a deployment.
+    pub local_site_keys: Vec<String>,
+}
+
+impl Launch {
+    /// The driver's configuration: the launch policy's switches for a headed browser, then
+    /// the proxy, and (only when set) the local sites' keys.
+    pub fn config(&self) -> Result<BrowserConfig, LaunchError> {
+        let policy = launch(Display::Headed);
+        let mut builder = BrowserConfig::builder()
+            .chrome_executable(&self.executable)
+            .with_head()
+            .user_data_dir(&self.data_directory)
+            .env("DISPLAY", &self.display)
+            .viewport(None);
+        if policy.replaces_driver_defaults {
+            builder = builder.disable_default_args();
+        }
+        for switch in &policy.switches {
+            builder = builder.arg((switch.name, switch.values.as_slice()));
+        }
+        let proxy = format!("http://{}", self.proxy);
+        builder = builder
+            .arg(("proxy-server", proxy.as_str()))
+            .arg(("proxy-bypass-list", "<-loopback>"))
+            .arg("no-startup-window")
+            .arg("disable-component-update");
+        if !self.local_site_keys.is_empty() {
+            builder = builder.arg((
+                "ignore-certificate-errors-spki-list",
+                self.local_site_keys.join(",").as_str(),
+            ));
+        }
+        if !self.sandbox {
+            builder = builder.no_sandbox();
+        }
+        builder.build().map_err(LaunchError::Configuration)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("the browser's configuration: {0}")]
+    Configuration(String),
+    #[error("the browser did not start: {0}")]
+    Start(#[from] chromiumoxide::error::CdpError),
+}
+
+/// A running hosted browser and the task that drives its DevTools connection.
+pub struct Hosted {
+    browser: Browser,
+    driver: JoinHandle<()>,
+    data_directory: PathBuf,
+}
+
+impl Hosted {
+    /// Starts Chromium as `settings` say and connects to it.
+    pub async fn launch(settings: &Launch) -> Result<Hosted, LaunchError> {
+        let (browser, mut handler) = Browser::launch(settings.config()?).await?;
+        let driver = tokio::spawn(async move {
+            while let Some(event) = handler.next().await {
+                if event.is_err() {
+                    tracing::debug!("the hosted browser's connection reported an error");
+                }
+            }
+        });
+        Ok(Hosted {
+            browser,
+            driver,
+            data_directory: settings.data_directory.clone(),
+        })
+    }
+
+    pub fn browser(&self) -> &Browser {
+        &self.browser
+    }
+
+    pub fn data_directory(&self) -> &Path {
+        &self.data_directory
+    }
+
+    /// Closes the browser and waits for its process to end.
+    pub async fn close(mut self) {
+        if self.browser.close().await.is_err() {
+            let _ = self.browser.kill().await;
+        }
+        let _ = self.browser.wait().await;
+        self.driver.abort();
+    }
+}
