@@ -4,5 +4,8 @@
 //! ceremonies, and `browser.act`; until they exist the role refuses to start.
 
 pub mod chromium;
+pub mod control;
 pub mod display;
+pub mod page;
 pub mod proxy;
+pub mod tasks;

@@ -1,11 +1,180 @@
-//! `steward-browser`: the hosted browser role. It is not complete (see the library's
-//! documentation), so it refuses to start rather than run half a role.
+//! `steward-browser`: the hosted browser role. It owns the browsers (one headed Chromium per
+//! active task, under Xvfb on a server), each behind its own egress proxy, and serves their
+//! control plane on loopback to whoever holds the control-plane credential
+//! (`steward_browser::control`).
+//!
+//! | Variable | Meaning | Default |
+//! |---|---|---|
+//! | `BROWSER_CONTROL_CREDENTIAL_FILE` | the control plane's credential (owner-only, at least 32 bytes) | required |
+//! | `BROWSER_CONTROL_LISTEN` | the control plane's address (loopback only) | `127.0.0.1:8005` |
+//! | `BROWSER_DATA_DIRECTORY` | where each browser's private data directory is made (owner-only) | `$RUNTIME_DIRECTORY` (systemd), else required |
+//! | `BROWSER_EXECUTABLE` | Chromium itself | `/usr/lib/chromium/chromium` |
+//! | `BROWSER_DISPLAY` | an X display to draw on (a desktop); unset: the role starts `Xvfb` | unset |
+//! | `BROWSER_XVFB` | the `Xvfb` executable | `/usr/bin/Xvfb` |
+//! | `LOG_LEVEL` | as for the other roles | `info` |
+//!
+//! It refuses to start with a model key (any `*_API_KEY`, a model vendor's key variable),
+//! `API_TOKEN_FILE`, a non-empty `AUTH_SCOPES` or the call-provider key.
 
+use std::net::SocketAddr;
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use domain::env::{Env, EnvError, FromEnv, invalid};
+use steward_browser::chromium::CHROMIUM;
+use steward_browser::control::{Control, router};
+use steward_browser::display::VirtualDisplay;
+use steward_browser::proxy::{SystemResolver, Upstream};
+use steward_browser::tasks::{Browsers, Template};
+
+/// The shortest control-plane credential accepted.
+const MIN_CREDENTIAL_BYTES: usize = 32;
+
+#[derive(Debug, thiserror::Error)]
+enum ConfigError {
+    #[error("{0}")]
+    Env(#[from] EnvError),
+    #[error("BROWSER_CONTROL_CREDENTIAL_FILE: {0}")]
+    Credential(#[from] hardening::secret_file::SecretFileError),
+    #[error("BROWSER_CONTROL_CREDENTIAL_FILE holds fewer than {MIN_CREDENTIAL_BYTES} bytes")]
+    CredentialTooShort,
+}
+
+struct Config {
+    credential: Vec<u8>,
+    listen: SocketAddr,
+    data_root: PathBuf,
+    executable: PathBuf,
+    display: Option<String>,
+    xvfb: PathBuf,
+}
+
+impl FromEnv for Config {
+    type Error = ConfigError;
+
+    fn from_env(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let env = Env::new(&lookup);
+        let path = env.required(hardening::environment::BROWSER_CONTROL_CREDENTIAL_FILE)?;
+        let mut credential = hardening::secret_file::read_owner_only_at_most(Path::new(&path), 4096)?;
+        while credential.last().is_some_and(u8::is_ascii_whitespace) {
+            credential.pop();
+        }
+        if credential.len() < MIN_CREDENTIAL_BYTES {
+            return Err(ConfigError::CredentialTooShort);
+        }
+        let listen: SocketAddr = env.parsed("BROWSER_CONTROL_LISTEN", SocketAddr::from(([127, 0, 0, 1], 8005)))?;
+        if !listen.ip().is_loopback() {
+            return Err(invalid("BROWSER_CONTROL_LISTEN", "the control plane listens on loopback only").into());
+        }
+        let data_root = env
+            .get("BROWSER_DATA_DIRECTORY")
+            .filter(|value| !value.is_empty())
+            .or_else(|| env.get("RUNTIME_DIRECTORY").filter(|value| !value.is_empty()))
+            .map(PathBuf::from)
+            .ok_or_else(|| {
+                invalid(
+                    "BROWSER_DATA_DIRECTORY",
+                    "required (or RUNTIME_DIRECTORY, under systemd)",
+                )
+            })?;
+        let private =
+            std::fs::metadata(&data_root).is_ok_and(|meta| meta.is_dir() && meta.permissions().mode() & 0o077 == 0);
+        if !private {
+            return Err(invalid(
+                "BROWSER_DATA_DIRECTORY",
+                format!(
+                    "{} must be an existing directory only its owner can enter (mode 0700)",
+                    data_root.display()
+                ),
+            )
+            .into());
+        }
+        let executable = PathBuf::from(
+            env.get("BROWSER_EXECUTABLE")
+                .filter(|value| !value.is_empty())
+                .unwrap_or_else(|| CHROMIUM.to_owned()),
+        );
+        if !executable.is_file() {
+            return Err(invalid(
+                "BROWSER_EXECUTABLE",
+                format!(
+                    "{} does not exist (Debian: apt-get install chromium)",
+                    executable.display()
+                ),
+            )
+            .into());
+        }
+        let display = env.get("BROWSER_DISPLAY").filter(|value| !value.is_empty());
+        let xvfb = PathBuf::from(
+            env.get("BROWSER_XVFB")
+                .filter(|value| !value.is_empty())
+                .unwrap_or_else(|| "/usr/bin/Xvfb".to_owned()),
+        );
+        if display.is_none() && !xvfb.is_file() {
+            return Err(invalid(
+                "BROWSER_XVFB",
+                format!(
+                    "{} does not exist (Debian: apt-get install xvfb), and BROWSER_DISPLAY is unset",
+                    xvfb.display()
+                ),
+            )
+            .into());
+        }
+        Ok(Config {
+            credential,
+            listen,
+            data_root,
+            executable,
+            display,
+            xvfb,
+        })
+    }
+}
 
 fn main() -> ExitCode {
-    eprintln!(
-        "steward-browser: the hosted browser is not available in this release (only its egress proxy is built); nothing was started"
-    );
-    ExitCode::from(2)
+    role::main("steward-browser", role::RoleKind::Browser, serve)
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    // Kept for as long as the role runs; dropped (stopped) on the way out.
+    let mut virtual_display = None;
+    let display = match config.display {
+        Some(display) => display,
+        None => {
+            let xvfb = config.xvfb.clone();
+            let started = tokio::task::spawn_blocking(move || VirtualDisplay::start(&xvfb))
+                .await
+                .context("start Xvfb")??;
+            let name = started.name().to_owned();
+            virtual_display = Some(started);
+            name
+        }
+    };
+    // Chromium's sandbox cannot run as root: only a development run (STEWARD_DEV_ALLOW_ROOT)
+    // gets here as root, and its browsers run without it.
+    let root = std::fs::metadata("/proc/self").is_ok_and(|meta| meta.uid() == 0);
+    if root {
+        tracing::warn!("running as root (development): the browsers run without Chromium's sandbox");
+    }
+    let browsers = Arc::new(Browsers::new(Template {
+        executable: config.executable,
+        display,
+        sandbox: !root,
+        local_site_keys: Vec::new(),
+        upstream: Upstream::Public(Arc::new(SystemResolver)),
+        data_root: config.data_root,
+    }));
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("listen on {}", config.listen))?;
+    let app = router(Arc::new(Control::new(Arc::clone(&browsers), &config.credential)));
+    tracing::info!(addr = %listener.local_addr()?, "steward-browser listening");
+    role::ready();
+    let served = listener::serve(listener, app, listener::Limits::default(), role::shutdown_signal()).await;
+    browsers.close_all().await;
+    drop(virtual_display);
+    served.context("serve http")
 }

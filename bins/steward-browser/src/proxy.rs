@@ -106,6 +106,7 @@ impl Resolve for SystemResolver {
 }
 
 /// Where admitted tunnels go.
+#[derive(Clone)]
 pub enum Upstream {
     /// To the name's own addresses, every one of them public.
     Public(Arc<dyn Resolve>),

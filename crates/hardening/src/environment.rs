@@ -1,6 +1,7 @@
-//! Variables a role refuses to start with. Secrets arrive as file paths, never inline, and the
+//! Variables a role refuses to start with. Secrets arrive as file paths, never inline; the
 //! call roles never hold a model key, the owner's bearer, scopes, or the browser control plane's
-//! credential, whatever their environment file says.
+//! credential, and the browser role never holds a model key, the owner's bearer, scopes or the
+//! call-provider key, whatever their environment file says.
 
 /// The call-provider key must be a file (`CALLPROV_API_KEY_FILE`); inline it is refused everywhere.
 pub const INLINE_CALLPROV_KEY: &str = "CALLPROV_API_KEY";
@@ -20,6 +21,9 @@ pub enum RoleKind {
     CallWorker,
     /// The call-ingress listener: the webhook signing secret and receipts only.
     CallIngress,
+    /// The hosted browser role: its control-plane credential and the browsers, nothing of the
+    /// agent's (no model key, owner bearer, scopes or call-provider key).
+    Browser,
 }
 
 /// Whether `name` names a model key: any `*_API_KEY`, or a variable naming a model vendor's key
@@ -62,6 +66,16 @@ pub fn refused<'a>(
             }
             RoleKind::CallIngress if name == CALLPROV_KEY_FILE => {
                 Some("the ingress listener never holds the call-provider API key")
+            }
+            RoleKind::Browser if is_model_key(name) => Some("the browser role never holds a model key"),
+            RoleKind::Browser if name == OWNER_TOKEN_FILE => {
+                Some("the browser role never holds the owner's bearer token")
+            }
+            RoleKind::Browser if name == CALLPROV_KEY_FILE => {
+                Some("the browser role never holds the call-provider API key")
+            }
+            RoleKind::Browser if name == "AUTH_SCOPES" && !value.trim().is_empty() => {
+                Some("the browser role has no scopes; AUTH_SCOPES must be empty")
             }
             _ => None,
         };
@@ -134,6 +148,31 @@ mod tests {
         }
         assert_eq!(
             refused_name(RoleKind::Application, &[("OPENAI_API_KEY_FILE", "/k")]),
+            None
+        );
+    }
+
+    #[test]
+    fn the_browser_role_refuses_model_keys_the_bearer_scopes_and_the_call_key() {
+        for variable in [
+            ("OPENAI_API_KEY", "sk"),
+            ("VEETBOT_OPENAI_KEY", "sk"),
+            ("OPENAI_API_KEY_FILE", "/k"),
+            ("API_TOKEN_FILE", "/t"),
+            ("AUTH_SCOPES", "email.read"),
+            ("CALLPROV_API_KEY_FILE", "/c"),
+            ("CALLPROV_API_KEY", "k"),
+        ] {
+            assert_eq!(
+                refused_name(RoleKind::Browser, &[variable]).as_deref(),
+                Some(variable.0)
+            );
+        }
+        assert_eq!(
+            refused_name(
+                RoleKind::Browser,
+                &[("BROWSER_CONTROL_CREDENTIAL_FILE", "/b"), ("AUTH_SCOPES", "")]
+            ),
             None
         );
     }

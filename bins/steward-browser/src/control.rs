@@ -1,0 +1,259 @@
+//! The browser role's control plane, on loopback: whoever holds the browser control-plane
+//! credential (`BROWSER_CONTROL_CREDENTIAL_FILE`, the worker that runs `browser.act`) opens a
+//! task's browser for a profile's origins, navigates it within them, reads its page, acts on
+//! one element, and closes it. Errors are problem documents with a stable `code`.
+//!
+//! | Method and path | Body | Answer |
+//! |---|---|---|
+//! | `GET /health/ready` | | 200, no credential needed |
+//! | `PUT /control/v1/tasks/{task}` | `{"origins": ["https://…"]}` | 201 opened, 200 already open |
+//! | `POST /control/v1/tasks/{task}/navigate` | `{"url": "https://…"}` | the page's snapshot |
+//! | `GET /control/v1/tasks/{task}/page` | | the page's snapshot |
+//! | `POST /control/v1/tasks/{task}/act` | `{"element": "e3", "label": "…", "action": {"kind": "click"}}` | the snapshot after it |
+//! | `DELETE /control/v1/tasks/{task}` | | 204, or 404 when none was open |
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use browser_policy::egress::Origin;
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::page::{Action, PageError, Snapshot};
+use crate::tasks::{Browsers, TaskError};
+
+/// The control plane's state: the browsers and the credential's digest.
+pub struct Control {
+    browsers: Arc<Browsers>,
+    credential: [u8; 32],
+}
+
+impl Control {
+    pub fn new(browsers: Arc<Browsers>, credential: &[u8]) -> Control {
+        Control {
+            browsers,
+            credential: Sha256::digest(credential).into(),
+        }
+    }
+}
+
+/// The routes, over `control`.
+pub fn router(control: Arc<Control>) -> axum::Router {
+    axum::Router::new()
+        .route("/health/ready", get(|| async { "ready" }))
+        .route("/control/v1/tasks/{task}", put(open).delete(close))
+        .route("/control/v1/tasks/{task}/navigate", post(navigate))
+        .route("/control/v1/tasks/{task}/page", get(read))
+        .route("/control/v1/tasks/{task}/act", post(act))
+        .with_state(control)
+}
+
+/// An error answer: `application/problem+json` with a stable `code`.
+#[derive(Debug)]
+pub struct Problem {
+    status: StatusCode,
+    code: &'static str,
+    detail: String,
+}
+
+impl Problem {
+    fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Problem {
+        Problem {
+            status,
+            code,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl IntoResponse for Problem {
+    fn into_response(self) -> Response {
+        let body = serde_json::json!({
+            "type": format!("urn:steward:problem:{}", self.code),
+            "title": self.code,
+            "status": self.status.as_u16(),
+            "code": self.code,
+            "detail": self.detail,
+        });
+        (
+            self.status,
+            [(header::CONTENT_TYPE, "application/problem+json")],
+            body.to_string(),
+        )
+            .into_response()
+    }
+}
+
+impl From<TaskError> for Problem {
+    fn from(error: TaskError) -> Problem {
+        let detail = error.to_string();
+        let (status, code) = match &error {
+            TaskError::NoTask => (StatusCode::NOT_FOUND, "browser.no_task"),
+            TaskError::Busy => (StatusCode::SERVICE_UNAVAILABLE, "browser.busy"),
+            TaskError::Conflict => (StatusCode::CONFLICT, "browser.task_conflict"),
+            TaskError::Origin(_) => (StatusCode::UNPROCESSABLE_ENTITY, "browser.origin_not_allowed"),
+            TaskError::Page(PageError::NoElement(_)) => (StatusCode::NOT_FOUND, "browser.no_element"),
+            TaskError::Page(PageError::Changed { .. }) => (StatusCode::CONFLICT, "browser.page_changed"),
+            TaskError::Page(PageError::Unsupported(_)) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "browser.unsupported_action")
+            }
+            TaskError::Page(PageError::Browser(_)) | TaskError::Launch(_) => {
+                (StatusCode::BAD_GATEWAY, "browser.failed")
+            }
+            TaskError::Directory(_) | TaskError::Proxy(_) => (StatusCode::INTERNAL_SERVER_ERROR, "browser.failed"),
+        };
+        if status.is_server_error() {
+            tracing::warn!(code, "browser control: {detail}");
+        }
+        Problem::new(status, code, detail)
+    }
+}
+
+fn invalid(rejection: JsonRejection) -> Problem {
+    Problem::new(StatusCode::BAD_REQUEST, "invalid_request", rejection.body_text())
+}
+
+/// The credential check: `Authorization: Bearer <credential>`, compared in constant time.
+fn authorize(control: &Control, headers: &HeaderMap) -> Result<(), Problem> {
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(|token| Sha256::digest(token.as_bytes()));
+    match presented {
+        Some(digest) if bool::from(digest.as_slice().ct_eq(&control.credential)) => Ok(()),
+        _ => Err(Problem::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "the browser control-plane credential is missing or wrong",
+        )),
+    }
+}
+
+/// A task's name: 1 to 64 letters, digits and dashes (the worker uses the task permission's
+/// or the approval's id).
+fn task_name(task: &str) -> Result<(), Problem> {
+    if !task.is_empty() && task.len() <= 64 && task.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'-') {
+        Ok(())
+    } else {
+        Err(Problem::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "a task is named by 1 to 64 letters, digits and dashes",
+        ))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OpenRequest {
+    origins: Vec<String>,
+}
+
+async fn open(
+    State(control): State<Arc<Control>>,
+    Path(task): Path<String>,
+    headers: HeaderMap,
+    body: Result<Json<OpenRequest>, JsonRejection>,
+) -> Result<StatusCode, Problem> {
+    authorize(&control, &headers)?;
+    task_name(&task)?;
+    let Json(request) = body.map_err(invalid)?;
+    if request.origins.is_empty() {
+        return Err(Problem::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "a task needs at least one origin",
+        ));
+    }
+    let mut origins = Vec::with_capacity(request.origins.len());
+    for origin in &request.origins {
+        let parsed = Origin::parse(origin).map_err(|error| {
+            Problem::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "browser.origin_not_allowed",
+                format!("`{origin}`: {error}"),
+            )
+        })?;
+        if !origins.contains(&parsed) {
+            origins.push(parsed);
+        }
+    }
+    origins.sort();
+    let opened = control.browsers.open(&task, origins).await?;
+    Ok(if opened { StatusCode::CREATED } else { StatusCode::OK })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NavigateRequest {
+    url: String,
+}
+
+async fn navigate(
+    State(control): State<Arc<Control>>,
+    Path(task): Path<String>,
+    headers: HeaderMap,
+    body: Result<Json<NavigateRequest>, JsonRejection>,
+) -> Result<Json<Snapshot>, Problem> {
+    authorize(&control, &headers)?;
+    task_name(&task)?;
+    let Json(request) = body.map_err(invalid)?;
+    Ok(Json(control.browsers.navigate(&task, &request.url).await?))
+}
+
+async fn read(
+    State(control): State<Arc<Control>>,
+    Path(task): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<Snapshot>, Problem> {
+    authorize(&control, &headers)?;
+    task_name(&task)?;
+    Ok(Json(control.browsers.read(&task).await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ActRequest {
+    element: String,
+    label: String,
+    action: Action,
+}
+
+async fn act(
+    State(control): State<Arc<Control>>,
+    Path(task): Path<String>,
+    headers: HeaderMap,
+    body: Result<Json<ActRequest>, JsonRejection>,
+) -> Result<Json<Snapshot>, Problem> {
+    authorize(&control, &headers)?;
+    task_name(&task)?;
+    let Json(request) = body.map_err(invalid)?;
+    tracing::info!(target: "steward::audit", task = %task, action = request.action.name(), element = %request.element, "browser action");
+    Ok(Json(
+        control
+            .browsers
+            .act(&task, &request.element, &request.label, &request.action)
+            .await?,
+    ))
+}
+
+async fn close(
+    State(control): State<Arc<Control>>,
+    Path(task): Path<String>,
+    headers: HeaderMap,
+) -> Result<StatusCode, Problem> {
+    authorize(&control, &headers)?;
+    task_name(&task)?;
+    if control.browsers.close(&task).await {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(TaskError::NoTask.into())
+    }
+}
