@@ -19,25 +19,28 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, post, put};
 use browser_policy::egress::Origin;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use crate::ceremony::{Ceremonies, Status};
 use crate::page::{Action, PageError, Snapshot};
 use crate::tasks::{Browsers, TaskError};
 
-/// The control plane's state: the browsers and the credential's digest.
+/// The control plane's state: the browsers, the ceremonies and the credential's digest.
 pub struct Control {
     browsers: Arc<Browsers>,
+    ceremonies: Arc<Ceremonies>,
     credential: [u8; 32],
 }
 
 impl Control {
-    pub fn new(browsers: Arc<Browsers>, credential: &[u8]) -> Control {
+    pub fn new(browsers: Arc<Browsers>, ceremonies: Arc<Ceremonies>, credential: &[u8]) -> Control {
         Control {
             browsers,
+            ceremonies,
             credential: Sha256::digest(credential).into(),
         }
     }
@@ -51,6 +54,11 @@ pub fn router(control: Arc<Control>) -> axum::Router {
         .route("/control/v1/tasks/{task}/navigate", post(navigate))
         .route("/control/v1/tasks/{task}/page", get(read))
         .route("/control/v1/tasks/{task}/act", post(act))
+        .route(
+            "/control/v1/ceremonies/{ceremony}",
+            put(begin).get(ceremony_status).delete(cancel),
+        )
+        .route("/control/v1/profiles/{profile}", delete(forget))
         .with_state(control)
 }
 
@@ -63,7 +71,7 @@ pub struct Problem {
 }
 
 impl Problem {
-    fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Problem {
+    pub fn new(status: StatusCode, code: &'static str, detail: impl Into<String>) -> Problem {
         Problem {
             status,
             code,
@@ -106,7 +114,9 @@ impl From<TaskError> for Problem {
             TaskError::Page(PageError::Browser(_)) | TaskError::Launch(_) => {
                 (StatusCode::BAD_GATEWAY, "browser.failed")
             }
-            TaskError::Directory(_) | TaskError::Proxy(_) => (StatusCode::INTERNAL_SERVER_ERROR, "browser.failed"),
+            TaskError::Directory(_) | TaskError::Proxy(_) | TaskError::Vault(_) => {
+                (StatusCode::INTERNAL_SERVER_ERROR, "browser.failed")
+            }
         };
         if status.is_server_error() {
             tracing::warn!(code, "browser control: {detail}");
@@ -136,44 +146,36 @@ fn authorize(control: &Control, headers: &HeaderMap) -> Result<(), Problem> {
     }
 }
 
-/// A task's name: 1 to 64 letters, digits and dashes (the worker uses the task permission's
-/// or the approval's id).
-fn task_name(task: &str) -> Result<(), Problem> {
-    if !task.is_empty() && task.len() <= 64 && task.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'-') {
+/// A task's, profile's or ceremony's name: 1 to 64 letters, digits and dashes (the callers use
+/// UUIDs). A profile's names its sealed file.
+fn name(name: &str, what: &str) -> Result<(), Problem> {
+    if !name.is_empty() && name.len() <= 64 && name.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'-') {
         Ok(())
     } else {
         Err(Problem::new(
             StatusCode::BAD_REQUEST,
             "invalid_request",
-            "a task is named by 1 to 64 letters, digits and dashes",
+            format!("{what} is named by 1 to 64 letters, digits and dashes"),
         ))
     }
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct OpenRequest {
-    origins: Vec<String>,
+fn task_name(task: &str) -> Result<(), Problem> {
+    name(task, "a task")
 }
 
-async fn open(
-    State(control): State<Arc<Control>>,
-    Path(task): Path<String>,
-    headers: HeaderMap,
-    body: Result<Json<OpenRequest>, JsonRejection>,
-) -> Result<StatusCode, Problem> {
-    authorize(&control, &headers)?;
-    task_name(&task)?;
-    let Json(request) = body.map_err(invalid)?;
-    if request.origins.is_empty() {
+/// A profile's origins: at least one, each an exact public HTTPS origin; sorted, without
+/// repeats.
+fn origins(texts: &[String]) -> Result<Vec<Origin>, Problem> {
+    if texts.is_empty() {
         return Err(Problem::new(
             StatusCode::BAD_REQUEST,
             "invalid_request",
-            "a task needs at least one origin",
+            "at least one origin is needed",
         ));
     }
-    let mut origins = Vec::with_capacity(request.origins.len());
-    for origin in &request.origins {
+    let mut origins = Vec::with_capacity(texts.len());
+    for origin in texts {
         let parsed = Origin::parse(origin).map_err(|error| {
             Problem::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
@@ -186,7 +188,33 @@ async fn open(
         }
     }
     origins.sort();
-    let opened = control.browsers.open(&task, origins).await?;
+    Ok(origins)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OpenRequest {
+    origins: Vec<String>,
+    /// The profile whose sealed session the browser starts with (and keeps, refreshed, when it
+    /// closes).
+    #[serde(default)]
+    profile: Option<String>,
+}
+
+async fn open(
+    State(control): State<Arc<Control>>,
+    Path(task): Path<String>,
+    headers: HeaderMap,
+    body: Result<Json<OpenRequest>, JsonRejection>,
+) -> Result<StatusCode, Problem> {
+    authorize(&control, &headers)?;
+    task_name(&task)?;
+    let Json(request) = body.map_err(invalid)?;
+    let origins = origins(&request.origins)?;
+    if let Some(profile) = &request.profile {
+        name(profile, "a profile")?;
+    }
+    let opened = control.browsers.open(&task, origins, request.profile).await?;
     Ok(if opened { StatusCode::CREATED } else { StatusCode::OK })
 }
 
@@ -256,4 +284,80 @@ async fn close(
     } else {
         Err(TaskError::NoTask.into())
     }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BeginRequest {
+    profile: String,
+    origins: Vec<String>,
+}
+
+/// Begins a ceremony: the capability is in this answer only.
+async fn begin(
+    State(control): State<Arc<Control>>,
+    Path(ceremony): Path<String>,
+    headers: HeaderMap,
+    body: Result<Json<BeginRequest>, JsonRejection>,
+) -> Result<(StatusCode, Json<serde_json::Value>), Problem> {
+    authorize(&control, &headers)?;
+    name(&ceremony, "a ceremony")?;
+    let Json(request) = body.map_err(invalid)?;
+    name(&request.profile, "a profile")?;
+    let origins = origins(&request.origins)?;
+    let (capability, expires_at) = control
+        .ceremonies
+        .begin(&ceremony, &request.profile, origins)
+        .ok_or_else(|| {
+            Problem::new(
+                StatusCode::CONFLICT,
+                "browser.ceremony_exists",
+                "this ceremony was already begun",
+            )
+        })?;
+    Ok((
+        StatusCode::CREATED,
+        Json(serde_json::json!({"capability": capability, "expires_at": expires_at})),
+    ))
+}
+
+async fn ceremony_status(
+    State(control): State<Arc<Control>>,
+    Path(ceremony): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<Status>, Problem> {
+    authorize(&control, &headers)?;
+    name(&ceremony, "a ceremony")?;
+    control.ceremonies.status(&ceremony).map(Json).ok_or_else(no_ceremony)
+}
+
+async fn cancel(
+    State(control): State<Arc<Control>>,
+    Path(ceremony): Path<String>,
+    headers: HeaderMap,
+) -> Result<StatusCode, Problem> {
+    authorize(&control, &headers)?;
+    name(&ceremony, "a ceremony")?;
+    if control.ceremonies.cancel(&ceremony) {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(no_ceremony())
+    }
+}
+
+fn no_ceremony() -> Problem {
+    Problem::new(StatusCode::NOT_FOUND, "browser.no_ceremony", "no such ceremony")
+}
+
+/// Forgets a profile: its open ceremonies are cancelled and its sealed session removed.
+async fn forget(
+    State(control): State<Arc<Control>>,
+    Path(profile): Path<String>,
+    headers: HeaderMap,
+) -> Result<StatusCode, Problem> {
+    authorize(&control, &headers)?;
+    name(&profile, "a profile")?;
+    control.ceremonies.cancel_profile(&profile);
+    control.browsers.forget(&profile).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

@@ -3,9 +3,13 @@
 //! Chromium under Xvfb, launched with `browser_policy::launch`), profiles and their sign-in
 //! ceremonies, and `browser.act`; until they exist the role refuses to start.
 
+pub mod ceremony;
 pub mod chromium;
 pub mod control;
 pub mod display;
+pub mod handoff;
 pub mod page;
 pub mod proxy;
+pub mod session;
+pub mod storage;
 pub mod tasks;

@@ -7,6 +7,9 @@
 //! |---|---|---|
 //! | `BROWSER_CONTROL_CREDENTIAL_FILE` | the control plane's credential (owner-only, at least 32 bytes) | required |
 //! | `BROWSER_CONTROL_LISTEN` | the control plane's address (loopback only) | `127.0.0.1:8005` |
+//! | `BROWSER_HANDOFF_LISTEN` | the handoff address (loopback; the reverse proxy exposes `/handoff`) | `127.0.0.1:8006` |
+//! | `BROWSER_STORAGE_KEY_FILE` | the key sealing the profiles' sessions: 32 bytes, owner-only | required |
+//! | `BROWSER_STATE_DIRECTORY` | where the sealed sessions are kept (owner-only) | `$STATE_DIRECTORY` (systemd), else required |
 //! | `BROWSER_DATA_DIRECTORY` | where each browser's private data directory is made (owner-only) | `$RUNTIME_DIRECTORY` (systemd), else required |
 //! | `BROWSER_EXECUTABLE` | Chromium itself | `/usr/lib/chromium/chromium` |
 //! | `BROWSER_DISPLAY` | an X display to draw on (a desktop); unset: the role starts `Xvfb` | unset |
@@ -24,10 +27,14 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use domain::env::{Env, EnvError, FromEnv, invalid};
+use futures_util::FutureExt as _;
+use steward_browser::ceremony::{Ceremonies, system_clock};
 use steward_browser::chromium::CHROMIUM;
 use steward_browser::control::{Control, router};
 use steward_browser::display::VirtualDisplay;
+use steward_browser::handoff::{self, Handoff};
 use steward_browser::proxy::{SystemResolver, Upstream};
+use steward_browser::storage::Vault;
 use steward_browser::tasks::{Browsers, Template};
 
 /// The shortest control-plane credential accepted.
@@ -41,11 +48,18 @@ enum ConfigError {
     Credential(#[from] hardening::secret_file::SecretFileError),
     #[error("BROWSER_CONTROL_CREDENTIAL_FILE holds fewer than {MIN_CREDENTIAL_BYTES} bytes")]
     CredentialTooShort,
+    #[error("BROWSER_STORAGE_KEY_FILE: {0}")]
+    StorageKey(hardening::secret_file::SecretFileError),
+    #[error("BROWSER_STORAGE_KEY_FILE must hold exactly 32 bytes (make one with: head -c 32 /dev/urandom)")]
+    StorageKeyLength,
 }
 
 struct Config {
     credential: Vec<u8>,
     listen: SocketAddr,
+    handoff: SocketAddr,
+    storage_key: [u8; 32],
+    state: PathBuf,
     data_root: PathBuf,
     executable: PathBuf,
     display: Option<String>,
@@ -69,29 +83,20 @@ impl FromEnv for Config {
         if !listen.ip().is_loopback() {
             return Err(invalid("BROWSER_CONTROL_LISTEN", "the control plane listens on loopback only").into());
         }
-        let data_root = env
-            .get("BROWSER_DATA_DIRECTORY")
-            .filter(|value| !value.is_empty())
-            .or_else(|| env.get("RUNTIME_DIRECTORY").filter(|value| !value.is_empty()))
-            .map(PathBuf::from)
-            .ok_or_else(|| {
-                invalid(
-                    "BROWSER_DATA_DIRECTORY",
-                    "required (or RUNTIME_DIRECTORY, under systemd)",
-                )
-            })?;
-        let private =
-            std::fs::metadata(&data_root).is_ok_and(|meta| meta.is_dir() && meta.permissions().mode() & 0o077 == 0);
-        if !private {
+        let handoff: SocketAddr = env.parsed("BROWSER_HANDOFF_LISTEN", SocketAddr::from(([127, 0, 0, 1], 8006)))?;
+        if !handoff.ip().is_loopback() {
             return Err(invalid(
-                "BROWSER_DATA_DIRECTORY",
-                format!(
-                    "{} must be an existing directory only its owner can enter (mode 0700)",
-                    data_root.display()
-                ),
+                "BROWSER_HANDOFF_LISTEN",
+                "the handoff address listens on loopback only (behind the reverse proxy)",
             )
             .into());
         }
+        let key_path = env.required("BROWSER_STORAGE_KEY_FILE")?;
+        let key = hardening::secret_file::read_owner_only_at_most(Path::new(&key_path), 64)
+            .map_err(ConfigError::StorageKey)?;
+        let storage_key: [u8; 32] = key.try_into().map_err(|_| ConfigError::StorageKeyLength)?;
+        let state = private_directory(&env, "BROWSER_STATE_DIRECTORY", "STATE_DIRECTORY", "StateDirectory=")?;
+        let data_root = private_directory(&env, "BROWSER_DATA_DIRECTORY", "RUNTIME_DIRECTORY", "RuntimeDirectory=")?;
         let executable = PathBuf::from(
             env.get("BROWSER_EXECUTABLE")
                 .filter(|value| !value.is_empty())
@@ -126,12 +131,49 @@ impl FromEnv for Config {
         Ok(Config {
             credential,
             listen,
+            handoff,
+            storage_key,
+            state,
             data_root,
             executable,
             display,
             xvfb,
         })
     }
+}
+
+/// The directory `variable` names, or else the one systemd names in `fallback` (for a unit
+/// with `directive`): it must exist and be owner-only.
+fn private_directory(
+    env: &Env,
+    variable: &'static str,
+    fallback: &str,
+    directive: &str,
+) -> Result<PathBuf, ConfigError> {
+    let directory = env
+        .get(variable)
+        .filter(|value| !value.is_empty())
+        .or_else(|| env.get(fallback).filter(|value| !value.is_empty()))
+        .map(PathBuf::from)
+        .ok_or_else(|| {
+            invalid(
+                variable,
+                format!("required (or {fallback}, set by systemd's {directive})"),
+            )
+        })?;
+    let private =
+        std::fs::metadata(&directory).is_ok_and(|meta| meta.is_dir() && meta.permissions().mode() & 0o077 == 0);
+    if !private {
+        return Err(invalid(
+            variable,
+            format!(
+                "{} must be an existing directory only its owner can enter (mode 0700)",
+                directory.display()
+            ),
+        )
+        .into());
+    }
+    Ok(directory)
 }
 
 fn main() -> ExitCode {
@@ -159,22 +201,41 @@ async fn serve(config: Config) -> anyhow::Result<()> {
     if root {
         tracing::warn!("running as root (development): the browsers run without Chromium's sandbox");
     }
-    let browsers = Arc::new(Browsers::new(Template {
-        executable: config.executable,
-        display,
-        sandbox: !root,
-        local_site_keys: Vec::new(),
-        upstream: Upstream::Public(Arc::new(SystemResolver)),
-        data_root: config.data_root,
-    }));
-    let listener = tokio::net::TcpListener::bind(config.listen)
+    let vault = Arc::new(Vault::new(&config.storage_key, config.state));
+    let ceremonies = Arc::new(Ceremonies::new(system_clock()));
+    let browsers = Arc::new(Browsers::new(
+        Template {
+            executable: config.executable,
+            display,
+            sandbox: !root,
+            local_site_keys: Vec::new(),
+            upstream: Upstream::Public(Arc::new(SystemResolver)),
+            data_root: config.data_root,
+        },
+        Arc::clone(&vault),
+    ));
+    let control = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("listen on {}", config.listen))?;
-    let app = router(Arc::new(Control::new(Arc::clone(&browsers), &config.credential)));
-    tracing::info!(addr = %listener.local_addr()?, "steward-browser listening");
+    let handoff = tokio::net::TcpListener::bind(config.handoff)
+        .await
+        .with_context(|| format!("listen on {}", config.handoff))?;
+    let control_app = router(Arc::new(Control::new(
+        Arc::clone(&browsers),
+        Arc::clone(&ceremonies),
+        &config.credential,
+    )));
+    let handoff_app = handoff::router(Arc::new(Handoff { ceremonies, vault }));
+    tracing::info!(control = %control.local_addr()?, handoff = %handoff.local_addr()?, "steward-browser listening");
     role::ready();
-    let served = listener::serve(listener, app, listener::Limits::default(), role::shutdown_signal()).await;
+    let shutdown = role::shutdown_signal().shared();
+    let limits = listener::Limits::default();
+    let (control_served, handoff_served) = tokio::join!(
+        listener::serve(control, control_app, limits, shutdown.clone()),
+        listener::serve(handoff, handoff_app, limits, shutdown),
+    );
     browsers.close_all().await;
     drop(virtual_display);
-    served.context("serve http")
+    control_served.context("serve the control plane")?;
+    handoff_served.context("serve the handoff address")
 }

@@ -14,6 +14,8 @@ use url::Url;
 use crate::chromium::{Hosted, Launch, LaunchError};
 use crate::page::{self, Action, PageError, Snapshot};
 use crate::proxy::{EgressProxy, Settings, Upstream};
+use crate::session;
+use crate::storage::{Vault, VaultError};
 
 /// The most browsers the role runs at once.
 pub const MAX_BROWSERS: usize = 4;
@@ -49,11 +51,15 @@ pub enum TaskError {
     Launch(#[from] LaunchError),
     #[error(transparent)]
     Page(#[from] PageError),
+    #[error(transparent)]
+    Vault(#[from] VaultError),
 }
 
 /// One task's browser.
 struct Task {
     origins: Vec<Origin>,
+    /// The profile whose session the browser carries.
+    profile: Option<String>,
     hosted: Hosted,
     page: Option<Page>,
     _proxy: EgressProxy,
@@ -63,19 +69,22 @@ struct Task {
 /// The open browsers, by task.
 pub struct Browsers {
     template: Template,
+    vault: Arc<Vault>,
     tasks: Mutex<HashMap<String, Arc<Mutex<Option<Task>>>>>,
 }
 
 impl Browsers {
-    pub fn new(template: Template) -> Browsers {
+    pub fn new(template: Template, vault: Arc<Vault>) -> Browsers {
         Browsers {
             template,
+            vault,
             tasks: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Opens the browser of `task` for `origins`; `false` when it was already open with them.
-    pub async fn open(&self, task: &str, origins: Vec<Origin>) -> Result<bool, TaskError> {
+    /// Opens the browser of `task` for `origins`, carrying `profile`'s sealed session if it
+    /// has one; `false` when it was already open so.
+    pub async fn open(&self, task: &str, origins: Vec<Origin>, profile: Option<String>) -> Result<bool, TaskError> {
         let slot = {
             let mut tasks = self.tasks.lock().await;
             if let Some(slot) = tasks.get(task) {
@@ -91,13 +100,13 @@ impl Browsers {
         };
         let mut held = slot.lock().await;
         if let Some(open) = held.as_ref() {
-            return if open.origins == origins {
+            return if open.origins == origins && open.profile == profile {
                 Ok(false)
             } else {
                 Err(TaskError::Conflict)
             };
         }
-        match self.launch(origins).await {
+        match self.launch(origins, profile).await {
             Ok(open) => {
                 *held = Some(open);
                 Ok(true)
@@ -110,7 +119,11 @@ impl Browsers {
         }
     }
 
-    async fn launch(&self, origins: Vec<Origin>) -> Result<Task, TaskError> {
+    async fn launch(&self, origins: Vec<Origin>, profile: Option<String>) -> Result<Task, TaskError> {
+        let session = match &profile {
+            Some(profile) => self.vault.open(profile)?,
+            None => None,
+        };
         let proxy = EgressProxy::start(Settings {
             allow: AllowList::new(origins.iter().cloned()),
             upstream: self.template.upstream.clone(),
@@ -131,8 +144,15 @@ impl Browsers {
             local_site_keys: self.template.local_site_keys.clone(),
         })
         .await?;
+        if let Some(session) = &session {
+            if let Err(error) = session::restore(hosted.browser(), session).await {
+                hosted.close().await;
+                return Err(PageError::from(error).into());
+            }
+        }
         Ok(Task {
             origins,
+            profile,
             hosted,
             page: None,
             _proxy: proxy,
@@ -199,9 +219,58 @@ impl Browsers {
         };
         let open = slot.lock().await.take();
         if let Some(open) = open {
+            self.keep_session(&open).await;
             open.hosted.close().await;
         }
         true
+    }
+
+    /// Keeps the profile's session as the browser leaves it (a site that refreshed its
+    /// cookies keeps the owner signed in): the cookies of the profile's origins replace the
+    /// sealed ones; the local storage handed over stays.
+    async fn keep_session(&self, open: &Task) {
+        let Some(profile) = &open.profile else {
+            return;
+        };
+        let Ok(Some(mut kept)) = self.vault.open(profile) else {
+            return;
+        };
+        match session::cookies(open.hosted.browser(), &open.origins).await {
+            Ok(cookies) => {
+                kept.cookies = cookies;
+                if let Err(error) = self.vault.seal(profile, &kept) {
+                    tracing::warn!("keep a profile's session: {error}");
+                }
+            }
+            Err(error) => tracing::warn!("read a closing browser's cookies: {error}"),
+        }
+    }
+
+    /// Forgets `profile`: its browsers close without keeping anything, and its sealed session
+    /// is removed.
+    pub async fn forget(&self, profile: &str) -> Result<(), TaskError> {
+        let slots: Vec<(String, Arc<Mutex<Option<Task>>>)> = self
+            .tasks
+            .lock()
+            .await
+            .iter()
+            .map(|(task, slot)| (task.clone(), Arc::clone(slot)))
+            .collect();
+        for (task, slot) in slots {
+            let mut held = slot.lock().await;
+            if held
+                .as_ref()
+                .is_some_and(|open| open.profile.as_deref() == Some(profile))
+            {
+                if let Some(open) = held.take() {
+                    open.hosted.close().await;
+                }
+                drop(held);
+                self.tasks.lock().await.remove(&task);
+            }
+        }
+        self.vault.remove(profile)?;
+        Ok(())
     }
 
     /// Closes every browser (at shutdown).

@@ -5,6 +5,8 @@
 mod control;
 mod egress;
 mod proxy;
+mod session;
+mod support;
 
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::Path;
@@ -19,13 +21,25 @@ fn environment(dir: &Path, port: u16) -> Vec<(&'static str, String)> {
     std::fs::write(&credential, CREDENTIAL).expect("write the credential");
     std::fs::set_permissions(&credential, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     let data = dir.join("data");
-    std::fs::create_dir(&data).expect("data directory");
-    std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    let state = dir.join("state");
+    for private in [&data, &state] {
+        std::fs::create_dir(private).expect("a directory");
+        std::fs::set_permissions(private, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    }
+    let key = dir.join("storage-key");
+    std::fs::write(&key, [5u8; 32]).expect("write the storage key");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     let mut variables = vec![
         ("PATH", std::env::var("PATH").unwrap_or_default()),
         ("BROWSER_CONTROL_CREDENTIAL_FILE", credential.display().to_string()),
         ("BROWSER_CONTROL_LISTEN", format!("127.0.0.1:{port}")),
         ("BROWSER_DATA_DIRECTORY", data.display().to_string()),
+        ("BROWSER_STATE_DIRECTORY", state.display().to_string()),
+        ("BROWSER_STORAGE_KEY_FILE", key.display().to_string()),
+        (
+            "BROWSER_HANDOFF_LISTEN",
+            format!("127.0.0.1:{}", port.saturating_add(1)),
+        ),
     ];
     if std::fs::metadata("/proc/self").expect("/proc/self").uid() == 0 {
         variables.push(("STEWARD_DEV_ALLOW_ROOT", "1".to_owned()));
@@ -87,6 +101,11 @@ fn the_role_refuses_model_keys_the_bearer_scopes_and_a_weak_or_missing_credentia
     assert!(refusal(&variables).contains("fewer than 32 bytes"));
     std::fs::set_permissions(&weak, std::fs::Permissions::from_mode(0o644)).expect("chmod");
     assert!(refusal(&variables).contains("owner-only"));
+    let mut variables = base.clone();
+    variables.retain(|(name, _)| *name != "BROWSER_STORAGE_KEY_FILE");
+    variables.push(("BROWSER_STORAGE_KEY_FILE", weak.display().to_string()));
+    std::fs::set_permissions(&weak, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    assert!(refusal(&variables).contains("exactly 32 bytes"));
 }
 
 #[tokio::test]

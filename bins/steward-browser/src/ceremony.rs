@@ -1,0 +1,317 @@
+//! Sign-in ceremonies: how a website session reaches a profile. A ceremony is begun over the
+//! control plane for one profile and its origins and yields a **capability**, a random secret
+//! the client presents once, directly to the role's handoff address (never the API credential).
+//! The role keeps only its SHA-256, in memory: a restart ends every ceremony in flight. A
+//! ceremony lasts [`LIFETIME`] and is single use: the first handoff settles it (completed or
+//! rejected), and any later one is refused. Beginning a ceremony for a profile cancels the
+//! profile's earlier one (`Start over`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use base64::Engine as _;
+use browser_policy::egress::Origin;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+/// How long a ceremony stays open (the spec's remote ceremony: five minutes, single use; the
+/// device ceremony's capability expires alike).
+pub const LIFETIME: Duration = Duration::from_secs(5 * 60);
+/// How long a settled ceremony's status stays readable.
+pub const KEPT: Duration = Duration::from_secs(60 * 60);
+
+/// The source of the current time (injected, so expiry is tested exactly).
+pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
+
+/// The host's clock.
+pub fn system_clock() -> Clock {
+    Arc::new(SystemTime::now)
+}
+
+/// Where a ceremony stands. Secret-free: this is all a client ever reads of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// Waiting for its handoff.
+    Open,
+    /// The session was handed over and sealed into the profile.
+    Completed,
+    /// The handoff was refused (a cookie or storage outside the profile's origins, nothing
+    /// handed over); the ceremony is over.
+    Rejected,
+    /// Not completed within its lifetime.
+    Expired,
+    /// Replaced by a new ceremony (`Start over`) or cancelled.
+    Cancelled,
+}
+
+/// A ceremony's secret-free status.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Status {
+    pub state: State,
+    pub profile: String,
+    /// When it expires (or expired), seconds since the Unix epoch.
+    pub expires_at: u64,
+}
+
+struct Ceremony {
+    id: String,
+    profile: String,
+    origins: Vec<Origin>,
+    digest: [u8; 32],
+    expires_at: SystemTime,
+    state: State,
+    settled_at: Option<SystemTime>,
+}
+
+/// Why a capability is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("no ceremony has this capability")]
+    Unknown,
+    #[error("this ceremony's capability was already used")]
+    Used,
+    #[error("this ceremony expired; start over")]
+    Expired,
+}
+
+/// A redeemed capability: the ceremony it opened, now settling.
+#[derive(Debug)]
+pub struct Redeemed {
+    pub id: String,
+    pub profile: String,
+    pub origins: Vec<Origin>,
+}
+
+/// The role's ceremonies.
+pub struct Ceremonies {
+    clock: Clock,
+    ceremonies: Mutex<HashMap<String, Ceremony>>,
+}
+
+fn digest(capability: &str) -> [u8; 32] {
+    Sha256::digest(capability.as_bytes()).into()
+}
+
+fn unix_seconds(time: SystemTime) -> u64 {
+    time.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_secs())
+}
+
+impl Ceremonies {
+    pub fn new(clock: Clock) -> Ceremonies {
+        Ceremonies {
+            clock,
+            ceremonies: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Ceremony>> {
+        self.ceremonies
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Settles what expired and forgets what settled long ago.
+    fn sweep(ceremonies: &mut HashMap<String, Ceremony>, now: SystemTime) {
+        for ceremony in ceremonies.values_mut() {
+            if ceremony.state == State::Open && now >= ceremony.expires_at {
+                ceremony.state = State::Expired;
+                ceremony.settled_at = Some(ceremony.expires_at);
+            }
+        }
+        ceremonies.retain(|_, ceremony| ceremony.settled_at.is_none_or(|settled| now < settled + KEPT));
+    }
+
+    /// Begins ceremony `id` for `profile` and its `origins`, cancelling the profile's open one;
+    /// returns the capability (shown once, never kept) and the expiry. `None` when `id` is taken.
+    pub fn begin(&self, id: &str, profile: &str, origins: Vec<Origin>) -> Option<(String, u64)> {
+        let now = (self.clock)();
+        let mut ceremonies = self.lock();
+        Self::sweep(&mut ceremonies, now);
+        if ceremonies.contains_key(id) {
+            return None;
+        }
+        for ceremony in ceremonies.values_mut() {
+            if ceremony.profile == profile && ceremony.state == State::Open {
+                ceremony.state = State::Cancelled;
+                ceremony.settled_at = Some(now);
+            }
+        }
+        let mut secret = [0u8; 32];
+        getrandom::fill(&mut secret).ok()?;
+        let capability = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(secret);
+        let expires_at = now + LIFETIME;
+        ceremonies.insert(
+            id.to_owned(),
+            Ceremony {
+                id: id.to_owned(),
+                profile: profile.to_owned(),
+                origins,
+                digest: digest(&capability),
+                expires_at,
+                state: State::Open,
+                settled_at: None,
+            },
+        );
+        Some((capability, unix_seconds(expires_at)))
+    }
+
+    /// The status of ceremony `id`.
+    pub fn status(&self, id: &str) -> Option<Status> {
+        let now = (self.clock)();
+        let mut ceremonies = self.lock();
+        Self::sweep(&mut ceremonies, now);
+        ceremonies.get(id).map(|ceremony| Status {
+            state: ceremony.state,
+            profile: ceremony.profile.clone(),
+            expires_at: unix_seconds(ceremony.expires_at),
+        })
+    }
+
+    /// Cancels ceremony `id` if it is still open; `false` when there is none.
+    pub fn cancel(&self, id: &str) -> bool {
+        let now = (self.clock)();
+        let mut ceremonies = self.lock();
+        Self::sweep(&mut ceremonies, now);
+        match ceremonies.get_mut(id) {
+            Some(ceremony) => {
+                if ceremony.state == State::Open {
+                    ceremony.state = State::Cancelled;
+                    ceremony.settled_at = Some(now);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Cancels every open ceremony of `profile` (the profile is being removed).
+    pub fn cancel_profile(&self, profile: &str) {
+        let now = (self.clock)();
+        let mut ceremonies = self.lock();
+        for ceremony in ceremonies.values_mut() {
+            if ceremony.profile == profile && ceremony.state == State::Open {
+                ceremony.state = State::Cancelled;
+                ceremony.settled_at = Some(now);
+            }
+        }
+    }
+
+    /// Redeems `capability`: the ceremony it opens, which may not be redeemed again. The caller
+    /// settles it with [`Ceremonies::settle`].
+    pub fn redeem(&self, capability: &str) -> Result<Redeemed, Refusal> {
+        let now = (self.clock)();
+        let presented = digest(capability);
+        let mut ceremonies = self.lock();
+        Self::sweep(&mut ceremonies, now);
+        // Every digest is compared (in constant time), whichever matches.
+        let mut found = None;
+        for ceremony in ceremonies.values() {
+            if bool::from(subtle::ConstantTimeEq::ct_eq(&ceremony.digest[..], &presented[..])) {
+                found = Some(ceremony.id.clone());
+            }
+        }
+        let ceremony = found.and_then(|id| ceremonies.get_mut(&id)).ok_or(Refusal::Unknown)?;
+        match ceremony.state {
+            State::Open => {}
+            State::Expired => return Err(Refusal::Expired),
+            State::Completed | State::Rejected | State::Cancelled => return Err(Refusal::Used),
+        }
+        // Redeemed: no second handoff, whatever becomes of this one.
+        ceremony.state = State::Rejected;
+        ceremony.settled_at = Some(now);
+        Ok(Redeemed {
+            id: ceremony.id.clone(),
+            profile: ceremony.profile.clone(),
+            origins: ceremony.origins.clone(),
+        })
+    }
+
+    /// Settles a redeemed ceremony: completed or rejected.
+    pub fn settle(&self, id: &str, completed: bool) {
+        let now = (self.clock)();
+        if let Some(ceremony) = self.lock().get_mut(id) {
+            ceremony.state = if completed { State::Completed } else { State::Rejected };
+            ceremony.settled_at = Some(now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::*;
+
+    /// A clock the test moves.
+    fn clock() -> (Clock, Arc<AtomicU64>) {
+        let seconds = Arc::new(AtomicU64::new(1_800_000_000));
+        let read = Arc::clone(&seconds);
+        (
+            Arc::new(move || SystemTime::UNIX_EPOCH + Duration::from_secs(read.load(Ordering::SeqCst))),
+            seconds,
+        )
+    }
+
+    fn origins() -> Vec<Origin> {
+        vec![Origin::parse("https://shop.example").expect("origin")]
+    }
+
+    #[test]
+    fn a_capability_is_single_use() {
+        let (clock, _) = clock();
+        let ceremonies = Ceremonies::new(clock);
+        let (capability, _) = ceremonies.begin("c1", "p1", origins()).expect("begun");
+        assert_eq!(ceremonies.redeem("not-it").map(|r| r.id), Err(Refusal::Unknown));
+        let redeemed = ceremonies.redeem(&capability).expect("redeemed");
+        assert_eq!((redeemed.id.as_str(), redeemed.profile.as_str()), ("c1", "p1"));
+        assert_eq!(ceremonies.redeem(&capability).map(|r| r.id), Err(Refusal::Used));
+        ceremonies.settle("c1", true);
+        assert_eq!(
+            ceremonies.status("c1").map(|status| status.state),
+            Some(State::Completed)
+        );
+        assert_eq!(ceremonies.redeem(&capability).map(|r| r.id), Err(Refusal::Used));
+        assert!(ceremonies.begin("c1", "p1", origins()).is_none(), "an id is used once");
+    }
+
+    #[test]
+    fn a_ceremony_expires_at_five_minutes() {
+        let (clock, seconds) = clock();
+        let ceremonies = Ceremonies::new(clock);
+        let (capability, expires_at) = ceremonies.begin("c1", "p1", origins()).expect("begun");
+        assert_eq!(expires_at, 1_800_000_000 + 300);
+        seconds.fetch_add(299, Ordering::SeqCst);
+        assert_eq!(ceremonies.status("c1").map(|status| status.state), Some(State::Open));
+        seconds.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(ceremonies.status("c1").map(|status| status.state), Some(State::Expired));
+        assert_eq!(ceremonies.redeem(&capability).map(|r| r.id), Err(Refusal::Expired));
+        // Its status stays readable for an hour, then it is forgotten.
+        seconds.fetch_add(3600, Ordering::SeqCst);
+        assert_eq!(ceremonies.status("c1"), None);
+    }
+
+    #[test]
+    fn starting_over_cancels_the_profiles_open_ceremony() {
+        let (clock, _) = clock();
+        let ceremonies = Ceremonies::new(clock);
+        let (first, _) = ceremonies.begin("c1", "p1", origins()).expect("begun");
+        let (second, _) = ceremonies.begin("c2", "p1", origins()).expect("begun again");
+        assert_ne!(first, second);
+        assert_eq!(
+            ceremonies.status("c1").map(|status| status.state),
+            Some(State::Cancelled)
+        );
+        assert_eq!(ceremonies.redeem(&first).map(|r| r.id), Err(Refusal::Used));
+        assert_eq!(ceremonies.redeem(&second).map(|r| r.id).as_deref(), Ok("c2"));
+        let (_, _) = ceremonies.begin("c3", "p2", origins()).expect("another profile");
+        assert!(ceremonies.cancel("c3"));
+        assert!(!ceremonies.cancel("c9"));
+        assert_eq!(
+            ceremonies.status("c3").map(|status| status.state),
+            Some(State::Cancelled)
+        );
+    }
+}

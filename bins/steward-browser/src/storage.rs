@@ -1,0 +1,291 @@
+//! A profile's website session, sealed: the cookies and local storage a sign-in ceremony hands
+//! over ([`SiteData`], checked against the profile's origins by [`SiteData::check`]) are kept
+//! only encrypted, one file per profile (`<profile>.sealed`, mode 0600) under the role's state
+//! directory, with AES-256-GCM under the storage key only this role loads
+//! (`BROWSER_STORAGE_KEY_FILE`), a fresh random nonce per write and the profile's id as
+//! associated data (a file copied to another profile's name does not open). Nothing of a
+//! session is ever logged.
+
+use std::fs;
+use std::io::Write as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::path::{Path, PathBuf};
+
+use browser_policy::egress::Origin;
+use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+use serde::{Deserialize, Serialize};
+
+/// The largest website session a ceremony may hand over (bytes of its JSON).
+pub const MAX_SESSION_BYTES: usize = 1024 * 1024;
+/// The most cookies a session may carry.
+pub const MAX_COOKIES: usize = 3000;
+
+/// One cookie, as the client read it from its sign-in window.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CookieData {
+    pub name: String,
+    pub value: String,
+    /// The cookie's domain (a leading dot allowed).
+    pub domain: String,
+    #[serde(default = "root_path")]
+    pub path: String,
+    #[serde(default)]
+    pub secure: bool,
+    #[serde(default)]
+    pub http_only: bool,
+    /// `Strict`, `Lax` or `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_site: Option<String>,
+    /// Seconds since the Unix epoch; absent for a session cookie.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<f64>,
+}
+
+fn root_path() -> String {
+    "/".to_owned()
+}
+
+/// One origin's local storage.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OriginStorage {
+    pub origin: String,
+    pub items: Vec<(String, String)>,
+}
+
+/// A website session: what a ceremony hands over, and what the vault keeps.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SiteData {
+    #[serde(default)]
+    pub cookies: Vec<CookieData>,
+    #[serde(default)]
+    pub local_storage: Vec<OriginStorage>,
+}
+
+/// Why a handed-over session is refused (the reason names no value).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refused {
+    #[error("the session carries nothing")]
+    Empty,
+    #[error("the session carries more than {MAX_COOKIES} cookies")]
+    TooManyCookies,
+    #[error("a cookie has no name")]
+    Unnamed,
+    #[error("a cookie's domain is not one of the profile's origins")]
+    ForeignCookie,
+    #[error("local storage of an origin that is not the profile's")]
+    ForeignStorage,
+    #[error("a cookie's SameSite is not Strict, Lax or None")]
+    SameSite,
+}
+
+/// Whether a cookie for `domain` is sent to `host` (RFC 6265 §5.1.3 domain-match; the
+/// profile's origins are DNS names, never IP literals). A parent domain of the host counts (a
+/// sign-in on `login.example.com` may set its session on `example.com`), a single label (a
+/// top-level domain) never does.
+pub fn domain_matches(host: &str, domain: &str) -> bool {
+    let domain = domain
+        .trim_start_matches('.')
+        .trim_end_matches('.')
+        .to_ascii_lowercase();
+    let host = host.to_ascii_lowercase();
+    domain.contains('.') && (host == domain || host.ends_with(&format!(".{domain}")))
+}
+
+impl SiteData {
+    /// Accepts a session only when every cookie belongs to (domain-matches) one of `origins`
+    /// and every local storage to one of them, exactly.
+    pub fn check(&self, origins: &[Origin]) -> Result<(), Refused> {
+        if self.cookies.is_empty() && self.local_storage.is_empty() {
+            return Err(Refused::Empty);
+        }
+        if self.cookies.len() > MAX_COOKIES {
+            return Err(Refused::TooManyCookies);
+        }
+        for cookie in &self.cookies {
+            if cookie.name.is_empty() {
+                return Err(Refused::Unnamed);
+            }
+            if !origins
+                .iter()
+                .any(|origin| domain_matches(origin.host(), &cookie.domain))
+            {
+                return Err(Refused::ForeignCookie);
+            }
+            if cookie
+                .same_site
+                .as_deref()
+                .is_some_and(|same_site| !matches!(same_site, "Strict" | "Lax" | "None"))
+            {
+                return Err(Refused::SameSite);
+            }
+        }
+        for storage in &self.local_storage {
+            let origin = Origin::parse(&storage.origin).map_err(|_| Refused::ForeignStorage)?;
+            if !origins.contains(&origin) {
+                return Err(Refused::ForeignStorage);
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum VaultError {
+    #[error("the sealed session of a profile cannot be written or read: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("the sealed session does not open (another key, another profile's file, or damaged)")]
+    Unsealed,
+    #[error("the operating system's random source failed")]
+    Random,
+}
+
+/// The sealed sessions, one file per profile.
+pub struct Vault {
+    key: LessSafeKey,
+    directory: PathBuf,
+}
+
+impl Vault {
+    /// The vault in `directory` (existing, owner-only) under the 32-byte `key`.
+    pub fn new(key: &[u8; 32], directory: PathBuf) -> Vault {
+        let key = UnboundKey::new(&AES_256_GCM, key).map(LessSafeKey::new);
+        Vault {
+            key: key.unwrap_or_else(|_| unreachable!("a 32-byte key is an AES-256 key")),
+            directory,
+        }
+    }
+
+    fn path(&self, profile: &str) -> PathBuf {
+        self.directory.join(format!("{profile}.sealed"))
+    }
+
+    /// Seals `data` for `profile`, replacing what was kept (written aside, then renamed).
+    pub fn seal(&self, profile: &str, data: &SiteData) -> Result<(), VaultError> {
+        let mut nonce = [0u8; NONCE_LEN];
+        getrandom::fill(&mut nonce).map_err(|_| VaultError::Random)?;
+        let mut sealed = serde_json::to_vec(data).map_err(|error| VaultError::Io(error.into()))?;
+        self.key
+            .seal_in_place_append_tag(
+                Nonce::assume_unique_for_key(nonce),
+                Aad::from(profile.as_bytes()),
+                &mut sealed,
+            )
+            .map_err(|_| VaultError::Unsealed)?;
+        let path = self.path(profile);
+        let partial = self.directory.join(format!(".{profile}.partial"));
+        let mut file = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&partial)?;
+        file.write_all(&nonce)?;
+        file.write_all(&sealed)?;
+        file.sync_all()?;
+        fs::rename(&partial, &path)?;
+        Ok(())
+    }
+
+    /// The session kept for `profile`, if any.
+    pub fn open(&self, profile: &str) -> Result<Option<SiteData>, VaultError> {
+        let bytes = match fs::read(self.path(profile)) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(error.into()),
+        };
+        if bytes.len() < NONCE_LEN {
+            return Err(VaultError::Unsealed);
+        }
+        let (nonce, sealed) = bytes.split_at(NONCE_LEN);
+        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| VaultError::Unsealed)?;
+        let mut sealed = sealed.to_vec();
+        let plain = self
+            .key
+            .open_in_place(nonce, Aad::from(profile.as_bytes()), &mut sealed)
+            .map_err(|_| VaultError::Unsealed)?;
+        serde_json::from_slice(plain)
+            .map(Some)
+            .map_err(|_| VaultError::Unsealed)
+    }
+
+    /// Removes what is kept for `profile`; `false` when nothing was.
+    pub fn remove(&self, profile: &str) -> Result<bool, VaultError> {
+        match fs::remove_file(self.path(profile)) {
+            Ok(()) => Ok(true),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    pub fn directory(&self) -> &Path {
+        &self.directory
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn origins() -> Vec<Origin> {
+        vec![Origin::parse("https://shop.example").expect("origin")]
+    }
+
+    fn cookie(domain: &str) -> CookieData {
+        CookieData {
+            name: "sid".into(),
+            value: "v".into(),
+            domain: domain.into(),
+            path: "/".into(),
+            secure: true,
+            http_only: true,
+            same_site: Some("Lax".into()),
+            expires: None,
+        }
+    }
+
+    #[test]
+    fn a_session_belongs_to_the_profiles_origins_only() {
+        let mut data = SiteData {
+            cookies: vec![cookie("shop.example"), cookie(".shop.example")],
+            local_storage: vec![OriginStorage {
+                origin: "https://shop.example".into(),
+                items: vec![("k".into(), "v".into())],
+            }],
+        };
+        assert_eq!(data.check(&origins()), Ok(()));
+        data.cookies.push(cookie("tracker.example"));
+        assert_eq!(data.check(&origins()), Err(Refused::ForeignCookie));
+        data.cookies.pop();
+        // A top-level domain's cookie would go to every site under it: refused.
+        data.cookies.push(cookie("example"));
+        assert_eq!(data.check(&origins()), Err(Refused::ForeignCookie));
+        data.cookies.pop();
+        data.local_storage[0].origin = "https://shop.example:8443".into();
+        assert_eq!(data.check(&origins()), Err(Refused::ForeignStorage));
+        assert_eq!(SiteData::default().check(&origins()), Err(Refused::Empty));
+    }
+
+    #[test]
+    fn a_sealed_session_opens_only_with_its_key_and_for_its_profile() {
+        let dir = tempfile::tempdir().expect("dir");
+        let vault = Vault::new(&[7; 32], dir.path().to_owned());
+        let data = SiteData {
+            cookies: vec![cookie("shop.example")],
+            local_storage: Vec::new(),
+        };
+        vault.seal("p1", &data).expect("seal");
+        let raw = fs::read(dir.path().join("p1.sealed")).expect("read");
+        assert!(!raw.windows(3).any(|window| window == b"sid"), "the file is not plain");
+        assert_eq!(vault.open("p1").expect("open"), Some(data));
+        fs::copy(dir.path().join("p1.sealed"), dir.path().join("p2.sealed")).expect("copy");
+        assert!(matches!(vault.open("p2"), Err(VaultError::Unsealed)));
+        let other = Vault::new(&[8; 32], dir.path().to_owned());
+        assert!(matches!(other.open("p1"), Err(VaultError::Unsealed)));
+        assert_eq!(vault.open("p3").expect("nothing kept"), None);
+        assert!(vault.remove("p1").expect("remove"));
+        assert!(!vault.remove("p1").expect("gone"));
+    }
+}
