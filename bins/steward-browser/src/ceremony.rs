@@ -1,10 +1,17 @@
 //! Sign-in ceremonies: how a website session reaches a profile. A ceremony is begun over the
 //! control plane for one profile and its origins and yields a **capability**, a random secret
-//! the client presents once, directly to the role's handoff address (never the API credential).
-//! The role keeps only its SHA-256, in memory: a restart ends every ceremony in flight. A
-//! ceremony lasts [`LIFETIME`] and is single use: the first handoff settles it (completed or
-//! rejected), and any later one is refused. Beginning a ceremony for a profile cancels the
-//! profile's earlier one (`Start over`).
+//! the client presents once, directly to the role (never the API credential). The role keeps
+//! only its SHA-256, in memory: a restart ends every ceremony in flight. Beginning a ceremony
+//! for a profile cancels the profile's earlier one (`Start over`).
+//!
+//! - A **device** ceremony: the client signed in in its own private window and presents the
+//!   capability once at the handoff address with the session; that settles it.
+//! - A **remote** ceremony (with a login page on the profile's origins): the capability opens
+//!   the role's sign-in page once ([`Ceremonies::activate`]), which then works with a page
+//!   token of its own until the owner finishes, closes it, or [`SIGN_IN_WITHIN`] passes. The
+//!   login page's address is kept in memory only.
+//!
+//! Either must be used within [`LIFETIME`], once.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,6 +25,8 @@ use sha2::{Digest, Sha256};
 /// How long a ceremony stays open (the spec's remote ceremony: five minutes, single use; the
 /// device ceremony's capability expires alike).
 pub const LIFETIME: Duration = Duration::from_secs(5 * 60);
+/// How long a remote sign-in may take once its page is open.
+pub const SIGN_IN_WITHIN: Duration = Duration::from_secs(15 * 60);
 /// How long a settled ceremony's status stays readable.
 pub const KEPT: Duration = Duration::from_secs(60 * 60);
 
@@ -33,8 +42,10 @@ pub fn system_clock() -> Clock {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum State {
-    /// Waiting for its handoff.
+    /// Waiting for its handoff, or for its sign-in page to be opened.
     Open,
+    /// A remote ceremony's sign-in page is open.
+    Active,
     /// The session was handed over and sealed into the profile.
     Completed,
     /// The handoff was refused (a cookie or storage outside the profile's origins, nothing
@@ -42,8 +53,17 @@ pub enum State {
     Rejected,
     /// Not completed within its lifetime.
     Expired,
-    /// Replaced by a new ceremony (`Start over`) or cancelled.
+    /// Replaced by a new ceremony (`Start over`), cancelled, or its sign-in page closed.
     Cancelled,
+}
+
+/// How the session arrives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Handed over by the client at the handoff address.
+    Device,
+    /// Signed in on the role's sign-in page, starting at this login page.
+    Remote { login: url::Url },
 }
 
 /// A ceremony's secret-free status.
@@ -59,10 +79,13 @@ struct Ceremony {
     id: String,
     profile: String,
     origins: Vec<Origin>,
+    kind: Kind,
     digest: [u8; 32],
     expires_at: SystemTime,
     state: State,
     settled_at: Option<SystemTime>,
+    /// A remote ceremony's sign-in page's token (its SHA-256) and deadline, once open.
+    page: Option<([u8; 32], SystemTime)>,
 }
 
 /// Why a capability is refused.
@@ -82,6 +105,32 @@ pub struct Redeemed {
     pub id: String,
     pub profile: String,
     pub origins: Vec<Origin>,
+}
+
+/// A remote ceremony whose sign-in page is open.
+#[derive(Debug)]
+pub struct Opened {
+    pub id: String,
+    pub profile: String,
+    pub origins: Vec<Origin>,
+    pub login: url::Url,
+    /// The page's token (shown once) and its deadline (seconds since the Unix epoch).
+    pub token: String,
+    pub deadline: u64,
+}
+
+/// An open sign-in page's ceremony.
+#[derive(Debug)]
+pub struct Signing {
+    pub id: String,
+    pub profile: String,
+    pub origins: Vec<Origin>,
+}
+
+fn secret() -> Option<String> {
+    let mut secret = [0u8; 32];
+    getrandom::fill(&mut secret).ok()?;
+    Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(secret))
 }
 
 /// The role's ceremonies.
@@ -120,13 +169,19 @@ impl Ceremonies {
                 ceremony.state = State::Expired;
                 ceremony.settled_at = Some(ceremony.expires_at);
             }
+            if let (State::Active, Some((_, deadline))) = (ceremony.state, ceremony.page) {
+                if now >= deadline {
+                    ceremony.state = State::Expired;
+                    ceremony.settled_at = Some(deadline);
+                }
+            }
         }
         ceremonies.retain(|_, ceremony| ceremony.settled_at.is_none_or(|settled| now < settled + KEPT));
     }
 
     /// Begins ceremony `id` for `profile` and its `origins`, cancelling the profile's open one;
     /// returns the capability (shown once, never kept) and the expiry. `None` when `id` is taken.
-    pub fn begin(&self, id: &str, profile: &str, origins: Vec<Origin>) -> Option<(String, u64)> {
+    pub fn begin(&self, id: &str, profile: &str, origins: Vec<Origin>, kind: Kind) -> Option<(String, u64)> {
         let now = (self.clock)();
         let mut ceremonies = self.lock();
         Self::sweep(&mut ceremonies, now);
@@ -134,14 +189,12 @@ impl Ceremonies {
             return None;
         }
         for ceremony in ceremonies.values_mut() {
-            if ceremony.profile == profile && ceremony.state == State::Open {
+            if ceremony.profile == profile && matches!(ceremony.state, State::Open | State::Active) {
                 ceremony.state = State::Cancelled;
                 ceremony.settled_at = Some(now);
             }
         }
-        let mut secret = [0u8; 32];
-        getrandom::fill(&mut secret).ok()?;
-        let capability = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(secret);
+        let capability = secret()?;
         let expires_at = now + LIFETIME;
         ceremonies.insert(
             id.to_owned(),
@@ -149,10 +202,12 @@ impl Ceremonies {
                 id: id.to_owned(),
                 profile: profile.to_owned(),
                 origins,
+                kind,
                 digest: digest(&capability),
                 expires_at,
                 state: State::Open,
                 settled_at: None,
+                page: None,
             },
         );
         Some((capability, unix_seconds(expires_at)))
@@ -177,7 +232,7 @@ impl Ceremonies {
         Self::sweep(&mut ceremonies, now);
         match ceremonies.get_mut(id) {
             Some(ceremony) => {
-                if ceremony.state == State::Open {
+                if matches!(ceremony.state, State::Open | State::Active) {
                     ceremony.state = State::Cancelled;
                     ceremony.settled_at = Some(now);
                 }
@@ -192,7 +247,7 @@ impl Ceremonies {
         let now = (self.clock)();
         let mut ceremonies = self.lock();
         for ceremony in ceremonies.values_mut() {
-            if ceremony.profile == profile && ceremony.state == State::Open {
+            if ceremony.profile == profile && matches!(ceremony.state, State::Open | State::Active) {
                 ceremony.state = State::Cancelled;
                 ceremony.settled_at = Some(now);
             }
@@ -203,21 +258,15 @@ impl Ceremonies {
     /// settles it with [`Ceremonies::settle`].
     pub fn redeem(&self, capability: &str) -> Result<Redeemed, Refusal> {
         let now = (self.clock)();
-        let presented = digest(capability);
         let mut ceremonies = self.lock();
         Self::sweep(&mut ceremonies, now);
-        // Every digest is compared (in constant time), whichever matches.
-        let mut found = None;
-        for ceremony in ceremonies.values() {
-            if bool::from(subtle::ConstantTimeEq::ct_eq(&ceremony.digest[..], &presented[..])) {
-                found = Some(ceremony.id.clone());
-            }
-        }
-        let ceremony = found.and_then(|id| ceremonies.get_mut(&id)).ok_or(Refusal::Unknown)?;
+        let ceremony = Self::by_digest(&mut ceremonies, &digest(capability), |ceremony| &ceremony.digest)
+            .filter(|ceremony| ceremony.kind == Kind::Device)
+            .ok_or(Refusal::Unknown)?;
         match ceremony.state {
             State::Open => {}
             State::Expired => return Err(Refusal::Expired),
-            State::Completed | State::Rejected | State::Cancelled => return Err(Refusal::Used),
+            State::Active | State::Completed | State::Rejected | State::Cancelled => return Err(Refusal::Used),
         }
         // Redeemed: no second handoff, whatever becomes of this one.
         ceremony.state = State::Rejected;
@@ -229,11 +278,101 @@ impl Ceremonies {
         })
     }
 
+    /// The ceremony whose `field` digest equals `presented`; every one is compared, in constant
+    /// time, whichever matches.
+    fn by_digest<'a>(
+        ceremonies: &'a mut HashMap<String, Ceremony>,
+        presented: &[u8; 32],
+        field: impl Fn(&Ceremony) -> &[u8; 32],
+    ) -> Option<&'a mut Ceremony> {
+        let mut found = None;
+        for ceremony in ceremonies.values() {
+            if bool::from(subtle::ConstantTimeEq::ct_eq(&field(ceremony)[..], &presented[..])) {
+                found = Some(ceremony.id.clone());
+            }
+        }
+        found.and_then(|id| ceremonies.get_mut(&id))
+    }
+
+    /// Opens a remote ceremony's sign-in page with its capability, once: the ceremony becomes
+    /// active with a page token of its own and [`SIGN_IN_WITHIN`] to finish. A second opening
+    /// (a reloaded page) is refused as used.
+    pub fn activate(&self, capability: &str) -> Result<Opened, Refusal> {
+        let now = (self.clock)();
+        let mut ceremonies = self.lock();
+        Self::sweep(&mut ceremonies, now);
+        let ceremony = Self::by_digest(&mut ceremonies, &digest(capability), |ceremony| &ceremony.digest)
+            .ok_or(Refusal::Unknown)?;
+        let Kind::Remote { login } = &ceremony.kind else {
+            return Err(Refusal::Unknown);
+        };
+        let login = login.clone();
+        match ceremony.state {
+            State::Open => {}
+            State::Expired => return Err(Refusal::Expired),
+            State::Active | State::Completed | State::Rejected | State::Cancelled => return Err(Refusal::Used),
+        }
+        let token = secret().ok_or(Refusal::Unknown)?;
+        let deadline = now + SIGN_IN_WITHIN;
+        ceremony.state = State::Active;
+        ceremony.page = Some((digest(&token), deadline));
+        Ok(Opened {
+            id: ceremony.id.clone(),
+            profile: ceremony.profile.clone(),
+            origins: ceremony.origins.clone(),
+            login,
+            token,
+            deadline: unix_seconds(deadline),
+        })
+    }
+
+    /// The active ceremony whose sign-in page holds `token`.
+    pub fn signing(&self, token: &str) -> Result<Signing, Refusal> {
+        const NONE: [u8; 32] = [0; 32];
+        let now = (self.clock)();
+        let mut ceremonies = self.lock();
+        Self::sweep(&mut ceremonies, now);
+        let ceremony = Self::by_digest(&mut ceremonies, &digest(token), |ceremony| {
+            ceremony.page.as_ref().map_or(&NONE, |(token, _)| token)
+        })
+        .ok_or(Refusal::Unknown)?;
+        match ceremony.state {
+            State::Active => Ok(Signing {
+                id: ceremony.id.clone(),
+                profile: ceremony.profile.clone(),
+                origins: ceremony.origins.clone(),
+            }),
+            State::Expired => Err(Refusal::Expired),
+            State::Open | State::Completed | State::Rejected | State::Cancelled => Err(Refusal::Used),
+        }
+    }
+
+    /// The ceremonies whose sign-in pages were open and are no longer (finished, expired,
+    /// cancelled, replaced): their browsers are to close. Each is reported once.
+    pub fn ended_pages(&self) -> Vec<String> {
+        let now = (self.clock)();
+        let mut ceremonies = self.lock();
+        Self::sweep(&mut ceremonies, now);
+        let mut ended = Vec::new();
+        for ceremony in ceremonies.values_mut() {
+            if ceremony.state != State::Active && ceremony.page.is_some() {
+                ceremony.page = None;
+                ended.push(ceremony.id.clone());
+            }
+        }
+        ended
+    }
+
     /// Settles a redeemed ceremony: completed or rejected.
     pub fn settle(&self, id: &str, completed: bool) {
+        self.end(id, if completed { State::Completed } else { State::Rejected });
+    }
+
+    /// Ends ceremony `id` in `state` (a sign-in page's outcome, or its closing: cancelled).
+    pub fn end(&self, id: &str, state: State) {
         let now = (self.clock)();
         if let Some(ceremony) = self.lock().get_mut(id) {
-            ceremony.state = if completed { State::Completed } else { State::Rejected };
+            ceremony.state = state;
             ceremony.settled_at = Some(now);
         }
     }
@@ -263,7 +402,7 @@ mod tests {
     fn a_capability_is_single_use() {
         let (clock, _) = clock();
         let ceremonies = Ceremonies::new(clock);
-        let (capability, _) = ceremonies.begin("c1", "p1", origins()).expect("begun");
+        let (capability, _) = ceremonies.begin("c1", "p1", origins(), Kind::Device).expect("begun");
         assert_eq!(ceremonies.redeem("not-it").map(|r| r.id), Err(Refusal::Unknown));
         let redeemed = ceremonies.redeem(&capability).expect("redeemed");
         assert_eq!((redeemed.id.as_str(), redeemed.profile.as_str()), ("c1", "p1"));
@@ -274,14 +413,17 @@ mod tests {
             Some(State::Completed)
         );
         assert_eq!(ceremonies.redeem(&capability).map(|r| r.id), Err(Refusal::Used));
-        assert!(ceremonies.begin("c1", "p1", origins()).is_none(), "an id is used once");
+        assert!(
+            ceremonies.begin("c1", "p1", origins(), Kind::Device).is_none(),
+            "an id is used once"
+        );
     }
 
     #[test]
     fn a_ceremony_expires_at_five_minutes() {
         let (clock, seconds) = clock();
         let ceremonies = Ceremonies::new(clock);
-        let (capability, expires_at) = ceremonies.begin("c1", "p1", origins()).expect("begun");
+        let (capability, expires_at) = ceremonies.begin("c1", "p1", origins(), Kind::Device).expect("begun");
         assert_eq!(expires_at, 1_800_000_000 + 300);
         seconds.fetch_add(299, Ordering::SeqCst);
         assert_eq!(ceremonies.status("c1").map(|status| status.state), Some(State::Open));
@@ -297,8 +439,10 @@ mod tests {
     fn starting_over_cancels_the_profiles_open_ceremony() {
         let (clock, _) = clock();
         let ceremonies = Ceremonies::new(clock);
-        let (first, _) = ceremonies.begin("c1", "p1", origins()).expect("begun");
-        let (second, _) = ceremonies.begin("c2", "p1", origins()).expect("begun again");
+        let (first, _) = ceremonies.begin("c1", "p1", origins(), Kind::Device).expect("begun");
+        let (second, _) = ceremonies
+            .begin("c2", "p1", origins(), Kind::Device)
+            .expect("begun again");
         assert_ne!(first, second);
         assert_eq!(
             ceremonies.status("c1").map(|status| status.state),
@@ -306,12 +450,45 @@ mod tests {
         );
         assert_eq!(ceremonies.redeem(&first).map(|r| r.id), Err(Refusal::Used));
         assert_eq!(ceremonies.redeem(&second).map(|r| r.id).as_deref(), Ok("c2"));
-        let (_, _) = ceremonies.begin("c3", "p2", origins()).expect("another profile");
+        let (_, _) = ceremonies
+            .begin("c3", "p2", origins(), Kind::Device)
+            .expect("another profile");
         assert!(ceremonies.cancel("c3"));
         assert!(!ceremonies.cancel("c9"));
         assert_eq!(
             ceremonies.status("c3").map(|status| status.state),
             Some(State::Cancelled)
         );
+    }
+
+    fn remote() -> Kind {
+        Kind::Remote {
+            login: url::Url::parse("https://shop.example/signin").expect("a url"),
+        }
+    }
+
+    #[test]
+    fn a_remote_ceremony_opens_once_and_its_page_has_fifteen_minutes() {
+        let (clock, seconds) = clock();
+        let ceremonies = Ceremonies::new(clock);
+        let (capability, _) = ceremonies.begin("c1", "p1", origins(), remote()).expect("begun");
+        // Not a device ceremony's handoff.
+        assert_eq!(ceremonies.redeem(&capability).map(|r| r.id), Err(Refusal::Unknown));
+        let opened = ceremonies.activate(&capability).expect("opened");
+        assert_eq!(opened.login.as_str(), "https://shop.example/signin");
+        assert_eq!(opened.deadline, 1_800_000_000 + 15 * 60);
+        assert_eq!(ceremonies.status("c1").map(|status| status.state), Some(State::Active));
+        // A reloaded page cannot open it again; the capability is not the page's token.
+        assert_eq!(ceremonies.activate(&capability).map(|o| o.id), Err(Refusal::Used));
+        assert_eq!(ceremonies.signing(&capability).map(|s| s.id), Err(Refusal::Unknown));
+        assert_eq!(ceremonies.signing(&opened.token).map(|s| s.id).as_deref(), Ok("c1"));
+        assert!(ceremonies.ended_pages().is_empty());
+        seconds.fetch_add(15 * 60, Ordering::SeqCst);
+        assert_eq!(ceremonies.signing(&opened.token).map(|s| s.id), Err(Refusal::Expired));
+        assert_eq!(ceremonies.ended_pages(), ["c1"]);
+        assert!(ceremonies.ended_pages().is_empty(), "reported once");
+        // A device ceremony's capability opens no page.
+        let (device, _) = ceremonies.begin("c2", "p2", origins(), Kind::Device).expect("begun");
+        assert_eq!(ceremonies.activate(&device).map(|o| o.id), Err(Refusal::Unknown));
     }
 }

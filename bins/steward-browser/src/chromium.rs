@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use browser_policy::{Display, launch};
+use chromiumoxide::cdp::browser_protocol::browser::{SetDownloadBehaviorBehavior, SetDownloadBehaviorParams};
 use chromiumoxide::{Browser, BrowserConfig};
 use futures_util::StreamExt as _;
 use tokio::task::JoinHandle;
@@ -14,6 +15,9 @@ use tokio::task::JoinHandle;
 /// `/etc/chromium.d` (remote extensions, the packaged extensions, Google API keys), which would
 /// make the browser ask for extension updates on start.
 pub const CHROMIUM: &str = "/usr/lib/chromium/chromium";
+
+/// How long a browser may take to close before it is killed.
+pub const CLOSE_WITHIN: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// How one browser is started.
 #[derive(Clone, Debug)]
@@ -46,7 +50,10 @@ impl Launch {
             .with_head()
             .user_data_dir(&self.data_directory)
             .env("DISPLAY", &self.display)
-            .viewport(None);
+            .viewport(None)
+            // The driver's default is to tell every page to ignore certificate errors: a
+            // hosted browser never does (only the local sites' keys below are accepted).
+            .respect_https_errors();
         if policy.replaces_driver_defaults {
             builder = builder.disable_default_args();
         }
@@ -58,7 +65,9 @@ impl Launch {
             .arg(("proxy-server", proxy.as_str()))
             .arg(("proxy-bypass-list", "<-loopback>"))
             .arg("no-startup-window")
-            .arg("disable-component-update");
+            .arg("disable-component-update")
+            // WebRTC would otherwise send UDP (STUN) straight to any address, around the proxy.
+            .arg(("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"));
         if !self.local_site_keys.is_empty() {
             builder = builder.arg((
                 "ignore-certificate-errors-spki-list",
@@ -80,6 +89,21 @@ pub enum LaunchError {
     Start(#[from] chromiumoxide::error::CdpError),
 }
 
+/// The profile preferences a hosted browser starts with: WebRTC may use no UDP the proxy does
+/// not carry (the switch alone does not stop a page's STUN requests).
+pub const PREFERENCES: &str = r#"{"webrtc":{"ip_handling_policy":"disable_non_proxied_udp","multiple_routes_enabled":false,"nonproxied_udp_enabled":false}}"#;
+
+/// Writes [`PREFERENCES`] into a new data directory's default profile.
+fn preferences(data_directory: &Path) -> std::io::Result<()> {
+    let profile = data_directory.join("Default");
+    std::fs::create_dir_all(&profile)?;
+    let path = profile.join("Preferences");
+    if !path.exists() {
+        std::fs::write(path, PREFERENCES)?;
+    }
+    Ok(())
+}
+
 /// A running hosted browser and the task that drives its DevTools connection.
 pub struct Hosted {
     browser: Browser,
@@ -88,9 +112,11 @@ pub struct Hosted {
 }
 
 impl Hosted {
-    /// Starts Chromium as `settings` say and connects to it.
+    /// Starts Chromium as `settings` say and connects to it; downloads are refused (nothing a
+    /// page offers lands on the host).
     pub async fn launch(settings: &Launch) -> Result<Hosted, LaunchError> {
-        let (browser, mut handler) = Browser::launch(settings.config()?).await?;
+        preferences(&settings.data_directory).map_err(|error| LaunchError::Configuration(error.to_string()))?;
+        let (mut browser, mut handler) = Browser::launch(settings.config()?).await?;
         let driver = tokio::spawn(async move {
             while let Some(event) = handler.next().await {
                 if event.is_err() {
@@ -98,6 +124,20 @@ impl Hosted {
                 }
             }
         });
+        let deny = SetDownloadBehaviorParams::builder()
+            .behavior(SetDownloadBehaviorBehavior::Deny)
+            .build()
+            .map_err(|error| LaunchError::Configuration(error.to_string()));
+        let denied = match deny {
+            Ok(deny) => browser.execute(deny).await.map(|_| ()).map_err(LaunchError::Start),
+            Err(error) => Err(error),
+        };
+        if let Err(error) = denied {
+            let _ = browser.kill().await;
+            let _ = browser.wait().await;
+            driver.abort();
+            return Err(error);
+        }
         Ok(Hosted {
             browser,
             driver,
@@ -113,12 +153,17 @@ impl Hosted {
         &self.data_directory
     }
 
-    /// Closes the browser and waits for its process to end.
+    /// Closes the browser and waits for its process to end: asked to close, it has
+    /// [`CLOSE_WITHIN`]; then it is killed.
     pub async fn close(mut self) {
-        if self.browser.close().await.is_err() {
+        let closed = tokio::time::timeout(CLOSE_WITHIN, async {
+            self.browser.close().await.is_ok() && self.browser.wait().await.is_ok()
+        })
+        .await;
+        if !matches!(closed, Ok(true)) {
             let _ = self.browser.kill().await;
+            let _ = tokio::time::timeout(CLOSE_WITHIN, self.browser.wait()).await;
         }
-        let _ = self.browser.wait().await;
         self.driver.abort();
     }
 }

@@ -11,6 +11,13 @@
 //! | `GET /control/v1/tasks/{task}/page` | | the page's snapshot |
 //! | `POST /control/v1/tasks/{task}/act` | `{"element": "e3", "label": "…", "action": {"kind": "click"}}` | the snapshot after it |
 //! | `DELETE /control/v1/tasks/{task}` | | 204, or 404 when none was open |
+//! | `PUT /control/v1/ceremonies/{id}` | `{"profile": "…", "origins": […], "login_url"?: "https://…"}` | 201 `{capability, expires_at}`: the capability is in this answer only |
+//! | `GET /control/v1/ceremonies/{id}` | | `{state, profile, expires_at}`, secret-free |
+//! | `DELETE /control/v1/ceremonies/{id}` | | 204: cancelled |
+//! | `DELETE /control/v1/profiles/{id}` | | 204: its session removed, its browsers closed |
+//!
+//! `PUT /control/v1/tasks/{task}` may name a `profile`: the browser starts with its sealed
+//! session.
 
 use std::sync::Arc;
 
@@ -25,9 +32,9 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::ceremony::{Ceremonies, Status};
+use crate::ceremony::{Ceremonies, Kind, Status};
 use crate::page::{Action, PageError, Snapshot};
-use crate::tasks::{Browsers, TaskError};
+use crate::tasks::{Browsers, TaskError, on_origins};
 
 /// The control plane's state: the browsers, the ceremonies and the credential's digest.
 pub struct Control {
@@ -118,8 +125,11 @@ impl From<TaskError> for Problem {
                 (StatusCode::INTERNAL_SERVER_ERROR, "browser.failed")
             }
         };
+        // A browser's own error can carry page text, a page address or typed text: it is
+        // neither logged nor answered, only its code.
         if status.is_server_error() {
-            tracing::warn!(code, "browser control: {detail}");
+            tracing::warn!(code, "browser control: the browser failed");
+            return Problem::new(status, code, "the browser failed; try again");
         }
         Problem::new(status, code, detail)
     }
@@ -214,7 +224,18 @@ async fn open(
     if let Some(profile) = &request.profile {
         name(profile, "a profile")?;
     }
-    let opened = control.browsers.open(&task, origins, request.profile).await?;
+    // Launched apart from the request: a client that goes away mid-launch leaves no
+    // half-opened task behind.
+    let browsers = Arc::clone(&control.browsers);
+    let opened = tokio::spawn(async move { browsers.open(&task, origins, request.profile).await })
+        .await
+        .map_err(|_| {
+            Problem::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "browser.failed",
+                "the browser failed; try again",
+            )
+        })??;
     Ok(if opened { StatusCode::CREATED } else { StatusCode::OK })
 }
 
@@ -263,6 +284,14 @@ async fn act(
     authorize(&control, &headers)?;
     task_name(&task)?;
     let Json(request) = body.map_err(invalid)?;
+    let reference = request.element.strip_prefix('e').unwrap_or_default();
+    if reference.is_empty() || reference.len() > 3 || !reference.bytes().all(|byte| byte.is_ascii_digit()) {
+        return Err(Problem::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "an element is named by its reference, e0 to e199",
+        ));
+    }
     tracing::info!(target: "steward::audit", task = %task, action = request.action.name(), element = %request.element, "browser action");
     Ok(Json(
         control
@@ -291,6 +320,9 @@ async fn close(
 struct BeginRequest {
     profile: String,
     origins: Vec<String>,
+    /// A remote ceremony's login page (on one of the origins); absent for a device ceremony.
+    #[serde(default)]
+    login_url: Option<String>,
 }
 
 /// Begins a ceremony: the capability is in this answer only.
@@ -305,9 +337,15 @@ async fn begin(
     let Json(request) = body.map_err(invalid)?;
     name(&request.profile, "a profile")?;
     let origins = origins(&request.origins)?;
+    let kind = match &request.login_url {
+        None => Kind::Device,
+        Some(login) => Kind::Remote {
+            login: on_origins(&origins, login).map_err(Problem::from)?,
+        },
+    };
     let (capability, expires_at) = control
         .ceremonies
-        .begin(&ceremony, &request.profile, origins)
+        .begin(&ceremony, &request.profile, origins, kind)
         .ok_or_else(|| {
             Problem::new(
                 StatusCode::CONFLICT,

@@ -14,20 +14,17 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::routing::{get, post};
 
-use crate::ceremony::{Ceremonies, Refusal};
+use crate::ceremony::Refusal;
 use crate::control::Problem;
-use crate::storage::{MAX_SESSION_BYTES, SiteData, Vault};
+use crate::storage::{MAX_SESSION_BYTES, SiteData};
 
-/// What the handoff address serves from.
-pub struct Handoff {
-    pub ceremonies: Arc<Ceremonies>,
-    pub vault: Arc<Vault>,
-}
+pub use crate::outside::Handoff;
 
 pub fn router(handoff: Arc<Handoff>) -> axum::Router {
     axum::Router::new()
         .route("/health/ready", get(|| async { "ready" }))
         .route("/handoff", post(hand_over))
+        .merge(crate::signin::routes())
         .layer(DefaultBodyLimit::max(MAX_SESSION_BYTES))
         .with_state(handoff)
 }
@@ -56,13 +53,15 @@ async fn hand_over(
         };
         Problem::new(status, code, refusal.to_string())
     })?;
-    // From here the capability is spent: the ceremony completes or is rejected.
+    // From here the capability is spent: the ceremony completes or is rejected. A profile
+    // forgotten meanwhile advances its generation and the seal below is refused.
+    let generation = handoff.vault.generation(&redeemed.profile);
     let reject = |status: StatusCode, code: &'static str, detail: String| {
         handoff.ceremonies.settle(&redeemed.id, false);
         tracing::info!(target: "steward::audit", ceremony = %redeemed.id, outcome = code, "browser handoff");
         Problem::new(status, code, detail)
     };
-    let data = match body {
+    let mut data = match body {
         Ok(Json(data)) => data,
         Err(JsonRejection::BytesRejection(_)) => {
             return Err(reject(
@@ -86,13 +85,23 @@ async fn hand_over(
             refused.to_string(),
         ));
     }
-    if let Err(error) = handoff.vault.seal(&redeemed.profile, &data) {
-        tracing::warn!("browser handoff: {error}");
-        return Err(reject(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "browser.failed",
-            "the session could not be kept".to_owned(),
-        ));
+    match handoff.vault.seal_if(&redeemed.profile, &data, generation) {
+        Ok(true) => {}
+        Ok(false) => {
+            return Err(reject(
+                StatusCode::CONFLICT,
+                "browser.ceremony_cancelled",
+                "the profile was removed or signed in again meanwhile; nothing was kept".to_owned(),
+            ));
+        }
+        Err(error) => {
+            tracing::warn!("browser handoff: {error}");
+            return Err(reject(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "browser.failed",
+                "the session could not be kept".to_owned(),
+            ));
+        }
     }
     handoff.ceremonies.settle(&redeemed.id, true);
     tracing::info!(target: "steward::audit", ceremony = %redeemed.id, outcome = "completed", "browser handoff");

@@ -1,15 +1,19 @@
-//! The hosted browser role, in progress. Built so far: the egress proxy ([`proxy`]) every
-//! connection of a hosted browser goes through. Not yet: the browsers themselves (headed
-//! Chromium under Xvfb, launched with `browser_policy::launch`), profiles and their sign-in
-//! ceremonies, and `browser.act`; until they exist the role refuses to start.
+//! The hosted browser role (in progress: nothing starts it yet, and no unit is shipped until
+//! `browser.act` exists). It owns the browsers: one headed Chromium per task, each behind its
+//! own egress proxy ([`proxy`]), launched with the launch policy ([`chromium`], [`display`]);
+//! serves their control plane on loopback ([`control`], [`tasks`], [`page`]); and runs the
+//! sign-in ceremonies ([`ceremony`], [`handoff`], [`signin`]) whose website sessions it keeps
+//! sealed per profile ([`storage`]) and puts into a task's browser ([`session`]).
 
 pub mod ceremony;
 pub mod chromium;
 pub mod control;
 pub mod display;
 pub mod handoff;
+pub mod outside;
 pub mod page;
 pub mod proxy;
 pub mod session;
+pub mod signin;
 pub mod storage;
 pub mod tasks;

@@ -195,6 +195,15 @@ async fn serve(config: Config) -> anyhow::Result<()> {
             name
         }
     };
+    // A crash leaves browsers' data directories behind (cookies in Chromium's own store):
+    // none of them belongs to a running browser now.
+    if let Ok(entries) = std::fs::read_dir(&config.data_root) {
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with("browser-") {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
     // Chromium's sandbox cannot run as root: only a development run (STEWARD_DEV_ALLOW_ROOT)
     // gets here as root, and its browsers run without it.
     let root = std::fs::metadata("/proc/self").is_ok_and(|meta| meta.uid() == 0);
@@ -225,7 +234,20 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         Arc::clone(&ceremonies),
         &config.credential,
     )));
-    let handoff_app = handoff::router(Arc::new(Handoff { ceremonies, vault }));
+    let handoff_state = Arc::new(Handoff {
+        ceremonies,
+        vault,
+        browsers: Arc::clone(&browsers),
+    });
+    let handoff_app = handoff::router(Arc::clone(&handoff_state));
+    // Sign-in pages that ended without saying so (expired, replaced) close their browsers.
+    let sweeper = tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(std::time::Duration::from_secs(10));
+        loop {
+            ticks.tick().await;
+            steward_browser::signin::sweep(&handoff_state).await;
+        }
+    });
     tracing::info!(control = %control.local_addr()?, handoff = %handoff.local_addr()?, "steward-browser listening");
     role::ready();
     let shutdown = role::shutdown_signal().shared();
@@ -234,6 +256,7 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         listener::serve(control, control_app, limits, shutdown.clone()),
         listener::serve(handoff, handoff_app, limits, shutdown),
     );
+    sweeper.abort();
     browsers.close_all().await;
     drop(virtual_display);
     control_served.context("serve the control plane")?;

@@ -22,8 +22,13 @@ pub const INTERACTIVE: &str = "a[href], button, input:not([type=hidden]), select
 pub const MAX_TEXT: usize = 8_000;
 /// The most elements a snapshot lists.
 pub const MAX_ELEMENTS: usize = 200;
+/// The most text one `type` action types (characters).
+pub const MAX_TYPED: usize = 10_000;
 /// How long a page may take to settle after a navigation or an action.
 pub const SETTLE: Duration = Duration::from_secs(15);
+/// How long an action's navigation may take to begin (a click's new document replacing the
+/// old one); an action that navigates nowhere costs this much.
+pub const NAVIGATION_STARTS: Duration = Duration::from_millis(1500);
 
 /// One element's label, as the snapshot and the action check compute it (run on the element).
 const LABEL: &str = r#"function () {
@@ -125,21 +130,58 @@ pub async fn snapshot(page: &Page) -> Result<Snapshot, PageError> {
 /// page to settle and reads it.
 pub async fn act(page: &Page, reference: &str, label: &str, action: &Action) -> Result<Snapshot, PageError> {
     let element = element(page, reference, label).await?;
+    let before = document(page).await;
     match action {
         Action::Click => {
             element.scroll_into_view().await?;
-            element.click().await?;
-        }
-        Action::Type { text } => {
-            element.scroll_into_view().await?;
-            element.click().await?;
-            element
+            let point = element.clickable_point().await?;
+            // The click lands where the element is only if nothing covers it there.
+            let hit = element
                 .call_js_fn(
-                    "function () { this.value = ''; this.dispatchEvent(new Event('input', { bubbles: true })); }",
+                    format!(
+                        "function () {{ const hit = document.elementFromPoint({}, {}); return hit === this || this.contains(hit); }}",
+                        point.x, point.y
+                    ),
                     false,
                 )
                 .await?;
-            element.type_str(text).await?;
+            if hit.result.value != Some(serde_json::Value::Bool(true)) {
+                return Err(PageError::Unsupported("something else covers the element"));
+            }
+            page.click(point).await?;
+        }
+        Action::Type { text } => {
+            if text.chars().count() > MAX_TYPED {
+                return Err(PageError::Unsupported("more text than one action types"));
+            }
+            // Only a text field takes text, and only once it has the focus: the text goes in
+            // whole (any character), as a paste would, never as key presses elsewhere.
+            element.scroll_into_view().await?;
+            let focused = element
+                .call_js_fn(
+                    "function () { const text = ['text', 'search', 'email', 'url', 'tel', 'password', 'number'];
+                       const field = this.tagName === 'TEXTAREA' || (this.tagName === 'INPUT' && text.includes(this.type)) || this.isContentEditable;
+                       if (!field || this.disabled || this.readOnly) return false;
+                       this.focus();
+                       if (document.activeElement !== this) return false;
+                       if ('value' in this) { this.value = ''; this.dispatchEvent(new Event('input', { bubbles: true })); }
+                       return true; }",
+                    false,
+                )
+                .await?;
+            if focused.result.value != Some(serde_json::Value::Bool(true)) {
+                return Err(PageError::Unsupported("not a text field that can take the focus"));
+            }
+            page.execute(chromiumoxide::cdp::browser_protocol::input::InsertTextParams::new(
+                text.clone(),
+            ))
+            .await?;
+            element
+                .call_js_fn(
+                    "function () { this.dispatchEvent(new Event('change', { bubbles: true })); }",
+                    false,
+                )
+                .await?;
         }
         Action::Select { value } => {
             let chosen = element
@@ -167,7 +209,10 @@ pub async fn act(page: &Page, reference: &str, label: &str, action: &Action) -> 
             }
         }
     }
-    settle(page).await;
+    match action {
+        Action::Click | Action::Submit => settle_after(page, before).await,
+        Action::Type { .. } | Action::Select { .. } => settle(page).await,
+    }
     snapshot(page).await
 }
 
@@ -193,11 +238,27 @@ async fn element(page: &Page, reference: &str, label: &str) -> Result<Element, P
     Ok(element)
 }
 
-/// Waits (at most [`SETTLE`]) until the page, after what may have started a navigation, has
-/// finished loading.
-pub async fn settle(page: &Page) {
+/// The page's current document, told apart by when it began (`performance.timeOrigin`).
+async fn document(page: &Page) -> Option<f64> {
+    page.evaluate_expression("performance.timeOrigin")
+        .await
+        .ok()
+        .and_then(|origin| origin.value().and_then(serde_json::Value::as_f64))
+}
+
+/// Waits (at most [`SETTLE`]) until the page has finished loading: after an action that may
+/// navigate, first (for up to [`NAVIGATION_STARTS`]) for another document to replace
+/// `before`, then for it to be complete.
+pub async fn settle_after(page: &Page, before: Option<f64>) {
     let deadline = Instant::now() + SETTLE;
-    tokio::time::sleep(Duration::from_millis(250)).await;
+    let starts = Instant::now() + NAVIGATION_STARTS;
+    while before.is_some() && Instant::now() < starts {
+        let now = document(page).await;
+        if now.is_some() && now != before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     while Instant::now() < deadline {
         let state = page.evaluate_expression("document.readyState").await;
         if state.is_ok_and(|state| state.value().and_then(serde_json::Value::as_str) == Some("complete")) {
@@ -205,4 +266,104 @@ pub async fn settle(page: &Page) {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// Waits (at most [`SETTLE`]) until the page has finished loading.
+pub async fn settle(page: &Page) {
+    settle_after(page, None).await;
+}
+
+/// What the owner does on a remote sign-in page's picture of the website.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Input {
+    /// A click at a point of the page's picture (CSS pixels from its top left).
+    Click { x: f64, y: f64 },
+    /// Text typed into whatever has the focus.
+    Text { text: String },
+    /// One key.
+    Key { key: Key },
+}
+
+/// The keys a sign-in page offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Key {
+    Enter,
+    Tab,
+    Backspace,
+    Escape,
+}
+
+impl Key {
+    /// The key's DOM name, Windows virtual key code and the text it types.
+    fn parts(self) -> (&'static str, i64, Option<&'static str>) {
+        match self {
+            Key::Enter => ("Enter", 13, Some("\r")),
+            Key::Tab => ("Tab", 9, None),
+            Key::Backspace => ("Backspace", 8, None),
+            Key::Escape => ("Escape", 27, None),
+        }
+    }
+}
+
+/// The most text one input types.
+pub const MAX_INPUT_TEXT: usize = 1_000;
+
+/// Does `input` on `page`, as the owner's pointer and keyboard would.
+pub async fn input(page: &Page, input: &Input) -> Result<(), PageError> {
+    use chromiumoxide::cdp::browser_protocol::input::{
+        DispatchKeyEventParams, DispatchKeyEventType, DispatchMouseEventParams, DispatchMouseEventType,
+        InsertTextParams, MouseButton,
+    };
+    match input {
+        Input::Click { x, y } => {
+            if !(x.is_finite() && y.is_finite() && (0.0..=10_000.0).contains(x) && (0.0..=10_000.0).contains(y)) {
+                return Err(PageError::Unsupported("a point outside the page"));
+            }
+            for kind in [
+                DispatchMouseEventType::MousePressed,
+                DispatchMouseEventType::MouseReleased,
+            ] {
+                let event = DispatchMouseEventParams::builder()
+                    .r#type(kind)
+                    .x(*x)
+                    .y(*y)
+                    .button(MouseButton::Left)
+                    .click_count(1)
+                    .build()
+                    .map_err(|_| PageError::Unsupported("a click"))?;
+                page.execute(event).await?;
+            }
+        }
+        Input::Text { text } => {
+            if text.chars().count() > MAX_INPUT_TEXT {
+                return Err(PageError::Unsupported("more text than one input types"));
+            }
+            page.execute(InsertTextParams::new(text.clone())).await?;
+        }
+        Input::Key { key } => {
+            let (name, code, text) = key.parts();
+            for kind in [DispatchKeyEventType::KeyDown, DispatchKeyEventType::KeyUp] {
+                let mut event = DispatchKeyEventParams::builder()
+                    .r#type(kind.clone())
+                    .key(name)
+                    .code(name)
+                    .windows_virtual_key_code(code)
+                    .native_virtual_key_code(code);
+                if let (DispatchKeyEventType::KeyDown, Some(text)) = (&kind, text) {
+                    event = event.text(text);
+                }
+                page.execute(event.build().map_err(|_| PageError::Unsupported("a key"))?)
+                    .await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A picture of what `page` shows (PNG).
+pub async fn screenshot(page: &Page) -> Result<Vec<u8>, PageError> {
+    Ok(page
+        .screenshot(chromiumoxide::page::ScreenshotParams::builder().build())
+        .await?)
 }

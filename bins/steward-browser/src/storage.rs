@@ -8,7 +8,7 @@
 
 use std::fs;
 use std::io::Write as _;
-use std::os::unix::fs::OpenOptionsExt as _;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 use browser_policy::egress::Origin;
@@ -96,8 +96,9 @@ pub fn domain_matches(host: &str, domain: &str) -> bool {
 
 impl SiteData {
     /// Accepts a session only when every cookie belongs to (domain-matches) one of `origins`
-    /// and every local storage to one of them, exactly.
-    pub fn check(&self, origins: &[Origin]) -> Result<(), Refused> {
+    /// and every local storage to one of them, exactly; each storage's origin is then written
+    /// the one way the browser writes it (`https://host[:port]`).
+    pub fn check(&mut self, origins: &[Origin]) -> Result<(), Refused> {
         if self.cookies.is_empty() && self.local_storage.is_empty() {
             return Err(Refused::Empty);
         }
@@ -122,11 +123,12 @@ impl SiteData {
                 return Err(Refused::SameSite);
             }
         }
-        for storage in &self.local_storage {
+        for storage in &mut self.local_storage {
             let origin = Origin::parse(&storage.origin).map_err(|_| Refused::ForeignStorage)?;
             if !origins.contains(&origin) {
                 return Err(Refused::ForeignStorage);
             }
+            storage.origin = origin.to_string();
         }
         Ok(())
     }
@@ -142,10 +144,15 @@ pub enum VaultError {
     Random,
 }
 
-/// The sealed sessions, one file per profile.
+/// The sealed sessions, one file per profile. Every change to a profile's session (a seal, a
+/// removal) advances the profile's **generation**, in memory: a writer that read the session
+/// earlier (a closing browser keeping its refreshed cookies, a handoff in flight) seals only if
+/// nothing changed meanwhile ([`Vault::seal_if`]), so it never brings back a forgotten
+/// profile's session or overwrites a newer sign-in. Writes are serialised.
 pub struct Vault {
     key: LessSafeKey,
     directory: PathBuf,
+    generations: std::sync::Mutex<std::collections::HashMap<String, u64>>,
 }
 
 impl Vault {
@@ -155,6 +162,7 @@ impl Vault {
         Vault {
             key: key.unwrap_or_else(|_| unreachable!("a 32-byte key is an AES-256 key")),
             directory,
+            generations: std::sync::Mutex::new(std::collections::HashMap::new()),
         }
     }
 
@@ -162,8 +170,40 @@ impl Vault {
         self.directory.join(format!("{profile}.sealed"))
     }
 
-    /// Seals `data` for `profile`, replacing what was kept (written aside, then renamed).
+    fn generations(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, u64>> {
+        self.generations
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The profile's generation now.
+    pub fn generation(&self, profile: &str) -> u64 {
+        self.generations().get(profile).copied().unwrap_or(0)
+    }
+
+    /// Seals `data` for `profile`, replacing what was kept.
     pub fn seal(&self, profile: &str, data: &SiteData) -> Result<(), VaultError> {
+        let mut generations = self.generations();
+        self.write(profile, data)?;
+        *generations.entry(profile.to_owned()).or_insert(0) += 1;
+        Ok(())
+    }
+
+    /// Seals `data` for `profile` only if its generation is still `generation`; `false` (and
+    /// nothing written) otherwise.
+    pub fn seal_if(&self, profile: &str, data: &SiteData, generation: u64) -> Result<bool, VaultError> {
+        let mut generations = self.generations();
+        if generations.get(profile).copied().unwrap_or(0) != generation {
+            return Ok(false);
+        }
+        self.write(profile, data)?;
+        *generations.entry(profile.to_owned()).or_insert(0) += 1;
+        Ok(true)
+    }
+
+    /// Writes the sealed file: to a fresh file beside it, synced, renamed over it, and the
+    /// directory synced.
+    fn write(&self, profile: &str, data: &SiteData) -> Result<(), VaultError> {
         let mut nonce = [0u8; NONCE_LEN];
         getrandom::fill(&mut nonce).map_err(|_| VaultError::Random)?;
         let mut sealed = serde_json::to_vec(data).map_err(|error| VaultError::Io(error.into()))?;
@@ -174,18 +214,16 @@ impl Vault {
                 &mut sealed,
             )
             .map_err(|_| VaultError::Unsealed)?;
-        let path = self.path(profile);
-        let partial = self.directory.join(format!(".{profile}.partial"));
-        let mut file = fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&partial)?;
+        let mut file = tempfile::Builder::new()
+            .prefix(".sealing-")
+            .permissions(fs::Permissions::from_mode(0o600))
+            .tempfile_in(&self.directory)?;
         file.write_all(&nonce)?;
         file.write_all(&sealed)?;
-        file.sync_all()?;
-        fs::rename(&partial, &path)?;
+        file.as_file().sync_all()?;
+        file.persist(self.path(profile))
+            .map_err(|error| VaultError::Io(error.error))?;
+        fs::File::open(&self.directory)?.sync_all()?;
         Ok(())
     }
 
@@ -211,8 +249,10 @@ impl Vault {
             .map_err(|_| VaultError::Unsealed)
     }
 
-    /// Removes what is kept for `profile`; `false` when nothing was.
+    /// Removes what is kept for `profile` (advancing its generation); `false` when nothing was.
     pub fn remove(&self, profile: &str) -> Result<bool, VaultError> {
+        let mut generations = self.generations();
+        *generations.entry(profile.to_owned()).or_insert(0) += 1;
         match fs::remove_file(self.path(profile)) {
             Ok(()) => Ok(true),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(false),
@@ -266,6 +306,16 @@ mod tests {
         data.local_storage[0].origin = "https://shop.example:8443".into();
         assert_eq!(data.check(&origins()), Err(Refused::ForeignStorage));
         assert_eq!(SiteData::default().check(&origins()), Err(Refused::Empty));
+        // An origin written another way is accepted and written the browser's way.
+        let mut data = SiteData {
+            cookies: Vec::new(),
+            local_storage: vec![OriginStorage {
+                origin: "https://Shop.Example:443/".into(),
+                items: vec![("k".into(), "v".into())],
+            }],
+        };
+        assert_eq!(data.check(&origins()), Ok(()));
+        assert_eq!(data.local_storage[0].origin, "https://shop.example");
     }
 
     #[test]
@@ -279,13 +329,30 @@ mod tests {
         vault.seal("p1", &data).expect("seal");
         let raw = fs::read(dir.path().join("p1.sealed")).expect("read");
         assert!(!raw.windows(3).any(|window| window == b"sid"), "the file is not plain");
-        assert_eq!(vault.open("p1").expect("open"), Some(data));
+        assert_eq!(vault.open("p1").expect("open"), Some(data.clone()));
         fs::copy(dir.path().join("p1.sealed"), dir.path().join("p2.sealed")).expect("copy");
         assert!(matches!(vault.open("p2"), Err(VaultError::Unsealed)));
         let other = Vault::new(&[8; 32], dir.path().to_owned());
         assert!(matches!(other.open("p1"), Err(VaultError::Unsealed)));
         assert_eq!(vault.open("p3").expect("nothing kept"), None);
+        // A writer that read generation g seals only while it is still g.
+        let read = vault.generation("p1");
+        vault.seal("p1", &data).expect("a newer sign-in");
+        assert!(!vault.seal_if("p1", &data, read).expect("refused"));
+        let read = vault.generation("p1");
         assert!(vault.remove("p1").expect("remove"));
+        assert!(!vault.seal_if("p1", &data, read).expect("refused after removal"));
+        assert_eq!(
+            vault.open("p1").expect("open"),
+            None,
+            "a removed session does not come back"
+        );
         assert!(!vault.remove("p1").expect("gone"));
+        let leftovers: Vec<_> = fs::read_dir(dir.path())
+            .expect("list")
+            .filter_map(Result::ok)
+            .filter(|entry| entry.file_name().to_string_lossy().starts_with(".sealing-"))
+            .collect();
+        assert!(leftovers.is_empty());
     }
 }

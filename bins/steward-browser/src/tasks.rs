@@ -19,6 +19,8 @@ use crate::storage::{Vault, VaultError};
 
 /// The most browsers the role runs at once.
 pub const MAX_BROWSERS: usize = 4;
+/// How long putting a profile's session into a new browser may take.
+pub const RESTORE_WITHIN: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// What every browser of the role shares.
 #[derive(Clone)]
@@ -60,6 +62,8 @@ struct Task {
     origins: Vec<Origin>,
     /// The profile whose session the browser carries.
     profile: Option<String>,
+    /// The profile's generation when the browser took its session (see `Vault`).
+    generation: u64,
     hosted: Hosted,
     page: Option<Page>,
     _proxy: EgressProxy,
@@ -106,20 +110,36 @@ impl Browsers {
                 Err(TaskError::Conflict)
             };
         }
+        // A close (or a failed open) may have removed this slot while we waited for it: a
+        // browser launched into it would belong to no task and never close.
+        let registered = self
+            .tasks
+            .lock()
+            .await
+            .get(task)
+            .is_some_and(|current| Arc::ptr_eq(current, &slot));
+        if !registered {
+            return Err(TaskError::Conflict);
+        }
         match self.launch(origins, profile).await {
             Ok(open) => {
                 *held = Some(open);
                 Ok(true)
             }
             Err(error) => {
+                let mut tasks = self.tasks.lock().await;
+                if tasks.get(task).is_some_and(|current| Arc::ptr_eq(current, &slot)) {
+                    tasks.remove(task);
+                }
+                drop(tasks);
                 drop(held);
-                self.tasks.lock().await.remove(task);
                 Err(error)
             }
         }
     }
 
     async fn launch(&self, origins: Vec<Origin>, profile: Option<String>) -> Result<Task, TaskError> {
+        let generation = profile.as_deref().map_or(0, |profile| self.vault.generation(profile));
         let session = match &profile {
             Some(profile) => self.vault.open(profile)?,
             None => None,
@@ -144,17 +164,34 @@ impl Browsers {
             local_site_keys: self.template.local_site_keys.clone(),
         })
         .await?;
+        let mut page = None;
         if let Some(session) = &session {
-            if let Err(error) = session::restore(hosted.browser(), session).await {
-                hosted.close().await;
-                return Err(PageError::from(error).into());
+            let restored = tokio::time::timeout(RESTORE_WITHIN, session::restore(hosted.browser(), session))
+                .await
+                .unwrap_or(Err(chromiumoxide::error::CdpError::Timeout));
+            match restored {
+                Ok(restored) => page = Some(restored),
+                Err(error) => {
+                    hosted.close().await;
+                    return Err(PageError::from(error).into());
+                }
             }
+        }
+        // Forgotten (or signed in again) while the browser started: it must not carry the old
+        // session.
+        if profile
+            .as_deref()
+            .is_some_and(|profile| self.vault.generation(profile) != generation)
+        {
+            hosted.close().await;
+            return Err(TaskError::Conflict);
         }
         Ok(Task {
             origins,
             profile,
+            generation,
             hosted,
-            page: None,
+            page,
             _proxy: proxy,
             _data: data,
         })
@@ -211,6 +248,41 @@ impl Browsers {
         Ok(page::act(page, reference, label, action).await?)
     }
 
+    /// A picture of the task's page.
+    pub async fn screenshot(&self, task: &str) -> Result<Vec<u8>, TaskError> {
+        let slot = self.slot(task).await?;
+        let held = slot.lock().await;
+        let page = held
+            .as_ref()
+            .and_then(|open| open.page.as_ref())
+            .ok_or(TaskError::NoTask)?;
+        Ok(page::screenshot(page).await?)
+    }
+
+    /// A pointer or keyboard input on the task's page.
+    pub async fn input(&self, task: &str, input: &page::Input) -> Result<(), TaskError> {
+        let slot = self.slot(task).await?;
+        let held = slot.lock().await;
+        let page = held
+            .as_ref()
+            .and_then(|open| open.page.as_ref())
+            .ok_or(TaskError::NoTask)?;
+        Ok(page::input(page, input).await?)
+    }
+
+    /// The website session the task's browser holds for its origins.
+    pub async fn harvest(&self, task: &str) -> Result<crate::storage::SiteData, TaskError> {
+        let slot = self.slot(task).await?;
+        let held = slot.lock().await;
+        let open = held.as_ref().ok_or(TaskError::NoTask)?;
+        if let Some(page) = &open.page {
+            page::settle(page).await;
+        }
+        Ok(session::harvest(open.hosted.browser(), &open.origins)
+            .await
+            .map_err(PageError::from)?)
+    }
+
     /// Closes the task's browser (waiting for an action in flight to end); `false` when none
     /// was open.
     pub async fn close(&self, task: &str) -> bool {
@@ -226,29 +298,41 @@ impl Browsers {
     }
 
     /// Keeps the profile's session as the browser leaves it (a site that refreshed its
-    /// cookies keeps the owner signed in): the cookies of the profile's origins replace the
-    /// sealed ones; the local storage handed over stays.
+    /// cookies keeps the owner signed in): the cookies of the task's origins replace the
+    /// sealed ones of those origins, the others and the local storage stay. Nothing is kept
+    /// when the profile's session changed since the browser took it (signed in again, or
+    /// forgotten).
     async fn keep_session(&self, open: &Task) {
         let Some(profile) = &open.profile else {
             return;
         };
+        if self.vault.generation(profile) != open.generation {
+            return;
+        }
         let Ok(Some(mut kept)) = self.vault.open(profile) else {
             return;
         };
         match session::cookies(open.hosted.browser(), &open.origins).await {
             Ok(cookies) => {
-                kept.cookies = cookies;
-                if let Err(error) = self.vault.seal(profile, &kept) {
+                let ours = |domain: &str| {
+                    open.origins
+                        .iter()
+                        .any(|origin| crate::storage::domain_matches(origin.host(), domain))
+                };
+                kept.cookies.retain(|cookie| !ours(&cookie.domain));
+                kept.cookies.extend(cookies);
+                if let Err(error) = self.vault.seal_if(profile, &kept, open.generation) {
                     tracing::warn!("keep a profile's session: {error}");
                 }
             }
-            Err(error) => tracing::warn!("read a closing browser's cookies: {error}"),
+            Err(_) => tracing::warn!("a closing browser's cookies could not be read"),
         }
     }
 
-    /// Forgets `profile`: its browsers close without keeping anything, and its sealed session
-    /// is removed.
+    /// Forgets `profile`: its sealed session is removed (its generation advances, so nothing
+    /// in flight seals it again) and its browsers close without keeping anything.
     pub async fn forget(&self, profile: &str) -> Result<(), TaskError> {
+        self.vault.remove(profile)?;
         let slots: Vec<(String, Arc<Mutex<Option<Task>>>)> = self
             .tasks
             .lock()
@@ -262,14 +346,17 @@ impl Browsers {
                 .as_ref()
                 .is_some_and(|open| open.profile.as_deref() == Some(profile))
             {
+                {
+                    let mut tasks = self.tasks.lock().await;
+                    if tasks.get(&task).is_some_and(|current| Arc::ptr_eq(current, &slot)) {
+                        tasks.remove(&task);
+                    }
+                }
                 if let Some(open) = held.take() {
                     open.hosted.close().await;
                 }
-                drop(held);
-                self.tasks.lock().await.remove(&task);
             }
         }
-        self.vault.remove(profile)?;
         Ok(())
     }
 
@@ -289,7 +376,7 @@ impl Browsers {
 
 /// `address` parsed, if it is an `https` address on one of the task's origins (the
 /// account-list host, which the proxy admits, is not one).
-fn on_origins(origins: &[Origin], address: &str) -> Result<Url, TaskError> {
+pub fn on_origins(origins: &[Origin], address: &str) -> Result<Url, TaskError> {
     let refused = || TaskError::Origin(format!("`{address}` is not on the profile's origins"));
     let url = Url::parse(address).map_err(|_| TaskError::Origin(format!("`{address}` is not an address")))?;
     if url.scheme() != "https" || !url.username().is_empty() || url.password().is_some() {

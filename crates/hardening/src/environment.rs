@@ -9,6 +9,8 @@ pub const INLINE_CALLPROV_KEY: &str = "CALLPROV_API_KEY";
 pub const CALLPROV_KEY_FILE: &str = "CALLPROV_API_KEY_FILE";
 /// The hosted browser's control-plane credential file.
 pub const BROWSER_CONTROL_CREDENTIAL_FILE: &str = "BROWSER_CONTROL_CREDENTIAL_FILE";
+/// The key that seals the hosted browser's website sessions.
+pub const BROWSER_STORAGE_KEY_FILE: &str = "BROWSER_STORAGE_KEY_FILE";
 /// The owner's bearer token file.
 pub const OWNER_TOKEN_FILE: &str = "API_TOKEN_FILE";
 
@@ -57,6 +59,9 @@ pub fn refused<'a>(
             }
             RoleKind::CallWorker | RoleKind::CallIngress if name == BROWSER_CONTROL_CREDENTIAL_FILE => {
                 Some("a call role never holds the browser control-plane credential")
+            }
+            RoleKind::CallWorker | RoleKind::CallIngress if name == BROWSER_STORAGE_KEY_FILE => {
+                Some("a call role never holds the browser's storage key")
             }
             RoleKind::CallWorker | RoleKind::CallIngress if name == OWNER_TOKEN_FILE => {
                 Some("a call role never holds the owner's bearer token")
@@ -139,6 +144,7 @@ mod tests {
                 ("VEETBOT_OPENAI_KEY", "sk"),
                 ("OPENAI_API_KEY_FILE", "/k"),
                 ("BROWSER_CONTROL_CREDENTIAL_FILE", "/b"),
+                ("BROWSER_STORAGE_KEY_FILE", "/s"),
                 ("API_TOKEN_FILE", "/t"),
                 ("AUTH_SCOPES", "call.read"),
             ] {

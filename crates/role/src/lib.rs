@@ -120,10 +120,25 @@ pub fn run(level: LogLevel, work: impl Future<Output = anyhow::Result<()>>) -> E
         LogLevel::Trace => tracing::Level::TRACE,
     };
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    // The DevTools driver logs every protocol message below `warn` (cookies, typed text, page
+    // addresses): never written, whatever the level.
+    let quiet = std::cmp::min(
+        tracing::level_filters::LevelFilter::from_level(level),
+        tracing::level_filters::LevelFilter::WARN,
+    );
+    let targets = tracing_subscriber::filter::Targets::new()
+        .with_default(level)
+        .with_target("chromiumoxide", quiet)
+        .with_target("chromiumoxide_cdp", quiet)
+        .with_target("chromiumoxide_types", quiet);
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
     tracing_subscriber::fmt()
         .with_max_level(level)
         .with_target(false)
         .with_ansi(ansi)
+        .finish()
+        .with(targets)
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,

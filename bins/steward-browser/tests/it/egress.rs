@@ -40,8 +40,9 @@ fn drain(journal: &mut UnboundedReceiver<Egress>) -> Vec<(String, u16, Decision)
 }
 
 /// The site: a page with a same-origin image, and a page that also asks for a third party's
-/// image and one from a loopback address (counted when it arrives: it must not).
-fn site(loopback_hits: Arc<AtomicUsize>, loopback: String) -> Router {
+/// image and one from a loopback address (counted when it arrives: it must not), and opens a
+/// WebRTC connection whose STUN server is a UDP port on loopback (no datagram may reach it).
+fn site(loopback_hits: Arc<AtomicUsize>, loopback: String, stun: u16) -> Router {
     Router::new()
         .route(
             "/",
@@ -62,7 +63,7 @@ fn site(loopback_hits: Arc<AtomicUsize>, loopback: String) -> Router {
             "/third-party",
             get(move || async move {
                 Html(format!(
-                    "<!doctype html><title>Third party</title><img src=\"https://{ELSEWHERE}/x.svg\" alt=\"\"><img src=\"{loopback}/loopback.svg\" alt=\"\">"
+                    "<!doctype html><title>Third party</title><img src=\"https://{ELSEWHERE}/x.svg\" alt=\"\"><img src=\"{loopback}/loopback.svg\" alt=\"\"><script>const peer = new RTCPeerConnection({{iceServers: [{{urls: 'stun:127.0.0.1:{stun}'}}]}}); peer.createDataChannel('x'); peer.createOffer().then((offer) => peer.setLocalDescription(offer));</script>"
                 ))
             }),
         )
@@ -88,7 +89,10 @@ async fn a_hosted_browser_asks_for_nothing_but_its_page_the_account_list_and_the
     // The loopback page the third-party page points at is this same site, by address.
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await.expect("bind");
     let address = listener.local_addr().expect("address");
-    let router = site(Arc::clone(&loopback_hits), format!("http://{address}"));
+    let stun = std::net::UdpSocket::bind("127.0.0.1:0").expect("a UDP socket");
+    stun.set_nonblocking(true).expect("non-blocking");
+    let stun_port = stun.local_addr().expect("its address").port();
+    let router = site(Arc::clone(&loopback_hits), format!("http://{address}"), stun_port);
     let _site = tokio::spawn(async move { axum::serve(listener, router).await });
     let localhost: IpAddr = [127, 0, 0, 1].into();
     let issued = testkit::tls::issue(&[SHOP], &[]);
@@ -142,7 +146,11 @@ async fn a_hosted_browser_asks_for_nothing_but_its_page_the_account_list_and_the
 
     // What leaves: the page's origin, the account list and the dictionary, nothing else.
     // What is asked for besides: only the vendor requests the proxy refuses.
-    for (when, seen) in [("on start", &on_start), ("on a page load", &on_load)] {
+    for (when, seen) in [
+        ("on start", &on_start),
+        ("on a page load", &on_load),
+        ("on a third party's page", &third_party),
+    ] {
         let left: BTreeSet<&str> = seen
             .iter()
             .filter(|(_, _, decision)| *decision == Decision::Tunnelled)
@@ -153,6 +161,7 @@ async fn a_hosted_browser_asks_for_nothing_but_its_page_the_account_list_and_the
         let asked: BTreeSet<&str> = seen
             .iter()
             .map(|(host, _, _)| host.as_str())
+            .filter(|host| *host != ELSEWHERE && *host != "127.0.0.1")
             .filter(|host| {
                 *host != SHOP
                     && *host != ACCOUNT_LIST_HOST
@@ -190,4 +199,58 @@ async fn a_hosted_browser_asks_for_nothing_but_its_page_the_account_list_and_the
         0,
         "nothing reached loopback around the proxy"
     );
+    let mut datagram = [0u8; 1500];
+    assert!(
+        matches!(stun.recv_from(&mut datagram), Err(error) if error.kind() == std::io::ErrorKind::WouldBlock),
+        "WebRTC sent UDP around the proxy"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_certificate_the_browser_does_not_trust_is_refused() {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&hits);
+    let site = testkit::serve(Router::new().route(
+        "/",
+        get(move || async move {
+            counted.fetch_add(1, Ordering::SeqCst);
+            Html("<!doctype html><title>The shop</title>")
+        }),
+    ))
+    .await;
+    let localhost: IpAddr = [127, 0, 0, 1].into();
+    // The site's certificate is not the one whose key the browser was told to accept.
+    let served = testkit::tls::issue(&[SHOP], &[]);
+    let trusted = testkit::tls::issue(&[SHOP], &[]);
+    let (front, _front) = testkit::tls::serve_front(localhost, served.acceptor, site.address).await;
+    let proxy = EgressProxy::start(Settings {
+        allow: AllowList::new([Origin::parse(&format!("https://{SHOP}")).expect("an origin")]),
+        upstream: Upstream::Local(front),
+        journal: None,
+    })
+    .await
+    .expect("start the proxy");
+    let display = tokio::task::spawn_blocking(|| VirtualDisplay::start(Path::new("/usr/bin/Xvfb")))
+        .await
+        .expect("join")
+        .expect("Xvfb");
+    let dir = tempfile::tempdir().expect("a directory");
+    let root = std::fs::metadata("/proc/self").expect("/proc/self").uid() == 0;
+    let hosted = Hosted::launch(&Launch {
+        executable: CHROMIUM.into(),
+        display: display.name().to_owned(),
+        proxy: proxy.address(),
+        data_directory: dir.path().join("profile"),
+        sandbox: !root,
+        local_site_keys: vec![trusted.spki_sha256.clone()],
+    })
+    .await
+    .expect("Chromium starts");
+    let page = hosted.browser().new_page("about:blank").await.expect("a page");
+    let _ = page.goto(format!("https://{SHOP}/")).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let title = page.get_title().await.ok().flatten();
+    hosted.close().await;
+    assert_ne!(title.as_deref(), Some("The shop"));
+    assert_eq!(hits.load(Ordering::SeqCst), 0, "no request reached the site");
 }

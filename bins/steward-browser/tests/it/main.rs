@@ -6,6 +6,7 @@ mod control;
 mod egress;
 mod proxy;
 mod session;
+mod signin;
 mod support;
 
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
@@ -15,8 +16,9 @@ use std::time::{Duration, Instant};
 
 const CREDENTIAL: &str = "the-browser-control-plane-credential-0123456789";
 
-/// The role's environment: a credential file (0600) and a data directory (0700) in `dir`.
-fn environment(dir: &Path, port: u16) -> Vec<(&'static str, String)> {
+/// The role's environment: a credential file (0600) and a data directory (0700) in `dir`; the
+/// role listens on ports the system picks (it logs them).
+fn environment(dir: &Path) -> Vec<(&'static str, String)> {
     let credential = dir.join("credential");
     std::fs::write(&credential, CREDENTIAL).expect("write the credential");
     std::fs::set_permissions(&credential, std::fs::Permissions::from_mode(0o600)).expect("chmod");
@@ -32,14 +34,11 @@ fn environment(dir: &Path, port: u16) -> Vec<(&'static str, String)> {
     let mut variables = vec![
         ("PATH", std::env::var("PATH").unwrap_or_default()),
         ("BROWSER_CONTROL_CREDENTIAL_FILE", credential.display().to_string()),
-        ("BROWSER_CONTROL_LISTEN", format!("127.0.0.1:{port}")),
+        ("BROWSER_CONTROL_LISTEN", "127.0.0.1:0".to_owned()),
         ("BROWSER_DATA_DIRECTORY", data.display().to_string()),
         ("BROWSER_STATE_DIRECTORY", state.display().to_string()),
         ("BROWSER_STORAGE_KEY_FILE", key.display().to_string()),
-        (
-            "BROWSER_HANDOFF_LISTEN",
-            format!("127.0.0.1:{}", port.saturating_add(1)),
-        ),
+        ("BROWSER_HANDOFF_LISTEN", "127.0.0.1:0".to_owned()),
     ];
     if std::fs::metadata("/proc/self").expect("/proc/self").uid() == 0 {
         variables.push(("STEWARD_DEV_ALLOW_ROOT", "1".to_owned()));
@@ -66,7 +65,7 @@ fn refusal(variables: &[(&'static str, String)]) -> String {
 #[test]
 fn the_role_refuses_model_keys_the_bearer_scopes_and_a_weak_or_missing_credential() {
     let dir = tempfile::tempdir().expect("a directory");
-    let base = environment(dir.path(), 1);
+    let base = environment(dir.path());
     for (name, value, says) in [
         (
             "OPENAI_API_KEY",
@@ -111,31 +110,30 @@ fn the_role_refuses_model_keys_the_bearer_scopes_and_a_weak_or_missing_credentia
 #[tokio::test]
 async fn the_role_serves_its_control_plane_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().expect("a directory");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port();
-    let mut child = role(&environment(dir.path(), port))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start steward-browser");
-    let base = format!("http://127.0.0.1:{port}");
-    let client = reqwest::Client::new();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if client
-            .get(format!("{base}/health/ready"))
-            .send()
-            .await
-            .is_ok_and(|answer| answer.status() == 200)
-        {
-            break;
+    let mut child = Role(
+        role(&environment(dir.path()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start steward-browser"),
+    );
+    // The role says where it listens once it serves.
+    let stdout = child.0.stdout.take().expect("its output");
+    let (said, heard) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(Result::ok) {
+            if let Some(address) = line.split_whitespace().find_map(|word| word.strip_prefix("control=")) {
+                let _ = said.send(address.to_owned());
+            }
         }
-        assert!(Instant::now() < deadline, "the role never became ready");
-        assert!(child.try_wait().expect("poll").is_none(), "the role exited");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    });
+    let address = heard
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the role says where it listens");
+    let base = format!("http://{address}");
+    let client = reqwest::Client::new();
+    let ready = client.get(format!("{base}/health/ready")).send().await.expect("ready");
+    assert_eq!(ready.status(), 200);
     let task = format!("{base}/control/v1/tasks/task-1");
     let origins = serde_json::json!({"origins": ["https://shop.example"]});
     let anonymous = client.put(&task).json(&origins).send().await.expect("answer");
@@ -172,16 +170,26 @@ async fn the_role_serves_its_control_plane_and_stops_on_sigterm() {
         .expect("answer");
     assert_eq!(closed.status(), 204);
 
-    nix_kill(child.id());
+    nix_kill(child.0.id());
     let deadline = Instant::now() + Duration::from_secs(20);
     let status = loop {
-        if let Some(status) = child.try_wait().expect("poll") {
+        if let Some(status) = child.0.try_wait().expect("poll") {
             break status;
         }
         assert!(Instant::now() < deadline, "the role did not stop on SIGTERM");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert!(status.success(), "{status}");
+}
+
+/// A running role, killed if the test ends first.
+struct Role(std::process::Child);
+
+impl Drop for Role {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// SIGTERM, as systemd stops a unit.

@@ -62,6 +62,7 @@ fn shop(orders: Orders) -> Router {
             get(|| async { Html("<!doctype html><title>About</title><p>A small tea shop") }),
         )
         .route("/account", get(account))
+        .route("/signin", get(sign_in_form).post(sign_in))
         .with_state(orders)
 }
 
@@ -97,9 +98,48 @@ async fn account(headers: HeaderMap) -> impl IntoResponse {
     }
 }
 
+/// Where the sign-in form's fields are on the page (CSS pixels): the remote sign-in test clicks
+/// there.
+pub const USER_FIELD: (f64, f64) = (120.0, 115.0);
+pub const PASSWORD_FIELD: (f64, f64) = (120.0, 165.0);
+
+async fn sign_in_form() -> Html<&'static str> {
+    Html(
+        r#"<!doctype html><title>Sign in to the shop</title><body style="margin:0">
+<form method="post" action="/signin">
+<input name="user" aria-label="User" style="position:absolute;left:20px;top:100px;width:200px;height:30px">
+<input name="password" type="password" aria-label="Password" style="position:absolute;left:20px;top:150px;width:200px;height:30px">
+<button style="position:absolute;left:20px;top:200px">Sign in</button>
+</form>"#,
+    )
+}
+
+/// `ada` / `tea` signs in: the session cookie, and a note in local storage.
+async fn sign_in(body: String) -> axum::response::Response {
+    let fields: Vec<(String, String)> = url::form_urlencoded::parse(body.as_bytes()).into_owned().collect();
+    let field = |name: &str| {
+        fields
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
+    };
+    if field("user") == Some("ada") && field("password") == Some("tea") {
+        (
+            [("set-cookie", format!("sid={SESSION}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=86400"))],
+            Html("<!doctype html><title>Welcome</title><p>Welcome back<script>localStorage.setItem('note', 'signed in remotely')</script>"),
+        )
+            .into_response()
+    } else {
+        Html("<!doctype html><title>Sign in to the shop</title><p>Wrong user or password").into_response()
+    }
+}
+
 pub struct Fixture {
     pub base: String,
     pub handoff: String,
+    /// The handoff listener's base address (the sign-in page).
+    pub public: String,
+    pub handoff_state: Arc<Handoff>,
     pub client: reqwest::Client,
     pub orders: Orders,
     pub browsers: Arc<Browsers>,
@@ -148,14 +188,17 @@ impl Fixture {
             CREDENTIAL.as_bytes(),
         ))))
         .await;
-        let handoff = testkit::serve(handoff::router(Arc::new(Handoff {
+        let handoff_state = Arc::new(Handoff {
             ceremonies,
             vault: Arc::clone(&vault),
-        })))
-        .await;
+            browsers: Arc::clone(&browsers),
+        });
+        let handoff = testkit::serve(handoff::router(Arc::clone(&handoff_state))).await;
         Fixture {
             base: format!("http://{}", control.address),
             handoff: format!("http://{}/handoff", handoff.address),
+            public: format!("http://{}", handoff.address),
+            handoff_state,
             client: reqwest::Client::new(),
             orders,
             browsers,

@@ -1,0 +1,106 @@
+// The remote sign-in page: the capability arrives in the address's fragment (never sent to a
+// server, so never in a log), is taken out of the address at once, and opens the ceremony once.
+// From then on only a page token, held in this script's memory, talks to Steward's browser: a
+// reload loses it, and the link cannot be opened again.
+'use strict';
+
+const status = document.getElementById('status');
+const screen = document.getElementById('screen');
+const show = (...ids) => ids.forEach((id) => { document.getElementById(id).hidden = false; });
+const hide = (...ids) => ids.forEach((id) => { document.getElementById(id).hidden = true; });
+let token = null;
+let refreshing = null;
+
+const capability = new URLSearchParams(location.hash.slice(1)).get('c');
+history.replaceState(null, '', location.pathname);
+
+const explain = {
+  'browser.capability_invalid': 'This sign-in link is not valid. Go back to Steward and start over.',
+  'browser.capability_used': 'This sign-in link was already opened (a page that was reloaded cannot continue). Go back to Steward and start over.',
+  'browser.ceremony_expired': 'This sign-in link expired. Go back to Steward and start over.',
+  'browser.not_signed_in': 'The website has not signed you in yet. Sign in, then choose “I\u2019m signed in” again.',
+  'browser.busy': 'Steward\u2019s browser is busy. Try again in a minute.',
+};
+
+async function call(method, path, body) {
+  const headers = { Authorization: `Bearer ${token ?? capability}` };
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
+  if (!response.ok) {
+    let code = 'browser.failed';
+    try { code = (await response.json()).code ?? code; } catch { /* not a problem document */ }
+    throw Object.assign(new Error(code), { code });
+  }
+  return response;
+}
+
+function stop(message) {
+  clearInterval(refreshing);
+  token = null;
+  hide('screen-frame', 'typing', 'keys', 'actions');
+  status.textContent = message;
+}
+
+function failed(error) {
+  if (['browser.capability_invalid', 'browser.capability_used', 'browser.ceremony_expired'].includes(error.code)) {
+    stop(explain[error.code]);
+  } else {
+    status.textContent = explain[error.code] ?? 'Something went wrong. Try again, or go back to Steward and start over.';
+  }
+}
+
+async function refresh() {
+  if (!token) return;
+  try {
+    const picture = await (await call('GET', '/sign-in/screen')).blob();
+    const previous = screen.src;
+    screen.src = URL.createObjectURL(picture);
+    if (previous) URL.revokeObjectURL(previous);
+  } catch (error) { failed(error); }
+}
+
+async function send(input) {
+  try { await call('POST', '/sign-in/input', input); await refresh(); } catch (error) { failed(error); }
+}
+
+screen.addEventListener('click', (event) => {
+  const box = screen.getBoundingClientRect();
+  const scale = screen.naturalWidth / box.width;
+  send({ kind: 'click', x: (event.clientX - box.left) * scale, y: (event.clientY - box.top) * scale });
+  document.getElementById('text').focus();
+});
+document.getElementById('typing').addEventListener('submit', (event) => {
+  event.preventDefault();
+  const field = document.getElementById('text');
+  const text = field.value;
+  field.value = '';
+  if (text) send({ kind: 'text', text });
+});
+document.querySelectorAll('#keys button').forEach((button) => {
+  button.addEventListener('click', () => send({ kind: 'key', key: button.dataset.key }));
+});
+document.getElementById('done').addEventListener('click', async () => {
+  try {
+    await call('POST', '/sign-in/finish');
+    stop('You are signed in. Steward keeps this sign-in for its browser; you can close this page.');
+  } catch (error) { failed(error); }
+});
+document.getElementById('close').addEventListener('click', async () => {
+  try { await call('POST', '/sign-in/close'); } catch { /* closing anyway */ }
+  stop('Closed. Nothing was kept. Go back to Steward to start over.');
+});
+
+(async () => {
+  if (!capability) {
+    stop('This page was reloaded or opened without its link, so it cannot continue. Go back to Steward and start over.');
+    return;
+  }
+  try {
+    const opened = await (await call('POST', '/sign-in/start')).json();
+    token = opened.token;
+    status.textContent = 'Sign in below, then choose “I\u2019m signed in”.';
+    show('screen-frame', 'typing', 'keys', 'actions');
+    await refresh();
+    refreshing = setInterval(refresh, 1000);
+  } catch (error) { failed(error); }
+})();
