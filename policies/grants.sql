@@ -133,6 +133,10 @@ GRANT SELECT, UPDATE ON call_records TO steward_api;
 GRANT SELECT, INSERT ON call_records TO steward_worker;
 GRANT SELECT (id, principal_id, kind) ON call_records TO steward_notify;
 
+-- Website Access (0028): the api keeps the owner's browser profiles and their ceremonies'
+-- secret-free records.
+GRANT SELECT, INSERT, UPDATE, DELETE ON browser_profiles, browser_ceremonies TO steward_api;
+
 -- ingress: receipts only, enforced by row security below.
 GRANT SELECT ON _sqlx_migrations TO steward_ingress;
 GRANT SELECT, INSERT, UPDATE ON call_records TO steward_ingress;

@@ -342,7 +342,17 @@ fn each_role_links_only_the_workspace_crates_it_needs() {
         // `wire` (the event vocabulary, with the store that writes it) is types only.
         (
             "steward-api",
-            &["api", "listener", "store", "wire", "domain", "hardening", "role"],
+            // `browser-policy` (pure): the exact-origin rule of Website Access's profiles.
+            &[
+                "api",
+                "browser-policy",
+                "listener",
+                "store",
+                "wire",
+                "domain",
+                "hardening",
+                "role",
+            ],
         ),
         // The agent loop over Email mode's parts.
         ("steward-worker", &worker),

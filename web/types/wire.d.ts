@@ -114,6 +114,50 @@ export type AttachmentMeta = {
   size_bytes: number;
 };
 
+/** A ceremony to begin. */
+export type BeginCeremony = {
+  kind: CeremonyKind;
+  /** `remote` only: the site's login page, an address on one of the profile's origins. */
+  login_url?: string | null;
+};
+
+/** A ceremony as it began: the capability or link is in this answer only. */
+export type BegunCeremony = {
+  /**
+   * `device`: the single-use capability to present, as `Authorization: Bearer`, with the
+   * session at `handoff_url` (never the API credential there).
+   */
+  capability?: string | null;
+  ceremony_id: string;
+  /** `remote`: the five-minute, single-use link `Continue in web browser` opens. */
+  continue_url?: string | null;
+  expires_at: string;
+  /** `device`: where the session goes, once. */
+  handoff_url?: string | null;
+  kind: CeremonyKind;
+  profile_id: string;
+  state: CeremonyState;
+};
+
+/** A browser profile. */
+export type BrowserProfile = {
+  /** Every origin the profile's browser may reach, the primary one first. */
+  allowedOrigins: string[];
+  created_at: string;
+  /** The exact public HTTPS origin the profile signs in to. */
+  primary_origin: string;
+  profile_id: string;
+  ready_at?: string | null;
+  revoked_at?: string | null;
+  state: ProfileState;
+};
+
+/** `GET /v1/browser/profiles`. */
+export type BrowserProfileList = {
+  /** Newest first, revoked ones included. */
+  profiles: BrowserProfile[];
+};
+
 export type Cadence = {
   kind: CadenceKind;
   /** The local wall time of each firing, `HH:MM:SS`. */
@@ -184,6 +228,22 @@ export type CallSummary = {
 /** Why a run was cancelled. */
 export type CancelReason = "requested" | "deadline" | "draft_changed";
 
+/** How a ceremony's session arrives. */
+export type CeremonyKind = "device" | "remote";
+
+/** Where a ceremony stands. */
+export type CeremonyState = "open" | "active" | "completed" | "rejected" | "expired" | "cancelled";
+
+/** `GET /v1/browser/ceremonies/{id}`: secret-free. */
+export type CeremonyStatus = {
+  ceremony_id: string;
+  expires_at: string;
+  kind: CeremonyKind;
+  profile_id: string;
+  profile_state?: null | ProfileState;
+  state: CeremonyState;
+};
+
 /** What kind of content a message is. */
 export type ContentKind = "bulk" | "transactional" | "personal";
 
@@ -191,6 +251,18 @@ export type ContentKind = "bulk" | "transactional" | "personal";
 export type Correspondent = {
   address: string;
   name?: string | null;
+};
+
+/**
+ * `POST /v1/browser/profiles`: a new profile and its first ceremony, made together (a
+ * ceremony that cannot begin leaves no profile).
+ */
+export type CreateBrowserProfile = {
+  /** More exact public HTTPS origins the sign-in or the site uses. */
+  additional_origins?: string[];
+  ceremony: BeginCeremony;
+  /** An exact public HTTPS origin (`https://example.com`, no path). */
+  primary_origin: string;
 };
 
 /**
@@ -215,6 +287,12 @@ export type CreateSession = {
    * numbers within ±(2^53 − 1). A string `title` member becomes the session's initial title.
    */
   metadata?: Record<string, unknown>;
+};
+
+/** `POST /v1/browser/profiles` answer. */
+export type CreatedBrowserProfile = {
+  ceremony: BegunCeremony;
+  profile: BrowserProfile;
 };
 
 /** `POST /v1/approvals/{approval_id}/decision`. */
@@ -779,6 +857,9 @@ export type Problem = {
   /** `urn:steward:problem:<code>`. */
   type: string;
 };
+
+/** Where a profile stands. */
+export type ProfileState = "PENDING" | "READY" | "REVOKED";
 
 /**
  * `POST /v1/email/threads/{thread_id}/proposal`: the queued proposal and the draft it lands in

@@ -59,6 +59,8 @@ pub enum ConfigError {
     #[error("AGENT_DEFINITIONS_FILE: {0}")]
     Agents(String),
     #[error("{0}")]
+    Browser(#[from] crate::browser_access::BrowserAccessError),
+    #[error("{0}")]
     MailEnvironment(#[from] MailEnvironmentError),
     #[error("MAIL_ACCOUNTS_FILE {path}: {reason}")]
     MailAccounts { path: String, reason: String },
@@ -91,6 +93,8 @@ pub struct ApiConfig {
     pub offered_models: domain::models::Offered,
     /// The connected mail accounts' ids, when mail is on (Review & Send names their send tools).
     pub mail_accounts: Option<AccountIds>,
+    /// The browser role, with `AGENT_BROWSER_ENABLED=1`.
+    pub browser: Option<crate::browser_access::BrowserAccess>,
 }
 
 impl FromEnv for ApiConfig {
@@ -170,6 +174,11 @@ impl FromEnv for ApiConfig {
             }
         };
         let mail = mail_accounts(&lookup)?;
+        let browser = if flags.is_on(domain::flags::Flag::Browser) {
+            Some(crate::browser_access::BrowserAccess::from_env(&env)?)
+        } else {
+            None
+        };
         let agents = AgentRegistry::compose(definitions, &flags, mail.as_ref())?;
 
         let offered_models = match env.get("MODEL_SETTINGS_FILE") {
@@ -214,6 +223,7 @@ impl FromEnv for ApiConfig {
             stream_heartbeat: std::time::Duration::from_secs(heartbeat),
             offered_models,
             mail_accounts: mail,
+            browser,
         })
     }
 }

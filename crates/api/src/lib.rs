@@ -6,6 +6,7 @@
 //! from that one table, so a route cannot exist without being documented, authorized and gated.
 
 pub mod auth;
+pub mod browser_access;
 pub mod config;
 mod extract;
 mod handlers;
@@ -52,6 +53,8 @@ struct Settings {
     stream_heartbeat: std::time::Duration,
     offered_models: domain::models::Offered,
     mail_accounts: Option<domain::manifest::AccountIds>,
+    /// The browser role, with `AGENT_BROWSER_ENABLED=1`.
+    browser: Option<browser_access::BrowserAccess>,
     release: String,
     openapi_json: String,
 }
@@ -79,6 +82,7 @@ pub fn app(config: ApiConfig, store: Store) -> Router {
         stream_heartbeat: config.stream_heartbeat,
         offered_models: config.offered_models,
         mail_accounts: config.mail_accounts,
+        browser: config.browser,
         release: config.release,
         openapi_json,
     };

@@ -10,7 +10,7 @@ use utoipa::openapi::{OpenApi as Document, PathItem};
 use utoipa::{Modify, OpenApi};
 
 use crate::handlers::{
-    self, approvals, artifacts, calls, drafts, email, events, feedback, folder_proposals, folders, health,
+    self, approvals, artifacts, browser, calls, drafts, email, events, feedback, folder_proposals, folders, health,
     notifications, runs, schedules, sessions, settings, subscriptions, web_session,
 };
 use crate::routes::{Access, catalog};
@@ -91,6 +91,11 @@ impl Modify for BearerAuth {
         calls::get,
         calls::cancel,
         calls::delete,
+        browser::list,
+        browser::create,
+        browser::sign_in,
+        browser::remove,
+        browser::status,
         subscriptions::list,
         subscriptions::unsubscribe,
         subscriptions::keep,

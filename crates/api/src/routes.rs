@@ -20,8 +20,8 @@ use tracing::Instrument;
 use crate::AppState;
 use crate::auth::{self, Authenticator, Guard, Needs};
 use crate::handlers::{
-    approvals, artifacts, calls, drafts, email, events, feedback, folder_proposals, folders, health, notifications,
-    openapi, runs, schedules, sessions, settings, subscriptions, web_session,
+    approvals, artifacts, browser, calls, drafts, email, events, feedback, folder_proposals, folders, health,
+    notifications, openapi, runs, schedules, sessions, settings, subscriptions, web_session,
 };
 use crate::problem;
 
@@ -147,8 +147,8 @@ pub fn catalog() -> Vec<RouteDef> {
     use Access::{Authenticated, BearerToken, Public, Scoped};
     use ErrorCode::*;
     use Scope::{
-        CallCancel, CallDelete, CallRead, EmailRead, EmailWrite, NotificationsRead, NotificationsWrite, SchedulesRead,
-        SchedulesWrite, SessionsRead, SessionsWrite, SettingsRead, SettingsWrite,
+        BrowserRead, BrowserWrite, CallCancel, CallDelete, CallRead, EmailRead, EmailWrite, NotificationsRead,
+        NotificationsWrite, SchedulesRead, SchedulesWrite, SessionsRead, SessionsWrite, SettingsRead, SettingsWrite,
     };
     vec![
         route!(GET "/health/ready", Public, None, health::ready, [[NotReady]]),
@@ -439,6 +439,41 @@ pub fn catalog() -> Vec<RouteDef> {
             Some(Flag::Call),
             calls::delete,
             [[CallNotFound, CallActive]]
+        ),
+        route!(
+            GET "/v1/browser/profiles",
+            Scoped(BrowserRead),
+            Some(Flag::Browser),
+            browser::list,
+            []
+        ),
+        route!(
+            POST "/v1/browser/profiles",
+            Scoped(BrowserWrite),
+            Some(Flag::Browser),
+            browser::create,
+            [JSON_BODY, [BrowserOriginRefused, BrowserUnavailable]]
+        ),
+        route!(
+            POST "/v1/browser/profiles/{profile_id}/ceremonies",
+            Scoped(BrowserWrite),
+            Some(Flag::Browser),
+            browser::sign_in,
+            [JSON_BODY, [BrowserProfileNotFound, BrowserProfileRevoked, BrowserOriginRefused, BrowserUnavailable]]
+        ),
+        route!(
+            DELETE "/v1/browser/profiles/{profile_id}",
+            Scoped(BrowserWrite),
+            Some(Flag::Browser),
+            browser::remove,
+            [[BrowserProfileNotFound, BrowserUnavailable]]
+        ),
+        route!(
+            GET "/v1/browser/ceremonies/{ceremony_id}",
+            Scoped(BrowserRead),
+            Some(Flag::Browser),
+            browser::status,
+            [[BrowserCeremonyNotFound, BrowserUnavailable]]
         ),
         route!(
             GET "/v1/email/subscriptions",

@@ -78,10 +78,16 @@ pub enum ErrorCode {
     CallNotFound,
     CallNotCancellable,
     CallActive,
+    BrowserProfileNotFound,
+    BrowserCeremonyNotFound,
+    BrowserProfileRevoked,
+    BrowserOriginRefused,
+    /// The browser role cannot be reached (or failed): retry.
+    BrowserUnavailable,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 72] = [
+    pub const ALL: [ErrorCode; 77] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -154,6 +160,11 @@ impl ErrorCode {
         ErrorCode::CallNotFound,
         ErrorCode::CallNotCancellable,
         ErrorCode::CallActive,
+        ErrorCode::BrowserProfileNotFound,
+        ErrorCode::BrowserCeremonyNotFound,
+        ErrorCode::BrowserProfileRevoked,
+        ErrorCode::BrowserOriginRefused,
+        ErrorCode::BrowserUnavailable,
     ];
 
     /// The stable machine-readable code, the `code` member of a problem document.
@@ -231,6 +242,11 @@ impl ErrorCode {
             ErrorCode::CallNotFound => "call_not_found",
             ErrorCode::CallNotCancellable => "call_not_cancellable",
             ErrorCode::CallActive => "call_active",
+            ErrorCode::BrowserProfileNotFound => "browser_profile_not_found",
+            ErrorCode::BrowserCeremonyNotFound => "browser_ceremony_not_found",
+            ErrorCode::BrowserProfileRevoked => "browser_profile_revoked",
+            ErrorCode::BrowserOriginRefused => "browser_origin_refused",
+            ErrorCode::BrowserUnavailable => "browser_unavailable",
         }
     }
 
@@ -299,6 +315,10 @@ impl ErrorCode {
             ErrorCode::CallNotFound => 404,
             // Where the call is (past its approval; in progress or used by an active run).
             ErrorCode::CallNotCancellable | ErrorCode::CallActive => 409,
+            ErrorCode::BrowserProfileNotFound | ErrorCode::BrowserCeremonyNotFound => 404,
+            ErrorCode::BrowserProfileRevoked => 409,
+            ErrorCode::BrowserOriginRefused => 422,
+            ErrorCode::BrowserUnavailable => 503,
         }
     }
 
@@ -377,6 +397,11 @@ impl ErrorCode {
             ErrorCode::CallNotFound => "Call not found",
             ErrorCode::CallNotCancellable => "The call is past its approval and cannot be cancelled",
             ErrorCode::CallActive => "The call is in progress or in use by an active run",
+            ErrorCode::BrowserProfileNotFound => "Browser profile not found",
+            ErrorCode::BrowserCeremonyNotFound => "Sign-in ceremony not found",
+            ErrorCode::BrowserProfileRevoked => "The browser profile was removed",
+            ErrorCode::BrowserOriginRefused => "Not an exact public HTTPS origin of the profile",
+            ErrorCode::BrowserUnavailable => "The hosted browser cannot be reached; try again",
         }
     }
 }

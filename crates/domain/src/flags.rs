@@ -18,10 +18,12 @@ pub enum Flag {
     NotificationApi,
     NotificationDispatch,
     MemoryApi,
+    /// The hosted browser: Website Access (profiles and sign-in ceremonies) and `browser.act`.
+    Browser,
 }
 
 impl Flag {
-    pub const ALL: [Flag; 9] = [
+    pub const ALL: [Flag; 10] = [
         Flag::Email,
         Flag::EmailMode,
         Flag::EmailUnsubscribe,
@@ -31,6 +33,7 @@ impl Flag {
         Flag::NotificationApi,
         Flag::NotificationDispatch,
         Flag::MemoryApi,
+        Flag::Browser,
     ];
 
     pub const fn variable(self) -> &'static str {
@@ -44,6 +47,7 @@ impl Flag {
             Flag::NotificationApi => "AGENT_NOTIFICATION_API_ENABLED",
             Flag::NotificationDispatch => "AGENT_NOTIFICATION_DISPATCH_ENABLED",
             Flag::MemoryApi => "AGENT_MEMORY_API_ENABLED",
+            Flag::Browser => "AGENT_BROWSER_ENABLED",
         }
     }
 
@@ -51,7 +55,7 @@ impl Flag {
     pub const fn shapes_agent(self) -> bool {
         matches!(
             self,
-            Flag::Email | Flag::EmailMode | Flag::EmailUnsubscribe | Flag::Call | Flag::MemoryApi
+            Flag::Email | Flag::EmailMode | Flag::EmailUnsubscribe | Flag::Call | Flag::MemoryApi | Flag::Browser
         )
     }
 }
@@ -107,7 +111,13 @@ pub enum FlagError {
 /// The flags whose part is not built in this release, with what they would turn on. A role whose
 /// environment turns one on refuses to start rather than accept a flag that does nothing; each
 /// part's issue removes its entry when the part lands.
-pub const UNSUPPORTED: [(&str, &str); 1] = [("AGENT_MEMORY_API_ENABLED", "the memory API")];
+pub const UNSUPPORTED: [(&str, &str); 2] = [
+    ("AGENT_MEMORY_API_ENABLED", "the memory API"),
+    (
+        "AGENT_BROWSER_ENABLED",
+        "the hosted browser (its routes exist, `browser.act` not yet)",
+    ),
+];
 
 /// The first flag of [`UNSUPPORTED`] that `lookup` turns on: any value but unset, empty or `0`,
 /// so a misspelt value is refused too.

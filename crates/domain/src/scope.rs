@@ -30,10 +30,14 @@ pub enum Scope {
     SettingsWrite,
     PeopleRead,
     PeopleWrite,
+    /// Read Website Access: browser profiles and sign-in ceremonies' status.
+    BrowserRead,
+    /// Add, sign in again and remove browser profiles.
+    BrowserWrite,
 }
 
 impl Scope {
-    pub const ALL: [Scope; 17] = [
+    pub const ALL: [Scope; 19] = [
         Scope::SessionsRead,
         Scope::SessionsWrite,
         Scope::SchedulesRead,
@@ -51,6 +55,8 @@ impl Scope {
         Scope::SettingsWrite,
         Scope::PeopleRead,
         Scope::PeopleWrite,
+        Scope::BrowserRead,
+        Scope::BrowserWrite,
     ];
 
     pub const fn as_str(self) -> &'static str {
@@ -72,6 +78,8 @@ impl Scope {
             Scope::SettingsWrite => "settings.write",
             Scope::PeopleRead => "people.read",
             Scope::PeopleWrite => "people.write",
+            Scope::BrowserRead => "browser.read",
+            Scope::BrowserWrite => "browser.write",
         }
     }
 

@@ -25,6 +25,19 @@ pub async fn start(
     vars: impl IntoIterator<Item = (String, String)>,
     store: store::Store,
 ) -> RunningApi {
+    start_configured(db, dir, token, vars, store, |_| ()).await
+}
+
+/// As [`start`], with `configure` applied to the configuration read from the environment (a
+/// part whose flag this release refuses in an environment, turned on for its tests).
+pub async fn start_configured(
+    db: &TestDatabase,
+    dir: &Path,
+    token: &str,
+    vars: impl IntoIterator<Item = (String, String)>,
+    store: store::Store,
+    configure: impl FnOnce(&mut api::ApiConfig),
+) -> RunningApi {
     let token_file = dir.join("api-token");
     crate::write_private(&token_file, &format!("{token}\n"));
     let mut env: HashMap<String, String> = HashMap::from([
@@ -32,7 +45,8 @@ pub async fn start(
         ("API_TOKEN_FILE".into(), token_file.display().to_string()),
     ]);
     env.extend(vars);
-    let config = api::ApiConfig::from_env(|name| env.get(name).cloned()).expect("valid test configuration");
+    let mut config = api::ApiConfig::from_env(|name| env.get(name).cloned()).expect("valid test configuration");
+    configure(&mut config);
     let limits = config.listener;
     let app = api::app(config, store);
     let served = crate::serve_with(|listener| async move {

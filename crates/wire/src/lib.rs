@@ -5,6 +5,7 @@
 //! event vocabulary of a session's stream and the problem document. Each type also describes
 //! itself for the OpenAPI document (utoipa), so the description is the code.
 
+pub mod browser;
 pub mod calls;
 pub mod email;
 pub mod event;

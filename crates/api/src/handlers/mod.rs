@@ -2,6 +2,7 @@
 
 pub mod approvals;
 pub mod artifacts;
+pub mod browser;
 pub mod calls;
 pub mod drafts;
 pub mod email;

@@ -2,6 +2,7 @@
 //! test, and a real HTTP client.
 
 mod artifacts;
+mod browser;
 mod calls;
 mod config;
 mod connections;

@@ -20,7 +20,12 @@ pub(crate) fn sample_path(route: &RouteDef) -> String {
 
 pub(crate) fn every_flag_used() -> Env {
     let mut env = Env::default();
-    for flag in catalog().iter().filter_map(|route| route.flag) {
+    // A flag this release refuses in an environment is turned on by `spawn_every_flag`.
+    for flag in catalog()
+        .iter()
+        .filter_map(|route| route.flag)
+        .filter(|flag| !refused(*flag))
+    {
         env = env.set(flag.variable(), "1");
     }
     // The two notification flags always hold the same value.
@@ -32,6 +37,33 @@ pub(crate) fn every_flag_used() -> Env {
         env = env.with_mail();
     }
     env
+}
+
+fn refused(flag: Flag) -> bool {
+    domain::flags::UNSUPPORTED
+        .iter()
+        .any(|(variable, _)| *variable == flag.variable())
+}
+
+/// An app on `env` (from [`every_flag_used`]) with the flags an environment may not turn on yet
+/// turned on as well; Website Access's browser role is somewhere nothing listens.
+pub(crate) async fn spawn_every_flag(env: Env) -> TestApp {
+    TestApp::spawn_configured(env, |config| {
+        let mut on: Vec<Flag> = config.flags.enabled().collect();
+        on.extend(
+            catalog()
+                .iter()
+                .filter_map(|route| route.flag)
+                .filter(|flag| refused(*flag)),
+        );
+        config.flags = domain::flags::FeatureFlags::with(&on).expect("flags");
+        config.browser = Some(api::browser_access::BrowserAccess::new(
+            url::Url::parse("http://127.0.0.1:9/").expect("a url"),
+            "a-control-plane-credential-nothing-uses".to_owned(),
+            url::Url::parse("https://browser.example/").expect("a url"),
+        ));
+    })
+    .await
 }
 
 fn scopes_without(scope: Scope) -> String {
@@ -54,14 +86,21 @@ async fn probe(app: &TestApp, method: &Method, path: &str, token: Option<&str>) 
 /// Checks every route against an app whose flags are `flags_on` (true: every catalog flag on).
 async fn check(flags_on: bool) {
     let env = if flags_on { every_flag_used() } else { Env::default() };
-    let app = TestApp::spawn_with(env.clone()).await;
+    let spawn = |env: Env| async move {
+        if flags_on {
+            spawn_every_flag(env).await
+        } else {
+            TestApp::spawn_with(env).await
+        }
+    };
+    let app = spawn(env.clone()).await;
     // One app per required scope, granted every scope but that one.
     let mut limited_apps = std::collections::HashMap::new();
     for route in catalog() {
         if let Access::Scoped(scope) = route.access
             && !limited_apps.contains_key(&scope)
         {
-            let limited = TestApp::spawn_with(env.clone().set("AUTH_SCOPES", &scopes_without(scope))).await;
+            let limited = spawn(env.clone().set("AUTH_SCOPES", &scopes_without(scope))).await;
             limited_apps.insert(scope, limited);
         }
     }

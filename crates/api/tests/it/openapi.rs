@@ -123,6 +123,7 @@ fn every_catalog_route_is_annotated() {
         domain::flags::Flag::EmailMode,
         domain::flags::Flag::EmailUnsubscribe,
         domain::flags::Flag::Call,
+        domain::flags::Flag::Browser,
     ])
     .expect("flags");
     let document = api::openapi::annotated(&all_on);

@@ -118,7 +118,25 @@ impl TestApp {
         TestApp::build(db, env, token, app_store).await
     }
 
+    /// Spawns an app whose configuration `configure` adjusts after it is read (a part whose
+    /// flag an environment may not turn on yet).
+    pub async fn spawn_configured(env: Env, configure: impl FnOnce(&mut api::ApiConfig)) -> TestApp {
+        let db = TestDatabase::new().await;
+        let app_store = db.store_as("api").await;
+        TestApp::build_configured(db, env, None, app_store, configure).await
+    }
+
     async fn build(db: TestDatabase, env: Env, token: Option<String>, app_store: store::Store) -> TestApp {
+        TestApp::build_configured(db, env, token, app_store, |_| ()).await
+    }
+
+    async fn build_configured(
+        db: TestDatabase,
+        env: Env,
+        token: Option<String>,
+        app_store: store::Store,
+        configure: impl FnOnce(&mut api::ApiConfig),
+    ) -> TestApp {
         let dir = tempfile::tempdir().expect("tempdir");
         let token = token.unwrap_or_else(random_token);
         let mut vars: HashMap<String, String> = HashMap::from([
@@ -126,7 +144,7 @@ impl TestApp {
             ("AGENT_RELEASE".into(), "test-release".into()),
         ]);
         vars.extend(env.0);
-        let server = testkit::api::start(&db, dir.path(), &token, vars, app_store.clone()).await;
+        let server = testkit::api::start_configured(&db, dir.path(), &token, vars, app_store.clone(), configure).await;
         TestApp {
             base: server.base.clone(),
             token,

@@ -123,7 +123,7 @@ async fn a_cookie_changes_state_only_with_the_csrf_header() {
 
 #[tokio::test]
 async fn every_route_takes_the_cookie_and_every_state_changing_one_wants_the_header() {
-    let app = TestApp::spawn_with(every_flag_used()).await;
+    let app = crate::matrix::spawn_every_flag(every_flag_used()).await;
     let (set_cookie, _) = exchange(&app).await;
     let cookie = pair(&set_cookie);
     for route in catalog() {

@@ -1,0 +1,331 @@
+//! Website Access (`/v1/browser`, mounted with `AGENT_BROWSER_ENABLED=1`): the owner's browser
+//! profiles and their sign-in ceremonies. The API keeps the profiles and the ceremonies'
+//! secret-free records; the browser role (over its control plane) runs the ceremonies and keeps
+//! the website sessions sealed. A profile is made together with its first ceremony: when the
+//! ceremony cannot begin, the profile is rolled back. A rejected handoff removes a profile that
+//! never became ready. Removing a ready profile revokes it and has the browser role forget its
+//! session.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::{Extension, Json as JsonResponse};
+use browser_policy::egress::Origin;
+use domain::ErrorCode;
+use store::{BrowserProfileRow, CeremonyRow, ProfileState as StoredState};
+use uuid::Uuid;
+use wire::browser::{
+    BeginCeremony, BegunCeremony, BrowserProfile, BrowserProfileList, CeremonyKind, CeremonyState, CeremonyStatus,
+    CreateBrowserProfile, CreatedBrowserProfile, ProfileState,
+};
+
+use super::email::parse_uuid;
+use crate::AppState;
+use crate::auth::Caller;
+use crate::browser_access::BrowserAccess;
+use crate::extract::{Json, Path};
+use crate::problem::ApiError;
+
+/// The most origins a profile holds.
+pub const MAX_ORIGINS: usize = 10;
+
+fn access(state: &AppState) -> Result<&BrowserAccess, ApiError> {
+    state
+        .settings
+        .browser
+        .as_ref()
+        .ok_or_else(|| ApiError::new(ErrorCode::BrowserUnavailable))
+}
+
+fn profile(row: &BrowserProfileRow) -> BrowserProfile {
+    BrowserProfile {
+        profile_id: row.id,
+        primary_origin: row.origins.first().cloned().unwrap_or_default(),
+        allowed_origins: row.origins.clone(),
+        state: wire_state(row.state),
+        created_at: row.created_at,
+        ready_at: row.ready_at,
+        revoked_at: row.revoked_at,
+    }
+}
+
+fn wire_state(state: StoredState) -> ProfileState {
+    match state {
+        StoredState::Pending => ProfileState::Pending,
+        StoredState::Ready => ProfileState::Ready,
+        StoredState::Revoked => ProfileState::Revoked,
+    }
+}
+
+fn kind_name(kind: CeremonyKind) -> &'static str {
+    match kind {
+        CeremonyKind::Device => "device",
+        CeremonyKind::Remote => "remote",
+    }
+}
+
+fn ceremony_kind(name: &str) -> CeremonyKind {
+    if name == "remote" {
+        CeremonyKind::Remote
+    } else {
+        CeremonyKind::Device
+    }
+}
+
+fn ceremony_state(name: &str) -> CeremonyState {
+    match name {
+        "active" => CeremonyState::Active,
+        "completed" => CeremonyState::Completed,
+        "rejected" => CeremonyState::Rejected,
+        "expired" => CeremonyState::Expired,
+        "cancelled" => CeremonyState::Cancelled,
+        _ => CeremonyState::Open,
+    }
+}
+
+/// The profile's origins: the primary one first, then the others, each an exact public HTTPS
+/// origin written the one way (`https://host[:port]`), without repeats.
+fn origins(primary: &str, additional: &[String]) -> Result<Vec<String>, ApiError> {
+    let mut origins: Vec<String> = Vec::new();
+    for (field, text) in std::iter::once(("primary_origin", primary))
+        .chain(additional.iter().map(|text| ("additional_origins", text.as_str())))
+    {
+        let origin = Origin::parse(text).map_err(|error| {
+            ApiError::new(ErrorCode::BrowserOriginRefused)
+                .field(field)
+                .detail(format!("`{text}`: {error}"))
+        })?;
+        let origin = origin.to_string();
+        if !origins.contains(&origin) {
+            origins.push(origin);
+        }
+    }
+    if origins.len() > MAX_ORIGINS {
+        return Err(ApiError::new(ErrorCode::ValidationFailed)
+            .field("additional_origins")
+            .detail(format!("a profile holds at most {MAX_ORIGINS} origins")));
+    }
+    Ok(origins)
+}
+
+/// Begins a ceremony for `row` and records it.
+async fn begin(
+    state: &AppState,
+    caller: &Caller,
+    row: &BrowserProfileRow,
+    request: &BeginCeremony,
+) -> Result<BegunCeremony, ApiError> {
+    let login_url = match (request.kind, request.login_url.as_deref()) {
+        (CeremonyKind::Remote, Some(login)) => Some(login),
+        (CeremonyKind::Remote, None) => {
+            return Err(ApiError::new(ErrorCode::ValidationFailed)
+                .field("ceremony.login_url")
+                .detail("a remote ceremony starts at the site's login page"));
+        }
+        (CeremonyKind::Device, Some(_)) => {
+            return Err(ApiError::new(ErrorCode::ValidationFailed)
+                .field("ceremony.login_url")
+                .detail("only a remote ceremony has a login page"));
+        }
+        (CeremonyKind::Device, None) => None,
+    };
+    let access = access(state)?;
+    let id = Uuid::new_v4();
+    let (capability, expires_at) = access.begin(id, row.id, &row.origins, login_url).await?;
+    let expires_at =
+        jiff::Timestamp::from_second(expires_at).map_err(|_| ApiError::new(ErrorCode::BrowserUnavailable))?;
+    state
+        .store
+        .record_browser_ceremony(&caller.principal, id, row.id, kind_name(request.kind), expires_at)
+        .await?;
+    let (device, remote) = match request.kind {
+        CeremonyKind::Device => (Some(capability), None),
+        CeremonyKind::Remote => (None, Some(access.continue_url(&capability))),
+    };
+    Ok(BegunCeremony {
+        ceremony_id: id,
+        profile_id: row.id,
+        kind: request.kind,
+        state: CeremonyState::Open,
+        expires_at,
+        handoff_url: device.as_ref().map(|_| access.handoff_url()),
+        capability: device,
+        continue_url: remote,
+    })
+}
+
+/// The owner's browser profiles, newest first.
+#[utoipa::path(
+    get, path = "/v1/browser/profiles", tag = "browser",
+    security(("bearer" = ["browser.read"])),
+    responses((status = 200, description = "The profiles", body = BrowserProfileList))
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> Result<JsonResponse<BrowserProfileList>, ApiError> {
+    let rows = state.store.list_browser_profiles(&caller.principal).await?;
+    Ok(JsonResponse(BrowserProfileList {
+        profiles: rows.iter().map(profile).collect(),
+    }))
+}
+
+/// Adds a profile and begins its first sign-in ceremony; when the ceremony cannot begin, no
+/// profile is left.
+#[utoipa::path(
+    post, path = "/v1/browser/profiles", tag = "browser",
+    security(("bearer" = ["browser.write"])),
+    request_body = CreateBrowserProfile,
+    responses((status = 201, description = "The profile, pending, and its ceremony", body = CreatedBrowserProfile))
+)]
+pub async fn create(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Json(request): Json<CreateBrowserProfile>,
+) -> Result<(StatusCode, JsonResponse<CreatedBrowserProfile>), ApiError> {
+    let origins = origins(&request.primary_origin, &request.additional_origins)?;
+    access(&state)?;
+    let row = state
+        .store
+        .create_browser_profile(&caller.principal, Uuid::new_v4(), &origins)
+        .await?;
+    match begin(&state, &caller, &row, &request.ceremony).await {
+        Ok(ceremony) => Ok((
+            StatusCode::CREATED,
+            JsonResponse(CreatedBrowserProfile {
+                profile: profile(&row),
+                ceremony,
+            }),
+        )),
+        Err(error) => {
+            // The partial profile goes with the failed creation.
+            state
+                .store
+                .delete_pending_browser_profile(&caller.principal, row.id)
+                .await?;
+            Err(error)
+        }
+    }
+}
+
+/// Begins a new ceremony for a profile (`Sign in again`, or `Start over`: the profile's open
+/// ceremony is cancelled).
+#[utoipa::path(
+    post, path = "/v1/browser/profiles/{profile_id}/ceremonies", tag = "browser",
+    security(("bearer" = ["browser.write"])),
+    params(("profile_id" = Uuid, Path)),
+    request_body = BeginCeremony,
+    responses((status = 201, description = "The ceremony", body = BegunCeremony))
+)]
+pub async fn sign_in(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    Json(request): Json<BeginCeremony>,
+) -> Result<(StatusCode, JsonResponse<BegunCeremony>), ApiError> {
+    let id: Uuid = parse_uuid(&id, ErrorCode::BrowserProfileNotFound)?;
+    let row = state
+        .store
+        .browser_profile(&caller.principal, id)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::BrowserProfileNotFound))?;
+    if row.state == StoredState::Revoked {
+        return Err(ApiError::new(ErrorCode::BrowserProfileRevoked));
+    }
+    Ok((
+        StatusCode::CREATED,
+        JsonResponse(begin(&state, &caller, &row, &request).await?),
+    ))
+}
+
+/// Removes a profile: one that never became ready is deleted, a ready one revoked; either way
+/// the browser role forgets its session first.
+#[utoipa::path(
+    delete, path = "/v1/browser/profiles/{profile_id}", tag = "browser",
+    security(("bearer" = ["browser.write"])),
+    params(("profile_id" = Uuid, Path)),
+    responses((status = 204, description = "Removed"))
+)]
+pub async fn remove(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let id: Uuid = parse_uuid(&id, ErrorCode::BrowserProfileNotFound)?;
+    let row = state
+        .store
+        .browser_profile(&caller.principal, id)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::BrowserProfileNotFound))?;
+    if row.state == StoredState::Revoked {
+        return Ok(StatusCode::NO_CONTENT);
+    }
+    access(&state)?.forget(row.id).await?;
+    if !state
+        .store
+        .delete_pending_browser_profile(&caller.principal, row.id)
+        .await?
+    {
+        state.store.revoke_browser_profile(&caller.principal, row.id).await?;
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A ceremony's secret-free status, brought up to date from the browser role while it is open:
+/// a completed one makes its profile ready; a rejected one removes a profile never ready.
+#[utoipa::path(
+    get, path = "/v1/browser/ceremonies/{ceremony_id}", tag = "browser",
+    security(("bearer" = ["browser.read"])),
+    params(("ceremony_id" = Uuid, Path)),
+    responses((status = 200, description = "The ceremony's status", body = CeremonyStatus))
+)]
+pub async fn status(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<JsonResponse<CeremonyStatus>, ApiError> {
+    let id: Uuid = parse_uuid(&id, ErrorCode::BrowserCeremonyNotFound)?;
+    let mut row: CeremonyRow = state
+        .store
+        .browser_ceremony(&caller.principal, id)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::BrowserCeremonyNotFound))?;
+    let mut profile_removed = false;
+    if row.is_open() {
+        let known = access(&state)?.status(id).await?;
+        // A role that no longer knows an open ceremony restarted: it is over.
+        let now = known.unwrap_or_else(|| {
+            if jiff::Timestamp::now() >= row.expires_at {
+                "expired".to_owned()
+            } else {
+                "cancelled".to_owned()
+            }
+        });
+        if now != row.state {
+            state.store.settle_browser_ceremony(&caller.principal, id, &now).await?;
+            if now == "rejected" {
+                profile_removed = state
+                    .store
+                    .delete_pending_browser_profile(&caller.principal, row.profile_id)
+                    .await?;
+            }
+            row.state = now;
+        }
+    }
+    let profile_state = if profile_removed {
+        None
+    } else {
+        state
+            .store
+            .browser_profile(&caller.principal, row.profile_id)
+            .await?
+            .map(|profile| wire_state(profile.state))
+    };
+    Ok(JsonResponse(CeremonyStatus {
+        ceremony_id: row.id,
+        profile_id: row.profile_id,
+        kind: ceremony_kind(&row.kind),
+        state: ceremony_state(&row.state),
+        expires_at: row.expires_at,
+        profile_state,
+    }))
+}

@@ -1,0 +1,281 @@
+//! Website Access (`browser_profiles`, `browser_ceremonies`): the owner's browser profiles and
+//! the secret-free records of their sign-in ceremonies. Website sessions themselves are sealed
+//! by the browser role; nothing of them, no capability and no page address is stored here.
+
+use domain::ids::PrincipalId;
+use jiff::Timestamp;
+use uuid::Uuid;
+
+use crate::{Result, Store, timestamp};
+
+/// Where a profile stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProfileState {
+    /// Created, no ceremony completed yet.
+    Pending,
+    /// Signed in at least once.
+    Ready,
+    /// Removed by the owner; its session is gone.
+    Revoked,
+}
+
+impl ProfileState {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ProfileState::Pending => "pending",
+            ProfileState::Ready => "ready",
+            ProfileState::Revoked => "revoked",
+        }
+    }
+
+    fn parse(text: &str) -> Result<ProfileState> {
+        match text {
+            "pending" => Ok(ProfileState::Pending),
+            "ready" => Ok(ProfileState::Ready),
+            "revoked" => Ok(ProfileState::Revoked),
+            other => Err(crate::StoreError::Corrupt(format!("browser profile state `{other}`"))),
+        }
+    }
+}
+
+/// A browser profile.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BrowserProfileRow {
+    pub id: Uuid,
+    /// Exact public HTTPS origins, the primary one first.
+    pub origins: Vec<String>,
+    pub state: ProfileState,
+    pub created_at: Timestamp,
+    pub ready_at: Option<Timestamp>,
+    pub revoked_at: Option<Timestamp>,
+}
+
+#[derive(sqlx::FromRow)]
+struct ProfileRecord {
+    id: Uuid,
+    origins: Vec<String>,
+    state: String,
+    created_at: jiff_sqlx::Timestamp,
+    ready_at: Option<jiff_sqlx::Timestamp>,
+    revoked_at: Option<jiff_sqlx::Timestamp>,
+}
+
+impl ProfileRecord {
+    fn into_row(self) -> Result<BrowserProfileRow> {
+        Ok(BrowserProfileRow {
+            id: self.id,
+            origins: self.origins,
+            state: ProfileState::parse(&self.state)?,
+            created_at: timestamp(self.created_at),
+            ready_at: self.ready_at.map(timestamp),
+            revoked_at: self.revoked_at.map(timestamp),
+        })
+    }
+}
+
+const PROFILE_COLUMNS: &str = "id, origins, state, created_at, ready_at, revoked_at";
+
+/// A ceremony's record: its kind (`device`, `remote`), its last known state (`open`, `active`,
+/// `completed`, `rejected`, `expired`, `cancelled`) and when its capability expires.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CeremonyRow {
+    pub id: Uuid,
+    pub profile_id: Uuid,
+    pub kind: String,
+    pub state: String,
+    pub expires_at: Timestamp,
+}
+
+#[derive(sqlx::FromRow)]
+struct CeremonyRecord {
+    id: Uuid,
+    profile_id: Uuid,
+    kind: String,
+    state: String,
+    expires_at: jiff_sqlx::Timestamp,
+}
+
+impl From<CeremonyRecord> for CeremonyRow {
+    fn from(record: CeremonyRecord) -> CeremonyRow {
+        CeremonyRow {
+            id: record.id,
+            profile_id: record.profile_id,
+            kind: record.kind,
+            state: record.state,
+            expires_at: timestamp(record.expires_at),
+        }
+    }
+}
+
+impl CeremonyRow {
+    /// Whether its state can still change (the browser role knows how).
+    pub fn is_open(&self) -> bool {
+        matches!(self.state.as_str(), "open" | "active")
+    }
+}
+
+impl Store {
+    /// The owner's browser profiles, newest first (at most 100, revoked ones included).
+    pub async fn list_browser_profiles(&self, principal: &PrincipalId) -> Result<Vec<BrowserProfileRow>> {
+        let records: Vec<ProfileRecord> = sqlx::query_as(&format!(
+            "SELECT {PROFILE_COLUMNS} FROM browser_profiles WHERE principal_id = $1
+             ORDER BY created_at DESC, id DESC LIMIT 100"
+        ))
+        .bind(principal.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        records.into_iter().map(ProfileRecord::into_row).collect()
+    }
+
+    /// One of the owner's browser profiles.
+    pub async fn browser_profile(&self, principal: &PrincipalId, id: Uuid) -> Result<Option<BrowserProfileRow>> {
+        let record: Option<ProfileRecord> = sqlx::query_as(&format!(
+            "SELECT {PROFILE_COLUMNS} FROM browser_profiles WHERE id = $1 AND principal_id = $2"
+        ))
+        .bind(id)
+        .bind(principal.as_str())
+        .fetch_optional(&self.pool)
+        .await?;
+        record.map(ProfileRecord::into_row).transpose()
+    }
+
+    /// Creates a pending profile with `origins` (checked by the caller).
+    pub async fn create_browser_profile(
+        &self,
+        principal: &PrincipalId,
+        id: Uuid,
+        origins: &[String],
+    ) -> Result<BrowserProfileRow> {
+        let record: ProfileRecord = sqlx::query_as(&format!(
+            "INSERT INTO browser_profiles (id, principal_id, origins, state) VALUES ($1, $2, $3, 'pending')
+             RETURNING {PROFILE_COLUMNS}"
+        ))
+        .bind(id)
+        .bind(principal.as_str())
+        .bind(origins)
+        .fetch_one(&self.pool)
+        .await?;
+        record.into_row()
+    }
+
+    /// Deletes a profile that never became ready (its ceremonies with it); `false` when there
+    /// is no such pending profile.
+    pub async fn delete_pending_browser_profile(&self, principal: &PrincipalId, id: Uuid) -> Result<bool> {
+        let deleted =
+            sqlx::query("DELETE FROM browser_profiles WHERE id = $1 AND principal_id = $2 AND state = 'pending'")
+                .bind(id)
+                .bind(principal.as_str())
+                .execute(&self.pool)
+                .await?;
+        Ok(deleted.rows_affected() == 1)
+    }
+
+    /// Marks a ready profile revoked and settles its open ceremonies as cancelled.
+    pub async fn revoke_browser_profile(&self, principal: &PrincipalId, id: Uuid) -> Result<bool> {
+        self.transaction(
+            async |conn| {
+                let revoked = sqlx::query(
+                    "UPDATE browser_profiles SET state = 'revoked', revoked_at = now(), updated_at = now()
+                     WHERE id = $1 AND principal_id = $2 AND state = 'ready'",
+                )
+                .bind(id)
+                .bind(principal.as_str())
+                .execute(&mut *conn)
+                .await?;
+                sqlx::query(
+                    "UPDATE browser_ceremonies SET state = 'cancelled', settled_at = now()
+                     WHERE profile_id = $1 AND state IN ('open', 'active')",
+                )
+                .bind(id)
+                .execute(&mut *conn)
+                .await?;
+                Ok(revoked.rows_affected() == 1)
+            },
+            |_| true,
+        )
+        .await
+    }
+
+    /// Records a ceremony begun for a profile; the profile's earlier open ceremonies are settled
+    /// as cancelled (the browser role cancelled them when this one began).
+    pub async fn record_browser_ceremony(
+        &self,
+        principal: &PrincipalId,
+        id: Uuid,
+        profile: Uuid,
+        kind: &str,
+        expires_at: Timestamp,
+    ) -> Result<CeremonyRow> {
+        self.transaction(
+            async |conn| {
+                sqlx::query(
+                    "UPDATE browser_ceremonies SET state = 'cancelled', settled_at = now()
+                     WHERE profile_id = $1 AND state IN ('open', 'active')",
+                )
+                .bind(profile)
+                .execute(&mut *conn)
+                .await?;
+                let row: CeremonyRecord = sqlx::query_as(
+                    "INSERT INTO browser_ceremonies (id, profile_id, principal_id, kind, state, expires_at)
+                     VALUES ($1, $2, $3, $4, 'open', $5)
+                     RETURNING id, profile_id, kind, state, expires_at",
+                )
+                .bind(id)
+                .bind(profile)
+                .bind(principal.as_str())
+                .bind(kind)
+                .bind(jiff_sqlx::Timestamp::from(expires_at))
+                .fetch_one(&mut *conn)
+                .await?;
+                Ok(CeremonyRow::from(row))
+            },
+            |_| true,
+        )
+        .await
+    }
+
+    /// One of the owner's ceremonies.
+    pub async fn browser_ceremony(&self, principal: &PrincipalId, id: Uuid) -> Result<Option<CeremonyRow>> {
+        let record: Option<CeremonyRecord> = sqlx::query_as(
+            "SELECT id, profile_id, kind, state, expires_at FROM browser_ceremonies
+             WHERE id = $1 AND principal_id = $2",
+        )
+        .bind(id)
+        .bind(principal.as_str())
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(record.map(CeremonyRow::from))
+    }
+
+    /// Records what the browser role says of an open ceremony. A completed one makes its
+    /// profile ready (unless the profile was revoked meanwhile).
+    pub async fn settle_browser_ceremony(&self, principal: &PrincipalId, id: Uuid, state: &str) -> Result<()> {
+        self.transaction(
+            async |conn| {
+                let profile: Option<Uuid> = sqlx::query_scalar(
+                    "UPDATE browser_ceremonies
+                     SET state = $3, settled_at = CASE WHEN $3 IN ('open', 'active') THEN NULL ELSE now() END
+                     WHERE id = $1 AND principal_id = $2 AND state IN ('open', 'active')
+                     RETURNING profile_id",
+                )
+                .bind(id)
+                .bind(principal.as_str())
+                .bind(state)
+                .fetch_optional(&mut *conn)
+                .await?;
+                if let (Some(profile), "completed") = (profile, state) {
+                    sqlx::query(
+                        "UPDATE browser_profiles SET state = 'ready', ready_at = coalesce(ready_at, now()), updated_at = now()
+                         WHERE id = $1 AND state IN ('pending', 'ready')",
+                    )
+                    .bind(profile)
+                    .execute(&mut *conn)
+                    .await?;
+                }
+                Ok(())
+            },
+            |_| true,
+        )
+        .await
+    }
+}
