@@ -10,6 +10,8 @@ const show = (...ids) => ids.forEach((id) => { document.getElementById(id).hidde
 const hide = (...ids) => ids.forEach((id) => { document.getElementById(id).hidden = true; });
 let token = null;
 let refreshing = null;
+let refreshInFlight = false;
+let over = false;
 
 const capability = new URLSearchParams(location.hash.slice(1)).get('c');
 history.replaceState(null, '', location.pathname);
@@ -36,12 +38,14 @@ async function call(method, path, body) {
 
 function stop(message) {
   clearInterval(refreshing);
+  over = true;
   token = null;
   hide('screen-frame', 'typing', 'keys', 'actions');
   status.textContent = message;
 }
 
 function failed(error) {
+  if (over) return;
   if (['browser.capability_invalid', 'browser.capability_used', 'browser.ceremony_expired'].includes(error.code)) {
     stop(explain[error.code]);
   } else {
@@ -50,13 +54,15 @@ function failed(error) {
 }
 
 async function refresh() {
-  if (!token) return;
+  if (!token || refreshInFlight) return;
+  refreshInFlight = true;
   try {
     const picture = await (await call('GET', '/sign-in/screen')).blob();
+    if (over) return;
     const previous = screen.src;
     screen.src = URL.createObjectURL(picture);
     if (previous) URL.revokeObjectURL(previous);
-  } catch (error) { failed(error); }
+  } catch (error) { failed(error); } finally { refreshInFlight = false; }
 }
 
 async function send(input) {
@@ -79,28 +85,52 @@ document.getElementById('typing').addEventListener('submit', (event) => {
 document.querySelectorAll('#keys button').forEach((button) => {
   button.addEventListener('click', () => send({ kind: 'key', key: button.dataset.key }));
 });
+const buttons = () => document.querySelectorAll('button');
 document.getElementById('done').addEventListener('click', async () => {
+  // No picture is asked for while the sign-in is kept, and no second tap sends anything.
+  clearInterval(refreshing);
+  buttons().forEach((button) => { button.disabled = true; });
+  status.textContent = 'Keeping your sign-in…';
   try {
     await call('POST', '/sign-in/finish');
     stop('You are signed in. Steward keeps this sign-in for its browser; you can close this page.');
-  } catch (error) { failed(error); }
+  } catch (error) {
+    failed(error);
+    if (!over) {
+      buttons().forEach((button) => { button.disabled = false; });
+      refreshing = setInterval(refresh, 1000);
+    }
+  }
 });
 document.getElementById('close').addEventListener('click', async () => {
-  try { await call('POST', '/sign-in/close'); } catch { /* closing anyway */ }
-  stop('Closed. Nothing was kept. Go back to Steward to start over.');
+  try {
+    await call('POST', '/sign-in/close');
+    stop('Closed. Nothing was kept. Go back to Steward to start over.');
+  } catch (error) {
+    if (error.code === 'browser.ceremony_finishing') return;
+    stop('Closed. Go back to Steward to start over.');
+  }
 });
 
-(async () => {
-  if (!capability) {
-    stop('This page was reloaded or opened without its link, so it cannot continue. Go back to Steward and start over.');
-    return;
-  }
+async function open() {
   try {
     const opened = await (await call('POST', '/sign-in/start')).json();
     token = opened.token;
+    hide('retry');
     status.textContent = 'Sign in below, then choose “I\u2019m signed in”.';
     show('screen-frame', 'typing', 'keys', 'actions');
     await refresh();
     refreshing = setInterval(refresh, 1000);
-  } catch (error) { failed(error); }
-})();
+  } catch (error) {
+    failed(error);
+    // Steward's browser did not start: the same link can be tried again while it lasts.
+    if (!over) show('retry');
+  }
+}
+document.getElementById('retry').addEventListener('click', open);
+
+if (!capability) {
+  stop('This page was reloaded or opened without its link, so it cannot continue. Go back to Steward and start over.');
+} else {
+  open();
+}

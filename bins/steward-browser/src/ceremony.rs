@@ -28,7 +28,7 @@ pub const LIFETIME: Duration = Duration::from_secs(5 * 60);
 /// How long a remote sign-in may take once its page is open.
 pub const SIGN_IN_WITHIN: Duration = Duration::from_secs(15 * 60);
 /// How long a settled ceremony's status stays readable.
-pub const KEPT: Duration = Duration::from_secs(60 * 60);
+pub const KEPT: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// The source of the current time (injected, so expiry is tested exactly).
 pub type Clock = Arc<dyn Fn() -> SystemTime + Send + Sync>;
@@ -86,6 +86,9 @@ struct Ceremony {
     settled_at: Option<SystemTime>,
     /// A remote ceremony's sign-in page's token (its SHA-256) and deadline, once open.
     page: Option<([u8; 32], SystemTime)>,
+    /// Its session is being checked and sealed: it can no longer be closed, only settled (or
+    /// cancelled by its profile's removal, whose generation refuses the seal).
+    sealing: bool,
 }
 
 /// Why a capability is refused.
@@ -105,6 +108,8 @@ pub struct Redeemed {
     pub id: String,
     pub profile: String,
     pub origins: Vec<Origin>,
+    /// The profile's session generation when the capability was redeemed (see `Vault`).
+    pub generation: u64,
 }
 
 /// A remote ceremony whose sign-in page is open.
@@ -125,6 +130,8 @@ pub struct Signing {
     pub id: String,
     pub profile: String,
     pub origins: Vec<Origin>,
+    /// The profile's session generation when the page's request was admitted.
+    pub generation: u64,
 }
 
 fn secret() -> Option<String> {
@@ -208,6 +215,7 @@ impl Ceremonies {
                 state: State::Open,
                 settled_at: None,
                 page: None,
+                sealing: false,
             },
         );
         Some((capability, unix_seconds(expires_at)))
@@ -256,7 +264,11 @@ impl Ceremonies {
 
     /// Redeems `capability`: the ceremony it opens, which may not be redeemed again. The caller
     /// settles it with [`Ceremonies::settle`].
-    pub fn redeem(&self, capability: &str) -> Result<Redeemed, Refusal> {
+    ///
+    /// `generation` reads the profile's session generation while the ceremony is held: a
+    /// profile forgotten from then on (its ceremonies cancelled first, then its session
+    /// removed) advances it, so a seal made with it is refused.
+    pub fn redeem(&self, capability: &str, generation: impl Fn(&str) -> u64) -> Result<Redeemed, Refusal> {
         let now = (self.clock)();
         let mut ceremonies = self.lock();
         Self::sweep(&mut ceremonies, now);
@@ -268,13 +280,15 @@ impl Ceremonies {
             State::Expired => return Err(Refusal::Expired),
             State::Active | State::Completed | State::Rejected | State::Cancelled => return Err(Refusal::Used),
         }
-        // Redeemed: no second handoff, whatever becomes of this one.
-        ceremony.state = State::Rejected;
-        ceremony.settled_at = Some(now);
+        // Redeemed: no second handoff, whatever becomes of this one; it stays in progress
+        // (`active`) until settled.
+        ceremony.state = State::Active;
+        ceremony.sealing = true;
         Ok(Redeemed {
             id: ceremony.id.clone(),
             profile: ceremony.profile.clone(),
             origins: ceremony.origins.clone(),
+            generation: generation(&ceremony.profile),
         })
     }
 
@@ -326,8 +340,9 @@ impl Ceremonies {
         })
     }
 
-    /// The active ceremony whose sign-in page holds `token`.
-    pub fn signing(&self, token: &str) -> Result<Signing, Refusal> {
+    /// The active ceremony whose sign-in page holds `token`, with the profile's session
+    /// generation read while it is held (as for [`Ceremonies::redeem`]).
+    pub fn signing(&self, token: &str, generation: impl Fn(&str) -> u64) -> Result<Signing, Refusal> {
         const NONE: [u8; 32] = [0; 32];
         let now = (self.clock)();
         let mut ceremonies = self.lock();
@@ -341,6 +356,7 @@ impl Ceremonies {
                 id: ceremony.id.clone(),
                 profile: ceremony.profile.clone(),
                 origins: ceremony.origins.clone(),
+                generation: generation(&ceremony.profile),
             }),
             State::Expired => Err(Refusal::Expired),
             State::Open | State::Completed | State::Rejected | State::Cancelled => Err(Refusal::Used),
@@ -363,17 +379,60 @@ impl Ceremonies {
         ended
     }
 
-    /// Settles a redeemed ceremony: completed or rejected.
+    /// Settles a ceremony in progress: completed or rejected. One cancelled meanwhile stays
+    /// cancelled.
     pub fn settle(&self, id: &str, completed: bool) {
-        self.end(id, if completed { State::Completed } else { State::Rejected });
-    }
-
-    /// Ends ceremony `id` in `state` (a sign-in page's outcome, or its closing: cancelled).
-    pub fn end(&self, id: &str, state: State) {
         let now = (self.clock)();
         if let Some(ceremony) = self.lock().get_mut(id) {
-            ceremony.state = state;
-            ceremony.settled_at = Some(now);
+            if ceremony.state == State::Active {
+                ceremony.state = if completed { State::Completed } else { State::Rejected };
+                ceremony.settled_at = Some(now);
+                ceremony.sealing = false;
+            }
+        }
+    }
+
+    /// Ends an open or active ceremony in `state` (a sign-in page closed: cancelled), unless its
+    /// session is being sealed; `false` then, or when it was already over.
+    pub fn end(&self, id: &str, state: State) -> bool {
+        let now = (self.clock)();
+        match self.lock().get_mut(id) {
+            Some(ceremony) if matches!(ceremony.state, State::Open | State::Active) && !ceremony.sealing => {
+                ceremony.state = state;
+                ceremony.settled_at = Some(now);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Claims an active sign-in page's ceremony for sealing its session; `false` when it is no
+    /// longer active or already being sealed.
+    pub fn claim(&self, id: &str) -> bool {
+        match self.lock().get_mut(id) {
+            Some(ceremony) if ceremony.state == State::Active && !ceremony.sealing => {
+                ceremony.sealing = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Gives back a claim that sealed nothing (the website held no session yet).
+    pub fn release(&self, id: &str) {
+        if let Some(ceremony) = self.lock().get_mut(id) {
+            ceremony.sealing = false;
+        }
+    }
+
+    /// Opens an active remote ceremony again (its page's browser could not start): the same
+    /// link may be opened once more within the ceremony's lifetime.
+    pub fn reopen(&self, id: &str) {
+        if let Some(ceremony) = self.lock().get_mut(id) {
+            if ceremony.state == State::Active && !ceremony.sealing {
+                ceremony.state = State::Open;
+                ceremony.page = None;
+            }
         }
     }
 }
@@ -403,16 +462,16 @@ mod tests {
         let (clock, _) = clock();
         let ceremonies = Ceremonies::new(clock);
         let (capability, _) = ceremonies.begin("c1", "p1", origins(), Kind::Device).expect("begun");
-        assert_eq!(ceremonies.redeem("not-it").map(|r| r.id), Err(Refusal::Unknown));
-        let redeemed = ceremonies.redeem(&capability).expect("redeemed");
+        assert_eq!(ceremonies.redeem("not-it", |_| 0).map(|r| r.id), Err(Refusal::Unknown));
+        let redeemed = ceremonies.redeem(&capability, |_| 0).expect("redeemed");
         assert_eq!((redeemed.id.as_str(), redeemed.profile.as_str()), ("c1", "p1"));
-        assert_eq!(ceremonies.redeem(&capability).map(|r| r.id), Err(Refusal::Used));
+        assert_eq!(ceremonies.redeem(&capability, |_| 0).map(|r| r.id), Err(Refusal::Used));
         ceremonies.settle("c1", true);
         assert_eq!(
             ceremonies.status("c1").map(|status| status.state),
             Some(State::Completed)
         );
-        assert_eq!(ceremonies.redeem(&capability).map(|r| r.id), Err(Refusal::Used));
+        assert_eq!(ceremonies.redeem(&capability, |_| 0).map(|r| r.id), Err(Refusal::Used));
         assert!(
             ceremonies.begin("c1", "p1", origins(), Kind::Device).is_none(),
             "an id is used once"
@@ -429,9 +488,12 @@ mod tests {
         assert_eq!(ceremonies.status("c1").map(|status| status.state), Some(State::Open));
         seconds.fetch_add(1, Ordering::SeqCst);
         assert_eq!(ceremonies.status("c1").map(|status| status.state), Some(State::Expired));
-        assert_eq!(ceremonies.redeem(&capability).map(|r| r.id), Err(Refusal::Expired));
-        // Its status stays readable for an hour, then it is forgotten.
-        seconds.fetch_add(3600, Ordering::SeqCst);
+        assert_eq!(
+            ceremonies.redeem(&capability, |_| 0).map(|r| r.id),
+            Err(Refusal::Expired)
+        );
+        // Its status stays readable for a day, then it is forgotten.
+        seconds.fetch_add(24 * 3600, Ordering::SeqCst);
         assert_eq!(ceremonies.status("c1"), None);
     }
 
@@ -448,8 +510,8 @@ mod tests {
             ceremonies.status("c1").map(|status| status.state),
             Some(State::Cancelled)
         );
-        assert_eq!(ceremonies.redeem(&first).map(|r| r.id), Err(Refusal::Used));
-        assert_eq!(ceremonies.redeem(&second).map(|r| r.id).as_deref(), Ok("c2"));
+        assert_eq!(ceremonies.redeem(&first, |_| 0).map(|r| r.id), Err(Refusal::Used));
+        assert_eq!(ceremonies.redeem(&second, |_| 0).map(|r| r.id).as_deref(), Ok("c2"));
         let (_, _) = ceremonies
             .begin("c3", "p2", origins(), Kind::Device)
             .expect("another profile");
@@ -473,22 +535,77 @@ mod tests {
         let ceremonies = Ceremonies::new(clock);
         let (capability, _) = ceremonies.begin("c1", "p1", origins(), remote()).expect("begun");
         // Not a device ceremony's handoff.
-        assert_eq!(ceremonies.redeem(&capability).map(|r| r.id), Err(Refusal::Unknown));
+        assert_eq!(
+            ceremonies.redeem(&capability, |_| 0).map(|r| r.id),
+            Err(Refusal::Unknown)
+        );
         let opened = ceremonies.activate(&capability).expect("opened");
         assert_eq!(opened.login.as_str(), "https://shop.example/signin");
         assert_eq!(opened.deadline, 1_800_000_000 + 15 * 60);
         assert_eq!(ceremonies.status("c1").map(|status| status.state), Some(State::Active));
         // A reloaded page cannot open it again; the capability is not the page's token.
         assert_eq!(ceremonies.activate(&capability).map(|o| o.id), Err(Refusal::Used));
-        assert_eq!(ceremonies.signing(&capability).map(|s| s.id), Err(Refusal::Unknown));
-        assert_eq!(ceremonies.signing(&opened.token).map(|s| s.id).as_deref(), Ok("c1"));
+        assert_eq!(
+            ceremonies.signing(&capability, |_| 0).map(|s| s.id),
+            Err(Refusal::Unknown)
+        );
+        assert_eq!(
+            ceremonies.signing(&opened.token, |_| 0).map(|s| s.id).as_deref(),
+            Ok("c1")
+        );
         assert!(ceremonies.ended_pages().is_empty());
         seconds.fetch_add(15 * 60, Ordering::SeqCst);
-        assert_eq!(ceremonies.signing(&opened.token).map(|s| s.id), Err(Refusal::Expired));
+        assert_eq!(
+            ceremonies.signing(&opened.token, |_| 0).map(|s| s.id),
+            Err(Refusal::Expired)
+        );
         assert_eq!(ceremonies.ended_pages(), ["c1"]);
         assert!(ceremonies.ended_pages().is_empty(), "reported once");
         // A device ceremony's capability opens no page.
         let (device, _) = ceremonies.begin("c2", "p2", origins(), Kind::Device).expect("begun");
         assert_eq!(ceremonies.activate(&device).map(|o| o.id), Err(Refusal::Unknown));
+    }
+
+    #[test]
+    fn a_handoff_in_progress_is_active_and_a_cancelled_one_stays_cancelled() {
+        let (clock, _) = clock();
+        let ceremonies = Ceremonies::new(clock);
+        let (capability, _) = ceremonies.begin("c1", "p1", origins(), Kind::Device).expect("begun");
+        ceremonies.redeem(&capability, |_| 0).expect("redeemed");
+        assert_eq!(ceremonies.status("c1").map(|status| status.state), Some(State::Active));
+        assert!(
+            !ceremonies.end("c1", State::Cancelled),
+            "a session being sealed is not closed"
+        );
+        ceremonies.cancel_profile("p1");
+        ceremonies.settle("c1", true);
+        assert_eq!(
+            ceremonies.status("c1").map(|status| status.state),
+            Some(State::Cancelled)
+        );
+    }
+
+    #[test]
+    fn a_sign_in_page_whose_browser_did_not_start_can_be_opened_again() {
+        let (clock, _) = clock();
+        let ceremonies = Ceremonies::new(clock);
+        let (capability, _) = ceremonies.begin("c1", "p1", origins(), remote()).expect("begun");
+        let first = ceremonies.activate(&capability).expect("opened");
+        ceremonies.reopen("c1");
+        assert_eq!(ceremonies.status("c1").map(|status| status.state), Some(State::Open));
+        assert_eq!(
+            ceremonies.signing(&first.token, |_| 0).map(|s| s.id),
+            Err(Refusal::Unknown)
+        );
+        let again = ceremonies.activate(&capability).expect("opened again");
+        assert!(ceremonies.claim("c1"));
+        assert!(!ceremonies.claim("c1"), "claimed once");
+        assert!(!ceremonies.end("c1", State::Cancelled), "not closed while sealing");
+        ceremonies.release("c1");
+        assert!(ceremonies.end("c1", State::Cancelled));
+        assert_eq!(
+            ceremonies.signing(&again.token, |_| 0).map(|s| s.id),
+            Err(Refusal::Used)
+        );
     }
 }

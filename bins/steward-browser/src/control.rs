@@ -14,6 +14,7 @@
 //! | `PUT /control/v1/ceremonies/{id}` | `{"profile": "…", "origins": […], "login_url"?: "https://…"}` | 201 `{capability, expires_at}`: the capability is in this answer only |
 //! | `GET /control/v1/ceremonies/{id}` | | `{state, profile, expires_at}`, secret-free |
 //! | `DELETE /control/v1/ceremonies/{id}` | | 204: cancelled |
+//! | `GET /control/v1/profiles/{id}` | | `{"session": bool}`: whether a session is kept for it |
 //! | `DELETE /control/v1/profiles/{id}` | | 204: its session removed, its browsers closed |
 //!
 //! `PUT /control/v1/tasks/{task}` may name a `profile`: the browser starts with its sealed
@@ -26,7 +27,7 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post, put};
+use axum::routing::{get, post, put};
 use browser_policy::egress::Origin;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
@@ -65,7 +66,7 @@ pub fn router(control: Arc<Control>) -> axum::Router {
             "/control/v1/ceremonies/{ceremony}",
             put(begin).get(ceremony_status).delete(cancel),
         )
-        .route("/control/v1/profiles/{profile}", delete(forget))
+        .route("/control/v1/profiles/{profile}", get(profile_session).delete(forget))
         .with_state(control)
 }
 
@@ -110,6 +111,7 @@ impl From<TaskError> for Problem {
         let detail = error.to_string();
         let (status, code) = match &error {
             TaskError::NoTask => (StatusCode::NOT_FOUND, "browser.no_task"),
+            TaskError::NoPage => (StatusCode::CONFLICT, "browser.no_page"),
             TaskError::Busy => (StatusCode::SERVICE_UNAVAILABLE, "browser.busy"),
             TaskError::Conflict => (StatusCode::CONFLICT, "browser.task_conflict"),
             TaskError::Origin(_) => (StatusCode::UNPROCESSABLE_ENTITY, "browser.origin_not_allowed"),
@@ -398,4 +400,18 @@ async fn forget(
     control.ceremonies.cancel_profile(&profile);
     control.browsers.forget(&profile).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Whether a session is kept for a profile (for a ceremony whose status the role no longer
+/// holds: its profile signed in, or not).
+async fn profile_session(
+    State(control): State<Arc<Control>>,
+    Path(profile): Path<String>,
+    headers: HeaderMap,
+) -> Result<Json<serde_json::Value>, Problem> {
+    authorize(&control, &headers)?;
+    name(&profile, "a profile")?;
+    Ok(Json(
+        serde_json::json!({"session": control.browsers.holds_session(&profile)}),
+    ))
 }

@@ -45,17 +45,21 @@ async fn hand_over(
                 "no ceremony capability",
             )
         })?;
-    let redeemed = handoff.ceremonies.redeem(capability).map_err(|refusal| {
-        let (status, code) = match refusal {
-            Refusal::Unknown => (StatusCode::UNAUTHORIZED, "browser.capability_invalid"),
-            Refusal::Used => (StatusCode::CONFLICT, "browser.capability_used"),
-            Refusal::Expired => (StatusCode::GONE, "browser.ceremony_expired"),
-        };
-        Problem::new(status, code, refusal.to_string())
-    })?;
+    let vault = &handoff.vault;
+    let redeemed = handoff
+        .ceremonies
+        .redeem(capability, |profile| vault.generation(profile))
+        .map_err(|refusal| {
+            let (status, code) = match refusal {
+                Refusal::Unknown => (StatusCode::UNAUTHORIZED, "browser.capability_invalid"),
+                Refusal::Used => (StatusCode::CONFLICT, "browser.capability_used"),
+                Refusal::Expired => (StatusCode::GONE, "browser.ceremony_expired"),
+            };
+            Problem::new(status, code, refusal.to_string())
+        })?;
     // From here the capability is spent: the ceremony completes or is rejected. A profile
     // forgotten meanwhile advances its generation and the seal below is refused.
-    let generation = handoff.vault.generation(&redeemed.profile);
+    let generation = redeemed.generation;
     let reject = |status: StatusCode, code: &'static str, detail: String| {
         handoff.ceremonies.settle(&redeemed.id, false);
         tracing::info!(target: "steward::audit", ceremony = %redeemed.id, outcome = code, "browser handoff");

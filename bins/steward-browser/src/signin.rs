@@ -25,7 +25,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
-use crate::ceremony::{Ceremonies, Refusal, Signing, State as CeremonyState};
+use crate::ceremony::{Refusal, Signing, State as CeremonyState};
 use crate::control::Problem;
 use crate::outside::Handoff;
 use crate::page::Input;
@@ -91,9 +91,21 @@ fn refused(refusal: Refusal) -> Problem {
     Problem::new(status, code, refusal.to_string())
 }
 
-/// The open sign-in page's ceremony, by its page token.
-fn signing(ceremonies: &Ceremonies, headers: &HeaderMap) -> Result<Signing, Problem> {
-    ceremonies.signing(bearer(headers)?).map_err(refused)
+/// The open sign-in page's ceremony, by its page token (with its profile's generation).
+fn signing(handoff: &Handoff, headers: &HeaderMap) -> Result<Signing, Problem> {
+    let vault = &handoff.vault;
+    handoff
+        .ceremonies
+        .signing(bearer(headers)?, |profile| vault.generation(profile))
+        .map_err(refused)
+}
+
+fn finishing() -> Problem {
+    Problem::new(
+        StatusCode::CONFLICT,
+        "browser.ceremony_finishing",
+        "the sign-in is being kept; it can no longer be closed",
+    )
 }
 
 async fn start(State(handoff): State<Arc<Handoff>>, headers: HeaderMap) -> Result<Response, Problem> {
@@ -110,9 +122,10 @@ async fn start(State(handoff): State<Arc<Handoff>>, headers: HeaderMap) -> Resul
     .await
     .unwrap_or(Err(TaskError::NoTask));
     if let Err(error) = launched {
+        // Nothing was signed in: the same link may be opened again while it lasts.
         handoff.browsers.close(&task).await;
-        handoff.ceremonies.end(&opened.id, CeremonyState::Rejected);
-        tracing::info!(target: "steward::audit", ceremony = %opened.id, outcome = "failed", "browser sign-in page");
+        handoff.ceremonies.reopen(&opened.id);
+        tracing::info!(target: "steward::audit", ceremony = %opened.id, outcome = "not_started", "browser sign-in page");
         return Err(error.into());
     }
     tracing::info!(target: "steward::audit", ceremony = %opened.id, outcome = "opened", "browser sign-in page");
@@ -124,7 +137,7 @@ async fn start(State(handoff): State<Arc<Handoff>>, headers: HeaderMap) -> Resul
 }
 
 async fn screen(State(handoff): State<Arc<Handoff>>, headers: HeaderMap) -> Result<Response, Problem> {
-    let ceremony = signing(&handoff.ceremonies, &headers)?;
+    let ceremony = signing(&handoff, &headers)?;
     let picture = handoff.browsers.screenshot(&task(&ceremony.id)).await?;
     let mut response = picture.into_response();
     let headers = response.headers_mut();
@@ -138,7 +151,7 @@ async fn input(
     headers: HeaderMap,
     body: Result<Json<Input>, JsonRejection>,
 ) -> Result<StatusCode, Problem> {
-    let ceremony = signing(&handoff.ceremonies, &headers)?;
+    let ceremony = signing(&handoff, &headers)?;
     let Json(input) =
         body.map_err(|rejection| Problem::new(StatusCode::BAD_REQUEST, "invalid_request", rejection.body_text()))?;
     handoff.browsers.input(&task(&ceremony.id), &input).await?;
@@ -146,11 +159,22 @@ async fn input(
 }
 
 async fn finish(State(handoff): State<Arc<Handoff>>, headers: HeaderMap) -> Result<StatusCode, Problem> {
-    let ceremony = signing(&handoff.ceremonies, &headers)?;
+    let ceremony = signing(&handoff, &headers)?;
     let task = task(&ceremony.id);
-    let generation = handoff.vault.generation(&ceremony.profile);
-    let mut session = handoff.browsers.harvest(&task).await?;
+    if !handoff.ceremonies.claim(&ceremony.id) {
+        return Err(finishing());
+    }
+    let generation = ceremony.generation;
+    let harvested = handoff.browsers.harvest(&task).await;
+    let mut session = match harvested {
+        Ok(session) => session,
+        Err(error) => {
+            handoff.ceremonies.release(&ceremony.id);
+            return Err(error.into());
+        }
+    };
     if let Err(refusal) = session.check(&ceremony.origins) {
+        handoff.ceremonies.release(&ceremony.id);
         // Nothing yet (or nothing of the profile's): the owner may still sign in.
         let detail = match refusal {
             Refused::Empty => "the website holds no session yet".to_owned(),
@@ -165,6 +189,7 @@ async fn finish(State(handoff): State<Arc<Handoff>>, headers: HeaderMap) -> Resu
     match handoff.vault.seal_if(&ceremony.profile, &session, generation) {
         Ok(true) => {}
         Ok(false) => {
+            handoff.ceremonies.release(&ceremony.id);
             handoff.ceremonies.end(&ceremony.id, CeremonyState::Cancelled);
             handoff.browsers.close(&task).await;
             return Err(Problem::new(
@@ -174,6 +199,7 @@ async fn finish(State(handoff): State<Arc<Handoff>>, headers: HeaderMap) -> Resu
             ));
         }
         Err(error) => {
+            handoff.ceremonies.release(&ceremony.id);
             tracing::warn!("browser sign-in page: {error}");
             return Err(TaskError::from(error).into());
         }
@@ -185,8 +211,10 @@ async fn finish(State(handoff): State<Arc<Handoff>>, headers: HeaderMap) -> Resu
 }
 
 async fn close(State(handoff): State<Arc<Handoff>>, headers: HeaderMap) -> Result<StatusCode, Problem> {
-    let ceremony = signing(&handoff.ceremonies, &headers)?;
-    handoff.ceremonies.end(&ceremony.id, CeremonyState::Cancelled);
+    let ceremony = signing(&handoff, &headers)?;
+    if !handoff.ceremonies.end(&ceremony.id, CeremonyState::Cancelled) {
+        return Err(finishing());
+    }
     handoff.browsers.close(&task(&ceremony.id)).await;
     tracing::info!(target: "steward::audit", ceremony = %ceremony.id, outcome = "closed", "browser sign-in page");
     Ok(StatusCode::NO_CONTENT)

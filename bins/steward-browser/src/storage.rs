@@ -249,6 +249,11 @@ impl Vault {
             .map_err(|_| VaultError::Unsealed)
     }
 
+    /// Whether a session is kept for `profile`.
+    pub fn holds(&self, profile: &str) -> bool {
+        self.path(profile).is_file()
+    }
+
     /// Removes what is kept for `profile` (advancing its generation); `false` when nothing was.
     pub fn remove(&self, profile: &str) -> Result<bool, VaultError> {
         let mut generations = self.generations();

@@ -39,6 +39,8 @@ pub struct Template {
 pub enum TaskError {
     #[error("no browser is open for this task")]
     NoTask,
+    #[error("the task's browser shows no page yet: navigate first")]
+    NoPage,
     #[error("{MAX_BROWSERS} browsers are already open")]
     Busy,
     #[error("the task is already open with other origins")]
@@ -230,44 +232,28 @@ impl Browsers {
     pub async fn read(&self, task: &str) -> Result<Snapshot, TaskError> {
         let slot = self.slot(task).await?;
         let held = slot.lock().await;
-        let page = held
-            .as_ref()
-            .and_then(|open| open.page.as_ref())
-            .ok_or(TaskError::NoTask)?;
-        Ok(page::snapshot(page).await?)
+        Ok(page::snapshot(page_of(&held)?).await?)
     }
 
     /// Does `action` on the element `reference` labelled `label`.
     pub async fn act(&self, task: &str, reference: &str, label: &str, action: &Action) -> Result<Snapshot, TaskError> {
         let slot = self.slot(task).await?;
         let held = slot.lock().await;
-        let page = held
-            .as_ref()
-            .and_then(|open| open.page.as_ref())
-            .ok_or(TaskError::NoTask)?;
-        Ok(page::act(page, reference, label, action).await?)
+        Ok(page::act(page_of(&held)?, reference, label, action).await?)
     }
 
     /// A picture of the task's page.
     pub async fn screenshot(&self, task: &str) -> Result<Vec<u8>, TaskError> {
         let slot = self.slot(task).await?;
         let held = slot.lock().await;
-        let page = held
-            .as_ref()
-            .and_then(|open| open.page.as_ref())
-            .ok_or(TaskError::NoTask)?;
-        Ok(page::screenshot(page).await?)
+        Ok(page::screenshot(page_of(&held)?).await?)
     }
 
     /// A pointer or keyboard input on the task's page.
     pub async fn input(&self, task: &str, input: &page::Input) -> Result<(), TaskError> {
         let slot = self.slot(task).await?;
         let held = slot.lock().await;
-        let page = held
-            .as_ref()
-            .and_then(|open| open.page.as_ref())
-            .ok_or(TaskError::NoTask)?;
-        Ok(page::input(page, input).await?)
+        Ok(page::input(page_of(&held)?, input).await?)
     }
 
     /// The website session the task's browser holds for its origins.
@@ -368,10 +354,24 @@ impl Browsers {
         }
     }
 
+    /// Whether a session is kept for `profile`.
+    pub fn holds_session(&self, profile: &str) -> bool {
+        self.vault.holds(profile)
+    }
+
     /// How many browsers are open.
     pub async fn open_count(&self) -> usize {
         self.tasks.lock().await.len()
     }
+}
+
+/// The page of an open task's browser.
+fn page_of(held: &Option<Task>) -> Result<&Page, TaskError> {
+    held.as_ref()
+        .ok_or(TaskError::NoTask)?
+        .page
+        .as_ref()
+        .ok_or(TaskError::NoPage)
 }
 
 /// `address` parsed, if it is an `https` address on one of the task's origins (the

@@ -42,12 +42,40 @@ pub enum BrowserAccessError {
     Env(#[from] EnvError),
     #[error("BROWSER_CONTROL_CREDENTIAL_FILE: {0}")]
     Credential(#[from] hardening::secret_file::SecretFileError),
+    #[error("the browser role's client cannot be made: {0}")]
+    Client(String),
+}
+
+/// A ceremony's state as the browser role reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoleState {
+    Open,
+    Active,
+    Completed,
+    Rejected,
+    Expired,
+    Cancelled,
+}
+
+impl RoleState {
+    /// As the store records it.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RoleState::Open => "open",
+            RoleState::Active => "active",
+            RoleState::Completed => "completed",
+            RoleState::Rejected => "rejected",
+            RoleState::Expired => "expired",
+            RoleState::Cancelled => "cancelled",
+        }
+    }
 }
 
 /// What the control plane says of a ceremony.
 #[derive(Debug, Deserialize)]
 struct ControlStatus {
-    state: String,
+    state: RoleState,
 }
 
 #[derive(Debug, Deserialize)]
@@ -64,18 +92,18 @@ struct ControlProblem {
 }
 
 impl BrowserAccess {
-    pub fn new(control: url::Url, credential: String, public: url::Url) -> BrowserAccess {
+    pub fn new(control: url::Url, credential: String, public: url::Url) -> Result<BrowserAccess, BrowserAccessError> {
         let client = reqwest::Client::builder()
             .timeout(CONTROL_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
             .build()
-            .unwrap_or_default();
-        BrowserAccess {
+            .map_err(|error| BrowserAccessError::Client(error.to_string()))?;
+        Ok(BrowserAccess {
             control,
             credential,
             public,
             client,
-        }
+        })
     }
 
     /// `BROWSER_CONTROL_URL` (loopback `http`, default `http://127.0.0.1:8005`),
@@ -113,14 +141,14 @@ impl BrowserAccess {
         let public = url::Url::parse(&public_text)
             .ok()
             .filter(|url| url.scheme() == "https" || (url.scheme() == "http" && is_loopback(url)))
-            .filter(|url| url.query().is_none() && url.fragment().is_none())
+            .filter(|url| url.path() == "/" && url.query().is_none() && url.fragment().is_none())
             .ok_or_else(|| {
                 invalid(
                     "BROWSER_PUBLIC_URL",
-                    "an https:// address (http:// only on loopback) where clients reach the browser role",
+                    "an https:// address with no path (http:// only on loopback) where clients reach the browser role",
                 )
             })?;
-        Ok(BrowserAccess::new(control, credential, public))
+        BrowserAccess::new(control, credential, public)
     }
 
     fn control(&self, path: &str) -> String {
@@ -143,11 +171,14 @@ impl BrowserAccess {
     }
 
     async fn send(&self, request: reqwest::RequestBuilder) -> Result<reqwest::Response, ApiError> {
-        request
-            .bearer_auth(&self.credential)
-            .send()
-            .await
-            .map_err(|_| unavailable())
+        request.bearer_auth(&self.credential).send().await.map_err(|error| {
+            tracing::warn!(
+                connect = error.is_connect(),
+                timeout = error.is_timeout(),
+                "the browser role cannot be reached"
+            );
+            unavailable()
+        })
     }
 
     /// Begins ceremony `ceremony` for `profile` and its `origins` (remote with `login_url`):
@@ -179,7 +210,7 @@ impl BrowserAccess {
 
     /// The ceremony's state as the role knows it; `None` when it does not (it restarted, or
     /// forgot a ceremony settled over an hour ago).
-    pub async fn status(&self, ceremony: Uuid) -> Result<Option<String>, ApiError> {
+    pub async fn status(&self, ceremony: Uuid) -> Result<Option<RoleState>, ApiError> {
         let answer = self
             .send(
                 self.client
@@ -192,8 +223,45 @@ impl BrowserAccess {
         if !answer.status().is_success() {
             return Err(refusal(answer).await);
         }
-        let status: ControlStatus = answer.json().await.map_err(|_| unavailable())?;
+        let status: ControlStatus = answer.json().await.map_err(|_| {
+            tracing::warn!("the browser role answered a ceremony's status in an unknown form");
+            unavailable()
+        })?;
         Ok(Some(status.state))
+    }
+
+    /// Whether the role keeps a session for `profile`.
+    pub async fn holds_session(&self, profile: Uuid) -> Result<bool, ApiError> {
+        #[derive(Deserialize)]
+        struct Held {
+            session: bool,
+        }
+        let answer = self
+            .send(
+                self.client
+                    .get(self.control(&format!("/control/v1/profiles/{profile}"))),
+            )
+            .await?;
+        if !answer.status().is_success() {
+            return Err(refusal(answer).await);
+        }
+        let held: Held = answer.json().await.map_err(|_| unavailable())?;
+        Ok(held.session)
+    }
+
+    /// Cancels ceremony `ceremony` (one begun for a profile removed meanwhile).
+    pub async fn cancel(&self, ceremony: Uuid) -> Result<(), ApiError> {
+        let answer = self
+            .send(
+                self.client
+                    .delete(self.control(&format!("/control/v1/ceremonies/{ceremony}"))),
+            )
+            .await?;
+        if answer.status().is_success() || answer.status() == reqwest::StatusCode::NOT_FOUND {
+            Ok(())
+        } else {
+            Err(refusal(answer).await)
+        }
     }
 
     /// Forgets `profile`: its ceremonies are cancelled, its browsers closed and its session
@@ -229,11 +297,20 @@ fn unavailable() -> ApiError {
 /// A control-plane refusal as the API's error: an origin or login page off the profile's
 /// origins is the caller's; anything else means the browser role cannot serve now.
 async fn refusal(answer: reqwest::Response) -> ApiError {
+    let status = answer.status().as_u16();
     let problem: Option<ControlProblem> = answer.json().await.ok();
     match problem {
         Some(problem) if problem.code == "browser.origin_not_allowed" => {
             ApiError::new(ErrorCode::BrowserOriginRefused).detail(problem.detail.unwrap_or_default())
         }
-        _ => unavailable(),
+        problem => {
+            let code = problem.map(|problem| problem.code);
+            tracing::warn!(
+                status,
+                code = code.as_deref().unwrap_or("none"),
+                "the browser role refused a request"
+            );
+            unavailable()
+        }
     }
 }

@@ -107,6 +107,16 @@ impl From<CeremonyRecord> for CeremonyRow {
     }
 }
 
+/// What recording a ceremony did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RecordCeremony {
+    Recorded(CeremonyRow),
+    /// The profile no longer exists.
+    Gone,
+    /// The profile was removed (revoked).
+    Revoked,
+}
+
 impl CeremonyRow {
     /// Whether its state can still change (the browser role knows how).
     pub fn is_open(&self) -> bool {
@@ -170,7 +180,8 @@ impl Store {
         Ok(deleted.rows_affected() == 1)
     }
 
-    /// Marks a ready profile revoked and settles its open ceremonies as cancelled.
+    /// Marks a ready profile revoked (under its row's lock, so no ceremony is recorded for it
+    /// from then on) and settles its open ceremonies as cancelled.
     pub async fn revoke_browser_profile(&self, principal: &PrincipalId, id: Uuid) -> Result<bool> {
         self.transaction(
             async |conn| {
@@ -196,8 +207,10 @@ impl Store {
         .await
     }
 
-    /// Records a ceremony begun for a profile; the profile's earlier open ceremonies are settled
-    /// as cancelled (the browser role cancelled them when this one began).
+    /// Records a ceremony begun for a profile, holding the profile's row: refused when the
+    /// profile was removed meanwhile (the caller cancels the ceremony at the browser role). The
+    /// profile's earlier ceremonies keep their last known state: the browser role cancelled
+    /// them, and reading each brings that in.
     pub async fn record_browser_ceremony(
         &self,
         principal: &PrincipalId,
@@ -205,16 +218,21 @@ impl Store {
         profile: Uuid,
         kind: &str,
         expires_at: Timestamp,
-    ) -> Result<CeremonyRow> {
+    ) -> Result<RecordCeremony> {
         self.transaction(
             async |conn| {
-                sqlx::query(
-                    "UPDATE browser_ceremonies SET state = 'cancelled', settled_at = now()
-                     WHERE profile_id = $1 AND state IN ('open', 'active')",
+                let state: Option<String> = sqlx::query_scalar(
+                    "SELECT state FROM browser_profiles WHERE id = $1 AND principal_id = $2 FOR UPDATE",
                 )
                 .bind(profile)
-                .execute(&mut *conn)
+                .bind(principal.as_str())
+                .fetch_optional(&mut *conn)
                 .await?;
+                match state.as_deref() {
+                    None => return Ok(RecordCeremony::Gone),
+                    Some("revoked") => return Ok(RecordCeremony::Revoked),
+                    Some(_) => {}
+                }
                 let row: CeremonyRecord = sqlx::query_as(
                     "INSERT INTO browser_ceremonies (id, profile_id, principal_id, kind, state, expires_at)
                      VALUES ($1, $2, $3, $4, 'open', $5)
@@ -227,11 +245,26 @@ impl Store {
                 .bind(jiff_sqlx::Timestamp::from(expires_at))
                 .fetch_one(&mut *conn)
                 .await?;
-                Ok(CeremonyRow::from(row))
+                Ok(RecordCeremony::Recorded(CeremonyRow::from(row)))
             },
             |_| true,
         )
         .await
+    }
+
+    /// Removes a profile that never became ready and has no ceremony left open (its handoff
+    /// was rejected); `false` when there is none such.
+    pub async fn remove_unused_browser_profile(&self, principal: &PrincipalId, id: Uuid) -> Result<bool> {
+        let deleted = sqlx::query(
+            "DELETE FROM browser_profiles p WHERE p.id = $1 AND p.principal_id = $2 AND p.state = 'pending'
+               AND NOT EXISTS (SELECT 1 FROM browser_ceremonies c
+                               WHERE c.profile_id = p.id AND c.state IN ('open', 'active'))",
+        )
+        .bind(id)
+        .bind(principal.as_str())
+        .execute(&self.pool)
+        .await?;
+        Ok(deleted.rows_affected() == 1)
     }
 
     /// One of the owner's ceremonies.

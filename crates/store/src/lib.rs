@@ -47,7 +47,7 @@ mod work;
 
 pub use approvals::{Answer, ApprovalRow, Decide, Decision};
 pub use artifacts::{ArtifactRow, ArtifactUpload, NewArtifact};
-pub use browser::{BrowserProfileRow, CeremonyRow, ProfileState};
+pub use browser::{BrowserProfileRow, CeremonyRow, ProfileState, RecordCeremony};
 pub use call_receipts::{CALL_RECEIPTS_CHANNEL, Receipt};
 pub use calls::{
     CallResult, CallRow, CancelCall, DeleteCall, DispatchOutcome, OutboundDue, REDACTED_REPLY, ReceiptDue, Redaction,

@@ -77,6 +77,39 @@ fn site(loopback_hits: Arc<AtomicUsize>, loopback: String, stun: u16) -> Router 
         .with_state(loopback_hits)
 }
 
+/// A hosted browser on its own Xvfb, behind a proxy for the shop's origin that sends every
+/// tunnel to `front` (and its decisions to `journal`), accepting the local site key `key`.
+async fn launched(
+    front: std::net::SocketAddr,
+    journal: Option<tokio::sync::mpsc::UnboundedSender<Egress>>,
+    key: &str,
+) -> (EgressProxy, VirtualDisplay, tempfile::TempDir, Hosted) {
+    let proxy = EgressProxy::start(Settings {
+        allow: AllowList::new([Origin::parse(&format!("https://{SHOP}")).expect("an origin")]),
+        upstream: Upstream::Local(front),
+        journal,
+    })
+    .await
+    .expect("start the proxy");
+    let display = tokio::task::spawn_blocking(|| VirtualDisplay::start(Path::new("/usr/bin/Xvfb")))
+        .await
+        .expect("join")
+        .expect("Xvfb starts (Debian: apt-get install xvfb)");
+    let dir = tempfile::tempdir().expect("a directory");
+    let root = std::fs::metadata("/proc/self").expect("/proc/self").uid() == 0;
+    let hosted = Hosted::launch(&Launch {
+        executable: CHROMIUM.into(),
+        display: display.name().to_owned(),
+        proxy: proxy.address(),
+        data_directory: dir.path().join("profile"),
+        sandbox: !root,
+        local_site_keys: vec![key.to_owned()],
+    })
+    .await
+    .expect("Chromium starts");
+    (proxy, display, dir, hosted)
+}
+
 async fn load(hosted: &Hosted, url: &str) -> Option<String> {
     let page = hosted.browser().new_page(url).await.expect("open a page");
     page.wait_for_navigation().await.expect("the page loads");
@@ -99,29 +132,7 @@ async fn a_hosted_browser_asks_for_nothing_but_its_page_the_account_list_and_the
     let (front, _front) = testkit::tls::serve_front(localhost, issued.acceptor, address).await;
 
     let (journal, mut requests) = unbounded_channel();
-    let proxy = EgressProxy::start(Settings {
-        allow: AllowList::new([Origin::parse(&format!("https://{SHOP}")).expect("an origin")]),
-        upstream: Upstream::Local(front),
-        journal: Some(journal),
-    })
-    .await
-    .expect("start the proxy");
-    let display = tokio::task::spawn_blocking(|| VirtualDisplay::start(Path::new("/usr/bin/Xvfb")))
-        .await
-        .expect("join")
-        .expect("Xvfb starts (Debian: apt-get install xvfb)");
-    let dir = tempfile::tempdir().expect("a directory");
-    let root = std::fs::metadata("/proc/self").expect("/proc/self").uid() == 0;
-    let hosted = Hosted::launch(&Launch {
-        executable: CHROMIUM.into(),
-        display: display.name().to_owned(),
-        proxy: proxy.address(),
-        data_directory: dir.path().join("profile"),
-        sandbox: !root,
-        local_site_keys: vec![issued.spki_sha256.clone()],
-    })
-    .await
-    .expect("Chromium starts");
+    let (_proxy, _display, _dir, hosted) = launched(front, Some(journal), &issued.spki_sha256).await;
 
     // On start: what the browser asks for of its own accord.
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -223,29 +234,7 @@ async fn a_certificate_the_browser_does_not_trust_is_refused() {
     let served = testkit::tls::issue(&[SHOP], &[]);
     let trusted = testkit::tls::issue(&[SHOP], &[]);
     let (front, _front) = testkit::tls::serve_front(localhost, served.acceptor, site.address).await;
-    let proxy = EgressProxy::start(Settings {
-        allow: AllowList::new([Origin::parse(&format!("https://{SHOP}")).expect("an origin")]),
-        upstream: Upstream::Local(front),
-        journal: None,
-    })
-    .await
-    .expect("start the proxy");
-    let display = tokio::task::spawn_blocking(|| VirtualDisplay::start(Path::new("/usr/bin/Xvfb")))
-        .await
-        .expect("join")
-        .expect("Xvfb");
-    let dir = tempfile::tempdir().expect("a directory");
-    let root = std::fs::metadata("/proc/self").expect("/proc/self").uid() == 0;
-    let hosted = Hosted::launch(&Launch {
-        executable: CHROMIUM.into(),
-        display: display.name().to_owned(),
-        proxy: proxy.address(),
-        data_directory: dir.path().join("profile"),
-        sandbox: !root,
-        local_site_keys: vec![trusted.spki_sha256.clone()],
-    })
-    .await
-    .expect("Chromium starts");
+    let (_proxy, _display, _dir, hosted) = launched(front, None, &trusted.spki_sha256).await;
     let page = hosted.browser().new_page("about:blank").await.expect("a page");
     let _ = page.goto(format!("https://{SHOP}/")).await;
     tokio::time::sleep(Duration::from_secs(1)).await;

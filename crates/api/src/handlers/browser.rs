@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use axum::{Extension, Json as JsonResponse};
 use browser_policy::egress::Origin;
 use domain::ErrorCode;
-use store::{BrowserProfileRow, CeremonyRow, ProfileState as StoredState};
+use store::{BrowserProfileRow, CeremonyRow, ProfileState as StoredState, RecordCeremony};
 use uuid::Uuid;
 use wire::browser::{
     BeginCeremony, BegunCeremony, BrowserProfile, BrowserProfileList, CeremonyKind, CeremonyState, CeremonyStatus,
@@ -107,36 +107,49 @@ fn origins(primary: &str, additional: &[String]) -> Result<Vec<String>, ApiError
     Ok(origins)
 }
 
-/// Begins a ceremony for `row` and records it.
+/// A ceremony request's login page: required for a remote one, refused for a device one.
+fn login_url(request: &BeginCeremony) -> Result<Option<&str>, ApiError> {
+    match (request.kind, request.login_url.as_deref()) {
+        (CeremonyKind::Remote, Some(login)) => Ok(Some(login)),
+        (CeremonyKind::Remote, None) => Err(ApiError::new(ErrorCode::ValidationFailed)
+            .field("ceremony.login_url")
+            .detail("a remote ceremony starts at the site's login page")),
+        (CeremonyKind::Device, Some(_)) => Err(ApiError::new(ErrorCode::ValidationFailed)
+            .field("ceremony.login_url")
+            .detail("only a remote ceremony has a login page")),
+        (CeremonyKind::Device, None) => Ok(None),
+    }
+}
+
+/// Begins a ceremony for `row` and records it; one begun for a profile removed meanwhile is
+/// cancelled at the browser role and refused.
 async fn begin(
     state: &AppState,
     caller: &Caller,
     row: &BrowserProfileRow,
     request: &BeginCeremony,
 ) -> Result<BegunCeremony, ApiError> {
-    let login_url = match (request.kind, request.login_url.as_deref()) {
-        (CeremonyKind::Remote, Some(login)) => Some(login),
-        (CeremonyKind::Remote, None) => {
-            return Err(ApiError::new(ErrorCode::ValidationFailed)
-                .field("ceremony.login_url")
-                .detail("a remote ceremony starts at the site's login page"));
-        }
-        (CeremonyKind::Device, Some(_)) => {
-            return Err(ApiError::new(ErrorCode::ValidationFailed)
-                .field("ceremony.login_url")
-                .detail("only a remote ceremony has a login page"));
-        }
-        (CeremonyKind::Device, None) => None,
-    };
+    let login_url = login_url(request)?;
     let access = access(state)?;
     let id = Uuid::new_v4();
     let (capability, expires_at) = access.begin(id, row.id, &row.origins, login_url).await?;
     let expires_at =
         jiff::Timestamp::from_second(expires_at).map_err(|_| ApiError::new(ErrorCode::BrowserUnavailable))?;
-    state
+    let recorded = state
         .store
         .record_browser_ceremony(&caller.principal, id, row.id, kind_name(request.kind), expires_at)
         .await?;
+    let refused = match recorded {
+        RecordCeremony::Recorded(_) => None,
+        RecordCeremony::Gone => Some(ErrorCode::BrowserProfileNotFound),
+        RecordCeremony::Revoked => Some(ErrorCode::BrowserProfileRevoked),
+    };
+    if let Some(code) = refused {
+        if access.cancel(id).await.is_err() {
+            tracing::warn!("a ceremony of a removed profile could not be cancelled");
+        }
+        return Err(ApiError::new(code));
+    }
     let (device, remote) = match request.kind {
         CeremonyKind::Device => (Some(capability), None),
         CeremonyKind::Remote => (None, Some(access.continue_url(&capability))),
@@ -151,6 +164,20 @@ async fn begin(
         capability: device,
         continue_url: remote,
     })
+}
+
+/// An answer that carries a capability, or a link holding one: never cached.
+type NoStore = [(axum::http::HeaderName, &'static str); 1];
+const NO_STORE: NoStore = [(axum::http::header::CACHE_CONTROL, "no-store")];
+
+/// The caller's profile named by `id`.
+async fn owned_profile(state: &AppState, caller: &Caller, id: &str) -> Result<BrowserProfileRow, ApiError> {
+    let id: Uuid = parse_uuid(id, ErrorCode::BrowserProfileNotFound)?;
+    state
+        .store
+        .browser_profile(&caller.principal, id)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::BrowserProfileNotFound))
 }
 
 /// The owner's browser profiles, newest first.
@@ -181,8 +208,9 @@ pub async fn create(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
     Json(request): Json<CreateBrowserProfile>,
-) -> Result<(StatusCode, JsonResponse<CreatedBrowserProfile>), ApiError> {
+) -> Result<(StatusCode, NoStore, JsonResponse<CreatedBrowserProfile>), ApiError> {
     let origins = origins(&request.primary_origin, &request.additional_origins)?;
+    login_url(&request.ceremony)?;
     access(&state)?;
     let row = state
         .store
@@ -191,17 +219,22 @@ pub async fn create(
     match begin(&state, &caller, &row, &request.ceremony).await {
         Ok(ceremony) => Ok((
             StatusCode::CREATED,
+            NO_STORE,
             JsonResponse(CreatedBrowserProfile {
                 profile: profile(&row),
                 ceremony,
             }),
         )),
         Err(error) => {
-            // The partial profile goes with the failed creation.
-            state
+            // The partial profile goes with the failed creation (the creation's own error is
+            // the answer, whatever becomes of this).
+            if let Err(rollback) = state
                 .store
                 .delete_pending_browser_profile(&caller.principal, row.id)
-                .await?;
+                .await
+            {
+                tracing::warn!("a partial browser profile could not be rolled back: {rollback}");
+            }
             Err(error)
         }
     }
@@ -221,24 +254,21 @@ pub async fn sign_in(
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     Json(request): Json<BeginCeremony>,
-) -> Result<(StatusCode, JsonResponse<BegunCeremony>), ApiError> {
-    let id: Uuid = parse_uuid(&id, ErrorCode::BrowserProfileNotFound)?;
-    let row = state
-        .store
-        .browser_profile(&caller.principal, id)
-        .await?
-        .ok_or_else(|| ApiError::new(ErrorCode::BrowserProfileNotFound))?;
+) -> Result<(StatusCode, NoStore, JsonResponse<BegunCeremony>), ApiError> {
+    let row = owned_profile(&state, &caller, &id).await?;
     if row.state == StoredState::Revoked {
         return Err(ApiError::new(ErrorCode::BrowserProfileRevoked));
     }
     Ok((
         StatusCode::CREATED,
+        NO_STORE,
         JsonResponse(begin(&state, &caller, &row, &request).await?),
     ))
 }
 
-/// Removes a profile: one that never became ready is deleted, a ready one revoked; either way
-/// the browser role forgets its session first.
+/// Removes a profile: a ready one is revoked first (no ceremony is recorded for it after), then
+/// the browser role forgets its session and cancels its ceremonies; a pending one is forgotten,
+/// then deleted. Removing a revoked one forgets it again.
 #[utoipa::path(
     delete, path = "/v1/browser/profiles/{profile_id}", tag = "browser",
     security(("bearer" = ["browser.write"])),
@@ -250,22 +280,28 @@ pub async fn remove(
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let id: Uuid = parse_uuid(&id, ErrorCode::BrowserProfileNotFound)?;
-    let row = state
-        .store
-        .browser_profile(&caller.principal, id)
-        .await?
-        .ok_or_else(|| ApiError::new(ErrorCode::BrowserProfileNotFound))?;
-    if row.state == StoredState::Revoked {
-        return Ok(StatusCode::NO_CONTENT);
-    }
-    access(&state)?.forget(row.id).await?;
-    if !state
-        .store
-        .delete_pending_browser_profile(&caller.principal, row.id)
-        .await?
-    {
-        state.store.revoke_browser_profile(&caller.principal, row.id).await?;
+    let row = owned_profile(&state, &caller, &id).await?;
+    let access = access(&state)?;
+    match row.state {
+        // Revoked already: forgetting again is harmless, and repairs a forget that failed.
+        StoredState::Revoked => access.forget(row.id).await?,
+        // Revoked first, under the profile's lock, so no ceremony is recorded for it after.
+        StoredState::Ready => {
+            state.store.revoke_browser_profile(&caller.principal, row.id).await?;
+            access.forget(row.id).await?;
+        }
+        StoredState::Pending => {
+            access.forget(row.id).await?;
+            if !state
+                .store
+                .delete_pending_browser_profile(&caller.principal, row.id)
+                .await?
+            {
+                // It became ready meanwhile.
+                state.store.revoke_browser_profile(&caller.principal, row.id).await?;
+                access.forget(row.id).await?;
+            }
+        }
     }
     Ok(StatusCode::NO_CONTENT)
 }
@@ -291,24 +327,33 @@ pub async fn status(
         .ok_or_else(|| ApiError::new(ErrorCode::BrowserCeremonyNotFound))?;
     let mut profile_removed = false;
     if row.is_open() {
-        let known = access(&state)?.status(id).await?;
-        // A role that no longer knows an open ceremony restarted: it is over.
-        let now = known.unwrap_or_else(|| {
-            if jiff::Timestamp::now() >= row.expires_at {
-                "expired".to_owned()
-            } else {
-                "cancelled".to_owned()
-            }
-        });
+        let access = access(&state)?;
+        let now = match access.status(id).await? {
+            Some(known) => known.as_str(),
+            // A role that no longer holds an open ceremony's status restarted, or settled it
+            // over a day ago: a session kept for the profile says it completed.
+            None if access.holds_session(row.profile_id).await? => "completed",
+            None if jiff::Timestamp::now() >= row.expires_at => "expired",
+            None => "cancelled",
+        };
         if now != row.state {
-            state.store.settle_browser_ceremony(&caller.principal, id, &now).await?;
-            if now == "rejected" {
-                profile_removed = state
-                    .store
-                    .delete_pending_browser_profile(&caller.principal, row.profile_id)
-                    .await?;
-            }
-            row.state = now;
+            state.store.settle_browser_ceremony(&caller.principal, id, now).await?;
+            row.state = now.to_owned();
+        }
+    }
+    if row.state == "rejected" {
+        // A rejected handoff removes the profile it was for, if it never became ready (and no
+        // other ceremony of it is open); the browser role forgets it first.
+        let pending = state
+            .store
+            .browser_profile(&caller.principal, row.profile_id)
+            .await?
+            .is_some_and(|profile| profile.state == StoredState::Pending);
+        if pending && access(&state)?.forget(row.profile_id).await.is_ok() {
+            profile_removed = state
+                .store
+                .remove_unused_browser_profile(&caller.principal, row.profile_id)
+                .await?;
         }
     }
     let profile_state = if profile_removed {

@@ -70,11 +70,8 @@ async fn app_for(role: &Role) -> TestApp {
     let public = url::Url::parse(&role.public).expect("a url");
     TestApp::spawn_configured(Env::default(), move |config| {
         config.flags = FeatureFlags::with(&[Flag::Browser]).expect("flags");
-        config.browser = Some(api::browser_access::BrowserAccess::new(
-            control,
-            CREDENTIAL.to_owned(),
-            public,
-        ));
+        config.browser =
+            Some(api::browser_access::BrowserAccess::new(control, CREDENTIAL.to_owned(), public).expect("a client"));
     })
     .await
 }
@@ -206,7 +203,7 @@ async fn a_device_ceremony_makes_the_profile_ready_and_removal_forgets_it() {
         .await,
         409
     );
-    assert_ne!(over["capability"], again["capability"]);
+    let over_id = over["ceremony_id"].as_str().expect("id");
 
     // A remote ceremony's link carries its capability in the fragment only.
     let (status, remote) = json(
@@ -224,7 +221,31 @@ async fn a_device_ceremony_makes_the_profile_ready_and_removal_forgets_it() {
         "{link}"
     );
     assert!(remote.get("capability").is_none());
+    // The remote ceremony replaced the one before it (`Start over`).
+    let (_, read) = json(
+        app.send(Method::GET, &format!("/v1/browser/ceremonies/{over_id}"))
+            .await,
+    )
+    .await;
+    assert_eq!(read["state"], "cancelled");
+    assert_eq!(
+        hand_over(
+            handoff_url,
+            over["capability"].as_str().expect("capability"),
+            &session()
+        )
+        .await,
+        409
+    );
 
+    // Removal while a ceremony is open: it is cancelled with the profile.
+    let remote_id = remote["ceremony_id"].as_str().expect("id");
+    let (_, read) = json(
+        app.send(Method::GET, &format!("/v1/browser/ceremonies/{remote_id}"))
+            .await,
+    )
+    .await;
+    assert_eq!(read["state"], "open");
     // Removal: the session is forgotten, the profile revoked; again is fine; no more sign-ins.
     let removed = app
         .send(Method::DELETE, &format!("/v1/browser/profiles/{profile_id}"))
@@ -236,6 +257,19 @@ async fn a_device_ceremony_makes_the_profile_ready_and_removal_forgets_it() {
     );
     let (_, list) = json(app.send(Method::GET, "/v1/browser/profiles").await).await;
     assert_eq!(list["profiles"][0]["state"], "REVOKED");
+    let (_, read) = json(
+        app.send(Method::GET, &format!("/v1/browser/ceremonies/{remote_id}"))
+            .await,
+    )
+    .await;
+    assert_eq!(
+        (read["state"].as_str(), read["profile_state"].as_str()),
+        (Some("cancelled"), Some("REVOKED"))
+    );
+    assert!(
+        role.vault.open(profile_id).expect("open").is_none(),
+        "nothing was sealed after removal"
+    );
     assert_eq!(
         app.send(Method::DELETE, &format!("/v1/browser/profiles/{profile_id}"))
             .await
@@ -318,11 +352,14 @@ async fn an_unreachable_browser_role_leaves_no_profile_behind() {
     let public = url::Url::parse(&role.public).expect("a url");
     let app = TestApp::spawn_configured(Env::default(), move |config| {
         config.flags = FeatureFlags::with(&[Flag::Browser]).expect("flags");
-        config.browser = Some(api::browser_access::BrowserAccess::new(
-            url::Url::parse("http://127.0.0.1:9/").expect("a url"),
-            CREDENTIAL.to_owned(),
-            public,
-        ));
+        config.browser = Some(
+            api::browser_access::BrowserAccess::new(
+                url::Url::parse("http://127.0.0.1:9/").expect("a url"),
+                CREDENTIAL.to_owned(),
+                public,
+            )
+            .expect("a client"),
+        );
     })
     .await;
     expect_problem(

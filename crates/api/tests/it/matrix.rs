@@ -57,11 +57,14 @@ pub(crate) async fn spawn_every_flag(env: Env) -> TestApp {
                 .filter(|flag| refused(*flag)),
         );
         config.flags = domain::flags::FeatureFlags::with(&on).expect("flags");
-        config.browser = Some(api::browser_access::BrowserAccess::new(
-            url::Url::parse("http://127.0.0.1:9/").expect("a url"),
-            "a-control-plane-credential-nothing-uses".to_owned(),
-            url::Url::parse("https://browser.example/").expect("a url"),
-        ));
+        config.browser = Some(
+            api::browser_access::BrowserAccess::new(
+                url::Url::parse("http://127.0.0.1:9/").expect("a url"),
+                "a-control-plane-credential-nothing-uses".to_owned(),
+                url::Url::parse("https://browser.example/").expect("a url"),
+            )
+            .expect("a client"),
+        );
     })
     .await
 }
