@@ -22,7 +22,10 @@ const explain = {
   'browser.ceremony_expired': 'This sign-in link expired. Go back to Steward and start over.',
   'browser.not_signed_in': 'The website has not signed you in yet. Sign in, then choose “I\u2019m signed in” again.',
   'browser.busy': 'Steward\u2019s browser is busy. Try again in a minute.',
+  'browser.ceremony_cancelled': 'This sign-in was replaced or its website removed in Steward; nothing was kept. Go back to Steward.',
 };
+const final = ['browser.capability_invalid', 'browser.capability_used', 'browser.ceremony_expired', 'browser.ceremony_cancelled'];
+let finishing = false;
 
 async function call(method, path, body) {
   const headers = { Authorization: `Bearer ${token ?? capability}` };
@@ -46,7 +49,7 @@ function stop(message) {
 
 function failed(error) {
   if (over) return;
-  if (['browser.capability_invalid', 'browser.capability_used', 'browser.ceremony_expired'].includes(error.code)) {
+  if (final.includes(error.code)) {
     stop(explain[error.code]);
   } else {
     status.textContent = explain[error.code] ?? 'Something went wrong. Try again, or go back to Steward and start over.';
@@ -54,7 +57,8 @@ function failed(error) {
 }
 
 async function refresh() {
-  if (!token || refreshInFlight) return;
+  if (over) { clearInterval(refreshing); return; }
+  if (!token || refreshInFlight || finishing) return;
   refreshInFlight = true;
   try {
     const picture = await (await call('GET', '/sign-in/screen')).blob();
@@ -70,6 +74,7 @@ async function send(input) {
 }
 
 screen.addEventListener('click', (event) => {
+  if (finishing) return;
   const box = screen.getBoundingClientRect();
   const scale = screen.naturalWidth / box.width;
   send({ kind: 'click', x: (event.clientX - box.left) * scale, y: (event.clientY - box.top) * scale });
@@ -89,12 +94,14 @@ const buttons = () => document.querySelectorAll('button');
 document.getElementById('done').addEventListener('click', async () => {
   // No picture is asked for while the sign-in is kept, and no second tap sends anything.
   clearInterval(refreshing);
+  finishing = true;
   buttons().forEach((button) => { button.disabled = true; });
   status.textContent = 'Keeping your sign-in…';
   try {
     await call('POST', '/sign-in/finish');
     stop('You are signed in. Steward keeps this sign-in for its browser; you can close this page.');
   } catch (error) {
+    finishing = false;
     failed(error);
     if (!over) {
       buttons().forEach((button) => { button.disabled = false; });
@@ -113,8 +120,11 @@ document.getElementById('close').addEventListener('click', async () => {
 });
 
 async function open() {
+  const retry = document.getElementById('retry');
+  retry.disabled = true;
   try {
     const opened = await (await call('POST', '/sign-in/start')).json();
+    if (over) return;
     token = opened.token;
     hide('retry');
     status.textContent = 'Sign in below, then choose “I\u2019m signed in”.';
@@ -125,6 +135,8 @@ async function open() {
     failed(error);
     // Steward's browser did not start: the same link can be tried again while it lasts.
     if (!over) show('retry');
+  } finally {
+    retry.disabled = false;
   }
 }
 document.getElementById('retry').addEventListener('click', open);

@@ -176,7 +176,7 @@ impl Ceremonies {
                 ceremony.state = State::Expired;
                 ceremony.settled_at = Some(ceremony.expires_at);
             }
-            if let (State::Active, Some((_, deadline))) = (ceremony.state, ceremony.page) {
+            if let (State::Active, Some((_, deadline)), false) = (ceremony.state, ceremony.page, ceremony.sealing) {
                 if now >= deadline {
                     ceremony.state = State::Expired;
                     ceremony.settled_at = Some(deadline);
@@ -196,7 +196,7 @@ impl Ceremonies {
             return None;
         }
         for ceremony in ceremonies.values_mut() {
-            if ceremony.profile == profile && matches!(ceremony.state, State::Open | State::Active) {
+            if ceremony.profile == profile && matches!(ceremony.state, State::Open | State::Active) && !ceremony.sealing {
                 ceremony.state = State::Cancelled;
                 ceremony.settled_at = Some(now);
             }

@@ -160,10 +160,20 @@ async fn input(
 
 async fn finish(State(handoff): State<Arc<Handoff>>, headers: HeaderMap) -> Result<StatusCode, Problem> {
     let ceremony = signing(&handoff, &headers)?;
-    let task = task(&ceremony.id);
     if !handoff.ceremonies.claim(&ceremony.id) {
         return Err(finishing());
     }
+    // Apart from the request: a page that goes away meanwhile still releases or settles the
+    // claim.
+    tokio::spawn(keep(handoff, ceremony))
+        .await
+        .unwrap_or_else(|_| Err(Problem::new(StatusCode::INTERNAL_SERVER_ERROR, "browser.failed", "the sign-in could not be kept")))
+}
+
+/// Harvests the claimed ceremony's browser and seals its session; the claim is released on
+/// every way out but success.
+async fn keep(handoff: Arc<Handoff>, ceremony: Signing) -> Result<StatusCode, Problem> {
+    let task = task(&ceremony.id);
     let generation = ceremony.generation;
     let harvested = handoff.browsers.harvest(&task).await;
     let mut session = match harvested {
@@ -180,11 +190,7 @@ async fn finish(State(handoff): State<Arc<Handoff>>, headers: HeaderMap) -> Resu
             Refused::Empty => "the website holds no session yet".to_owned(),
             other => other.to_string(),
         };
-        return Err(Problem::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "browser.not_signed_in",
-            detail,
-        ));
+        return Err(Problem::new(StatusCode::UNPROCESSABLE_ENTITY, "browser.not_signed_in", detail));
     }
     match handoff.vault.seal_if(&ceremony.profile, &session, generation) {
         Ok(true) => {}

@@ -252,13 +252,88 @@ impl Store {
         .await
     }
 
-    /// Removes a profile that never became ready and has no ceremony left open (its handoff
-    /// was rejected); `false` when there is none such.
-    pub async fn remove_unused_browser_profile(&self, principal: &PrincipalId, id: Uuid) -> Result<bool> {
+    /// Retires a pending profile whose ceremony `rejected` was rejected, under the profile's
+    /// row lock: marked removed (so no ceremony is recorded for it from then on) unless a
+    /// ceremony begun after the rejected one is open. `true` when retired; the caller has the
+    /// browser role forget it, then deletes it ([`Store::delete_retired_browser_profile`]).
+    pub async fn retire_unused_browser_profile(&self, principal: &PrincipalId, id: Uuid, rejected: Uuid) -> Result<bool> {
+        self.transaction(
+            async |conn| {
+                let state: Option<String> = sqlx::query_scalar(
+                    "SELECT state FROM browser_profiles WHERE id = $1 AND principal_id = $2 FOR UPDATE",
+                )
+                .bind(id)
+                .bind(principal.as_str())
+                .fetch_optional(&mut *conn)
+                .await?;
+                if state.as_deref() != Some("pending") {
+                    return Ok(false);
+                }
+                let newer_open: bool = sqlx::query_scalar(
+                    "SELECT EXISTS (SELECT 1 FROM browser_ceremonies c
+                                    WHERE c.profile_id = $1 AND c.state IN ('open', 'active')
+                                      AND c.created_at > (SELECT created_at FROM browser_ceremonies WHERE id = $2))",
+                )
+                .bind(id)
+                .bind(rejected)
+                .fetch_one(&mut *conn)
+                .await?;
+                if newer_open {
+                    return Ok(false);
+                }
+                Self::retire(&mut *conn, id).await?;
+                Ok(true)
+            },
+            |_| true,
+        )
+        .await
+    }
+
+    /// Retires a pending profile the owner removes, under its row lock; `false` when it is not
+    /// pending (it became ready meanwhile, or is gone).
+    pub async fn retire_browser_profile(&self, principal: &PrincipalId, id: Uuid) -> Result<bool> {
+        self.transaction(
+            async |conn| {
+                let state: Option<String> = sqlx::query_scalar(
+                    "SELECT state FROM browser_profiles WHERE id = $1 AND principal_id = $2 FOR UPDATE",
+                )
+                .bind(id)
+                .bind(principal.as_str())
+                .fetch_optional(&mut *conn)
+                .await?;
+                if state.as_deref() != Some("pending") {
+                    return Ok(false);
+                }
+                Self::retire(&mut *conn, id).await?;
+                Ok(true)
+            },
+            |_| true,
+        )
+        .await
+    }
+
+    /// Marks a locked pending profile removed and its open ceremonies cancelled.
+    async fn retire(conn: &mut sqlx::PgConnection, id: Uuid) -> Result<()> {
+        sqlx::query("UPDATE browser_profiles SET state = 'revoked', revoked_at = now(), updated_at = now() WHERE id = $1")
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+        sqlx::query(
+            "UPDATE browser_ceremonies SET state = 'cancelled', settled_at = now()
+             WHERE profile_id = $1 AND state IN ('open', 'active')",
+        )
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+        Ok(())
+    }
+
+    /// Deletes a profile removed before it was ever ready (with its ceremonies), once the
+    /// browser role has forgotten it; `false` when there is none such.
+    pub async fn delete_retired_browser_profile(&self, principal: &PrincipalId, id: Uuid) -> Result<bool> {
         let deleted = sqlx::query(
-            "DELETE FROM browser_profiles p WHERE p.id = $1 AND p.principal_id = $2 AND p.state = 'pending'
-               AND NOT EXISTS (SELECT 1 FROM browser_ceremonies c
-                               WHERE c.profile_id = p.id AND c.state IN ('open', 'active'))",
+            "DELETE FROM browser_profiles
+             WHERE id = $1 AND principal_id = $2 AND state = 'revoked' AND ready_at IS NULL",
         )
         .bind(id)
         .bind(principal.as_str())

@@ -290,19 +290,17 @@ pub async fn remove(
             state.store.revoke_browser_profile(&caller.principal, row.id).await?;
             access.forget(row.id).await?;
         }
+        // Likewise retired first; it was never ready, so once forgotten it goes.
         StoredState::Pending => {
-            access.forget(row.id).await?;
-            if !state
-                .store
-                .delete_pending_browser_profile(&caller.principal, row.id)
-                .await?
-            {
+            if !state.store.retire_browser_profile(&caller.principal, row.id).await? {
                 // It became ready meanwhile.
                 state.store.revoke_browser_profile(&caller.principal, row.id).await?;
-                access.forget(row.id).await?;
             }
+            access.forget(row.id).await?;
         }
     }
+    // A profile removed before it was ever ready leaves no row once forgotten.
+    state.store.delete_retired_browser_profile(&caller.principal, row.id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -342,17 +340,24 @@ pub async fn status(
         }
     }
     if row.state == "rejected" {
-        // A rejected handoff removes the profile it was for, if it never became ready (and no
-        // other ceremony of it is open); the browser role forgets it first.
-        let pending = state
-            .store
-            .browser_profile(&caller.principal, row.profile_id)
-            .await?
-            .is_some_and(|profile| profile.state == StoredState::Pending);
-        if pending && access(&state)?.forget(row.profile_id).await.is_ok() {
+        // A rejected handoff removes the profile it was for if it never became ready and no
+        // ceremony begun after it is open: retired under its lock, forgotten by the browser
+        // role, then deleted (a later read finishes a removal whose forget failed).
+        let profile = state.store.browser_profile(&caller.principal, row.profile_id).await?;
+        let retired = match profile {
+            Some(profile) if profile.state == StoredState::Pending => {
+                state
+                    .store
+                    .retire_unused_browser_profile(&caller.principal, profile.id, row.id)
+                    .await?
+            }
+            Some(profile) => profile.state == StoredState::Revoked && profile.ready_at.is_none(),
+            None => false,
+        };
+        if retired && access(&state)?.forget(row.profile_id).await.is_ok() {
             profile_removed = state
                 .store
-                .remove_unused_browser_profile(&caller.principal, row.profile_id)
+                .delete_retired_browser_profile(&caller.principal, row.profile_id)
                 .await?;
         }
     }
