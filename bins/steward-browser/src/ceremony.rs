@@ -196,7 +196,8 @@ impl Ceremonies {
             return None;
         }
         for ceremony in ceremonies.values_mut() {
-            if ceremony.profile == profile && matches!(ceremony.state, State::Open | State::Active) && !ceremony.sealing {
+            if ceremony.profile == profile && matches!(ceremony.state, State::Open | State::Active) && !ceremony.sealing
+            {
                 ceremony.state = State::Cancelled;
                 ceremony.settled_at = Some(now);
             }

@@ -165,9 +165,13 @@ async fn finish(State(handoff): State<Arc<Handoff>>, headers: HeaderMap) -> Resu
     }
     // Apart from the request: a page that goes away meanwhile still releases or settles the
     // claim.
-    tokio::spawn(keep(handoff, ceremony))
-        .await
-        .unwrap_or_else(|_| Err(Problem::new(StatusCode::INTERNAL_SERVER_ERROR, "browser.failed", "the sign-in could not be kept")))
+    tokio::spawn(keep(handoff, ceremony)).await.unwrap_or_else(|_| {
+        Err(Problem::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "browser.failed",
+            "the sign-in could not be kept",
+        ))
+    })
 }
 
 /// Harvests the claimed ceremony's browser and seals its session; the claim is released on
@@ -190,7 +194,11 @@ async fn keep(handoff: Arc<Handoff>, ceremony: Signing) -> Result<StatusCode, Pr
             Refused::Empty => "the website holds no session yet".to_owned(),
             other => other.to_string(),
         };
-        return Err(Problem::new(StatusCode::UNPROCESSABLE_ENTITY, "browser.not_signed_in", detail));
+        return Err(Problem::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "browser.not_signed_in",
+            detail,
+        ));
     }
     match handoff.vault.seal_if(&ceremony.profile, &session, generation) {
         Ok(true) => {}

@@ -256,7 +256,12 @@ impl Store {
     /// row lock: marked removed (so no ceremony is recorded for it from then on) unless a
     /// ceremony begun after the rejected one is open. `true` when retired; the caller has the
     /// browser role forget it, then deletes it ([`Store::delete_retired_browser_profile`]).
-    pub async fn retire_unused_browser_profile(&self, principal: &PrincipalId, id: Uuid, rejected: Uuid) -> Result<bool> {
+    pub async fn retire_unused_browser_profile(
+        &self,
+        principal: &PrincipalId,
+        id: Uuid,
+        rejected: Uuid,
+    ) -> Result<bool> {
         self.transaction(
             async |conn| {
                 let state: Option<String> = sqlx::query_scalar(
@@ -314,10 +319,12 @@ impl Store {
 
     /// Marks a locked pending profile removed and its open ceremonies cancelled.
     async fn retire(conn: &mut sqlx::PgConnection, id: Uuid) -> Result<()> {
-        sqlx::query("UPDATE browser_profiles SET state = 'revoked', revoked_at = now(), updated_at = now() WHERE id = $1")
-            .bind(id)
-            .execute(&mut *conn)
-            .await?;
+        sqlx::query(
+            "UPDATE browser_profiles SET state = 'revoked', revoked_at = now(), updated_at = now() WHERE id = $1",
+        )
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
         sqlx::query(
             "UPDATE browser_ceremonies SET state = 'cancelled', settled_at = now()
              WHERE profile_id = $1 AND state IN ('open', 'active')",

@@ -300,7 +300,10 @@ pub async fn remove(
         }
     }
     // A profile removed before it was ever ready leaves no row once forgotten.
-    state.store.delete_retired_browser_profile(&caller.principal, row.id).await?;
+    state
+        .store
+        .delete_retired_browser_profile(&caller.principal, row.id)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
