@@ -11,6 +11,7 @@ use domain::ErrorCode;
 use domain::env::{Env, EnvError, invalid};
 use serde::Deserialize;
 use uuid::Uuid;
+use wire::browser::CeremonyState;
 
 use crate::problem::ApiError;
 
@@ -46,36 +47,10 @@ pub enum BrowserAccessError {
     Client(String),
 }
 
-/// A ceremony's state as the browser role reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RoleState {
-    Open,
-    Active,
-    Completed,
-    Rejected,
-    Expired,
-    Cancelled,
-}
-
-impl RoleState {
-    /// As the store records it.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            RoleState::Open => "open",
-            RoleState::Active => "active",
-            RoleState::Completed => "completed",
-            RoleState::Rejected => "rejected",
-            RoleState::Expired => "expired",
-            RoleState::Cancelled => "cancelled",
-        }
-    }
-}
-
 /// What the control plane says of a ceremony.
 #[derive(Debug, Deserialize)]
 struct ControlStatus {
-    state: RoleState,
+    state: CeremonyState,
 }
 
 #[derive(Debug, Deserialize)]
@@ -210,7 +185,7 @@ impl BrowserAccess {
 
     /// The ceremony's state as the role knows it; `None` when it does not (it restarted, or
     /// forgot a ceremony settled over an hour ago).
-    pub async fn status(&self, ceremony: Uuid) -> Result<Option<RoleState>, ApiError> {
+    pub async fn status(&self, ceremony: Uuid) -> Result<Option<CeremonyState>, ApiError> {
         let answer = self
             .send(
                 self.client

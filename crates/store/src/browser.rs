@@ -6,6 +6,8 @@ use domain::ids::PrincipalId;
 use jiff::Timestamp;
 use uuid::Uuid;
 
+use wire::browser::{CeremonyKind, CeremonyState};
+
 use crate::{Result, Store, timestamp};
 
 /// Where a profile stands.
@@ -81,8 +83,8 @@ const PROFILE_COLUMNS: &str = "id, origins, state, created_at, ready_at, revoked
 pub struct CeremonyRow {
     pub id: Uuid,
     pub profile_id: Uuid,
-    pub kind: String,
-    pub state: String,
+    pub kind: CeremonyKind,
+    pub state: CeremonyState,
     pub expires_at: Timestamp,
 }
 
@@ -95,15 +97,16 @@ struct CeremonyRecord {
     expires_at: jiff_sqlx::Timestamp,
 }
 
-impl From<CeremonyRecord> for CeremonyRow {
-    fn from(record: CeremonyRecord) -> CeremonyRow {
-        CeremonyRow {
-            id: record.id,
-            profile_id: record.profile_id,
-            kind: record.kind,
-            state: record.state,
-            expires_at: timestamp(record.expires_at),
-        }
+impl CeremonyRecord {
+    fn into_row(self) -> Result<CeremonyRow> {
+        let corrupt = |what: &str, text: &str| crate::StoreError::Corrupt(format!("browser ceremony {what} `{text}`"));
+        Ok(CeremonyRow {
+            id: self.id,
+            profile_id: self.profile_id,
+            kind: CeremonyKind::parse(&self.kind).ok_or_else(|| corrupt("kind", &self.kind))?,
+            state: CeremonyState::parse(&self.state).ok_or_else(|| corrupt("state", &self.state))?,
+            expires_at: timestamp(self.expires_at),
+        })
     }
 }
 
@@ -115,13 +118,6 @@ pub enum RecordCeremony {
     Gone,
     /// The profile was removed (revoked).
     Revoked,
-}
-
-impl CeremonyRow {
-    /// Whether its state can still change (the browser role knows how).
-    pub fn is_open(&self) -> bool {
-        matches!(self.state.as_str(), "open" | "active")
-    }
 }
 
 impl Store {
@@ -216,7 +212,7 @@ impl Store {
         principal: &PrincipalId,
         id: Uuid,
         profile: Uuid,
-        kind: &str,
+        kind: CeremonyKind,
         expires_at: Timestamp,
     ) -> Result<RecordCeremony> {
         self.transaction(
@@ -241,11 +237,11 @@ impl Store {
                 .bind(id)
                 .bind(profile)
                 .bind(principal.as_str())
-                .bind(kind)
+                .bind(kind.as_str())
                 .bind(jiff_sqlx::Timestamp::from(expires_at))
                 .fetch_one(&mut *conn)
                 .await?;
-                Ok(RecordCeremony::Recorded(CeremonyRow::from(row)))
+                Ok(RecordCeremony::Recorded(row.into_row()?))
             },
             |_| true,
         )
@@ -359,12 +355,12 @@ impl Store {
         .bind(principal.as_str())
         .fetch_optional(&self.pool)
         .await?;
-        Ok(record.map(CeremonyRow::from))
+        record.map(CeremonyRecord::into_row).transpose()
     }
 
     /// Records what the browser role says of an open ceremony. A completed one makes its
     /// profile ready (unless the profile was revoked meanwhile).
-    pub async fn settle_browser_ceremony(&self, principal: &PrincipalId, id: Uuid, state: &str) -> Result<()> {
+    pub async fn settle_browser_ceremony(&self, principal: &PrincipalId, id: Uuid, state: CeremonyState) -> Result<()> {
         self.transaction(
             async |conn| {
                 let profile: Option<Uuid> = sqlx::query_scalar(
@@ -375,10 +371,10 @@ impl Store {
                 )
                 .bind(id)
                 .bind(principal.as_str())
-                .bind(state)
+                .bind(state.as_str())
                 .fetch_optional(&mut *conn)
                 .await?;
-                if let (Some(profile), "completed") = (profile, state) {
+                if let (Some(profile), CeremonyState::Completed) = (profile, state) {
                     sqlx::query(
                         "UPDATE browser_profiles SET state = 'ready', ready_at = coalesce(ready_at, now()), updated_at = now()
                          WHERE id = $1 AND state IN ('pending', 'ready')",

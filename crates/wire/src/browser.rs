@@ -136,3 +136,49 @@ pub struct CeremonyStatus {
     /// The profile's state now; none once a rejected ceremony removed the unused profile.
     pub profile_state: Option<ProfileState>,
 }
+
+impl CeremonyKind {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CeremonyKind::Device => "device",
+            CeremonyKind::Remote => "remote",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<CeremonyKind> {
+        [CeremonyKind::Device, CeremonyKind::Remote]
+            .into_iter()
+            .find(|kind| kind.as_str() == text)
+    }
+}
+
+impl CeremonyState {
+    pub const ALL: [CeremonyState; 6] = [
+        CeremonyState::Open,
+        CeremonyState::Active,
+        CeremonyState::Completed,
+        CeremonyState::Rejected,
+        CeremonyState::Expired,
+        CeremonyState::Cancelled,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            CeremonyState::Open => "open",
+            CeremonyState::Active => "active",
+            CeremonyState::Completed => "completed",
+            CeremonyState::Rejected => "rejected",
+            CeremonyState::Expired => "expired",
+            CeremonyState::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<CeremonyState> {
+        CeremonyState::ALL.into_iter().find(|state| state.as_str() == text)
+    }
+
+    /// Whether it can still change (the browser role knows how).
+    pub const fn is_open(self) -> bool {
+        matches!(self, CeremonyState::Open | CeremonyState::Active)
+    }
+}

@@ -56,32 +56,6 @@ fn wire_state(state: StoredState) -> ProfileState {
     }
 }
 
-fn kind_name(kind: CeremonyKind) -> &'static str {
-    match kind {
-        CeremonyKind::Device => "device",
-        CeremonyKind::Remote => "remote",
-    }
-}
-
-fn ceremony_kind(name: &str) -> CeremonyKind {
-    if name == "remote" {
-        CeremonyKind::Remote
-    } else {
-        CeremonyKind::Device
-    }
-}
-
-fn ceremony_state(name: &str) -> CeremonyState {
-    match name {
-        "active" => CeremonyState::Active,
-        "completed" => CeremonyState::Completed,
-        "rejected" => CeremonyState::Rejected,
-        "expired" => CeremonyState::Expired,
-        "cancelled" => CeremonyState::Cancelled,
-        _ => CeremonyState::Open,
-    }
-}
-
 /// The profile's origins: the primary one first, then the others, each an exact public HTTPS
 /// origin written the one way (`https://host[:port]`), without repeats.
 fn origins(primary: &str, additional: &[String]) -> Result<Vec<String>, ApiError> {
@@ -137,7 +111,7 @@ async fn begin(
         jiff::Timestamp::from_second(expires_at).map_err(|_| ApiError::new(ErrorCode::BrowserUnavailable))?;
     let recorded = state
         .store
-        .record_browser_ceremony(&caller.principal, id, row.id, kind_name(request.kind), expires_at)
+        .record_browser_ceremony(&caller.principal, id, row.id, request.kind, expires_at)
         .await?;
     let refused = match recorded {
         RecordCeremony::Recorded(_) => None,
@@ -327,22 +301,22 @@ pub async fn status(
         .await?
         .ok_or_else(|| ApiError::new(ErrorCode::BrowserCeremonyNotFound))?;
     let mut profile_removed = false;
-    if row.is_open() {
+    if row.state.is_open() {
         let access = access(&state)?;
         let now = match access.status(id).await? {
-            Some(known) => known.as_str(),
+            Some(known) => known,
             // A role that no longer holds an open ceremony's status restarted, or settled it
             // over a day ago: a session kept for the profile says it completed.
-            None if access.holds_session(row.profile_id).await? => "completed",
-            None if jiff::Timestamp::now() >= row.expires_at => "expired",
-            None => "cancelled",
+            None if access.holds_session(row.profile_id).await? => CeremonyState::Completed,
+            None if jiff::Timestamp::now() >= row.expires_at => CeremonyState::Expired,
+            None => CeremonyState::Cancelled,
         };
         if now != row.state {
             state.store.settle_browser_ceremony(&caller.principal, id, now).await?;
-            row.state = now.to_owned();
+            row.state = now;
         }
     }
-    if row.state == "rejected" {
+    if row.state == CeremonyState::Rejected {
         // A rejected handoff removes the profile it was for if it never became ready and no
         // ceremony begun after it is open: retired under its lock, forgotten by the browser
         // role, then deleted (a later read finishes a removal whose forget failed).
@@ -376,8 +350,8 @@ pub async fn status(
     Ok(JsonResponse(CeremonyStatus {
         ceremony_id: row.id,
         profile_id: row.profile_id,
-        kind: ceremony_kind(&row.kind),
-        state: ceremony_state(&row.state),
+        kind: row.kind,
+        state: row.state,
         expires_at: row.expires_at,
         profile_state,
     }))
