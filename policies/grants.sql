@@ -38,7 +38,7 @@ GRANT SELECT, UPDATE ON folder_proposals TO steward_api;
 GRANT SELECT, UPDATE ON session_index_clock, questions, schedule_occurrences TO steward_api;
 -- Deciding an approval writes its status; what it shows (tool, arguments, digests) is the
 -- worker's alone.
-GRANT SELECT, UPDATE (status, decided_at) ON approvals TO steward_api;
+GRANT SELECT, UPDATE (status, decided_at, approved_for, task_permission_id) ON approvals TO steward_api;
 -- Review & Send puts the one `send_message` call of a frozen draft in its run, queued by the
 -- column default (no state of its choosing); decisions, denials, answers and cancellations
 -- settle a call's state and result. Its tool and arguments never change after it is recorded.
@@ -136,6 +136,12 @@ GRANT SELECT (id, principal_id, kind) ON call_records TO steward_notify;
 -- Website Access (0028): the api keeps the owner's browser profiles and their ceremonies'
 -- secret-free records.
 GRANT SELECT, INSERT, UPDATE, DELETE ON browser_profiles, browser_ceremonies TO steward_api;
+-- `browser.act` (0029): the api grants task permissions (an approval decided `allow_for_task`)
+-- and stops them; the worker reads a conversation's profile and counts the actions a
+-- permission covers, nothing else of it.
+GRANT SELECT, INSERT, UPDATE (stopped_at) ON browser_task_permissions TO steward_api;
+GRANT SELECT ON browser_profiles TO steward_worker;
+GRANT SELECT, UPDATE (actions_used) ON browser_task_permissions TO steward_worker;
 
 -- ingress: receipts only, enforced by row security below.
 GRANT SELECT ON _sqlx_migrations TO steward_ingress;

@@ -30,6 +30,7 @@ export type AnswerQuestion = {
 
 export type Approval = {
   approval_id: string;
+  approved_for?: null | ApprovedFor;
   /** JSON Pointer of each truncated string → hex SHA-256 of its full value. */
   argument_digests: Record<string, string>;
   /** The arguments, whole except strings over 512 characters, which are truncated. */
@@ -41,6 +42,8 @@ export type Approval = {
   run_id: string;
   session_id: string;
   status: ApprovalStatus;
+  task_offer?: null | TaskOffer;
+  task_permission_id?: string | null;
   tool: string;
 };
 
@@ -50,6 +53,7 @@ export type ApprovalList = {
 
 export type ApprovalRequested = {
   approval_id: string;
+  approved_for?: null | ApprovedFor;
   /** JSON pointer of each truncated string → lowercase hex SHA-256 of the whole string. */
   argument_digests: Record<string, string>;
   /** The arguments as shown: strings over 512 characters truncated. */
@@ -58,14 +62,18 @@ export type ApprovalRequested = {
   risk: Risk;
   run_id: string;
   status: ApprovalStatus;
+  task_offer?: null | TaskOffer;
+  task_permission_id?: string | null;
   tool: string;
 };
 
 export type ApprovalResolved = {
   approval_id: string;
+  approved_for?: null | ApprovedFor;
   invocation_id: string;
   run_id: string;
   status: ApprovalStatus;
+  task_permission_id?: string | null;
   tool: string;
 };
 
@@ -75,6 +83,9 @@ export type ApprovalResolved = {
  * deadline passed first. Only `PENDING` ever changes, and only once.
  */
 export type ApprovalStatus = "PENDING" | "APPROVED" | "DENIED" | "CANCELLED" | "EXPIRED";
+
+/** How an approved browser action was allowed. */
+export type ApprovedFor = "once" | "task";
 
 export type Artifact = {
   artifact_id: string;
@@ -283,6 +294,11 @@ export type CreateSession = {
   /** A configured agent (the document lists them). */
   agent_id: string;
   /**
+   * The `READY` browser profile the agent may act on (`browser.act`), with Website Access on;
+   * checked again by the server (the owner's, and ready).
+   */
+  browser_profile_id?: string;
+  /**
    * Free-form client metadata: a JSON object of at most 16 KiB, strings without U+0000,
    * numbers within ±(2^53 − 1). A string `title` member becomes the session's initial title.
    */
@@ -301,7 +317,7 @@ export type DecideApproval = {
 };
 
 /** The owner's decision on an approval. */
-export type Decision = "approve_once" | "deny";
+export type Decision = "approve_once" | "deny" | "allow_for_task";
 
 export type Delta = {
   run_id: string;
@@ -561,6 +577,9 @@ export type Event = {
   /** The reconciliation of a mail write or send settled. */
   payload: MailReconciled;
 };
+
+/** An action a task permission never covers: each one is approved on its own. */
+export type Exception = "purchase" | "sign_out";
 
 /** `POST /v1/email/learning/exclusions`: a sender's address or a provider label id. */
 export type ExcludeSource = {
@@ -1127,6 +1146,11 @@ export type SendState = "preparing" | "awaiting_approval" | "sending" | "sent" |
 /** A session, as returned by creation and point reads. */
 export type Session = SessionSummary & ({
   /**
+   * The browser profile the conversation's agent acts on (`browser.act`), chosen when it was
+   * created; null when none was.
+   */
+  browser_profile_id?: string | null;
+  /**
    * For a draft's send session (which a send approval's notification opens), the draft it
    * sends: review the approval there, against the draft. Null for conversations.
    */
@@ -1275,6 +1299,52 @@ export type TapPayload = {
 
 /** Why a target of a command was refused. */
 export type TargetRefusal = "not_found" | "changed" | "not_eligible";
+
+/**
+ * The task permission an approval of a browser action offers (`Allow all actions for this
+ * task`): the profile's origins as its site scope, at most `max_actions` actions (this one
+ * included) within `minutes`, never an exception.
+ */
+export type TaskOffer = {
+  /** What it never covers. */
+  exceptions: Exception[];
+  max_actions: number;
+  minutes: number;
+  /** The origins the permission covers: the profile's. */
+  origins: string[];
+};
+
+/**
+ * A task permission: within one run, the browser actions on `origins` that are not among
+ * `exceptions`, at most `max_actions` of them until `expires_at`, unless stopped first.
+ */
+export type TaskPermission = {
+  /** Actions allowed by it so far, the one whose approval granted it included. */
+  actions_used: number;
+  /**
+   * Whether it still allows actions: not stopped, not expired, actions left, and its run
+   * not over.
+   */
+  active: boolean;
+  created_at: string;
+  /** What it never covers. */
+  exceptions: Exception[];
+  expires_at: string;
+  max_actions: number;
+  /** The site scope: the profile's origins. */
+  origins: string[];
+  profile_id: string;
+  remaining_actions: number;
+  run_id: string;
+  session_id: string;
+  stopped_at?: string | null;
+  task_permission_id: string;
+};
+
+/** `GET /v1/browser/task-permissions`: the active ones, newest first. */
+export type TaskPermissionList = {
+  task_permissions: TaskPermission[];
+};
 
 /** The one state line a row shows. */
 export type ThreadState = "needs_reply" | "for_your_attention" | "handled" | "archived" | "reported" | "draft" | "check_send_status";

@@ -240,12 +240,18 @@ async fn serve(config: Config) -> anyhow::Result<()> {
         browsers: Arc::clone(&browsers),
     });
     let handoff_app = handoff::router(Arc::clone(&handoff_state));
-    // Sign-in pages that ended without saying so (expired, replaced) close their browsers.
+    // Sign-in pages that ended without saying so (expired, replaced) close their browsers, and
+    // so does a task's browser nobody used for IDLE (its run ended unseen, or waits long for
+    // the owner: an approved action opens its page again).
     let sweeper = tokio::spawn(async move {
         let mut ticks = tokio::time::interval(std::time::Duration::from_secs(10));
         loop {
             ticks.tick().await;
             steward_browser::signin::sweep(&handoff_state).await;
+            let closed = handoff_state.browsers.close_idle(steward_browser::tasks::IDLE).await;
+            if closed > 0 {
+                tracing::info!(closed, "idle browsers closed");
+            }
         }
     });
     tracing::info!(control = %control.local_addr()?, handoff = %handoff.local_addr()?, "steward-browser listening");

@@ -144,11 +144,12 @@ pub enum VaultError {
     Random,
 }
 
-/// The sealed sessions, one file per profile. Every change to a profile's session (a seal, a
-/// removal) advances the profile's **generation**, in memory: a writer that read the session
-/// earlier (a closing browser keeping its refreshed cookies, a handoff in flight) seals only if
-/// nothing changed meanwhile ([`Vault::seal_if`]), so it never brings back a forgotten
-/// profile's session or overwrites a newer sign-in. Writes are serialised.
+/// The sealed sessions, one file per profile. A sign-in's seal and a removal advance the
+/// profile's **generation**, in memory: a writer that read the generation earlier (a closing
+/// browser keeping its refreshed cookies, a handoff in flight) writes only if no sign-in or
+/// removal happened meanwhile ([`Vault::seal_if`], [`Vault::keep_if`]), so it never brings back
+/// a forgotten profile's session or overwrites a newer sign-in. Keeping refreshed cookies does
+/// not advance it, so a task closing never refuses a concurrent sign-in. Writes are serialised.
 pub struct Vault {
     key: LessSafeKey,
     directory: PathBuf,
@@ -198,6 +199,30 @@ impl Vault {
         }
         self.write(profile, data)?;
         *generations.entry(profile.to_owned()).or_insert(0) += 1;
+        Ok(true)
+    }
+
+    /// Updates the session kept for `profile` in place with `merge`, only if its generation is
+    /// still `generation` and a session is kept; `false` (and nothing written) otherwise. Unlike
+    /// a sign-in, keeping a task's refreshed cookies does not advance the generation: a sign-in
+    /// begun meanwhile still seals its newer session, and two closing tasks' keeps are
+    /// serialised (each reads what the other wrote).
+    pub fn keep_if(
+        &self,
+        profile: &str,
+        generation: u64,
+        merge: impl FnOnce(&mut SiteData),
+    ) -> Result<bool, VaultError> {
+        let generations = self.generations();
+        if generations.get(profile).copied().unwrap_or(0) != generation {
+            return Ok(false);
+        }
+        let Some(mut kept) = self.open(profile)? else {
+            return Ok(false);
+        };
+        merge(&mut kept);
+        self.write(profile, &kept)?;
+        drop(generations);
         Ok(true)
     }
 
@@ -353,6 +378,35 @@ mod tests {
             "a removed session does not come back"
         );
         assert!(!vault.remove("p1").expect("gone"));
+        // Keeping a task's refreshed cookies needs a kept session, refuses a changed generation
+        // and does not advance it: a sign-in that read the generation before still seals.
+        let read = vault.generation("p1");
+        assert!(!vault.keep_if("p1", read, |_| ()).expect("nothing kept to update"));
+        vault.seal("p1", &data).expect("signed in");
+        let read = vault.generation("p1");
+        let refreshed = cookie("login.shop.example");
+        assert!(
+            vault
+                .keep_if("p1", read, |kept| kept.cookies.push(refreshed.clone()))
+                .expect("kept")
+        );
+        assert_eq!(vault.generation("p1"), read, "keeping does not advance the generation");
+        assert_eq!(vault.open("p1").expect("open").map(|kept| kept.cookies.len()), Some(2));
+        assert!(
+            !vault
+                .keep_if("p1", read - 1, |_| ())
+                .expect("an older reader is refused")
+        );
+        assert!(
+            vault
+                .seal_if("p1", &data, read)
+                .expect("a sign-in begun before the keep still seals")
+        );
+        assert!(
+            !vault
+                .keep_if("p1", read, |_| ())
+                .expect("and a keep after it is refused")
+        );
         let leftovers: Vec<_> = fs::read_dir(dir.path())
             .expect("list")
             .filter_map(Result::ok)

@@ -19,6 +19,8 @@ use crate::storage::{Vault, VaultError};
 
 /// The most browsers the role runs at once.
 pub const MAX_BROWSERS: usize = 4;
+/// A task's browser nobody asked anything of for this long is closed.
+pub const IDLE: std::time::Duration = std::time::Duration::from_secs(20 * 60);
 /// How long putting a profile's session into a new browser may take.
 pub const RESTORE_WITHIN: std::time::Duration = std::time::Duration::from_secs(20);
 
@@ -68,8 +70,23 @@ struct Task {
     generation: u64,
     hosted: Hosted,
     page: Option<Page>,
+    /// When the task was last asked for anything.
+    used: std::sync::Mutex<std::time::Instant>,
     _proxy: EgressProxy,
     _data: tempfile::TempDir,
+}
+
+impl Task {
+    fn touch(&self) {
+        *self.used.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = std::time::Instant::now();
+    }
+
+    fn idle_for(&self) -> std::time::Duration {
+        self.used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .elapsed()
+    }
 }
 
 /// The open browsers, by task.
@@ -194,9 +211,20 @@ impl Browsers {
             generation,
             hosted,
             page,
+            used: std::sync::Mutex::new(std::time::Instant::now()),
             _proxy: proxy,
             _data: data,
         })
+    }
+
+    /// Every task's slot, the tasks' lock released.
+    async fn slots(&self) -> Vec<(String, Arc<Mutex<Option<Task>>>)> {
+        self.tasks
+            .lock()
+            .await
+            .iter()
+            .map(|(task, slot)| (task.clone(), Arc::clone(slot)))
+            .collect()
     }
 
     async fn slot(&self, task: &str) -> Result<Arc<Mutex<Option<Task>>>, TaskError> {
@@ -208,6 +236,7 @@ impl Browsers {
         let slot = self.slot(task).await?;
         let mut held = slot.lock().await;
         let open = held.as_mut().ok_or(TaskError::NoTask)?;
+        open.touch();
         let url = on_origins(&open.origins, address)?;
         match &open.page {
             Some(page) => {
@@ -295,9 +324,6 @@ impl Browsers {
         if self.vault.generation(profile) != open.generation {
             return;
         }
-        let Ok(Some(mut kept)) = self.vault.open(profile) else {
-            return;
-        };
         match session::cookies(open.hosted.browser(), &open.origins).await {
             Ok(cookies) => {
                 let ours = |domain: &str| {
@@ -305,9 +331,11 @@ impl Browsers {
                         .iter()
                         .any(|origin| crate::storage::domain_matches(origin.host(), domain))
                 };
-                kept.cookies.retain(|cookie| !ours(&cookie.domain));
-                kept.cookies.extend(cookies);
-                if let Err(error) = self.vault.seal_if(profile, &kept, open.generation) {
+                let kept = self.vault.keep_if(profile, open.generation, |kept| {
+                    kept.cookies.retain(|cookie| !ours(&cookie.domain));
+                    kept.cookies.extend(cookies);
+                });
+                if let Err(error) = kept {
                     tracing::warn!("keep a profile's session: {error}");
                 }
             }
@@ -319,13 +347,7 @@ impl Browsers {
     /// in flight seals it again) and its browsers close without keeping anything.
     pub async fn forget(&self, profile: &str) -> Result<(), TaskError> {
         self.vault.remove(profile)?;
-        let slots: Vec<(String, Arc<Mutex<Option<Task>>>)> = self
-            .tasks
-            .lock()
-            .await
-            .iter()
-            .map(|(task, slot)| (task.clone(), Arc::clone(slot)))
-            .collect();
+        let slots = self.slots().await;
         for (task, slot) in slots {
             let mut held = slot.lock().await;
             if held
@@ -344,6 +366,25 @@ impl Browsers {
             }
         }
         Ok(())
+    }
+
+    /// Closes the browsers no one asked anything of for `idle` (a run that ended without
+    /// closing its browser, a worker gone); each keeps its profile's refreshed session as on
+    /// any close. A browser busy with a request is not idle.
+    pub async fn close_idle(&self, idle: std::time::Duration) -> usize {
+        let slots = self.slots().await;
+        let mut idle_tasks = Vec::new();
+        for (task, slot) in slots {
+            if let Ok(held) = slot.try_lock()
+                && held.as_ref().is_some_and(|open| open.idle_for() >= idle)
+            {
+                idle_tasks.push(task);
+            }
+        }
+        for task in &idle_tasks {
+            self.close(task).await;
+        }
+        idle_tasks.len()
     }
 
     /// Closes every browser (at shutdown).
@@ -365,13 +406,11 @@ impl Browsers {
     }
 }
 
-/// The page of an open task's browser.
+/// The page of an open task's browser (the task counts as used).
 fn page_of(held: &Option<Task>) -> Result<&Page, TaskError> {
-    held.as_ref()
-        .ok_or(TaskError::NoTask)?
-        .page
-        .as_ref()
-        .ok_or(TaskError::NoPage)
+    let open = held.as_ref().ok_or(TaskError::NoTask)?;
+    open.touch();
+    open.page.as_ref().ok_or(TaskError::NoPage)
 }
 
 /// `address` parsed, if it is an `https` address on one of the task's origins (the

@@ -26,6 +26,8 @@ pub enum ConfigError {
     CallFile(#[from] hardening::config_file::ConfigFileError),
     #[error("CALLPROV_CONFIGURATION_FILE: {0}")]
     CallConfiguration(#[from] domain::call::ConfigError),
+    #[error("{0}")]
+    Browser(#[from] agent::browser_tools::BrowserToolsError),
 }
 
 #[derive(Clone, Debug)]
@@ -42,6 +44,8 @@ pub struct WorkerConfig {
     pub unsubscribe: Option<email::oneclick::OneClickTransport>,
     /// Calling is on: the call configuration file (never the provider key).
     pub calls: Option<agent::call_tools::CallTools>,
+    /// The hosted browser is on: the browser role's control plane (`browser.act`).
+    pub browser: Option<agent::browser_tools::BrowserTools>,
 }
 
 /// The one-click transport: public HTTPS on port 443; or, for the offline demo only, the demo's
@@ -106,6 +110,12 @@ impl FromEnv for WorkerConfig {
         } else {
             None
         };
+        // The hosted browser: `BROWSER_CONTROL_URL` and its credential, checked now.
+        let browser = if flags.is_on(Flag::Browser) {
+            Some(agent::browser_tools::BrowserTools::from_env(&env)?)
+        } else {
+            None
+        };
         let mail_endpoints = mail_mcp::gmail::Endpoints::from_env(|name| env.get(name))
             .map_err(|(variable, reason)| domain::env::invalid(variable, reason))?;
         let settings = Settings {
@@ -126,6 +136,7 @@ impl FromEnv for WorkerConfig {
             email_mode,
             unsubscribe,
             calls,
+            browser,
         })
     }
 }

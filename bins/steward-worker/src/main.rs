@@ -65,6 +65,7 @@ async fn work(config: WorkerConfig) -> anyhow::Result<()> {
         mail,
         subscriptions: config.unsubscribe.is_some(),
         calls: config.calls.clone().map(std::sync::Arc::new),
+        browser: config.browser.clone().map(std::sync::Arc::new),
     };
     role::ready();
     agent::worker::run(config.settings, executor, role::shutdown_signal()).await;

@@ -19,7 +19,7 @@ use domain::ids::PrincipalId;
 use serde_json::{Value, json};
 use store::{InvocationRow, Reserve, Store};
 
-use crate::outcome::ToolOutcome;
+use crate::outcome::{ToolOutcome, failed};
 
 pub const LIST: &str = "calls.list";
 pub const PLACE: &str = "calls.place";
@@ -69,13 +69,6 @@ pub fn tools() -> Vec<Tool> {
             needs_approval: true,
         },
     ]
-}
-
-fn failed(code: &'static str, message: impl Into<String>) -> ToolOutcome {
-    ToolOutcome::Failed {
-        code,
-        message: message.into(),
-    }
 }
 
 /// Calling in this worker: where the call configuration is.

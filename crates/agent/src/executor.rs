@@ -34,6 +34,8 @@ use store::NewReconciliation;
 pub use store::TRANSIENT_CHANNEL;
 /// The code of a call refused because it was marked approved without an approval of exactly it.
 pub const APPROVAL_MISSING: &str = "approval.missing";
+/// The code of a browser action whose task permission the owner stopped before it started.
+pub const TASK_PERMISSION_STOPPED: &str = "browser.task_permission_stopped";
 
 /// A notice's most bytes: sealed, its `NOTIFY` payload stays under 8000 bytes.
 const TRANSIENT_MAX_BYTES: usize = store::sealed::MAX_NOTICE_BYTES;
@@ -121,6 +123,8 @@ pub struct Executor {
     pub subscriptions: bool,
     /// Calling is on in this worker: its Chat tools are offered.
     pub calls: Option<Arc<crate::call_tools::CallTools>>,
+    /// The hosted browser is on in this worker: `browser.act` is offered.
+    pub browser: Option<Arc<crate::browser_tools::BrowserTools>>,
 }
 
 enum Relay {
@@ -245,6 +249,7 @@ impl Executor {
         let run_tools = RunTools {
             configuration: &configuration,
             scheduled_scopes: claimed.scheduled_scopes.as_deref(),
+            session: lease.session,
         };
         let toolbox = Toolbox::for_run(
             run_tools,
@@ -252,6 +257,7 @@ impl Executor {
             self.mail.clone(),
             self.subscriptions,
             self.calls.clone(),
+            self.browser.clone(),
         );
         let (sender, receiver) = mpsc::unbounded_channel();
         let relay = tokio::spawn(relay_transient(self.store.clone(), lease.session, lease.run, receiver));
@@ -263,6 +269,18 @@ impl Executor {
         if let Err(error) = relay.await {
             // Deltas are transient; the persisted step is what counts, so the run goes on.
             tracing::error!(%error, run = %lease.run, "the delta relay stopped");
+        }
+        // A run that used the browser closes it when it ends (a parked one keeps its page; the
+        // browser role closes a browser left idle).
+        if let (Ok(Finish::Ended), Some(browser)) = (&outcome, toolbox.browser()) {
+            let used = self.store.work().invocations(lease.run).await.is_ok_and(|invocations| {
+                invocations
+                    .iter()
+                    .any(|invocation| invocation.tool == crate::browser_tools::ACT)
+            });
+            if used {
+                browser.close(lease.run).await;
+            }
         }
         outcome
     }
@@ -293,6 +311,7 @@ impl Executor {
         let run_tools = RunTools {
             configuration,
             scheduled_scopes: None,
+            session: claimed.lease.session,
         };
         let toolbox = Toolbox::for_run(
             run_tools,
@@ -300,6 +319,7 @@ impl Executor {
             self.mail.clone(),
             self.subscriptions,
             self.calls.clone(),
+            self.browser.clone(),
         );
         let wait_seconds = configuration.wait_timeout_seconds();
         if let Some(finish) = self
@@ -468,11 +488,10 @@ impl Executor {
                 )
                 .micros(),
             );
-            let arguments: Vec<Value> = response
-                .tool_calls
-                .iter()
-                .map(|call| toolbox.pin(&call.name, &call.arguments))
-                .collect();
+            let mut arguments: Vec<Value> = Vec::with_capacity(response.tool_calls.len());
+            for call in &response.tool_calls {
+                arguments.push(toolbox.pin(lease.run, &call.name, &call.arguments).await);
+            }
             let step = ModelStep {
                 text: &response.text,
                 calls: response
@@ -597,7 +616,7 @@ impl Executor {
                         .await?;
                     return Ok(Some(if parked.is_some() { Finish::Parked } else { Finish::Lost }));
                 }
-                if tool.needs_approval {
+                if toolbox.needs_approval(invocation) {
                     // The owner is never asked to approve what cannot be done.
                     if let Err(message) = toolbox.check_arguments(invocation) {
                         return self.refuse(lease, invocation, "tool.invalid_arguments", &message).await;
@@ -621,10 +640,40 @@ impl Executor {
                             .await;
                     }
                     let shown = display_arguments(&invocation.arguments);
+                    // A browser action may be covered by the run's task permission in force;
+                    // otherwise its approval offers one (except for an exception).
+                    let mut offer = None;
+                    if tool.name == crate::browser_tools::ACT {
+                        let origins = match self.store.work().session_browser(lease.session).await? {
+                            Some(profile) => profile.origins,
+                            None => Vec::new(),
+                        };
+                        let limits = toolbox.browser().map(|browser| browser.limits).unwrap_or_default();
+                        let (origin, exception, offered) =
+                            crate::browser_tools::approval_terms(&invocation.arguments, &origins, limits);
+                        if let Some(origin) = origin {
+                            match self
+                                .store
+                                .work()
+                                .cover_by_task_permission(lease, invocation, tool.risk, &shown, &origin, exception)
+                                .await?
+                            {
+                                store::Cover::Covered(permission) => {
+                                    tracing::info!(%permission, "a task permission allowed the browser action");
+                                    let mut approved = invocation.clone();
+                                    approved.state = InvocationState::Approved;
+                                    return self.dispatch_approved(claimed, toolbox, &approved).await;
+                                }
+                                store::Cover::Lost => return Ok(Some(Finish::Lost)),
+                                store::Cover::NotCovered => {}
+                            }
+                        }
+                        offer = offered;
+                    }
                     let parked = self
                         .store
                         .work()
-                        .park_for_approval(lease, invocation, tool.risk, &shown, wait_seconds)
+                        .park_for_approval(lease, invocation, tool.risk, &shown, offer.as_ref(), wait_seconds)
                         .await?;
                     return Ok(Some(if parked.is_some() { Finish::Parked } else { Finish::Lost }));
                 }
@@ -644,58 +693,78 @@ impl Executor {
                     .await?;
                 Ok(lost(recorded))
             }
-            InvocationState::Approved => {
-                // A mail write or send arms its reconciliation before it can reach the provider.
-                let effect = toolbox.reconciliation_for(invocation);
-                let armed = effect.as_ref().map(new_reconciliation);
-                match self
-                    .store
-                    .work()
-                    .begin_dispatch(lease, invocation, armed.as_ref())
-                    .await?
-                {
-                    store::Dispatch::Started => {}
-                    store::Dispatch::Lost => return Ok(Some(Finish::Lost)),
-                    store::Dispatch::Unapproved => {
-                        // Only an approval moves a call to `approved`: this state was written by
-                        // something else. Never dispatched; the transcript and the log say why.
-                        tracing::error!(
-                            run = %lease.run,
-                            invocation = %invocation.id,
-                            tool = %invocation.tool,
-                            "a call marked approved has no approval of exactly it; refused, not dispatched"
-                        );
-                        return self
-                            .refuse(
-                                lease,
-                                invocation,
-                                APPROVAL_MISSING,
-                                "this call was marked approved, but the owner approved no call with exactly this tool \
-                                 and these arguments; it was not made",
-                            )
-                            .await;
-                    }
-                }
-                tracing::info!("dispatching the approved call");
-                let outcome = toolbox.execute(&self.store, &claimed.principal, invocation).await;
-                let (state, result, code) = outcome_value(&outcome);
-                tracing::info!(state = state.as_str(), code, "call settled");
-                let reconciliation = match &outcome {
-                    ToolOutcome::Uncertain {
-                        reconciliation: Some(reconciliation),
-                        ..
-                    } => Some(new_reconciliation(reconciliation)),
-                    _ => None,
-                };
-                self.store
-                    .work()
-                    .finish_dispatch(lease.session, invocation, state, &result, code, reconciliation.as_ref())
-                    .await?;
-                Ok(None)
-            }
+            InvocationState::Approved => self.dispatch_approved(claimed, toolbox, invocation).await,
             InvocationState::AwaitingApproval | InvocationState::AwaitingAnswer => Ok(Some(Finish::Parked)),
             _ => Ok(None),
         }
+    }
+
+    /// Dispatches an approved call: `dispatching` committed first, then run exactly once.
+    async fn dispatch_approved(
+        &self,
+        claimed: &ClaimedRun,
+        toolbox: &Toolbox,
+        invocation: &InvocationRow,
+    ) -> Result<Option<Finish>, StoreError> {
+        let lease = &claimed.lease;
+        // A mail write or send arms its reconciliation before it can reach the provider.
+        let effect = toolbox.reconciliation_for(invocation);
+        let armed = effect.as_ref().map(new_reconciliation);
+        match self
+            .store
+            .work()
+            .begin_dispatch(lease, invocation, armed.as_ref())
+            .await?
+        {
+            store::Dispatch::Started => {}
+            store::Dispatch::Lost => return Ok(Some(Finish::Lost)),
+            store::Dispatch::Stopped => {
+                tracing::info!("the task permission that allowed this browser action was stopped; not made");
+                return self
+                    .refuse(
+                        lease,
+                        invocation,
+                        TASK_PERMISSION_STOPPED,
+                        "the owner stopped the task permission that allowed this action; it was not made. Ask                          before acting on the website again",
+                    )
+                    .await;
+            }
+            store::Dispatch::Unapproved => {
+                // Only an approval moves a call to `approved`: this state was written by
+                // something else. Never dispatched; the transcript and the log say why.
+                tracing::error!(
+                    run = %lease.run,
+                    invocation = %invocation.id,
+                    tool = %invocation.tool,
+                    "a call marked approved has no approval of exactly it; refused, not dispatched"
+                );
+                return self
+                    .refuse(
+                        lease,
+                        invocation,
+                        APPROVAL_MISSING,
+                        "this call was marked approved, but the owner approved no call with exactly this tool \
+                         and these arguments; it was not made",
+                    )
+                    .await;
+            }
+        }
+        tracing::info!("dispatching the approved call");
+        let outcome = toolbox.execute(&self.store, &claimed.principal, invocation).await;
+        let (state, result, code) = outcome_value(&outcome);
+        tracing::info!(state = state.as_str(), code, "call settled");
+        let reconciliation = match &outcome {
+            ToolOutcome::Uncertain {
+                reconciliation: Some(reconciliation),
+                ..
+            } => Some(new_reconciliation(reconciliation)),
+            _ => None,
+        };
+        self.store
+            .work()
+            .finish_dispatch(lease.session, invocation, state, &result, code, reconciliation.as_ref())
+            .await?;
+        Ok(None)
     }
 }
 

@@ -7,6 +7,7 @@ pub mod executor;
 pub mod history;
 mod outcome;
 pub use model_client::{model, openai};
+pub mod browser_tools;
 pub mod call_tools;
 pub mod scripted;
 pub mod subscription_tools;

@@ -20,3 +20,11 @@ pub enum ToolOutcome {
         reconciliation: Option<Reconciliation>,
     },
 }
+
+/// A tool's refusal or failure: it did not happen, and the model is told `message`.
+pub fn failed(code: &'static str, message: impl Into<String>) -> ToolOutcome {
+    ToolOutcome::Failed {
+        code,
+        message: message.into(),
+    }
+}

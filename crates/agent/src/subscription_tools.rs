@@ -19,7 +19,7 @@ use store::{ConfirmedTarget, Store, SubscriptionQuery, SubscriptionRow, Unsubscr
 
 use domain::approval::Tool;
 
-use crate::outcome::ToolOutcome;
+use crate::outcome::{ToolOutcome, failed};
 
 pub const LIST: &str = "subscriptions.list";
 pub const UNSUBSCRIBE: &str = "subscriptions.unsubscribe";
@@ -69,13 +69,6 @@ pub fn tools() -> Vec<Tool> {
             needs_approval: true,
         },
     ]
-}
-
-fn failed(code: &'static str, message: impl Into<String>) -> ToolOutcome {
-    ToolOutcome::Failed {
-        code,
-        message: message.into(),
-    }
 }
 
 /// What an unsubscribe would send, in words.

@@ -13,6 +13,8 @@
 //! | `mcp.mail_*` | low / medium / high | writes and sends | the connected accounts' mail tools (`mail_mcp::tools`) |
 //! | `subscriptions.list` | low | no | the subscription census (with unsubscribe assistance on) |
 //! | `subscriptions.unsubscribe` | high | yes | one sender's unsubscribe; the approval names sender and destination |
+//! | `calls.list`, `calls.place` | low / high | placing | calling (`call_tools`) |
+//! | `browser.act` | high | changes, not reads | the conversation's website profile (`browser_tools`) |
 //!
 //! Every tool declares its scope. A scheduled run's box holds only the roster's tools whose scope
 //! its schedule requested (today only the mail read and write scopes can be requested, so the
@@ -25,11 +27,12 @@ use std::time::Duration;
 use domain::agent::AgentConfiguration;
 use domain::approval::Risk;
 use domain::folder::FolderName;
-use domain::ids::{FolderId, PrincipalId, SessionId};
+use domain::ids::{FolderId, PrincipalId, RunId, SessionId};
 use mail_mcp::tools::{MailOutcome, MailService, Reconciliation};
 use serde_json::{Value, json};
 use store::{InvocationRow, LeftOut, ProposalTarget, Propose, Store};
 
+use crate::browser_tools::BrowserTools;
 use crate::call_tools::CallTools;
 use crate::model::ToolSpec;
 
@@ -146,6 +149,7 @@ fn catalog() -> Vec<Tool> {
 }
 
 pub use crate::outcome::ToolOutcome;
+use crate::outcome::failed;
 
 /// The tools of one pinned configuration.
 #[derive(Clone, Debug)]
@@ -157,6 +161,8 @@ pub struct Toolbox {
     http: reqwest::Client,
     mail: Option<Arc<MailService>>,
     calls: Option<Arc<CallTools>>,
+    browser: Option<Arc<BrowserTools>>,
+    session: SessionId,
 }
 
 /// What a run's tool box is built from.
@@ -166,6 +172,8 @@ pub struct RunTools<'a> {
     pub configuration: &'a AgentConfiguration,
     /// A scheduled run's requested scopes; `None` for an interactive run.
     pub scheduled_scopes: Option<&'a [String]>,
+    /// The run's session (the browser acts on its chosen profile).
+    pub session: SessionId,
 }
 
 impl Toolbox {
@@ -182,6 +190,7 @@ impl Toolbox {
         mail: Option<Arc<MailService>>,
         subscriptions: bool,
         calls: Option<Arc<CallTools>>,
+        browser: Option<Arc<BrowserTools>>,
     ) -> Toolbox {
         let mail_tools = mail.iter().flat_map(|mail| mail.specs());
         let subscription_tools = if subscriptions {
@@ -194,11 +203,17 @@ impl Toolbox {
         } else {
             Vec::new()
         };
+        let browser_tools = if browser.is_some() {
+            crate::browser_tools::tools()
+        } else {
+            Vec::new()
+        };
         let (tools, withheld): (Vec<Tool>, Vec<Tool>) = catalog()
             .into_iter()
             .chain(mail_tools)
             .chain(subscription_tools)
             .chain(call_tools)
+            .chain(browser_tools)
             .filter(|tool| run.configuration.tools.contains(&tool.name))
             .partition(|tool| run.scheduled_scopes.is_none_or(|scopes| scopes.contains(&tool.scope)));
         Toolbox {
@@ -208,16 +223,41 @@ impl Toolbox {
             http,
             mail,
             calls,
+            browser,
+            session: run.session,
         }
     }
 
     /// A model's call as it is recorded: `calls.place` gets the call configuration's revision
-    /// pinned into its arguments (so its approval shows it); everything else is unchanged.
-    pub fn pin(&self, tool: &str, arguments: &Value) -> Value {
-        match &self.calls {
-            Some(calls) if self.get(tool).is_some() => calls.pin(tool, arguments),
+    /// pinned into its arguments (so its approval shows it), a `browser.act` that changes
+    /// something what its approval shows of the page; everything else is unchanged.
+    pub async fn pin(&self, run: RunId, tool: &str, arguments: &Value) -> Value {
+        if self.get(tool).is_none() {
+            return arguments.clone();
+        }
+        match (&self.calls, &self.browser) {
+            (Some(calls), _) if tool == crate::call_tools::PLACE => calls.pin(tool, arguments),
+            (_, Some(browser)) if tool == crate::browser_tools::ACT => browser.pin(run, arguments).await,
             _ => arguments.clone(),
         }
+    }
+
+    /// Whether this call waits for the owner (its tool's rule; a browser read does not).
+    pub fn needs_approval(&self, invocation: &InvocationRow) -> bool {
+        match self.get(&invocation.tool) {
+            Some(tool) if tool.name == crate::browser_tools::ACT => {
+                crate::browser_tools::needs_approval(&invocation.arguments)
+            }
+            Some(tool) => tool.needs_approval,
+            None => true,
+        }
+    }
+
+    /// The browser this box acts with, when `browser.act` is in it.
+    pub fn browser(&self) -> Option<&BrowserTools> {
+        self.browser
+            .as_deref()
+            .filter(|_| self.get(crate::browser_tools::ACT).is_some())
     }
 
     pub fn get(&self, name: &str) -> Option<&Tool> {
@@ -256,6 +296,9 @@ impl Toolbox {
         if let Some(calls) = &self.calls {
             calls.check_arguments(&invocation.tool, &invocation.arguments)?;
         }
+        if invocation.tool == crate::browser_tools::ACT {
+            crate::browser_tools::check_arguments(&invocation.arguments)?;
+        }
         match &self.mail {
             Some(mail) => mail.check_arguments(&invocation.tool, &invocation.arguments),
             None => Ok(()),
@@ -265,7 +308,7 @@ impl Toolbox {
     /// Runs a tool of this box (never `owner.ask`, which parks the run instead).
     pub async fn execute(&self, store: &Store, principal: &PrincipalId, invocation: &InvocationRow) -> ToolOutcome {
         if self.get(&invocation.tool).is_none() {
-            return failed("tool.unknown", &format!("no tool `{}` is available", invocation.tool));
+            return failed("tool.unknown", format!("no tool `{}` is available", invocation.tool));
         }
         match invocation.tool.as_str() {
             "schedule.create" => return create_schedule(store, principal, invocation).await,
@@ -277,7 +320,13 @@ impl Toolbox {
             crate::call_tools::LIST | crate::call_tools::PLACE => {
                 return match &self.calls {
                     Some(calls) => calls.execute(store, principal, invocation).await,
-                    None => failed("tool.unknown", &format!("no tool `{}` is available", invocation.tool)),
+                    None => failed("tool.unknown", format!("no tool `{}` is available", invocation.tool)),
+                };
+            }
+            crate::browser_tools::ACT => {
+                return match &self.browser {
+                    Some(browser) => browser.execute(store, self.session, invocation).await,
+                    None => failed("tool.unknown", format!("no tool `{}` is available", invocation.tool)),
                 };
             }
             _ => {}
@@ -303,7 +352,7 @@ impl Toolbox {
         match invocation.tool.as_str() {
             "notes.list" => match store.recent_notes(principal, 50).await {
                 Ok(notes) => ToolOutcome::Succeeded(json!({ "notes": notes })),
-                Err(error) => failed("tool.storage", &error.to_string()),
+                Err(error) => failed("tool.storage", error.to_string()),
             },
             "notes.add" => {
                 let Some(text) = arguments["text"]
@@ -327,7 +376,7 @@ impl Toolbox {
                 }
             }
             "webhook.post" => self.post_webhook(arguments).await,
-            other => failed("tool.unknown", &format!("no tool `{other}` is available")),
+            other => failed("tool.unknown", format!("no tool `{other}` is available")),
         }
     }
 
@@ -351,7 +400,7 @@ impl Toolbox {
             }
             Ok(response) if response.status().is_client_error() => failed(
                 "webhook.rejected",
-                &format!("the webhook refused the post with HTTP {}", response.status().as_u16()),
+                format!("the webhook refused the post with HTTP {}", response.status().as_u16()),
             ),
             Ok(response) => ToolOutcome::Uncertain {
                 code: "tool.outcome_unknown",
@@ -377,13 +426,6 @@ impl Toolbox {
                 }
             }
         }
-    }
-}
-
-fn failed(code: &'static str, message: &str) -> ToolOutcome {
-    ToolOutcome::Failed {
-        code,
-        message: message.to_owned(),
     }
 }
 
@@ -427,7 +469,7 @@ async fn create_schedule(store: &Store, principal: &PrincipalId, invocation: &In
     let session = match store.run_session(invocation.run_id).await {
         Ok(Some(session)) => session,
         Ok(None) => return failed("tool.storage", "the conversation is gone"),
-        Err(error) => return failed("tool.storage", &error.to_string()),
+        Err(error) => return failed("tool.storage", error.to_string()),
     };
     let key = match domain::idempotency::IdempotencyKey::parse(&format!("tool-{}", invocation.id)) {
         Ok(key) => key,
@@ -476,7 +518,7 @@ async fn create_schedule(store: &Store, principal: &PrincipalId, invocation: &In
         Ok(store::CreateSchedule::Earlier(store::Prior::Replay(response))) => {
             ToolOutcome::Succeeded(json!({ "schedule_id": String::from_utf8_lossy(&response.body) }))
         }
-        Ok(other) => failed("tool.storage", &format!("the schedule was not created: {other:?}")),
+        Ok(other) => failed("tool.storage", format!("the schedule was not created: {other:?}")),
         Err(error) => ToolOutcome::Uncertain {
             code: "tool.outcome_unknown",
             message: error.to_string(),
@@ -496,7 +538,7 @@ async fn filing_overview(store: &Store, principal: &PrincipalId) -> ToolOutcome 
                 "session_id": id.to_string(), "title": title
             })).collect::<Vec<_>>(),
         })),
-        Err(error) => failed("tool.storage", &error.to_string()),
+        Err(error) => failed("tool.storage", error.to_string()),
     }
 }
 
@@ -520,7 +562,7 @@ async fn propose_folder(store: &Store, principal: &PrincipalId, invocation: &Inv
         (None, Some(text)) => {
             name = match text.as_str().map(FolderName::parse) {
                 Some(Ok(name)) => name,
-                Some(Err(error)) => return failed("tool.invalid_arguments", &format!("`folder_name`: {error}")),
+                Some(Err(error)) => return failed("tool.invalid_arguments", format!("`folder_name`: {error}")),
                 None => return failed("tool.invalid_arguments", "`folder_name` must be a string"),
             };
             ProposalTarget::NewFolder(&name)
@@ -538,7 +580,7 @@ async fn propose_folder(store: &Store, principal: &PrincipalId, invocation: &Inv
     if ids.len() > PROPOSAL_MAX_SESSIONS {
         return failed(
             "tool.invalid_arguments",
-            &format!("propose at most {PROPOSAL_MAX_SESSIONS} conversations at once"),
+            format!("propose at most {PROPOSAL_MAX_SESSIONS} conversations at once"),
         );
     }
     let Some(sessions) = ids
@@ -581,7 +623,7 @@ async fn propose_folder(store: &Store, principal: &PrincipalId, invocation: &Inv
         Ok(Propose::FolderNotFound) => failed("folders.folder_not_found", "no folder has this id"),
         Ok(Propose::TooManyPending) => failed(
             "folders.too_many_pending",
-            &format!(
+            format!(
                 "{} proposals already wait for the owner; propose more once they are settled",
                 store::MAX_PENDING_PROPOSALS
             ),
@@ -634,6 +676,8 @@ mod tests {
             http: reqwest::Client::new(),
             mail: None,
             calls: None,
+            browser: None,
+            session: SessionId::from_uuid(uuid::Uuid::nil()),
         };
         let lines = Lines::default();
         let writer = lines.clone();

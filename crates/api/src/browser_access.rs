@@ -99,19 +99,7 @@ impl BrowserAccess {
                 )
             })?;
         let path = env.required("BROWSER_CONTROL_CREDENTIAL_FILE")?;
-        let mut credential = hardening::secret_file::read_owner_only_at_most(std::path::Path::new(&path), 4096)?;
-        while credential.last().is_some_and(u8::is_ascii_whitespace) {
-            credential.pop();
-        }
-        let credential = String::from_utf8(credential)
-            .ok()
-            .filter(|credential| credential.len() >= 32 && credential.bytes().all(|byte| (0x21..=0x7e).contains(&byte)))
-            .ok_or_else(|| {
-                invalid(
-                    "BROWSER_CONTROL_CREDENTIAL_FILE",
-                    "at least 32 printable ASCII characters",
-                )
-            })?;
+        let credential = hardening::secret_file::read_credential(std::path::Path::new(&path))?;
         let public_text = env.required("BROWSER_PUBLIC_URL")?;
         let public = url::Url::parse(&public_text)
             .ok()

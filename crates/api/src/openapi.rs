@@ -96,6 +96,8 @@ impl Modify for BearerAuth {
         browser::sign_in,
         browser::remove,
         browser::status,
+        browser::task_permissions,
+        browser::stop_task_permission,
         subscriptions::list,
         subscriptions::unsubscribe,
         subscriptions::keep,

@@ -154,7 +154,13 @@ pub fn catalog() -> Vec<RouteDef> {
         route!(GET "/health/ready", Public, None, health::ready, [[NotReady]]),
         route!(GET "/health/live", Public, None, health::live, []),
         route!(GET "/v1/openapi.json", Public, None, openapi::serve, []),
-        route!(POST "/v1/sessions", Scoped(SessionsWrite), None, sessions::create, [JSON_BODY, [UnknownAgent]]),
+        route!(
+            POST "/v1/sessions",
+            Scoped(SessionsWrite),
+            None,
+            sessions::create,
+            [JSON_BODY, [UnknownAgent, BrowserProfileNotFound, BrowserProfileNotReady]]
+        ),
         route!(GET "/v1/sessions", Scoped(SessionsRead), None, sessions::list, [[InvalidRequest, InvalidCursor, ValidationFailed]]),
         route!(GET "/v1/sessions/{session_id}", Scoped(SessionsRead), None, sessions::get, [[SessionNotFound]]),
         route!(
@@ -245,7 +251,7 @@ pub fn catalog() -> Vec<RouteDef> {
             Scoped(SessionsWrite),
             None,
             approvals::decide,
-            [JSON_BODY, [ApprovalNotFound, ApprovalAlreadyResolved]]
+            [JSON_BODY, [ApprovalNotFound, ApprovalAlreadyResolved, TaskPermissionNotOffered]]
         ),
         route!(
             POST "/v1/schedules",
@@ -474,6 +480,20 @@ pub fn catalog() -> Vec<RouteDef> {
             Some(Flag::Browser),
             browser::status,
             [[BrowserCeremonyNotFound, BrowserUnavailable]]
+        ),
+        route!(
+            GET "/v1/browser/task-permissions",
+            Scoped(BrowserRead),
+            Some(Flag::Browser),
+            browser::task_permissions,
+            []
+        ),
+        route!(
+            POST "/v1/browser/task-permissions/{task_permission_id}/stop",
+            Scoped(BrowserWrite),
+            Some(Flag::Browser),
+            browser::stop_task_permission,
+            [[TaskPermissionNotFound]]
         ),
         route!(
             GET "/v1/email/subscriptions",

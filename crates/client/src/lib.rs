@@ -321,6 +321,7 @@ impl Client {
         let body = CreateSession {
             agent_id: agent_id.to_owned(),
             metadata,
+            browser_profile_id: None,
         };
         self.json(Method::POST, "v1/sessions", &body).await
     }

@@ -157,9 +157,13 @@ pub const SUBSCRIPTION_TOOLS: [&str; 2] = ["subscriptions.list", "subscriptions.
 /// The Chat tools of calling (`AGENT_CALL_ENABLED=1`).
 pub const CALL_TOOLS: [&str; 2] = ["calls.list", "calls.place"];
 
+/// The Chat tool of the hosted browser (`AGENT_BROWSER_ENABLED=1`).
+pub const BROWSER_TOOLS: [&str; 1] = ["browser.act"];
+
 /// The roster for a definition under `features`: the core tools, then those the definition and
 /// the features add: with mail on, every connected account's mail tools (`mail_tools::tools`);
-/// with unsubscribe assistance, its two Chat tools; with calling, its two.
+/// with unsubscribe assistance, its two Chat tools; with calling, its two; with the hosted
+/// browser, `browser.act`.
 pub fn tool_roster(definition: &AgentDefinition, features: &[Flag], mail: Option<&AccountIds>) -> Vec<String> {
     let mut tools: Vec<String> = CORE_TOOLS.iter().map(|name| (*name).to_owned()).collect();
     if definition.webhook_url.is_some() {
@@ -173,6 +177,9 @@ pub fn tool_roster(definition: &AgentDefinition, features: &[Flag], mail: Option
     }
     if features.contains(&Flag::Call) {
         tools.extend(CALL_TOOLS.iter().map(|name| (*name).to_owned()));
+    }
+    if features.contains(&Flag::Browser) {
+        tools.extend(BROWSER_TOOLS.iter().map(|name| (*name).to_owned()));
     }
     tools
 }

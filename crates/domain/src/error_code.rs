@@ -84,10 +84,15 @@ pub enum ErrorCode {
     BrowserOriginRefused,
     /// The browser role cannot be reached (or failed): retry.
     BrowserUnavailable,
+    /// A conversation may only be given a profile that is signed in (`READY`).
+    BrowserProfileNotReady,
+    TaskPermissionNotFound,
+    /// `allow_for_task` on an approval that offers no task permission.
+    TaskPermissionNotOffered,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 77] = [
+    pub const ALL: [ErrorCode; 80] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -165,6 +170,9 @@ impl ErrorCode {
         ErrorCode::BrowserProfileRevoked,
         ErrorCode::BrowserOriginRefused,
         ErrorCode::BrowserUnavailable,
+        ErrorCode::BrowserProfileNotReady,
+        ErrorCode::TaskPermissionNotFound,
+        ErrorCode::TaskPermissionNotOffered,
     ];
 
     /// The stable machine-readable code, the `code` member of a problem document.
@@ -247,6 +255,9 @@ impl ErrorCode {
             ErrorCode::BrowserProfileRevoked => "browser_profile_revoked",
             ErrorCode::BrowserOriginRefused => "browser_origin_refused",
             ErrorCode::BrowserUnavailable => "browser_unavailable",
+            ErrorCode::BrowserProfileNotReady => "browser_profile_not_ready",
+            ErrorCode::TaskPermissionNotFound => "task_permission_not_found",
+            ErrorCode::TaskPermissionNotOffered => "task_permission_not_offered",
         }
     }
 
@@ -319,6 +330,8 @@ impl ErrorCode {
             ErrorCode::BrowserProfileRevoked => 409,
             ErrorCode::BrowserOriginRefused => 422,
             ErrorCode::BrowserUnavailable => 503,
+            ErrorCode::BrowserProfileNotReady | ErrorCode::TaskPermissionNotOffered => 409,
+            ErrorCode::TaskPermissionNotFound => 404,
         }
     }
 
@@ -402,6 +415,9 @@ impl ErrorCode {
             ErrorCode::BrowserProfileRevoked => "The browser profile was removed",
             ErrorCode::BrowserOriginRefused => "Not an exact public HTTPS origin of the profile",
             ErrorCode::BrowserUnavailable => "The hosted browser cannot be reached; try again",
+            ErrorCode::BrowserProfileNotReady => "The browser profile is not signed in",
+            ErrorCode::TaskPermissionNotFound => "Task permission not found",
+            ErrorCode::TaskPermissionNotOffered => "This approval offers no task permission",
         }
     }
 }

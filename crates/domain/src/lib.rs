@@ -7,6 +7,7 @@ pub mod address;
 pub mod agent;
 pub mod approval;
 pub mod artifact;
+pub mod browser;
 pub mod cadence;
 pub mod call;
 pub mod cursor;
@@ -30,5 +31,6 @@ pub mod schedule;
 pub mod scope;
 pub mod session;
 pub mod text;
+pub mod untrusted;
 
 pub use error_code::ErrorCode;

@@ -234,7 +234,7 @@ fn read_answer(text: &str) -> Option<Answer> {
 impl ModelClassifier {
     /// The request assessing `message`, and its ceiling.
     pub fn prepare(&self, message: &ProjectedMessage) -> Prepared {
-        let boundary = Boundary::random();
+        let boundary = crate::untrusted::random_boundary();
         self.prepared(
             vec![
                 ChatMessage::System(instructions(INSTRUCTIONS, &boundary)),
@@ -247,7 +247,7 @@ impl ModelClassifier {
     /// The request proposing a reply to `message` in the owner's `style` (their own endorsed
     /// wording, newest first), and its ceiling.
     pub fn prepare_reply(&self, message: &ProjectedMessage, style: &[String]) -> Prepared {
-        let boundary = Boundary::random();
+        let boundary = crate::untrusted::random_boundary();
         let mut user = untrusted(message, &boundary);
         for passage in style {
             user.push('\n');

@@ -35,7 +35,6 @@ use store::{JunkFacts, JunkStatus};
 use crate::assess::Mailbox;
 use crate::classify::{ModelClassifier, Prepared};
 use crate::project::ProjectedMessage;
-use crate::untrusted::Boundary;
 
 pub use domain::junk::OFFLINE_JUNK_MODEL;
 /// Filtered conversations returned to ordinary assessment per update, at most.
@@ -238,7 +237,7 @@ pub fn read_judgment(text: &str) -> Option<Judgment> {
 impl ModelClassifier {
     /// The request judging `message`, and its ceiling.
     pub fn prepare_judgment(&self, message: &ProjectedMessage) -> Prepared {
-        let boundary = Boundary::random();
+        let boundary = crate::untrusted::random_boundary();
         self.prepared(
             vec![
                 ChatMessage::System(crate::classify::instructions(INSTRUCTIONS, &boundary)),

@@ -35,12 +35,27 @@ pub enum SecretFileError {
     TooLarge(PathBuf, u64),
     #[error("secret file {path} cannot be read: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+    #[error("secret file {0} must hold a credential of at least 32 printable ASCII characters")]
+    WeakCredential(PathBuf),
 }
 
 /// Opens `path` without following symlinks and checks it is a regular file, owned by the running
 /// user, with mode 0600 or 0400 and only base ACL entries, before reading it.
 pub fn read_owner_only(path: &Path) -> Result<Vec<u8>, SecretFileError> {
     read_owner_only_at_most(path, SECRET_FILE_MAX_BYTES)
+}
+
+/// A shared bearer credential (the browser control plane's): an owner-only file of at most 4 KiB
+/// holding at least 32 printable ASCII characters, trailing whitespace (a final newline) ignored.
+pub fn read_credential(path: &Path) -> Result<String, SecretFileError> {
+    let mut credential = read_owner_only_at_most(path, 4096)?;
+    while credential.last().is_some_and(u8::is_ascii_whitespace) {
+        credential.pop();
+    }
+    String::from_utf8(credential)
+        .ok()
+        .filter(|credential| credential.len() >= 32 && credential.bytes().all(|byte| (0x21..=0x7e).contains(&byte)))
+        .ok_or_else(|| SecretFileError::WeakCredential(path.to_owned()))
 }
 
 /// [`read_owner_only`] for a private file that may be larger than a secret (an evidence

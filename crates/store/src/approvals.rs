@@ -2,12 +2,14 @@
 //! wins) and answers to questions. A decision or answer re-queues the run for any worker.
 
 use domain::approval::{ApprovalStatus, InvocationState, Risk};
+use domain::browser::TaskOffer;
 use domain::ids::{PrincipalId, RunId, SessionId};
 use jiff::Timestamp;
 use serde_json::{Value, json};
 use sqlx::postgres::PgRow;
 use sqlx::{FromRow, PgConnection};
 use uuid::Uuid;
+use wire::browser::ApprovedFor;
 use wire::event::{ApprovalResolved, CancelReason, Event, QuestionAnswered};
 
 use crate::ending::{Ending, end_run};
@@ -27,12 +29,17 @@ pub struct ApprovalRow {
     pub arguments: Value,
     pub argument_digests: Value,
     pub status: ApprovalStatus,
+    /// A browser action's offer of a task permission.
+    pub task_offer: Option<TaskOffer>,
+    /// How it was approved (once, or for the task).
+    pub approved_for: Option<ApprovedFor>,
+    pub task_permission_id: Option<Uuid>,
     pub decided_at: Option<Timestamp>,
     pub created_at: Timestamp,
 }
 
 const APPROVAL_COLUMNS: &str = "a.id, a.run_id, a.session_id, a.invocation_id, a.tool, a.risk, a.arguments,
-    a.argument_digests, a.status, a.decided_at, a.created_at";
+    a.argument_digests, a.status, a.task_offer, a.approved_for, a.task_permission_id, a.decided_at, a.created_at";
 
 /// An `approvals` row as stored.
 #[derive(sqlx::FromRow)]
@@ -46,6 +53,9 @@ struct ApprovalRecord {
     arguments: Value,
     argument_digests: Value,
     status: String,
+    task_offer: Option<Value>,
+    approved_for: Option<String>,
+    task_permission_id: Option<Uuid>,
     decided_at: Option<jiff_sqlx::Timestamp>,
     created_at: jiff_sqlx::Timestamp,
 }
@@ -63,6 +73,19 @@ impl ApprovalRow {
             arguments: record.arguments,
             argument_digests: record.argument_digests,
             status: parsed("approval status", &record.status, ApprovalStatus::parse)?,
+            task_offer: record
+                .task_offer
+                .map(|offer| {
+                    serde_json::from_value(offer)
+                        .map_err(|error| crate::StoreError::Corrupt(format!("an approval's task offer: {error}")))
+                })
+                .transpose()?,
+            approved_for: record
+                .approved_for
+                .as_deref()
+                .map(|text| parsed("approval approved_for", text, ApprovedFor::parse))
+                .transpose()?,
+            task_permission_id: record.task_permission_id,
             decided_at: record.decided_at.map(timestamp),
             created_at: timestamp(record.created_at),
         })
@@ -74,6 +97,8 @@ impl ApprovalRow {
 pub enum Decision {
     ApproveOnce,
     Deny,
+    /// Approve and grant the task permission the approval offers.
+    AllowForTask,
 }
 
 #[derive(Debug, PartialEq)]
@@ -83,6 +108,8 @@ pub enum Decide {
     AlreadyResolved(Box<ApprovalRow>),
     /// The run's deadline had passed: the run was cancelled and the approval is `EXPIRED`.
     Expired(Box<ApprovalRow>),
+    /// `AllowForTask` on an approval offering no task permission; nothing changed.
+    NotOffered,
     NotFound,
 }
 
@@ -209,17 +236,38 @@ impl Store {
                 if approval.status != ApprovalStatus::Pending {
                     return Ok(Decide::AlreadyResolved(Box::new(approval)));
                 }
-                let (status, invocation_state) = match decision {
-                    Decision::ApproveOnce => (ApprovalStatus::Approved, InvocationState::Approved),
-                    Decision::Deny => (ApprovalStatus::Denied, InvocationState::Denied),
+                let (status, invocation_state, approved_for) = match decision {
+                    Decision::ApproveOnce => (
+                        ApprovalStatus::Approved,
+                        InvocationState::Approved,
+                        Some(ApprovedFor::Once),
+                    ),
+                    Decision::AllowForTask => (
+                        ApprovalStatus::Approved,
+                        InvocationState::Approved,
+                        Some(ApprovedFor::Task),
+                    ),
+                    Decision::Deny => (ApprovalStatus::Denied, InvocationState::Denied, None),
+                };
+                let permission = match (decision, &approval.task_offer) {
+                    (Decision::AllowForTask, None) => return Ok(Decide::NotOffered),
+                    (Decision::AllowForTask, Some(offer)) => {
+                        match crate::browser::grant_task_permission(tx, principal, &approval, offer, now).await? {
+                            Some(permission) => Some(permission),
+                            None => return Ok(Decide::NotOffered),
+                        }
+                    }
+                    _ => None,
                 };
                 let sql = format!(
-                    "UPDATE approvals a SET status = $2, decided_at = now() WHERE a.id = $1 RETURNING
-                     {APPROVAL_COLUMNS}"
+                    "UPDATE approvals a SET status = $2, decided_at = now(), approved_for = $3, task_permission_id = $4
+                     WHERE a.id = $1 RETURNING {APPROVAL_COLUMNS}"
                 );
                 let decided = sqlx::query(&sql)
                     .bind(id)
                     .bind(status.as_str())
+                    .bind(approved_for.map(ApprovedFor::as_str))
+                    .bind(permission)
                     .fetch_one(&mut *tx)
                     .await?;
                 let decided = ApprovalRow::from_row(&decided)?;
@@ -244,6 +292,8 @@ impl Store {
                     invocation_id: approval.invocation_id,
                     tool: approval.tool.clone(),
                     status,
+                    approved_for,
+                    task_permission_id: permission,
                 });
                 append(tx, approval.session_id, Some(approval.run_id), &event).await?;
                 if decision == Decision::Deny {

@@ -2,6 +2,7 @@
 //! the secret-free records of their sign-in ceremonies. Website sessions themselves are sealed
 //! by the browser role; nothing of them, no capability and no page address is stored here.
 
+use domain::browser::{Exception, TaskOffer};
 use domain::ids::PrincipalId;
 use jiff::Timestamp;
 use uuid::Uuid;
@@ -388,5 +389,144 @@ impl Store {
             |_| true,
         )
         .await
+    }
+}
+
+/// A task permission as stored (see [`wire::browser::TaskPermission`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskPermissionRow {
+    pub id: Uuid,
+    pub session_id: Uuid,
+    pub run_id: Uuid,
+    pub profile_id: Uuid,
+    pub origins: Vec<String>,
+    pub exceptions: Vec<Exception>,
+    pub max_actions: u32,
+    pub actions_used: u32,
+    pub expires_at: Timestamp,
+    pub created_at: Timestamp,
+    pub stopped_at: Option<Timestamp>,
+    /// Not stopped, not expired, actions left, and its run not over.
+    pub active: bool,
+}
+
+#[derive(sqlx::FromRow)]
+struct PermissionRecord {
+    id: Uuid,
+    session_id: Uuid,
+    run_id: Uuid,
+    profile_id: Uuid,
+    origins: Vec<String>,
+    exceptions: Vec<String>,
+    max_actions: i32,
+    actions_used: i32,
+    expires_at: jiff_sqlx::Timestamp,
+    created_at: jiff_sqlx::Timestamp,
+    stopped_at: Option<jiff_sqlx::Timestamp>,
+    active: bool,
+}
+
+impl PermissionRecord {
+    fn into_row(self) -> Result<TaskPermissionRow> {
+        let count = |value: i32| u32::try_from(value).unwrap_or(0);
+        Ok(TaskPermissionRow {
+            id: self.id,
+            session_id: self.session_id,
+            run_id: self.run_id,
+            profile_id: self.profile_id,
+            origins: self.origins,
+            exceptions: self
+                .exceptions
+                .iter()
+                .map(|text| crate::parsed("task permission exception", text, Exception::parse))
+                .collect::<Result<_>>()?,
+            max_actions: count(self.max_actions),
+            actions_used: count(self.actions_used),
+            expires_at: timestamp(self.expires_at),
+            created_at: timestamp(self.created_at),
+            stopped_at: self.stopped_at.map(timestamp),
+            active: self.active,
+        })
+    }
+}
+
+/// A task permission's columns (`p`, joined with its run `r`); `$1` is the time now.
+const PERMISSION_COLUMNS: &str = "p.id, p.session_id, p.run_id, p.profile_id, p.origins, p.exceptions,
+    p.max_actions, p.actions_used, p.expires_at, p.created_at, p.stopped_at,
+    (p.stopped_at IS NULL AND p.expires_at > $1 AND p.actions_used < p.max_actions
+     AND r.state IN ('queued', 'running', 'waiting_approval', 'waiting_input')) AS active";
+
+/// Grants the task permission `offer` of `approval` (decided `allow_for_task`, in the caller's
+/// transaction): on the conversation's profile, counting that approval's action as its first.
+/// `None` when the conversation no longer has a profile.
+pub(crate) async fn grant_task_permission(
+    tx: &mut sqlx::PgConnection,
+    principal: &PrincipalId,
+    approval: &crate::ApprovalRow,
+    offer: &TaskOffer,
+    now: jiff_sqlx::Timestamp,
+) -> Result<Option<Uuid>> {
+    let profile: Option<Option<Uuid>> = sqlx::query_scalar("SELECT browser_profile_id FROM sessions WHERE id = $1")
+        .bind(approval.session_id.as_uuid())
+        .fetch_optional(&mut *tx)
+        .await?;
+    let Some(profile) = profile.flatten() else {
+        return Ok(None);
+    };
+    let id = Uuid::now_v7();
+    let exceptions: Vec<&str> = offer.exceptions.iter().map(|exception| exception.as_str()).collect();
+    sqlx::query(
+        "INSERT INTO browser_task_permissions
+             (id, principal_id, session_id, run_id, profile_id, origins, exceptions, max_actions, actions_used,
+              expires_at, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9 + make_interval(mins => $10), $9)",
+    )
+    .bind(id)
+    .bind(principal.as_str())
+    .bind(approval.session_id.as_uuid())
+    .bind(approval.run_id.as_uuid())
+    .bind(profile)
+    .bind(&offer.origins)
+    .bind(&exceptions)
+    .bind(i32::try_from(offer.max_actions).unwrap_or(i32::MAX))
+    .bind(now)
+    .bind(i32::try_from(offer.minutes).unwrap_or(i32::MAX))
+    .execute(&mut *tx)
+    .await?;
+    Ok(Some(id))
+}
+
+impl Store {
+    /// The owner's task permissions still in force, newest first.
+    pub async fn active_task_permissions(&self, principal: &PrincipalId) -> Result<Vec<TaskPermissionRow>> {
+        let records: Vec<PermissionRecord> = sqlx::query_as(&format!(
+            "SELECT * FROM (SELECT {PERMISSION_COLUMNS} FROM browser_task_permissions p JOIN runs r ON r.id = p.run_id
+                            WHERE p.principal_id = $2 AND p.stopped_at IS NULL) permissions
+             WHERE active ORDER BY created_at DESC, id DESC LIMIT 100"
+        ))
+        .bind(self.now_sql())
+        .bind(principal.as_str())
+        .fetch_all(&self.pool)
+        .await?;
+        records.into_iter().map(PermissionRecord::into_row).collect()
+    }
+
+    /// Stops one of the owner's task permissions: from the commit on it allows nothing, and an
+    /// action it allowed that has not started is not made. Stopping again changes nothing.
+    /// `None` when there is no such permission.
+    pub async fn stop_task_permission(&self, principal: &PrincipalId, id: Uuid) -> Result<Option<TaskPermissionRow>> {
+        let record: Option<PermissionRecord> = sqlx::query_as(&format!(
+            "WITH stopped AS (
+                 UPDATE browser_task_permissions SET stopped_at = coalesce(stopped_at, $1)
+                 WHERE id = $2 AND principal_id = $3 RETURNING *
+             )
+             SELECT {PERMISSION_COLUMNS} FROM stopped p JOIN runs r ON r.id = p.run_id"
+        ))
+        .bind(self.now_sql())
+        .bind(id)
+        .bind(principal.as_str())
+        .fetch_optional(&self.pool)
+        .await?;
+        record.map(PermissionRecord::into_row).transpose()
     }
 }

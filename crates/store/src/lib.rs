@@ -47,7 +47,7 @@ mod work;
 
 pub use approvals::{Answer, ApprovalRow, Decide, Decision};
 pub use artifacts::{ArtifactRow, ArtifactUpload, NewArtifact};
-pub use browser::{BrowserProfileRow, CeremonyRow, ProfileState, RecordCeremony};
+pub use browser::{BrowserProfileRow, CeremonyRow, ProfileState, RecordCeremony, TaskPermissionRow};
 pub use call_receipts::{CALL_RECEIPTS_CHANNEL, Receipt};
 pub use calls::{
     CallResult, CallRow, CancelCall, DeleteCall, DispatchOutcome, OutboundDue, REDACTED_REPLY, ReceiptDue, Redaction,
@@ -83,7 +83,7 @@ pub use wake::{
     EVENTS_CHANNEL, Hint, RUNS_CHANNEL, TRANSIENT_CHANNEL, WAKE_SPACING, Wakes, parse as parse_wake_payload,
 };
 pub use web_sessions::{NewWebSession, WebSessionRow};
-pub use work::{ClaimedRun, Dispatch, Lease, ModelStep, NewCall, RunCounters, RunKind, Work};
+pub use work::{ClaimedRun, Cover, Dispatch, Lease, ModelStep, NewCall, RunCounters, RunKind, SessionBrowser, Work};
 
 use sqlx::PgPool;
 use sqlx::migrate::Migrator;

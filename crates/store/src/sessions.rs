@@ -23,6 +23,8 @@ pub struct SessionRow {
     pub folder_id: Option<FolderId>,
     pub schedule_id: Option<ScheduleId>,
     pub last_run_id: Option<RunId>,
+    /// The browser profile chosen when the session was created (`browser.act` acts on it).
+    pub browser_profile_id: Option<Uuid>,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
     /// The immutable keyset position in the session index.
@@ -40,6 +42,7 @@ struct SessionRecord {
     folder_id: Option<Uuid>,
     schedule_id: Option<Uuid>,
     last_run_id: Option<Uuid>,
+    browser_profile_id: Option<Uuid>,
     created_at: jiff_sqlx::Timestamp,
     updated_at: jiff_sqlx::Timestamp,
     index_position: i64,
@@ -57,6 +60,7 @@ impl SessionRow {
             folder_id: record.folder_id.map(FolderId::from_uuid),
             schedule_id: record.schedule_id.map(ScheduleId::from_uuid),
             last_run_id: record.last_run_id.map(RunId::from_uuid),
+            browser_profile_id: record.browser_profile_id,
             created_at: timestamp(record.created_at),
             updated_at: timestamp(record.updated_at),
             index_position: record.index_position,
@@ -65,7 +69,7 @@ impl SessionRow {
 }
 
 const SESSION_COLUMNS: &str = "s.id, s.title, s.agent_id, s.agent_version, s.metadata, s.folder_id, s.schedule_id,
-    s.created_at, s.updated_at, s.index_position,
+    s.browser_profile_id, s.created_at, s.updated_at, s.index_position,
     (SELECT r.id FROM runs r WHERE r.session_id = s.id ORDER BY r.created_at DESC, r.id DESC LIMIT 1) AS last_run_id";
 
 /// What a new session is created with.
@@ -75,6 +79,8 @@ pub struct NewSession<'a> {
     pub agent: &'a Agent,
     pub title: Option<String>,
     pub metadata: Value,
+    /// A ready browser profile of the principal (the caller checked it).
+    pub browser_profile: Option<Uuid>,
 }
 
 /// One page of the session index.
@@ -120,8 +126,9 @@ impl Store {
              ), position AS (
                  UPDATE session_index_clock SET position = position + 1 RETURNING position
              ), s AS (
-                 INSERT INTO sessions (id, principal_id, index_position, agent_id, agent_version, title, metadata)
-                 SELECT $1, $2, position.position, $3, $4, $5, $6 FROM position
+                 INSERT INTO sessions (id, principal_id, index_position, agent_id, agent_version, title, metadata,
+                                       browser_profile_id)
+                 SELECT $1, $2, position.position, $3, $4, $5, $6, $8 FROM position
                  RETURNING *
              )
              SELECT {SESSION_COLUMNS} FROM s"
@@ -134,6 +141,7 @@ impl Store {
             .bind(new.title)
             .bind(new.metadata)
             .bind(configuration)
+            .bind(new.browser_profile)
             .fetch_one(&self.pool)
             .await?;
         SessionRow::from_row(&row)

@@ -11,7 +11,8 @@
 //! Chat Completions streaming format; [`serve`] runs a test's HTTP stand-in on 127.0.0.1, and
 //! `api` (feature `api`) the HTTP API itself; [`outage`] takes a test's database away and back; [`dns`] is a DNS server answering from a
 //! test's records and [`dkim`] signs messages with a key made at run time; [`logs`] captures log lines; `tls` (feature `tls`) makes a certificate for
-//! `localhost` from an authority made at run time.
+//! `localhost` from an authority made at run time, and `shop` (feature `tls`) serves the hosted
+//! browser's tea shop behind it.
 
 #[cfg(feature = "api")]
 pub mod api;
@@ -25,6 +26,8 @@ pub mod model;
 pub mod outage;
 pub mod roles;
 pub mod serve;
+#[cfg(feature = "tls")]
+pub mod shop;
 #[cfg(feature = "tls")]
 pub mod tls;
 

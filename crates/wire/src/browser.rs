@@ -182,3 +182,61 @@ impl CeremonyState {
         matches!(self, CeremonyState::Open | CeremonyState::Active)
     }
 }
+
+/// How an approved browser action was allowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovedFor {
+    /// `Allow once` (`approve_once`).
+    Once,
+    /// By a task permission: the one its decision granted, or one in force that covered it.
+    Task,
+}
+
+impl ApprovedFor {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ApprovedFor::Once => "once",
+            ApprovedFor::Task => "task",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<ApprovedFor> {
+        [ApprovedFor::Once, ApprovedFor::Task]
+            .into_iter()
+            .find(|value| value.as_str() == text)
+    }
+}
+
+/// A task permission: within one run, the browser actions on `origins` that are not among
+/// `exceptions`, at most `max_actions` of them until `expires_at`, unless stopped first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TaskPermission {
+    pub task_permission_id: Uuid,
+    pub session_id: Uuid,
+    pub run_id: Uuid,
+    pub profile_id: Uuid,
+    /// The site scope: the profile's origins.
+    pub origins: Vec<String>,
+    /// What it never covers.
+    pub exceptions: Vec<domain::browser::Exception>,
+    pub max_actions: u32,
+    /// Actions allowed by it so far, the one whose approval granted it included.
+    pub actions_used: u32,
+    pub remaining_actions: u32,
+    #[schema(value_type = String, format = DateTime)]
+    pub expires_at: jiff::Timestamp,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: jiff::Timestamp,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub stopped_at: Option<jiff::Timestamp>,
+    /// Whether it still allows actions: not stopped, not expired, actions left, and its run
+    /// not over.
+    pub active: bool,
+}
+
+/// `GET /v1/browser/task-permissions`: the active ones, newest first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TaskPermissionList {
+    pub task_permissions: Vec<TaskPermission>,
+}

@@ -317,6 +317,14 @@ pub struct ApprovalRequested {
     /// JSON pointer of each truncated string → lowercase hex SHA-256 of the whole string.
     pub argument_digests: std::collections::BTreeMap<String, String>,
     pub status: ApprovalStatus,
+    /// A browser action's offer of a task permission; absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_offer: Option<Box<domain::browser::TaskOffer>>,
+    /// Set when the call was approved as it was recorded: a task permission covered it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_for: Option<crate::browser::ApprovedFor>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_permission_id: Option<Uuid>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -327,6 +335,11 @@ pub struct ApprovalResolved {
     pub invocation_id: Uuid,
     pub tool: String,
     pub status: ApprovalStatus,
+    /// How an approved call was allowed (once, or for the task); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_for: Option<crate::browser::ApprovedFor>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_permission_id: Option<Uuid>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]

@@ -52,6 +52,11 @@ pub struct CreateSession {
     #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<Object>, nullable = false)]
     pub metadata: Option<serde_json::Map<String, Value>>,
+    /// The `READY` browser profile the agent may act on (`browser.act`), with Website Access on;
+    /// checked again by the server (the owner's, and ready).
+    #[serde(default, deserialize_with = "present", skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub browser_profile_id: Option<Uuid>,
 }
 
 /// `PATCH /v1/sessions/{session_id}`.
@@ -116,6 +121,11 @@ pub enum Decision {
     ApproveOnce,
     /// Do not run it; the model is told.
     Deny,
+    /// Run this browser action and grant the task permission its approval offers (`Allow all
+    /// actions for this task`): the run's later actions within its scope and limits, never its
+    /// exceptions, need no approval until it runs out or is stopped. Only for an approval with a
+    /// `task_offer`.
+    AllowForTask,
 }
 
 /// `POST /v1/runs/{run_id}/input`.

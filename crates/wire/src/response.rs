@@ -56,6 +56,10 @@ pub struct Session {
     /// sends: review the approval there, against the draft. Null for conversations.
     #[serde(default)]
     pub draft_id: Option<Uuid>,
+    /// The browser profile the conversation's agent acts on (`browser.act`), chosen when it was
+    /// created; null when none was.
+    #[serde(default)]
+    pub browser_profile_id: Option<Uuid>,
 }
 
 /// One page of the session index.
@@ -210,6 +214,16 @@ pub struct Approval {
     /// JSON Pointer of each truncated string → hex SHA-256 of its full value.
     pub argument_digests: std::collections::BTreeMap<String, String>,
     pub status: ApprovalStatus,
+    /// A browser action's offer of a task permission (`allow_for_task`); absent otherwise, and
+    /// for an exception (a purchase or signing out), which is approved on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_offer: Option<domain::browser::TaskOffer>,
+    /// How an approved call was allowed: once, or for the task (by the permission it granted or
+    /// the one that covered it). Absent until approved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_for: Option<crate::browser::ApprovedFor>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_permission_id: Option<Uuid>,
     #[schema(value_type = Option<String>, format = DateTime)]
     pub decided_at: Option<jiff::Timestamp>,
     #[schema(value_type = String, format = DateTime)]

@@ -2,18 +2,12 @@
 //! account page that needs a session cookie, local storage shown on the page), Xvfb, the
 //! browsers with a vault, the control plane and the handoff address, and a clock the test moves.
 
-use std::net::IpAddr;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use axum::Router;
-use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::{Html, IntoResponse};
-use axum::routing::get;
 use serde_json::Value;
 use steward_browser::ceremony::Ceremonies;
 use steward_browser::chromium::CHROMIUM;
@@ -24,115 +18,8 @@ use steward_browser::proxy::Upstream;
 use steward_browser::storage::Vault;
 use steward_browser::tasks::{Browsers, Template};
 
-pub const SHOP: &str = "shop.example";
+pub use testkit::shop::{Orders, PASSWORD_FIELD, ROTATED, SESSION, SHOP, USER_FIELD};
 pub const CREDENTIAL: &str = "a-control-plane-credential-of-enough-bytes";
-/// The session cookie the shop's account page wants, and the one it rotates it to.
-pub const SESSION: &str = "s1";
-pub const ROTATED: &str = "s2";
-
-pub type Orders = Arc<Mutex<Vec<Vec<(String, String)>>>>;
-
-fn shop(orders: Orders) -> Router {
-    Router::new()
-        .route(
-            "/",
-            get(|| async {
-                Html(
-                    r#"<!doctype html><title>The shop</title>
-<h1>Tea</h1>
-<form method="post" action="/order">
-  <label for="name">Your name</label> <input id="name" name="name">
-  <label for="size">Size</label> <select id="size" name="size"><option value="small">Small</option><option value="large">Large</option></select>
-  <button type="submit">Place order</button>
-</form>
-<a href="/about">About us</a>"#,
-                )
-            }),
-        )
-        .route(
-            "/order",
-            axum::routing::post(|State(orders): State<Orders>, body: String| async move {
-                let fields = url::form_urlencoded::parse(body.as_bytes()).into_owned().collect();
-                orders.lock().expect("orders").push(fields);
-                Html("<!doctype html><title>Ordered</title><p>Thank you for your order")
-            }),
-        )
-        .route(
-            "/about",
-            get(|| async { Html("<!doctype html><title>About</title><p>A small tea shop") }),
-        )
-        .route("/account", get(account))
-        .route("/signin", get(sign_in_form).post(sign_in))
-        .with_state(orders)
-}
-
-/// Signed in with the session cookie (which it then rotates); the page also shows what local
-/// storage holds under `note`.
-async fn account(headers: HeaderMap) -> impl IntoResponse {
-    let cookies = headers
-        .get_all("cookie")
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .collect::<Vec<_>>()
-        .join("; ");
-    let signed_in = cookies
-        .split("; ")
-        .any(|pair| pair == format!("sid={SESSION}") || pair == format!("sid={ROTATED}"));
-    let note = "<p id=note></p><script>document.getElementById('note').textContent = 'Note: ' + localStorage.getItem('note')</script>";
-    if signed_in {
-        (
-            [(
-                "set-cookie",
-                format!("sid={ROTATED}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=86400"),
-            )],
-            Html(format!(
-                "<!doctype html><title>Account</title><p>Signed in as Ada</p>{note}"
-            )),
-        )
-            .into_response()
-    } else {
-        Html(format!(
-            "<!doctype html><title>Sign in</title><p>Please sign in</p>{note}"
-        ))
-        .into_response()
-    }
-}
-
-/// Where the sign-in form's fields are on the page (CSS pixels): the remote sign-in test clicks
-/// there.
-pub const USER_FIELD: (f64, f64) = (120.0, 115.0);
-pub const PASSWORD_FIELD: (f64, f64) = (120.0, 165.0);
-
-async fn sign_in_form() -> Html<&'static str> {
-    Html(
-        r#"<!doctype html><title>Sign in to the shop</title><body style="margin:0">
-<form method="post" action="/signin">
-<input name="user" aria-label="User" style="position:absolute;left:20px;top:100px;width:200px;height:30px">
-<input name="password" type="password" aria-label="Password" style="position:absolute;left:20px;top:150px;width:200px;height:30px">
-<button style="position:absolute;left:20px;top:200px">Sign in</button>
-</form>"#,
-    )
-}
-
-/// `ada` / `tea` signs in: the session cookie, and a note in local storage.
-async fn sign_in(body: String) -> axum::response::Response {
-    let fields: Vec<(String, String)> = url::form_urlencoded::parse(body.as_bytes()).into_owned().collect();
-    let field = |name: &str| {
-        fields
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
-    };
-    if field("user") == Some("ada") && field("password") == Some("tea") {
-        (
-            [("set-cookie", format!("sid={SESSION}; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=86400"))],
-            Html("<!doctype html><title>Welcome</title><p>Welcome back<script>localStorage.setItem('note', 'signed in remotely')</script>"),
-        )
-            .into_response()
-    } else {
-        Html("<!doctype html><title>Sign in to the shop</title><p>Wrong user or password").into_response()
-    }
-}
 
 pub struct Fixture {
     pub base: String,
@@ -153,11 +40,7 @@ pub struct Fixture {
 
 impl Fixture {
     pub async fn start() -> Fixture {
-        let orders: Orders = Arc::default();
-        let site = testkit::serve(shop(Arc::clone(&orders))).await;
-        let issued = testkit::tls::issue(&[SHOP], &[]);
-        let localhost: IpAddr = [127, 0, 0, 1].into();
-        let (front, front_task) = testkit::tls::serve_front(localhost, issued.acceptor, site.address).await;
+        let shop = testkit::shop::Shop::start().await;
         let display = tokio::task::spawn_blocking(|| VirtualDisplay::start(std::path::Path::new("/usr/bin/Xvfb")))
             .await
             .expect("join")
@@ -176,8 +59,8 @@ impl Fixture {
                 executable: PathBuf::from(CHROMIUM),
                 display: display.name().to_owned(),
                 sandbox: !root,
-                local_site_keys: vec![issued.spki_sha256],
-                upstream: Upstream::Local(front),
+                local_site_keys: vec![shop.spki_sha256.clone()],
+                upstream: Upstream::Local(shop.front),
                 data_root: dir.path().to_owned(),
             },
             Arc::clone(&vault),
@@ -200,18 +83,13 @@ impl Fixture {
             public: format!("http://{}", handoff.address),
             handoff_state,
             client: reqwest::Client::new(),
-            orders,
+            orders: Arc::clone(&shop.orders),
             browsers,
             vault,
             clock,
             _display: display,
             _dir: dir,
-            _served: vec![
-                Box::new(site),
-                Box::new(front_task),
-                Box::new(control),
-                Box::new(handoff),
-            ],
+            _served: vec![Box::new(shop), Box::new(control), Box::new(handoff)],
         }
     }
 

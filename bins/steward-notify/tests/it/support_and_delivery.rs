@@ -161,6 +161,7 @@ pub(crate) async fn setup() -> Setup {
             agent: agents.get("default").expect("agent"),
             title: None,
             metadata: json!({}),
+            browser_profile: None,
         })
         .await
         .expect("session");

@@ -2,6 +2,7 @@
 //! deadlines, an OpenAI-compatible server, workers killed mid-run, and the mail acceptance
 //! against a provider speaking the Gmail wire format, and Email mode's Review & Send.
 
+mod browser;
 mod calls;
 mod crash;
 mod drafts;

@@ -20,6 +20,8 @@ pub struct Stack {
     pub clock: std::sync::Arc<testkit::ShiftedClock>,
     /// No store of the stack sends wake-up hints.
     deaf: bool,
+    /// The browser role's control plane the in-process workers act through (`browser.act`).
+    pub browser: Option<std::sync::Arc<agent::browser_tools::BrowserTools>>,
     _api: testkit::api::RunningApi,
     workers: Vec<Abort>,
 }
@@ -49,7 +51,21 @@ impl Stack {
         Stack::build(api_env, true).await
     }
 
+    /// [`Stack::api`] whose API configuration `configure` adjusts (a part whose flag an
+    /// environment cannot turn on yet, on for its tests).
+    pub async fn configured(api_env: &[(&str, &str)], configure: impl FnOnce(&mut api::ApiConfig)) -> Stack {
+        Stack::build_configured(api_env, false, configure).await
+    }
+
     async fn build(api_env: &[(&str, &str)], deaf: bool) -> Stack {
+        Stack::build_configured(api_env, deaf, |_| ()).await
+    }
+
+    async fn build_configured(
+        api_env: &[(&str, &str)],
+        deaf: bool,
+        configure: impl FnOnce(&mut api::ApiConfig),
+    ) -> Stack {
         let db = TestDatabase::new().await;
         let dir = tempfile::tempdir().expect("tempdir");
         let token = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
@@ -71,7 +87,7 @@ impl Stack {
         let clock = std::sync::Arc::new(testkit::ShiftedClock::default());
         let app_store = db.store_as("api").await.with_clock(clock.clone());
         let app_store = if deaf { app_store.without_wakes() } else { app_store };
-        let api = testkit::api::start(&db, dir.path(), &token, vars, app_store).await;
+        let api = testkit::api::start_configured(&db, dir.path(), &token, vars, app_store, configure).await;
         Stack {
             base: api.base.clone(),
             token,
@@ -80,6 +96,7 @@ impl Stack {
             dir,
             clock,
             deaf,
+            browser: None,
             _api: api,
             workers: Vec::new(),
         }
@@ -121,9 +138,15 @@ impl Stack {
             mail,
             subscriptions: config.unsubscribe.is_some(),
             calls: config.calls.clone().map(std::sync::Arc::new),
+            browser: self.browser.clone(),
         };
         let task = tokio::spawn(agent::worker::run(config.settings, executor, std::future::pending()));
         self.workers.push(Abort(task));
+    }
+
+    /// Stops the in-process workers (a run they hold is left as it is).
+    pub fn stop_workers(&mut self) {
+        self.workers.clear();
     }
 
     /// Fires the schedules due at `at` as the schedule role does (at most 10), with the mail
@@ -237,7 +260,20 @@ impl Stack {
             if states.iter().any(|state| current["state"] == *state) {
                 return current;
             }
-            assert!(Instant::now() < deadline, "run never reached {states:?}: {current}");
+            if Instant::now() >= deadline {
+                let events: Vec<String> = self
+                    .events(current["session_id"].as_str().unwrap_or_default())
+                    .await
+                    .into_iter()
+                    .map(|(kind, payload)| {
+                        format!("{kind} {}", payload.to_string().chars().take(300).collect::<String>())
+                    })
+                    .collect();
+                panic!(
+                    "run never reached {states:?}: {current}\nevents:\n{}",
+                    events.join("\n")
+                );
+            }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
     }

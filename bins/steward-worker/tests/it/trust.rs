@@ -52,6 +52,8 @@ async fn a_call_marked_approved_without_its_approval_is_refused_and_never_made()
     assert!(denied(&api, "UPDATE tool_invocations SET tool = 'notes.add' WHERE false").await);
     assert!(denied(&api, "UPDATE approvals SET arguments = '{}' WHERE false").await);
     assert!(denied(&api, "UPDATE approvals SET argument_digests = '{}' WHERE false").await);
+    // What a browser action's approval offers is the worker's too.
+    assert!(denied(&api, "UPDATE approvals SET task_offer = '{}' WHERE false").await);
 
     // It can still write a call's state: forged past the pending approval, the call is refused.
     let session = stack.session().await;
@@ -86,11 +88,13 @@ async fn a_call_marked_approved_without_its_approval_is_refused_and_never_made()
         .await;
     stack.wait_for(&run, &["waiting_approval"]).await;
     let run_id: uuid::Uuid = run.parse().expect("run id");
-    sqlx::query("UPDATE approvals SET status = 'APPROVED', decided_at = now() WHERE run_id = $1")
-        .bind(run_id)
-        .execute(&stack.db.pool)
-        .await
-        .expect("approve");
+    sqlx::query(
+        "UPDATE approvals SET status = 'APPROVED', approved_for = 'once', decided_at = now() WHERE run_id = $1",
+    )
+    .bind(run_id)
+    .execute(&stack.db.pool)
+    .await
+    .expect("approve");
     sqlx::query("UPDATE tool_invocations SET arguments = '{\"text\": \"other text\"}' WHERE run_id = $1")
         .bind(run_id)
         .execute(&stack.db.pool)

@@ -74,6 +74,7 @@ impl Stack {
             mail: None,
             subscriptions: false,
             calls: None,
+            browser: None,
         };
         stack.tasks.push(tokio::spawn(agent::worker::run(
             settings,

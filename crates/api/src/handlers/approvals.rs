@@ -32,6 +32,9 @@ pub(crate) fn approval(row: &ApprovalRow) -> Approval {
             .filter_map(|(pointer, digest)| Some((pointer.clone(), digest.as_str()?.to_owned())))
             .collect(),
         status: row.status,
+        task_offer: row.task_offer.clone(),
+        approved_for: row.approved_for,
+        task_permission_id: row.task_permission_id,
         decided_at: row.decided_at,
         created_at: row.created_at,
     }
@@ -86,6 +89,7 @@ pub async fn decide(
     let decision = match body.decision {
         wire::request::Decision::ApproveOnce => Decision::ApproveOnce,
         wire::request::Decision::Deny => Decision::Deny,
+        wire::request::Decision::AllowForTask => Decision::AllowForTask,
     };
     match state.store.decide_approval(&caller.principal, id, decision).await? {
         Decide::Decided(row) => {
@@ -95,6 +99,8 @@ pub async fn decide(
         Decide::AlreadyResolved(row) | Decide::Expired(row) => Err(ApiError::new(ErrorCode::ApprovalAlreadyResolved)
             .detail(format!("the approval is already {}", row.status.as_str()))
             .resolution(row.status)),
+        Decide::NotOffered => Err(ApiError::new(ErrorCode::TaskPermissionNotOffered)
+            .detail("only a browser action's approval that offers a task permission can allow the task; approve once")),
         Decide::NotFound => Err(ApiError::new(ErrorCode::ApprovalNotFound)),
     }
 }

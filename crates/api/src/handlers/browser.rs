@@ -11,11 +11,11 @@ use axum::http::StatusCode;
 use axum::{Extension, Json as JsonResponse};
 use browser_policy::egress::Origin;
 use domain::ErrorCode;
-use store::{BrowserProfileRow, CeremonyRow, ProfileState as StoredState, RecordCeremony};
+use store::{BrowserProfileRow, CeremonyRow, ProfileState as StoredState, RecordCeremony, TaskPermissionRow};
 use uuid::Uuid;
 use wire::browser::{
     BeginCeremony, BegunCeremony, BrowserProfile, BrowserProfileList, CeremonyKind, CeremonyState, CeremonyStatus,
-    CreateBrowserProfile, CreatedBrowserProfile, ProfileState,
+    CreateBrowserProfile, CreatedBrowserProfile, ProfileState, TaskPermission, TaskPermissionList,
 };
 
 use super::email::parse_uuid;
@@ -355,4 +355,65 @@ pub async fn status(
         expires_at: row.expires_at,
         profile_state,
     }))
+}
+
+fn task_permission(row: &TaskPermissionRow) -> TaskPermission {
+    TaskPermission {
+        task_permission_id: row.id,
+        session_id: row.session_id,
+        run_id: row.run_id,
+        profile_id: row.profile_id,
+        origins: row.origins.clone(),
+        exceptions: row.exceptions.clone(),
+        max_actions: row.max_actions,
+        actions_used: row.actions_used,
+        remaining_actions: if row.active {
+            row.max_actions.saturating_sub(row.actions_used)
+        } else {
+            0
+        },
+        expires_at: row.expires_at,
+        created_at: row.created_at,
+        stopped_at: row.stopped_at,
+        active: row.active,
+    }
+}
+
+/// The task permissions in force (`Allow all actions for this task`), newest first.
+#[utoipa::path(
+    get, path = "/v1/browser/task-permissions", tag = "browser",
+    security(("bearer" = ["browser.read"])),
+    responses((status = 200, description = "The active task permissions", body = TaskPermissionList))
+)]
+pub async fn task_permissions(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> Result<JsonResponse<TaskPermissionList>, ApiError> {
+    let rows = state.store.active_task_permissions(&caller.principal).await?;
+    Ok(JsonResponse(TaskPermissionList {
+        task_permissions: rows.iter().map(task_permission).collect(),
+    }))
+}
+
+/// Stops a task permission: from now on it allows nothing, and an action it allowed that has
+/// not started is not made (the agent is told). Stopping again answers the same.
+#[utoipa::path(
+    post, path = "/v1/browser/task-permissions/{task_permission_id}/stop", tag = "browser",
+    security(("bearer" = ["browser.write"])),
+    params(("task_permission_id" = Uuid, Path)),
+    responses((status = 200, description = "Stopped", body = TaskPermission))
+)]
+pub async fn stop_task_permission(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<JsonResponse<TaskPermission>, ApiError> {
+    let id: Uuid = parse_uuid(&id, ErrorCode::TaskPermissionNotFound)?;
+    let row = state
+        .store
+        .stop_task_permission(&caller.principal, id)
+        .await?
+        .ok_or_else(|| ApiError::new(ErrorCode::TaskPermissionNotFound))?;
+    tracing::info!(task_permission_id = %row.id, run_id = %row.run_id, "task permission stopped");
+    Ok(JsonResponse(task_permission(&row)))
 }

@@ -43,10 +43,12 @@ pub(crate) fn session(mut row: SessionRow) -> Session {
         Value::Object(members) => members,
         _ => serde_json::Map::new(),
     };
+    let browser_profile_id = row.browser_profile_id;
     Session {
         summary: summary(row),
         metadata,
         draft_id: None,
+        browser_profile_id,
     }
 }
 
@@ -72,6 +74,22 @@ pub async fn create(
             .detail(error.to_string())
             .field("metadata")
     })?;
+    let browser_profile = match body.browser_profile_id {
+        None => None,
+        // Without Website Access no profile can be named (none can be made).
+        Some(_) if !state.settings.flags.is_on(domain::flags::Flag::Browser) => {
+            return Err(ApiError::new(ErrorCode::BrowserProfileNotFound).field("browser_profile_id"));
+        }
+        Some(id) => match state.store.browser_profile(&caller.principal, id).await? {
+            None => return Err(ApiError::new(ErrorCode::BrowserProfileNotFound).field("browser_profile_id")),
+            Some(row) if row.state != store::ProfileState::Ready => {
+                return Err(ApiError::new(ErrorCode::BrowserProfileNotReady)
+                    .detail("only a signed-in (READY) profile can be chosen for a conversation")
+                    .field("browser_profile_id"));
+            }
+            Some(row) => Some(row.id),
+        },
+    };
     let row = state
         .store
         .create_session(NewSession {
@@ -79,6 +97,7 @@ pub async fn create(
             agent,
             title: metadata.title(),
             metadata: metadata.into_value(),
+            browser_profile,
         })
         .await?;
     let location = format!("/v1/sessions/{}", row.id);

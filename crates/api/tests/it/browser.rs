@@ -375,3 +375,94 @@ async fn an_unreachable_browser_role_leaves_no_profile_behind() {
     let (_, list) = json(app.send(Method::GET, "/v1/browser/profiles").await).await;
     assert_eq!(list, json!({"profiles": []}));
 }
+
+#[tokio::test]
+async fn a_rejected_ceremony_removes_the_profile_only_when_no_newer_ceremony_is_open() {
+    let role = role().await;
+    let app = app_for(&role).await;
+    let begin = |profile: String| {
+        app.request(Method::POST, &format!("/v1/browser/profiles/{profile}/ceremonies"))
+            .json(&json!({"kind": "device"}))
+            .send()
+    };
+    let read = async |id: &str| {
+        json(app.send(Method::GET, &format!("/v1/browser/ceremonies/{id}")).await)
+            .await
+            .1
+    };
+    let mut foreign = session();
+    foreign["cookies"][0]["domain"] = json!("tracker.example");
+
+    // Rejected while a newer ceremony (Start over, begun before the rejection was read) is open:
+    // the profile stays for the newer one, which then makes it ready.
+    let (_, created) = json(
+        app.request(Method::POST, "/v1/browser/profiles")
+            .json(&json!({"primary_origin": "https://shop.example", "ceremony": {"kind": "device"}}))
+            .send()
+            .await
+            .expect("answer"),
+    )
+    .await;
+    let profile = created["profile"]["profile_id"].as_str().expect("id").to_owned();
+    let first = &created["ceremony"];
+    let handoff_url = first["handoff_url"].as_str().expect("url");
+    assert_eq!(
+        hand_over(handoff_url, first["capability"].as_str().expect("capability"), &foreign).await,
+        422
+    );
+    let (status, newer) = json(begin(profile.clone()).await.expect("answer")).await;
+    assert_eq!(status, 201, "{newer}");
+    let rejected = read(first["ceremony_id"].as_str().expect("id")).await;
+    assert_eq!(rejected["state"], "rejected");
+    let (_, list) = json(app.send(Method::GET, "/v1/browser/profiles").await).await;
+    assert_eq!(
+        list["profiles"][0]["state"], "PENDING",
+        "kept for the newer ceremony: {list}"
+    );
+    assert_eq!(
+        hand_over(
+            handoff_url,
+            newer["capability"].as_str().expect("capability"),
+            &session()
+        )
+        .await,
+        204
+    );
+    let done = read(newer["ceremony_id"].as_str().expect("id")).await;
+    assert_eq!(
+        (done["state"].as_str(), done["profile_state"].as_str()),
+        (Some("completed"), Some("READY"))
+    );
+
+    // An older ceremony whose row still reads open (Start over cancelled it at the role, and
+    // nobody read it since) does not keep a rejected profile alive.
+    let (_, created) = json(
+        app.request(Method::POST, "/v1/browser/profiles")
+            .json(&json!({"primary_origin": "https://store.example", "ceremony": {"kind": "device"}}))
+            .send()
+            .await
+            .expect("answer"),
+    )
+    .await;
+    let second = created["profile"]["profile_id"].as_str().expect("id").to_owned();
+    let (_, over) = json(begin(second.clone()).await.expect("answer")).await;
+    let mut foreign = foreign.clone();
+    foreign["cookies"][0]["domain"] = json!("tracker.example");
+    assert_eq!(
+        hand_over(handoff_url, over["capability"].as_str().expect("capability"), &foreign).await,
+        422
+    );
+    assert_eq!(
+        read(over["ceremony_id"].as_str().expect("id")).await["state"],
+        "rejected"
+    );
+    let (_, list) = json(app.send(Method::GET, "/v1/browser/profiles").await).await;
+    let ids: Vec<&str> = list["profiles"]
+        .as_array()
+        .expect("profiles")
+        .iter()
+        .filter_map(|profile| profile["profile_id"].as_str())
+        .collect();
+    assert_eq!(ids, vec![profile.as_str()], "the rejected profile is gone: {list}");
+    assert!(role.vault.open(&second).expect("open").is_none());
+}

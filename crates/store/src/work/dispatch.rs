@@ -13,6 +13,8 @@ pub enum Dispatch {
     /// it displayed) was resolved `APPROVED`, or its stored tool or arguments differ from the
     /// ones about to be run: a forged state. Nothing changed; the call must not be made.
     Unapproved,
+    /// The call was allowed by a task permission the owner has stopped since: it is not made.
+    Stopped,
 }
 
 /// Whether an approval resolved `APPROVED` exists for exactly `invocation`: the call's stored
@@ -67,6 +69,19 @@ impl Work<'_> {
                 }
                 if !approved_exactly(tx, lease, invocation).await? {
                     return Ok(Dispatch::Unapproved);
+                }
+                // Stopping a task permission stops at once the actions it allowed that have not
+                // started (its row is locked here: a stop commits before this, or after).
+                let stopped: Option<bool> = sqlx::query_scalar(
+                    "SELECT p.stopped_at IS NOT NULL FROM approvals a
+                     JOIN browser_task_permissions p ON p.id = a.task_permission_id
+                     WHERE a.invocation_id = $1 AND a.approved_for = 'task' FOR SHARE OF p",
+                )
+                .bind(invocation.id)
+                .fetch_optional(&mut *tx)
+                .await?;
+                if stopped == Some(true) {
+                    return Ok(Dispatch::Stopped);
                 }
                 let started = sqlx::query(
                     "UPDATE tool_invocations SET state = 'dispatching', updated_at = now()

@@ -136,12 +136,14 @@ fn lost<T>() -> Result<Option<T>> {
     Ok(None)
 }
 
+mod browser;
 mod claims;
 mod dispatch;
 mod ending;
 mod parking;
 mod steps;
 
+pub use browser::{Cover, SessionBrowser};
 pub use dispatch::Dispatch;
 
 /// The worker's part of the store (`store.work()`): a view of the same pool and clock.

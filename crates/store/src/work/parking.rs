@@ -12,38 +12,11 @@ impl Work<'_> {
         invocation: &InvocationRow,
         risk: Risk,
         shown: &DisplayedArguments,
+        task_offer: Option<&domain::browser::TaskOffer>,
         wait_seconds: u32,
     ) -> Result<Option<Uuid>> {
         let record = async |tx: &mut PgConnection, approval: Uuid| {
-            sqlx::query(
-                "INSERT INTO approvals (id, run_id, session_id, invocation_id, tool, risk, arguments,
-                 argument_digests, status)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'PENDING')",
-            )
-            .bind(approval)
-            .bind(lease.run.as_uuid())
-            .bind(lease.session.as_uuid())
-            .bind(invocation.id)
-            .bind(&invocation.tool)
-            .bind(risk.as_str())
-            .bind(&shown.arguments)
-            .bind(Value::Object(shown.argument_digests.clone()))
-            .execute(&mut *tx)
-            .await?;
-            Ok(Event::ApprovalRequested(ApprovalRequested {
-                run_id: lease.run.as_uuid(),
-                approval_id: approval,
-                invocation_id: invocation.id,
-                tool: invocation.tool.clone(),
-                risk,
-                arguments: shown.arguments.clone(),
-                argument_digests: shown
-                    .argument_digests
-                    .iter()
-                    .filter_map(|(pointer, digest)| Some((pointer.clone(), digest.as_str()?.to_owned())))
-                    .collect(),
-                status: ApprovalStatus::Pending,
-            }))
+            record_approval(tx, lease, invocation, risk, shown, approval, Start::Pending(task_offer)).await
         };
         self.park_on(lease, invocation, Waiting::Approval, wait_seconds, record)
             .await
@@ -149,4 +122,76 @@ async fn notify_owner(
     .execute(&mut *tx)
     .await?;
     Ok(())
+}
+
+/// How a recorded approval starts.
+pub(super) enum Start<'a> {
+    /// Waiting for the owner, offering a task permission or not.
+    Pending(Option<&'a domain::browser::TaskOffer>),
+    /// Approved as it is recorded, by the task permission in force, at that time.
+    Covered(Uuid, jiff_sqlx::Timestamp),
+}
+
+/// Records the approval `id` of `invocation` as it shows its arguments (`shown`), and returns
+/// the event announcing it.
+pub(super) async fn record_approval(
+    tx: &mut PgConnection,
+    lease: &Lease,
+    invocation: &InvocationRow,
+    risk: Risk,
+    shown: &DisplayedArguments,
+    id: Uuid,
+    start: Start<'_>,
+) -> Result<Event> {
+    let (status, offer, decided_at, approved_for, permission) = match start {
+        Start::Pending(offer) => (ApprovalStatus::Pending, offer, None, None, None),
+        Start::Covered(permission, at) => (
+            ApprovalStatus::Approved,
+            None,
+            Some(at),
+            Some(wire::browser::ApprovedFor::Task),
+            Some(permission),
+        ),
+    };
+    let stored_offer = offer
+        .map(serde_json::to_value)
+        .transpose()
+        .map_err(|error| StoreError::Corrupt(format!("a task offer: {error}")))?;
+    sqlx::query(
+        "INSERT INTO approvals (id, run_id, session_id, invocation_id, tool, risk, arguments,
+         argument_digests, status, task_offer, decided_at, approved_for, task_permission_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+    )
+    .bind(id)
+    .bind(lease.run.as_uuid())
+    .bind(lease.session.as_uuid())
+    .bind(invocation.id)
+    .bind(&invocation.tool)
+    .bind(risk.as_str())
+    .bind(&shown.arguments)
+    .bind(Value::Object(shown.argument_digests.clone()))
+    .bind(status.as_str())
+    .bind(&stored_offer)
+    .bind(decided_at)
+    .bind(approved_for.map(wire::browser::ApprovedFor::as_str))
+    .bind(permission)
+    .execute(&mut *tx)
+    .await?;
+    Ok(Event::ApprovalRequested(ApprovalRequested {
+        run_id: lease.run.as_uuid(),
+        approval_id: id,
+        invocation_id: invocation.id,
+        tool: invocation.tool.clone(),
+        risk,
+        arguments: shown.arguments.clone(),
+        argument_digests: shown
+            .argument_digests
+            .iter()
+            .filter_map(|(pointer, digest)| Some((pointer.clone(), digest.as_str()?.to_owned())))
+            .collect(),
+        status,
+        task_offer: offer.cloned().map(Box::new),
+        approved_for,
+        task_permission_id: permission,
+    }))
 }
