@@ -274,6 +274,9 @@ async fn read(
 struct ActRequest {
     element: String,
     label: String,
+    /// Where the element must lead (a link's address, its form's), when the caller knows.
+    #[serde(default)]
+    target: Option<String>,
     action: Action,
 }
 
@@ -298,7 +301,13 @@ async fn act(
     Ok(Json(
         control
             .browsers
-            .act(&task, &request.element, &request.label, &request.action)
+            .act(
+                &task,
+                &request.element,
+                &request.label,
+                request.target.as_deref(),
+                &request.action,
+            )
             .await?,
     ))
 }

@@ -30,6 +30,32 @@ pub const SETTLE: Duration = Duration::from_secs(15);
 /// old one); an action that navigates nowhere costs this much.
 pub const NAVIGATION_STARTS: Duration = Duration::from_millis(1500);
 
+/// Where an element leads, as the snapshot and the action check compute it (run on the
+/// element): a link's address, or the address its form submits to; empty otherwise.
+const TARGET: &str = r#"function () {
+  const e = this;
+  if (e.tagName === 'A' && e.href) return e.href.slice(0, 2000);
+  const form = e.form || e.closest('form');
+  if (!form) return '';
+  // The attribute, not `form.action`: a field named `action` would stand in for it.
+  try { return new URL(form.getAttribute('action') || '', document.baseURI).href.slice(0, 2000); } catch (_) { return ''; }
+}"#;
+
+/// The words of the buttons that submit an element's form (run on the element); empty when it
+/// is in none.
+const FORM_WORDS: &str = r#"function () {
+  const form = this.form || this.closest('form');
+  if (!form) return '';
+  return Array.from(form.querySelectorAll('button, input[type=submit], input[type=image]'))
+    .filter((b) => b.tagName !== 'BUTTON' || (b.getAttribute('type') || 'submit') === 'submit')
+    .map((b) => (b.innerText || b.value || b.getAttribute('aria-label') || '').trim())
+    .join(' / ').replace(/\s+/g, ' ').slice(0, 200);
+}"#;
+
+/// The kinds a snapshot names; any other (a website's own `role`) is `other`.
+const KINDS: &str = "['link', 'button', 'checkbox', 'radio', 'select', 'textarea', 'text', 'email', 'password', \
+    'search', 'tel', 'url', 'number', 'date', 'file', 'combobox', 'textbox', 'menuitem', 'tab', 'switch', 'option']";
+
 /// One element's label, as the snapshot and the action check compute it (run on the element).
 const LABEL: &str = r#"function () {
   const e = this;
@@ -57,8 +83,15 @@ pub struct ElementView {
     #[serde(rename = "ref")]
     pub reference: String,
     /// `link`, `button`, `text`, `password`, `email`, `checkbox`, `select`, `textarea`, …
+    /// from a fixed list (`other` for anything else: a website's own `role` is not shown).
     pub kind: String,
     pub label: String,
+    /// Where it leads: a link's address, or the address its form submits to.
+    #[serde(default)]
+    pub target: String,
+    /// The words of the buttons that submit its form.
+    #[serde(default)]
+    pub form: String,
 }
 
 /// An action on one element.
@@ -93,8 +126,10 @@ impl Action {
 pub enum PageError {
     #[error("no element {0} on the page")]
     NoElement(String),
-    #[error("element {reference} is no longer `{expected}` (the page changed)")]
-    Changed { reference: String, expected: String },
+    /// The element no longer carries the label it was approved with. The message names no
+    /// label: a label is the website's text, and the message reaches the agent unmarked.
+    #[error("element {reference} is no longer the one approved (the page changed); read the page again")]
+    Changed { reference: String },
     #[error("the element cannot take this action ({0})")]
     Unsupported(&'static str),
     #[error("the page did not answer: {0}")]
@@ -106,15 +141,19 @@ pub async fn snapshot(page: &Page) -> Result<Snapshot, PageError> {
     let script = format!(
         r#"(() => {{
   const label = {LABEL};
+  const target = {TARGET};
+  const form = {FORM_WORDS};
+  const kinds = {KINDS};
   const kind = (e) => {{
     const role = e.getAttribute('role');
-    if (role) return role;
-    if (e.tagName === 'A') return 'link';
-    if (e.tagName === 'INPUT') return ['submit', 'button', 'reset', 'image'].includes(e.type) ? 'button' : e.type;
-    return e.tagName.toLowerCase();
+    const named = role ? role
+      : e.tagName === 'A' ? 'link'
+      : e.tagName === 'INPUT' ? (['submit', 'button', 'reset', 'image'].includes(e.type) ? 'button' : e.type)
+      : e.tagName.toLowerCase();
+    return kinds.includes(named) ? named : 'other';
   }};
   const elements = Array.from(document.querySelectorAll({selector})).slice(0, {MAX_ELEMENTS})
-    .map((e, i) => ({{ ref: 'e' + i, kind: kind(e), label: label.call(e) }}));
+    .map((e, i) => ({{ ref: 'e' + i, kind: kind(e), label: label.call(e), target: target.call(e), form: form.call(e) }}));
   const text = document.body ? document.body.innerText.slice(0, {MAX_TEXT}) : '';
   return {{ url: location.href, title: document.title, text, elements }};
 }})()"#,
@@ -126,10 +165,16 @@ pub async fn snapshot(page: &Page) -> Result<Snapshot, PageError> {
         .map_err(|_| PageError::Unsupported("the page's snapshot could not be read"))
 }
 
-/// Does `action` on the element `reference` if it still carries `label`, then waits for the
-/// page to settle and reads it.
-pub async fn act(page: &Page, reference: &str, label: &str, action: &Action) -> Result<Snapshot, PageError> {
-    let element = element(page, reference, label).await?;
+/// Does `action` on the element `reference` if it still carries `label` (and leads to `target`,
+/// when one is given), then waits for the page to settle and reads it.
+pub async fn act(
+    page: &Page,
+    reference: &str,
+    label: &str,
+    target: Option<&str>,
+    action: &Action,
+) -> Result<Snapshot, PageError> {
+    let element = element(page, reference, label, target).await?;
     let before = document(page).await;
     match action {
         Action::Click => {
@@ -216,8 +261,10 @@ pub async fn act(page: &Page, reference: &str, label: &str, action: &Action) -> 
     snapshot(page).await
 }
 
-/// The element at `reference` (`e<position>`), if it still carries `label`.
-async fn element(page: &Page, reference: &str, label: &str) -> Result<Element, PageError> {
+/// The element at `reference` (`e<position>`), if it still carries `label` and leads to
+/// `target` (when given): another element with the same words at that position (a list that
+/// changed) is refused.
+async fn element(page: &Page, reference: &str, label: &str, target: Option<&str>) -> Result<Element, PageError> {
     let missing = || PageError::NoElement(reference.to_owned());
     let position: usize = reference
         .strip_prefix('e')
@@ -232,8 +279,15 @@ async fn element(page: &Page, reference: &str, label: &str) -> Result<Element, P
     if current.result.value.as_ref().and_then(serde_json::Value::as_str) != Some(label) {
         return Err(PageError::Changed {
             reference: reference.to_owned(),
-            expected: label.to_owned(),
         });
+    }
+    if let Some(target) = target {
+        let leads = element.call_js_fn(TARGET, false).await?;
+        if leads.result.value.as_ref().and_then(serde_json::Value::as_str) != Some(target) {
+            return Err(PageError::Changed {
+                reference: reference.to_owned(),
+            });
+        }
     }
     Ok(element)
 }

@@ -124,6 +124,7 @@ impl Browsers {
         let mut held = slot.lock().await;
         if let Some(open) = held.as_ref() {
             return if open.origins == origins && open.profile == profile {
+                open.touch();
                 Ok(false)
             } else {
                 Err(TaskError::Conflict)
@@ -264,11 +265,19 @@ impl Browsers {
         Ok(page::snapshot(page_of(&held)?).await?)
     }
 
-    /// Does `action` on the element `reference` labelled `label`.
-    pub async fn act(&self, task: &str, reference: &str, label: &str, action: &Action) -> Result<Snapshot, TaskError> {
+    /// Does `action` on the element `reference` labelled `label` (and leading to `target`, when
+    /// given).
+    pub async fn act(
+        &self,
+        task: &str,
+        reference: &str,
+        label: &str,
+        target: Option<&str>,
+        action: &Action,
+    ) -> Result<Snapshot, TaskError> {
         let slot = self.slot(task).await?;
         let held = slot.lock().await;
-        Ok(page::act(page_of(&held)?, reference, label, action).await?)
+        Ok(page::act(page_of(&held)?, reference, label, target, action).await?)
     }
 
     /// A picture of the task's page.
@@ -372,19 +381,30 @@ impl Browsers {
     /// closing its browser, a worker gone); each keeps its profile's refreshed session as on
     /// any close. A browser busy with a request is not idle.
     pub async fn close_idle(&self, idle: std::time::Duration) -> usize {
-        let slots = self.slots().await;
-        let mut idle_tasks = Vec::new();
-        for (task, slot) in slots {
-            if let Ok(held) = slot.try_lock()
-                && held.as_ref().is_some_and(|open| open.idle_for() >= idle)
-            {
-                idle_tasks.push(task);
+        let mut closed = 0;
+        for (task, slot) in self.slots().await {
+            // Judged and taken under the task's lock (lock order: the task, then the map), so a
+            // request that came in meanwhile keeps its browser.
+            let taken = {
+                let Ok(mut held) = slot.try_lock() else {
+                    continue;
+                };
+                if held.as_ref().is_none_or(|open| open.idle_for() < idle) {
+                    continue;
+                }
+                let mut tasks = self.tasks.lock().await;
+                if tasks.get(&task).is_some_and(|current| Arc::ptr_eq(current, &slot)) {
+                    tasks.remove(&task);
+                }
+                held.take()
+            };
+            if let Some(open) = taken {
+                self.keep_session(&open).await;
+                open.hosted.close().await;
+                closed += 1;
             }
         }
-        for task in &idle_tasks {
-            self.close(task).await;
-        }
-        idle_tasks.len()
+        closed
     }
 
     /// Closes every browser (at shutdown).

@@ -245,6 +245,12 @@ impl Following<'_> {
                 None => crate::say!("✓ {} ({})", result.tool, result.status.as_str()),
                 Some(code) => crate::say!("✗ {} ({}: {code})", result.tool, result.status.as_str()),
             },
+            // Approved as it was recorded (a task permission covered it): nothing to decide; its
+            // resolution follows.
+            Event::ApprovalRequested(approval) if approval.status != domain::approval::ApprovalStatus::Pending => {
+                self.decided.insert(approval.approval_id);
+                crate::say!("{} allowed by the task permission", approval.tool);
+            }
             Event::ApprovalRequested(approval) => self.approval(approval).await?,
             Event::ApprovalResolved(resolved) if self.decided.contains(&resolved.approval_id) => {}
             Event::ApprovalResolved(resolved) => {

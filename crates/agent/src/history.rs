@@ -82,7 +82,9 @@ fn push_step(
         .map(|call| ToolCall {
             id: call.call_id.clone(),
             name: call.tool.clone(),
-            arguments: call.arguments.clone(),
+            // What the worker pinned for the owner (a browser action's page and the website's
+            // words) is not the model's: it reads the website only marked, in tool results.
+            arguments: crate::browser_tools::as_proposed(&call.tool, &call.arguments),
         })
         .collect();
     let answers: Vec<ChatMessage> = calls

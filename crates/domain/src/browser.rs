@@ -77,36 +77,55 @@ impl Exception {
     }
 }
 
-/// Words and phrases of an element's label that make an action a purchase.
-const PURCHASE_PHRASES: [&str; 14] = [
+/// Words and phrases of an element's label (or of its form's buttons) that make an action a
+/// purchase: any one of them, anywhere in the words ("Place your order" has `order`).
+const PURCHASE_PHRASES: [&str; 25] = [
     "buy",
     "purchase",
     "pay",
+    "payment",
     "checkout",
     "check out",
-    "place order",
-    "order now",
-    "confirm order",
-    "complete order",
-    "submit order",
+    "order",
     "subscribe",
+    "subscription",
     "donate",
     "upgrade",
     "renew",
+    "billing",
+    "card",
+    "kaufen",
+    "bestellen",
+    "zahlen",
+    "comprar",
+    "pagar",
+    "acheter",
+    "commander",
+    "payer",
+    "acquista",
+    "ordina",
+    "paga",
 ];
 /// … and signing out.
-const SIGN_OUT_PHRASES: [&str; 7] = [
+const SIGN_OUT_PHRASES: [&str; 11] = [
     "sign out",
     "signout",
     "log out",
     "logout",
     "log off",
+    "logoff",
     "sign off",
     "switch account",
+    "abmelden",
+    "déconnexion",
+    "cerrar sesión",
 ];
-/// Path segments of a page (or a link's target) that make every action there one of them.
-const PURCHASE_SEGMENTS: [&str; 5] = ["checkout", "payment", "pay", "purchase", "billing"];
-const SIGN_OUT_SEGMENTS: [&str; 6] = ["logout", "signout", "sign-out", "log-out", "logoff", "sign_out"];
+/// Path segments of a page, a link's target or a form's address that make every action there
+/// one of them.
+const PURCHASE_SEGMENTS: [&str; 7] = ["checkout", "payment", "payments", "pay", "purchase", "billing", "order"];
+const SIGN_OUT_SEGMENTS: [&str; 7] = [
+    "logout", "signout", "sign-out", "log-out", "logoff", "sign_out", "log_out",
+];
 
 /// `text` lowercased, with every run of other than letters and digits as one space.
 fn words(text: &str) -> String {
@@ -137,15 +156,30 @@ fn path_has(url: &str, segments: &[&str]) -> bool {
     path.split('/').any(|segment| segments.contains(&segment))
 }
 
-/// The exception an action falls under, judged from what the owner would read: the element's
-/// label (website text) and the page's address. Deliberately broad — a false alarm costs one
-/// more approval; a miss would let a task permission buy something.
-pub fn exception(element_label: &str, page_url: &str) -> Option<Exception> {
-    let label = words(element_label);
-    if names_any(&label, &SIGN_OUT_PHRASES) || path_has(page_url, &SIGN_OUT_SEGMENTS) {
+/// What an action is judged by: the words the owner reads and the addresses involved.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Judged<'a> {
+    /// The element's label (website text).
+    pub label: &'a str,
+    /// The words of the buttons that submit the element's form.
+    pub form: &'a str,
+    /// The page's address.
+    pub page: &'a str,
+    /// Where the element leads: a link's address or its form's.
+    pub target: &'a str,
+}
+
+/// The exception an action falls under, judged from its words and addresses (a navigation's
+/// address as `page`). Deliberately broad: a false alarm costs one more approval; a miss would
+/// let a task permission buy something or sign the owner out. The word lists are mostly
+/// English (with a few common words of other languages).
+pub fn exception(judged: Judged<'_>) -> Option<Exception> {
+    let words = words(&format!("{} {}", judged.label, judged.form));
+    let at = |segments: &[&str]| path_has(judged.page, segments) || path_has(judged.target, segments);
+    if names_any(&words, &SIGN_OUT_PHRASES) || at(&SIGN_OUT_SEGMENTS) {
         return Some(Exception::SignOut);
     }
-    if names_any(&label, &PURCHASE_PHRASES) || path_has(page_url, &PURCHASE_SEGMENTS) {
+    if names_any(&words, &PURCHASE_PHRASES) || at(&PURCHASE_SEGMENTS) {
         return Some(Exception::Purchase);
     }
     None
@@ -242,30 +276,55 @@ mod tests {
     #[test]
     fn purchases_and_signing_out_are_exceptions() {
         let shop = "https://shop.example/products/7";
-        assert_eq!(exception("Add to basket", shop), None);
-        assert_eq!(exception("Search", shop), None);
-        assert_eq!(exception("Buy now", shop), Some(Exception::Purchase));
-        assert_eq!(exception("PLACE ORDER ›", shop), Some(Exception::Purchase));
-        assert_eq!(exception("Pay £12.00", shop), Some(Exception::Purchase));
-        assert_eq!(exception("PayPal", shop), None, "a word, not a prefix");
-        assert_eq!(exception("Log out", shop), Some(Exception::SignOut));
-        assert_eq!(exception("Sign-out", shop), Some(Exception::SignOut));
-        assert_eq!(exception("logout", shop), Some(Exception::SignOut));
-        // Anything on a checkout or sign-out page.
+        let label = |label| {
+            exception(Judged {
+                label,
+                page: shop,
+                ..Judged::default()
+            })
+        };
+        assert_eq!(label("Add to basket"), None);
+        assert_eq!(label("Search"), None);
+        assert_eq!(label("Buy now"), Some(Exception::Purchase));
+        assert_eq!(label("PLACE ORDER ›"), Some(Exception::Purchase));
+        assert_eq!(label("Place your order"), Some(Exception::Purchase));
+        assert_eq!(label("Submit payment"), Some(Exception::Purchase));
+        assert_eq!(label("Pay £12.00"), Some(Exception::Purchase));
+        assert_eq!(label("Jetzt kaufen"), Some(Exception::Purchase));
+        assert_eq!(label("PayPal"), None, "a word, not a prefix");
+        assert_eq!(label("Log out"), Some(Exception::SignOut));
+        assert_eq!(label("Sign-out"), Some(Exception::SignOut));
+        assert_eq!(label("logout"), Some(Exception::SignOut));
+        assert_eq!(label("Abmelden"), Some(Exception::SignOut));
+        // Anything on a checkout or sign-out page, or leading to one.
+        let on = |page, target| {
+            exception(Judged {
+                label: "Continue",
+                page,
+                target,
+                ..Judged::default()
+            })
+        };
         assert_eq!(
-            exception("Continue", "https://shop.example/checkout?step=2"),
+            on("https://shop.example/checkout?step=2", ""),
             Some(Exception::Purchase)
         );
+        assert_eq!(on("https://shop.example/account/logout", ""), Some(Exception::SignOut));
         assert_eq!(
-            exception("Yes", "https://shop.example/account/logout"),
+            on(shop, "https://shop.example/account/logout"),
             Some(Exception::SignOut)
         );
-        assert_eq!(exception("Continue", "https://shop.example/paying-guests"), None);
-        assert_eq!(
-            exception("Continue", "https://checkout.example/cart"),
-            None,
-            "the path, not the host"
-        );
+        assert_eq!(on(shop, "https://shop.example/order"), Some(Exception::Purchase));
+        assert_eq!(on("https://shop.example/paying-guests", ""), None);
+        assert_eq!(on("https://checkout.example/cart", ""), None, "the path, not the host");
+        // Any field of a form whose button buys: submitting it from a quantity field buys.
+        let quantity = Judged {
+            label: "Quantity",
+            form: "Buy now",
+            page: shop,
+            target: "",
+        };
+        assert_eq!(exception(quantity), Some(Exception::Purchase));
     }
 
     #[test]

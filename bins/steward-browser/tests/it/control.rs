@@ -72,8 +72,18 @@ async fn a_task_browser_reads_and_acts_on_its_profiles_origin_only() {
     let name = element(&page, "Your name").to_owned();
     let size = element(&page, "Size").to_owned();
     let order = element(&page, "Place order").to_owned();
+    // Each element says where it leads and what its form's buttons say; kinds come from a fixed
+    // list.
+    let described = page["elements"]
+        .as_array()
+        .and_then(|elements| elements.iter().find(|entry| entry["ref"] == order.as_str()))
+        .expect("the order button");
+    assert_eq!(described["target"], "https://shop.example/order");
+    assert_eq!(described["form"], "Place order");
+    assert_eq!(described["kind"], "button");
 
-    // An element whose label is not the one named is refused, and nothing happens.
+    // An element whose label is not the one named is refused, and nothing happens; so is one
+    // with the right words that leads elsewhere (another row's button in a changed list).
     let act = |element: &str, label: &str, action: Value| json!({"element": element, "label": label, "action": action});
     let (status, problem) = fixture
         .call(
@@ -86,6 +96,25 @@ async fn a_task_browser_reads_and_acts_on_its_profiles_origin_only() {
         (status, problem["code"].as_str()),
         (409, Some("browser.page_changed")),
         "{problem}"
+    );
+    let (status, problem) = fixture
+        .call(
+            reqwest::Method::POST,
+            &format!("{task}/act"),
+            Some(
+                json!({"element": order, "label": "Place order", "target": "https://shop.example/cancel",
+                "action": {"kind": "click"}}),
+            ),
+        )
+        .await;
+    assert_eq!(
+        (status, problem["code"].as_str()),
+        (409, Some("browser.page_changed")),
+        "{problem}"
+    );
+    assert!(
+        !problem.to_string().contains("Place order"),
+        "a refusal repeats no website text: {problem}"
     );
     let (status, problem) = fixture
         .call(
@@ -170,6 +199,30 @@ async fn a_task_browser_reads_and_acts_on_its_profiles_origin_only() {
         (status, read["url"].as_str()),
         (200, Some("https://shop.example/about"))
     );
+
+    // A browser used just now is not idle; one idle for the whole limit is closed.
+    assert_eq!(fixture.browsers.close_idle(std::time::Duration::from_secs(60)).await, 0);
+    assert_eq!(fixture.browsers.open_count().await, 1);
+    let idle = "/control/v1/tasks/task-idle";
+    let (status, _) = fixture
+        .call(
+            reqwest::Method::PUT,
+            idle,
+            Some(json!({"origins": [format!("https://{SHOP}")]})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    assert_eq!(fixture.browsers.close_idle(std::time::Duration::ZERO).await, 2);
+    let (status, problem) = fixture.call(reqwest::Method::GET, &format!("{idle}/page"), None).await;
+    assert_eq!((status, problem["code"].as_str()), (404, Some("browser.no_task")));
+    let (status, _) = fixture
+        .call(
+            reqwest::Method::PUT,
+            task,
+            Some(json!({"origins": [format!("https://{SHOP}")]})),
+        )
+        .await;
+    assert_eq!(status, 201, "a closed task opens again");
 
     // Closing ends the browser; the task is gone.
     let (status, _) = fixture.call(reqwest::Method::DELETE, task, None).await;

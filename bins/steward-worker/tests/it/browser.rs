@@ -248,6 +248,10 @@ async fn reads_run_at_once_changes_wait_for_approval_and_a_task_permission_never
     let purchase = pending_one(&stack, &session).await;
     assert_eq!(purchase["arguments"]["website_text"]["element_label"], "Place order");
     assert_eq!(purchase["arguments"]["exception"], "purchase");
+    assert_eq!(
+        purchase["arguments"]["website_text"]["element_target"], "https://shop.example/order",
+        "where the click leads is shown and checked"
+    );
     assert!(purchase.get("task_offer").is_none_or(Value::is_null), "{purchase}");
     let active = task_permissions(&stack).await;
     assert_eq!(active.len(), 1, "{active:?}");
@@ -309,6 +313,20 @@ async fn reads_run_at_once_changes_wait_for_approval_and_a_task_permission_never
         task_permissions(&stack).await.is_empty(),
         "a permission ends with its run"
     );
+
+    // Opening a sign-out address is not a read: it asks, as an exception, with no offer.
+    let run = stack
+        .submit(
+            &session,
+            &act(json!({"action": "navigate", "url": "https://shop.example/account/logout"})),
+        )
+        .await;
+    stack.wait_for(&run, &["waiting_approval"]).await;
+    let leaving = pending_one(&stack, &session).await;
+    assert_eq!(leaving["arguments"]["exception"], "sign_out");
+    assert!(leaving.get("task_offer").is_none_or(Value::is_null), "{leaving}");
+    stack.decide_ok(&leaving, "deny").await;
+    stack.completes(&run).await;
 }
 
 #[tokio::test]
