@@ -9,7 +9,7 @@ use std::process::Command;
 
 /// Every role's unit, and the binary it runs. The maintenance role has no binary yet: its unit
 /// waits in `docs/planned-units/` and returns here with its role.
-pub const ROLES: [(&str, &str); 7] = [
+pub const ROLES: [(&str, &str); 9] = [
     ("api", "steward-api"),
     ("worker", "steward-worker"),
     ("async-worker", "steward-async-worker"),
@@ -17,6 +17,8 @@ pub const ROLES: [(&str, &str); 7] = [
     ("notify", "steward-notify"),
     ("call-ingress", "steward-call-ingress"),
     ("call-worker", "steward-call-worker"),
+    ("browser", "steward-browser"),
+    ("browser-egress", "steward-browser-egress"),
 ];
 
 #[test]
@@ -66,7 +68,13 @@ fn unit_path(role: &str) -> PathBuf {
 
 /// The `[Service]` settings of a unit: key → every value given, in order.
 fn service_settings(role: &str) -> BTreeMap<String, Vec<String>> {
-    let text = std::fs::read_to_string(unit_path(role)).unwrap_or_else(|error| panic!("{role}'s unit: {error}"));
+    section_settings(&unit_path(role), "[Service]")
+}
+
+/// The settings of one section of the unit file at `path`.
+fn section_settings(path: &Path, wanted: &str) -> BTreeMap<String, Vec<String>> {
+    let role = path.display();
+    let text = std::fs::read_to_string(path).unwrap_or_else(|error| panic!("{role}: {error}"));
     let mut section = "";
     let mut settings: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for line in text.lines().map(str::trim) {
@@ -77,7 +85,7 @@ fn service_settings(role: &str) -> BTreeMap<String, Vec<String>> {
             section = line;
             continue;
         }
-        if section == "[Service]" {
+        if section == wanted {
             let (key, value) = line.split_once('=').unwrap_or_else(|| panic!("{role}: `{line}`"));
             settings.entry(key.to_owned()).or_default().push(value.to_owned());
         }
@@ -170,7 +178,7 @@ fn units_are_notify_typed_confined_and_run_as_their_own_users() {
         assert!(
             settings["SystemCallFilter"]
                 .iter()
-                .any(|value| value == "@system-service"),
+                .any(|value| value.split_whitespace().next() == Some("@system-service")),
             "{role}: SystemCallFilter=@system-service"
         );
         assert!(settings.contains_key("RestrictAddressFamilies"), "{role}");
@@ -252,5 +260,68 @@ fn every_role_has_an_environment_template_without_secrets() {
                 panic!("{role}: {name}={value}: secret paths are set by the unit, as credentials");
             }
         }
+    }
+}
+
+#[test]
+fn the_browser_role_has_a_private_network_its_listeners_passed_in_and_one_relay_out() {
+    let browser = service_settings("browser");
+    assert_eq!(one(&browser, "PrivateNetwork", "browser"), "yes");
+    assert_eq!(one(&browser, "IPAddressDeny", "browser"), "any");
+    assert_eq!(one(&browser, "IPAddressAllow", "browser"), "localhost");
+    // Its listeners are bound outside by socket units, one name each, on loopback.
+    let sockets: Vec<&str> = one(&browser, "Sockets", "browser").split_whitespace().collect();
+    let mut names = Vec::new();
+    for socket in &sockets {
+        let settings = section_settings(&systemd_dir().join(socket), "[Socket]");
+        let listen = one(&settings, "ListenStream", socket);
+        assert!(listen.starts_with("127.0.0.1:"), "{socket}: {listen}");
+        assert_eq!(one(&settings, "Service", socket), "steward-browser.service");
+        names.push(one(&settings, "FileDescriptorName", socket).to_owned());
+        assert_eq!(*socket, format!("steward-browser-{}.socket", names[names.len() - 1]));
+    }
+    names.sort();
+    assert_eq!(names, ["control", "handoff"]);
+    // The relay's socket: only the browser role's user may open it, and the role's
+    // environment points its proxy there.
+    let relay_socket = section_settings(&systemd_dir().join("steward-browser-egress.socket"), "[Socket]");
+    let path = one(&relay_socket, "ListenStream", "relay socket");
+    assert_eq!(one(&relay_socket, "FileDescriptorName", "relay socket"), "relay");
+    assert_eq!(
+        one(&relay_socket, "SocketUser", "relay socket"),
+        one(&browser, "User", "browser")
+    );
+    assert_eq!(one(&relay_socket, "SocketMode", "relay socket"), "0600");
+    let environment = std::fs::read_to_string(systemd_dir().join("env/browser.env")).expect("browser.env");
+    assert!(
+        environment
+            .lines()
+            .any(|line| line == format!("BROWSER_EGRESS_RELAY={path}")),
+        "browser.env sends the proxy to {path}"
+    );
+    // The relay holds nothing and reaches none of the host's networks.
+    let relay = service_settings("browser-egress");
+    assert!(!relay.contains_key("LoadCredential"), "the relay holds no secret");
+    assert_eq!(
+        one(&relay, "Sockets", "browser-egress"),
+        "steward-browser-egress.socket"
+    );
+    let denied = one(&relay, "IPAddressDeny", "browser-egress");
+    for range in [
+        "localhost",
+        "link-local",
+        "10.0.0.0/8",
+        "172.16.0.0/12",
+        "192.168.0.0/16",
+        "fc00::/7",
+    ] {
+        assert!(denied.split_whitespace().any(|value| value == range), "{range}");
+    }
+    let sysusers = std::fs::read_to_string(systemd_dir().join("sysusers.d/steward.conf")).expect("sysusers");
+    for user in ["steward-browser", "steward-browser-egress"] {
+        assert!(
+            sysusers.lines().any(|line| line.starts_with(&format!("u {user} "))),
+            "{user} is a user of its own"
+        );
     }
 }

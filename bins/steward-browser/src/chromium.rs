@@ -50,6 +50,17 @@ impl Launch {
             .with_head()
             .user_data_dir(&self.data_directory)
             .env("DISPLAY", &self.display)
+            // The browser's own files (its certificate store, caches) stay in its private
+            // directory, removed with it, and never in the role user's home, which a unit does
+            // not let it write.
+            .env(
+                "HOME",
+                self.data_directory
+                    .parent()
+                    .unwrap_or(&self.data_directory)
+                    .display()
+                    .to_string(),
+            )
             .viewport(None)
             // The driver's default is to tell every page to ignore certificate errors: a
             // hosted browser never does (only the local sites' keys below are accepted).

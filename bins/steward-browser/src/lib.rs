@@ -5,6 +5,7 @@
 //! sign-in ceremonies ([`ceremony`], [`handoff`], [`signin`]) whose website sessions it keeps
 //! sealed per profile ([`storage`]) and puts into a task's browser ([`session`]).
 
+pub mod activation;
 pub mod ceremony;
 pub mod chromium;
 pub mod control;
@@ -13,6 +14,7 @@ pub mod handoff;
 pub mod outside;
 pub mod page;
 pub mod proxy;
+pub mod relay;
 pub mod session;
 pub mod signin;
 pub mod storage;

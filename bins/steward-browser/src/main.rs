@@ -14,10 +14,16 @@
 //! | `BROWSER_EXECUTABLE` | Chromium itself | `/usr/lib/chromium/chromium` |
 //! | `BROWSER_DISPLAY` | an X display to draw on (a desktop); unset: the role starts `Xvfb` | unset |
 //! | `BROWSER_XVFB` | the `Xvfb` executable | `/usr/bin/Xvfb` |
+//! | `BROWSER_EGRESS_RELAY` | the egress relay's Unix socket (`steward-browser-egress`): the proxy's one way out; required under systemd | unset: the proxy connects itself |
 //! | `LOG_LEVEL` | as for the other roles | `info` |
 //!
 //! It refuses to start with a model key (any `*_API_KEY`, a model vendor's key variable),
 //! `API_TOKEN_FILE`, a non-empty `AUTH_SCOPES` or the call-provider key.
+//!
+//! Under systemd (`steward-browser.service`) the role has a private network: its two listeners
+//! arrive from `steward-browser-control.socket` and `steward-browser-handoff.socket` (named
+//! `control` and `handoff`), and its browsers reach websites only through the egress relay.
+//! Both are required there; outside systemd the role binds the two addresses itself.
 
 use std::net::SocketAddr;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
@@ -28,6 +34,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use domain::env::{Env, EnvError, FromEnv, invalid};
 use futures_util::FutureExt as _;
+use steward_browser::activation::Passed;
 use steward_browser::ceremony::{Ceremonies, system_clock};
 use steward_browser::chromium::CHROMIUM;
 use steward_browser::control::{Control, router};
@@ -64,6 +71,7 @@ struct Config {
     executable: PathBuf,
     display: Option<String>,
     xvfb: PathBuf,
+    relay: Option<PathBuf>,
 }
 
 impl FromEnv for Config {
@@ -128,6 +136,20 @@ impl FromEnv for Config {
             )
             .into());
         }
+        let relay = env
+            .get("BROWSER_EGRESS_RELAY")
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from);
+        if relay.as_ref().is_some_and(|path| !path.is_absolute()) {
+            return Err(invalid("BROWSER_EGRESS_RELAY", "an absolute path to the relay's socket").into());
+        }
+        if relay.is_none() && env.get("INVOCATION_ID").is_some_and(|value| !value.is_empty()) {
+            return Err(invalid(
+                "BROWSER_EGRESS_RELAY",
+                "required under systemd: the role's network is private, and its browsers reach websites only through steward-browser-egress (/run/steward-browser-egress.sock)",
+            )
+            .into());
+        }
         Ok(Config {
             credential,
             listen,
@@ -138,6 +160,7 @@ impl FromEnv for Config {
             executable,
             display,
             xvfb,
+            relay,
         })
     }
 }
@@ -177,10 +200,38 @@ fn private_directory(
 }
 
 fn main() -> ExitCode {
-    role::main("steward-browser", role::RoleKind::Browser, serve)
+    // Before anything else: no thread may run while the activation variables are removed.
+    let passed = match Passed::take() {
+        Ok(passed) => passed,
+        Err(error) => {
+            eprintln!("steward-browser: {error}");
+            return ExitCode::from(role::EXIT_CONFIG);
+        }
+    };
+    role::main("steward-browser", role::RoleKind::Browser, move |config| {
+        serve(config, passed)
+    })
 }
 
-async fn serve(config: Config) -> anyhow::Result<()> {
+/// The passed listener `name`, or (outside systemd) `address` bound here.
+async fn listener(passed: &mut Passed, name: &str, address: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
+    if let Some(listener) = passed.tcp(name).map_err(anyhow::Error::msg)? {
+        return Ok(listener);
+    }
+    if passed.under_systemd {
+        anyhow::bail!(
+            "under systemd the {name} listener comes from steward-browser-{name}.socket (FileDescriptorName={name}): the role's own network is private"
+        );
+    }
+    tokio::net::TcpListener::bind(address)
+        .await
+        .with_context(|| format!("listen on {address}"))
+}
+
+async fn serve(config: Config, mut passed: Passed) -> anyhow::Result<()> {
+    let control = listener(&mut passed, "control", config.listen).await?;
+    let handoff = listener(&mut passed, "handoff", config.handoff).await?;
+    passed.all_taken().map_err(anyhow::Error::msg)?;
     // Kept for as long as the role runs; dropped (stopped) on the way out.
     let mut virtual_display = None;
     let display = match config.display {
@@ -218,17 +269,14 @@ async fn serve(config: Config) -> anyhow::Result<()> {
             display,
             sandbox: !root,
             local_site_keys: Vec::new(),
-            upstream: Upstream::Public(Arc::new(SystemResolver)),
+            upstream: match config.relay {
+                Some(relay) => Upstream::Relay(relay),
+                None => Upstream::Public(Arc::new(SystemResolver)),
+            },
             data_root: config.data_root,
         },
         Arc::clone(&vault),
     ));
-    let control = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("listen on {}", config.listen))?;
-    let handoff = tokio::net::TcpListener::bind(config.handoff)
-        .await
-        .with_context(|| format!("listen on {}", config.handoff))?;
     let control_app = router(Arc::new(Control::new(
         Arc::clone(&browsers),
         Arc::clone(&ceremonies),

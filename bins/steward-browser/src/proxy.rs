@@ -8,17 +8,23 @@
 //! Each request leaves one audit line (target `steward::audit`) with the host, the port and
 //! the decision, and the same [`Egress`] record on the optional journal. A tunnel carries TLS
 //! the proxy cannot read: no path, header or body of a page ever reaches it.
+//!
+//! Under systemd the role has a private network (`PrivateNetwork=yes`): its proxy reaches the
+//! world only through the egress relay ([`Upstream::Relay`], [`crate::relay`]), a small
+//! service outside that network which resolves the name itself and connects only to public
+//! addresses.
 
 use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use browser_policy::egress::AllowList;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UnixStream};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
@@ -61,6 +67,21 @@ impl Decision {
             Decision::Unreachable => "unreachable",
             Decision::Malformed => "malformed",
         }
+    }
+
+    /// The decision [`Decision::as_str`] names.
+    pub fn parse(text: &str) -> Option<Decision> {
+        [
+            Decision::Tunnelled,
+            Decision::NotTunnel,
+            Decision::NotAllowed,
+            Decision::NotPublic,
+            Decision::Unresolved,
+            Decision::Unreachable,
+            Decision::Malformed,
+        ]
+        .into_iter()
+        .find(|decision| decision.as_str() == text)
     }
 
     fn status(self) -> &'static str {
@@ -113,7 +134,18 @@ pub enum Upstream {
     /// To one local address, whatever the name (the offline demo's and the tests' sites, served
     /// on loopback with a certificate for their names). Admission is unchanged.
     Local(SocketAddr),
+    /// Through the egress relay listening on this Unix socket, which resolves the name and
+    /// connects to public addresses only (the role's own network is private under systemd).
+    Relay(PathBuf),
 }
+
+/// A byte stream a tunnel runs over: a TCP connection, or the relay's Unix socket.
+pub trait Tunnel: AsyncRead + AsyncWrite + Send + Unpin {}
+
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Tunnel for T {}
+
+/// The relay's answer header naming its [`Decision`] when it refuses.
+pub const DECISION_HEADER: &str = "Egress-Decision";
 
 /// What one proxy admits and where it sends it.
 pub struct Settings {
@@ -173,7 +205,7 @@ impl EgressProxy {
 }
 
 /// The request head and whatever of the body came with it.
-async fn read_head(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
+pub(crate) async fn read_head(stream: &mut (impl AsyncRead + Unpin)) -> Option<(String, Vec<u8>)> {
     let mut buffer = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     let read = async {
@@ -195,7 +227,7 @@ async fn read_head(stream: &mut TcpStream) -> Option<(String, Vec<u8>)> {
 }
 
 /// `host` and `port` of an authority (`host:port`, `[v6]:port`), the host lower case.
-fn authority(text: &str) -> Option<(String, u16)> {
+pub(crate) fn authority(text: &str) -> Option<(String, u16)> {
     let (host, port) = text.rsplit_once(':')?;
     let port: u16 = port.parse().ok()?;
     (!host.is_empty()).then(|| (host.to_ascii_lowercase(), port))
@@ -210,53 +242,88 @@ fn plain_destination(target: &str) -> (String, u16) {
     authority(authority_part).unwrap_or_else(|| (authority_part.to_ascii_lowercase(), 80))
 }
 
-async fn handle(mut stream: TcpStream, settings: Arc<Settings>) {
-    let Some((head, early)) = read_head(&mut stream).await else {
-        finish(&mut stream, &settings, String::new(), 0, Decision::Malformed).await;
-        return;
+/// Who answers a request, and how it is recorded.
+pub(crate) struct Answering<'a> {
+    /// The audit line's message.
+    pub what: &'static str,
+    pub journal: Option<&'a UnboundedSender<Egress>>,
+}
+
+/// A `CONNECT` request's destination, or the decision already made on the request.
+pub(crate) async fn read_connect(
+    stream: &mut (impl AsyncRead + AsyncWrite + Unpin),
+    answering: &Answering<'_>,
+) -> Option<(String, u16, Vec<u8>)> {
+    let Some((head, early)) = read_head(stream).await else {
+        finish(stream, answering, String::new(), 0, Decision::Malformed).await;
+        return None;
     };
     let mut request = head.lines().next().unwrap_or_default().split(' ');
     let (Some(method), Some(target), Some(version), None) =
         (request.next(), request.next(), request.next(), request.next())
     else {
-        finish(&mut stream, &settings, String::new(), 0, Decision::Malformed).await;
-        return;
+        finish(stream, answering, String::new(), 0, Decision::Malformed).await;
+        return None;
     };
     if !version.starts_with("HTTP/1.") {
-        finish(&mut stream, &settings, String::new(), 0, Decision::Malformed).await;
-        return;
+        finish(stream, answering, String::new(), 0, Decision::Malformed).await;
+        return None;
     }
     if method != "CONNECT" {
         let (host, port) = plain_destination(target);
-        finish(&mut stream, &settings, host, port, Decision::NotTunnel).await;
-        return;
+        finish(stream, answering, host, port, Decision::NotTunnel).await;
+        return None;
     }
     let Some((host, port)) = authority(target) else {
-        finish(&mut stream, &settings, String::new(), 0, Decision::Malformed).await;
-        return;
+        finish(stream, answering, String::new(), 0, Decision::Malformed).await;
+        return None;
     };
-    if settings.allow.admits(&host, port).is_err() {
-        finish(&mut stream, &settings, host, port, Decision::NotAllowed).await;
-        return;
-    }
-    let server = match connect(&settings.upstream, &host, port).await {
+    Some((host, port, early))
+}
+
+/// Connects `host:port` through `upstream`, answers the client, and carries the tunnel until
+/// either side closes it.
+pub(crate) async fn tunnel(
+    mut stream: impl AsyncRead + AsyncWrite + Unpin,
+    answering: &Answering<'_>,
+    upstream: &Upstream,
+    host: String,
+    port: u16,
+    early: Vec<u8>,
+) {
+    let mut server = match connect(upstream, &host, port).await {
         Ok(server) => server,
         Err(decision) => {
-            finish(&mut stream, &settings, host, port, decision).await;
+            finish(&mut stream, answering, host, port, decision).await;
             return;
         }
     };
-    finish(&mut stream, &settings, host, port, Decision::Tunnelled).await;
-    let mut server = server;
+    finish(&mut stream, answering, host, port, Decision::Tunnelled).await;
     if !early.is_empty() && server.write_all(&early).await.is_err() {
         return;
     }
     let _ = tokio::io::copy_bidirectional(&mut stream, &mut server).await;
 }
 
+async fn handle(mut stream: TcpStream, settings: Arc<Settings>) {
+    let answering = Answering {
+        what: "browser egress",
+        journal: settings.journal.as_ref(),
+    };
+    let Some((host, port, early)) = read_connect(&mut stream, &answering).await else {
+        return;
+    };
+    if settings.allow.admits(&host, port).is_err() {
+        finish(&mut stream, &answering, host, port, Decision::NotAllowed).await;
+        return;
+    }
+    tunnel(stream, &answering, &settings.upstream, host, port, early).await;
+}
+
 /// A connection to the admitted `host:port` through `upstream`.
-async fn connect(upstream: &Upstream, host: &str, port: u16) -> Result<TcpStream, Decision> {
+async fn connect(upstream: &Upstream, host: &str, port: u16) -> Result<Box<dyn Tunnel>, Decision> {
     let addresses: Vec<SocketAddr> = match upstream {
+        Upstream::Relay(path) => return through_relay(path, host, port).await,
         Upstream::Local(address) => vec![*address],
         Upstream::Public(resolver) => {
             let resolved = match tokio::time::timeout(CONNECT_TIMEOUT, resolver.resolve(host)).await {
@@ -274,24 +341,75 @@ async fn connect(upstream: &Upstream, host: &str, port: u16) -> Result<TcpStream
     };
     for address in addresses {
         if let Ok(Ok(server)) = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await {
-            return Ok(server);
+            return Ok(Box::new(server));
         }
     }
     Err(Decision::Unreachable)
 }
 
-/// Records the decision and answers the client with its status.
-async fn finish(stream: &mut TcpStream, settings: &Settings, host: String, port: u16, decision: Decision) {
-    tracing::info!(target: "steward::audit", host = %host, port, decision = decision.as_str(), "browser egress");
-    if let Some(journal) = settings.journal.as_ref() {
+/// Asks the relay at `path` for a tunnel to `host:port` (the same `CONNECT` a browser sends);
+/// its refusal keeps the relay's decision.
+async fn through_relay(path: &std::path::Path, host: &str, port: u16) -> Result<Box<dyn Tunnel>, Decision> {
+    let ask = async {
+        let mut relay = UnixStream::connect(path).await.ok()?;
+        // Only admitted names reach here: never an address literal.
+        let authority = format!("{host}:{port}");
+        relay
+            .write_all(format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n").as_bytes())
+            .await
+            .ok()?;
+        // Read the answer's head byte by byte: nothing of the tunnel may be consumed with it.
+        let mut head = Vec::with_capacity(128);
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            if head.len() > MAX_HEAD_BYTES || relay.read(&mut byte).await.ok()? == 0 {
+                return None;
+            }
+            head.push(byte[0]);
+        }
+        let head = String::from_utf8(head).ok()?;
+        Some((relay, head))
+    };
+    // The relay itself resolves and connects within its own timeouts; this bounds the whole.
+    let Ok(Some((relay, head))) = tokio::time::timeout(CONNECT_TIMEOUT * 3, ask).await else {
+        return Err(Decision::Unreachable);
+    };
+    if head.starts_with("HTTP/1.1 200 ") {
+        return Ok(Box::new(relay));
+    }
+    let prefix = format!("{}: ", DECISION_HEADER.to_ascii_lowercase());
+    Err(head
+        .lines()
+        .find_map(|line| {
+            let lower = line.to_ascii_lowercase();
+            lower
+                .strip_prefix(&prefix)
+                .and_then(|value| Decision::parse(value.trim()))
+        })
+        .filter(|decision| *decision != Decision::Tunnelled)
+        .unwrap_or(Decision::Unreachable))
+}
+
+/// Records the decision and answers the client with its status (and, on a refusal, the
+/// decision under [`DECISION_HEADER`]).
+pub(crate) async fn finish(
+    stream: &mut (impl AsyncWrite + Unpin),
+    answering: &Answering<'_>,
+    host: String,
+    port: u16,
+    decision: Decision,
+) {
+    tracing::info!(target: "steward::audit", host = %host, port, decision = decision.as_str(), "{}", answering.what);
+    if let Some(journal) = answering.journal {
         let _ = journal.send(Egress { host, port, decision });
     }
     let answer = if decision == Decision::Tunnelled {
         format!("HTTP/1.1 {}\r\n\r\n", decision.status())
     } else {
         format!(
-            "HTTP/1.1 {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-            decision.status()
+            "HTTP/1.1 {}\r\n{DECISION_HEADER}: {}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            decision.status(),
+            decision.as_str()
         )
     };
     let _ = stream.write_all(answer.as_bytes()).await;

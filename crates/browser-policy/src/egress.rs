@@ -162,6 +162,25 @@ impl AllowList {
     }
 }
 
+/// Whether the egress relay (the one way out of the browser role's private network) opens a
+/// connection to `host:port`, before resolving the name. The relay does not know the profiles:
+/// the role's proxy has already admitted the tunnel. It only keeps a compromised role to what
+/// a website could be: a public host name (never an address literal or a local name) on 443 or
+/// an unprivileged port (1024 and above: where an origin like `https://shop.example:8443`
+/// lives), never a well-known service such as mail (25) or SSH (22). The addresses the name
+/// resolves to must then be public, as for the proxy ([`AllowList::connects`]).
+pub fn relays(host: &str, port: u16) -> Result<(), Refusal> {
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    let literal = host.starts_with('[') || host.parse::<IpAddr>().is_ok();
+    let name = host
+        .chars()
+        .all(|char| char.is_ascii_alphanumeric() || char == '-' || char == '.');
+    if literal || !name || !is_public_name(&host) || (port != 443 && port < 1024) {
+        return Err(Refusal::NotAllowed);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,6 +260,33 @@ mod tests {
             ("localhost", 443),
         ] {
             assert_eq!(list.admits(host, port), Err(Refusal::NotAllowed), "{host}:{port}");
+        }
+    }
+
+    #[test]
+    fn the_relay_opens_public_names_on_https_or_unprivileged_ports_only() {
+        for (host, port) in [
+            ("shop.example.com", 443),
+            ("Shop.Example.com.", 8443),
+            ("a.example", 65535),
+        ] {
+            assert_eq!(relays(host, port), Ok(()), "{host}:{port}");
+        }
+        for (host, port) in [
+            ("shop.example.com", 80),
+            ("shop.example.com", 25),
+            ("shop.example.com", 22),
+            ("shop.example.com", 0),
+            ("93.184.216.34", 443),
+            ("[2606:2800:220:1::]", 443),
+            ("::1", 443),
+            ("localhost", 443),
+            ("printer.local", 443),
+            ("intranet", 443),
+            ("shop.example.com/x", 443),
+            ("", 443),
+        ] {
+            assert_eq!(relays(host, port), Err(Refusal::NotAllowed), "{host}:{port}");
         }
     }
 

@@ -26,6 +26,9 @@ pub enum RoleKind {
     /// The hosted browser role: its control-plane credential and the browsers, nothing of the
     /// agent's (no model key, owner bearer, scopes or call-provider key).
     Browser,
+    /// The browser role's egress relay: nothing at all (no model key, owner bearer, scopes,
+    /// call-provider key, nor the browser's own credential or storage key).
+    BrowserEgress,
 }
 
 /// Whether `name` names a model key: any `*_API_KEY`, or a variable naming a model vendor's key
@@ -81,6 +84,19 @@ pub fn refused<'a>(
             }
             RoleKind::Browser if name == "AUTH_SCOPES" && !value.trim().is_empty() => {
                 Some("the browser role has no scopes; AUTH_SCOPES must be empty")
+            }
+            RoleKind::BrowserEgress
+                if is_model_key(name)
+                    || [
+                        OWNER_TOKEN_FILE,
+                        CALLPROV_KEY_FILE,
+                        BROWSER_CONTROL_CREDENTIAL_FILE,
+                        BROWSER_STORAGE_KEY_FILE,
+                    ]
+                    .contains(&name)
+                    || (name == "AUTH_SCOPES" && !value.trim().is_empty()) =>
+            {
+                Some("the egress relay holds no secret of any role")
             }
             _ => None,
         };
@@ -178,6 +194,31 @@ mod tests {
             refused_name(
                 RoleKind::Browser,
                 &[("BROWSER_CONTROL_CREDENTIAL_FILE", "/b"), ("AUTH_SCOPES", "")]
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn the_egress_relay_refuses_every_secret() {
+        for variable in [
+            ("OPENAI_API_KEY", "sk"),
+            ("MODEL_API_KEY_FILE", "/k"),
+            ("API_TOKEN_FILE", "/t"),
+            ("AUTH_SCOPES", "email.read"),
+            ("CALLPROV_API_KEY_FILE", "/c"),
+            ("BROWSER_CONTROL_CREDENTIAL_FILE", "/b"),
+            ("BROWSER_STORAGE_KEY_FILE", "/s"),
+        ] {
+            assert_eq!(
+                refused_name(RoleKind::BrowserEgress, &[variable]).as_deref(),
+                Some(variable.0)
+            );
+        }
+        assert_eq!(
+            refused_name(
+                RoleKind::BrowserEgress,
+                &[("BROWSER_EGRESS_SOCKET", "/run/x.sock"), ("AUTH_SCOPES", "")]
             ),
             None
         );

@@ -200,3 +200,227 @@ fn nix_kill(pid: u32) {
         .expect("kill");
     assert!(status.success());
 }
+
+/// A free loopback port (bound, then released for the socket activator to bind).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// `program` run by `systemd-socket-activate` with `listeners` (address, name) and
+/// `variables`: what systemd does for a unit with its socket units, executed at the first
+/// connection.
+fn socket_activated(program: &str, listeners: &[(String, &str)], variables: &[(&'static str, String)]) -> Command {
+    let mut command = Command::new("systemd-socket-activate");
+    command.env_clear();
+    for (address, name) in listeners {
+        command
+            .arg(format!("--listen={address}"))
+            .arg(format!("--fdname={name}"));
+    }
+    for (name, value) in variables {
+        command.arg(format!("--setenv={name}={value}"));
+    }
+    command.arg(program);
+    command
+}
+
+/// Output of a run that stopped by itself, stdout and stderr together.
+fn failed_run(mut command: Command) -> (Option<i32>, String) {
+    let output = command.output().expect("run it");
+    (
+        output.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    )
+}
+
+#[tokio::test]
+async fn under_systemd_the_role_serves_the_listeners_its_socket_units_pass_and_needs_them() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let mut base = environment(dir.path());
+    base.retain(|(name, _)| !name.ends_with("_LISTEN"));
+    let relay = dir.path().join("relay.sock").display().to_string();
+    // systemd marks a service's environment with INVOCATION_ID.
+    let mut systemd = base.clone();
+    systemd.push(("INVOCATION_ID", "0123456789abcdef0123456789abcdef".to_owned()));
+
+    // Without the relay, a private network would leave the browsers nowhere to go.
+    let said = refusal(&systemd);
+    assert!(
+        said.contains("BROWSER_EGRESS_RELAY") && said.contains("steward-browser-egress"),
+        "{said}"
+    );
+    systemd.push(("BROWSER_EGRESS_RELAY", relay.clone()));
+    // Without its socket units it would listen inside its private network, unreachable.
+    let (code, said) = failed_run(role(&systemd));
+    assert_ne!(code, Some(0));
+    assert!(said.contains("steward-browser-control.socket"), "{said}");
+
+    let control = format!("127.0.0.1:{}", free_port());
+    let handoff = format!("127.0.0.1:{}", free_port());
+    let mut child = Role(
+        socket_activated(
+            env!("CARGO_BIN_EXE_steward-browser"),
+            &[(control.clone(), "control"), (handoff.clone(), "handoff")],
+            &systemd,
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("systemd-socket-activate (cargo xtask test installs systemd)"),
+    );
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .expect("a client");
+    // The first connection starts the role; it waits in the passed socket's queue meanwhile.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let ready = loop {
+        match client.get(format!("http://{control}/health/ready")).send().await {
+            Ok(answer) => break answer,
+            Err(error) => {
+                assert!(Instant::now() < deadline, "the activated role never answered: {error}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    assert_eq!(ready.status(), 200);
+    let unauthorized = client
+        .put(format!("http://{control}/control/v1/tasks/task-1"))
+        .json(&serde_json::json!({"origins": ["https://shop.example"]}))
+        .send()
+        .await
+        .expect("the control plane answers");
+    assert_eq!(unauthorized.status(), 401);
+    let sign_in = client
+        .get(format!("http://{handoff}/sign-in"))
+        .send()
+        .await
+        .expect("the handoff listener answers");
+    assert_eq!(
+        sign_in.status(),
+        200,
+        "the sign-in page is served on the passed handoff socket"
+    );
+
+    nix_kill(child.0.id());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.0.try_wait().expect("poll") {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the role did not stop on SIGTERM");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(status.success(), "{status}");
+}
+
+fn relay_role(variables: &[(&'static str, String)]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_steward-browser-egress"));
+    command
+        .env_clear()
+        .envs(variables.iter().map(|(name, value)| (*name, value.as_str())));
+    command
+}
+
+/// Sends a `CONNECT` for `authority` to the relay at `path` and returns the answer's head.
+async fn connect_through(path: &Path, authority: &str) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::UnixStream::connect(path)
+        .await
+        .expect("connect to the relay");
+    stream
+        .write_all(format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n").as_bytes())
+        .await
+        .expect("send");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.expect("read");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test]
+async fn the_egress_relay_holds_no_secret_listens_owner_only_and_under_systemd_on_its_socket_unit() {
+    let dir = tempfile::tempdir().expect("a directory");
+    let socket = dir.path().join("relay.sock");
+    let mut base = vec![
+        ("PATH", std::env::var("PATH").unwrap_or_default()),
+        ("BROWSER_EGRESS_SOCKET", socket.display().to_string()),
+    ];
+    if std::fs::metadata("/proc/self").expect("/proc/self").uid() == 0 {
+        base.push(("STEWARD_DEV_ALLOW_ROOT", "1".to_owned()));
+    }
+    for (name, value) in [
+        ("OPENAI_API_KEY", "sk-test"),
+        ("BROWSER_CONTROL_CREDENTIAL_FILE", "/etc/steward/credential"),
+        ("BROWSER_STORAGE_KEY_FILE", "/etc/steward/key"),
+        ("API_TOKEN_FILE", "/etc/steward/token"),
+    ] {
+        let mut variables = base.clone();
+        variables.push((name, value.to_owned()));
+        let output = relay_role(&variables).output().expect("run the relay");
+        assert_eq!(output.status.code(), Some(2), "{name}: {output:?}");
+        let said = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            said.starts_with("steward-browser-egress: ") && said.contains(name),
+            "{name}: {said}"
+        );
+    }
+
+    // Outside systemd it makes its own socket, owner-only.
+    let mut child = Role(
+        relay_role(&base)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the relay"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !socket.exists() {
+        assert!(Instant::now() < deadline, "the relay made no socket");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mode = std::fs::metadata(&socket).expect("the socket").permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "only its owner (the browser role's user) may connect");
+    let answer = connect_through(&socket, "127.0.0.1:5432").await;
+    assert!(answer.contains("Egress-Decision: not_allowed"), "{answer}");
+    nix_kill(child.0.id());
+    let status = child.0.wait().expect("wait");
+    assert!(status.success(), "{status}");
+
+    // Under systemd: its socket unit's socket, and nothing without it.
+    let mut systemd = base.clone();
+    systemd.retain(|(name, _)| *name != "BROWSER_EGRESS_SOCKET");
+    systemd.push(("INVOCATION_ID", "0123456789abcdef0123456789abcdef".to_owned()));
+    let (code, said) = failed_run(relay_role(&systemd));
+    assert_ne!(code, Some(0));
+    assert!(said.contains("steward-browser-egress.socket"), "{said}");
+    let activated = dir.path().join("activated.sock");
+    let _child = Role(
+        socket_activated(
+            env!("CARGO_BIN_EXE_steward-browser-egress"),
+            &[(activated.display().to_string(), "relay")],
+            &systemd,
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("systemd-socket-activate"),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !activated.exists() {
+        assert!(Instant::now() < deadline, "no activated socket");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let answer = connect_through(&activated, "shop.example:25").await;
+    assert!(
+        answer.starts_with("HTTP/1.1 403 Forbidden") && answer.contains("Egress-Decision: not_allowed"),
+        "{answer}"
+    );
+}
