@@ -337,14 +337,17 @@ fn each_role_links_only_the_workspace_crates_it_needs() {
         "hardening",
         "role",
     ];
-    let worker = [&["agent"][..], &MAIL].concat();
-    let allowed: [(&str, &[&str]); 9] = [
+    // `browser-control`: the browser role's control plane, for `browser.act`.
+    let worker = [&["agent", "browser-control"][..], &MAIL].concat();
+    let allowed: [(&str, &[&str]); 10] = [
         // `wire` (the event vocabulary, with the store that writes it) is types only.
         (
             "steward-api",
-            // `browser-policy` (pure): the exact-origin rule of Website Access's profiles.
+            // `browser-policy` (pure): the exact-origin rule of Website Access's profiles;
+            // `browser-control`: the browser role's control plane, for its ceremonies.
             &[
                 "api",
+                "browser-control",
                 "browser-policy",
                 "listener",
                 "store",
@@ -377,6 +380,12 @@ fn each_role_links_only_the_workspace_crates_it_needs() {
         // no agent loop, no server code.
         // `hardening` reads the fallback token file as every role reads its secrets.
         ("steward", &["client", "wire", "domain", "hardening"]),
+        // The browser role and its egress relay: no database, no agent, no API, no wire
+        // vocabulary; the launch and egress policy, its two listeners, its own secrets.
+        (
+            "steward-browser",
+            &["browser-policy", "listener", "domain", "hardening", "role"],
+        ),
     ];
     for (role, allowed) in allowed {
         let linked: Vec<String> = closure(role).intersection(&workspace).cloned().collect();

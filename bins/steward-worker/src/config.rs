@@ -27,7 +27,7 @@ pub enum ConfigError {
     #[error("CALLPROV_CONFIGURATION_FILE: {0}")]
     CallConfiguration(#[from] domain::call::ConfigError),
     #[error("{0}")]
-    Browser(#[from] agent::browser_tools::BrowserToolsError),
+    Browser(#[from] browser_control::ControlPlaneError),
 }
 
 #[derive(Clone, Debug)]

@@ -59,7 +59,7 @@ pub enum ConfigError {
     #[error("AGENT_DEFINITIONS_FILE: {0}")]
     Agents(String),
     #[error("{0}")]
-    Browser(#[from] crate::browser_access::BrowserAccessError),
+    Browser(#[from] browser_control::ControlPlaneError),
     #[error("{0}")]
     MailEnvironment(#[from] MailEnvironmentError),
     #[error("MAIL_ACCOUNTS_FILE {path}: {reason}")]
