@@ -175,32 +175,46 @@ impl EgressProxy {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let address = listener.local_addr()?;
         let settings = Arc::new(settings);
-        let task = tokio::spawn(async move {
-            // Owned here, so aborting this task aborts every connection with it.
-            let mut connections = tokio::task::JoinSet::new();
-            loop {
-                while connections.try_join_next().is_some() {}
-                if connections.len() >= MAX_CONNECTIONS {
-                    let _ = connections.join_next().await;
-                    continue;
-                }
-                match listener.accept().await {
-                    Ok((stream, _)) => {
-                        connections.spawn(handle(stream, settings.clone()));
-                    }
-                    Err(error) => {
-                        tracing::warn!(%error, "the egress proxy could not accept a connection");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
-                }
-            }
-        });
+        let task = tokio::spawn(serve_each(
+            "the egress proxy",
+            async move || listener.accept().await.map(|(stream, _)| stream),
+            move |stream| handle(stream, Arc::clone(&settings)),
+        ));
         Ok(EgressProxy { address, task })
     }
 
     /// Where the browser is pointed (`--proxy-server=http://…`).
     pub fn address(&self) -> SocketAddr {
         self.address
+    }
+}
+
+/// Accepts connections with `accept` and serves each with `handle`, at most
+/// [`MAX_CONNECTIONS`] at once (more wait to be accepted), for as long as it is polled. The
+/// connections are owned here: dropping (aborting) it ends every one of them.
+pub(crate) async fn serve_each<S, F>(
+    what: &'static str,
+    mut accept: impl AsyncFnMut() -> io::Result<S>,
+    handle: impl Fn(S) -> F,
+) where
+    F: Future<Output = ()> + Send + 'static,
+{
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        while connections.try_join_next().is_some() {}
+        if connections.len() >= MAX_CONNECTIONS {
+            let _ = connections.join_next().await;
+            continue;
+        }
+        match accept().await {
+            Ok(stream) => {
+                connections.spawn(handle(stream));
+            }
+            Err(error) => {
+                tracing::warn!(%error, "{what} could not accept a connection");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
     }
 }
 

@@ -13,12 +13,11 @@
 
 use std::io;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc::UnboundedSender;
 
-use crate::proxy::{Answering, Decision, Egress, MAX_CONNECTIONS, Upstream, finish, read_connect, tunnel};
+use crate::proxy::{Answering, Decision, Egress, Upstream, finish, read_connect, serve_each, tunnel};
 
 /// Serves the relay on `listener` until the future is dropped: each admitted request is
 /// connected through `upstream` (`Upstream::Public` in production; a test's or the demo's
@@ -35,23 +34,13 @@ pub async fn serve(
         ));
     }
     let shared = Arc::new((upstream, journal));
-    let mut connections = tokio::task::JoinSet::new();
-    loop {
-        while connections.try_join_next().is_some() {}
-        if connections.len() >= MAX_CONNECTIONS {
-            let _ = connections.join_next().await;
-            continue;
-        }
-        match listener.accept().await {
-            Ok((stream, _)) => {
-                connections.spawn(handle(stream, Arc::clone(&shared)));
-            }
-            Err(error) => {
-                tracing::warn!(%error, "the egress relay could not accept a connection");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-    }
+    serve_each(
+        "the egress relay",
+        async move || listener.accept().await.map(|(stream, _)| stream),
+        move |stream| handle(stream, Arc::clone(&shared)),
+    )
+    .await;
+    Ok(())
 }
 
 async fn handle(mut stream: UnixStream, shared: Arc<(Upstream, Option<UnboundedSender<Egress>>)>) {

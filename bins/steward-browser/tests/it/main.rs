@@ -170,20 +170,27 @@ async fn the_role_serves_its_control_plane_and_stops_on_sigterm() {
         .expect("answer");
     assert_eq!(closed.status(), 204);
 
-    nix_kill(child.0.id());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = child.0.try_wait().expect("poll") {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "the role did not stop on SIGTERM");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    assert!(status.success(), "{status}");
+    child.stops_on_sigterm().await;
 }
 
 /// A running role, killed if the test ends first.
 struct Role(std::process::Child);
+
+impl Role {
+    /// Sends SIGTERM, as systemd stops a unit, and expects a clean exit within 20 seconds.
+    async fn stops_on_sigterm(&mut self) {
+        nix_kill(self.0.id());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let status = loop {
+            if let Some(status) = self.0.try_wait().expect("poll") {
+                break status;
+            }
+            assert!(Instant::now() < deadline, "the role did not stop on SIGTERM");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert!(status.success(), "{status}");
+    }
+}
 
 impl Drop for Role {
     fn drop(&mut self) {
@@ -309,16 +316,7 @@ async fn under_systemd_the_role_serves_the_listeners_its_socket_units_pass_and_n
         "the sign-in page is served on the passed handoff socket"
     );
 
-    nix_kill(child.0.id());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let status = loop {
-        if let Some(status) = child.0.try_wait().expect("poll") {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "the role did not stop on SIGTERM");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    assert!(status.success(), "{status}");
+    child.stops_on_sigterm().await;
 }
 
 fn relay_role(variables: &[(&'static str, String)]) -> Command {
@@ -390,9 +388,7 @@ async fn the_egress_relay_holds_no_secret_listens_owner_only_and_under_systemd_o
     assert_eq!(mode, 0o600, "only its owner (the browser role's user) may connect");
     let answer = connect_through(&socket, "127.0.0.1:5432").await;
     assert!(answer.contains("Egress-Decision: not_allowed"), "{answer}");
-    nix_kill(child.0.id());
-    let status = child.0.wait().expect("wait");
-    assert!(status.success(), "{status}");
+    child.stops_on_sigterm().await;
 
     // Under systemd: its socket unit's socket, and nothing without it.
     let mut systemd = base.clone();

@@ -54,6 +54,15 @@ async fn ask(proxy: &EgressProxy, request: &str) -> String {
         .to_owned()
 }
 
+/// A client that goes through `proxy` as Chromium does, trusting the test sites' CA.
+fn through(proxy: &EgressProxy, ca_pem: &str) -> reqwest::Client {
+    reqwest::Client::builder()
+        .proxy(reqwest::Proxy::all(format!("http://{}", proxy.address())).expect("a proxy"))
+        .add_root_certificate(reqwest::Certificate::from_pem(ca_pem.as_bytes()).expect("the CA"))
+        .build()
+        .expect("a client")
+}
+
 fn connect_request(authority: &str) -> String {
     format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n")
 }
@@ -64,11 +73,7 @@ async fn a_profile_origin_is_tunnelled_and_nothing_else_leaves() {
     let localhost: IpAddr = [127, 0, 0, 1].into();
     let (front, ca_pem, _front) = testkit::tls::front(localhost, &[SHOP], site.address).await;
     let (proxy, mut decisions) = proxy(Upstream::Local(front)).await;
-    let client = reqwest::Client::builder()
-        .proxy(reqwest::Proxy::all(format!("http://{}", proxy.address())).expect("a proxy"))
-        .add_root_certificate(reqwest::Certificate::from_pem(ca_pem.as_bytes()).expect("the CA"))
-        .build()
-        .expect("a client");
+    let client = through(&proxy, &ca_pem);
 
     let page = client
         .get(format!("https://{SHOP}/"))
@@ -204,11 +209,7 @@ async fn through_the_relay_a_profile_origin_is_reached_and_without_it_nothing() 
     let (front, ca_pem, _front) = testkit::tls::front(localhost, &[SHOP], site.address).await;
     let (path, mut relayed, relay_task) = relay(dir.path(), Upstream::Local(front)).await;
     let (proxy, mut decisions) = proxy(Upstream::Relay(path.clone())).await;
-    let client = reqwest::Client::builder()
-        .proxy(reqwest::Proxy::all(format!("http://{}", proxy.address())).expect("a proxy"))
-        .add_root_certificate(reqwest::Certificate::from_pem(ca_pem.as_bytes()).expect("the CA"))
-        .build()
-        .expect("a client");
+    let client = through(&proxy, &ca_pem);
     let page = client
         .get(format!("https://{SHOP}/"))
         .send()
