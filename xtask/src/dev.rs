@@ -3,19 +3,22 @@
 //! (`steward-demo-mail`), its account connected, and the async worker keeping its projection.
 //! `--demo-calls` adds calling: the call provider stand-in (`steward-demo-calls`), the
 //! call-ingress listener and the call worker, with `call_finished` notifications.
+//! `--demo-browser` adds the hosted browser: the browser role on its own Xvfb, sending its
+//! browsers to a local tea shop (`steward-demo-shop`, `https://shop.example`, sign in as `ada` /
+//! `tea`), with Website Access and `browser.act` on.
 //!
 //! State lives under the git-ignored `var/`: the PostgreSQL cluster (`var/pg`), the API token
 //! (`var/api-token`, owner-only), the demo account (`var/demo-mail`) and the demo call provider
-//! (`var/demo-calls`), both made afresh each start, and
+//! (`var/demo-calls`), the demo shop and the browser role's secrets (`var/demo-browser`), all
+//! made afresh each start, and
 //! `var/dev.json` describing the running stack for tools.
 
 use std::fs;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::process::{Child, Command, ExitCode};
-use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use nix::sys::signal::{SigSet, Signal};
@@ -40,6 +43,7 @@ struct Options {
     port: u16,
     demo_mail: bool,
     demo_calls: bool,
+    demo_browser: bool,
 }
 
 fn parse(args: Vec<String>) -> anyhow::Result<Options> {
@@ -47,6 +51,7 @@ fn parse(args: Vec<String>) -> anyhow::Result<Options> {
         port: DEFAULT_PORT,
         demo_mail: false,
         demo_calls: false,
+        demo_browser: false,
     };
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
@@ -59,8 +64,11 @@ fn parse(args: Vec<String>) -> anyhow::Result<Options> {
             }
             "--demo-mail" => options.demo_mail = true,
             "--demo-calls" => options.demo_calls = true,
+            "--demo-browser" => options.demo_browser = true,
             other => {
-                bail!("unknown argument `{other}` (usage: cargo xtask dev [--port N] [--demo-mail] [--demo-calls])")
+                bail!(
+                    "unknown argument `{other}` (usage: cargo xtask dev [--port N] [--demo-mail] [--demo-calls] [--demo-browser])"
+                )
             }
         }
     }
@@ -99,6 +107,7 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     let log_level = std::env::var("LOG_LEVEL").unwrap_or_else(|_| "info".to_owned());
     let mut demo = None;
     let mut calls = None;
+    let mut browser = None;
     let started = (|| {
         if options.demo_mail {
             demo = Some(crate::demo_mail::DemoMail::start(&bin, &var.join("demo-mail"))?);
@@ -112,6 +121,16 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
             .unwrap_or_default();
         if let Some(calls) = calls.as_ref() {
             environment.extend(calls.environment());
+        }
+        if options.demo_browser {
+            browser = Some(crate::demo_browser::DemoBrowser::start(
+                &bin,
+                &var.join("demo-browser"),
+                &log_level,
+            )?);
+        }
+        if let Some(browser) = browser.as_ref() {
+            environment.extend(browser.environment());
         }
         let flags: Vec<(&str, &str)> = environment
             .iter()
@@ -135,6 +154,9 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
             if let Some(calls) = calls.as_mut() {
                 calls.stop();
             }
+            if let Some(browser) = browser.as_mut() {
+                browser.stop();
+            }
             if let Some(cluster) = cluster.as_mut() {
                 let _ = cluster.stop();
             }
@@ -148,14 +170,22 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     }
     signals.thread_block().context("block signals")?;
     let control_url = calls.as_ref().map(|calls| calls.control_url().to_owned());
+    let orders_url = browser
+        .as_ref()
+        .and_then(|browser| browser.shop("DEMO_SHOP_ORDERS_URL"))
+        .map(str::to_owned);
     let description = format!(
-        "{{\n  \"base_url\": {},\n  \"token_file\": {},\n  \"database_url\": {}{}\n}}\n",
+        "{{\n  \"base_url\": {},\n  \"token_file\": {},\n  \"database_url\": {}{}{}\n}}\n",
         json_string(&base_url),
         json_string(&token_file.display().to_string()),
         json_string(&database_url),
         control_url
             .as_ref()
             .map(|url| format!(",\n  \"demo_calls_url\": {}", json_string(url)))
+            .unwrap_or_default(),
+        orders_url
+            .as_ref()
+            .map(|url| format!(",\n  \"demo_shop_orders_url\": {}", json_string(url)))
             .unwrap_or_default(),
     );
     write_private(&var.join("dev.json"), &description).context("write var/dev.json")?;
@@ -172,6 +202,13 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
              ask the agent to call someone, or simulate a call in with\n    curl -X POST {url}/demo/inbound\n"
         );
     }
+    if let Some(orders) = orders_url.as_ref() {
+        println!(
+            "  Hosted browser: Settings → Website Access → add https://shop.example with the sign-in page\n  \
+             https://shop.example/signin and sign in as ada / tea; then start a conversation on it and ask\n  \
+             the agent to order tea (orders placed: {orders})\n"
+        );
+    }
 
     let outcome = loop {
         match signals.wait().context("wait for signals")? {
@@ -185,6 +222,9 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
                 if let Some(Err(error)) = calls.as_mut().map(crate::demo_calls::DemoCalls::check) {
                     break Err(error);
                 }
+                if let Some(Err(error)) = browser.as_mut().map(crate::demo_browser::DemoBrowser::check) {
+                    break Err(error);
+                }
             }
             _ => break Ok(()),
         }
@@ -196,6 +236,9 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     }
     if let Some(calls) = calls.as_mut() {
         calls.stop();
+    }
+    if let Some(browser) = browser.as_mut() {
+        browser.stop();
     }
     if let Some(cluster) = cluster.as_mut() {
         cluster.stop().context("stop PostgreSQL")?;
@@ -230,6 +273,8 @@ pub fn build_roles_and(more: &[&str]) -> anyhow::Result<std::path::PathBuf> {
             "steward-call-ingress",
             "-p",
             "steward-call-worker",
+            "-p",
+            "steward-browser",
             // steward-demo-mail, the mail provider stand-in of `--demo-mail` and the browser tests
             // (its local unsubscribe endpoint speaks TLS).
             "-p",
@@ -379,7 +424,8 @@ impl Stack {
                 .envs(std::env::var_os("PATH").map(|path| ("PATH", path)))
                 .env("DATABASE_URL", pgcluster::with_user(admin_url, login))
                 .env("LOG_LEVEL", log_level)
-                .envs(flags.iter().copied())
+                // Never the browser role's control-plane credential, which a call role refuses.
+                .envs(flags.iter().copied().filter(|(name, _)| !name.starts_with("BROWSER_")))
                 .envs(own)
                 .env(allow_root, allow)
                 .spawn()
@@ -387,7 +433,7 @@ impl Stack {
             self.calls.push((name, child));
         }
         let (name, ingress) = &mut self.calls[0];
-        wait_healthy(name, demo.ingress(), ingress, "")?;
+        crate::stand_in::wait_healthy(name, demo.ingress(), ingress, "")?;
         Ok(self.calls[1].1.id())
     }
 
@@ -454,41 +500,12 @@ pub(crate) fn write_private(path: &Path, contents: &str) -> std::io::Result<()> 
 
 /// Polls the API's `GET /health/ready` until it answers.
 pub(crate) fn wait_ready(listen: SocketAddr, api: &mut Child) -> anyhow::Result<()> {
-    wait_healthy(
+    crate::stand_in::wait_healthy(
         "steward-api",
         listen,
         api,
         &format!("; is port {} free? (try --port)", listen.port()),
     )
-}
-
-/// Polls `name`'s `GET /health/ready` on `listen` until it answers 200 or 204; `hint` follows
-/// the error when the role exits first.
-fn wait_healthy(name: &str, listen: SocketAddr, child: &mut Child, hint: &str) -> anyhow::Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if let Some(status) = child.try_wait()? {
-            bail!("{name} exited during startup ({status}){hint}");
-        }
-        if health_status(listen).is_some_and(|status| status == 200 || status == 204) {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            bail!("{name} did not become ready within 60 seconds");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn health_status(listen: SocketAddr) -> Option<u16> {
-    let mut stream = TcpStream::connect_timeout(&listen, Duration::from_secs(1)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    stream
-        .write_all(b"GET /health/ready HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-        .ok()?;
-    let mut head = [0u8; 12];
-    stream.read_exact(&mut head).ok()?;
-    std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
 }
 
 #[cfg(test)]

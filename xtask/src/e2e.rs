@@ -2,8 +2,9 @@
 //! Chromium through playwright-core against the real stack (API, worker, scheduler and the
 //! scripted model; Email mode on, with the async worker and the demo mailbox of
 //! `steward-demo-mail`; calling on, with the call-ingress listener, the call worker and the call
-//! provider stand-in `steward-demo-calls`) on a fresh database of the caller's cluster, on a
-//! free loopback port.
+//! provider stand-in `steward-demo-calls`; the hosted browser on, with the browser role and the
+//! demo tea shop `steward-demo-shop`) on a fresh database of the caller's cluster, on a free
+//! loopback port.
 //!
 //! Before the browser runs, `tsc --checkJs` checks the client's types (`web/tsconfig.json`) and
 //! Node runs the unit tests of `web/unit`.
@@ -17,8 +18,7 @@ use std::process::Command;
 
 use anyhow::{Context, bail};
 
-/// Where Debian's package puts the browser.
-pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
+pub(crate) use crate::postgres::{CHROMIUM, ensure_chromium};
 
 /// Runs every `*.test.mjs` of `web/e2e` against a stack on `admin_url`'s server.
 pub fn run(admin_url: &str) -> anyhow::Result<()> {
@@ -59,10 +59,19 @@ pub fn run_only(admin_url: &str, names: &[String]) -> anyhow::Result<()> {
             return Err(error);
         }
     };
+    let mut website = match crate::demo_browser::DemoBrowser::start(&bin, &work.join("browser"), "warn") {
+        Ok(website) => website,
+        Err(error) => {
+            demo.stop();
+            calls.stop();
+            return Err(error);
+        }
+    };
     let started = (|| {
         let mut environment = demo.environment();
         // Calling's variables include both notification flags, as `crate::contract::FLAGS`.
         environment.extend(calls.environment());
+        environment.extend(website.environment());
         let flags: Vec<(&str, &str)> = environment
             .iter()
             .map(|(name, value)| (name.as_str(), value.as_str()))
@@ -72,7 +81,8 @@ pub fn run_only(admin_url: &str, names: &[String]) -> anyhow::Result<()> {
             &database,
             &token_file,
             listen,
-            crate::contract::ALL_SCOPES,
+            // Website Access's scopes too: the e2e stack runs the browser role.
+            &format!("{},browser.read,browser.write", crate::contract::ALL_SCOPES),
             "warn",
             &flags,
         )?;
@@ -90,9 +100,11 @@ pub fn run_only(admin_url: &str, names: &[String]) -> anyhow::Result<()> {
         Err(error) => {
             demo.stop();
             calls.stop();
+            website.stop();
             return Err(error);
         }
     };
+    let orders_url = website.shop("DEMO_SHOP_ORDERS_URL").unwrap_or_default().to_owned();
     println!("e2e: {} test files in Chromium against http://{listen}", tests.len());
     let status = Command::new("node")
         .args(["--test", "--test-concurrency=1", "--test-reporter=spec"])
@@ -105,13 +117,20 @@ pub fn run_only(admin_url: &str, names: &[String]) -> anyhow::Result<()> {
         // pauses to catch an approved call before it is placed).
         .env("STEWARD_DEMO_CALLS_URL", &control_url)
         .env("STEWARD_CALL_WORKER_PID", call_worker.to_string())
+        // Where the demo tea shop lists the orders the agent placed.
+        .env("STEWARD_DEMO_SHOP_ORDERS_URL", &orders_url)
         .env("CHROMIUM", CHROMIUM)
         .status()
         .context("run node --test (is Node.js installed?)");
-    let alive = stack.check().and_then(|()| demo.check()).and_then(|()| calls.check());
+    let alive = stack
+        .check()
+        .and_then(|()| demo.check())
+        .and_then(|()| calls.check())
+        .and_then(|()| website.check());
     stack.stop();
     demo.stop();
     calls.stop();
+    website.stop();
     let _ = fs::remove_dir_all(&work);
     alive.context("a role died during the web client's tests")?;
     if !status?.success() {
@@ -149,21 +168,6 @@ fn unit(e2e: &Path) -> anyhow::Result<()> {
         bail!("the web client's unit tests failed (see above)");
     }
     Ok(())
-}
-
-/// Debian's Chromium and a font for it to draw text with.
-pub(crate) fn ensure_chromium() -> anyhow::Result<()> {
-    let mut packages = Vec::new();
-    if !Path::new(CHROMIUM).exists() {
-        packages.push("chromium");
-    }
-    if !Path::new("/usr/share/fonts/truetype/dejavu").exists() {
-        packages.push("fonts-dejavu-core");
-    }
-    if packages.is_empty() {
-        return Ok(());
-    }
-    crate::postgres::install(&packages, "Chromium for the web client's tests")
 }
 
 /// `npm ci` when the installed packages are missing or older than the lock file.

@@ -25,6 +25,7 @@
 mod bench;
 mod chart;
 mod contract;
+mod demo_browser;
 mod demo_calls;
 mod demo_mail;
 mod dev;

@@ -19,7 +19,8 @@ pub fn ensure_binaries() -> anyhow::Result<Binaries> {
 
 /// The host tools the test suite drives: `systemd-analyze` (unit exposure scores),
 /// `setfacl`/`getfacl` (ACL checks of secrets and preflight) and `Xvfb` (the hosted browser's
-/// display; Chromium itself comes with the web client's tests, [`crate::e2e::ensure_chromium`]).
+/// display; Chromium itself comes with the web client's tests and the hosted browser's demo,
+/// [`ensure_chromium`]).
 pub fn ensure_test_tools() -> anyhow::Result<()> {
     let on_path = |tool: &str| {
         std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(tool).is_file()))
@@ -130,4 +131,22 @@ pub fn psql(binaries: &pgcluster::Binaries, url: &str, sql: &str) -> anyhow::Res
         anyhow::bail!("psql failed: {}", String::from_utf8_lossy(&output.stderr).trim());
     }
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
+/// Where Debian's package puts the browser.
+pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// Debian's Chromium and a font for it to draw text with.
+pub(crate) fn ensure_chromium() -> anyhow::Result<()> {
+    let mut packages = Vec::new();
+    if !Path::new(CHROMIUM).exists() {
+        packages.push("chromium");
+    }
+    if !Path::new("/usr/share/fonts/truetype/dejavu").exists() {
+        packages.push("fonts-dejavu-core");
+    }
+    if packages.is_empty() {
+        return Ok(());
+    }
+    crate::postgres::install(&packages, "Chromium for the web client's tests")
 }

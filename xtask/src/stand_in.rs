@@ -1,8 +1,11 @@
 //! Starting a provider stand-in from `testkit` (`steward-demo-mail`, `steward-demo-calls`): it
 //! gets a fresh owner-only directory as its first argument and writes `provider.env` there,
-//! renamed into place, once it is ready.
+//! renamed into place, once it is ready. Also how a local stack waits for a role's readiness
+//! ([`wait_healthy`]).
 
 use std::fs;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -49,4 +52,33 @@ pub fn start(bin: &Path, name: &str, dir: &Path, args: &[String]) -> anyhow::Res
             Err(error).context("read provider.env")
         }
     }
+}
+
+/// Polls `name`'s `GET /health/ready` on `listen` until it answers 200 or 204; `hint` follows
+/// the error when the role exits first.
+pub(crate) fn wait_healthy(name: &str, listen: SocketAddr, child: &mut Child, hint: &str) -> anyhow::Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(status) = child.try_wait()? {
+            bail!("{name} exited during startup ({status}){hint}");
+        }
+        if health_status(listen).is_some_and(|status| status == 200 || status == 204) {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("{name} did not become ready within 60 seconds");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn health_status(listen: SocketAddr) -> Option<u16> {
+    let mut stream = TcpStream::connect_timeout(&listen, Duration::from_secs(1)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    stream
+        .write_all(b"GET /health/ready HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).ok()?;
+    std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
 }

@@ -69,8 +69,14 @@ async function refresh() {
   } catch (error) { failed(error); } finally { refreshInFlight = false; }
 }
 
-async function send(input) {
-  try { await call('POST', '/sign-in/input', input); await refresh(); } catch (error) { failed(error); }
+// Inputs reach the website in the order they were given: a click that chooses a field is made
+// before the text typed after it, however quickly one follows the other.
+let inputs = Promise.resolve();
+function send(input) {
+  inputs = inputs.then(async () => {
+    try { await call('POST', '/sign-in/input', input); await refresh(); } catch (error) { failed(error); }
+  });
+  return inputs;
 }
 
 screen.addEventListener('click', (event) => {
@@ -97,6 +103,8 @@ document.getElementById('done').addEventListener('click', async () => {
   finishing = true;
   buttons().forEach((button) => { button.disabled = true; });
   status.textContent = 'Keeping your sign-in…';
+  // What was typed and pressed reaches the website first.
+  await inputs;
   try {
     await call('POST', '/sign-in/finish');
     stop('You are signed in. Steward keeps this sign-in for its browser; you can close this page.');

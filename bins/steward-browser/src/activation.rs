@@ -27,11 +27,25 @@ impl Passed {
     /// Takes what the service manager passed. Call first thing in `main`, before any thread
     /// starts: the protocol's `LISTEN_PID` and `LISTEN_FDS` are removed from the environment,
     /// so no browser or display started later believes the listeners are its own.
+    ///
+    /// The role counts as running under systemd when `INVOCATION_ID` is set (systemd sets it
+    /// for every service; a process a service started inherits it, so start the role from a
+    /// clean environment there).
     pub fn take() -> Result<Passed, String> {
         let under_systemd = std::env::var_os("INVOCATION_ID").is_some_and(|value| !value.is_empty());
+        if std::env::var_os("LISTEN_FDS_FIRST_FD").is_some() {
+            return Err("LISTEN_FDS_FIRST_FD is not systemd's protocol; the listeners start at descriptor 3".into());
+        }
         let named: Vec<(i32, String)> = sd_notify::listen_fds_with_names(false)
             .map_err(|error| format!("the listeners systemd passed: {error}"))?
             .collect();
+        if named.is_empty() {
+            // None passed to this process (a LISTEN_FDS meant for another is left alone).
+            return Ok(Passed {
+                listeners: BTreeMap::new(),
+                under_systemd,
+            });
+        }
         let mut fds = listenfd::ListenFd::from_env();
         let mut listeners = BTreeMap::new();
         for (fd, name) in named {

@@ -14,6 +14,7 @@
 //! | `BROWSER_EXECUTABLE` | Chromium itself | `/usr/lib/chromium/chromium` |
 //! | `BROWSER_DISPLAY` | an X display to draw on (a desktop); unset: the role starts `Xvfb` | unset |
 //! | `BROWSER_XVFB` | the `Xvfb` executable | `/usr/bin/Xvfb` |
+//! | `BROWSER_DEMO_SITE`, `BROWSER_DEMO_SITE_KEY` | development only (`cargo xtask dev --demo-browser`): every admitted tunnel goes to this loopback address, whose certificate key the browsers accept; refused under systemd | unset |
 //! | `BROWSER_EGRESS_RELAY` | the egress relay's Unix socket (`steward-browser-egress`): the proxy's one way out; required under systemd | unset: the proxy connects itself |
 //! | `LOG_LEVEL` | as for the other roles | `info` |
 //!
@@ -72,6 +73,8 @@ struct Config {
     display: Option<String>,
     xvfb: PathBuf,
     relay: Option<PathBuf>,
+    /// The offline demo's site: where every admitted tunnel goes, and its key.
+    demo: Option<(SocketAddr, String)>,
 }
 
 impl FromEnv for Config {
@@ -143,10 +146,47 @@ impl FromEnv for Config {
         if relay.as_ref().is_some_and(|path| !path.is_absolute()) {
             return Err(invalid("BROWSER_EGRESS_RELAY", "an absolute path to the relay's socket").into());
         }
-        if relay.is_none() && env.get("INVOCATION_ID").is_some_and(|value| !value.is_empty()) {
+        let under_systemd = env.get("INVOCATION_ID").is_some_and(|value| !value.is_empty());
+        let demo = match (
+            env.get("BROWSER_DEMO_SITE").filter(|value| !value.is_empty()),
+            env.get("BROWSER_DEMO_SITE_KEY").filter(|value| !value.is_empty()),
+        ) {
+            (None, None) => None,
+            (Some(site), Some(key)) => {
+                let address = site
+                    .parse::<SocketAddr>()
+                    .ok()
+                    .filter(|address| address.ip().is_loopback())
+                    .ok_or_else(|| invalid("BROWSER_DEMO_SITE", "a loopback address and port (the demo's site)"))?;
+                // A SHA-256 in base64, as Chromium's --ignore-certificate-errors-spki-list takes it.
+                if key.len() != 44 || !key.ends_with('=') || key.contains(',') {
+                    return Err(invalid(
+                        "BROWSER_DEMO_SITE_KEY",
+                        "the demo site's key: the base64 SHA-256 of its certificate's public key",
+                    )
+                    .into());
+                }
+                Some((address, key))
+            }
+            _ => {
+                return Err(invalid(
+                    "BROWSER_DEMO_SITE",
+                    "BROWSER_DEMO_SITE and BROWSER_DEMO_SITE_KEY go together (development only)",
+                )
+                .into());
+            }
+        };
+        if demo.is_some() && (under_systemd || relay.is_some()) {
+            return Err(invalid(
+                "BROWSER_DEMO_SITE",
+                "development only: refused under systemd and with BROWSER_EGRESS_RELAY",
+            )
+            .into());
+        }
+        if relay.is_none() && under_systemd {
             return Err(invalid(
                 "BROWSER_EGRESS_RELAY",
-                "required under systemd: the role's network is private, and its browsers reach websites only through steward-browser-egress (/run/steward-browser-egress.sock)",
+                "required under systemd (INVOCATION_ID is set): the role's network is private, and its browsers reach websites only through steward-browser-egress (/run/steward-browser-egress.sock)",
             )
             .into());
         }
@@ -161,6 +201,7 @@ impl FromEnv for Config {
             display,
             xvfb,
             relay,
+            demo,
         })
     }
 }
@@ -268,10 +309,11 @@ async fn serve(config: Config, mut passed: Passed) -> anyhow::Result<()> {
             executable: config.executable,
             display,
             sandbox: !root,
-            local_site_keys: Vec::new(),
-            upstream: match config.relay {
-                Some(relay) => Upstream::Relay(relay),
-                None => Upstream::Public(Arc::new(SystemResolver)),
+            local_site_keys: config.demo.iter().map(|(_, key)| key.clone()).collect(),
+            upstream: match (config.relay, config.demo) {
+                (_, Some((site, _))) => Upstream::Local(site),
+                (Some(relay), None) => Upstream::Relay(relay),
+                (None, None) => Upstream::Public(Arc::new(SystemResolver)),
             },
             data_root: config.data_root,
         },

@@ -177,6 +177,7 @@ impl EgressProxy {
         let settings = Arc::new(settings);
         let task = tokio::spawn(serve_each(
             "the egress proxy",
+            MAX_CONNECTIONS,
             async move || listener.accept().await.map(|(stream, _)| stream),
             move |stream| handle(stream, Arc::clone(&settings)),
         ));
@@ -189,11 +190,12 @@ impl EgressProxy {
     }
 }
 
-/// Accepts connections with `accept` and serves each with `handle`, at most
-/// [`MAX_CONNECTIONS`] at once (more wait to be accepted), for as long as it is polled. The
-/// connections are owned here: dropping (aborting) it ends every one of them.
+/// Accepts connections with `accept` and serves each with `handle`, at most `cap` at once (more
+/// wait to be accepted), for as long as it is polled. The connections are owned here: dropping
+/// (aborting) it ends every one of them.
 pub(crate) async fn serve_each<S, F>(
     what: &'static str,
+    cap: usize,
     mut accept: impl AsyncFnMut() -> io::Result<S>,
     handle: impl Fn(S) -> F,
 ) where
@@ -202,7 +204,7 @@ pub(crate) async fn serve_each<S, F>(
     let mut connections = tokio::task::JoinSet::new();
     loop {
         while connections.try_join_next().is_some() {}
-        if connections.len() >= MAX_CONNECTIONS {
+        if connections.len() >= cap {
             let _ = connections.join_next().await;
             continue;
         }
@@ -353,12 +355,19 @@ async fn connect(upstream: &Upstream, host: &str, port: u16) -> Result<Box<dyn T
             resolved.into_iter().map(|ip| SocketAddr::new(ip, port)).collect()
         }
     };
-    for address in addresses {
-        if let Ok(Ok(server)) = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await {
-            return Ok(Box::new(server));
+    // Each address in turn, and all of them within twice one's time.
+    let each = async {
+        for address in addresses {
+            if let Ok(Ok(server)) = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(address)).await {
+                return Some(server);
+            }
         }
+        None
+    };
+    match tokio::time::timeout(CONNECT_TIMEOUT * 2, each).await {
+        Ok(Some(server)) => Ok(Box::new(server)),
+        _ => Err(Decision::Unreachable),
     }
-    Err(Decision::Unreachable)
 }
 
 /// Asks the relay at `path` for a tunnel to `host:port` (the same `CONNECT` a browser sends);
@@ -385,7 +394,7 @@ async fn through_relay(path: &std::path::Path, host: &str, port: u16) -> Result<
         Some((relay, head))
     };
     // The relay itself resolves and connects within its own timeouts; this bounds the whole.
-    let Ok(Some((relay, head))) = tokio::time::timeout(CONNECT_TIMEOUT * 3, ask).await else {
+    let Ok(Some((relay, head))) = tokio::time::timeout(CONNECT_TIMEOUT * 3 + Duration::from_secs(2), ask).await else {
         return Err(Decision::Unreachable);
     };
     if head.starts_with("HTTP/1.1 200 ") {

@@ -111,13 +111,7 @@ pub enum FlagError {
 /// The flags whose part is not built in this release, with what they would turn on. A role whose
 /// environment turns one on refuses to start rather than accept a flag that does nothing; each
 /// part's issue removes its entry when the part lands.
-pub const UNSUPPORTED: [(&str, &str); 2] = [
-    ("AGENT_MEMORY_API_ENABLED", "the memory API"),
-    (
-        "AGENT_BROWSER_ENABLED",
-        "the hosted browser (its routes exist, `browser.act` not yet)",
-    ),
-];
+pub const UNSUPPORTED: [(&str, &str); 1] = [("AGENT_MEMORY_API_ENABLED", "the memory API")];
 
 /// The first flag of [`UNSUPPORTED`] that `lookup` turns on: any value but unset, empty or `0`,
 /// so a misspelt value is refused too.

@@ -17,7 +17,8 @@ export { DISPLAY_MAX_CHARS, proveApproval, refuseTruncated } from "./approvals.j
  * @typedef {{kind: "tool", key: string, seq: number, runId: string, tool: string, status: string, code: string | null}} ToolItem
  * @typedef {{kind: "approval", key: string, seq: number, runId: string, approvalId: string, tool: string,
  *   risk: string, arguments: unknown, digests: Record<string, string>, status: string, deciding: string | null, error: string | null,
- *   proposals: unknown[], whole: unknown, proof: string}} ApprovalItem
+ *   proposals: unknown[], whole: unknown, proof: string, taskOffer: any, approvedFor: string | null,
+ *   taskPermissionId: string | null}} ApprovalItem
  *   `proposals`: the arguments of each call of this tool the model proposed in the run, from the
  *   stored `assistant.message` events; `whole`: the arguments shown whole once proven (the
  *   proposal whose display is exactly this approval); `proof`: `checking`, `proven`, or why not.
@@ -391,6 +392,10 @@ function apply(frame, items) {
           status: approvalStatus(payload.status),
           deciding: null,
           error: null,
+          // A browser action's offer of a task permission; how an approved one was allowed.
+          taskOffer: payload.task_offer ?? null,
+          approvedFor: payload.approved_for ?? null,
+          taskPermissionId: payload.task_permission_id ?? null,
           proposals: proposalsOf(runId, payload.tool),
           // Nothing cut: the arguments are whole as they are, proven at once.
           ...(Object.keys(payload.argument_digests ?? {}).length === 0 &&
@@ -403,7 +408,13 @@ function apply(frame, items) {
       // The first stored resolution wins over anything the page believed.
       update(
         (item) => item.kind === "approval" && item.approvalId === payload.approval_id,
-        (item) => ({ ...item, status: approvalStatus(payload.status), deciding: null }),
+        (item) => ({
+          ...item,
+          status: approvalStatus(payload.status),
+          deciding: null,
+          approvedFor: payload.approved_for ?? item.approvedFor,
+          taskPermissionId: payload.task_permission_id ?? item.taskPermissionId,
+        }),
       );
       break;
     case "question.asked":
@@ -502,6 +513,13 @@ export async function send() {
 /** @type {Promise<string> | null} */
 let creating = null;
 
+/** What a new conversation sends as its website profile: set by Website Access. */
+let newSessionProfile = () => /** @type {string | null} */ (null);
+/** @param {() => string | null} pick */
+export function setNewSessionProfile(pick) {
+  newSessionProfile = pick;
+}
+
 /**
  * The selected session, created (once, however many callers wait) when there is none yet.
  * @param {string} titleFrom the text its optimistic title is taken from
@@ -510,7 +528,12 @@ let creating = null;
 export function ensureSession(titleFrom) {
   if (selectedId.value) return Promise.resolve(selectedId.value);
   if (!creating) {
-    creating = api("POST", "/v1/sessions", { body: { agent_id: "default", metadata: { title: firstLine(titleFrom) } } })
+    /** @type {Record<string, unknown>} */
+    const body = { agent_id: "default", metadata: { title: firstLine(titleFrom) } };
+    // The website profile chosen on this device, when it is ready (the server checks again).
+    const profile = newSessionProfile();
+    if (profile) body.browser_profile_id = profile;
+    creating = api("POST", "/v1/sessions", { body })
       .then((created) => {
         sessions.value = [created, ...sessions.value];
         selectedId.value = created.session_id;
@@ -593,21 +616,27 @@ export async function stop() {
 }
 
 /**
- * Decides an approval once: the controls are disabled from the first tap.
- * @param {string} approvalId @param {"approve_once" | "deny"} decision
+ * Decides an approval once: the controls are disabled from the first tap. `allow_for_task`
+ * approves a browser action and grants the task permission its approval offers.
+ * @param {string} approvalId @param {"approve_once" | "deny" | "allow_for_task"} decision
  */
 export async function decide(approvalId, decision) {
   const card = transcript.value.find((item) => item.kind === "approval" && item.approvalId === approvalId);
   if (!card || card.kind !== "approval" || card.deciding || card.status !== "pending") return;
   const problem = refuseApproval(card);
-  if (problem && decision === "approve_once") {
+  if (problem && decision !== "deny") {
     setApproval(approvalId, { error: problem });
     return;
   }
   setApproval(approvalId, { deciding: decision, error: null });
   try {
     const resolved = await api("POST", `/v1/approvals/${encodeURIComponent(approvalId)}/decision`, { body: { decision } });
-    setApproval(approvalId, { status: approvalStatus(resolved.status ?? (decision === "deny" ? "denied" : "approved")), deciding: null });
+    setApproval(approvalId, {
+      status: approvalStatus(resolved.status ?? (decision === "deny" ? "denied" : "approved")),
+      deciding: null,
+      approvedFor: resolved.approved_for ?? null,
+      taskPermissionId: resolved.task_permission_id ?? null,
+    });
   } catch (error) {
     if (error instanceof ApiError && error.code === "approval_already_resolved") {
       setApproval(approvalId, { status: approvalStatus(error.problem?.resolution ?? "cancelled"), deciding: null });

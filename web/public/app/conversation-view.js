@@ -6,6 +6,7 @@ import { signal } from "../vendor/signals.mjs";
 import htm from "../vendor/htm.mjs";
 import { api, ApiError, connection, describe, forget, holds } from "./api.js";
 import * as chat from "./chat.js";
+import { AllowForTask, BrowserActArguments, TaskPermissionBar } from "./website-view.js";
 import * as folders from "./folders.js";
 import * as notifications from "./notifications.js";
 import * as attachments from "./attachments.js";
@@ -112,6 +113,9 @@ function ApprovalArguments({ item }) {
       ${Object.keys(rest).length > 0 && html`<pre class="detail scroll" tabindex="0" aria-label="Other arguments">${JSON.stringify(rest, null, 2)}</pre>`}
       ${notes}`;
   }
+  if (item.tool === "browser.act" && args && typeof args === "object" && !Array.isArray(args)) {
+    return html`<${BrowserActArguments} args=${args} />${notes}`;
+  }
   if (item.tool === "calls.place" && args && typeof args === "object" && !Array.isArray(args)) {
     // The whole brief, and the call settings revision the approval is pinned to.
     const { to, purpose, may_say: maySay, voicemail_message: voicemail, configuration_revision: revision, ...rest } =
@@ -136,7 +140,8 @@ function ApprovalCard({ item }) {
   const pending = item.status === "pending";
   const args = html`<${ApprovalArguments} item=${item} />`;
   if (!pending) {
-    const word = { approved: "Approved once", denied: "Denied", cancelled: "Cancelled", expired: "Expired" }[item.status] ?? item.status;
+    const approved = item.approvedFor === "task" ? "Allowed for the task" : "Approved once";
+    const word = { approved, denied: "Denied", cancelled: "Cancelled", expired: "Expired" }[item.status] ?? item.status;
     return html`<section class="card" aria-label=${`Approval for ${item.tool}`}>
       <button class="button quiet small" aria-expanded=${open} onClick=${() => setOpen(!open)}>${word}: ${item.tool}</button>
       ${open && args}
@@ -144,9 +149,10 @@ function ApprovalCard({ item }) {
   }
   const deciding = item.deciding;
   const refusal = chat.refuseApproval(item);
+  const browser = item.tool === "browser.act";
   return html`<section class="card attention" aria-label=${`Approval for ${item.tool}`} data-approval=${item.approvalId}
     data-checking=${item.proof === "checking" ? "" : undefined}>
-    <h3>Steward wants to run <code>${item.tool}</code></h3>
+    <h3>${browser ? "Steward wants to act on a website" : html`Steward wants to run <code>${item.tool}</code>`}</h3>
     <p class="summary">Risk: ${item.risk}. Nothing happens until you decide.</p>
     ${args}
     ${item.error || (refusal && !chat.isChecking(refusal))
@@ -154,9 +160,10 @@ function ApprovalCard({ item }) {
       : refusal && html`<p class="summary">${refusal}</p>`}
     <div class="controls">
       <button class="button filled" disabled=${deciding !== null || refusal !== null} onClick=${() => chat.decide(item.approvalId, "approve_once")}>
-        ${deciding === "approve_once" ? "Approving…" : "Approve once"}</button>
+        ${deciding === "approve_once" ? (browser ? "Allowing…" : "Approving…") : browser ? "Allow once" : "Approve once"}</button>
       <button class="button hairline" disabled=${deciding !== null} onClick=${() => chat.decide(item.approvalId, "deny")}>
         ${deciding === "deny" ? "Denying…" : "Deny"}</button>
+      ${browser && html`<${AllowForTask} item=${item} disabled=${deciding !== null || refusal !== null} />`}
     </div>
   </section>`;
 }
@@ -402,6 +409,7 @@ function Composer() {
     if (chosen.length) attachments.add(chosen, () => chat.ensureSession(chat.composerText.value || chosen[0].name));
   };
   return html`<div class="composer">
+    <${TaskPermissionBar} />
     ${chat.composerError.value && html`<p class="error" role="alert">${chat.composerError.value}</p>`}
     <${PendingFiles} />
     <form onSubmit=${(/** @type {Event} */ e) => {

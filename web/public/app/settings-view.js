@@ -12,6 +12,7 @@ import * as attachments from "./attachments.js";
 import { markdown } from "./markdown.js";
 import { appearance, setAppearance, TEXT_SIZES, TYPEFACES } from "./preferences.js";
 import { lazy, mode, ReloadOffer, showingMain, view } from "./shell.js";
+import { WebsiteAccessCard } from "./website-view.js";
 
 const html = htm.bind(h);
 
@@ -121,6 +122,7 @@ export function SettingsView() {
         </div>
       </section>
       <${ModelsCard} />
+      <${WebsiteAccessCard} />
       <${LazyLearningCard} />
       <${AppearanceCard} />
       <section class="card" aria-label="Data and privacy">

@@ -18,6 +18,7 @@ use anyhow::Context as _;
 use domain::env::{Env, EnvError, FromEnv, invalid};
 use steward_browser::activation::Passed;
 use steward_browser::proxy::{SystemResolver, Upstream};
+use steward_browser::relay::WithoutHost;
 
 struct Config {
     socket: Option<PathBuf>,
@@ -74,10 +75,20 @@ async fn serve(config: Config, mut passed: Passed) -> anyhow::Result<()> {
         }
     };
     passed.all_taken().map_err(anyhow::Error::msg)?;
+    if passed.under_systemd {
+        // The unit denies the host's networks: a name server there answers nothing.
+        let conf = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
+        for server in steward_browser::relay::denied_name_servers(&conf) {
+            tracing::warn!(
+                %server,
+                "this name server is on the host's networks, which steward-browser-egress.service denies: allow it in a drop-in (IPAddressAllow={server}), or no website name resolves"
+            );
+        }
+    }
     tracing::info!("steward-browser-egress listening");
     role::ready();
     tokio::select! {
-        served = steward_browser::relay::serve(listener, Upstream::Public(Arc::new(SystemResolver)), None) => {
+        served = steward_browser::relay::serve(listener, Upstream::Public(Arc::new(WithoutHost(SystemResolver))), None) => {
             served.context("serve the relay")
         }
         () = role::shutdown_signal() => Ok(()),

@@ -76,6 +76,8 @@ fn the_role_refuses_model_keys_the_bearer_scopes_and_a_weak_or_missing_credentia
         ("API_TOKEN_FILE", "/etc/steward/token", "API_TOKEN_FILE is set"),
         ("AUTH_SCOPES", "email.read", "AUTH_SCOPES is set"),
         ("BROWSER_CONTROL_LISTEN", "0.0.0.0:8005", "loopback only"),
+        // The offline demo's site: its key goes with it, and it is never a deployment's.
+        ("BROWSER_DEMO_SITE", "127.0.0.1:9443", "go together"),
     ] {
         let mut variables = base.clone();
         variables.retain(|(existing, _)| *existing != name);
@@ -105,6 +107,22 @@ fn the_role_refuses_model_keys_the_bearer_scopes_and_a_weak_or_missing_credentia
     variables.push(("BROWSER_STORAGE_KEY_FILE", weak.display().to_string()));
     std::fs::set_permissions(&weak, std::fs::Permissions::from_mode(0o600)).expect("chmod");
     assert!(refusal(&variables).contains("exactly 32 bytes"));
+    let mut variables = base.clone();
+    variables.push(("BROWSER_DEMO_SITE", "127.0.0.1:9443".to_owned()));
+    variables.push((
+        "BROWSER_DEMO_SITE_KEY",
+        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=".to_owned(),
+    ));
+    let off_loopback: Vec<_> = variables
+        .iter()
+        .map(|(name, value)| match *name {
+            "BROWSER_DEMO_SITE" => (*name, "10.0.0.8:443".to_owned()),
+            _ => (*name, value.clone()),
+        })
+        .collect();
+    assert!(refusal(&off_loopback).contains("a loopback address"));
+    variables.push(("BROWSER_EGRESS_RELAY", "/run/steward-browser-egress.sock".to_owned()));
+    assert!(refusal(&variables).contains("development only"));
 }
 
 #[tokio::test]

@@ -20,11 +20,12 @@ pub(crate) fn sample_path(route: &RouteDef) -> String {
 
 pub(crate) fn every_flag_used() -> Env {
     let mut env = Env::default();
-    // A flag this release refuses in an environment is turned on by `spawn_every_flag`.
+    // A flag this release refuses in an environment, or one whose configuration is a client of
+    // another role, is turned on by `spawn_every_flag`.
     for flag in catalog()
         .iter()
         .filter_map(|route| route.flag)
-        .filter(|flag| !refused(*flag))
+        .filter(|flag| !configured_in_code(*flag))
     {
         env = env.set(flag.variable(), "1");
     }
@@ -39,14 +40,17 @@ pub(crate) fn every_flag_used() -> Env {
     env
 }
 
-fn refused(flag: Flag) -> bool {
-    domain::flags::UNSUPPORTED
-        .iter()
-        .any(|(variable, _)| *variable == flag.variable())
+/// A flag this release refuses in an environment, or Website Access (its environment names the
+/// browser role and a credential file; here its client is made in code).
+fn configured_in_code(flag: Flag) -> bool {
+    flag == Flag::Browser
+        || domain::flags::UNSUPPORTED
+            .iter()
+            .any(|(variable, _)| *variable == flag.variable())
 }
 
-/// An app on `env` (from [`every_flag_used`]) with the flags an environment may not turn on yet
-/// turned on as well; Website Access's browser role is somewhere nothing listens.
+/// An app on `env` (from [`every_flag_used`]) with the flags it leaves out turned on as well;
+/// Website Access's browser role is somewhere nothing listens.
 pub(crate) async fn spawn_every_flag(env: Env) -> TestApp {
     TestApp::spawn_configured(env, |config| {
         let mut on: Vec<Flag> = config.flags.enabled().collect();
@@ -54,7 +58,7 @@ pub(crate) async fn spawn_every_flag(env: Env) -> TestApp {
             catalog()
                 .iter()
                 .filter_map(|route| route.flag)
-                .filter(|flag| refused(*flag)),
+                .filter(|flag| configured_in_code(*flag)),
         );
         config.flags = domain::flags::FeatureFlags::with(&on).expect("flags");
         config.browser = Some(

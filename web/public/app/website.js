@@ -1,0 +1,204 @@
+// Website Access: the owner's browser profiles (the sites the agent may act on as the owner),
+// their remote sign-in ceremonies, the profile chosen for new conversations (a device
+// preference: this browser only, cleared when the connection is forgotten or changes; the
+// server checks it again), and the task permissions in force. Nothing of a website session
+// passes through here; a ceremony's link is shown once and kept nowhere.
+import { signal, computed } from "../vendor/signals-core.mjs";
+import { api, ApiError, describe, holds, onForget } from "./api.js";
+import { setNewSessionProfile } from "./chat.js";
+
+/**
+ * @typedef {import("../../types/wire").BrowserProfile} Profile
+ * @typedef {import("../../types/wire").TaskPermission} TaskPermission
+ * @typedef {{ceremonyId: string, profileId: string, loginUrl: string, link: string | null, state: string,
+ *   expiresAt: string, error: string | null, checking: boolean}} Ceremony
+ */
+
+/** `null` until known; `false` when this server has no Website Access (the routes answer 404). */
+export const available = signal(/** @type {boolean | null} */ (null));
+/** @type {import("../vendor/signals-core.mjs").Signal<Profile[]>} */
+export const profiles = signal([]);
+export const error = signal(/** @type {string | null} */ (null));
+/** The remote ceremony in progress, one at a time. */
+export const ceremony = signal(/** @type {Ceremony | null} */ (null));
+/** @type {import("../vendor/signals-core.mjs").Signal<TaskPermission[]>} */
+export const permissions = signal([]);
+
+const KEY = "steward.browserProfile";
+
+function stored() {
+  try {
+    return localStorage.getItem(KEY);
+  } catch {
+    return null;
+  }
+}
+
+/** The profile chosen for new conversations on this device. */
+export const chosen = signal(/** @type {string | null} */ (stored()));
+
+/** @param {string | null} profileId */
+export function choose(profileId) {
+  chosen.value = profileId;
+  try {
+    if (profileId) localStorage.setItem(KEY, profileId);
+    else localStorage.removeItem(KEY);
+  } catch {
+    // Private browsing without storage: the choice lasts for this page.
+  }
+}
+
+onForget(() => {
+  choose(null);
+  profiles.value = [];
+  permissions.value = [];
+  ceremony.value = null;
+  available.value = null;
+});
+
+/** The chosen profile, when it is one of the owner's and ready: what a new conversation sends. */
+export const chosenReady = computed(() => {
+  const id = chosen.value;
+  return profiles.value.find((profile) => profile.profile_id === id && profile.state === "READY") ?? null;
+});
+
+// A new conversation carries the chosen ready profile.
+setNewSessionProfile(() => chosenReady.value?.profile_id ?? null);
+
+/** Reads the profiles (and learns whether this server has Website Access). */
+export async function load() {
+  if (!holds("browser.read")) {
+    available.value = false;
+    return;
+  }
+  try {
+    const list = await api("GET", "/v1/browser/profiles");
+    profiles.value = list.profiles;
+    available.value = true;
+    error.value = null;
+    // A chosen profile that is gone or removed is no longer chosen.
+    if (chosen.value && !list.profiles.some((/** @type {Profile} */ p) => p.profile_id === chosen.value && p.state !== "REVOKED")) {
+      choose(null);
+    }
+  } catch (failure) {
+    if (failure instanceof ApiError && failure.status === 404) {
+      available.value = false;
+    } else {
+      error.value = describe(failure);
+    }
+  }
+}
+
+/** @param {any} begun the answer that began a remote ceremony @param {string} profileId @param {string} loginUrl */
+function began(begun, profileId, loginUrl) {
+  ceremony.value = {
+    ceremonyId: begun.ceremony_id,
+    profileId,
+    loginUrl,
+    link: begun.continue_url ?? null,
+    state: begun.state,
+    expiresAt: begun.expires_at,
+    error: null,
+    checking: false,
+  };
+}
+
+/**
+ * Adds a profile and begins its remote ceremony.
+ * @param {{primary: string, additional: string[], loginUrl: string}} setup
+ */
+export async function add(setup) {
+  const created = await api("POST", "/v1/browser/profiles", {
+    body: {
+      primary_origin: setup.primary,
+      additional_origins: setup.additional,
+      ceremony: { kind: "remote", login_url: setup.loginUrl },
+    },
+  });
+  began(created.ceremony, created.profile.profile_id, setup.loginUrl);
+  await load();
+}
+
+/**
+ * `Sign in again`, and `Start over`: a fresh remote ceremony for the profile (the open one is
+ * cancelled by the server).
+ * @param {string} profileId @param {string} loginUrl
+ */
+export async function signIn(profileId, loginUrl) {
+  const begun = await api("POST", `/v1/browser/profiles/${encodeURIComponent(profileId)}/ceremonies`, {
+    body: { kind: "remote", login_url: loginUrl },
+  });
+  began(begun, profileId, loginUrl);
+}
+
+/** Reads the ceremony's secret-free status (on request, on becoming active, when the page appears). */
+export async function check() {
+  const current = ceremony.value;
+  if (!current || current.checking) return;
+  ceremony.value = { ...current, checking: true, error: null };
+  try {
+    const status = await api("GET", `/v1/browser/ceremonies/${encodeURIComponent(current.ceremonyId)}`);
+    const now = ceremony.value;
+    if (!now || now.ceremonyId !== current.ceremonyId) return;
+    ceremony.value = { ...now, state: status.state, checking: false, link: ["open", "active"].includes(status.state) ? now.link : null };
+    if (!["open", "active"].includes(status.state)) await load();
+  } catch (failure) {
+    const now = ceremony.value;
+    if (now && now.ceremonyId === current.ceremonyId) ceremony.value = { ...now, checking: false, error: describe(failure) };
+  }
+}
+
+/** Leaves the ceremony's card (the server's record stays). */
+export function dismiss() {
+  ceremony.value = null;
+}
+
+/** Removes a profile: its website session is forgotten. @param {string} profileId */
+export async function remove(profileId) {
+  await api("DELETE", `/v1/browser/profiles/${encodeURIComponent(profileId)}`);
+  if (ceremony.value?.profileId === profileId) ceremony.value = null;
+  if (chosen.value === profileId) choose(null);
+  await load();
+}
+
+/** Reads the task permissions in force. */
+export async function loadPermissions() {
+  if (!holds("browser.read") || available.value === false) return;
+  try {
+    const list = await api("GET", "/v1/browser/task-permissions");
+    permissions.value = list.task_permissions;
+  } catch (failure) {
+    if (failure instanceof ApiError && failure.status === 404) available.value = false;
+  }
+}
+
+/** Stops a task permission: the browser's actions it allowed stop at once. @param {string} permissionId */
+export async function stop(permissionId) {
+  await api("POST", `/v1/browser/task-permissions/${encodeURIComponent(permissionId)}/stop`);
+  permissions.value = permissions.value.filter((permission) => permission.task_permission_id !== permissionId);
+  await loadPermissions();
+}
+
+/** Minutes left until `at`, at least 0. @param {string} at */
+export function minutesLeft(at) {
+  return Math.max(0, Math.ceil((Date.parse(at) - Date.now()) / 60_000));
+}
+
+/** The words for an exception. @param {string} exception */
+export function exceptionName(exception) {
+  return { purchase: "purchases", sign_out: "signing out" }[exception] ?? exception;
+}
+
+/** Ceremony states in the owner's words. @param {string} state */
+export function ceremonyWords(state) {
+  return (
+    {
+      open: "Waiting for you to sign in in the web browser.",
+      active: "The sign-in page is open.",
+      completed: "Signed in. The agent can use this site in new conversations.",
+      rejected: "The sign-in was refused; nothing was kept.",
+      expired: "The link expired before it was used. Start over for a fresh one.",
+      cancelled: "This sign-in was replaced or closed.",
+    }[state] ?? state
+  );
+}
