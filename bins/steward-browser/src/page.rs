@@ -292,12 +292,18 @@ async fn element(page: &Page, reference: &str, label: &str, target: Option<&str>
     Ok(element)
 }
 
-/// The page's current document, told apart by when it began (`performance.timeOrigin`).
+/// The page's current document, told apart by when it began (`performance.timeOrigin`). An
+/// evaluation waits for the page's script context, which a navigation replaces: one that does
+/// not answer within a second counts as no answer.
 async fn document(page: &Page) -> Option<f64> {
-    page.evaluate_expression("performance.timeOrigin")
-        .await
-        .ok()
-        .and_then(|origin| origin.value().and_then(serde_json::Value::as_f64))
+    tokio::time::timeout(
+        Duration::from_secs(1),
+        page.evaluate_expression("performance.timeOrigin"),
+    )
+    .await
+    .ok()?
+    .ok()
+    .and_then(|origin| origin.value().and_then(serde_json::Value::as_f64))
 }
 
 /// Waits (at most [`SETTLE`]) until the page has finished loading: after an action that may
@@ -314,8 +320,10 @@ pub async fn settle_after(page: &Page, before: Option<f64>) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     while Instant::now() < deadline {
-        let state = page.evaluate_expression("document.readyState").await;
-        if state.is_ok_and(|state| state.value().and_then(serde_json::Value::as_str) == Some("complete")) {
+        let state = tokio::time::timeout(Duration::from_secs(1), page.evaluate_expression("document.readyState")).await;
+        if state.is_ok_and(|state| {
+            state.is_ok_and(|state| state.value().and_then(serde_json::Value::as_str) == Some("complete"))
+        }) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;

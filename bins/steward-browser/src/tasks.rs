@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use browser_policy::egress::{AllowList, Origin};
 use chromiumoxide::Page;
@@ -19,6 +20,19 @@ use crate::storage::{Vault, VaultError};
 
 /// The most browsers the role runs at once.
 pub const MAX_BROWSERS: usize = 4;
+
+/// The longest one step of a remote sign-in (a picture, an input, reading the session) may
+/// take: a browser that does not answer then is reported as failed, and the page may try again,
+/// rather than holding the task's browser (and the page) indefinitely.
+pub const SIGN_IN_STEP: Duration = Duration::from_secs(20);
+
+/// `work` within `limit`, a browser that did not answer in time counting as its failure.
+async fn bounded<T>(limit: Duration, work: impl Future<Output = Result<T, PageError>>) -> Result<T, TaskError> {
+    match tokio::time::timeout(limit, work).await {
+        Ok(done) => Ok(done?),
+        Err(_) => Err(PageError::Browser(chromiumoxide::error::CdpError::Timeout).into()),
+    }
+}
 /// A task's browser nobody asked anything of for this long is closed.
 pub const IDLE: std::time::Duration = std::time::Duration::from_secs(20 * 60);
 /// How long putting a profile's session into a new browser may take.
@@ -280,21 +294,22 @@ impl Browsers {
         Ok(page::act(page_of(&held)?, reference, label, target, action).await?)
     }
 
-    /// A picture of the task's page.
+    /// A picture of the task's page (within [`SIGN_IN_STEP`]: the sign-in page asks again).
     pub async fn screenshot(&self, task: &str) -> Result<Vec<u8>, TaskError> {
         let slot = self.slot(task).await?;
         let held = slot.lock().await;
-        Ok(page::screenshot(page_of(&held)?).await?)
+        bounded(SIGN_IN_STEP, page::screenshot(page_of(&held)?)).await
     }
 
-    /// A pointer or keyboard input on the task's page.
+    /// A pointer or keyboard input on the task's page (within [`SIGN_IN_STEP`]).
     pub async fn input(&self, task: &str, input: &page::Input) -> Result<(), TaskError> {
         let slot = self.slot(task).await?;
         let held = slot.lock().await;
-        Ok(page::input(page_of(&held)?, input).await?)
+        bounded(SIGN_IN_STEP, page::input(page_of(&held)?, input)).await
     }
 
-    /// The website session the task's browser holds for its origins.
+    /// The website session the task's browser holds for its origins (within
+    /// [`page::SETTLE`] and [`SIGN_IN_STEP`]).
     pub async fn harvest(&self, task: &str) -> Result<crate::storage::SiteData, TaskError> {
         let slot = self.slot(task).await?;
         let held = slot.lock().await;
@@ -302,9 +317,12 @@ impl Browsers {
         if let Some(page) = &open.page {
             page::settle(page).await;
         }
-        Ok(session::harvest(open.hosted.browser(), &open.origins)
-            .await
-            .map_err(PageError::from)?)
+        bounded(SIGN_IN_STEP, async {
+            session::harvest(open.hosted.browser(), &open.origins)
+                .await
+                .map_err(PageError::from)
+        })
+        .await
     }
 
     /// Closes the task's browser (waiting for an action in flight to end); `false` when none
