@@ -54,6 +54,20 @@ test("the owner signs in to a website remotely and the agent orders there only w
   const link = card.getByRole("link", { name: "Continue in web browser" });
   await link.waitFor({ timeout: 20_000 });
   assert.match((await card.getByRole("status").first().textContent()) ?? "", /Waiting for you to sign in/);
+  // Start over: the setup is made afresh, with a new single-use link.
+  const first = await link.getAttribute("href");
+  await card.getByRole("button", { name: "Start over" }).click();
+  await page.waitForFunction(
+    (old) => {
+      const anchor = [...document.querySelectorAll("a")].find((a) => a.textContent === "Continue in web browser");
+      return anchor && anchor.getAttribute("href") !== old;
+    },
+    first,
+    { timeout: 20_000 },
+  );
+  // The link lives in the page's memory only.
+  const stored = await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }));
+  assert.ok(!stored.includes("sign-in"), `no sign-in link is stored: ${stored}`);
   assert.deepEqual(await violations(page), []);
   await screenshot(page, "website-ceremony");
 
@@ -89,8 +103,10 @@ test("the owner signs in to a website remotely and the agent orders there only w
 
   // Back in Steward: the profile is ready; new conversations use it.
   await page.bringToFront();
-  await card.getByRole("button", { name: "Check status" }).click().catch(() => {});
-  const profile = card.getByRole("listitem", { name: SHOP });
+  // Read when the owner comes back; `Check status` while it still shows.
+  const checkStatus = card.getByRole("button", { name: "Check status" });
+  if (await checkStatus.count()) await checkStatus.click();
+  const profile = card.getByRole("listitem", { name: SHOP }).filter({ hasText: "Signed in" });
   await profile.getByText("Signed in").waitFor({ timeout: 20_000 });
   await profile.getByLabel("Use in new conversations").check();
   await screenshot(page, "website-ready");
@@ -127,7 +143,11 @@ test("the owner signs in to a website remotely and the agent orders there only w
   await orderCard.waitFor({ timeout: 60_000 });
   assert.match((await orderCard.locator("dl.browser-act").textContent()) ?? "", /purchases are never covered/);
   assert.equal(await orderCard.getByRole("button", { name: "Allow all actions for this task" }).count(), 0, "an exception offers no task permission");
-  await page.getByRole("button", { name: /Allowed for the task: browser\.act/ }).first().waitFor();
+  // The typing and the choice were both allowed by the task permission, and nothing else waits.
+  const allowed = page.getByRole("button", { name: /Allowed for the task: browser\.act/ });
+  await allowed.nth(1).waitFor();
+  assert.equal(await allowed.count(), 2);
+  assert.equal(await page.locator("section.card.attention").count(), 1, "only the purchase asks");
   const bar = page.getByRole("status", { name: "Task permission" });
   // What is left, read again as each covered action appears: the typing and the choice used two.
   await bar.getByText(/18 actions/).waitFor({ timeout: 20_000 });
@@ -137,6 +157,8 @@ test("the owner signs in to a website remotely and the agent orders there only w
   // Stopped at once: the bar goes.
   await bar.getByRole("button", { name: "Stop" }).click();
   await bar.waitFor({ state: "detached", timeout: 20_000 });
+  const active = await (await page.request.get("/v1/browser/task-permissions")).json();
+  assert.deepEqual(active.task_permissions, [], "the server lists none in force");
 
   await orderCard.getByRole("button", { name: "Allow once" }).click();
   await page.locator(".message.assistant", { hasText: "browser.act returned" }).last().waitFor({ timeout: 60_000 });
@@ -153,7 +175,7 @@ test("Website Access reads on a phone in the dark appearance", async () => {
   await page.getByRole("button", { name: "Settings" }).click();
   const card = page.getByRole("region", { name: "Website Access" });
   await card.scrollIntoViewIfNeeded();
-  await card.getByRole("listitem", { name: SHOP }).waitFor({ timeout: 20_000 });
+  await card.getByRole("listitem", { name: SHOP }).first().waitFor({ timeout: 20_000 });
   await card.getByRole("button", { name: /Task permissions: (none|\d+) active/ }).waitFor();
   assert.deepEqual(await violations(page), []);
   await screenshot(page, "website-phone-dark");

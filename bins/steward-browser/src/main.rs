@@ -176,6 +176,13 @@ impl FromEnv for Config {
                 .into());
             }
         };
+        if demo.is_some() && !cfg!(debug_assertions) {
+            return Err(invalid(
+                "BROWSER_DEMO_SITE",
+                "development only: a release build never sends its browsers to a demo site",
+            )
+            .into());
+        }
         if demo.is_some() && (under_systemd || relay.is_some()) {
             return Err(invalid(
                 "BROWSER_DEMO_SITE",

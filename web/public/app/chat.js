@@ -515,9 +515,12 @@ let creating = null;
 
 /** What a new conversation sends as its website profile: set by Website Access. */
 let newSessionProfile = () => /** @type {string | null} */ (null);
-/** @param {() => string | null} pick */
-export function setNewSessionProfile(pick) {
+/** What Website Access does when the server refuses that profile (gone, or not signed in). */
+let profileRefused = () => {};
+/** @param {() => string | null} pick @param {() => void} refused */
+export function setNewSessionProfile(pick, refused) {
   newSessionProfile = pick;
+  profileRefused = refused;
 }
 
 /**
@@ -540,6 +543,14 @@ export function ensureSession(titleFrom) {
         readKind.value = "conversation";
         openStream(created.session_id);
         return /** @type {string} */ (created.session_id);
+      })
+      .catch((error) => {
+        // The chosen website is no longer one the server accepts: it is not chosen any more,
+        // and the owner reads why (sending again starts a conversation without it).
+        if (error instanceof ApiError && ["browser_profile_not_found", "browser_profile_not_ready"].includes(error.code ?? "")) {
+          profileRefused();
+        }
+        throw error;
       })
       .finally(() => {
         creating = null;

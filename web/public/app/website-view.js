@@ -22,6 +22,8 @@ function CeremonyPanel() {
     // The status is read again when this page becomes active (the owner comes back from the
     // sign-in tab).
     const again = () => document.visibilityState === "visible" && website.check();
+    // And when the card appears.
+    website.check();
     document.addEventListener("visibilitychange", again);
     window.addEventListener("focus", again);
     return () => {
@@ -36,7 +38,7 @@ function CeremonyPanel() {
     setBusy(true);
     setFailure(null);
     try {
-      await website.signIn(current.profileId, current.loginUrl);
+      await website.startOver();
     } catch (error) {
       setFailure(describe(error));
     } finally {
@@ -45,10 +47,10 @@ function CeremonyPanel() {
   };
   return html`<div class="ceremony" aria-label="Sign-in" role="group">
     <p class="summary" role="status">${profile ? html`<strong>${profile.primary_origin}</strong>: ` : ""}${website.ceremonyWords(current.state)}</p>
-    ${open && current.link && html`<p class="summary">The link works once, for five minutes. Sign in there, then come back.</p>`}
+    ${current.state === "open" && current.link && html`<p class="summary">The link works once, for five minutes. Sign in there, then come back.</p>`}
     ${(current.error || failure) && html`<p class="error" role="alert">${current.error || failure}</p>`}
     <div class="controls">
-      ${open && current.link && html`<a class="button filled" href=${current.link} target="_blank" rel="noopener noreferrer"
+      ${current.state === "open" && current.link && html`<a class="button filled" href=${current.link} target="_blank" rel="noopener noreferrer"
         onClick=${() => setTimeout(() => website.check(), 1000)}>Continue in web browser</a>`}
       ${open && html`<button class="button hairline" disabled=${current.checking} onClick=${() => website.check()}>
         ${current.checking ? "Checking…" : "Check status"}</button>`}

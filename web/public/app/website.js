@@ -10,8 +10,10 @@ import { setNewSessionProfile } from "./chat.js";
 /**
  * @typedef {import("../../types/wire").BrowserProfile} Profile
  * @typedef {import("../../types/wire").TaskPermission} TaskPermission
- * @typedef {{ceremonyId: string, profileId: string, loginUrl: string, link: string | null, state: string,
+ * @typedef {{primary: string, additional: string[], loginUrl: string}} Setup
+ * @typedef {{ceremonyId: string, profileId: string, setup: Setup, link: string | null, state: string,
  *   expiresAt: string, error: string | null, checking: boolean}} Ceremony
+ *   `link` is kept only while the ceremony is `open`: once the sign-in page opened it, it is spent.
  */
 
 /** `null` until known; `false` when this server has no Website Access (the routes answer 404). */
@@ -62,8 +64,15 @@ export const chosenReady = computed(() => {
   return profiles.value.find((profile) => profile.profile_id === id && profile.state === "READY") ?? null;
 });
 
-// A new conversation carries the chosen ready profile.
-setNewSessionProfile(() => chosenReady.value?.profile_id ?? null);
+// A new conversation carries the chosen ready profile; one the server refuses is not chosen
+// any more, and the profiles are read again.
+setNewSessionProfile(
+  () => chosenReady.value?.profile_id ?? null,
+  () => {
+    choose(null);
+    load();
+  },
+);
 
 /** Reads the profiles (and learns whether this server has Website Access). */
 export async function load() {
@@ -82,19 +91,22 @@ export async function load() {
     }
   } catch (failure) {
     if (failure instanceof ApiError && failure.status === 404) {
+      // No Website Access (any more): nothing is chosen for new conversations.
       available.value = false;
+      profiles.value = [];
+      choose(null);
     } else {
       error.value = describe(failure);
     }
   }
 }
 
-/** @param {any} begun the answer that began a remote ceremony @param {string} profileId @param {string} loginUrl */
-function began(begun, profileId, loginUrl) {
+/** @param {any} begun the answer that began a remote ceremony @param {string} profileId @param {Setup} setup */
+function began(begun, profileId, setup) {
   ceremony.value = {
     ceremonyId: begun.ceremony_id,
     profileId,
-    loginUrl,
+    setup,
     link: begun.continue_url ?? null,
     state: begun.state,
     expiresAt: begun.expires_at,
@@ -105,7 +117,7 @@ function began(begun, profileId, loginUrl) {
 
 /**
  * Adds a profile and begins its remote ceremony.
- * @param {{primary: string, additional: string[], loginUrl: string}} setup
+ * @param {Setup} setup
  */
 export async function add(setup) {
   const created = await api("POST", "/v1/browser/profiles", {
@@ -115,7 +127,7 @@ export async function add(setup) {
       ceremony: { kind: "remote", login_url: setup.loginUrl },
     },
   });
-  began(created.ceremony, created.profile.profile_id, setup.loginUrl);
+  began(created.ceremony, created.profile.profile_id, setup);
   await load();
 }
 
@@ -128,7 +140,34 @@ export async function signIn(profileId, loginUrl) {
   const begun = await api("POST", `/v1/browser/profiles/${encodeURIComponent(profileId)}/ceremonies`, {
     body: { kind: "remote", login_url: loginUrl },
   });
-  began(begun, profileId, loginUrl);
+  const profile = profiles.value.find((p) => p.profile_id === profileId);
+  const origins = profile?.allowedOrigins ?? [];
+  began(begun, profileId, { primary: profile?.primary_origin ?? origins[0] ?? "", additional: origins.slice(1), loginUrl });
+}
+
+/**
+ * `Start over`: a fresh ceremony. A site signed in before keeps its profile and signs in
+ * again; one never signed in (its setup perhaps removed by the server after a refused sign-in)
+ * is removed and set up afresh with the same sites and sign-in page.
+ */
+export async function startOver() {
+  const current = ceremony.value;
+  if (!current) return;
+  await load();
+  const profile = profiles.value.find((p) => p.profile_id === current.profileId);
+  if (profile?.state === "READY") {
+    await signIn(current.profileId, current.setup.loginUrl);
+    return;
+  }
+  if (profile && profile.state !== "REVOKED") {
+    try {
+      await api("DELETE", `/v1/browser/profiles/${encodeURIComponent(current.profileId)}`);
+    } catch (failure) {
+      if (!(failure instanceof ApiError && failure.status === 404)) throw failure;
+    }
+  }
+  if (chosen.value === current.profileId) choose(null);
+  await add(current.setup);
 }
 
 /** Reads the ceremony's secret-free status (on request, on becoming active, when the page appears). */
@@ -140,7 +179,7 @@ export async function check() {
     const status = await api("GET", `/v1/browser/ceremonies/${encodeURIComponent(current.ceremonyId)}`);
     const now = ceremony.value;
     if (!now || now.ceremonyId !== current.ceremonyId) return;
-    ceremony.value = { ...now, state: status.state, checking: false, link: ["open", "active"].includes(status.state) ? now.link : null };
+    ceremony.value = { ...now, state: status.state, checking: false, link: status.state === "open" ? now.link : null };
     if (!["open", "active"].includes(status.state)) await load();
   } catch (failure) {
     const now = ceremony.value;
@@ -161,11 +200,17 @@ export async function remove(profileId) {
   await load();
 }
 
+/** Each read of the task permissions, numbered: only the newest answer is shown. */
+let reads = 0;
+
 /** Reads the task permissions in force. */
 export async function loadPermissions() {
   if (!holds("browser.read") || available.value === false) return;
+  const read = ++reads;
   try {
     const list = await api("GET", "/v1/browser/task-permissions");
+    // A read begun before a stop (or another read) that answers after it is stale.
+    if (read !== reads) return;
     permissions.value = list.task_permissions;
   } catch (failure) {
     if (failure instanceof ApiError && failure.status === 404) available.value = false;
@@ -175,6 +220,7 @@ export async function loadPermissions() {
 /** Stops a task permission: the browser's actions it allowed stop at once. @param {string} permissionId */
 export async function stop(permissionId) {
   await api("POST", `/v1/browser/task-permissions/${encodeURIComponent(permissionId)}/stop`);
+  reads += 1;
   permissions.value = permissions.value.filter((permission) => permission.task_permission_id !== permissionId);
   await loadPermissions();
 }
