@@ -40,20 +40,6 @@ fn random(bytes: usize) -> anyhow::Result<Vec<u8>> {
     Ok(random)
 }
 
-/// Writes `contents` to a new owner-only file at `path`.
-fn write_secret(path: &Path, contents: &[u8]) -> anyhow::Result<()> {
-    use std::io::Write as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let _ = fs::remove_file(path);
-    fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)
-        .and_then(|mut file| file.write_all(contents))
-        .with_context(|| format!("write {}", path.display()))
-}
-
 impl DemoBrowser {
     /// Starts the shop stand-in under `dir/shop` and the browser role with its secrets and
     /// directories under `dir/role` (both made afresh, owner-only), and waits until the role's
@@ -75,9 +61,10 @@ impl DemoBrowser {
             }
             let credential = role_dir.join("browser-control");
             let hex: String = random(32)?.iter().map(|byte| format!("{byte:02x}")).collect();
-            write_secret(&credential, hex.as_bytes())?;
+            crate::stand_in::write_private(&credential, hex)
+                .with_context(|| format!("write {}", credential.display()))?;
             let key = role_dir.join("browser-storage-key");
-            write_secret(&key, &random(32)?)?;
+            crate::stand_in::write_private(&key, random(32)?).with_context(|| format!("write {}", key.display()))?;
             let provided = |name: &str| {
                 shop_provided
                     .iter()

@@ -188,7 +188,7 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
             .map(|url| format!(",\n  \"demo_shop_orders_url\": {}", json_string(url)))
             .unwrap_or_default(),
     );
-    write_private(&var.join("dev.json"), &description).context("write var/dev.json")?;
+    crate::stand_in::write_private(&var.join("dev.json"), &description).context("write var/dev.json")?;
     println!(
         "\nsteward is ready\n  base URL:   {base_url}\n  token file: {}\n  described in var/dev.json; Ctrl-C stops everything\n",
         token_file.display()
@@ -485,17 +485,6 @@ fn json_string(text: &str) -> String {
     }
     out.push('"');
     out
-}
-
-/// Writes `contents` readable by the owner only: the database URL may hold a password.
-pub(crate) fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
-    let _ = fs::remove_file(path);
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(path)?;
-    file.write_all(contents.as_bytes())
 }
 
 /// Polls the API's `GET /health/ready` until it answers.

@@ -21,7 +21,7 @@ impl Apns {
         fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
         let key_file = dir.join("apns.p8");
         let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).context("generate the APNs key")?;
-        crate::dev::write_private(&key_file, &pair.serialize_pem()).context("write the APNs key")?;
+        crate::stand_in::write_private(&key_file, pair.serialize_pem()).context("write the APNs key")?;
         let log = fs::File::create(log)?;
         let mut child = Command::new(bin.join("steward-bench"))
             .arg("apns")
