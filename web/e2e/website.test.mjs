@@ -36,7 +36,11 @@ async function orders() {
  * @param {import("playwright-core").Locator} screen @param {[number, number]} at
  */
 async function clickWebsite(screen, [x, y]) {
-  const scale = await screen.evaluate((/** @type {HTMLImageElement} */ image) => image.naturalWidth / image.getBoundingClientRect().width);
+  // The image may report no size while its next picture loads: the scale is read once it has one.
+  const scale = await screen.evaluate(async (/** @type {HTMLImageElement} */ image) => {
+    while (!image.naturalWidth) await new Promise((resolve) => setTimeout(resolve, 20));
+    return image.naturalWidth / image.getBoundingClientRect().width;
+  });
   await screen.click({ position: { x: x / scale, y: y / scale } });
 }
 
@@ -77,6 +81,34 @@ test("the owner signs in to a website remotely and the agent orders there only w
   await screen.waitFor({ state: "visible", timeout: 60_000 });
   await signIn.waitForFunction(() => /** @type {HTMLImageElement} */ (document.getElementById("screen")).naturalWidth > 0);
   assert.ok(!signIn.url().includes("#"), "the capability left the address at once");
+  // What the page sent the website, named in a failure.
+  const sent = [];
+  signIn.on("request", (request) => {
+    if (request.url().endsWith("/sign-in/input")) sent.push(request.postData());
+  });
+  // A picture that fails (one taken while the website loads its next page may) is not reported
+  // unless three fail in a row, and the next picture takes the report back.
+  const status = signIn.getByRole("status");
+  let failing = 2;
+  let served = 0;
+  await signIn.route("**/sign-in/screen", async (route) => {
+    if (failing > 0) {
+      failing -= 1;
+      await route.fulfill({ status: 502, contentType: "application/problem+json", body: '{"code":"browser.failed"}' });
+    } else {
+      served += 1;
+      await route.continue();
+    }
+  });
+  for (let waited = 0; failing > 0 || served === 0; waited += 1) {
+    assert.ok(waited < 100, "the page asks for pictures again");
+    await signIn.waitForTimeout(200);
+  }
+  assert.match((await status.textContent()) ?? "", /^Sign in below/);
+  failing = 3;
+  await signIn.waitForFunction(() => document.getElementById("status")?.textContent?.startsWith("Something went wrong"), null, { timeout: 20_000 });
+  await signIn.waitForFunction(() => document.getElementById("status")?.textContent?.startsWith("Sign in below"), null, { timeout: 20_000 });
+  await signIn.unroute("**/sign-in/screen");
   const typing = signIn.getByLabel("Type into the chosen field");
   await clickWebsite(screen, [120, 115]);
   await typing.fill("ada");
@@ -87,7 +119,6 @@ test("the owner signs in to a website remotely and the agent orders there only w
   await signIn.getByRole("button", { name: "Enter", exact: true }).click();
   await screenshot(signIn, "website-sign-in");
   // The shop answers the sign-in with its cookie; until then keeping is refused and may be tried again.
-  const status = signIn.getByRole("status");
   const said = [];
   for (let attempt = 0; attempt < 20; attempt += 1) {
     await signIn.waitForFunction(() => !(/** @type {HTMLButtonElement} */ (document.getElementById("done")).disabled), null, { timeout: 150_000 });
@@ -98,7 +129,10 @@ test("the owner signs in to a website remotely and the agent orders there only w
     if (said[said.length - 1].startsWith("You are signed in")) break;
     await signIn.waitForTimeout(500);
   }
-  assert.match(said[said.length - 1], /^You are signed in/, said.join(" | "));
+  assert.match(said[said.length - 1], /^You are signed in/, `${said.join(" | ")}; inputs sent: ${sent.join(" ")}`);
+  // Each click reached the website where the picture was clicked, whenever its next picture was loading.
+  const clicks = sent.map((body) => JSON.parse(body ?? "{}")).filter((input) => input.kind === "click");
+  assert.deepEqual(clicks.map(({ x, y }) => [Math.round(x), Math.round(y)]), [[120, 115], [120, 165]]);
   await signIn.close();
 
   // Back in Steward: the profile is ready; new conversations use it.

@@ -12,6 +12,11 @@ let token = null;
 let refreshing = null;
 let refreshInFlight = false;
 let over = false;
+// Pictures that failed in a row: one taken while the website loads its next page may fail, and
+// the next one succeeds; only a browser that keeps failing is reported.
+let misses = 0;
+const MISSES_REPORTED = 3;
+const instructions = 'Sign in below, then choose \u201cI\u2019m signed in\u201d.';
 
 const capability = new URLSearchParams(location.hash.slice(1)).get('c');
 history.replaceState(null, '', location.pathname);
@@ -23,14 +28,28 @@ const explain = {
   'browser.not_signed_in': 'The website has not signed you in yet. Sign in, then choose “I\u2019m signed in” again.',
   'browser.busy': 'Steward\u2019s browser is busy. Try again in a minute.',
   'browser.ceremony_cancelled': 'This sign-in was replaced or its website removed in Steward; nothing was kept. Go back to Steward.',
+  'browser.ceremony_finishing': 'Your sign-in is still being kept. Wait a moment, then choose \u201cI\u2019m signed in\u201d again.',
+  'browser.no_answer': 'Steward\u2019s browser did not answer. Try again, or go back to Steward and start over.',
 };
 const final = ['browser.capability_invalid', 'browser.capability_used', 'browser.ceremony_expired', 'browser.ceremony_cancelled'];
 let finishing = false;
 
+// How long the page waits for Steward's browser: every step the browser takes for this page is
+// bounded, so an answer that does not come means the connection is gone.
+const ANSWER_WITHIN = { '/sign-in/start': 120_000, '/sign-in/finish': 120_000 };
+
 async function call(method, path, body) {
   const headers = { Authorization: `Bearer ${token ?? capability}` };
   if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
+  let response;
+  try {
+    response = await fetch(path, {
+      method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store',
+      signal: AbortSignal.timeout(ANSWER_WITHIN[path] ?? 45_000),
+    });
+  } catch {
+    throw Object.assign(new Error('browser.no_answer'), { code: 'browser.no_answer' });
+  }
   if (!response.ok) {
     let code = 'browser.failed';
     try { code = (await response.json()).code ?? code; } catch { /* not a problem document */ }
@@ -47,8 +66,10 @@ function stop(message) {
   status.textContent = message;
 }
 
+// What went wrong, said on the page; nothing is said while the sign-in is being kept: the
+// outcome of keeping it is what the page says next.
 function failed(error) {
-  if (over) return;
+  if (over || finishing) return;
   if (final.includes(error.code)) {
     stop(explain[error.code]);
   } else {
@@ -62,11 +83,17 @@ async function refresh() {
   refreshInFlight = true;
   try {
     const picture = await (await call('GET', '/sign-in/screen')).blob();
-    if (over) return;
+    if (over || finishing) return;
     const previous = screen.src;
     screen.src = URL.createObjectURL(picture);
     if (previous) URL.revokeObjectURL(previous);
-  } catch (error) { failed(error); } finally { refreshInFlight = false; }
+    // A picture again after failures: the page works again, and says what to do.
+    if (misses >= MISSES_REPORTED) status.textContent = instructions;
+    misses = 0;
+  } catch (error) {
+    misses += 1;
+    if (final.includes(error.code) || misses >= MISSES_REPORTED) failed(error);
+  } finally { refreshInFlight = false; }
 }
 
 // Inputs reach the website in the order they were given: a click that chooses a field is made
@@ -79,10 +106,15 @@ function send(input) {
   return inputs;
 }
 
+// The website's width in the picture's pixels, from the last picture shown: while the next
+// picture loads, the image may report no size, and a click then would land on the website's
+// corner.
+let pictureWidth = 0;
+screen.addEventListener('load', () => { pictureWidth = screen.naturalWidth || pictureWidth; });
 screen.addEventListener('click', (event) => {
-  if (finishing) return;
+  if (finishing || !pictureWidth) return;
   const box = screen.getBoundingClientRect();
-  const scale = screen.naturalWidth / box.width;
+  const scale = pictureWidth / box.width;
   send({ kind: 'click', x: (event.clientX - box.left) * scale, y: (event.clientY - box.top) * scale });
   document.getElementById('text').focus();
 });
@@ -135,7 +167,7 @@ async function open() {
     if (over) return;
     token = opened.token;
     hide('retry');
-    status.textContent = 'Sign in below, then choose “I\u2019m signed in”.';
+    status.textContent = instructions;
     show('screen-frame', 'typing', 'keys', 'actions');
     await refresh();
     refreshing = setInterval(refresh, 1000);

@@ -351,8 +351,14 @@ impl Browsers {
         if self.vault.generation(profile) != open.generation {
             return;
         }
-        match session::cookies(open.hosted.browser(), &open.origins).await {
-            Ok(cookies) => {
+        // Bounded like any step: a browser that does not answer keeps nothing and is closed.
+        let read = tokio::time::timeout(
+            crate::chromium::CLOSE_WITHIN,
+            session::cookies(open.hosted.browser(), &open.origins),
+        )
+        .await;
+        match read {
+            Ok(Ok(cookies)) => {
                 let ours = |domain: &str| {
                     open.origins
                         .iter()
@@ -366,7 +372,7 @@ impl Browsers {
                     tracing::warn!("keep a profile's session: {error}");
                 }
             }
-            Err(_) => tracing::warn!("a closing browser's cookies could not be read"),
+            Ok(Err(_)) | Err(_) => tracing::warn!("a closing browser's cookies could not be read"),
         }
     }
 
