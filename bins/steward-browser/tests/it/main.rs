@@ -348,9 +348,18 @@ fn relay_role(variables: &[(&'static str, String)]) -> Command {
 /// Sends a `CONNECT` for `authority` to the relay at `path` and returns the answer's head.
 async fn connect_through(path: &Path, authority: &str) -> String {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let mut stream = tokio::net::UnixStream::connect(path)
-        .await
-        .expect("connect to the relay");
+    // A socket's file exists from its bind, a moment before it listens (systemd-socket-activate
+    // binds, then listens): a refusal in between is tried again.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut stream = loop {
+        match tokio::net::UnixStream::connect(path).await {
+            Ok(stream) => break stream,
+            Err(error) if error.kind() == std::io::ErrorKind::ConnectionRefused && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(error) => panic!("connect to the relay: {error}"),
+        }
+    };
     stream
         .write_all(format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n\r\n").as_bytes())
         .await
