@@ -90,6 +90,13 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         problem
     })?;
     deserializer.end().map_err(|error| not_json(&error))?;
+    // Every request body is a JSON object (or `null`, where a body is optional): serde would also
+    // read a struct from an array of its members in order (`[]` as one whose optional members
+    // are all absent), which no client sends and which would not mean what the same value
+    // written back says.
+    if !matches!(bytes.iter().find(|byte| !byte.is_ascii_whitespace()), Some(b'{' | b'n')) {
+        return Err(ApiError::new(ErrorCode::ValidationFailed).detail("a request body is a JSON object"));
+    }
     Ok(value)
 }
 
@@ -119,3 +126,23 @@ pub struct Query<T>(pub T);
 #[derive(FromRequestParts)]
 #[from_request(via(axum::extract::Path), rejection(ApiError))]
 pub struct Path<T>(pub T);
+
+#[cfg(test)]
+mod tests {
+    use domain::ErrorCode;
+    use wire::request::UpdateSession;
+
+    #[test]
+    fn a_body_is_a_json_object_never_an_array_of_its_members() {
+        let refused = super::parse::<UpdateSession>(b"[]").expect_err("an array");
+        assert_eq!(refused.code(), ErrorCode::ValidationFailed);
+        let refused = super::parse::<UpdateSession>(b" [null] ").expect_err("an array");
+        assert_eq!(refused.code(), ErrorCode::ValidationFailed);
+        let parsed = super::parse::<UpdateSession>(b" \n{\"folder_id\": null}").expect("an object");
+        assert_eq!(parsed.folder_id, Some(None));
+        let refused = super::parse::<UpdateSession>(b"[").expect_err("not JSON");
+        assert_eq!(refused.code(), ErrorCode::InvalidRequest);
+        // Where a body is optional, `null` is none.
+        assert_eq!(super::parse::<Option<UpdateSession>>(b"null").expect("null"), None);
+    }
+}
