@@ -143,6 +143,21 @@ GRANT SELECT, INSERT, UPDATE (stopped_at) ON browser_task_permissions TO steward
 GRANT SELECT ON browser_profiles TO steward_worker;
 GRANT SELECT, UPDATE (actions_used) ON browser_task_permissions TO steward_worker;
 
+-- Memory (0030): the worker forms beliefs from finished runs and recalls them into a run's
+-- prompt, recording each recall; the async worker forms them from assessed mail; both read the
+-- tombstones that forbid a deleted statement, and only the worker reads the exclusions. The api
+-- lists them and their evidence and recalls, reviews and rejects them (their status alone),
+-- and deletes them, leaving a tombstone.
+GRANT SELECT, UPDATE (status, needs_review, reviewed_at), DELETE ON memories TO steward_api;
+GRANT SELECT ON memory_evidence, recall_traces TO steward_api;
+GRANT INSERT ON memory_tombstones TO steward_api;
+GRANT SELECT, INSERT ON memory_exclusions TO steward_api;
+GRANT SELECT, INSERT ON memories TO steward_worker, steward_async_worker;
+GRANT INSERT ON memory_evidence TO steward_worker, steward_async_worker;
+GRANT SELECT ON memory_tombstones TO steward_worker, steward_async_worker;
+GRANT SELECT ON memory_exclusions TO steward_worker;
+GRANT INSERT ON recall_traces TO steward_worker;
+
 -- ingress: receipts only, enforced by row security below.
 GRANT SELECT ON _sqlx_migrations TO steward_ingress;
 GRANT SELECT, INSERT, UPDATE ON call_records TO steward_ingress;

@@ -337,8 +337,9 @@ fn each_role_links_only_the_workspace_crates_it_needs() {
         "hardening",
         "role",
     ];
-    // `browser-control`: the browser role's control plane, for `browser.act`.
-    let worker = [&["agent", "browser-control"][..], &MAIL].concat();
+    // `browser-control`: the browser role's control plane, for `browser.act`; `memory`: the
+    // beliefs a run recalls and a finished run forms.
+    let worker = [&["agent", "browser-control", "memory"][..], &MAIL].concat();
     let allowed: [(&str, &[&str]); 10] = [
         // `wire` (the event vocabulary, with the store that writes it) is types only.
         (

@@ -793,6 +793,69 @@ export type MailReconciled = {
 /** Where a conversation is in its mailbox. */
 export type MailboxPlace = "inbox" | "archived" | "spam";
 
+/** A belief. */
+export type Memory = {
+  formed_at: string;
+  kind: MemoryKind;
+  memory_id: string;
+  /** Flagged for review: not recalled until the owner marks it reviewed. */
+  needs_review: boolean;
+  /** What it was formed from. */
+  origin: MemoryOrigin;
+  /** When the owner marked it reviewed or not true. */
+  reviewed_at?: string | null;
+  /** The belief, one short statement. */
+  statement: string;
+  status: MemoryStatus;
+};
+
+/**
+ * A belief with its evidence (oldest first) and the runs that recalled it (newest first; at
+ * most 50 of each).
+ */
+export type MemoryDetail = {
+  evidence: MemoryEvidence[];
+  memory: Memory;
+  recalls: MemoryRecall[];
+};
+
+/**
+ * One piece of a belief's evidence: a conversation's run, or a message of a mail thread
+ * (references only; a source the owner deleted shows as none).
+ */
+export type MemoryEvidence = {
+  email_thread_id?: string | null;
+  noted_at: string;
+  provider_message_id?: string | null;
+  run_id?: string | null;
+  session_id?: string | null;
+};
+
+/** What a belief is about. */
+export type MemoryKind = "fact" | "preference" | "relationship" | "commitment" | "routine";
+
+/** What a belief was formed from. */
+export type MemoryOrigin = "conversation" | "email";
+
+/** A page of beliefs, newest first. */
+export type MemoryPage = {
+  memories: Memory[];
+  /** Present while more beliefs follow. */
+  next_cursor?: string | null;
+};
+
+/** A run whose prompt received a belief. */
+export type MemoryRecall = {
+  /** Its place among the beliefs that run received (1 first). */
+  rank: number;
+  recalled_at: string;
+  run_id: string;
+  session_id: string;
+};
+
+/** Where a belief stands with the owner. */
+export type MemoryStatus = "active" | "reviewed" | "not_true";
+
 /** `GET /v1/settings/models` and the answer to saving them. */
 export type ModelSettings = {
   chat_model: string;
@@ -913,6 +976,11 @@ export type Ready = {
 
 export type ReadyStatus = "ready";
 
+/** The beliefs a run's prompt received, in rank order. */
+export type RecalledMemories = {
+  memories: Memory[];
+};
+
 /** What a reconciliation found. */
 export type ReconciliationOutcome = "found" | "not_found";
 
@@ -967,6 +1035,16 @@ export type RestoreDraft = {
  */
 export type ReviewDraft = {
   revision: number;
+};
+
+/** The owner's review of a belief (`POST /v1/memories/{memory_id}/review`). */
+export type ReviewMemory = {
+  action: "mark_reviewed";
+} | {
+  action: "not_true";
+} | {
+  action: "not_relevant_here";
+  session_id: string;
 };
 
 /** How much harm a tool can do; shown on approval cards. */

@@ -46,6 +46,9 @@ pub struct WorkerConfig {
     pub calls: Option<agent::call_tools::CallTools>,
     /// The hosted browser is on: the browser role's control plane (`browser.act`).
     pub browser: Option<agent::browser_tools::BrowserTools>,
+    /// Memory is on (`AGENT_MEMORY_API_ENABLED`): runs recall beliefs and finished ones form
+    /// them.
+    pub memory: bool,
 }
 
 /// The one-click transport: public HTTPS on port 443; or, for the offline demo only, the demo's
@@ -137,6 +140,7 @@ impl FromEnv for WorkerConfig {
             unsubscribe,
             calls,
             browser,
+            memory: flags.is_on(Flag::MemoryApi),
         })
     }
 }

@@ -66,6 +66,7 @@ async fn work(config: WorkerConfig) -> anyhow::Result<()> {
         subscriptions: config.unsubscribe.is_some(),
         calls: config.calls.clone().map(std::sync::Arc::new),
         browser: config.browser.clone().map(std::sync::Arc::new),
+        memory: config.memory,
     };
     role::ready();
     agent::worker::run(config.settings, executor, role::shutdown_signal()).await;

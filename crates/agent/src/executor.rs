@@ -125,6 +125,10 @@ pub struct Executor {
     pub calls: Option<Arc<crate::call_tools::CallTools>>,
     /// The hosted browser is on in this worker: `browser.act` is offered.
     pub browser: Option<Arc<crate::browser_tools::BrowserTools>>,
+    /// Memory is on in this worker: a run's prompt receives the beliefs recalled for its
+    /// message (each recall traced), and what the owner wrote in a finished conversation run
+    /// forms beliefs.
+    pub memory: bool,
 }
 
 enum Relay {
@@ -272,6 +276,9 @@ impl Executor {
         }
         // A run that used the browser closes it when it ends (a parked one keeps its page; the
         // browser role closes a browser left idle).
+        if matches!(outcome, Ok(Finish::Ended)) && self.memory && claimed.scheduled_scopes.is_none() {
+            self.form_beliefs(&claimed).await;
+        }
         if let (Ok(Finish::Ended), Some(browser)) = (&outcome, toolbox.browser()) {
             let used = self.store.work().invocations(lease.run).await.is_ok_and(|invocations| {
                 invocations
@@ -283,6 +290,63 @@ impl Executor {
             }
         }
         outcome
+    }
+
+    /// What the owner wrote for this run (its messages' text).
+    async fn owner_words(&self, claimed: &ClaimedRun) -> Result<String, StoreError> {
+        let events = self.store.work().session_history(claimed.lease.session).await?;
+        Ok(history::owner_words(&events, claimed.lease.run.as_uuid()))
+    }
+
+    /// Forms the beliefs the owner's words in a finished conversation run state (a scheduled
+    /// run's instruction is not a statement about the owner). A failure is logged: the run has
+    /// ended either way.
+    async fn form_beliefs(&self, claimed: &ClaimedRun) {
+        let lease = &claimed.lease;
+        let formed = async {
+            let words = self.owner_words(claimed).await?;
+            let evidence = store::memory::Evidence::Run {
+                session: lease.session.as_uuid(),
+                run: lease.run.as_uuid(),
+            };
+            memory::form(
+                &self.store,
+                &claimed.principal,
+                memory::offline::propose(&words),
+                &evidence,
+            )
+            .await
+        }
+        .await;
+        match formed {
+            Ok(tally) => tracing::info!(
+                run = %lease.run,
+                created = tally.created,
+                known = tally.known,
+                forbidden = tally.forbidden,
+                "beliefs formed"
+            ),
+            Err(error) => tracing::warn!(run = %lease.run, %error, "beliefs could not be formed"),
+        }
+    }
+
+    /// The beliefs recalled for this run's message, traced, as the prompt's section (`None`
+    /// when memory is off or nothing is recalled).
+    async fn recall(&self, claimed: &ClaimedRun) -> Result<Option<String>, StoreError> {
+        if !self.memory {
+            return Ok(None);
+        }
+        let words = self.owner_words(claimed).await?;
+        let recalled = self
+            .store
+            .memory()
+            .recall(&claimed.principal, claimed.lease.session.as_uuid(), &words)
+            .await?;
+        self.store
+            .memory()
+            .trace_recall(claimed.lease.run.as_uuid(), &recalled)
+            .await?;
+        Ok(memory::recalled_section(&recalled))
     }
 
     async fn fail(
@@ -405,6 +469,12 @@ impl Executor {
         let wait_seconds = claimed
             .wait_timeout_seconds
             .unwrap_or_else(|| configuration.wait_timeout_seconds());
+        // Recalled once per execution, for the run's own message.
+        let recalled = if claimed.kind == RunKind::Agent {
+            self.recall(claimed).await?
+        } else {
+            None
+        };
         loop {
             // 1. Settle the latest step's invocations, in order.
             if let Some(finish) = self.settle_all(claimed, toolbox, wait_seconds, &counters, stop).await? {
@@ -432,6 +502,9 @@ impl Executor {
             // 3. Ask the model.
             let events = self.store.work().session_history(lease.session).await?;
             let mut messages = vec![ChatMessage::System(configuration.instructions.clone())];
+            if let Some(section) = &recalled {
+                messages.push(ChatMessage::System(section.clone()));
+            }
             messages.extend(history::build(&events));
             // The owner's model settings at submit time win over the agent's defaults; the
             // provider stays the agent's.

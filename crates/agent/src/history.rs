@@ -24,6 +24,19 @@ fn user_text(message: &UserMessage) -> String {
     text
 }
 
+/// The text of the owner's messages that started `run` (their own words: what memory recalls
+/// for, and forms beliefs from), one per line.
+pub fn owner_words(events: &[EventRow], run: Uuid) -> String {
+    events
+        .iter()
+        .filter_map(|event| match &event.event {
+            Event::UserMessageCreated(created) if created.run_id == run => created.message.text.as_deref(),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The tool result as the model reads it.
 fn result_content(result: &ToolResult) -> String {
     serde_json::json!({ "status": result.status, "code": result.code, "result": result.result }).to_string()

@@ -11,7 +11,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::handlers::{
     self, approvals, artifacts, browser, calls, drafts, email, events, feedback, folder_proposals, folders, health,
-    notifications, runs, schedules, sessions, settings, subscriptions, web_session,
+    memory, notifications, runs, schedules, sessions, settings, subscriptions, web_session,
 };
 use crate::routes::{Access, catalog};
 
@@ -91,6 +91,11 @@ impl Modify for BearerAuth {
         calls::get,
         calls::cancel,
         calls::delete,
+        memory::list,
+        memory::get,
+        memory::review,
+        memory::delete,
+        memory::recalled,
         browser::list,
         browser::create,
         browser::sign_in,

@@ -20,7 +20,7 @@ use tracing::Instrument;
 use crate::AppState;
 use crate::auth::{self, Authenticator, Guard, Needs};
 use crate::handlers::{
-    approvals, artifacts, browser, calls, drafts, email, events, feedback, folder_proposals, folders, health,
+    approvals, artifacts, browser, calls, drafts, email, events, feedback, folder_proposals, folders, health, memory,
     notifications, openapi, runs, schedules, sessions, settings, subscriptions, web_session,
 };
 use crate::problem;
@@ -147,8 +147,9 @@ pub fn catalog() -> Vec<RouteDef> {
     use Access::{Authenticated, BearerToken, Public, Scoped};
     use ErrorCode::*;
     use Scope::{
-        BrowserRead, BrowserWrite, CallCancel, CallDelete, CallRead, EmailRead, EmailWrite, NotificationsRead,
-        NotificationsWrite, SchedulesRead, SchedulesWrite, SessionsRead, SessionsWrite, SettingsRead, SettingsWrite,
+        BrowserRead, BrowserWrite, CallCancel, CallDelete, CallRead, EmailRead, EmailWrite, MemoryRead, MemoryWrite,
+        NotificationsRead, NotificationsWrite, SchedulesRead, SchedulesWrite, SessionsRead, SessionsWrite,
+        SettingsRead, SettingsWrite,
     };
     vec![
         route!(GET "/health/ready", Public, None, health::ready, [[NotReady]]),
@@ -445,6 +446,41 @@ pub fn catalog() -> Vec<RouteDef> {
             Some(Flag::Call),
             calls::delete,
             [[CallNotFound, CallActive]]
+        ),
+        route!(
+            GET "/v1/memories",
+            Scoped(MemoryRead),
+            Some(Flag::MemoryApi),
+            memory::list,
+            [[InvalidRequest, InvalidCursor, ValidationFailed]]
+        ),
+        route!(
+            GET "/v1/memories/{memory_id}",
+            Scoped(MemoryRead),
+            Some(Flag::MemoryApi),
+            memory::get,
+            [[MemoryNotFound]]
+        ),
+        route!(
+            POST "/v1/memories/{memory_id}/review",
+            Scoped(MemoryWrite),
+            Some(Flag::MemoryApi),
+            memory::review,
+            [JSON_BODY, [MemoryNotFound, SessionNotFound]]
+        ),
+        route!(
+            DELETE "/v1/memories/{memory_id}",
+            Scoped(MemoryWrite),
+            Some(Flag::MemoryApi),
+            memory::delete,
+            [[MemoryNotFound]]
+        ),
+        route!(
+            GET "/v1/runs/{run_id}/memories",
+            Scoped(MemoryRead),
+            Some(Flag::MemoryApi),
+            memory::recalled,
+            [[RunNotFound]]
         ),
         route!(
             GET "/v1/browser/profiles",

@@ -78,6 +78,7 @@ pub enum ErrorCode {
     CallNotFound,
     CallNotCancellable,
     CallActive,
+    MemoryNotFound,
     BrowserProfileNotFound,
     BrowserCeremonyNotFound,
     BrowserProfileRevoked,
@@ -92,7 +93,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 80] = [
+    pub const ALL: [ErrorCode; 81] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -165,6 +166,7 @@ impl ErrorCode {
         ErrorCode::CallNotFound,
         ErrorCode::CallNotCancellable,
         ErrorCode::CallActive,
+        ErrorCode::MemoryNotFound,
         ErrorCode::BrowserProfileNotFound,
         ErrorCode::BrowserCeremonyNotFound,
         ErrorCode::BrowserProfileRevoked,
@@ -250,6 +252,7 @@ impl ErrorCode {
             ErrorCode::CallNotFound => "call_not_found",
             ErrorCode::CallNotCancellable => "call_not_cancellable",
             ErrorCode::CallActive => "call_active",
+            ErrorCode::MemoryNotFound => "memory_not_found",
             ErrorCode::BrowserProfileNotFound => "browser_profile_not_found",
             ErrorCode::BrowserCeremonyNotFound => "browser_ceremony_not_found",
             ErrorCode::BrowserProfileRevoked => "browser_profile_revoked",
@@ -323,7 +326,7 @@ impl ErrorCode {
             ErrorCode::EmailFeedbackNotFound | ErrorCode::EmailExclusionNotFound => 404,
             ErrorCode::EmailSubscriptionNotFound => 404,
             ErrorCode::EmailSubscriptionChanged | ErrorCode::EmailSubscriptionNotApplicable => 409,
-            ErrorCode::CallNotFound => 404,
+            ErrorCode::CallNotFound | ErrorCode::MemoryNotFound => 404,
             // Where the call is (past its approval; in progress or used by an active run).
             ErrorCode::CallNotCancellable | ErrorCode::CallActive => 409,
             ErrorCode::BrowserProfileNotFound | ErrorCode::BrowserCeremonyNotFound => 404,
@@ -410,6 +413,7 @@ impl ErrorCode {
             ErrorCode::CallNotFound => "Call not found",
             ErrorCode::CallNotCancellable => "The call is past its approval and cannot be cancelled",
             ErrorCode::CallActive => "The call is in progress or in use by an active run",
+            ErrorCode::MemoryNotFound => "Memory not found",
             ErrorCode::BrowserProfileNotFound => "Browser profile not found",
             ErrorCode::BrowserCeremonyNotFound => "Sign-in ceremony not found",
             ErrorCode::BrowserProfileRevoked => "The browser profile was removed",

@@ -23,6 +23,7 @@ pub mod junk;
 pub mod mail_environment;
 pub mod mail_tools;
 pub mod manifest;
+pub mod memory;
 pub mod models;
 pub mod names;
 pub mod notification;

@@ -32,6 +32,7 @@ mod folders;
 mod idempotency;
 mod invocations;
 mod mail;
+pub mod memory;
 mod model_settings;
 mod notes;
 mod notifications;

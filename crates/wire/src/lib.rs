@@ -9,6 +9,7 @@ pub mod browser;
 pub mod calls;
 pub mod email;
 pub mod event;
+pub mod memory;
 pub mod problem;
 pub mod request;
 pub mod response;

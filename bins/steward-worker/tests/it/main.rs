@@ -9,6 +9,7 @@ mod drafts;
 mod flows;
 mod logs;
 mod mail;
+mod memory;
 mod openai;
 mod schedules;
 mod subscriptions;

@@ -22,6 +22,9 @@ pub struct Stack {
     deaf: bool,
     /// The browser role's control plane the in-process workers act through (`browser.act`).
     pub browser: Option<std::sync::Arc<agent::browser_tools::BrowserTools>>,
+    /// The in-process workers form and recall beliefs (memory's flag is refused by the
+    /// environment until its routes are built).
+    pub memory: bool,
     _api: testkit::api::RunningApi,
     workers: Vec<Abort>,
 }
@@ -97,6 +100,7 @@ impl Stack {
             clock,
             deaf,
             browser: None,
+            memory: false,
             _api: api,
             workers: Vec::new(),
         }
@@ -139,6 +143,7 @@ impl Stack {
             subscriptions: config.unsubscribe.is_some(),
             calls: config.calls.clone().map(std::sync::Arc::new),
             browser: self.browser.clone(),
+            memory: self.memory || config.memory,
         };
         let task = tokio::spawn(agent::worker::run(config.settings, executor, std::future::pending()));
         self.workers.push(Abort(task));

@@ -75,6 +75,7 @@ impl Stack {
             subscriptions: false,
             calls: None,
             browser: None,
+            memory: false,
         };
         stack.tasks.push(tokio::spawn(agent::worker::run(
             settings,

@@ -12,6 +12,7 @@ mod folder_proposals;
 mod folders;
 mod health;
 mod matrix;
+mod memory;
 mod notifications;
 mod openapi;
 mod pagination;

@@ -124,6 +124,7 @@ fn every_catalog_route_is_annotated() {
         domain::flags::Flag::EmailUnsubscribe,
         domain::flags::Flag::Call,
         domain::flags::Flag::Browser,
+        domain::flags::Flag::MemoryApi,
     ])
     .expect("flags");
     let document = api::openapi::annotated(&all_on);
