@@ -158,6 +158,20 @@ GRANT SELECT ON memory_tombstones TO steward_worker, steward_async_worker;
 GRANT SELECT ON memory_exclusions TO steward_worker;
 GRANT INSERT ON recall_traces TO steward_worker;
 
+-- People (0031): the async worker gathers records from projected mail (marking each message
+-- gathered) and never remakes a forgotten one; the api shows them with their timeline and
+-- open threads, and keeps them for the owner: pins, reviews, renames, corrects facts, merges
+-- (removing a fact both records hold), tells apart, repairs and forgets (leaving the contacts'
+-- digests).
+GRANT SELECT, INSERT, UPDATE, DELETE ON people TO steward_api;
+GRANT SELECT, INSERT, UPDATE ON person_contacts TO steward_api;
+GRANT SELECT, UPDATE, DELETE ON person_facts TO steward_api;
+GRANT SELECT, INSERT ON person_distinctions TO steward_api;
+GRANT INSERT ON people_forgotten TO steward_api;
+GRANT SELECT, INSERT, UPDATE ON people, person_contacts TO steward_async_worker;
+GRANT SELECT, INSERT ON person_facts TO steward_async_worker;
+GRANT SELECT ON people_forgotten TO steward_async_worker;
+
 -- ingress: receipts only, enforced by row security below.
 GRANT SELECT ON _sqlx_migrations TO steward_ingress;
 GRANT SELECT, INSERT, UPDATE ON call_records TO steward_ingress;

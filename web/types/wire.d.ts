@@ -255,8 +255,26 @@ export type CeremonyStatus = {
   state: CeremonyState;
 };
 
+/** How a person is reached. */
+export type ContactKind = "email" | "phone";
+
+/** A contact named in a repair. */
+export type ContactRef = {
+  kind: ContactKind;
+  value: string;
+};
+
 /** What kind of content a message is. */
 export type ContentKind = "bulk" | "transactional" | "personal";
+
+/**
+ * `PUT /v1/people/{person_id}/facts/{fact_id}/correction`: the owner's correction, or `null`
+ * to take it back.
+ */
+export type CorrectFact = {
+  /** 1 to 300 characters on one line; `null` takes the correction back. */
+  correction: string | null;
+};
 
 /** A correspondent: an address and the display name it came with. */
 export type Correspondent = {
@@ -383,6 +401,20 @@ export type DraftSend = {
   run_id: string;
   session_id: string;
   state: SendState;
+};
+
+/** Two records that may be one person. */
+export type DuplicatePair = {
+  first: Person;
+  second: Person;
+};
+
+/**
+ * `GET /v1/people/duplicates`: records that may be one person (the same name), never a pair
+ * the owner told apart; at most 50.
+ */
+export type Duplicates = {
+  pairs: DuplicatePair[];
 };
 
 /** A connected mail account as Email mode keeps it. */
@@ -589,6 +621,20 @@ export type ExcludeSource = {
 
 /** A learning exclusion's kind: a sender's address, or a provider label id. */
 export type ExclusionKind = "sender" | "label";
+
+/**
+ * Where a fact came from: a message (of a mail thread), a conversation's run, or the owner
+ * (references only; a source the owner deleted shows as none).
+ */
+export type FactEvidence = {
+  email_thread_id?: string | null;
+  provider_message_id?: string | null;
+  run_id?: string | null;
+  session_id?: string | null;
+};
+
+/** Where a fact about a person came from. */
+export type FactSource = "email" | "conversation" | "owner";
 
 /** One piece of feedback: a rule while it is in force. */
 export type Feedback = {
@@ -903,6 +949,79 @@ export type OccurrenceList = {
 /** What became of one firing of a schedule. */
 export type OccurrenceState = "started" | "skipped" | "completed" | "failed" | "cancelled";
 
+/** A conversation with a person waiting for the owner's reply. */
+export type OpenThread = {
+  email_thread_id: string;
+  latest_at: string;
+  subject: string;
+};
+
+/**
+ * `POST /v1/people/{person_id}/merge` (the person kept) and
+ * `POST /v1/people/{person_id}/not-the-same`.
+ */
+export type OtherPerson = {
+  other_person_id: string;
+};
+
+/** A page of people, newest first. */
+export type PeoplePage = {
+  /** Present while more people follow. */
+  next_cursor?: string | null;
+  people: Person[];
+};
+
+/** A person. */
+export type Person = {
+  created_at: string;
+  name: string;
+  /** Gathered from mail and not reviewed by the owner yet. */
+  needs_review: boolean;
+  person_id: string;
+  pinned: boolean;
+  /** How they relate to the owner (`sister`), when known. */
+  relationship?: string | null;
+  updated_at: string;
+};
+
+/** How a person is reached. */
+export type PersonContact = {
+  first_seen: string;
+  kind: ContactKind;
+  last_seen: string;
+  /** The display name it was last seen with. */
+  name_seen?: string | null;
+  /** An address in lower case, or a number as `+` and digits. */
+  value: string;
+};
+
+/** A fact about a person. */
+export type PersonFact = {
+  corrected_at?: string | null;
+  /** The owner's correction: shown instead of the statement. */
+  correction?: string | null;
+  evidence: FactEvidence;
+  fact_id: string;
+  noted_at: string;
+  source: FactSource;
+  /** What was learned, as it was learned. */
+  statement: string;
+};
+
+/**
+ * A person's profile: the names they go by (theirs first, then the names their contacts were
+ * seen with), contacts, facts (oldest first), the latest 20 messages of their timeline (newest
+ * first) and their open threads.
+ */
+export type PersonProfile = {
+  contacts: PersonContact[];
+  facts: PersonFact[];
+  names: string[];
+  open_threads: OpenThread[];
+  person: Person;
+  timeline: TimelineEntry[];
+};
+
 export type PolicyProfile = "default";
 
 /**
@@ -1007,6 +1126,16 @@ export type RegisterDevice = {
   environment: PushEnvironment;
   /** The push token, in hexadecimal. */
   push_token: string;
+};
+
+/** `POST /v1/people/{person_id}/repair`: `Repair identity`. */
+export type RepairIdentity = {
+  action: "split";
+  contacts: ContactRef[];
+  name: string;
+} | {
+  action: "link";
+  contact: ContactRef;
 };
 
 /** What a reset retired. */
@@ -1427,6 +1556,18 @@ export type TaskPermissionList = {
 /** The one state line a row shows. */
 export type ThreadState = "needs_reply" | "for_your_attention" | "handled" | "archived" | "reported" | "draft" | "check_send_status";
 
+/** Who sent a message on a person's timeline. */
+export type TimelineDirection = "from_them" | "to_them";
+
+/** A message on a person's timeline. */
+export type TimelineEntry = {
+  direction: TimelineDirection;
+  email_thread_id: string;
+  provider_message_id: string;
+  sent_at: string;
+  subject: string;
+};
+
 export type ToolCall = {
   /** The arguments as the model gave them. */
   arguments: Record<string, unknown>;
@@ -1513,6 +1654,17 @@ export type UnsubscribeTargetStatus = {
   mechanism: UnsubscribeMechanism;
   state: EmailOperationState;
   subscription_id: string;
+};
+
+/** `PATCH /v1/people/{person_id}`: each member given changes that field. */
+export type UpdatePerson = {
+  /** 1 to 200 characters. */
+  name?: string;
+  pinned?: boolean;
+  /** 1 to 100 characters; an explicit `null` clears it. */
+  relationship?: string | null;
+  /** `true`: reviewed, out of Needs review (it cannot be put back). */
+  reviewed?: boolean;
 };
 
 /** `PATCH /v1/sessions/{session_id}`. */

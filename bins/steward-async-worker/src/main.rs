@@ -62,6 +62,8 @@ struct Config {
     junk: email::junk::JunkSettings,
     pace: Pace,
     worker_id: String,
+    /// Memory and People on: gather the owner's people from the mail each update brings.
+    people: bool,
 }
 
 impl FromEnv for Config {
@@ -99,6 +101,7 @@ impl FromEnv for Config {
             principal: domain::ids::PrincipalId::owner(),
         };
         Ok(Config {
+            people: env.flags()?.is_on(Flag::MemoryApi),
             census,
             junk,
             database: store::Database::from_env(&env, 4)?,
@@ -271,6 +274,7 @@ async fn work(config: Config) -> anyhow::Result<()> {
         accounts: config.accounts,
         worker_id: config.worker_id,
         pace: config.pace,
+        people: config.people,
     };
     role::ready();
     worker.run(role::shutdown_signal()).await;

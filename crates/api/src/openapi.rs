@@ -11,7 +11,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::handlers::{
     self, approvals, artifacts, browser, calls, drafts, email, events, feedback, folder_proposals, folders, health,
-    memory, notifications, runs, schedules, sessions, settings, subscriptions, web_session,
+    memory, notifications, people, runs, schedules, sessions, settings, subscriptions, web_session,
 };
 use crate::routes::{Access, catalog};
 
@@ -96,6 +96,15 @@ impl Modify for BearerAuth {
         memory::review,
         memory::delete,
         memory::recalled,
+        people::list,
+        people::duplicates,
+        people::get,
+        people::update,
+        people::forget,
+        people::correct,
+        people::merge,
+        people::not_the_same,
+        people::repair,
         browser::list,
         browser::create,
         browser::sign_in,

@@ -21,7 +21,7 @@ use crate::AppState;
 use crate::auth::{self, Authenticator, Guard, Needs};
 use crate::handlers::{
     approvals, artifacts, browser, calls, drafts, email, events, feedback, folder_proposals, folders, health, memory,
-    notifications, openapi, runs, schedules, sessions, settings, subscriptions, web_session,
+    notifications, openapi, people, runs, schedules, sessions, settings, subscriptions, web_session,
 };
 use crate::problem;
 
@@ -148,8 +148,8 @@ pub fn catalog() -> Vec<RouteDef> {
     use ErrorCode::*;
     use Scope::{
         BrowserRead, BrowserWrite, CallCancel, CallDelete, CallRead, EmailRead, EmailWrite, MemoryRead, MemoryWrite,
-        NotificationsRead, NotificationsWrite, SchedulesRead, SchedulesWrite, SessionsRead, SessionsWrite,
-        SettingsRead, SettingsWrite,
+        NotificationsRead, NotificationsWrite, PeopleRead, PeopleWrite, SchedulesRead, SchedulesWrite, SessionsRead,
+        SessionsWrite, SettingsRead, SettingsWrite,
     };
     vec![
         route!(GET "/health/ready", Public, None, health::ready, [[NotReady]]),
@@ -481,6 +481,69 @@ pub fn catalog() -> Vec<RouteDef> {
             Some(Flag::MemoryApi),
             memory::recalled,
             [[RunNotFound]]
+        ),
+        route!(
+            GET "/v1/people",
+            Scoped(PeopleRead),
+            Some(Flag::MemoryApi),
+            people::list,
+            [[InvalidRequest, InvalidCursor, ValidationFailed]]
+        ),
+        route!(
+            GET "/v1/people/duplicates",
+            Scoped(PeopleRead),
+            Some(Flag::MemoryApi),
+            people::duplicates,
+            []
+        ),
+        route!(
+            GET "/v1/people/{person_id}",
+            Scoped(PeopleRead),
+            Some(Flag::MemoryApi),
+            people::get,
+            [[PersonNotFound]]
+        ),
+        route!(
+            PATCH "/v1/people/{person_id}",
+            Scoped(PeopleWrite),
+            Some(Flag::MemoryApi),
+            people::update,
+            [JSON_BODY, [PersonNotFound]]
+        ),
+        route!(
+            DELETE "/v1/people/{person_id}",
+            Scoped(PeopleWrite),
+            Some(Flag::MemoryApi),
+            people::forget,
+            [[PersonNotFound]]
+        ),
+        route!(
+            PUT "/v1/people/{person_id}/facts/{fact_id}/correction",
+            Scoped(PeopleWrite),
+            Some(Flag::MemoryApi),
+            people::correct,
+            [JSON_BODY, [PersonNotFound, PersonFactNotFound]]
+        ),
+        route!(
+            POST "/v1/people/{person_id}/merge",
+            Scoped(PeopleWrite),
+            Some(Flag::MemoryApi),
+            people::merge,
+            [JSON_BODY, [PersonNotFound]]
+        ),
+        route!(
+            POST "/v1/people/{person_id}/not-the-same",
+            Scoped(PeopleWrite),
+            Some(Flag::MemoryApi),
+            people::not_the_same,
+            [JSON_BODY, [PersonNotFound]]
+        ),
+        route!(
+            POST "/v1/people/{person_id}/repair",
+            Scoped(PeopleWrite),
+            Some(Flag::MemoryApi),
+            people::repair,
+            [JSON_BODY, [PersonNotFound]]
         ),
         route!(
             GET "/v1/browser/profiles",

@@ -29,6 +29,8 @@ pub enum CursorKind {
     EmailSubscriptions = 5,
     /// The owner's calls.
     Calls = 6,
+    /// The owner's people.
+    People = 7,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

@@ -79,6 +79,8 @@ pub enum ErrorCode {
     CallNotCancellable,
     CallActive,
     MemoryNotFound,
+    PersonNotFound,
+    PersonFactNotFound,
     BrowserProfileNotFound,
     BrowserCeremonyNotFound,
     BrowserProfileRevoked,
@@ -93,7 +95,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 81] = [
+    pub const ALL: [ErrorCode; 83] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -167,6 +169,8 @@ impl ErrorCode {
         ErrorCode::CallNotCancellable,
         ErrorCode::CallActive,
         ErrorCode::MemoryNotFound,
+        ErrorCode::PersonNotFound,
+        ErrorCode::PersonFactNotFound,
         ErrorCode::BrowserProfileNotFound,
         ErrorCode::BrowserCeremonyNotFound,
         ErrorCode::BrowserProfileRevoked,
@@ -253,6 +257,8 @@ impl ErrorCode {
             ErrorCode::CallNotCancellable => "call_not_cancellable",
             ErrorCode::CallActive => "call_active",
             ErrorCode::MemoryNotFound => "memory_not_found",
+            ErrorCode::PersonNotFound => "person_not_found",
+            ErrorCode::PersonFactNotFound => "person_fact_not_found",
             ErrorCode::BrowserProfileNotFound => "browser_profile_not_found",
             ErrorCode::BrowserCeremonyNotFound => "browser_ceremony_not_found",
             ErrorCode::BrowserProfileRevoked => "browser_profile_revoked",
@@ -326,7 +332,10 @@ impl ErrorCode {
             ErrorCode::EmailFeedbackNotFound | ErrorCode::EmailExclusionNotFound => 404,
             ErrorCode::EmailSubscriptionNotFound => 404,
             ErrorCode::EmailSubscriptionChanged | ErrorCode::EmailSubscriptionNotApplicable => 409,
-            ErrorCode::CallNotFound | ErrorCode::MemoryNotFound => 404,
+            ErrorCode::CallNotFound
+            | ErrorCode::MemoryNotFound
+            | ErrorCode::PersonNotFound
+            | ErrorCode::PersonFactNotFound => 404,
             // Where the call is (past its approval; in progress or used by an active run).
             ErrorCode::CallNotCancellable | ErrorCode::CallActive => 409,
             ErrorCode::BrowserProfileNotFound | ErrorCode::BrowserCeremonyNotFound => 404,
@@ -414,6 +423,8 @@ impl ErrorCode {
             ErrorCode::CallNotCancellable => "The call is past its approval and cannot be cancelled",
             ErrorCode::CallActive => "The call is in progress or in use by an active run",
             ErrorCode::MemoryNotFound => "Memory not found",
+            ErrorCode::PersonNotFound => "Person not found",
+            ErrorCode::PersonFactNotFound => "Fact not found",
             ErrorCode::BrowserProfileNotFound => "Browser profile not found",
             ErrorCode::BrowserCeremonyNotFound => "Sign-in ceremony not found",
             ErrorCode::BrowserProfileRevoked => "The browser profile was removed",

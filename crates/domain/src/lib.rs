@@ -27,6 +27,7 @@ pub mod memory;
 pub mod models;
 pub mod names;
 pub mod notification;
+pub mod people;
 pub mod run;
 pub mod schedule;
 pub mod scope;

@@ -42,6 +42,8 @@ pub struct AsyncWorker {
     pub accounts: Vec<ReadAccount>,
     pub worker_id: String,
     pub pace: Pace,
+    /// Gathers the owner's people from the mail each update brought (Memory and People on).
+    pub people: bool,
 }
 
 impl AsyncWorker {
@@ -149,6 +151,19 @@ impl AsyncWorker {
             Ok(done) => {
                 tracing::info!(account = %account.account_id, kind = ?done.kind, new = done.new_messages,
                     relabelled = done.relabelled, assessed = done.assessed, "mail updated");
+                if self.people {
+                    // A failure leaves the messages ungathered: the next update gathers them.
+                    match memory::people::gather(&self.refresher.store, &domain::ids::PrincipalId::owner()).await {
+                        Ok(gathered) => tracing::debug!(
+                            messages = gathered.people.messages,
+                            people = gathered.people.created,
+                            facts = gathered.people.facts,
+                            beliefs = gathered.beliefs.created,
+                            "mail gathered"
+                        ),
+                        Err(error) => tracing::warn!(%error, "cannot gather people"),
+                    }
+                }
                 Ok(())
             }
             Err(error) => {

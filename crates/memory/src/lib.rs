@@ -13,6 +13,7 @@
 //!   each recall.
 
 pub mod offline;
+pub mod people;
 
 use domain::ids::PrincipalId;
 use store::Store;

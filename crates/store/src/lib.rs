@@ -36,6 +36,7 @@ pub mod memory;
 mod model_settings;
 mod notes;
 mod notifications;
+pub mod people;
 pub mod policies;
 mod runs;
 mod schedules;

@@ -10,6 +10,7 @@ pub mod calls;
 pub mod email;
 pub mod event;
 pub mod memory;
+pub mod people;
 pub mod problem;
 pub mod request;
 pub mod response;

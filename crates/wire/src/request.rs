@@ -35,7 +35,7 @@ pub(crate) fn whole<'de, D: Deserializer<'de>, T: TryFrom<i64>>(deserializer: D)
 
 /// A member that may be absent, `null` or a value, keeping the three apart: absent is `None`, an
 /// explicit `null` is `Some(None)`.
-fn explicit_null<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+pub(crate) fn explicit_null<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     deserializer: D,
 ) -> Result<Option<Option<T>>, D::Error> {
     Option::<T>::deserialize(deserializer).map(Some)

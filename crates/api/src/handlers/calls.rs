@@ -102,14 +102,7 @@ pub async fn list(
         .store
         .list_calls(&caller.principal, after, i64::from(limit) + 1)
         .await?;
-    let more = rows.len() > limit as usize;
-    rows.truncate(limit as usize);
-    let next_cursor = rows.last().filter(|_| more).map(|last| {
-        state
-            .settings
-            .cursors
-            .encode_bytes(CursorKind::Calls, &encode_position(last))
-    });
+    let next_cursor = super::next_page(&state, CursorKind::Calls, &mut rows, limit, encode_position);
     Ok(JsonResponse(CallPage {
         calls: rows.iter().map(summary).collect(),
         next_cursor,

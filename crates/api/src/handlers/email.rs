@@ -398,14 +398,7 @@ pub async fn threads(
             limit: limit + 1,
         })
         .await?;
-    let more = rows.len() > limit as usize;
-    rows.truncate(limit as usize);
-    let next_cursor = rows.last().filter(|_| more).map(|last| {
-        state
-            .settings
-            .cursors
-            .encode_bytes(kind, &encode_position(last.position()))
-    });
+    let next_cursor = super::next_page(&state, kind, &mut rows, limit, |last| encode_position(last.position()));
     Ok(JsonResponse(EmailThreadPage {
         threads: rows.into_iter().map(summary).collect(),
         next_cursor,

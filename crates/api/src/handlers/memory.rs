@@ -45,10 +45,6 @@ fn not_found() -> ApiError {
     ApiError::new(ErrorCode::MemoryNotFound)
 }
 
-fn decode_position(bytes: &[u8]) -> Option<i64> {
-    Some(i64::from_be_bytes(bytes.try_into().ok()?))
-}
-
 /// The owner's beliefs, newest first, paged by cursor.
 #[utoipa::path(
     get, path = "/v1/memories", tag = "memory",
@@ -62,7 +58,12 @@ pub async fn list(
     Query(params): Query<ListMemories>,
 ) -> Result<JsonResponse<MemoryPage>, ApiError> {
     let limit = super::page_limit(params.limit, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)?;
-    let before = page_after(&state, CursorKind::Memories, params.cursor.as_deref(), decode_position)?;
+    let before = page_after(
+        &state,
+        CursorKind::Memories,
+        params.cursor.as_deref(),
+        super::decode_sequence,
+    )?;
     let query = MemoryQuery {
         status: params.status,
         kind: params.kind,
@@ -71,13 +72,8 @@ pub async fn list(
         limit: limit + 1,
     };
     let mut rows = state.store.memory().list(&caller.principal, &query).await?;
-    let more = rows.len() > limit as usize;
-    rows.truncate(limit as usize);
-    let next_cursor = rows.last().filter(|_| more).map(|last| {
-        state
-            .settings
-            .cursors
-            .encode_bytes(CursorKind::Memories, &last.position.to_be_bytes())
+    let next_cursor = super::next_page(&state, CursorKind::Memories, &mut rows, limit, |last| {
+        last.position.to_be_bytes().to_vec()
     });
     Ok(JsonResponse(MemoryPage {
         memories: rows.iter().map(memory).collect(),

@@ -14,6 +14,7 @@ pub mod health;
 pub mod memory;
 pub mod notifications;
 pub mod openapi;
+pub mod people;
 pub mod runs;
 pub mod schedules;
 pub mod sessions;
@@ -22,8 +23,31 @@ pub mod subscriptions;
 pub mod web_session;
 
 use domain::ErrorCode;
+use domain::cursor::CursorKind;
 
+use crate::AppState;
 use crate::problem::ApiError;
+
+/// Cuts `rows`, fetched one past `limit`, to a page; the next page's cursor (of `kind`, the
+/// last row's position as `encode` writes it) when more rows follow.
+fn next_page<R>(
+    state: &AppState,
+    kind: CursorKind,
+    rows: &mut Vec<R>,
+    limit: u32,
+    encode: impl Fn(&R) -> Vec<u8>,
+) -> Option<String> {
+    let more = rows.len() > limit as usize;
+    rows.truncate(limit as usize);
+    rows.last()
+        .filter(|_| more)
+        .map(|last| state.settings.cursors.encode_bytes(kind, &encode(last)))
+}
+
+/// A position that is a listing's own sequence number (`position` columns), as a cursor holds it.
+fn decode_sequence(bytes: &[u8]) -> Option<i64> {
+    Some(i64::from_be_bytes(bytes.try_into().ok()?))
+}
 
 /// Parses a path id; anything that is not an id of this kind names no resource.
 fn parse_id<T>(text: &str, parse: fn(&str) -> Option<T>, missing: ErrorCode) -> Result<T, ApiError> {

@@ -67,14 +67,13 @@ pub async fn list(
             limit: i64::from(limit) + 1,
         })
         .await?;
-    let more = rows.len() > limit as usize;
-    rows.truncate(limit as usize);
-    let next_cursor = rows.last().filter(|_| more).map(|last| {
-        state
-            .settings
-            .cursors
-            .encode_bytes(CursorKind::EmailSubscriptions, &encode_position(last))
-    });
+    let next_cursor = super::next_page(
+        &state,
+        CursorKind::EmailSubscriptions,
+        &mut rows,
+        limit,
+        encode_position,
+    );
     Ok(JsonResponse(SubscriptionPage {
         subscriptions: rows.into_iter().map(subscription).collect(),
         next_cursor,

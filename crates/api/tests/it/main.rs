@@ -16,6 +16,7 @@ mod memory;
 mod notifications;
 mod openapi;
 mod pagination;
+mod people;
 mod runs;
 mod schedules;
 mod sessions;

@@ -190,10 +190,15 @@ async fn routes_with_flags_on() {
 
 #[tokio::test]
 async fn the_memory_routes_are_gone_while_their_flag_is_off() {
-    // Memory's routes are built, but its flag still stops the role at start (config and
+    // Memory's and People's routes are built, but its flag still stops the role at start (config and
     // testkit::roles) until the rest of Memory and People lands: no route answers for it.
     let app = TestApp::spawn().await;
-    for path in ["/v1/memories", &format!("/v1/runs/{}/memories", uuid::Uuid::new_v4())] {
+    for path in [
+        "/v1/memories",
+        &format!("/v1/runs/{}/memories", uuid::Uuid::new_v4()),
+        "/v1/people",
+        "/v1/people/duplicates",
+    ] {
         expect_problem(
             probe(&app, &Method::GET, path, Some(&app.token)).await,
             404,
@@ -204,7 +209,7 @@ async fn the_memory_routes_are_gone_while_their_flag_is_off() {
     assert!(
         catalog()
             .iter()
-            .filter(|route| route.path.contains("memor"))
+            .filter(|route| route.path.contains("memor") || route.path.starts_with("/v1/people"))
             .all(|route| route.flag == Some(Flag::MemoryApi))
     );
 }

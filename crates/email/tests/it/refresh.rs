@@ -306,6 +306,7 @@ fn async_worker(fake: &FakeGmail, store: store::Store) -> email::worker::AsyncWo
         },
         accounts: vec![account(fake, "owner")],
         worker_id: "async-test".into(),
+        people: false,
         pace: email::worker::Pace {
             cadence: Duration::from_secs(3600),
             poll: Duration::from_millis(20),

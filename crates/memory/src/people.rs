@@ -1,0 +1,181 @@
+//! People: gathering the owner's correspondents from projected mail into records, with what the
+//! offline reader learns from what each sender wrote. The reader is rule-based (no model), and a
+//! message is untrusted content: it only ever yields a telephone number or a short statement
+//! about its own sender, never an instruction.
+//!
+//! What the reader takes from a message's own text (quoted lines, starting `>`, and everything
+//! from an `On … wrote:` or `-----Original Message-----` line on, are the owner's or others'
+//! words and are skipped):
+//!
+//! | The sender writes | Learned |
+//! |---|---|
+//! | a line starting `Telephone`, `Tel`, `Phone`, `Mobile`, `Cell`, `T:` or `M:` with a number after it | the number, as their phone contact |
+//! | a first-person sentence of the [`offline`](crate::offline) former's patterns that describes them (fact, preference, commitment, routine) | a fact (`Works at the observatory`) |
+//!
+//! At most [`MAX_FACTS`] facts come from one message.
+
+use domain::ids::PrincipalId;
+use domain::memory::MemoryKind;
+use domain::people::{ContactKind, contact};
+use store::Store;
+use store::memory::Evidence;
+use store::people::{Gathered, Heard, Learned};
+
+use crate::Tally;
+
+/// The most facts one message yields.
+pub const MAX_FACTS: usize = 3;
+
+/// The labels a line with a telephone number starts with (any case).
+const PHONE_LABELS: &[&str] = &["telephone", "tel", "phone", "mobile", "cell", "t:", "m:"];
+
+/// The sender's own words: up to the first line that starts a quotation, quoted lines skipped.
+fn own_words(body: &str) -> String {
+    let mut own = String::new();
+    for line in body.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with("-----Original Message-----")
+            || (trimmed.starts_with("On ") && trimmed.ends_with("wrote:"))
+        {
+            break;
+        }
+        if trimmed.starts_with('>') {
+            continue;
+        }
+        own.push_str(trimmed);
+        own.push('\n');
+    }
+    own
+}
+
+/// The number on a labelled line, in its stored form.
+fn phone(line: &str) -> Option<String> {
+    let lower = line.to_ascii_lowercase();
+    let label = PHONE_LABELS.iter().find(|label| lower.starts_with(*label))?;
+    let rest = line.get(label.len()..)?;
+    // A label, not the start of a longer word (`Cellar`).
+    if rest.starts_with(char::is_alphabetic) {
+        return None;
+    }
+    // Whatever separates the label from the number (`:`, `.`, `ephone`, spaces).
+    let start = rest.find(|c: char| c == '+' || c.is_ascii_digit())?;
+    let number = rest[start..].trim_end_matches(|c: char| !c.is_ascii_digit());
+    contact(ContactKind::Phone, number).ok()
+}
+
+/// What the offline reader learns about a message's sender from what they wrote.
+pub fn read(heard: Heard<'_>) -> Vec<Learned> {
+    let own = own_words(heard.body);
+    let mut learned: Vec<Learned> = own.lines().filter_map(phone).map(Learned::Phone).collect();
+    learned.dedup();
+    learned.extend(
+        crate::offline::propose(&own)
+            .into_iter()
+            .filter(|proposal| proposal.kind != MemoryKind::Relationship)
+            .take(MAX_FACTS)
+            .map(|proposal| Learned::Fact(proposal.statement)),
+    );
+    learned
+}
+
+/// How many messages one gathering takes at most.
+pub const GATHER_BATCH: u32 = 200;
+
+/// What gathering mail did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MailGathered {
+    pub people: Gathered,
+    /// The beliefs formed from what the owner wrote in the mail they sent (each flagged for
+    /// review: it came from mail).
+    pub beliefs: Tally,
+}
+
+/// Gathers every projected message not gathered yet into `principal`'s people, in batches,
+/// and forms beliefs from the owner's own words in the mail they sent (the offline former's
+/// patterns; quoted text skipped); what was done in all. A message is gathered once: a belief
+/// that failed to form after its batch committed is not tried again.
+pub async fn gather(store: &Store, principal: &PrincipalId) -> Result<MailGathered, store::StoreError> {
+    let mut total = MailGathered::default();
+    loop {
+        let batch = store.people().gather(principal, GATHER_BATCH, &read).await?;
+        total.people.messages += batch.gathered.messages;
+        total.people.created += batch.gathered.created;
+        total.people.facts += batch.gathered.facts;
+        for sent in batch.sent {
+            let evidence = Evidence::Mail {
+                thread: sent.thread,
+                provider_message_id: sent.provider_message_id,
+            };
+            let tally = crate::form(
+                store,
+                principal,
+                crate::offline::propose(&own_words(&sent.body)),
+                &evidence,
+            )
+            .await?;
+            total.beliefs.created += tally.created;
+            total.beliefs.known += tally.known;
+            total.beliefs.forbidden += tally.forbidden;
+        }
+        if batch.gathered.messages < GATHER_BATCH as usize {
+            return Ok(total);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn heard(body: &str) -> Vec<Learned> {
+        read(Heard {
+            sender: "ada@example.org",
+            subject: "",
+            body,
+        })
+    }
+
+    #[test]
+    fn the_reader_takes_numbers_and_facts_from_the_senders_own_words_only() {
+        let learned = heard(
+            "Hello!\nI work at the observatory. My sister is Grace.\nDo I like tea?\n\
+             --\nAda\nMobile: +44 (20) 7946-0958\nTel. 020 7946 0000\n\
+             On Tue, 3 Nov 2026, Owner wrote:\n> I live in Paris\nI live in Rome",
+        );
+        let facts: Vec<&str> = learned
+            .iter()
+            .filter_map(|learned| match learned {
+                Learned::Fact(statement) => Some(statement.as_str()),
+                Learned::Phone(_) => None,
+            })
+            .collect();
+        assert_eq!(
+            facts,
+            ["Works at the observatory"],
+            "no relationship, question or quotation"
+        );
+        let phones: Vec<&str> = learned
+            .iter()
+            .filter_map(|learned| match learned {
+                Learned::Phone(number) => Some(number.as_str()),
+                Learned::Fact(_) => None,
+            })
+            .collect();
+        assert_eq!(phones, ["+442079460958", "02079460000"]);
+        assert!(
+            heard("> I work at the mill\nthanks").is_empty(),
+            "a quoted line is not theirs"
+        );
+        assert!(heard("Phone: call me").is_empty(), "a label without a number");
+        assert!(
+            heard("Cellar door 1234567").is_empty(),
+            "a word that starts like a label"
+        );
+    }
+
+    #[test]
+    fn one_message_yields_at_most_a_few_facts() {
+        let learned = heard("I work at A. I live in B. I prefer C. I usually D. I promised to E.");
+        assert_eq!(learned.len(), MAX_FACTS);
+    }
+}
