@@ -340,6 +340,9 @@ fn each_role_links_only_the_workspace_crates_it_needs() {
     // `browser-control`: the browser role's control plane, for `browser.act`; `memory`: the
     // beliefs a run recalls and a finished run forms.
     let worker = [&["agent", "browser-control", "memory"][..], &MAIL].concat();
+    // `memory`: the people the async worker gathers from mail, and the beliefs the owner's sent
+    // mail forms.
+    let async_worker = [&["memory"][..], &MAIL].concat();
     let allowed: [(&str, &[&str]); 10] = [
         // `wire` (the event vocabulary, with the store that writes it) is types only.
         (
@@ -361,7 +364,7 @@ fn each_role_links_only_the_workspace_crates_it_needs() {
         // The agent loop over Email mode's parts.
         ("steward-worker", &worker),
         // No agent loop, no tools, no api.
-        ("steward-async-worker", &MAIL),
+        ("steward-async-worker", &async_worker),
         ("steward-schedule", &["store", "wire", "domain", "hardening", "role"]),
         (
             "steward-notify",
