@@ -26,6 +26,14 @@ async fn a_finished_run_forms_beliefs_and_a_later_run_recalls_the_relevant_ones(
         )
         .await;
     stack.completes(&run).await;
+    // The beliefs form after the run has ended, one at a time: wait for both.
+    let evidence = format!("SELECT count(*) FROM memory_evidence WHERE run_id = '{run}'");
+    for _ in 0..200 {
+        if stack.scalar::<i64>(&evidence).await >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     let formed: Vec<(String, String, bool)> =
         sqlx::query_as("SELECT statement, origin, needs_review FROM memories ORDER BY position")
             .fetch_all(&stack.db.pool)
@@ -42,10 +50,7 @@ async fn a_finished_run_forms_beliefs_and_a_later_run_recalls_the_relevant_ones(
             ("Lives in Lyon".to_owned(), "conversation".to_owned(), false),
         ]
     );
-    let evidence: i64 = stack
-        .scalar(&format!("SELECT count(*) FROM memory_evidence WHERE run_id = '{run}'"))
-        .await;
-    assert_eq!(evidence, 2);
+    assert_eq!(stack.scalar::<i64>(&evidence).await, 2);
     // Nothing was held yet when the first run asked the model.
     assert_eq!(model.requests()[0].1["messages"].as_array().map(Vec::len), Some(2));
 
