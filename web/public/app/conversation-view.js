@@ -6,6 +6,7 @@ import { signal } from "../vendor/signals.mjs";
 import htm from "../vendor/htm.mjs";
 import { api, ApiError, connection, describe, forget, holds } from "./api.js";
 import * as chat from "./chat.js";
+import * as memory from "./memory.js";
 import { AllowForTask, BrowserActArguments, TaskPermissionBar } from "./website-view.js";
 import * as folders from "./folders.js";
 import * as notifications from "./notifications.js";
@@ -71,8 +72,43 @@ function AssistantMessage({ item }) {
         window.setTimeout(() => setCopied(false), 1500);
       }}>${copied ? "Copied" : "Copy"}</button>
       <button class="button quiet small" onClick=${() => body.current && selectText(body.current)}>Select Text</button>
+      ${memory.offered() && html`<${RecalledToggle} runId=${item.runId} />`}
     </div>
   </article>`;
+}
+
+/** Which memories an answer used: read when first opened, each with `Not relevant here` for this
+ * conversation. @param {{runId: string}} props */
+function RecalledToggle({ runId }) {
+  const [open, setOpen] = useState(false);
+  const held = memory.recalled.value.get(runId);
+  const session = chat.selectedId.value;
+  return html`<button class="button quiet small" aria-expanded=${open ? "true" : "false"} onClick=${() => {
+      if (!open && held === undefined) memory.loadRecalled(runId);
+      setOpen(!open);
+    }}>Memories used</button>
+    ${open &&
+    html`<div class="recalled" role="region" aria-label="Memories this answer used">
+      ${held === undefined
+        ? html`<p class="summary">Loading…</p>`
+        : held === "failed"
+          ? html`<p class="error">The memories this answer used could not be read.</p>`
+          : held.length === 0
+            ? html`<p class="summary">This answer used no memories.</p>`
+            : html`<ul>${held.map(
+                (belief) => html`<li key=${belief.memory_id}>${belief.statement}
+                  ${holds("memory.write") &&
+                  session &&
+                  html` <button class="button quiet small" disabled=${memory.busy.value} onClick=${async () => {
+                    if (await memory.review(belief.memory_id, "not_relevant_here", session)) {
+                      memory.recalled.value = new Map(memory.recalled.value).set(
+                        runId,
+                        held.filter((kept) => kept.memory_id !== belief.memory_id),
+                      );
+                    }
+                  }}>Not relevant here</button>`}</li>`,
+              )}</ul>`}
+    </div>`}`;
 }
 
 /** A mail send or draft of any account: shown as a message, recipients, subject and body whole. */

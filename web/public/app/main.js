@@ -98,7 +98,9 @@ function App() {
           ? html`<${NotificationsView} />`
           : view.value === "calls"
             ? html`<${LazyCalls} />`
-            : html`<${ChatView} />`}
+            : view.value === "memory" || view.value === "people"
+              ? html`<${LazyMemory} which=${view.value} />`
+              : html`<${ChatView} />`}
     </div>
     <${LazyEmail} shown=${mode.value === "email"} />
   </div>`;
@@ -114,6 +116,21 @@ function LazyCalls() {
   return html`<main class="main settings" aria-label="Calls">
     <div class="settings-inner">
       ${callsModule.failed.value ? html`<${ReloadOffer} what="Calls" />` : html`<p class="summary">Loading Calls…</p>`}
+    </div>
+  </main>`;
+}
+
+const memoryModule = lazy(() => import("./memory-view.js"));
+
+/** Memory or People, fetched when one first shows. @param {{which: "memory" | "people"}} props */
+function LazyMemory({ which }) {
+  useEffect(() => memoryModule.want(), []);
+  const loaded = memoryModule.module.value;
+  if (loaded) return which === "memory" ? html`<${loaded.MemoryView} />` : html`<${loaded.PeopleView} />`;
+  const what = which === "memory" ? "Memory" : "People";
+  return html`<main class="main settings" aria-label=${what}>
+    <div class="settings-inner">
+      ${memoryModule.failed.value ? html`<${ReloadOffer} what=${what} />` : html`<p class="summary">Loading ${what}…</p>`}
     </div>
   </main>`;
 }

@@ -8,7 +8,7 @@ import { onForget } from "./api.js";
 const html = htm.bind(h);
 
 /** Which screen the main area shows, and on a phone whether it is showing at all. */
-export const view = signal(/** @type {"chat" | "settings" | "notifications" | "calls"} */ ("chat"));
+export const view = signal(/** @type {"chat" | "settings" | "notifications" | "calls" | "memory" | "people"} */ ("chat"));
 export const showingMain = signal(false);
 /** Chat or Email: both stay mounted, the other one hidden. */
 export const mode = signal(/** @type {"chat" | "email"} */ ("chat"));

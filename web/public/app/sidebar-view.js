@@ -1,5 +1,5 @@
 // The sidebar: the session index (Recent chats, folders and their proposals, History,
-// Scheduled), and the way to Settings, Notifications and Calls.
+// Scheduled), and the way to Settings, Notifications, Calls, Memory and People.
 import { h } from "../vendor/preact.mjs";
 import { useEffect, useMemo, useRef, useState } from "../vendor/hooks.mjs";
 import { signal } from "../vendor/signals.mjs";
@@ -8,6 +8,8 @@ import { api, ApiError, connection, describe, forget, holds } from "./api.js";
 import * as chat from "./chat.js";
 import * as folders from "./folders.js";
 import * as calls from "./calls.js";
+import * as memory from "./memory.js";
+import * as people from "./people.js";
 import * as notifications from "./notifications.js";
 import * as attachments from "./attachments.js";
 import { markdown } from "./markdown.js";
@@ -246,6 +248,18 @@ export function Sidebar() {
           showingMain.value = true;
           calls.loadCalls();
         }}>Calls</button>`}
+        ${memory.offered() &&
+        html`<button class="button quiet" aria-current=${view.value === "memory" ? "page" : "false"} onClick=${() => {
+          view.value = "memory";
+          showingMain.value = true;
+          memory.load();
+        }}>Memory</button>`}
+        ${people.offered() &&
+        html`<button class="button quiet" aria-current=${view.value === "people" ? "page" : "false"} onClick=${() => {
+          view.value = "people";
+          showingMain.value = true;
+          people.load();
+        }}>People</button>`}
       </footer>
     </aside>`;
 }
