@@ -26,6 +26,7 @@ const SEED: &str = "169756553792694912130547068163840334508";
 pub(crate) const FLAGS: &[(&str, &str)] = &[
     ("AGENT_NOTIFICATION_API_ENABLED", "1"),
     ("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1"),
+    ("AGENT_MEMORY_API_ENABLED", "1"),
 ];
 /// Every scope, as the bar says: no operation is answered 403 for want of one.
 pub(crate) const ALL_SCOPES: &str = "sessions.read,sessions.write,schedules.read,schedules.write,settings.read,settings.write,notifications.read,notifications.write,memory.read,memory.write,email.read,email.write,call.read,call.cancel,call.delete,people.read,people.write";

@@ -132,6 +132,9 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
         if let Some(browser) = browser.as_ref() {
             environment.extend(browser.environment());
         }
+        // Memory and People: beliefs from conversations (and, with the demo mailbox, people and
+        // mail-derived beliefs), formed by the offline former.
+        environment.push(("AGENT_MEMORY_API_ENABLED".to_owned(), "1".to_owned()));
         let flags: Vec<(&str, &str)> = environment
             .iter()
             .map(|(name, value)| (name.as_str(), value.as_str()))

@@ -71,6 +71,7 @@ pub fn run_only(admin_url: &str, names: &[String]) -> anyhow::Result<()> {
         let mut environment = demo.environment();
         // Calling's variables include both notification flags, as `crate::contract::FLAGS`.
         environment.extend(calls.environment());
+        environment.push(("AGENT_MEMORY_API_ENABLED".to_owned(), "1".to_owned()));
         environment.extend(website.environment());
         let flags: Vec<(&str, &str)> = environment
             .iter()

@@ -333,6 +333,15 @@ fn signed(value: u32) -> i32 {
     i32::try_from(value).unwrap_or(i32::MAX)
 }
 
+/// `columns` (a listing's column list, `, ` apart) each prefixed with a table alias.
+fn prefixed(columns: &str, alias: &str) -> String {
+    columns
+        .split(", ")
+        .map(|column| format!("{alias}.{column}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn timestamp(value: jiff_sqlx::Timestamp) -> jiff::Timestamp {
     value.to_jiff()
 }

@@ -9,7 +9,7 @@ use domain::memory::{MemoryKind, MemoryOrigin, MemoryStatus, Statement, close, n
 use jiff::Timestamp;
 use uuid::Uuid;
 
-use crate::{Result, Store, named, timestamp};
+use crate::{Result, Store, named, prefixed, timestamp};
 
 /// Memory's part of the store (`store.memory()`).
 #[derive(Clone, Copy, Debug)]
@@ -488,11 +488,7 @@ impl Memory<'_> {
         let records: Vec<MemoryRecord> = sqlx::query_as(&format!(
             "SELECT {} FROM recall_traces t JOIN memories m ON m.id = t.memory_id
              WHERE t.run_id = $1 AND m.principal_id = $2 ORDER BY t.rank",
-            MEMORY_COLUMNS
-                .split(", ")
-                .map(|column| format!("m.{column}"))
-                .collect::<Vec<_>>()
-                .join(", ")
+            prefixed(MEMORY_COLUMNS, "m")
         ))
         .bind(run)
         .bind(principal.as_str())

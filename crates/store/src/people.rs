@@ -13,7 +13,7 @@ use serde::Deserialize;
 use sqlx::types::Json;
 use uuid::Uuid;
 
-use crate::{Result, Store, named, timestamp};
+use crate::{Result, Store, named, prefixed, timestamp};
 
 /// People's part of the store (`store.people()`).
 #[derive(Clone, Copy, Debug)]
@@ -797,15 +797,6 @@ impl People<'_> {
             )
             .await
     }
-}
-
-/// `columns` each prefixed with a table alias.
-fn prefixed(columns: &str, alias: &str) -> String {
-    columns
-        .split(", ")
-        .map(|column| format!("{alias}.{column}"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// The principal's people lock, held to the end of the transaction: gathering and the owner's

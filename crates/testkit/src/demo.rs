@@ -260,6 +260,30 @@ const TOPICS: [&str; 8] = [
     "the new office",
 ];
 
+/// What some people say of themselves in their first answer, and what the owner says in a first
+/// message (the offline reader and former turn these into facts, a phone contact and beliefs
+/// flagged for review, so Memory and People have something to show).
+const SAID_BY_PEOPLE: [&str; 8] = [
+    "I work at the Analytical Society.\nMobile: +44 20 7946 0101",
+    "I live in Arlington.\nTel: +1 703 555 0142",
+    "",
+    "I promised to send the launch figures by Monday.",
+    "",
+    "",
+    "",
+    "",
+];
+const SAID_BY_OWNER: [&str; 8] = [
+    "I prefer calls in the morning.",
+    "",
+    "My accountant is Donald Knuth.",
+    "",
+    "",
+    "",
+    "",
+    "",
+];
+
 /// Fills `mailbox` on `gmail` (created here) with the demo conversations, dated back from `now`,
 /// the newsletters signed by `senders`; how many messages were delivered.
 pub fn fill(gmail: &FakeGmail, mailbox: &str, now: jiff::Timestamp, senders: &Senders) -> usize {
@@ -284,7 +308,8 @@ pub fn fill(gmail: &FakeGmail, mailbox: &str, now: jiff::Timestamp, senders: &Se
                 .subject(format!("About {topic}"))
                 .date(at(age))
                 .text_body(format!(
-                    "Hi {name},\n\nCould you send me your notes on {topic}?\n\nThanks"
+                    "Hi {name},\n\nCould you send me your notes on {topic}? {}\n\nThanks",
+                    if round == 0 { SAID_BY_OWNER[index] } else { "" }
                 ))
                 .write_to_vec()
                 .unwrap_or_default();
@@ -296,7 +321,8 @@ pub fn fill(gmail: &FakeGmail, mailbox: &str, now: jiff::Timestamp, senders: &Se
                 .date(at(age - 90))
                 .text_body(format!(
                     "Here are my notes on {topic}. The short version: we are on track, and the open \
-                     points are listed below.\n\n1. Dates\n2. People\n3. Costs\n\n{name}"
+                     points are listed below.\n\n1. Dates\n2. People\n3. Costs\n\n{name}\n{}",
+                    if round == 0 { SAID_BY_PEOPLE[index] } else { "" }
                 ));
             if round == 1 {
                 answer = answer.attachment("application/pdf", format!("notes-{}.pdf", index + 1), vec![b'%'; 4096]);

@@ -2,32 +2,29 @@
 
 use std::process::Command;
 
-/// Starts the role binary at `program` once for every flag this release does not support
-/// (`domain::flags::UNSUPPORTED`), each time with only `base` and that flag turned on, and checks
-/// that it exits at start with status 2 and one line naming the flag and saying this release does
-/// not support it.
-pub fn assert_refuses_unsupported_flags(program: &str, base: &[(&str, &str)]) {
+/// Starts the role binary at `program` with an inline call-provider key in its environment
+/// (`CALLPROV_API_KEY`, which every role refuses: the key lives in a file) and checks that it
+/// exits at start with status 2 and one line naming the variable, before anything else.
+pub fn assert_refuses_an_inline_call_provider_key(program: &str) {
     let role = std::path::Path::new(program)
         .file_name()
         .and_then(|name| name.to_str())
         .expect("a binary path");
-    for (variable, part) in domain::flags::UNSUPPORTED {
-        let on = "1";
-        let output = Command::new(program)
-            .env_clear()
-            .env("PATH", "/usr/bin:/bin")
-            .envs(base.iter().copied())
-            .env(variable, on)
-            .output()
-            .unwrap_or_else(|error| panic!("run {program}: {error}"));
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{role} with {variable}={on}: {stderr}");
-        assert_eq!(
-            stderr.trim_end(),
-            format!("{role}: {variable} is set to `{on}`: this release does not support {part}"),
-            "{role} with {variable}={on}"
-        );
-    }
+    let output = Command::new(program)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("CALLPROV_API_KEY", "ck_test")
+        .output()
+        .unwrap_or_else(|error| panic!("run {program}: {error}"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{role}: {stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "{role}: CALLPROV_API_KEY is set: an inline call-provider key is refused; put it in a file and set CALLPROV_API_KEY_FILE"
+        ),
+    );
+    assert!(!stderr.contains("ck_test"), "the key's value is never echoed");
 }
 
 /// Starts the daemon role binary at `program` with `LOG_LEVEL=verbose` (and nothing else but

@@ -1,9 +1,8 @@
-//! The async worker as it starts: a flag this release does not support stops it, as it stops
-//! every role (Email mode's refresh and assessment are tested in `crates/email`).
+//! The async worker as it starts: an unknown log level stops it, as it stops every role (Email
+//! mode's refresh and assessment are tested in `crates/email`).
 
 #[test]
-fn a_flag_this_release_does_not_support_stops_it_at_start() {
-    testkit::roles::assert_refuses_unsupported_flags(env!("CARGO_BIN_EXE_steward-async-worker"), &[]);
+fn an_unknown_log_level_stops_it_at_start() {
     // LOG_LEVEL is every role's, read by `role::main` before the role's own configuration.
     testkit::roles::assert_refuses_an_unknown_log_level(env!("CARGO_BIN_EXE_steward-async-worker"));
 }

@@ -454,8 +454,7 @@ async fn transcripts_and_summaries_expire_after_thirty_days() {
 }
 
 #[test]
-fn the_binary_refuses_unsupported_flags_and_unknown_log_levels() {
-    testkit::roles::assert_refuses_unsupported_flags(env!("CARGO_BIN_EXE_steward-call-worker"), &[]);
+fn the_binary_refuses_unknown_log_levels() {
     testkit::roles::assert_refuses_an_unknown_log_level(env!("CARGO_BIN_EXE_steward-call-worker"));
 }
 

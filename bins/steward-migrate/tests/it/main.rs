@@ -1,6 +1,6 @@
 //! `steward-migrate` as a real process: what it refuses before it starts.
 
 #[test]
-fn a_flag_this_release_does_not_support_stops_it_at_start() {
-    testkit::roles::assert_refuses_unsupported_flags(env!("CARGO_BIN_EXE_steward-migrate"), &[]);
+fn an_inline_call_provider_key_stops_it_at_start() {
+    testkit::roles::assert_refuses_an_inline_call_provider_key(env!("CARGO_BIN_EXE_steward-migrate"));
 }

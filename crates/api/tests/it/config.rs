@@ -91,11 +91,8 @@ fn scopes_and_flags_are_validated() {
     let error = with(&[("AGENT_EMAIL_ENABLED", "yes")]).expect_err("non-boolean flag");
     assert_eq!(error.to_string(), "AGENT_EMAIL_ENABLED must be 0 or 1, got `yes`");
 
-    let error = with(&[("AGENT_MEMORY_API_ENABLED", "1")]).expect_err("a flag whose part is not built");
-    assert_eq!(
-        error.to_string(),
-        "AGENT_MEMORY_API_ENABLED is set to `1`: this release does not support the memory API"
-    );
+    let memory = with(&[("AGENT_MEMORY_API_ENABLED", "1")]).expect("Memory and People are built");
+    assert!(memory.flags.is_on(domain::flags::Flag::MemoryApi));
 
     let error = with(&[("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1")]).expect_err("unequal notification flags");
     assert!(error.to_string().contains("must hold the same value"), "{error}");

@@ -190,8 +190,7 @@ async fn routes_with_flags_on() {
 
 #[tokio::test]
 async fn the_memory_routes_are_gone_while_their_flag_is_off() {
-    // Memory's and People's routes are built, but its flag still stops the role at start (config and
-    // testkit::roles) until the rest of Memory and People lands: no route answers for it.
+    // Memory's and People's routes answer only with AGENT_MEMORY_API_ENABLED on.
     let app = TestApp::spawn().await;
     for path in [
         "/v1/memories",

@@ -1,5 +1,4 @@
-//! Memory's routes (mounted with `AGENT_MEMORY_API_ENABLED`, turned on in code while the
-//! environment still refuses the flag): the listing with its filters and cursors, one belief with
+//! Memory's routes (mounted with `AGENT_MEMORY_API_ENABLED`, turned on in code): the listing with its filters and cursors, one belief with
 //! its evidence and recalls, the review actions, deletion (the statement not formed again) and a
 //! run's recalled beliefs; each belief the owner's only.
 

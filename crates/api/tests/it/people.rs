@@ -1,5 +1,4 @@
-//! People's routes (mounted with `AGENT_MEMORY_API_ENABLED`, turned on in code while the
-//! environment still refuses the flag) over records gathered from mail as the async worker
+//! People's routes (mounted with `AGENT_MEMORY_API_ENABLED`, turned on in code) over records gathered from mail as the async worker
 //! gathers them: the listing with its collections and cursors, a profile (names, contacts,
 //! facts with evidence, timeline, open threads), the owner's changes and corrections,
 //! duplicates with `Merge` and `Not the same` (both remembered by later gatherings), `Repair
@@ -21,6 +20,18 @@ async fn app() -> TestApp {
         config.flags = FeatureFlags::with(&[Flag::MemoryApi]).expect("flags");
     })
     .await
+}
+
+/// The app, and the store as the async worker with the `personal` account recorded.
+async fn app_with_mailbox() -> (TestApp, Store) {
+    let app = app().await;
+    let store = app.db.store_as("async-worker").await;
+    store
+        .email()
+        .ensure_accounts(&["personal".into()])
+        .await
+        .expect("accounts");
+    (app, store)
 }
 
 /// A letter to the owner from `from`, `minute` minutes into the day, assessed important.
@@ -112,13 +123,7 @@ fn id_named(page: &Value, name: &str) -> Uuid {
 
 #[tokio::test]
 async fn gathered_correspondents_have_profiles_collections_and_pages() {
-    let app = app().await;
-    let store = app.db.store_as("async-worker").await;
-    store
-        .email()
-        .ensure_accounts(&["personal".into()])
-        .await
-        .expect("accounts");
+    let (app, store) = app_with_mailbox().await;
     letter(
         &store,
         "m1",
@@ -328,13 +333,7 @@ async fn gathered_correspondents_have_profiles_collections_and_pages() {
 
 #[tokio::test]
 async fn merge_not_the_same_repair_and_forget_are_remembered_by_later_gatherings() {
-    let app = app().await;
-    let store = app.db.store_as("async-worker").await;
-    store
-        .email()
-        .ensure_accounts(&["personal".into()])
-        .await
-        .expect("accounts");
+    let (app, store) = app_with_mailbox().await;
     completed_update(&store).await;
     letter(&store, "a1", "ada@example.com", "I live in London.", 0, None).await;
     letter(
