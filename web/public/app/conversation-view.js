@@ -81,6 +81,8 @@ function AssistantMessage({ item }) {
  * conversation. @param {{runId: string}} props */
 function RecalledToggle({ runId }) {
   const [open, setOpen] = useState(false);
+  /** The memories marked not relevant here from this answer. */
+  const [excluded, setExcluded] = useState(/** @type {string[]} */ ([]));
   const held = memory.recalled.value.get(runId);
   const session = chat.selectedId.value;
   return html`<button class="button quiet small" aria-expanded=${open ? "true" : "false"} onClick=${() => {
@@ -97,16 +99,15 @@ function RecalledToggle({ runId }) {
             ? html`<p class="summary">This answer used no memories.</p>`
             : html`<ul>${held.map(
                 (belief) => html`<li key=${belief.memory_id}>${belief.statement}
-                  ${holds("memory.write") &&
-                  session &&
-                  html` <button class="button quiet small" disabled=${memory.busy.value} onClick=${async () => {
-                    if (await memory.review(belief.memory_id, "not_relevant_here", session)) {
-                      memory.recalled.value = new Map(memory.recalled.value).set(
-                        runId,
-                        held.filter((kept) => kept.memory_id !== belief.memory_id),
-                      );
-                    }
-                  }}>Not relevant here</button>`}</li>`,
+                  ${excluded.includes(belief.memory_id)
+                    ? html` <span class="summary">Not used in this conversation again</span>`
+                    : holds("memory.write") &&
+                      session &&
+                      html` <button class="button quiet small" disabled=${memory.busy.value} onClick=${async () => {
+                        if (await memory.review(belief.memory_id, "not_relevant_here", session)) {
+                          setExcluded([...excluded, belief.memory_id]);
+                        }
+                      }}>Not relevant here</button>`}</li>`,
               )}</ul>`}
     </div>`}`;
 }

@@ -248,11 +248,11 @@ function Profile({ profile }) {
     <h3>Open threads</h3>
     ${profile.open_threads.length === 0
       ? html`<p class="summary">Nothing waits for your reply.</p>`
-      : html`<ul class="timeline">${profile.open_threads.map((thread) => html`<li key=${thread.email_thread_id}>${thread.subject || "(no subject)"} · ${at(thread.latest_at)}</li>`)}</ul>`}
+      : html`<ul class="timeline" aria-label="Open threads">${profile.open_threads.map((thread) => html`<li key=${thread.email_thread_id}>${thread.subject || "(no subject)"} · ${at(thread.latest_at)}</li>`)}</ul>`}
     <h3>Timeline</h3>
     ${profile.timeline.length === 0
       ? html`<p class="summary">No mail with them yet.</p>`
-      : html`<ol class="timeline">${profile.timeline.map(
+      : html`<ol class="timeline" aria-label="Timeline">${profile.timeline.map(
           (entry) => html`<li key=${entry.provider_message_id}>${entry.direction === "from_them" ? "From them" : "To them"}: ${entry.subject || "(no subject)"} · ${at(entry.sent_at)}</li>`,
         )}</ol>`}
     ${writable &&

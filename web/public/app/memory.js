@@ -56,9 +56,13 @@ export const STATUS_WORDS = {
   not_true: "Not true",
 };
 
+/** Which load is the latest: an older answer never replaces a newer one. */
+let loads = 0;
+
 /** The first page under the filters, or (`more`) the next one. @param {boolean} [more] */
 export async function load(more = false) {
   if (!offered()) return;
+  const mine = (loads += 1);
   loading.value = true;
   try {
     const query = new URLSearchParams({ limit: "50" });
@@ -68,13 +72,14 @@ export async function load(more = false) {
     if (needsReview) query.set("needs_review", "true");
     if (more && nextCursor.value) query.set("cursor", nextCursor.value);
     const page = await api("GET", `/v1/memories?${query}`);
+    if (mine !== loads) return;
     list.value = more ? [...list.value, ...page.memories] : page.memories;
     nextCursor.value = page.next_cursor;
     error.value = null;
   } catch (failure) {
-    settle(failure);
+    if (mine === loads) settle(failure);
   } finally {
-    loading.value = false;
+    if (mine === loads) loading.value = false;
   }
 }
 
@@ -103,10 +108,18 @@ function gone(id) {
   error.value = "That memory is no longer there.";
 }
 
+/** Whether a belief still belongs under the filters. @param {Memory} memory */
+function matches(memory) {
+  const { status, kind, needsReview } = filters.value;
+  return (!status || memory.status === status) && (!kind || memory.kind === kind) && (!needsReview || memory.needs_review);
+}
+
 /** @param {Memory} memory */
 function replace(memory) {
-  list.value = list.value.map((held) => (held.memory_id === memory.memory_id ? memory : held));
-  if (shown.value?.memory.memory_id === memory.memory_id) shown.value = { ...shown.value, memory };
+  list.value = list.value
+    .map((held) => (held.memory_id === memory.memory_id ? memory : held))
+    .filter((held) => held.memory_id !== memory.memory_id || matches(held));
+  if (shown.value?.memory.memory_id === memory.memory_id) inspect(memory.memory_id);
 }
 
 /**

@@ -71,9 +71,13 @@ async function act(change, said) {
   }
 }
 
+/** Which load is the latest: an older answer never replaces a newer one. */
+let loads = 0;
+
 /** The first page of the collection, or (`more`) the next one, and the duplicates offered. @param {boolean} [more] */
 export async function load(more = false) {
   if (!offered()) return;
+  const mine = (loads += 1);
   loading.value = true;
   try {
     const query = new URLSearchParams({ limit: "50" });
@@ -83,14 +87,15 @@ export async function load(more = false) {
       api("GET", `/v1/people?${query}`),
       more ? Promise.resolve(null) : api("GET", "/v1/people/duplicates"),
     ]);
+    if (mine !== loads) return;
     list.value = more ? [...list.value, ...page.people] : page.people;
     nextCursor.value = page.next_cursor;
     if (offeredPairs) duplicates.value = offeredPairs.pairs;
     error.value = null;
   } catch (failure) {
-    settle(failure);
+    if (mine === loads) settle(failure);
   } finally {
-    loading.value = false;
+    if (mine === loads) loading.value = false;
   }
 }
 
@@ -179,7 +184,8 @@ export async function split(id, contacts, name) {
   if (profile) {
     managing.value = null;
     shown.value = profile;
-    list.value = [profile.person, ...list.value];
+    // The new person is reviewed and not pinned: only Everyone lists them.
+    if (collection.value === "") list.value = [profile.person, ...list.value];
   }
   return Boolean(profile);
 }
