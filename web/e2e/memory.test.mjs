@@ -134,8 +134,8 @@ test("People: a correspondent's profile, the collections, Repair identity and Fo
   assert.match(shown, /Email: ada@analytical\.example/);
   assert.match(shown, /From them: Re: About/);
   assert.match(shown, /To them: About/);
-  const open = profile.getByRole("list", { name: "Open threads" });
-  assert.match((await open.textContent()) ?? "", /Question about/, "the question awaiting a reply is an open thread");
+  const threads = profile.getByRole("list", { name: "Open threads" });
+  assert.match((await threads.textContent()) ?? "", /Question about/, "the question awaiting a reply is an open thread");
   // What she said of herself in the demo mailbox: a fact with its evidence, and her number.
   assert.match(shown, /Phone: \+442079460101/);
   const fact = profile.locator("li.fact", { hasText: "Works at the Analytical Society" });
