@@ -4,7 +4,7 @@
 // Not the same), and a person's profile with its facts (Inspect evidence, Correct), timeline,
 // open threads and Manage person (Repair identity, Forget person with a confirmation).
 import { h } from "../vendor/preact.mjs";
-import { useState } from "../vendor/hooks.mjs";
+import { useEffect, useRef, useState } from "../vendor/hooks.mjs";
 import htm from "../vendor/htm.mjs";
 import { holds } from "./api.js";
 import * as memory from "./memory.js";
@@ -214,7 +214,10 @@ function Profile({ profile }) {
   const [relationship, setRelationship] = useState(/** @type {string | null} */ (null));
   const writable = people.writable();
   const managing = people.managing.value;
-  return html`<section class="card person-profile" aria-label=${person.name}>
+  const card = useRef(/** @type {HTMLElement | null} */ (null));
+  // Opened from further down the list (on a phone, the whole page): the profile comes into view.
+  useEffect(() => card.current?.scrollIntoView({ block: "start" }), [id]);
+  return html`<section class="card person-profile" aria-label=${person.name} ref=${card}>
     <h2>${person.name}</h2>
     ${profile.names.length > 1 && html`<p class="summary">Also seen as ${profile.names.slice(1).join(", ")}</p>`}
     <p class="summary">${person.relationship ? `Your ${person.relationship}` : "No relationship noted"}${person.pinned ? " · Pinned" : ""}${person.needs_review ? " · Needs review" : ""}</p>
