@@ -964,6 +964,9 @@ export type OtherPerson = {
   other_person_id: string;
 };
 
+/** A named collection of people. */
+export type PeopleCollection = "pinned" | "needs_review";
+
 /** A page of people, newest first. */
 export type PeoplePage = {
   /** Present while more people follow. */

@@ -137,7 +137,12 @@ impl Modify for BearerAuth {
         web_session::current,
         web_session::revoke,
     ),
-    components(schemas(wire::problem::Problem, wire::event::Event, wire::email::InboxView)),
+    components(schemas(
+        wire::problem::Problem,
+        wire::event::Event,
+        wire::email::InboxView,
+        wire::people::PeopleCollection
+    )),
     modifiers(&BearerAuth),
 )]
 struct ApiDoc;
@@ -433,9 +438,22 @@ fn refine(document: &mut Value, described: &Described<'_>) {
         "ScheduleDefinition",
         "ScheduleLimits",
         "Cadence",
+        "UpdatePerson",
+        "CorrectFact",
+        "OtherPerson",
+        "ContactRef",
     ] {
         if let Some(schema) = document.pointer_mut(&format!("{schemas}/{name}")) {
             schema["additionalProperties"] = json!(false);
+        }
+    }
+    // An internally tagged body (`action` names the variant) refuses unknown members in each
+    // variant: on the `oneOf` itself it would refuse every variant's own members.
+    for name in ["ReviewMemory", "RepairIdentity"] {
+        if let Some(Value::Array(variants)) = document.pointer_mut(&format!("{schemas}/{name}/oneOf")) {
+            for variant in variants.iter_mut().filter(|variant| variant.get("properties").is_some()) {
+                variant["additionalProperties"] = json!(false);
+            }
         }
     }
     if let Some(agent_id) = document.pointer_mut(&format!("{schemas}/CreateSession/properties/agent_id")) {

@@ -22,9 +22,40 @@ fn references<'a>(value: &'a Value, found: &mut Vec<&'a str>) {
     }
 }
 
+/// The request bodies that refuse unknown members say so, in each variant of a tagged body
+/// (the server answers 422 to an unknown member, so a schema that allowed one would invite
+/// requests the contract test reads as valid).
+fn check_closed_bodies(document: &Value) {
+    let schemas = &document["components"]["schemas"];
+    let closed = |schema: &Value| schema["additionalProperties"] == Value::Bool(false);
+    for name in [
+        "UpdatePerson",
+        "CorrectFact",
+        "OtherPerson",
+        "ContactRef",
+        "ReviewMemory",
+        "RepairIdentity",
+    ] {
+        let schema = &schemas[name];
+        if schema.is_null() {
+            continue;
+        }
+        match schema["oneOf"].as_array() {
+            Some(variants) => {
+                assert!(!closed(schema), "{name}: closed per variant, not on the oneOf");
+                for variant in variants.iter().filter(|variant| variant.get("properties").is_some()) {
+                    assert!(closed(variant), "{name}: {variant} allows unknown members");
+                }
+            }
+            None => assert!(closed(schema), "{name} allows unknown members"),
+        }
+    }
+}
+
 async fn check_document(app: &TestApp, flags: &FeatureFlags) {
     let (status, document) = app.get_json("/v1/openapi.json").await;
     assert_eq!(status, 200);
+    check_closed_bodies(&document);
     // Every reference resolves (a parameter's enum schema, say, is among the components).
     let mut found = Vec::new();
     references(&document, &mut found);
@@ -97,6 +128,7 @@ async fn document_matches_the_router_with_flags_off_and_on() {
             .set("AGENT_EMAIL_MODE_ENABLED", "1")
             .set("AGENT_EMAIL_UNSUBSCRIBE_ENABLED", "1")
             .set("AGENT_CALL_ENABLED", "1")
+            .set("AGENT_MEMORY_API_ENABLED", "1")
             .with_mail(),
     )
     .await;
@@ -107,9 +139,13 @@ async fn document_matches_the_router_with_flags_off_and_on() {
         domain::flags::Flag::EmailMode,
         domain::flags::Flag::EmailUnsubscribe,
         domain::flags::Flag::Call,
+        domain::flags::Flag::MemoryApi,
     ])
     .expect("flags");
     check_document(&on, &flags).await;
+    let (_, document) = on.get_json("/v1/openapi.json").await;
+    assert!(document["components"]["schemas"]["ReviewMemory"]["oneOf"].is_array());
+    assert!(document["components"]["schemas"]["RepairIdentity"]["oneOf"].is_array());
 }
 
 #[test]
