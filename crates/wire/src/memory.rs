@@ -88,10 +88,11 @@ pub struct MemoryDetail {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ReviewMemory {
-    /// `Mark reviewed`: recalled from now on, flagged no more.
-    MarkReviewed,
+    /// `Mark reviewed`: recalled from now on, flagged no more. (A variant with no members is an
+    /// empty struct: serde lets a unit variant of a tagged enum carry unknown members.)
+    MarkReviewed {},
     /// `Not true`: never recalled, and not formed again.
-    NotTrue,
+    NotTrue {},
     /// `Not relevant here`: never recalled into this conversation again.
     NotRelevantHere { session_id: Uuid },
 }

@@ -141,8 +141,8 @@ pub async fn review(
     let id = memory_id(&id)?;
     let memories = state.store.memory();
     let row = match request {
-        ReviewMemory::MarkReviewed => memories.review(&caller.principal, id, Review::Reviewed).await?,
-        ReviewMemory::NotTrue => memories.review(&caller.principal, id, Review::NotTrue).await?,
+        ReviewMemory::MarkReviewed {} => memories.review(&caller.principal, id, Review::Reviewed).await?,
+        ReviewMemory::NotTrue {} => memories.review(&caller.principal, id, Review::NotTrue).await?,
         ReviewMemory::NotRelevantHere { session_id } => {
             let row = memories.get(&caller.principal, id).await?.ok_or_else(not_found)?;
             if !memories.exclude(&caller.principal, id, session_id).await? {

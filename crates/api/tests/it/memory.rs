@@ -237,6 +237,15 @@ async fn review_actions_and_deletion_govern_recall_and_forming() {
         (422, Some("validation_failed")),
         "{refused}"
     );
+    // An unknown member is refused with every action, one with no members of its own too.
+    for action in ["mark_reviewed", "not_true"] {
+        let (status, refused) = review(&app, ids[0], json!({"action": action, "why": "because"})).await;
+        assert_eq!(
+            (status, refused["code"].as_str()),
+            (422, Some("validation_failed")),
+            "{action}: {refused}"
+        );
+    }
     let (status, refused) = review(&app, Uuid::new_v4(), json!({"action": "not_true"})).await;
     assert_eq!(
         (status, refused["code"].as_str()),
