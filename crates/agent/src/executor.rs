@@ -15,20 +15,23 @@ use std::time::Duration;
 
 use domain::agent::AgentConfiguration;
 use domain::approval::{InvocationState, display_arguments};
-use domain::ids::{RunId, SessionId};
 use domain::run::Cost;
 use serde_json::{Value, json};
 use store::{ClaimedRun, InvocationRow, Lease, ModelStep, NewCall, RunCounters, RunKind, Store, StoreError};
 use tokio::sync::mpsc;
 use tracing::Instrument;
-use wire::event::{Delta, Transient, TransientNotice};
 
 use crate::history;
-use crate::model::{ChatMessage, Deltas, ModelProvider, ModelRequest};
+use crate::model::{ChatMessage, ModelProvider, ModelRequest};
 use crate::scripted::Scripted;
 use crate::tools::{ASK_OWNER, RunTools, ToolOutcome, Toolbox};
 use mail_mcp::tools::{MailService, Reconciliation};
 use store::NewReconciliation;
+
+mod recall;
+mod transient;
+
+use transient::{TransientSink, relay_transient};
 
 /// The notification channel for transient output (text and reasoning deltas).
 pub use store::TRANSIENT_CHANNEL;
@@ -131,75 +134,6 @@ pub struct Executor {
     pub memory: bool,
 }
 
-enum Relay {
-    /// The model's reply text, or its reasoning summary.
-    Delta(fn(Delta) -> Transient, String),
-    /// Answered once every earlier delta was sent.
-    Flush(tokio::sync::oneshot::Sender<()>),
-}
-
-/// Transient output, relayed to the API's streams through `NOTIFY`.
-struct TransientSink {
-    sender: mpsc::UnboundedSender<Relay>,
-}
-
-impl TransientSink {
-    /// Waits until every delta so far was published, so none trails the persisted step.
-    async fn flush(&self) {
-        let (done, flushed) = tokio::sync::oneshot::channel();
-        if self.sender.send(Relay::Flush(done)).is_ok() {
-            let _ = flushed.await;
-        }
-    }
-}
-
-impl Deltas for TransientSink {
-    fn text(&self, delta: &str) {
-        let _ = self
-            .sender
-            .send(Relay::Delta(Transient::AssistantDelta, delta.to_owned()));
-    }
-
-    fn reasoning(&self, delta: &str) {
-        let _ = self
-            .sender
-            .send(Relay::Delta(Transient::ReasoningDelta, delta.to_owned()));
-    }
-}
-
-async fn relay_transient(store: Store, session: SessionId, run: RunId, mut receiver: mpsc::UnboundedReceiver<Relay>) {
-    while let Some(message) = receiver.recv().await {
-        let (kind, mut text) = match message {
-            Relay::Delta(kind, text) => (kind, text),
-            Relay::Flush(done) => {
-                let _ = done.send(());
-                continue;
-            }
-        };
-        // The limit applies to the serialised payload: escaping can make text much longer.
-        let payload = loop {
-            let notice = TransientNotice {
-                session_id: session.as_uuid(),
-                output: kind(Delta {
-                    run_id: run.as_uuid(),
-                    text: text.clone(),
-                }),
-            };
-            let payload = serde_json::to_string(&notice).unwrap_or_default();
-            if payload.len() <= TRANSIENT_MAX_BYTES || text.is_empty() {
-                break payload;
-            }
-            let mut cut = text.len() / 2;
-            while !text.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            text.truncate(cut);
-        };
-        // Best effort, and in order with the step's own wake-up that follows it.
-        store.publish_transient(payload);
-    }
-}
-
 fn price(tokens: i64, per_million: Option<&String>) -> Cost {
     let rate = per_million.and_then(|text| Cost::parse(text).ok()).unwrap_or_default();
     let micros = i128::from(tokens) * i128::from(rate.micros());
@@ -290,63 +224,6 @@ impl Executor {
             }
         }
         outcome
-    }
-
-    /// What the owner wrote for this run (its messages' text).
-    async fn owner_words(&self, claimed: &ClaimedRun) -> Result<String, StoreError> {
-        let events = self.store.work().session_history(claimed.lease.session).await?;
-        Ok(history::owner_words(&events, claimed.lease.run.as_uuid()))
-    }
-
-    /// Forms the beliefs the owner's words in a finished conversation run state (a scheduled
-    /// run's instruction is not a statement about the owner). A failure is logged: the run has
-    /// ended either way.
-    async fn form_beliefs(&self, claimed: &ClaimedRun) {
-        let lease = &claimed.lease;
-        let formed = async {
-            let words = self.owner_words(claimed).await?;
-            let evidence = store::memory::Evidence::Run {
-                session: lease.session.as_uuid(),
-                run: lease.run.as_uuid(),
-            };
-            memory::form(
-                &self.store,
-                &claimed.principal,
-                memory::offline::propose(&words),
-                &evidence,
-            )
-            .await
-        }
-        .await;
-        match formed {
-            Ok(tally) => tracing::info!(
-                run = %lease.run,
-                created = tally.created,
-                known = tally.known,
-                forbidden = tally.forbidden,
-                "beliefs formed"
-            ),
-            Err(error) => tracing::warn!(run = %lease.run, %error, "beliefs could not be formed"),
-        }
-    }
-
-    /// The beliefs recalled for this run's message, traced, as the prompt's section (`None`
-    /// when memory is off or nothing is recalled).
-    async fn recall(&self, claimed: &ClaimedRun) -> Result<Option<String>, StoreError> {
-        if !self.memory {
-            return Ok(None);
-        }
-        let words = self.owner_words(claimed).await?;
-        let recalled = self
-            .store
-            .memory()
-            .recall(&claimed.principal, claimed.lease.session.as_uuid(), &words)
-            .await?;
-        self.store
-            .memory()
-            .trace_recall(claimed.lease.run.as_uuid(), &recalled)
-            .await?;
-        Ok(memory::recalled_section(&recalled))
     }
 
     async fn fail(
