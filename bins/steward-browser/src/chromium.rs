@@ -40,6 +40,9 @@ pub struct Launch {
     pub local_site_keys: Vec<String>,
 }
 
+/// How long Chromium has to start and answer its DevTools connection.
+pub const LAUNCH_WITHIN: std::time::Duration = std::time::Duration::from_secs(60);
+
 impl Launch {
     /// The driver's configuration: the launch policy's switches for a headed browser, then
     /// the proxy, and (only when set) the local sites' keys.
@@ -62,6 +65,9 @@ impl Launch {
                     .to_string(),
             )
             .viewport(None)
+            // A host busy with other work (a shared machine, a test suite) can take longer than
+            // the driver's 20 s to start Chromium; a task waits for it rather than failing.
+            .launch_timeout(LAUNCH_WITHIN)
             // The driver's default is to tell every page to ignore certificate errors: a
             // hosted browser never does (only the local sites' keys below are accepted).
             .respect_https_errors();

@@ -130,7 +130,15 @@ impl From<TaskError> for Problem {
         // A browser's own error can carry page text, a page address or typed text: it is
         // neither logged nor answered, only its code.
         if status.is_server_error() {
-            tracing::warn!(code, "browser control: the browser failed");
+            // Which part failed, but not the browser's words: a launch's error is the driver's
+            // own (it carries no page content); the others are named only.
+            match &error {
+                TaskError::Launch(launch) => {
+                    tracing::warn!(code, %launch, "browser control: the browser did not start")
+                }
+                TaskError::Page(_) => tracing::warn!(code, "browser control: the page's browser failed"),
+                _ => tracing::warn!(code, "browser control: the browser's files or proxy failed"),
+            }
             return Problem::new(status, code, "the browser failed; try again");
         }
         Problem::new(status, code, detail)

@@ -451,7 +451,10 @@ fn refine(document: &mut Value, described: &Described<'_>) {
     // variant: on the `oneOf` itself it would refuse every variant's own members.
     for name in ["ReviewMemory", "RepairIdentity"] {
         if let Some(Value::Array(variants)) = document.pointer_mut(&format!("{schemas}/{name}/oneOf")) {
-            for variant in variants.iter_mut().filter(|variant| variant.get("properties").is_some()) {
+            for variant in variants
+                .iter_mut()
+                .filter(|variant| variant.get("properties").is_some())
+            {
                 variant["additionalProperties"] = json!(false);
             }
         }
