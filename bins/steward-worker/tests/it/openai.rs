@@ -118,13 +118,13 @@ async fn a_denial_reaches_the_model_and_nothing_runs() {
 
 #[tokio::test]
 async fn a_provider_error_fails_the_run_with_a_code() {
-    // Nothing listens on this port: the provider cannot be reached.
-    let unused = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}/v1", unused.local_addr().expect("addr"));
-    drop(unused);
+    // Nothing listens on the discard port, and no test's server can be given it (it is below the
+    // ephemeral range): the provider cannot be reached. A port bound and then released could be
+    // handed to another test's fake model meanwhile, which then answered this run (seen in CI).
+    let url = "http://127.0.0.1:9/v1";
     let definitions = agent_definitions(json!({ "provider": "openai", "model": "gpt-test" }), None);
     let mut stack = Stack::api(&[("AGENT_DEFINITIONS", &definitions)]).await;
-    stack.start_worker(&[("OPENAI_BASE_URL", &url)]).await;
+    stack.start_worker(&[("OPENAI_BASE_URL", url)]).await;
     let session = stack.session().await;
     let run = stack.submit(&session, "hello").await;
     let failed = stack.wait_for(&run, &["completed", "failed"]).await;
