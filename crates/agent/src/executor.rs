@@ -44,6 +44,9 @@ pub const TASK_PERMISSION_STOPPED: &str = "browser.task_permission_stopped";
 const TRANSIENT_MAX_BYTES: usize = store::sealed::MAX_NOTICE_BYTES;
 
 /// The model providers this worker can reach.
+/// The offline model's provider name.
+const SCRIPTED: &str = "scripted";
+
 #[derive(Clone)]
 pub struct Providers {
     scripted: Arc<Scripted>,
@@ -68,7 +71,7 @@ impl Providers {
 
     fn get(&self, name: &str) -> Option<&dyn ModelProvider> {
         match name {
-            "scripted" => Some(self.scripted.as_ref()),
+            SCRIPTED => Some(self.scripted.as_ref()),
             "openai" => self.openai.as_deref(),
             _ => None,
         }
@@ -211,7 +214,7 @@ impl Executor {
         // A run that used the browser closes it when it ends (a parked one keeps its page; the
         // browser role closes a browser left idle).
         if matches!(outcome, Ok(Finish::Ended)) && self.memory && claimed.scheduled_scopes.is_none() {
-            self.form_beliefs(&claimed).await;
+            self.form_beliefs(&claimed, &configuration).await;
         }
         if let (Ok(Finish::Ended), Some(browser)) = (&outcome, toolbox.browser()) {
             let used = self.store.work().invocations(lease.run).await.is_ok_and(|invocations| {

@@ -5,13 +5,14 @@
 //!   wrote in a conversation or from assessed mail; [`form`] keeps each through the store, which
 //!   refuses one close to a statement the owner deleted, merges one close to a belief already
 //!   held (adding its evidence), and flags every belief formed from mail for review. The
-//!   [`offline`] former is a documented set of first-person patterns, so development and tests
+//!   [`model`] former asks the owner's memory model; the [`offline`] former is a documented set of first-person patterns, so development and tests
 //!   work without a model.
 //! - **Recall**: the store finds the reviewed or unflagged beliefs relevant to a run's message
 //!   (PostgreSQL full-text search), never one the owner said is not true or marked not relevant
 //!   in that conversation; [`recalled_section`] is what the prompt receives, and the store traces
 //!   each recall.
 
+pub mod model;
 pub mod offline;
 pub mod people;
 

@@ -140,6 +140,8 @@ pub struct NewMessage<'a> {
     pub title: Option<String>,
     /// The chat model and reasoning effort in force (the owner's effective model settings).
     pub chat_model: (&'a str, &'a str),
+    /// The memory model and reasoning effort in force: what forms beliefs when the run ends.
+    pub memory_model: (&'a str, &'a str),
     pub idempotency: IdempotencyClaim<'a>,
 }
 
@@ -181,7 +183,7 @@ pub(crate) fn active_states_sql() -> String {
 impl Store {
     /// Submits a user message: the `user.message.created` event, the queued run and the
     /// idempotency record (holding the response `render` builds) commit together, in one round
-    /// trip (the `submit_message` function of migration 0015).
+    /// trip (the `submit_message` function of migration 0015, taking the memory model since 0032).
     ///
     /// `render` is given the run as it will be stored, with its message sequence still unknown
     /// (`i64::MAX`): that number must appear exactly once in the rendered body, and the
@@ -235,7 +237,7 @@ impl Store {
         let attachments: Vec<Uuid> = new.attachments.iter().map(|id| id.as_uuid()).collect();
         let submit = sqlx::query_as(
             "SELECT * FROM submit_message($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                                          $16, $17, $18, $19, $20, $21)",
+                                          $16, $17, $18, $19, $20, $21, $22, $23)",
         )
         .bind(run.id.as_uuid())
         .bind(new.session.as_uuid())
@@ -248,6 +250,8 @@ impl Store {
             .bind(jiff_sqlx::Timestamp::from(now))
             .bind(new.chat_model.0)
             .bind(new.chat_model.1)
+            .bind(new.memory_model.0)
+            .bind(new.memory_model.1)
             .bind(kind)
             .bind(&payload)
             .bind(new.title.as_deref())
@@ -315,9 +319,13 @@ impl Store {
 mod tests {
     #[test]
     fn the_submit_function_names_the_active_states_of_the_one_active_run_index() {
-        let migration = include_str!("../../../migrations/0015_submit_in_one_statement.sql");
-        let predicate = format!("state IN ({})", super::active_states_sql());
-        assert_eq!(migration.matches(&predicate).count(), 2, "{predicate}");
-        assert_eq!(migration.matches("state IN (").count(), 2);
+        for migration in [
+            include_str!("../../../migrations/0015_submit_in_one_statement.sql"),
+            include_str!("../../../migrations/0032_memory_model_on_runs.sql"),
+        ] {
+            let predicate = format!("state IN ({})", super::active_states_sql());
+            assert_eq!(migration.matches(&predicate).count(), 2, "{predicate}");
+            assert_eq!(migration.matches("state IN (").count(), 2);
+        }
     }
 }

@@ -401,7 +401,7 @@ pub async fn fake_model(script: FakeState) -> FakeModel {
 }
 
 impl FakeState {
-    fn reply(&self, number: usize, body: &Value) -> Reply {
+    pub fn reply(&self, number: usize, body: &Value) -> Reply {
         if self.hold_first && number == 1 {
             return Reply::held();
         }

@@ -1,10 +1,22 @@
 //! Memory in a run: the beliefs recalled into its prompt (traced), and those a finished
 //! conversation run forms from what the owner wrote.
 
+use domain::agent::AgentConfiguration;
+use domain::run::Cost;
 use store::{ClaimedRun, StoreError};
+use tracing::Instrument;
 
-use super::Executor;
+use super::{Executor, SCRIPTED, price};
 use crate::history;
+use crate::model::Deltas;
+
+/// The memory model's answer is read whole: nothing of it reaches the conversation's stream.
+struct Unstreamed;
+
+impl Deltas for Unstreamed {
+    fn text(&self, _delta: &str) {}
+    fn reasoning(&self, _delta: &str) {}
+}
 
 impl Executor {
     /// What the owner wrote for this run (its messages' text).
@@ -16,21 +28,28 @@ impl Executor {
     /// Forms the beliefs the owner's words in a finished conversation run state (a scheduled
     /// run's instruction is not a statement about the owner). A failure is logged: the run has
     /// ended either way.
-    pub(super) async fn form_beliefs(&self, claimed: &ClaimedRun) {
+    ///
+    /// The memory model the owner's settings held when the run was submitted proposes them
+    /// ([`memory::model`]), one bounded call charged to the run while its cost limit has room,
+    /// with the agent's provider. The rule-based former ([`memory::offline`]) proposes them
+    /// instead when the agent's provider is the offline model, the run was submitted before
+    /// memory models were kept, the run has spent its cost limit, or the call fails.
+    pub(super) async fn form_beliefs(&self, claimed: &ClaimedRun, configuration: &AgentConfiguration) {
         let lease = &claimed.lease;
         let formed = async {
             let words = self.owner_words(claimed).await?;
+            if words.trim().is_empty() {
+                return Ok(memory::Tally::default());
+            }
+            let proposals = match self.asked(claimed, configuration, &words).await? {
+                Some(proposals) => proposals,
+                None => memory::offline::propose(&words),
+            };
             let evidence = store::memory::Evidence::Run {
                 session: lease.session.as_uuid(),
                 run: lease.run.as_uuid(),
             };
-            memory::form(
-                &self.store,
-                &claimed.principal,
-                memory::offline::propose(&words),
-                &evidence,
-            )
-            .await
+            memory::form(&self.store, &claimed.principal, proposals, &evidence).await
         }
         .await;
         match formed {
@@ -43,6 +62,63 @@ impl Executor {
             ),
             Err(error) => tracing::warn!(run = %lease.run, %error, "beliefs could not be formed"),
         }
+    }
+
+    /// What the memory model proposes for `words` (the call charged to the run); `None` when it
+    /// is not asked or its call failed (see [`Executor::form_beliefs`]).
+    async fn asked(
+        &self,
+        claimed: &ClaimedRun,
+        configuration: &AgentConfiguration,
+        words: &str,
+    ) -> Result<Option<Vec<memory::Proposal>>, StoreError> {
+        let run = claimed.lease.run;
+        let Some((model, effort)) = &claimed.memory_model else {
+            return Ok(None);
+        };
+        if configuration.model.provider == SCRIPTED {
+            return Ok(None);
+        }
+        let Some(provider) = self.providers.get(&configuration.model.provider) else {
+            return Ok(None);
+        };
+        if self.store.work().forming_room(run).await?.micros() == 0 {
+            tracing::info!(%run, "the run spent its cost limit: beliefs are formed without the memory model");
+            return Ok(None);
+        }
+        let request = memory::model::request(model, effort, words);
+        let span = tracing::info_span!("memory_model_call", model = %request.model);
+        let response = provider.complete(&request, &Unstreamed).instrument(span).await;
+        let response = match response {
+            Ok(response) => response,
+            Err(error) => {
+                // The provider's words stay out of the log: its answer may echo the prompt.
+                tracing::warn!(%run, error = %error.kind(), "the memory model call failed");
+                return Ok(None);
+            }
+        };
+        let cost = price(
+            response.usage.input_tokens,
+            configuration.model.input_cost_per_mtok.as_ref(),
+        )
+        .micros()
+        .saturating_add(
+            price(
+                response.usage.output_tokens,
+                configuration.model.output_cost_per_mtok.as_ref(),
+            )
+            .micros(),
+        );
+        self.store
+            .work()
+            .charge_forming(
+                run,
+                response.usage.input_tokens,
+                response.usage.output_tokens,
+                Cost::from_micros(cost),
+            )
+            .await?;
+        Ok(Some(memory::model::proposals(&response.text)))
     }
 
     /// The beliefs recalled for this run's message, traced, as the prompt's section (`None`

@@ -130,6 +130,7 @@ pub async fn submit(
         .submit_message(
             NewMessage {
                 chat_model: (&choice.chat_model, &choice.chat_reasoning_effort),
+                memory_model: (&choice.memory_model, &choice.memory_reasoning_effort),
                 principal: &caller.principal,
                 session,
                 text,

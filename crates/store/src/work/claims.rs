@@ -14,6 +14,7 @@ impl Work<'_> {
                  ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED)
              RETURNING {RUN_COLUMNS}, r.principal_id, r.attempts, r.steps, r.model_calls, r.tool_calls,
                  r.cost_micros, r.input_tokens, r.output_tokens, r.chat_model, r.chat_reasoning_effort,
+                 r.memory_model, r.memory_reasoning_effort,
                  r.occurrence_id, r.requested_scopes, r.wait_timeout_seconds, r.kind"
         );
         let Some(row) = sqlx::query(&sql)
@@ -69,6 +70,7 @@ impl Work<'_> {
             counters,
             attempts,
             chat_model: claim.chat_model.zip(claim.chat_reasoning_effort),
+            memory_model: claim.memory_model.zip(claim.memory_reasoning_effort),
             scheduled_scopes,
             wait_timeout_seconds,
             kind,

@@ -55,6 +55,9 @@ pub struct ClaimedRun {
     pub attempts: u32,
     /// The chat model and reasoning effort the owner's settings held when the run was submitted.
     pub chat_model: Option<(String, String)>,
+    /// The memory model and reasoning effort the owner's settings held when the run was
+    /// submitted (`None` for a run submitted before they were kept, or not from a message).
+    pub memory_model: Option<(String, String)>,
     /// A scheduled run's requested scopes (`None` for an interactive run): its scoped tools
     /// are limited to these.
     pub scheduled_scopes: Option<Vec<String>>,
@@ -87,6 +90,8 @@ struct ClaimRecord {
     output_tokens: i64,
     chat_model: Option<String>,
     chat_reasoning_effort: Option<String>,
+    memory_model: Option<String>,
+    memory_reasoning_effort: Option<String>,
     occurrence_id: Option<Uuid>,
     requested_scopes: Vec<String>,
     wait_timeout_seconds: Option<i32>,

@@ -72,6 +72,33 @@ impl Work<'_> {
         .await
     }
 
+    /// What the ended run `run` may still spend on forming beliefs: its cost limit less what it
+    /// used (zero when nothing is left).
+    pub async fn forming_room(self, run: RunId) -> Result<Cost> {
+        let room: i64 = sqlx::query_scalar("SELECT greatest(max_cost_micros - cost_micros, 0) FROM runs WHERE id = $1")
+            .bind(run.as_uuid())
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(Cost::from_micros(room))
+    }
+
+    /// Charges the memory model's call that formed beliefs after `run` ended: its tokens and cost
+    /// are added to the run's usage (it is not a step of the run).
+    pub async fn charge_forming(self, run: RunId, input_tokens: i64, output_tokens: i64, cost: Cost) -> Result<()> {
+        sqlx::query(
+            "UPDATE runs SET cost_micros = cost_micros + $2, input_tokens = input_tokens + $3,
+                 output_tokens = output_tokens + $4, updated_at = now()
+             WHERE id = $1",
+        )
+        .bind(run.as_uuid())
+        .bind(cost.micros())
+        .bind(input_tokens)
+        .bind(output_tokens)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     /// Settles an invocation without dispatching it (read-only results, denials, unknown tools,
     /// outcomes found unknown on resume) and records `tool.result`.
     /// A `reconciliation` is recorded with the result (a mail write or send found with no
