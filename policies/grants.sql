@@ -170,6 +170,10 @@ GRANT SELECT, INSERT ON person_distinctions TO steward_api;
 GRANT INSERT ON people_forgotten TO steward_api;
 GRANT SELECT, INSERT, UPDATE ON people, person_contacts TO steward_async_worker;
 GRANT SELECT, INSERT ON person_facts TO steward_async_worker;
+-- The worker keeps the people the owner names in a conversation (a record, its relationship and
+-- the naming belief as its fact); it reads no contacts and forgets no one.
+GRANT SELECT, INSERT, UPDATE ON people TO steward_worker;
+GRANT SELECT, INSERT ON person_facts TO steward_worker;
 GRANT SELECT ON people_forgotten TO steward_async_worker;
 
 -- ingress: receipts only, enforced by row security below.

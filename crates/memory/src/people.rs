@@ -1,5 +1,6 @@
 //! People: gathering the owner's correspondents from projected mail into records, with what the
-//! offline reader learns from what each sender wrote. The reader is rule-based (no model), and a
+//! offline reader learns from what each sender wrote, and the people the owner names in a
+//! conversation ([`from_conversation`]). The reader is rule-based (no model), and a
 //! message is untrusted content: it only ever yields a telephone number or a short statement
 //! about its own sender, never an instruction.
 //!
@@ -16,12 +17,12 @@
 
 use domain::ids::PrincipalId;
 use domain::memory::MemoryKind;
-use domain::people::{ContactKind, contact};
+use domain::people::{ContactKind, contact, name, relationship};
 use store::Store;
 use store::memory::Evidence;
-use store::people::{Gathered, Heard, Learned};
+use store::people::{Gathered, Heard, Learned, Mentioned};
 
-use crate::Tally;
+use crate::{Proposal, Tally};
 
 /// The most facts one message yields.
 pub const MAX_FACTS: usize = 3;
@@ -61,6 +62,28 @@ fn phone(line: &str) -> Option<String> {
     let start = rest.find(|c: char| c == '+' || c.is_ascii_digit())?;
     let number = rest[start..].trim_end_matches(|c: char| !c.is_ascii_digit());
     contact(ContactKind::Phone, number).ok()
+}
+
+/// The people the owner named in a conversation: each relationship belief of the form
+/// `X is the owner's R` (the offline former's, and the form the memory model is asked for)
+/// whose `X` is a name and `R` a relationship. Other beliefs name no one.
+pub fn from_conversation(proposals: &[Proposal]) -> Vec<Mentioned> {
+    proposals
+        .iter()
+        .filter(|proposal| proposal.kind == MemoryKind::Relationship)
+        .filter_map(|proposal| {
+            let text = proposal.statement.as_str();
+            let (who, relation) = ["is the owner's", "is the owner\u{2019}s"]
+                .iter()
+                .find_map(|link| text.split_once(&format!(" {link} ")))?;
+            let relation = relation.trim_end_matches(['.', '!']);
+            Some(Mentioned {
+                name: name(who).ok()?,
+                relationship: relationship(relation).ok()?,
+                statement: proposal.statement.clone(),
+            })
+        })
+        .collect()
 }
 
 /// What the offline reader learns about a message's sender from what they wrote.

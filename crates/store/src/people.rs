@@ -193,6 +193,18 @@ pub enum Learned {
     Fact(Statement),
 }
 
+/// Someone the owner named in a conversation, with how they are related to the owner
+/// (`Grace Hopper is the owner's sister`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mentioned {
+    /// Their name (`domain::people::name`'s form).
+    pub name: String,
+    /// How they relate to the owner (`domain::people::relationship`'s form).
+    pub relationship: String,
+    /// The belief that named them: kept as their fact, with the run as evidence.
+    pub statement: Statement,
+}
+
 /// What a gathering did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Gathered {
@@ -405,6 +417,75 @@ impl People<'_> {
                     .execute(&mut *conn)
                     .await?;
                     Ok(Batch { gathered, sent })
+                },
+                |_| true,
+            )
+            .await
+    }
+
+    /// Keeps the people the owner named in `run` of `session`: each is the person of the same
+    /// name (compared as duplicates are) or a new record, not flagged for review since the
+    /// owner said it; a relationship is set where the record has none, and the statement is
+    /// their fact with the run as evidence. Returns how many records were made. One transaction
+    /// under the principal's people lock.
+    pub async fn mentioned(
+        &self,
+        principal: &PrincipalId,
+        session: Uuid,
+        run: Uuid,
+        mentioned: &[Mentioned],
+    ) -> Result<usize> {
+        let now = self.store.now_sql();
+        self.store
+            .transaction(
+                async |conn| {
+                    lock(conn, principal).await?;
+                    let mut created = 0;
+                    for mention in mentioned {
+                        let held: Option<Uuid> = sqlx::query_scalar(
+                            "SELECT id FROM people
+                             WHERE principal_id = $1
+                               AND trim(regexp_replace(lower(name), '[^[:alnum:]]+', ' ', 'g'))
+                                   = trim(regexp_replace(lower($2), '[^[:alnum:]]+', ' ', 'g'))
+                             ORDER BY position LIMIT 1",
+                        )
+                        .bind(principal.as_str())
+                        .bind(&mention.name)
+                        .fetch_optional(&mut *conn)
+                        .await?;
+                        let person = match held {
+                            Some(person) => person,
+                            None => {
+                                created += 1;
+                                create(conn, principal, &mention.name, false, now).await?.id
+                            }
+                        };
+                        sqlx::query(
+                            "UPDATE people SET relationship = $2, updated_at = $3
+                             WHERE id = $1 AND relationship IS NULL",
+                        )
+                        .bind(person)
+                        .bind(&mention.relationship)
+                        .bind(now)
+                        .execute(&mut *conn)
+                        .await?;
+                        sqlx::query(
+                            "INSERT INTO person_facts (id, person_id, statement, normalized, source, session_id, run_id,
+                                                       noted_at)
+                             VALUES ($1, $2, $3, $4, 'conversation', $5, $6, $7)
+                             ON CONFLICT (person_id, normalized) DO NOTHING",
+                        )
+                        .bind(Uuid::now_v7())
+                        .bind(person)
+                        .bind(mention.statement.as_str())
+                        .bind(mention.statement.normalized())
+                        .bind(session)
+                        .bind(run)
+                        .bind(now)
+                        .execute(&mut *conn)
+                        .await?;
+                    }
+                    Ok(created)
                 },
                 |_| true,
             )

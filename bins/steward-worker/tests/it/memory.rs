@@ -186,7 +186,7 @@ async fn a_finished_run_forms_beliefs_and_a_later_run_recalls_the_relevant_ones(
 }
 
 #[tokio::test]
-async fn a_run_that_spent_its_cost_limit_forms_beliefs_without_the_memory_model() {
+async fn a_run_that_spent_its_cost_limit_forms_beliefs_and_people_without_the_memory_model() {
     let model = memory_model().await;
     // Any step costs more than the run may spend.
     let stack = memory_stack(
@@ -196,19 +196,39 @@ async fn a_run_that_spent_its_cost_limit_forms_beliefs_without_the_memory_model(
     )
     .await;
     let session = stack.session().await;
-    let run = stack.submit(&session, "I live in Porto. I like long walks").await;
+    let run = stack
+        .submit(
+            &session,
+            "I live in Porto. I like long walks. My sister is Grace Hopper",
+        )
+        .await;
     let ended = stack.wait_for(&run, &["completed", "failed"]).await;
     assert_eq!(ended["reason"], "limit.max_cost", "{ended}");
-    formed_from(&stack, &run, 2).await;
+    formed_from(&stack, &run, 3).await;
     let formed: Vec<String> = sqlx::query_scalar("SELECT statement FROM memories ORDER BY position")
         .fetch_all(&stack.db.pool)
         .await
         .expect("memories");
     assert_eq!(
         formed,
-        ["Lives in Porto", "Likes long walks"],
+        [
+            "Lives in Porto",
+            "Likes long walks",
+            "Grace Hopper is the owner's sister"
+        ],
         "the rule-based former's"
     );
+    // The sister she named is a person (kept after the beliefs, in the same forming).
+    let person = "SELECT count(*) FROM people WHERE name = 'Grace Hopper' AND relationship = 'sister'";
+    for _ in 0..200 {
+        if stack.scalar::<i64>(person).await == 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(stack.scalar::<i64>(person).await, 1);
+    let evidence = format!("SELECT count(*) FROM person_facts WHERE run_id = '{run}' AND source = 'conversation'");
+    assert_eq!(stack.scalar::<i64>(&evidence).await, 1);
     assert!(
         !model.requests().iter().any(|(_, body)| forming(body)),
         "the memory model was not asked"

@@ -26,8 +26,8 @@ impl Executor {
     }
 
     /// Forms the beliefs the owner's words in a finished conversation run state (a scheduled
-    /// run's instruction is not a statement about the owner). A failure is logged: the run has
-    /// ended either way.
+    /// run's instruction is not a statement about the owner), and keeps the people they name
+    /// (`X is the owner's R`) as records. A failure is logged: the run has ended either way.
     ///
     /// The memory model the owner's settings held when the run was submitted proposes them
     /// ([`memory::model`]), one bounded call charged to the run while its cost limit has room,
@@ -39,7 +39,7 @@ impl Executor {
         let formed = async {
             let words = self.owner_words(claimed).await?;
             if words.trim().is_empty() {
-                return Ok(memory::Tally::default());
+                return Ok::<_, StoreError>((memory::Tally::default(), 0));
             }
             let proposals = match self.asked(claimed, configuration, &words).await? {
                 Some(proposals) => proposals,
@@ -49,15 +49,31 @@ impl Executor {
                 session: lease.session.as_uuid(),
                 run: lease.run.as_uuid(),
             };
-            memory::form(&self.store, &claimed.principal, proposals, &evidence).await
+            let mentioned = memory::people::from_conversation(&proposals);
+            let tally = memory::form(&self.store, &claimed.principal, proposals, &evidence).await?;
+            let people = if mentioned.is_empty() {
+                0
+            } else {
+                self.store
+                    .people()
+                    .mentioned(
+                        &claimed.principal,
+                        lease.session.as_uuid(),
+                        lease.run.as_uuid(),
+                        &mentioned,
+                    )
+                    .await?
+            };
+            Ok((tally, people))
         }
         .await;
         match formed {
-            Ok(tally) => tracing::info!(
+            Ok((tally, people)) => tracing::info!(
                 run = %lease.run,
                 created = tally.created,
                 known = tally.known,
                 forbidden = tally.forbidden,
+                people,
                 "beliefs formed"
             ),
             Err(error) => tracing::warn!(run = %lease.run, %error, "beliefs could not be formed"),

@@ -611,3 +611,83 @@ async fn the_listing_filters_by_status_kind_and_flag_and_pages_newest_first() {
         .expect("unflagged");
     assert_eq!(unflagged.len(), 3);
 }
+
+#[tokio::test]
+async fn the_people_a_conversation_names_become_records_with_their_relationship_and_evidence() {
+    let db = TestDatabase::new().await;
+    // The worker's own login keeps them.
+    let worker = db.store_as("worker").await;
+    let (session, run) = conversation(&db, "owner").await;
+
+    let proposals = offline::propose("My sister is Grace Hopper. I live in Lisbon. My boss is Ada.");
+    let mentioned = memory::people::from_conversation(&proposals);
+    assert_eq!(
+        mentioned
+            .iter()
+            .map(|m| (m.name.as_str(), m.relationship.as_str()))
+            .collect::<Vec<_>>(),
+        [("Grace Hopper", "sister"), ("Ada", "boss")],
+        "a relationship belief names someone; a fact about the owner names no one"
+    );
+    let made = worker
+        .people()
+        .mentioned(&owner(), session, run, &mentioned)
+        .await
+        .expect("mentioned");
+    assert_eq!(made, 2);
+
+    // Grace is named again in another run, spelled differently and as a friend: she is the same
+    // record, her relationship stays the first one said, and the new statement is another fact.
+    let (session, later) = conversation(&db, "owner").await;
+    let again =
+        memory::people::from_conversation(&[proposal(MemoryKind::Relationship, "grace hopper is the owner's friend")]);
+    let made = worker
+        .people()
+        .mentioned(&owner(), session, later, &again)
+        .await
+        .expect("again");
+    assert_eq!(made, 0);
+
+    let people: Vec<(String, Option<String>, bool)> =
+        sqlx::query_as("SELECT name, relationship, needs_review FROM people ORDER BY position")
+            .fetch_all(&db.pool)
+            .await
+            .expect("people");
+    assert_eq!(
+        people,
+        [
+            ("Grace Hopper".to_owned(), Some("sister".to_owned()), false),
+            ("Ada".to_owned(), Some("boss".to_owned()), false),
+        ]
+    );
+    let facts: Vec<(String, String, Option<Uuid>)> = sqlx::query_as(
+        "SELECT f.statement, f.source, f.run_id FROM person_facts f JOIN people p ON p.id = f.person_id
+         WHERE p.name = 'Grace Hopper' ORDER BY f.noted_at, f.id",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .expect("facts");
+    assert_eq!(
+        facts,
+        [
+            (
+                "Grace Hopper is the owner's sister".to_owned(),
+                "conversation".to_owned(),
+                Some(run)
+            ),
+            (
+                "grace hopper is the owner's friend".to_owned(),
+                "conversation".to_owned(),
+                Some(later)
+            ),
+        ]
+    );
+    // Another principal's conversation names no one of the owner's.
+    let (session, theirs) = conversation(&db, "someone-else").await;
+    let made = worker
+        .people()
+        .mentioned(&someone_else(), session, theirs, &mentioned)
+        .await
+        .expect("theirs");
+    assert_eq!(made, 2);
+}
