@@ -198,6 +198,18 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     );
     if demo.is_some() {
         println!("  Email mode: the demo account `demo` is connected to the local mail provider stand-in\n");
+        // The seeded conversation, on a stack that holds none yet: Memory and People show what
+        // it forms beside what the demo mailbox gathers.
+        let token = fs::read_to_string(&token_file).context("read the token file")?;
+        match crate::demo_seed::seed(listen, token.trim()) {
+            Ok(true) => println!(
+                "  Memory and People: a seeded conversation told the agent about the owner; its beliefs are in\n  \
+                 Memory and its person (Grace Hopper) in People, beside the demo mailbox's correspondents\n"
+            ),
+            Ok(false) => {}
+            // The stack runs either way: the demo is only missing its conversation.
+            Err(error) => eprintln!("  the seeded conversation could not be sent: {error:#}\n"),
+        }
     }
     if let Some(url) = control_url.as_ref() {
         println!(

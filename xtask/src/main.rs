@@ -28,6 +28,7 @@ mod contract;
 mod demo_browser;
 mod demo_calls;
 mod demo_mail;
+mod demo_seed;
 mod dev;
 mod e2e;
 mod fuzz;
