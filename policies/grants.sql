@@ -175,6 +175,8 @@ GRANT SELECT, INSERT ON person_facts TO steward_async_worker;
 GRANT SELECT, INSERT, UPDATE ON people TO steward_worker;
 GRANT SELECT, INSERT ON person_facts TO steward_worker;
 GRANT SELECT ON people_forgotten TO steward_async_worker;
+-- The async worker reads the owner's memory model, which forms beliefs from their sent mail.
+GRANT SELECT ON model_settings TO steward_async_worker;
 
 -- ingress: receipts only, enforced by row security below.
 GRANT SELECT ON _sqlx_migrations TO steward_ingress;

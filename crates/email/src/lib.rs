@@ -6,6 +6,8 @@
 //!   metadata (never attachment bytes), with the headers that mark bulk mail.
 //! - [`assess`]: the offline, rule-based classifier (the dev and test default), pinned at
 //!   [`assess::CLASSIFIER_VERSION`]: importance, reply need and a one-line gist.
+//! - [`beliefs`]: beliefs from the owner's sent mail when people are gathered (the memory model
+//!   within the allowances, the mail marked untrusted; else the rule-based former).
 //! - [`classify`]: the classifier the async worker uses: the offline rules, or the agent's model
 //!   through the OpenAI-compatible client, each request within the cost allowances and charged.
 //! - [`propose`]: the agent's proposed replies, landed as revisions of the conversation's draft
@@ -38,6 +40,7 @@
 
 pub mod allowance;
 pub mod assess;
+pub mod beliefs;
 pub mod calibrate;
 pub mod census;
 pub mod classify;

@@ -153,7 +153,7 @@ impl AsyncWorker {
                     relabelled = done.relabelled, assessed = done.assessed, "mail updated");
                 if self.people {
                     // A failure leaves the messages ungathered: the next update gathers them.
-                    match memory::people::gather(&self.refresher.store, &domain::ids::PrincipalId::owner()).await {
+                    match self.refresher.gather_people(&account.account_id).await {
                         Ok(gathered) => tracing::debug!(
                             messages = gathered.people.messages,
                             people = gathered.people.created,

@@ -15,6 +15,9 @@
 //!
 //! At most [`MAX_FACTS`] facts come from one message.
 
+use std::future::Future;
+use std::pin::Pin;
+
 use domain::ids::PrincipalId;
 use domain::memory::MemoryKind;
 use domain::people::{ContactKind, contact, name, relationship};
@@ -113,11 +116,34 @@ pub struct MailGathered {
     pub beliefs: Tally,
 }
 
+/// A proposal in progress.
+pub type Proposing<'a> = Pin<Box<dyn Future<Output = Vec<Proposal>> + Send + 'a>>;
+
+/// What proposes beliefs from the owner's own words in a message they sent (quoted text
+/// already skipped). The async worker's asks the memory model within the email allowances (the
+/// words marked as untrusted mail); [`Offline`] is the rule-based former.
+pub trait MailFormer: Sync {
+    fn propose<'a>(&'a self, own_words: &'a str) -> Proposing<'a>;
+}
+
+/// The rule-based former's patterns ([`crate::offline`]), free and without a model.
+pub struct Offline;
+
+impl MailFormer for Offline {
+    fn propose<'a>(&'a self, own_words: &'a str) -> Proposing<'a> {
+        Box::pin(std::future::ready(crate::offline::propose(own_words)))
+    }
+}
+
 /// Gathers every projected message not gathered yet into `principal`'s people, in batches,
-/// and forms beliefs from the owner's own words in the mail they sent (the offline former's
-/// patterns; quoted text skipped); what was done in all. A message is gathered once: a belief
-/// that failed to form after its batch committed is not tried again.
-pub async fn gather(store: &Store, principal: &PrincipalId) -> Result<MailGathered, store::StoreError> {
+/// and forms beliefs from the owner's own words in the mail they sent (proposed by `former`;
+/// quoted text skipped); what was done in all. A message is gathered once: a belief that
+/// failed to form after its batch committed is not tried again.
+pub async fn gather(
+    store: &Store,
+    principal: &PrincipalId,
+    former: &dyn MailFormer,
+) -> Result<MailGathered, store::StoreError> {
     let mut total = MailGathered::default();
     loop {
         let batch = store.people().gather(principal, GATHER_BATCH, &read).await?;
@@ -129,13 +155,12 @@ pub async fn gather(store: &Store, principal: &PrincipalId) -> Result<MailGather
                 thread: sent.thread,
                 provider_message_id: sent.provider_message_id,
             };
-            let tally = crate::form(
-                store,
-                principal,
-                crate::offline::propose(&own_words(&sent.body)),
-                &evidence,
-            )
-            .await?;
+            let words = own_words(&sent.body);
+            if words.trim().is_empty() {
+                continue;
+            }
+            let proposals = former.propose(&words).await;
+            let tally = crate::form(store, principal, proposals, &evidence).await?;
             total.beliefs.created += tally.created;
             total.beliefs.known += tally.known;
             total.beliefs.forbidden += tally.forbidden;

@@ -84,7 +84,7 @@ async fn sent(store: &Store, id: &str, to: &str, minute: i64) {
 
 /// Gathers as the async worker does (its login, the offline reader).
 async fn gather(store: &Store) -> store::people::Gathered {
-    memory::people::gather(store, &PrincipalId::owner())
+    memory::people::gather(store, &PrincipalId::owner(), &memory::people::Offline)
         .await
         .expect("gather")
         .people

@@ -2,6 +2,7 @@
 //! format: the profile, history after a new message and after a label change, an expired history
 //! id, and a raw message projected and assessed.
 
+mod beliefs;
 mod census;
 mod classify;
 mod drafts;
