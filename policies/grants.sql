@@ -175,6 +175,10 @@ GRANT SELECT, INSERT ON person_facts TO steward_async_worker;
 GRANT SELECT, INSERT, UPDATE ON people TO steward_worker;
 GRANT SELECT, INSERT ON person_facts TO steward_worker;
 GRANT SELECT ON people_forgotten TO steward_async_worker;
+-- Import history (0033): the api starts (with its session), lists and cancels imports; the
+-- async worker claims, reads, charges and finishes them.
+GRANT SELECT, INSERT, UPDATE ON people_imports TO steward_api;
+GRANT SELECT, UPDATE ON people_imports TO steward_async_worker;
 -- The async worker reads the owner's memory model, which forms beliefs from their sent mail.
 GRANT SELECT ON model_settings TO steward_async_worker;
 

@@ -6,7 +6,8 @@
 //! reach it only as untrusted mail, between markers with a random boundary, under the
 //! instruction never to follow them. Each request is bounded ([`MAX_OUTPUT_TOKENS`], the
 //! prompt's bytes) and goes only while the email cost allowances have room for its ceiling,
-//! charged as assessment is (at the classifier's prices) to the account that was updated. The
+//! charged as assessment is (at the classifier's prices) to the account the message was sent
+//! from. The
 //! answer is read as data by [`memory::model::proposals`]. The rule-based former proposes
 //! instead with the offline classifier, when an allowance is spent, or when the request fails.
 //! Every belief formed from mail is flagged for review (the store's rule).
@@ -57,17 +58,18 @@ impl ModelClassifier {
     }
 }
 
-/// The former the async worker gathers people with after updating `account`.
-struct MailBeliefs<'a> {
-    refresher: &'a Refresher,
-    account: &'a AccountId,
+/// The former the async worker gathers people with: a request is charged to the account the
+/// message was sent from.
+pub(crate) struct MailBeliefs<'a> {
+    pub(crate) refresher: &'a Refresher,
     /// The owner's memory model and effort, when they chose one.
-    choice: Option<(String, String)>,
+    pub(crate) choice: Option<(String, String)>,
 }
 
 impl MailFormer for MailBeliefs<'_> {
-    fn propose<'a>(&'a self, own_words: &'a str) -> Proposing<'a> {
+    fn propose<'a>(&'a self, account_id: &'a str, own_words: &'a str) -> Proposing<'a> {
         Box::pin(async move {
+            let account = AccountId::from(account_id);
             let Classifier::Model(model) = self.refresher.classifier.as_ref() else {
                 return memory::offline::propose(own_words);
             };
@@ -75,13 +77,13 @@ impl MailFormer for MailBeliefs<'_> {
             // `reply` sends it and reads the answer's text (trimmed).
             let asked = self
                 .refresher
-                .within_allowances(self.account, &prepared, model.reply(&prepared))
+                .within_allowances(&account, &prepared, model.reply(&prepared))
                 .await;
             match asked {
                 Ok(Metered::Answered(text)) => memory::model::proposals(&text),
                 Ok(Metered::Spent(_) | Metered::Failed) => memory::offline::propose(own_words),
                 Err(error) => {
-                    tracing::warn!(account = %self.account, %error, "the memory model could not be asked; the rules propose");
+                    tracing::warn!(%account, %error, "the memory model could not be asked; the rules propose");
                     memory::offline::propose(own_words)
                 }
             }
@@ -90,20 +92,22 @@ impl MailFormer for MailBeliefs<'_> {
 }
 
 impl Refresher {
-    /// Gathers the owner's people from every projected message not gathered yet, and forms
-    /// beliefs from the mail they sent (see the module); model requests are charged to
-    /// `account`.
-    pub async fn gather_people(&self, account: &AccountId) -> Result<MailGathered, store::StoreError> {
-        let owner = PrincipalId::owner();
-        let choice = self
+    /// The owner's memory model and effort, when they chose one.
+    pub(crate) async fn memory_choice(&self) -> Result<Option<(String, String)>, store::StoreError> {
+        Ok(self
             .store
-            .model_settings(&owner)
+            .model_settings(&PrincipalId::owner())
             .await?
-            .map(|choice| (choice.memory_model, choice.memory_reasoning_effort));
+            .map(|choice| (choice.memory_model, choice.memory_reasoning_effort)))
+    }
+
+    /// Gathers the owner's people from every projected message not gathered yet, and forms
+    /// beliefs from the mail they sent (see the module).
+    pub async fn gather_people(&self) -> Result<MailGathered, store::StoreError> {
+        let owner = PrincipalId::owner();
         let former = MailBeliefs {
             refresher: self,
-            account,
-            choice,
+            choice: self.memory_choice().await?,
         };
         memory::people::gather(&self.store, &owner, &former).await
     }

@@ -18,6 +18,8 @@
 //! - [`refresh`]: one account's update into the store's projections: a bounded backfill first
 //!   (and after an expired history id), then incremental updates from the history, then the
 //!   assessment of what waits.
+//! - [`imports`]: Import history's durable reading in the async worker (claims, batches,
+//!   the spending cap).
 //! - [`untrusted`]: mail as a model reads it: between markers with a random per-request
 //!   boundary, every look-alike of a marker inside neutralized (assessment and proposals).
 //! - [`worker`]: the async worker's loop: requested refreshes (operations) and the background
@@ -46,6 +48,7 @@ pub mod census;
 pub mod classify;
 pub mod dns;
 pub mod evidence;
+pub mod imports;
 pub mod junk;
 pub mod offer;
 pub mod oneclick;

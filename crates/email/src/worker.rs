@@ -65,6 +65,9 @@ impl AsyncWorker {
         loop {
             self.requested(&mut updated).await;
             self.proposals().await;
+            if self.people {
+                self.imports().await;
+            }
             for account in &self.accounts {
                 let due = updated
                     .get(&account.account_id)
@@ -113,6 +116,15 @@ impl AsyncWorker {
         }
     }
 
+    /// Reads a few batches of the import that waits, if one does (a failure is logged; its claim
+    /// expires and the import is read again from its cursor).
+    async fn imports(&self) {
+        match self.refresher.import_turn(&self.worker_id, self.pace.lease).await {
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "cannot read an import"),
+        }
+    }
+
     /// Writes every queued proposal, one at a time.
     async fn proposals(&self) {
         let store = &self.refresher.store;
@@ -153,7 +165,7 @@ impl AsyncWorker {
                     relabelled = done.relabelled, assessed = done.assessed, "mail updated");
                 if self.people {
                     // A failure leaves the messages ungathered: the next update gathers them.
-                    match self.refresher.gather_people(&account.account_id).await {
+                    match self.refresher.gather_people().await {
                         Ok(gathered) => tracing::debug!(
                             messages = gathered.people.messages,
                             people = gathered.people.created,

@@ -23,7 +23,7 @@ use domain::memory::MemoryKind;
 use domain::people::{ContactKind, contact, name, relationship};
 use store::Store;
 use store::memory::Evidence;
-use store::people::{Gathered, Heard, Learned, Mentioned};
+use store::people::{Gathered, Heard, Learned, Mentioned, SentMessage};
 
 use crate::{Proposal, Tally};
 
@@ -123,16 +123,44 @@ pub type Proposing<'a> = Pin<Box<dyn Future<Output = Vec<Proposal>> + Send + 'a>
 /// already skipped). The async worker's asks the memory model within the email allowances (the
 /// words marked as untrusted mail); [`Offline`] is the rule-based former.
 pub trait MailFormer: Sync {
-    fn propose<'a>(&'a self, own_words: &'a str) -> Proposing<'a>;
+    /// Proposes from `own_words`, written in a message sent from `account_id`.
+    fn propose<'a>(&'a self, account_id: &'a str, own_words: &'a str) -> Proposing<'a>;
 }
 
 /// The rule-based former's patterns ([`crate::offline`]), free and without a model.
 pub struct Offline;
 
 impl MailFormer for Offline {
-    fn propose<'a>(&'a self, own_words: &'a str) -> Proposing<'a> {
+    fn propose<'a>(&'a self, _account_id: &'a str, own_words: &'a str) -> Proposing<'a> {
         Box::pin(std::future::ready(crate::offline::propose(own_words)))
     }
+}
+
+/// Forms the beliefs the owner's own words in `sent` (messages they sent, gathered) state, as
+/// `former` proposes them, each with its message as evidence (flagged for review: mail).
+pub async fn form_sent(
+    store: &Store,
+    principal: &PrincipalId,
+    sent: Vec<SentMessage>,
+    former: &dyn MailFormer,
+) -> Result<Tally, store::StoreError> {
+    let mut total = Tally::default();
+    for sent in sent {
+        let words = own_words(&sent.body);
+        if words.trim().is_empty() {
+            continue;
+        }
+        let proposals = former.propose(&sent.account_id, &words).await;
+        let evidence = Evidence::Mail {
+            thread: sent.thread,
+            provider_message_id: sent.provider_message_id,
+        };
+        let tally = crate::form(store, principal, proposals, &evidence).await?;
+        total.created += tally.created;
+        total.known += tally.known;
+        total.forbidden += tally.forbidden;
+    }
+    Ok(total)
 }
 
 /// Gathers every projected message not gathered yet into `principal`'s people, in batches,
@@ -150,21 +178,10 @@ pub async fn gather(
         total.people.messages += batch.gathered.messages;
         total.people.created += batch.gathered.created;
         total.people.facts += batch.gathered.facts;
-        for sent in batch.sent {
-            let evidence = Evidence::Mail {
-                thread: sent.thread,
-                provider_message_id: sent.provider_message_id,
-            };
-            let words = own_words(&sent.body);
-            if words.trim().is_empty() {
-                continue;
-            }
-            let proposals = former.propose(&words).await;
-            let tally = crate::form(store, principal, proposals, &evidence).await?;
-            total.beliefs.created += tally.created;
-            total.beliefs.known += tally.known;
-            total.beliefs.forbidden += tally.forbidden;
-        }
+        let tally = form_sent(store, principal, batch.sent, former).await?;
+        total.beliefs.created += tally.created;
+        total.beliefs.known += tally.known;
+        total.beliefs.forbidden += tally.forbidden;
         if batch.gathered.messages < GATHER_BATCH as usize {
             return Ok(total);
         }

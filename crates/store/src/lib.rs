@@ -37,6 +37,7 @@ mod model_settings;
 mod notes;
 mod notifications;
 pub mod people;
+pub mod people_imports;
 pub mod policies;
 mod runs;
 mod schedules;

@@ -193,6 +193,97 @@ pub enum Learned {
     Fact(Statement),
 }
 
+/// Gathers `messages` (see [`People::gather`]) on `conn`, under the caller's people lock: what
+/// they made is added to `gathered`; the owner's own messages among them are returned.
+pub(crate) async fn read_messages(
+    conn: &mut sqlx::PgConnection,
+    principal: &PrincipalId,
+    messages: &[Ungathered],
+    read: &(dyn Fn(Heard<'_>) -> Vec<Learned> + Sync),
+    gathered: &mut Gathered,
+    now: jiff_sqlx::Timestamp,
+) -> Result<Vec<SentMessage>> {
+    let own: Vec<String> = sqlx::query_scalar("SELECT lower(address) FROM email_accounts WHERE address IS NOT NULL")
+        .fetch_all(&mut *conn)
+        .await?;
+    let mut sent = Vec::new();
+    for message in messages {
+        if message.skip {
+            continue;
+        }
+        let sender = message.sender.0.as_ref().and_then(address);
+        let from_owner = sender.as_ref().is_some_and(|sender| own.contains(sender));
+        if from_owner {
+            sent.push(SentMessage {
+                account_id: message.account_id.clone(),
+                thread: message.thread,
+                provider_message_id: message.provider_message_id.clone(),
+                body: message.body.clone(),
+            });
+        }
+        let parties: Vec<&Party> = if from_owner {
+            message.recipients.0.iter().chain(message.copied.0.iter()).collect()
+        } else {
+            message.sender.0.iter().collect()
+        };
+        let seen_at = timestamp(message.sent_at);
+        for party in parties {
+            let Some(value) = address(party) else { continue };
+            if own.contains(&value) || machine_sender(&value) {
+                continue;
+            }
+            let email = Contact {
+                kind: ContactKind::Email,
+                value,
+            };
+            let (person, created) = match see(conn, principal, &email, seen_name(party), seen_at).await? {
+                Some(seen) => seen,
+                None => continue,
+            };
+            gathered.created += usize::from(created);
+            if from_owner {
+                continue;
+            }
+            let heard = Heard {
+                sender: &email.value,
+                subject: &message.subject,
+                body: &message.body,
+            };
+            for learned in read(heard) {
+                match learned {
+                    Learned::Phone(number) => {
+                        let phone = Contact {
+                            kind: ContactKind::Phone,
+                            value: number,
+                        };
+                        attach(conn, principal, person, &phone, seen_at).await?;
+                    }
+                    Learned::Fact(statement) => {
+                        let noted = sqlx::query(
+                            "INSERT INTO person_facts
+                                 (id, person_id, statement, normalized, source, email_thread,
+                                  provider_message_id, noted_at)
+                             VALUES ($1, $2, $3, $4, 'email', $5, $6, $7)
+                             ON CONFLICT (person_id, normalized) DO NOTHING",
+                        )
+                        .bind(Uuid::now_v7())
+                        .bind(person)
+                        .bind(statement.as_str())
+                        .bind(statement.normalized())
+                        .bind(message.thread)
+                        .bind(&message.provider_message_id)
+                        .bind(now)
+                        .execute(&mut *conn)
+                        .await?;
+                        gathered.facts += noted.rows_affected() as usize;
+                    }
+                }
+            }
+        }
+    }
+    Ok(sent)
+}
+
 /// Someone the owner named in a conversation, with how they are related to the owner
 /// (`Grace Hopper is the owner's sister`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -219,6 +310,8 @@ pub struct Gathered {
 /// A message the owner sent, gathered: what they wrote is theirs to form beliefs from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SentMessage {
+    /// The account it was sent from (what a model request about it is charged to).
+    pub account_id: String,
     pub thread: Uuid,
     pub provider_message_id: String,
     pub body: String,
@@ -261,19 +354,20 @@ struct Party {
     address: String,
 }
 
+/// A projected message as gathering reads it.
 #[derive(sqlx::FromRow)]
-struct Ungathered {
-    account_id: String,
-    provider_message_id: String,
-    thread: Uuid,
+pub(crate) struct Ungathered {
+    pub(crate) account_id: String,
+    pub(crate) provider_message_id: String,
+    pub(crate) thread: Uuid,
     /// `null` when the message named no sender.
     sender: Json<Option<Party>>,
     recipients: Json<Vec<Party>>,
     copied: Json<Vec<Party>>,
-    sent_at: jiff_sqlx::Timestamp,
-    subject: String,
-    body: String,
-    skip: bool,
+    pub(crate) sent_at: jiff_sqlx::Timestamp,
+    pub(crate) subject: String,
+    pub(crate) body: String,
+    pub(crate) skip: bool,
 }
 
 /// The stored form of an address seen on a message, `None` when it is not one.
@@ -305,10 +399,6 @@ impl People<'_> {
             .transaction(
                 async |conn| {
                     lock(conn, principal).await?;
-                    let own: Vec<String> =
-                        sqlx::query_scalar("SELECT lower(address) FROM email_accounts WHERE address IS NOT NULL")
-                            .fetch_all(&mut *conn)
-                            .await?;
                     let messages: Vec<Ungathered> = sqlx::query_as(
                         "SELECT m.account_id, m.provider_message_id, m.thread, m.sender, m.recipients, m.copied,
                                 m.sent_at, m.subject, m.body,
@@ -326,81 +416,7 @@ impl People<'_> {
                         messages: messages.len(),
                         ..Gathered::default()
                     };
-                    let mut sent = Vec::new();
-                    for message in &messages {
-                        if message.skip {
-                            continue;
-                        }
-                        let sender = message.sender.0.as_ref().and_then(address);
-                        let from_owner = sender.as_ref().is_some_and(|sender| own.contains(sender));
-                        if from_owner {
-                            sent.push(SentMessage {
-                                thread: message.thread,
-                                provider_message_id: message.provider_message_id.clone(),
-                                body: message.body.clone(),
-                            });
-                        }
-                        let parties: Vec<&Party> = if from_owner {
-                            message.recipients.0.iter().chain(message.copied.0.iter()).collect()
-                        } else {
-                            message.sender.0.iter().collect()
-                        };
-                        let seen_at = timestamp(message.sent_at);
-                        for party in parties {
-                            let Some(value) = address(party) else { continue };
-                            if own.contains(&value) || machine_sender(&value) {
-                                continue;
-                            }
-                            let email = Contact {
-                                kind: ContactKind::Email,
-                                value,
-                            };
-                            let (person, created) =
-                                match see(conn, principal, &email, seen_name(party), seen_at).await? {
-                                    Some(seen) => seen,
-                                    None => continue,
-                                };
-                            gathered.created += usize::from(created);
-                            if from_owner {
-                                continue;
-                            }
-                            let heard = Heard {
-                                sender: &email.value,
-                                subject: &message.subject,
-                                body: &message.body,
-                            };
-                            for learned in read(heard) {
-                                match learned {
-                                    Learned::Phone(number) => {
-                                        let phone = Contact {
-                                            kind: ContactKind::Phone,
-                                            value: number,
-                                        };
-                                        attach(conn, principal, person, &phone, seen_at).await?;
-                                    }
-                                    Learned::Fact(statement) => {
-                                        let noted = sqlx::query(
-                                            "INSERT INTO person_facts
-                                                 (id, person_id, statement, normalized, source, email_thread,
-                                                  provider_message_id, noted_at)
-                                             VALUES ($1, $2, $3, $4, 'email', $5, $6, $7)
-                                             ON CONFLICT (person_id, normalized) DO NOTHING",
-                                        )
-                                        .bind(Uuid::now_v7())
-                                        .bind(person)
-                                        .bind(statement.as_str())
-                                        .bind(statement.normalized())
-                                        .bind(message.thread)
-                                        .bind(&message.provider_message_id)
-                                        .bind(now)
-                                        .execute(&mut *conn)
-                                        .await?;
-                                        gathered.facts += noted.rows_affected() as usize;
-                                    }
-                                }
-                            }
-                        }
-                    }
+                    let sent = read_messages(conn, principal, &messages, read, &mut gathered, now).await?;
                     let accounts: Vec<&str> = messages.iter().map(|message| message.account_id.as_str()).collect();
                     let ids: Vec<&str> = messages
                         .iter()
@@ -882,7 +898,7 @@ impl People<'_> {
 
 /// The principal's people lock, held to the end of the transaction: gathering and the owner's
 /// keeping never interleave.
-async fn lock(conn: &mut sqlx::PgConnection, principal: &PrincipalId) -> Result<()> {
+pub(crate) async fn lock(conn: &mut sqlx::PgConnection, principal: &PrincipalId) -> Result<()> {
     sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended('steward people ' || $1, 0))")
         .bind(principal.as_str())
         .execute(conn)

@@ -117,7 +117,7 @@ async fn the_memory_model_reads_the_owners_sent_words_as_untrusted_mail_within_t
         .await
         .expect("charges");
 
-    let gathered = refresher.gather_people(&"personal".into()).await.expect("gather");
+    let gathered = refresher.gather_people().await.expect("gather");
     assert_eq!(gathered.beliefs.created, 1);
     assert_eq!(
         beliefs(&db).await,
@@ -164,7 +164,7 @@ async fn with_an_allowance_spent_the_rules_form_the_beliefs_and_nothing_is_asked
     let refresher = refresher(&db, &fake, model.url.clone(), spent).await;
     refresher.update(&account(&fake, "owner")).await.expect("update");
 
-    let gathered = refresher.gather_people(&"personal".into()).await.expect("gather");
+    let gathered = refresher.gather_people().await.expect("gather");
     assert_eq!(gathered.beliefs.created, 1);
     assert_eq!(
         beliefs(&db).await,

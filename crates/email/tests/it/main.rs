@@ -6,6 +6,7 @@ mod beliefs;
 mod census;
 mod classify;
 mod drafts;
+mod imports;
 mod inbox;
 mod junk;
 mod junk_model;
