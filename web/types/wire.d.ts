@@ -744,6 +744,9 @@ export type GiveFeedback = {
   signal: FeedbackSignal;
 };
 
+/** Where an import stands. */
+export type ImportState = "queued" | "running" | "completed" | "cancelled" | "failed";
+
 /** What the classifier says of a conversation's importance. */
 export type Importance = "important" | "other";
 
@@ -966,6 +969,41 @@ export type OtherPerson = {
 
 /** A named collection of people. */
 export type PeopleCollection = "pinned" | "needs_review";
+
+/** An import of history and its progress. */
+export type PeopleImport = {
+  /** Beliefs formed from the owner's sent mail (each flagged for review). */
+  beliefs_formed: number;
+  created_at: string;
+  /** Facts about senders noted. */
+  facts_noted: number;
+  finished_at?: string | null;
+  import_id: string;
+  people_created: number;
+  record_limit: number;
+  /** Messages read so far. */
+  records_read: number;
+  /** The import's own session (outside the session index). */
+  session_id: string;
+  since: string;
+  /** USD, a decimal. */
+  spending_cap: string;
+  /** What the memory model cost so far, USD as a decimal. */
+  spent: string;
+  state: ImportState;
+  /**
+   * Why it ended: `range_read`, `record_limit`, `spending_cap`, `cancelled`, or a failure's
+   * code; null while it runs.
+   */
+  stop_reason?: string | null;
+  until: string;
+  updated_at: string;
+};
+
+/** The owner's latest imports, newest first. */
+export type PeopleImports = {
+  imports: PeopleImport[];
+};
 
 /** A page of people, newest first. */
 export type PeoplePage = {
@@ -1401,6 +1439,21 @@ export type SetLearning = {
 
 /** Who spoke a turn of a transcript. */
 export type Speaker = "assistant" | "other";
+
+/** `POST /v1/people/imports`: read the mail already synced in a date range again into People. */
+export type StartImport = {
+  /** The most messages read, 1 to 10000. */
+  record_limit: number;
+  /** The first day (UTC) whose messages are read. */
+  since: string;
+  /**
+   * The most the memory model may cost, in USD as a decimal (`"0.50"`; `"0"` asks it nothing),
+   * at most `"1000"`.
+   */
+  spending_cap: string;
+  /** The last day (UTC) whose messages are read; not before `since`. */
+  until: string;
+};
 
 /** What one model step used. */
 export type StepUsage = {

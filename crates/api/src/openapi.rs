@@ -11,7 +11,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::handlers::{
     self, approvals, artifacts, browser, calls, drafts, email, events, feedback, folder_proposals, folders, health,
-    memory, notifications, people, runs, schedules, sessions, settings, subscriptions, web_session,
+    imports, memory, notifications, people, runs, schedules, sessions, settings, subscriptions, web_session,
 };
 use crate::routes::{Access, catalog};
 
@@ -105,6 +105,10 @@ impl Modify for BearerAuth {
         people::merge,
         people::not_the_same,
         people::repair,
+        imports::start,
+        imports::list,
+        imports::get,
+        imports::cancel,
         browser::list,
         browser::create,
         browser::sign_in,

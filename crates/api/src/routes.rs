@@ -20,8 +20,8 @@ use tracing::Instrument;
 use crate::AppState;
 use crate::auth::{self, Authenticator, Guard, Needs};
 use crate::handlers::{
-    approvals, artifacts, browser, calls, drafts, email, events, feedback, folder_proposals, folders, health, memory,
-    notifications, openapi, people, runs, schedules, sessions, settings, subscriptions, web_session,
+    approvals, artifacts, browser, calls, drafts, email, events, feedback, folder_proposals, folders, health, imports,
+    memory, notifications, openapi, people, runs, schedules, sessions, settings, subscriptions, web_session,
 };
 use crate::problem;
 
@@ -488,6 +488,34 @@ pub fn catalog() -> Vec<RouteDef> {
             Some(Flag::MemoryApi),
             people::list,
             [[InvalidRequest, InvalidCursor, ValidationFailed]]
+        ),
+        route!(
+            POST "/v1/people/imports",
+            Scoped(PeopleWrite),
+            Some(Flag::MemoryApi),
+            imports::start,
+            [JSON_BODY, [PeopleImportInProgress, UnknownAgent]]
+        ),
+        route!(
+            GET "/v1/people/imports",
+            Scoped(PeopleRead),
+            Some(Flag::MemoryApi),
+            imports::list,
+            []
+        ),
+        route!(
+            GET "/v1/people/imports/{import_id}",
+            Scoped(PeopleRead),
+            Some(Flag::MemoryApi),
+            imports::get,
+            [[PeopleImportNotFound]]
+        ),
+        route!(
+            POST "/v1/people/imports/{import_id}/cancel",
+            Scoped(PeopleWrite),
+            Some(Flag::MemoryApi),
+            imports::cancel,
+            [[PeopleImportNotFound]]
         ),
         route!(
             GET "/v1/people/duplicates",

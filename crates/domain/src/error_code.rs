@@ -81,6 +81,9 @@ pub enum ErrorCode {
     MemoryNotFound,
     PersonNotFound,
     PersonFactNotFound,
+    PeopleImportNotFound,
+    /// Another import of the owner's is queued or running.
+    PeopleImportInProgress,
     BrowserProfileNotFound,
     BrowserCeremonyNotFound,
     BrowserProfileRevoked,
@@ -95,7 +98,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 83] = [
+    pub const ALL: [ErrorCode; 85] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -171,6 +174,8 @@ impl ErrorCode {
         ErrorCode::MemoryNotFound,
         ErrorCode::PersonNotFound,
         ErrorCode::PersonFactNotFound,
+        ErrorCode::PeopleImportNotFound,
+        ErrorCode::PeopleImportInProgress,
         ErrorCode::BrowserProfileNotFound,
         ErrorCode::BrowserCeremonyNotFound,
         ErrorCode::BrowserProfileRevoked,
@@ -259,6 +264,8 @@ impl ErrorCode {
             ErrorCode::MemoryNotFound => "memory_not_found",
             ErrorCode::PersonNotFound => "person_not_found",
             ErrorCode::PersonFactNotFound => "person_fact_not_found",
+            ErrorCode::PeopleImportNotFound => "people_import_not_found",
+            ErrorCode::PeopleImportInProgress => "people_import_in_progress",
             ErrorCode::BrowserProfileNotFound => "browser_profile_not_found",
             ErrorCode::BrowserCeremonyNotFound => "browser_ceremony_not_found",
             ErrorCode::BrowserProfileRevoked => "browser_profile_revoked",
@@ -335,7 +342,9 @@ impl ErrorCode {
             ErrorCode::CallNotFound
             | ErrorCode::MemoryNotFound
             | ErrorCode::PersonNotFound
-            | ErrorCode::PersonFactNotFound => 404,
+            | ErrorCode::PersonFactNotFound
+            | ErrorCode::PeopleImportNotFound => 404,
+            ErrorCode::PeopleImportInProgress => 409,
             // Where the call is (past its approval; in progress or used by an active run).
             ErrorCode::CallNotCancellable | ErrorCode::CallActive => 409,
             ErrorCode::BrowserProfileNotFound | ErrorCode::BrowserCeremonyNotFound => 404,
@@ -425,6 +434,8 @@ impl ErrorCode {
             ErrorCode::MemoryNotFound => "Memory not found",
             ErrorCode::PersonNotFound => "Person not found",
             ErrorCode::PersonFactNotFound => "Fact not found",
+            ErrorCode::PeopleImportNotFound => "Import not found",
+            ErrorCode::PeopleImportInProgress => "Another import is in progress",
             ErrorCode::BrowserProfileNotFound => "Browser profile not found",
             ErrorCode::BrowserCeremonyNotFound => "Sign-in ceremony not found",
             ErrorCode::BrowserProfileRevoked => "The browser profile was removed",

@@ -204,3 +204,72 @@ pub enum RepairIdentity {
     /// This contact is the person's (taken from whoever held it, or added).
     Link { contact: ContactRef },
 }
+
+/// `POST /v1/people/imports`: read the mail already synced in a date range again into People.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StartImport {
+    /// The first day (UTC) whose messages are read.
+    #[schema(value_type = String, format = Date)]
+    pub since: jiff::civil::Date,
+    /// The last day (UTC) whose messages are read; not before `since`.
+    #[schema(value_type = String, format = Date)]
+    pub until: jiff::civil::Date,
+    /// The most messages read, 1 to 10000.
+    #[schema(minimum = 1, maximum = 10000)]
+    pub record_limit: u32,
+    /// The most the memory model may cost, in USD as a decimal (`"0.50"`; `"0"` asks it nothing),
+    /// at most `"1000"`.
+    pub spending_cap: String,
+}
+
+/// Where an import stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ImportState {
+    Queued,
+    Running,
+    Completed,
+    Cancelled,
+    Failed,
+}
+
+/// An import of history and its progress.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PeopleImport {
+    pub import_id: Uuid,
+    /// The import's own session (outside the session index).
+    pub session_id: Uuid,
+    #[schema(value_type = String, format = Date)]
+    pub since: jiff::civil::Date,
+    #[schema(value_type = String, format = Date)]
+    pub until: jiff::civil::Date,
+    pub record_limit: u32,
+    /// USD, a decimal.
+    pub spending_cap: String,
+    pub state: ImportState,
+    /// Why it ended: `range_read`, `record_limit`, `spending_cap`, `cancelled`, or a failure's
+    /// code; null while it runs.
+    pub stop_reason: Option<String>,
+    /// Messages read so far.
+    pub records_read: u32,
+    pub people_created: u32,
+    /// Facts about senders noted.
+    pub facts_noted: u32,
+    /// Beliefs formed from the owner's sent mail (each flagged for review).
+    pub beliefs_formed: u32,
+    /// What the memory model cost so far, USD as a decimal.
+    pub spent: String,
+    #[schema(value_type = String, format = DateTime)]
+    pub created_at: jiff::Timestamp,
+    #[schema(value_type = String, format = DateTime)]
+    pub updated_at: jiff::Timestamp,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub finished_at: Option<jiff::Timestamp>,
+}
+
+/// The owner's latest imports, newest first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PeopleImports {
+    pub imports: Vec<PeopleImport>,
+}

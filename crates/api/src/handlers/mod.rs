@@ -11,6 +11,7 @@ pub mod feedback;
 pub mod folder_proposals;
 pub mod folders;
 pub mod health;
+pub mod imports;
 pub mod memory;
 pub mod notifications;
 pub mod openapi;

@@ -584,3 +584,153 @@ async fn merge_not_the_same_repair_and_forget_are_remembered_by_later_gatherings
         "the relinked address's messages are the kept Bob's"
     );
 }
+
+#[tokio::test]
+async fn import_history_starts_one_at_a_time_in_a_session_outside_the_index_and_cancels() {
+    let app = app().await;
+    let body = json!({ "since": "2026-01-01", "until": "2026-06-30", "record_limit": 500, "spending_cap": "0.50" });
+    let response = app
+        .request(Method::POST, "/v1/people/imports")
+        .json(&body)
+        .send()
+        .await
+        .expect("start");
+    let location = response
+        .headers()
+        .get("location")
+        .and_then(|value| value.to_str().ok())
+        .map(str::to_owned);
+    let (status, started) = json(response).await;
+    assert_eq!(status, 202, "{started}");
+    let id = started["import_id"].as_str().expect("id").to_owned();
+    assert_eq!(location, Some(format!("/v1/people/imports/{id}")));
+    assert_eq!(
+        (
+            started["state"].as_str(),
+            started["since"].as_str(),
+            started["until"].as_str(),
+            started["record_limit"].as_u64(),
+            started["spending_cap"].as_str(),
+            started["records_read"].as_u64(),
+            started["spent"].as_str(),
+        ),
+        (
+            Some("queued"),
+            Some("2026-01-01"),
+            Some("2026-06-30"),
+            Some(500),
+            Some("0.5"),
+            Some(0),
+            Some("0")
+        )
+    );
+    // Its session exists and is not in the index.
+    let session = started["session_id"].as_str().expect("session");
+    let index = get(&app, "/v1/sessions").await;
+    assert!(
+        !index["sessions"]
+            .as_array()
+            .expect("sessions")
+            .iter()
+            .any(|s| s["session_id"] == session),
+        "{index}"
+    );
+
+    // One at a time.
+    let second = app
+        .request(Method::POST, "/v1/people/imports")
+        .json(&body)
+        .send()
+        .await
+        .expect("second");
+    let problem = expect_problem(second, 409, "people_import_in_progress").await;
+    assert!(problem["detail"].as_str().expect("detail").contains(&id), "{problem}");
+
+    assert_eq!(
+        get(&app, &format!("/v1/people/imports/{id}")).await["import_id"],
+        id.as_str()
+    );
+    let listed = get(&app, "/v1/people/imports").await;
+    assert_eq!(listed["imports"][0]["import_id"], id.as_str());
+
+    let (status, cancelled) = send(
+        &app,
+        Method::POST,
+        &format!("/v1/people/imports/{id}/cancel"),
+        json!(null),
+    )
+    .await;
+    assert_eq!(status, 200, "{cancelled}");
+    assert_eq!(
+        (cancelled["state"].as_str(), cancelled["stop_reason"].as_str()),
+        (Some("cancelled"), Some("cancelled"))
+    );
+    assert!(cancelled["finished_at"].is_string());
+    // Cancelling again answers it as it is; a new import may start.
+    let (status, again) = send(
+        &app,
+        Method::POST,
+        &format!("/v1/people/imports/{id}/cancel"),
+        json!(null),
+    )
+    .await;
+    assert_eq!((status, again["state"].as_str()), (200, Some("cancelled")));
+    let (status, _) = send(&app, Method::POST, "/v1/people/imports", body.clone()).await;
+    assert_eq!(status, 202);
+
+    for missing in [Uuid::now_v7().to_string(), "not-an-id".to_owned()] {
+        let response = app
+            .request(Method::GET, &format!("/v1/people/imports/{missing}"))
+            .send()
+            .await
+            .expect("get");
+        expect_problem(response, 404, "people_import_not_found").await;
+    }
+}
+
+#[tokio::test]
+async fn an_import_with_a_bad_range_limit_or_cap_is_refused_and_nothing_is_queued() {
+    let app = app().await;
+    for (body, field) in [
+        (
+            json!({ "since": "2026-06-30", "until": "2026-01-01", "record_limit": 5, "spending_cap": "0" }),
+            Some("until"),
+        ),
+        (
+            json!({ "since": "2026-01-01", "until": "2026-01-01", "record_limit": 0, "spending_cap": "0" }),
+            Some("record_limit"),
+        ),
+        (
+            json!({ "since": "2026-01-01", "until": "2026-01-01", "record_limit": 10001, "spending_cap": "0" }),
+            Some("record_limit"),
+        ),
+        (
+            json!({ "since": "2026-01-01", "until": "2026-01-01", "record_limit": 5, "spending_cap": "lots" }),
+            Some("spending_cap"),
+        ),
+        (
+            json!({ "since": "2026-01-01", "until": "2026-01-01", "record_limit": 5, "spending_cap": "1000.01" }),
+            Some("spending_cap"),
+        ),
+        (
+            json!({ "since": "January", "until": "2026-01-01", "record_limit": 5, "spending_cap": "0" }),
+            None,
+        ),
+        (
+            json!({ "since": "2026-01-01", "until": "2026-01-01", "record_limit": 5, "spending_cap": "0", "x": 1 }),
+            None,
+        ),
+    ] {
+        let response = app
+            .request(Method::POST, "/v1/people/imports")
+            .json(&body)
+            .send()
+            .await
+            .expect("start");
+        let problem = expect_problem(response, 422, "validation_failed").await;
+        if let Some(field) = field {
+            assert_eq!(problem["field"], field, "{body}: {problem}");
+        }
+    }
+    assert_eq!(get(&app, "/v1/people/imports").await["imports"], json!([]));
+}
