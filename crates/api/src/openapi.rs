@@ -389,6 +389,13 @@ fn links(operation_id: &str) -> Vec<(&'static str, &'static str, Value)> {
                 ("202", "CancelRun", to("runs.cancel", run())),
             ]
         }
+        "imports.start" => {
+            let import = || json!({ "import_id": "$response.body#/import_id" });
+            vec![
+                ("202", "GetImport", to("imports.get", import())),
+                ("202", "CancelImport", to("imports.cancel", import())),
+            ]
+        }
         "folders.create" => {
             let folder = || json!({ "folder_id": "$response.body#/folder_id" });
             vec![
