@@ -2,12 +2,14 @@
 // the review flag, each reviewable (Mark reviewed, Not true, Delete with a confirmation) with
 // its evidence. People: the owner's correspondents by collection, possible duplicates (Merge or
 // Not the same), and a person's profile with its facts (Inspect evidence, Correct), timeline,
-// open threads and Manage person (Repair identity, Forget person with a confirmation).
+// open threads and Manage person (Repair identity, Forget person with a confirmation), and
+// Import history (a range, record limit and spending cap; the imports' progress, Cancel).
 import { h } from "../vendor/preact.mjs";
 import { useEffect, useRef, useState } from "../vendor/hooks.mjs";
 import htm from "../vendor/htm.mjs";
 import { holds } from "./api.js";
 import * as memory from "./memory.js";
+import * as imports from "./imports.js";
 import * as people from "./people.js";
 import { showingMain } from "./shell.js";
 
@@ -296,6 +298,60 @@ function Duplicates() {
   </section>`;
 }
 
+/** A day as the date input writes it, `days` before today. @param {number} days */
+function dayBefore(days) {
+  const day = new Date(Date.now() - days * 86_400_000);
+  return day.toISOString().slice(0, 10);
+}
+
+/** Import history: the range, record limit and spending cap, and the imports with their progress. */
+function ImportHistory() {
+  const [since, setSince] = useState(() => dayBefore(365));
+  const [until, setUntil] = useState(() => dayBefore(0));
+  const [limit, setLimit] = useState("1000");
+  const [cap, setCap] = useState("1.00");
+  useEffect(() => {
+    imports.load();
+    return () => imports.stop();
+  }, []);
+  const list = imports.imports.value;
+  const running = list.some(imports.active);
+  const writable = people.writable();
+  return html`<section class="card imports" aria-label="Import history">
+    <h2>Import history</h2>
+    <p class="hint">Read the mail already synced on these days again into People: correspondents, what they say about
+      themselves, and beliefs from mail you sent (for your review). The cap bounds what the memory model may cost.</p>
+    ${writable &&
+    html`<form class="import-form" aria-label="Import history" onSubmit=${(/** @type {Event} */ e) => {
+      e.preventDefault();
+      imports.start({ since, until, recordLimit: Number(limit), spendingCap: cap.trim() });
+    }}>
+      <div class="field"><label for="import-since">From</label>
+        <input id="import-since" type="date" required value=${since} onInput=${(/** @type {any} */ e) => setSince(e.currentTarget.value)} /></div>
+      <div class="field"><label for="import-until">To</label>
+        <input id="import-until" type="date" required value=${until} onInput=${(/** @type {any} */ e) => setUntil(e.currentTarget.value)} /></div>
+      <div class="field"><label for="import-limit">Record limit</label>
+        <input id="import-limit" type="number" min="1" max="10000" required value=${limit} onInput=${(/** @type {any} */ e) => setLimit(e.currentTarget.value)} /></div>
+      <div class="field"><label for="import-cap">Spending cap (USD)</label>
+        <input id="import-cap" inputmode="decimal" required value=${cap} onInput=${(/** @type {any} */ e) => setCap(e.currentTarget.value)} /></div>
+      <div class="controls"><button class="button filled small" type="submit" disabled=${imports.busy.value || running}>
+        ${running ? "An import is running" : "Import"}</button></div>
+    </form>`}
+    ${imports.error.value && html`<p class="error" role="alert">${imports.error.value}</p>`}
+    <p class="hint" role="status">${imports.notice.value ?? ""}</p>
+    ${list.length > 0 &&
+    html`<ul class="imports-list" aria-label="Imports">${list.map(
+      (item) => html`<li key=${item.import_id} aria-busy=${imports.active(item) ? "true" : "false"}>
+        <strong>${item.since} – ${item.until}</strong>
+        <span class="summary">${imports.status(item)}</span>
+        <span class="summary">${`${item.records_read} of at most ${item.record_limit} messages · ${item.people_created} new people · ${item.facts_noted} facts · ${item.beliefs_formed} beliefs · $${item.spent} of $${item.spending_cap}`}</span>
+        ${writable && imports.active(item) &&
+        html`<button class="button quiet small" disabled=${imports.busy.value} onClick=${() => imports.cancel(item.import_id)}>Cancel import</button>`}
+      </li>`,
+    )}</ul>`}
+  </section>`;
+}
+
 export function PeopleView() {
   const list = people.list.value;
   const shown = people.shown.value;
@@ -323,6 +379,7 @@ export function PeopleView() {
       ${people.available.value && list.length === 0 && !people.loading.value && html`<p class="empty">No one here yet. Steward gathers the people you write with from your mail.</p>`}
       ${people.nextCursor.value &&
       html`<button class="button quiet small more" disabled=${people.loading.value} onClick=${() => people.load(true)}>Show more</button>`}
+      ${people.available.value && html`<${ImportHistory} />`}
     </div>
   </main>`;
 }
