@@ -248,10 +248,27 @@ async fn a_cancelled_import_is_not_read() {
 }
 
 #[tokio::test]
-async fn the_spending_cap_ends_an_import_before_a_request_it_cannot_afford() {
+async fn the_spending_cap_ends_an_import_at_the_first_request_it_cannot_afford() {
     let fake = provider().await;
-    let model = FakeModel::start(|_, _| {
-        let answer = json!({ "importance": "normal", "reply_need": "no_reply_needed", "gist": "A note" });
+    // A second message the owner sent, two days ago, in the same words.
+    let raw = mail_builder::MessageBuilder::new()
+        .from("owner@example.org")
+        .to("erin@example.com")
+        .subject("Calls")
+        .date(day(2).1)
+        .text_body("I prefer calls in the morning.")
+        .write_to_vec()
+        .expect("built");
+    fake.deliver_raw("owner", &raw, &["SENT"], None);
+    let model = FakeModel::start(|_, body| {
+        let memory = body["messages"][0]["content"]
+            .as_str()
+            .is_some_and(|text| text.starts_with("You keep the owner's memory."));
+        let answer = if memory {
+            json!({ "beliefs": [{ "kind": "preference", "statement": "Takes calls before noon" }] })
+        } else {
+            json!({ "importance": "normal", "reply_need": "no_reply_needed", "gist": "A note" })
+        };
         Reply::frames(vec![
             testkit::model::content(&answer.to_string()),
             testkit::model::finish("stop"),
@@ -262,16 +279,42 @@ async fn the_spending_cap_ends_an_import_before_a_request_it_cannot_afford() {
     let db = testkit::TestDatabase::new().await;
     let refresher = synced(&db, &fake, Some(&model)).await;
     let asked_before = model.bodies().len();
+    let charges = async || -> i64 {
+        sqlx::query_scalar("SELECT count(*) FROM email_charges")
+            .fetch_one(&db.pool)
+            .await
+            .expect("charges")
+    };
+    let charged_before = charges().await;
+    // The cap fits one request's ceiling (the words are the same, so both ceilings are): the
+    // first is sent and charged its reported usage, and the second no longer fits.
+    let Classifier::Model(classifier) = refresher.classifier.as_ref() else {
+        panic!("the model classifier")
+    };
+    let ceiling = classifier
+        .prepare_beliefs("I prefer calls in the morning.\n", None)
+        .ceiling;
+    let cap = Cost::from_micros(ceiling.micros() + 1);
     let api = db.store_as("api").await;
-    // A millionth of a dollar: no request's ceiling fits.
-    let import = started(start(&api, 10, 0, 100, "0.000001").await);
+    let import = started(start(&api, 10, 0, 100, &cap.to_string()).await);
     let ended = run(&refresher, &api, import.id).await;
     assert_eq!(ended.stop_reason.as_deref(), Some("spending_cap"));
-    assert_eq!(ended.spent, Cost::from_micros(0));
-    assert_eq!(model.bodies().len(), asked_before, "nothing was asked past the cap");
-    let beliefs: i64 = sqlx::query_scalar("SELECT count(*) FROM memories")
-        .fetch_one(&db.pool)
-        .await
-        .expect("beliefs");
-    assert_eq!(beliefs, 0);
+    // 100 input and 10 output tokens at USD 1 per million.
+    assert_eq!(ended.spent, Cost::from_micros(110));
+    assert_eq!(ended.beliefs_formed, 1);
+    assert_eq!(model.bodies().len(), asked_before + 1, "one request; none past the cap");
+    assert_eq!(
+        charges().await,
+        charged_before + 1,
+        "the email allowances were charged too"
+    );
+
+    // A cap of a millionth of a dollar fits no request at all.
+    let second = started(start(&api, 10, 0, 100, "0.000001").await);
+    let ended = run(&refresher, &api, second.id).await;
+    assert_eq!(
+        (ended.stop_reason.as_deref(), ended.spent),
+        (Some("spending_cap"), Cost::from_micros(0))
+    );
+    assert_eq!(model.bodies().len(), asked_before + 1);
 }
