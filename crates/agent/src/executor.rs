@@ -143,6 +143,13 @@ fn price(tokens: i64, per_million: Option<&String>) -> Cost {
     Cost::from_micros(i64::try_from((micros + 999_999) / 1_000_000).unwrap_or(i64::MAX))
 }
 
+/// What a model call's `usage` cost at the agent's prices, in micros.
+fn usage_cost(usage: &crate::model::Usage, configuration: &AgentConfiguration) -> i64 {
+    price(usage.input_tokens, configuration.model.input_cost_per_mtok.as_ref())
+        .micros()
+        .saturating_add(price(usage.output_tokens, configuration.model.output_cost_per_mtok.as_ref()).micros())
+}
+
 fn outcome_value(outcome: &ToolOutcome) -> (InvocationState, Value, Option<&'static str>) {
     match outcome {
         ToolOutcome::Succeeded(value) => (InvocationState::Succeeded, value.clone(), None),
@@ -429,18 +436,7 @@ impl Executor {
                 Err(error) => return self.fail(lease, "model.error", &error.to_string(), &counters).await,
             };
             sink.flush().await;
-            let cost = price(
-                response.usage.input_tokens,
-                configuration.model.input_cost_per_mtok.as_ref(),
-            )
-            .micros()
-            .saturating_add(
-                price(
-                    response.usage.output_tokens,
-                    configuration.model.output_cost_per_mtok.as_ref(),
-                )
-                .micros(),
-            );
+            let cost = usage_cost(&response.usage, configuration);
             let mut arguments: Vec<Value> = Vec::with_capacity(response.tool_calls.len());
             for call in &response.tool_calls {
                 arguments.push(toolbox.pin(lease.run, &call.name, &call.arguments).await);

@@ -18,37 +18,18 @@ use crate::{Result, Store, StoreError, timestamp};
 /// The most messages one batch reads.
 pub const BATCH: u32 = 50;
 
-/// An import's place.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ImportState {
-    Queued,
-    Running,
-    Completed,
-    Cancelled,
-    Failed,
-}
+pub use wire::people::ImportState;
 
-impl ImportState {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ImportState::Queued => "queued",
-            ImportState::Running => "running",
-            ImportState::Completed => "completed",
-            ImportState::Cancelled => "cancelled",
-            ImportState::Failed => "failed",
-        }
-    }
-
-    fn parse(text: &str) -> Result<ImportState> {
-        Ok(match text {
-            "queued" => ImportState::Queued,
-            "running" => ImportState::Running,
-            "completed" => ImportState::Completed,
-            "cancelled" => ImportState::Cancelled,
-            "failed" => ImportState::Failed,
-            other => return Err(StoreError::Corrupt(format!("people_imports.state `{other}`"))),
-        })
-    }
+/// The stored state's meaning.
+fn parse_state(text: &str) -> Result<ImportState> {
+    Ok(match text {
+        "queued" => ImportState::Queued,
+        "running" => ImportState::Running,
+        "completed" => ImportState::Completed,
+        "cancelled" => ImportState::Cancelled,
+        "failed" => ImportState::Failed,
+        other => return Err(StoreError::Corrupt(format!("people_imports.state `{other}`"))),
+    })
 }
 
 /// Why an import ended.
@@ -109,7 +90,7 @@ fn row(record: &sqlx::postgres::PgRow) -> Result<ImportRow> {
         until: date("until")?,
         record_limit: count("record_limit")?,
         spending_cap: Cost::from_micros(record.try_get("spending_cap_micros")?),
-        state: ImportState::parse(&state)?,
+        state: parse_state(&state)?,
         stop_reason: record.try_get("stop_reason")?,
         records_read: count("records_read")?,
         people_created: count("people_created")?,
@@ -166,8 +147,6 @@ impl Imports<'_> {
     /// Queues an import in a new session of its own (kind `people_import`), unless another of
     /// the principal's is queued or running.
     pub async fn start(&self, new: &NewImport<'_>) -> Result<Started> {
-        let configuration = serde_json::to_value(&new.agent.configuration)
-            .map_err(|error| StoreError::Corrupt(format!("agent configuration: {error}")))?;
         let now = self.store.now_sql();
         let title = format!("Import history {} – {}", new.since, new.until);
         self.store
@@ -187,24 +166,13 @@ impl Imports<'_> {
                     if let Some(active) = active {
                         return Ok(Started::InProgress(active));
                     }
-                    let session = Uuid::now_v7();
-                    sqlx::query(
-                        "WITH version AS (
-                             INSERT INTO agent_versions (agent_id, version, configuration) VALUES ($3, $4, $6)
-                             ON CONFLICT (agent_id, version) DO NOTHING
-                         ), position AS (
-                             UPDATE session_index_clock SET position = position + 1 RETURNING position
-                         )
-                         INSERT INTO sessions (id, principal_id, index_position, agent_id, agent_version, title, kind)
-                         SELECT $1, $2, position.position, $3, $4, $5, 'people_import' FROM position",
+                    let session = crate::sessions::insert_session_of_kind(
+                        conn,
+                        new.principal,
+                        new.agent,
+                        &title,
+                        "people_import",
                     )
-                    .bind(session)
-                    .bind(new.principal.as_str())
-                    .bind(new.agent.configuration.id.as_str())
-                    .bind(new.agent.version.as_str())
-                    .bind(&title)
-                    .bind(&configuration)
-                    .execute(&mut *conn)
                     .await?;
                     let inserted = sqlx::query(&format!(
                         "INSERT INTO people_imports (id, principal_id, session_id, since, until, record_limit,

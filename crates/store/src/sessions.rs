@@ -112,6 +112,41 @@ pub enum FileSession {
     Scheduled,
 }
 
+/// Inserts a session of `kind` outside the session index's conversations (`email_send`,
+/// `people_import`) for `principal`, pinned to `agent` (its version recorded if new), on `conn`;
+/// its id. It takes the next index position like every session.
+pub(crate) async fn insert_session_of_kind(
+    conn: &mut sqlx::PgConnection,
+    principal: &PrincipalId,
+    agent: &domain::agent::Agent,
+    title: &str,
+    kind: &str,
+) -> Result<Uuid> {
+    let configuration = serde_json::to_value(&agent.configuration)
+        .map_err(|error| crate::StoreError::Corrupt(format!("agent configuration: {error}")))?;
+    let id = Uuid::now_v7();
+    sqlx::query(
+        "WITH version AS (
+             INSERT INTO agent_versions (agent_id, version, configuration) VALUES ($3, $4, $6)
+             ON CONFLICT (agent_id, version) DO NOTHING
+         ), position AS (
+             UPDATE session_index_clock SET position = position + 1 RETURNING position
+         )
+         INSERT INTO sessions (id, principal_id, index_position, agent_id, agent_version, title, kind)
+         SELECT $1, $2, position.position, $3, $4, $5, $7 FROM position",
+    )
+    .bind(id)
+    .bind(principal.as_str())
+    .bind(agent.configuration.id.as_str())
+    .bind(agent.version.as_str())
+    .bind(title)
+    .bind(configuration)
+    .bind(kind)
+    .execute(&mut *conn)
+    .await?;
+    Ok(id)
+}
+
 impl Store {
     /// Creates a session pinned to the agent's current version, recording that version's
     /// configuration on first use so the pinned configuration always stays available.

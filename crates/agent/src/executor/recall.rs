@@ -6,7 +6,7 @@ use domain::run::Cost;
 use store::{ClaimedRun, StoreError};
 use tracing::Instrument;
 
-use super::{Executor, SCRIPTED, price};
+use super::{Executor, SCRIPTED, usage_cost};
 use crate::history;
 use crate::model::Deltas;
 
@@ -113,18 +113,7 @@ impl Executor {
                 return Ok(None);
             }
         };
-        let cost = price(
-            response.usage.input_tokens,
-            configuration.model.input_cost_per_mtok.as_ref(),
-        )
-        .micros()
-        .saturating_add(
-            price(
-                response.usage.output_tokens,
-                configuration.model.output_cost_per_mtok.as_ref(),
-            )
-            .micros(),
-        );
+        let cost = usage_cost(&response.usage, configuration);
         self.store
             .work()
             .charge_forming(

@@ -12,7 +12,7 @@ use domain::ErrorCode;
 use domain::run::Cost;
 use store::people_imports::{ImportRow, NewImport, Started};
 use uuid::Uuid;
-use wire::people::{ImportState, PeopleImport, PeopleImports, StartImport};
+use wire::people::{PeopleImport, PeopleImports, StartImport};
 
 use super::email::parse_uuid;
 use crate::AppState;
@@ -35,13 +35,7 @@ fn import(row: ImportRow) -> PeopleImport {
         until: row.until,
         record_limit: row.record_limit,
         spending_cap: row.spending_cap.to_string(),
-        state: match row.state {
-            store::people_imports::ImportState::Queued => ImportState::Queued,
-            store::people_imports::ImportState::Running => ImportState::Running,
-            store::people_imports::ImportState::Completed => ImportState::Completed,
-            store::people_imports::ImportState::Cancelled => ImportState::Cancelled,
-            store::people_imports::ImportState::Failed => ImportState::Failed,
-        },
+        state: row.state,
         stop_reason: row.stop_reason,
         records_read: row.records_read,
         people_created: row.people_created,

@@ -6,9 +6,8 @@
 
 use std::sync::Arc;
 
-use domain::run::Cost;
 use email::allowance::Allowances;
-use email::classify::{Classifier, ModelClassifier, Prices};
+use email::classify::Classifier;
 use email::refresh::Refresher;
 use serde_json::{Value, json};
 use testkit::gmail::FakeGmail;
@@ -64,21 +63,7 @@ async fn provider_with_sent_mail() -> FakeGmail {
 async fn refresher(db: &testkit::TestDatabase, fake: &FakeGmail, url: String, allowances: Allowances) -> Refresher {
     let store = db.store_as("async-worker").await;
     crate::refresh::ensure_accounts(&store, &["personal"]).await;
-    let classifier = ModelClassifier {
-        provider: model_client::openai::provider(
-            model_client::endpoint::OpenAiEndpoint {
-                base_url: url,
-                api_key: None,
-            },
-            reqwest::Client::new(),
-        ),
-        model: "assessor-1".into(),
-        prices: Prices {
-            input_per_mtok: Cost::parse("1").expect("cost"),
-            output_per_mtok: Cost::parse("1").expect("cost"),
-        },
-        allowances,
-    };
+    let classifier = crate::model_classifier(&url, "assessor-1", allowances);
     Refresher {
         store,
         gmail: gmail(fake),

@@ -12,7 +12,7 @@ use domain::flags::FeatureFlags;
 use domain::ids::PrincipalId;
 use domain::run::Cost;
 use email::allowance::Allowances;
-use email::classify::{Classifier, ModelClassifier, Prices};
+use email::classify::Classifier;
 use email::refresh::Refresher;
 use jiff::ToSpan;
 use serde_json::json;
@@ -80,21 +80,7 @@ async fn provider() -> FakeGmail {
 
 fn classifier(model: Option<&FakeModel>) -> Classifier {
     let Some(model) = model else { return Classifier::Offline };
-    Classifier::Model(ModelClassifier {
-        provider: model_client::openai::provider(
-            model_client::endpoint::OpenAiEndpoint {
-                base_url: model.url.clone(),
-                api_key: None,
-            },
-            reqwest::Client::new(),
-        ),
-        model: "assessor-1".into(),
-        prices: Prices {
-            input_per_mtok: Cost::parse("1").expect("cost"),
-            output_per_mtok: Cost::parse("1").expect("cost"),
-        },
-        allowances: Allowances::default(),
-    })
+    Classifier::Model(crate::model_classifier(&model.url, "assessor-1", Allowances::default()))
 }
 
 async fn synced(db: &testkit::TestDatabase, fake: &FakeGmail, model: Option<&FakeModel>) -> Refresher {

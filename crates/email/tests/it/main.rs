@@ -22,6 +22,31 @@ use email::provider::{self, HistoryError};
 use mail_mcp::gmail::{Credential, GmailClient};
 use testkit::gmail::{FakeGmail, READONLY};
 
+/// The assessing model `model` at the OpenAI-compatible API at `url`, at USD 1 per million
+/// tokens either way, within `allowances`.
+pub fn model_classifier(
+    url: &str,
+    model: &str,
+    allowances: email::allowance::Allowances,
+) -> email::classify::ModelClassifier {
+    let dollar = domain::run::Cost::parse("1").expect("cost");
+    email::classify::ModelClassifier {
+        provider: model_client::openai::provider(
+            model_client::endpoint::OpenAiEndpoint {
+                base_url: url.to_owned(),
+                api_key: None,
+            },
+            reqwest::Client::new(),
+        ),
+        model: model.to_owned(),
+        prices: email::classify::Prices {
+            input_per_mtok: dollar,
+            output_per_mtok: dollar,
+        },
+        allowances,
+    }
+}
+
 struct Reader {
     gmail: std::sync::Arc<GmailClient>,
     account: mail_mcp::accounts::ReadAccount,

@@ -227,25 +227,8 @@ async fn send_session(
     } else {
         format!("Email: {}", subject.chars().take(TITLE_MAX_CHARS).collect::<String>())
     };
-    let id = Uuid::now_v7();
-    sqlx::query(
-        "WITH version AS (
-             INSERT INTO agent_versions (agent_id, version, configuration) VALUES ($3, $4, $6)
-             ON CONFLICT (agent_id, version) DO NOTHING
-         ), position AS (
-             UPDATE session_index_clock SET position = position + 1 RETURNING position
-         )
-         INSERT INTO sessions (id, principal_id, index_position, agent_id, agent_version, title, kind)
-         SELECT $1, $2, position.position, $3, $4, $5, 'email_send' FROM position",
-    )
-    .bind(id)
-    .bind(freeze.principal.as_str())
-    .bind(freeze.agent.configuration.id.as_str())
-    .bind(freeze.agent.version.as_str())
-    .bind(title)
-    .bind(configuration)
-    .execute(&mut *conn)
-    .await?;
+    let id =
+        crate::sessions::insert_session_of_kind(conn, freeze.principal, freeze.agent, &title, "email_send").await?;
     Ok(SessionId::from_uuid(id))
 }
 
