@@ -117,7 +117,13 @@ impl Refresher {
         };
         for _ in 0..BATCHES_PER_TURN {
             let Some(read) = imports
-                .read_batch(import.id, worker, lease, &memory::people::read)
+                .read_batch(
+                    import.id,
+                    worker,
+                    lease,
+                    store::people_imports::BATCH,
+                    &memory::people::read,
+                )
                 .await?
             else {
                 // Cancelled, or taken over: nothing more is read.

@@ -258,14 +258,16 @@ impl Imports<'_> {
         claimed.as_ref().map(row).transpose()
     }
 
-    /// Reads `import`'s next batch (at most [`BATCH`] messages, and no more than its record
-    /// limit leaves) into People, from its cursor, with `read` learning about senders; renews
-    /// the claim. `None` when `worker` no longer holds the import (cancelled, taken over).
+    /// Reads `import`'s next batch (at most `batch` messages, [`BATCH`] in the async worker, and
+    /// no more than its record limit leaves) into People, from its cursor, with `read` learning
+    /// about senders; renews the claim. `None` when `worker` no longer holds the import
+    /// (cancelled, taken over).
     pub async fn read_batch(
         &self,
         import: Uuid,
         worker: &str,
         lease: std::time::Duration,
+        batch: u32,
         read: &(dyn Fn(Heard<'_>) -> Vec<Learned> + Sync),
     ) -> Result<Option<ImportBatch>> {
         let now = self.store.now_sql();
@@ -285,7 +287,7 @@ impl Imports<'_> {
                     let principal = PrincipalId::from_stored(held.try_get("principal_id")?);
                     let limit: i32 = held.try_get("record_limit")?;
                     let read_so_far: i32 = held.try_get("records_read")?;
-                    let wanted = (limit - read_so_far).clamp(0, BATCH as i32);
+                    let wanted = (limit - read_so_far).clamp(0, i32::try_from(batch).unwrap_or(i32::MAX));
                     lock(conn, &principal).await?;
                     let since: String = held.try_get("since")?;
                     let until: String = held.try_get("until")?;

@@ -211,6 +211,86 @@ async fn an_import_reads_its_range_into_people_and_beliefs_and_ends_when_it_is_r
 }
 
 #[tokio::test]
+async fn an_import_whose_worker_stopped_is_taken_over_from_its_cursor_once_the_claim_expires() {
+    let fake = provider().await;
+    let db = testkit::TestDatabase::new().await;
+    // Synced (projected) by a refresher; the import's workers below are the store alone.
+    synced(&db, &fake, None).await;
+    let clock = Arc::new(testkit::ShiftedClock::default());
+    let worker = db.store_as("async-worker").await.with_clock(clock.clone());
+    let api = db.store_as("api").await;
+    let import = started(start(&api, 10, 0, 100, "0").await);
+    let imports = worker.imports();
+    let read = &memory::people::read;
+
+    // The first worker claims it and reads two messages (Ada's and Bob's), then stops.
+    let claimed = imports
+        .claim("async-1", LEASE)
+        .await
+        .expect("claim")
+        .expect("an import");
+    assert_eq!((claimed.id, claimed.state), (import.id, ImportState::Running));
+    let first = imports
+        .read_batch(import.id, "async-1", LEASE, 2, read)
+        .await
+        .expect("read")
+        .expect("held");
+    assert_eq!((first.batch.gathered.messages, first.ended), (2, None));
+    // While its claim holds, no other worker may take it.
+    assert_eq!(imports.claim("async-2", LEASE).await.expect("claim"), None);
+
+    // Past the claim, the second takes it over and goes on from the cursor.
+    clock.advance(jiff::SignedDuration::from_secs(LEASE.as_secs() as i64 + 1));
+    let taken = imports
+        .claim("async-2", LEASE)
+        .await
+        .expect("claim")
+        .expect("taken over");
+    assert_eq!((taken.id, taken.records_read), (import.id, 2));
+    assert!(
+        imports
+            .read_batch(import.id, "async-1", LEASE, 2, read)
+            .await
+            .expect("read")
+            .is_none(),
+        "the first worker no longer holds it"
+    );
+    let second = imports
+        .read_batch(import.id, "async-2", LEASE, 2, read)
+        .await
+        .expect("read")
+        .expect("held");
+    assert_eq!(
+        second.batch.gathered.messages, 2,
+        "the owner's answer to Carol and Dan's message"
+    );
+    assert_eq!(second.batch.sent.len(), 1);
+    let last = imports
+        .read_batch(import.id, "async-2", LEASE, 2, read)
+        .await
+        .expect("read")
+        .expect("held");
+    assert_eq!((last.batch.gathered.messages, last.ended), (0, Some("range_read")));
+    assert!(
+        imports
+            .finish(import.id, "async-2", false, "range_read")
+            .await
+            .expect("finish")
+    );
+    let ended = api
+        .imports()
+        .get(&PrincipalId::owner(), import.id)
+        .await
+        .expect("get")
+        .expect("row");
+    assert_eq!(
+        (ended.state, ended.records_read, ended.people_created),
+        (ImportState::Completed, 4, 4),
+        "each message read once: Ada, Bob, Carol and Dan"
+    );
+}
+
+#[tokio::test]
 async fn a_cancelled_import_is_not_read() {
     let fake = provider().await;
     let db = testkit::TestDatabase::new().await;
