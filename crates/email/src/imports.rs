@@ -72,15 +72,18 @@ impl MailFormer for ImportBeliefs<'_> {
                     return memory::offline::propose(own_words);
                 }
             }
-            let (charge, proposals) = match model.reply(&prepared).await {
-                Ok(answered) => (answered.charge, memory::model::proposals(&answered.value)),
+            let (charge, reported, proposals) = match model.reply(&prepared).await {
+                Ok(answered) => (
+                    answered.charge,
+                    answered.reported,
+                    memory::model::proposals(&answered.value),
+                ),
                 Err(failed) => {
                     tracing::warn!(%account, error = %failed.error.kind(), "the memory model request failed");
-                    (failed.charge, memory::offline::propose(own_words))
+                    (failed.charge, false, memory::offline::propose(own_words))
                 }
             };
             self.add(charge);
-            let reported = charge != prepared.ceiling;
             if let Err(error) = self
                 .refresher
                 .store
