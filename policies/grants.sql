@@ -114,7 +114,22 @@ GRANT INSERT ON email_operations TO steward_worker;
 GRANT SELECT, INSERT ON email_junk_judgments, email_junk_events TO steward_async_worker;
 GRANT SELECT, INSERT, UPDATE ON email_junk_pilot_days TO steward_async_worker;
 
--- maintenance: no tables until its duties land (its grants arrive with them).
+-- maintenance (0034): expires what has outlived its use (store::retention), reading only the
+-- columns that say so: it marks old artifacts and removes their bytes, deletes idempotency
+-- records, accepted folder proposals, expired web sessions, settled notifications and settled
+-- email operations, and clears the transcript and summary of calls ended 30 days ago. It reads
+-- no content: no bytes, no response bodies, no transcripts, no mail.
+GRANT SELECT (id, created_at, expired_at), UPDATE (expired_at) ON artifacts TO steward_maintenance;
+GRANT SELECT (artifact_id), DELETE ON artifact_chunks TO steward_maintenance;
+GRANT SELECT (principal_id, key, created_at), DELETE ON idempotency_keys TO steward_maintenance;
+GRANT SELECT (id, status, resolved_at), DELETE ON folder_proposals TO steward_maintenance;
+GRANT SELECT (id, expires_at), DELETE ON web_sessions TO steward_maintenance;
+GRANT SELECT (id, acknowledged_at, obsolete_at, delivered_at, withdrawn_at), DELETE
+    ON notification_outbox TO steward_maintenance;
+GRANT SELECT (id, account_id, kind, state, reconciled_at, subscription, created_at, updated_at), DELETE
+    ON email_operations TO steward_maintenance;
+GRANT SELECT (id, principal_id, kind, finished_at, expired_at),
+    UPDATE (transcript, summary, expired_at, updated_at) ON call_records TO steward_maintenance;
 
 -- call: the spec's table, for the tables this schema has (see policies/privileges.md).
 GRANT SELECT ON _sqlx_migrations, sessions TO steward_call;
@@ -191,13 +206,13 @@ GRANT SELECT, INSERT, UPDATE ON call_records TO steward_ingress;
 -- restrictive policy grants nothing by itself, so ingress also gets the permissive tenant one.
 DROP POLICY IF EXISTS call_records_tenant ON call_records;
 CREATE POLICY call_records_tenant ON call_records AS PERMISSIVE FOR ALL
-    TO steward_call, steward_ingress, steward_api, steward_worker, steward_notify
+    TO steward_call, steward_ingress, steward_api, steward_worker, steward_notify, steward_maintenance
     USING (principal_id = 'owner') WITH CHECK (principal_id = 'owner');
--- The api, notify and worker logins see calls, never receipts; the worker records outbound
--- calls only.
+-- The api, notify, worker and maintenance logins see calls, never receipts; the worker records
+-- outbound calls only.
 DROP POLICY IF EXISTS call_records_calls_only ON call_records;
 CREATE POLICY call_records_calls_only ON call_records AS RESTRICTIVE FOR ALL
-    TO steward_api, steward_notify, steward_worker
+    TO steward_api, steward_notify, steward_worker, steward_maintenance
     USING (kind = 'call') WITH CHECK (kind = 'call');
 -- The worker records only the reservation an approved brief makes: outbound, approved, with no
 -- result of a call.

@@ -7,14 +7,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Every role's unit, and the binary it runs. The maintenance role has no binary yet: its unit
-/// waits in `docs/planned-units/` and returns here with its role.
-pub const ROLES: [(&str, &str); 9] = [
+/// Every role's unit, and the binary it runs.
+pub const ROLES: [(&str, &str); 10] = [
     ("api", "steward-api"),
     ("worker", "steward-worker"),
     ("async-worker", "steward-async-worker"),
     ("schedule", "steward-schedule"),
     ("notify", "steward-notify"),
+    ("maintenance", "steward-maintenance"),
     ("call-ingress", "steward-call-ingress"),
     ("call-worker", "steward-call-worker"),
     ("browser", "steward-browser"),

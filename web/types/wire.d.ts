@@ -92,6 +92,11 @@ export type Artifact = {
   created_at: string;
   /** The strong entity tag the content route serves. */
   etag: string;
+  /**
+   * When retention removed the bytes (`ARTIFACT_RETENTION_DAYS` after the upload); from then
+   * on the content route answers 410 `artifact_expired`. Null while the bytes are kept.
+   */
+  expired_at?: string | null;
   filename: string;
   /** The media type given at upload. */
   media_type: string;

@@ -281,6 +281,8 @@ pub fn build_roles_and(more: &[&str]) -> anyhow::Result<std::path::PathBuf> {
             "-p",
             "steward-schedule",
             "-p",
+            "steward-maintenance",
+            "-p",
             "steward-migrate",
             "-p",
             "steward-async-worker",
@@ -306,12 +308,13 @@ pub fn build_roles_and(more: &[&str]) -> anyhow::Result<std::path::PathBuf> {
     Ok(crate::workspace_root().join("target/debug"))
 }
 
-/// The implemented roles, running: the API, a worker and the scheduler, and with Email mode on
-/// the async worker; with calling, the call roles too.
+/// The implemented roles, running: the API, a worker, the scheduler and the maintenance role,
+/// and with Email mode on the async worker; with calling, the call roles too.
 pub struct Stack {
     api: Child,
     worker: Child,
     scheduler: Child,
+    maintenance: Child,
     async_worker: Option<Child>,
     /// The call-ingress listener and the call worker, with the provider stand-in
     /// ([`Stack::start_calls`]).
@@ -364,6 +367,13 @@ impl Stack {
                 .env(allow_root, allow)
                 .spawn()
                 .context("start steward-schedule")?,
+            maintenance: Command::new(bin.join("steward-maintenance"))
+                .env("DATABASE_URL", login("steward_maintenance"))
+                .env("LOG_LEVEL", log_level)
+                .envs(flags.iter().copied())
+                .env(allow_root, allow)
+                .spawn()
+                .context("start steward-maintenance")?,
             async_worker: None,
             calls: Vec::new(),
         };
@@ -396,6 +406,7 @@ impl Stack {
             ("steward-api", &mut self.api),
             ("steward-worker", &mut self.worker),
             ("steward-schedule", &mut self.scheduler),
+            ("steward-maintenance", &mut self.maintenance),
         ] {
             if let Some(status) = child.try_wait().with_context(|| format!("check {name}"))? {
                 bail!("{name} exited on its own ({status})");
@@ -457,6 +468,7 @@ impl Stack {
         stop(&mut self.api);
         stop(&mut self.worker);
         stop(&mut self.scheduler);
+        stop(&mut self.maintenance);
         if let Some(child) = self.async_worker.as_mut() {
             stop(child);
         }

@@ -74,7 +74,6 @@ pub struct Pass {
     pub terminated: u32,
     /// Dispatched calls settled without their result (the provider lost them).
     pub abandoned: u32,
-    pub expired: u64,
     /// Tool results and later replies redacted for deleted calls.
     pub redacted_results: u64,
     pub redacted_replies: u64,
@@ -157,17 +156,11 @@ impl CallWorker {
         );
         note("reconciliation", self.reconcile(now, &mut pass).await);
         note("running calls", self.running(now, &mut pass).await);
-        note("expiry", self.expire(now, &mut pass).await);
         note("erasure", self.erase(&mut pass).await);
         match failures.into_iter().next() {
             Some(error) => Err(error),
             None => Ok(pass),
         }
-    }
-
-    async fn expire(&self, now: Timestamp, pass: &mut Pass) -> anyhow::Result<()> {
-        pass.expired = self.store.expire_calls(now, BATCH * 10).await?;
-        Ok(())
     }
 
     async fn erase(&self, pass: &mut Pass) -> anyhow::Result<()> {

@@ -1,7 +1,8 @@
 //! The call worker: settles the call provider's receipts into call records (with the
 //! `call_finished` notification in the same transaction), dispatches approved outbound calls
 //! once, reconciles uncertain dispatches from the provider's history, ends calls past their
-//! duration and expires transcripts after 30 days (`steward_call_worker::CallWorker::pass`).
+//! duration (`steward_call_worker::CallWorker::pass`). Transcripts and summaries expire after
+//! 30 days in the maintenance role (`store::retention`).
 //!
 //! | Variable | Meaning | Default |
 //! |---|---|---|

@@ -19,6 +19,8 @@ pub enum ErrorCode {
     SessionNotFound,
     FolderNotFound,
     ArtifactNotFound,
+    /// The artifact's bytes were removed by retention (its metadata stays).
+    ArtifactExpired,
     SessionHasActiveRun,
     FolderNameTaken,
     ScheduledSessionNotFileable,
@@ -98,7 +100,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 85] = [
+    pub const ALL: [ErrorCode; 86] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -113,6 +115,7 @@ impl ErrorCode {
         ErrorCode::SessionNotFound,
         ErrorCode::FolderNotFound,
         ErrorCode::ArtifactNotFound,
+        ErrorCode::ArtifactExpired,
         ErrorCode::SessionHasActiveRun,
         ErrorCode::FolderNameTaken,
         ErrorCode::ScheduledSessionNotFileable,
@@ -203,6 +206,7 @@ impl ErrorCode {
             ErrorCode::SessionNotFound => "session_not_found",
             ErrorCode::FolderNotFound => "folder_not_found",
             ErrorCode::ArtifactNotFound => "artifact_not_found",
+            ErrorCode::ArtifactExpired => "artifact_expired",
             ErrorCode::SessionHasActiveRun => "session_has_active_run",
             ErrorCode::FolderNameTaken => "folder_name_taken",
             ErrorCode::ScheduledSessionNotFileable => "scheduled_session_not_fileable",
@@ -286,6 +290,7 @@ impl ErrorCode {
             | ErrorCode::SessionNotFound
             | ErrorCode::FolderNotFound
             | ErrorCode::ArtifactNotFound => 404,
+            ErrorCode::ArtifactExpired => 410,
             ErrorCode::MethodNotAllowed => 405,
             ErrorCode::InvalidRequest | ErrorCode::InvalidCursor => 400,
             ErrorCode::RequestTimeout => 408,
@@ -373,6 +378,7 @@ impl ErrorCode {
             ErrorCode::SessionNotFound => "Session not found",
             ErrorCode::FolderNotFound => "Folder not found",
             ErrorCode::ArtifactNotFound => "Artifact not found",
+            ErrorCode::ArtifactExpired => "Artifact expired",
             ErrorCode::SessionHasActiveRun => "Session has an active run",
             ErrorCode::FolderNameTaken => "Folder name already in use",
             ErrorCode::ScheduledSessionNotFileable => "Scheduled sessions cannot be filed",

@@ -18,6 +18,8 @@ pub struct ArtifactRow {
     pub size_bytes: i64,
     pub sha256: String,
     pub created_at: Timestamp,
+    /// When the maintenance role removed its bytes (metadata outlives them).
+    pub expired_at: Option<Timestamp>,
 }
 
 /// An `artifacts` row as stored.
@@ -30,6 +32,7 @@ struct ArtifactRecord {
     size_bytes: i64,
     sha256: String,
     created_at: jiff_sqlx::Timestamp,
+    expired_at: Option<jiff_sqlx::Timestamp>,
 }
 
 impl ArtifactRow {
@@ -43,6 +46,7 @@ impl ArtifactRow {
             size_bytes: record.size_bytes,
             sha256: record.sha256,
             created_at: timestamp(record.created_at),
+            expired_at: record.expired_at.map(timestamp),
         })
     }
 }
@@ -81,7 +85,7 @@ impl ArtifactUpload {
         let row = sqlx::query(
             "INSERT INTO artifacts (id, session_id, filename, media_type, size_bytes, sha256)
              VALUES ($1, $2, $3, $4, $5, $6)
-             RETURNING id, session_id, filename, media_type, size_bytes, sha256, created_at",
+             RETURNING id, session_id, filename, media_type, size_bytes, sha256, created_at, expired_at",
         )
         .bind(self.id.as_uuid())
         .bind(self.session.as_uuid())
@@ -123,7 +127,7 @@ impl Store {
         id: ArtifactId,
     ) -> Result<Option<ArtifactRow>> {
         let row = sqlx::query(
-            "SELECT a.id, a.session_id, a.filename, a.media_type, a.size_bytes, a.sha256, a.created_at
+            "SELECT a.id, a.session_id, a.filename, a.media_type, a.size_bytes, a.sha256, a.created_at, a.expired_at
              FROM artifacts a JOIN sessions s ON s.id = a.session_id
              WHERE a.id = $1 AND a.session_id = $2 AND s.principal_id = $3",
         )

@@ -39,6 +39,7 @@ mod notifications;
 pub mod people;
 pub mod people_imports;
 pub mod policies;
+pub mod retention;
 mod runs;
 mod schedules;
 mod scheduling;

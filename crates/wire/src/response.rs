@@ -135,6 +135,10 @@ pub struct Artifact {
     pub etag: String,
     #[schema(value_type = String, format = DateTime)]
     pub created_at: jiff::Timestamp,
+    /// When retention removed the bytes (`ARTIFACT_RETENTION_DAYS` after the upload); from then
+    /// on the content route answers 410 `artifact_expired`. Null while the bytes are kept.
+    #[schema(value_type = Option<String>, format = DateTime)]
+    pub expired_at: Option<jiff::Timestamp>,
 }
 
 /// What the client shows under a run's title.

@@ -40,6 +40,7 @@ fn artifact(row: ArtifactRow) -> Artifact {
         size_bytes: row.size_bytes,
         sha256: row.sha256,
         created_at: row.created_at,
+        expired_at: row.expired_at,
     }
 }
 
@@ -381,6 +382,10 @@ pub async fn content(
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     let row = find(&state, &caller, &session_id, &artifact_id).await?;
+    if row.expired_at.is_some() {
+        return Err(ApiError::new(ErrorCode::ArtifactExpired)
+            .detail("the artifact's bytes were removed by retention; its metadata stays"));
+    }
     let etag = strong_etag(&row.sha256);
     let cache_headers = [
         (header::ETAG, etag.clone()),

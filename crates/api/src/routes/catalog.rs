@@ -111,7 +111,7 @@ pub fn catalog() -> Vec<RouteDef> {
             Scoped(SessionsRead),
             None,
             artifacts::content,
-            [[ArtifactNotFound]]
+            [[ArtifactNotFound, ArtifactExpired]]
         ),
         route!(
             POST "/v1/sessions/{session_id}/messages",

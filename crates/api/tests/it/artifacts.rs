@@ -139,6 +139,60 @@ async fn stored_bytes_survive_a_restart() {
     assert_eq!(response.text().await.expect("text"), "kept");
 }
 
+/// Retention (the maintenance role) removes an artifact's bytes: its metadata stays, says when,
+/// and its content answers 410 `artifact_expired`, also to a conditional request.
+#[tokio::test]
+async fn an_expired_artifact_keeps_its_metadata_and_its_content_is_gone() {
+    let app = TestApp::spawn().await;
+    let sid = app.new_session_id().await;
+    let upload = app
+        .request(
+            Method::POST,
+            &format!("/v1/sessions/{sid}/artifacts?filename=notes.txt"),
+        )
+        .body("old notes")
+        .send();
+    let response = upload.await.expect("send");
+    let location = response.headers()["location"].to_str().expect("location").to_owned();
+    let (_, artifact) = json(response).await;
+    assert_eq!(artifact["expired_at"], serde_json::Value::Null);
+
+    // Microseconds, as PostgreSQL keeps them.
+    let later = (jiff::Timestamp::now() + jiff::SignedDuration::from_hours(24 * 91))
+        .round(jiff::Unit::Microsecond)
+        .expect("round");
+    let maintenance = app.db.store_as("maintenance").await;
+    let removed = maintenance
+        .expire(
+            store::retention::Task::ArtifactBytes,
+            &store::retention::Retention::default(),
+            later,
+            10,
+        )
+        .await
+        .expect("expire");
+    assert_eq!(removed, 1);
+
+    let (status, metadata) = app.get_json(&location).await;
+    assert_eq!(status, 200);
+    assert_eq!(metadata["filename"], "notes.txt");
+    assert_eq!(
+        metadata["expired_at"]
+            .as_str()
+            .map(|at| at.parse::<jiff::Timestamp>().expect("a time")),
+        Some(later)
+    );
+    let etag = artifact["etag"].as_str().expect("etag");
+    for conditional in [None, Some(etag)] {
+        let mut request = app.request(Method::GET, &format!("{location}/content"));
+        if let Some(etag) = conditional {
+            request = request.header("if-none-match", etag);
+        }
+        let problem = expect_problem(request.send().await.expect("send"), 410, "artifact_expired").await;
+        assert!(!problem.to_string().contains("old notes"), "{problem}");
+    }
+}
+
 #[tokio::test]
 async fn uploads_over_the_limit_are_refused_and_leave_nothing() {
     let app = TestApp::spawn_with(Env::default().set("API_MAX_ARTIFACT_BYTES", "1000")).await;
