@@ -9,6 +9,7 @@
 mod cycles;
 mod docs;
 mod privileges;
+mod release;
 mod systemd;
 mod web_vendor;
 
@@ -343,7 +344,7 @@ fn each_role_links_only_the_workspace_crates_it_needs() {
     // `memory`: the people the async worker gathers from mail, and the beliefs the owner's sent
     // mail forms.
     let async_worker = [&["memory"][..], &MAIL].concat();
-    let allowed: [(&str, &[&str]); 10] = [
+    let allowed: [(&str, &[&str]); 11] = [
         // `wire` (the event vocabulary, with the store that writes it) is types only.
         (
             "steward-api",
@@ -371,6 +372,8 @@ fn each_role_links_only_the_workspace_crates_it_needs() {
             &["notify", "store", "wire", "domain", "hardening", "role"],
         ),
         ("steward-migrate", &["store", "wire", "domain", "hardening", "role"]),
+        // Retention: the maintenance login's passes, nothing else.
+        ("steward-maintenance", &["store", "wire", "domain", "hardening", "role"]),
         (
             "steward-call-ingress",
             &["listener", "store", "wire", "domain", "hardening", "role"],
@@ -393,7 +396,11 @@ fn each_role_links_only_the_workspace_crates_it_needs() {
     ];
     for (role, allowed) in allowed {
         let linked: Vec<String> = closure(role).intersection(&workspace).cloned().collect();
-        let extra: Vec<&String> = linked.iter().filter(|name| !allowed.contains(&name.as_str())).collect();
+        // `release` (the build's identity: constants, no dependency) is every binary's.
+        let extra: Vec<&String> = linked
+            .iter()
+            .filter(|name| name.as_str() != "release" && !allowed.contains(&name.as_str()))
+            .collect();
         assert!(
             extra.is_empty(),
             "`{role}` links workspace crates it should not: {extra:?}"

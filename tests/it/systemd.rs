@@ -242,8 +242,7 @@ fn every_listener_has_room_for_its_connection_cap() {
 
 #[test]
 fn every_role_has_an_environment_template_without_secrets() {
-    // Every role preflight knows has an environment template (the planned ones too: the host's
-    // files are checked before their binaries arrive).
+    // Every role preflight knows has an environment template.
     for role in preflight::ROLES {
         let path = systemd_dir().join(format!("env/{role}.env"));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()));
@@ -322,6 +321,23 @@ fn the_browser_role_has_a_private_network_its_listeners_passed_in_and_one_relay_
         assert!(
             sysusers.lines().any(|line| line.starts_with(&format!("u {user} "))),
             "{user} is a user of its own"
+        );
+    }
+}
+
+/// Preflight checks that each role's environment logs in as its own login: the same logins the
+/// grants are made for, and each role's template names it.
+#[test]
+fn preflight_knows_each_roles_login_as_the_grants_do() {
+    let logins: Vec<&str> = store::policies::ROLE_LOGINS.iter().map(|(_, login)| *login).collect();
+    let known: Vec<&str> = preflight::LOGINS.iter().map(|(_, login)| *login).collect();
+    assert_eq!(known, logins);
+    for (role, login) in preflight::LOGINS {
+        assert!(preflight::ROLES.contains(&role), "{role}");
+        let template = std::fs::read_to_string(systemd_dir().join(format!("env/{role}.env"))).expect("template");
+        assert!(
+            template.contains(&format!("DATABASE_URL=postgres://{login}@")),
+            "{role}.env logs in as {login}"
         );
     }
 }

@@ -345,10 +345,6 @@ impl Stack {
             .env("AUTH_SCOPES", scopes)
             .env("LOG_LEVEL", log_level)
             .envs(flags.iter().copied())
-            .env(
-                "AGENT_RELEASE",
-                std::env::var("AGENT_RELEASE").unwrap_or_else(|_| "dev".to_owned()),
-            )
             .spawn()
             .context("start steward-api")?;
         let mut stack = Stack {

@@ -24,6 +24,8 @@ const USAGE: &str =
 #[derive(Debug, PartialEq, Eq)]
 enum Command {
     Help,
+    /// The build's release identity.
+    Version,
     Bootstrap(Arguments),
 }
 
@@ -32,6 +34,7 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
     match args.next().as_deref() {
         Some("bootstrap") => {}
         Some("-h" | "--help" | "help") => return Ok(Command::Help),
+        Some("--version") => return Ok(Command::Version),
         Some(other) => return Err(format!("unknown command `{other}`; {USAGE}")),
         None => return Err(USAGE.into()),
     }
@@ -97,6 +100,10 @@ fn main() -> ExitCode {
         Ok(Command::Bootstrap(arguments)) => arguments,
         Ok(Command::Help) => {
             println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Ok(Command::Version) => {
+            println!("{}", release::version_line("mail-mcp"));
             return ExitCode::SUCCESS;
         }
         Err(error) => {
@@ -166,6 +173,7 @@ mod tests {
         .expect("parses");
         assert!(matches!(joined, Command::Bootstrap(Arguments { account_id: None, .. })));
         assert_eq!(args(&["--help"]), Ok(Command::Help));
+        assert_eq!(args(&["--version"]), Ok(Command::Version));
         assert_eq!(args(&["bootstrap", "-h"]), Ok(Command::Help));
     }
 

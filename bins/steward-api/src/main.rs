@@ -11,7 +11,8 @@ fn main() -> ExitCode {
     role::main("steward-api", role::RoleKind::Application, serve)
 }
 
-async fn serve(config: ApiConfig) -> anyhow::Result<()> {
+async fn serve(mut config: ApiConfig) -> anyhow::Result<()> {
+    config.release = release::IDENTITY.to_owned();
     let store = config.database.connect_lazy();
     let listener = tokio::net::TcpListener::bind(config.listen_addr)
         .await

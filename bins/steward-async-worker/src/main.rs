@@ -123,7 +123,8 @@ impl FromEnv for Config {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        None => role::main("steward-async-worker", role::RoleKind::Application, work),
+        // `--version` is answered by `role::main`, as every role's.
+        None | Some("--version") => role::main("steward-async-worker", role::RoleKind::Application, work),
         Some("calibrate") => calibrate(&args[1..]),
         Some("junk-packet") => junk_packet(&args[1..]),
         Some(other) => {

@@ -35,6 +35,10 @@ fn host(args: impl IntoIterator<Item = String>) -> Result<preflight::Host, Strin
 }
 
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("--version") {
+        println!("{}", release::version_line("steward-preflight"));
+        return ExitCode::SUCCESS;
+    }
     let host = match host(std::env::args().skip(1)) {
         Ok(host) => host,
         Err(error) => {

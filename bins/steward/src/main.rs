@@ -16,7 +16,7 @@ use clap::{Parser, Subcommand};
 use uuid::Uuid;
 
 #[derive(Parser)]
-#[command(name = "steward", version, about = "Talk to your Steward from the terminal")]
+#[command(name = "steward", version = release::IDENTITY, about = "Talk to your Steward from the terminal")]
 struct Cli {
     /// Print JSON (the API's own shapes) instead of text, for scripts.
     #[arg(long, global = true)]

@@ -7,7 +7,6 @@
 //! | `API_LISTEN_ADDR` | socket address to listen on | `127.0.0.1:8080` |
 //! | `API_TOKEN_FILE` | owner-only file holding the static bearer token (≥ 32 bytes) | required |
 //! | `AUTH_SCOPES` | comma-separated scopes granted to the token | empty |
-//! | `AGENT_RELEASE` | release identity reported by `/health/ready` | the build's version |
 //! | `AGENT_DEFINITIONS_FILE` | JSON array of agent definitions | the built-in `default` agent |
 //! | `API_MAX_ARTIFACT_BYTES` | largest artifact upload | `26214400` (25 MiB) |
 //! | `API_UPLOAD_IDLE_SECONDS` | an upload sending nothing this long is refused (408) | `30` |
@@ -20,6 +19,9 @@
 //! | `API_STREAM_HEARTBEAT_SECONDS` | heartbeat comment interval of event streams, 1 to 15 | `15` |
 //! | `API_WEB_ORIGIN` | the origin the owner opens the web client at, `https://host[:port]`: its session cookie is `Secure` and `__Host-`, answers carry HSTS; unset, web sessions are made only for a page on loopback over plain HTTP | unset |
 //! | `AGENT_EMAIL_ENABLED` with `MAIL_ACCOUNTS_FILE` (or the three `MAIL_*_CREDENTIAL_FILE`) | mail: the accounts' ids shape the rosters; no credential is opened here | off |
+//! | `SITE_URL`, `DOCS_URL` | the public site's and the documentation's addresses; served under their paths | served at `/site/` and `/docs/` |
+//! | `SITE_NAME`, `SITE_OPERATOR`, `SITE_CONTACT` | the public pages' deployment name, operator and contact | `Steward`, `its owner`, `the operator of this deployment` |
+//! | `SITE_TEMPLATES_DIR` | the operator's page templates (`site/README.md`) | the built-in pages |
 //! | `LOG_LEVEL` | `error`, `warn`, `info`, `debug` or `trace` | `info` |
 
 use std::net::SocketAddr;
@@ -85,6 +87,8 @@ pub struct ApiConfig {
     pub agents: AgentRegistry,
     pub artifact_max_bytes: u64,
     pub upload_idle_timeout: std::time::Duration,
+    /// The release identity `/health/ready` and `release.txt` report: `steward-api` sets the
+    /// build's (`release::IDENTITY`); read from the environment it is the bare version.
     pub release: String,
     /// Limits given to every interactive run.
     pub run_limits: RunLimits,
@@ -95,6 +99,8 @@ pub struct ApiConfig {
     pub mail_accounts: Option<AccountIds>,
     /// The browser role, with `AGENT_BROWSER_ENABLED=1`.
     pub browser: Option<crate::browser_access::BrowserAccess>,
+    /// The public site (`SITE_URL`, `DOCS_URL`, its templates).
+    pub site: crate::site::SiteSettings,
 }
 
 impl FromEnv for ApiConfig {
@@ -123,16 +129,17 @@ impl FromEnv for ApiConfig {
             .into());
         }
 
-        let release = env
-            .get("AGENT_RELEASE")
-            .unwrap_or_else(|| env!("CARGO_PKG_VERSION").to_owned());
-        if release.len() > 128
-            || !release
-                .bytes()
-                .all(|byte| byte == b' ' || (0x21..=0x7e).contains(&byte))
-        {
-            return Err(invalid("AGENT_RELEASE", "must be at most 128 printable ASCII characters").into());
+        // The release identity is the build's (`release::IDENTITY`, which `steward-api` sets);
+        // a variable that once named it would be silently ignored, so it is refused.
+        if env.get("AGENT_RELEASE").is_some() {
+            return Err(invalid(
+                "AGENT_RELEASE",
+                "is no longer read: the release identity comes from the build (`steward-api --version`); remove it",
+            )
+            .into());
         }
+        let release = env!("CARGO_PKG_VERSION").to_owned();
+        let site = crate::site::SiteSettings::from_env(&env)?;
 
         let defaults = RunLimits::default();
         let run_limits = RunLimits {
@@ -224,6 +231,7 @@ impl FromEnv for ApiConfig {
             offered_models,
             mail_accounts: mail,
             browser,
+            site,
         })
     }
 }

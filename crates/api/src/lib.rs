@@ -14,6 +14,7 @@ mod hub;
 pub mod openapi;
 pub mod problem;
 pub mod routes;
+pub mod site;
 pub mod web;
 
 /// The parsers of what a caller sends that are not a typed extractor's: each is fed arbitrary
@@ -86,13 +87,14 @@ pub fn app(config: ApiConfig, store: Store) -> Router {
         release: config.release,
         openapi_json,
     };
+    let site = site::router(&config.site, &settings.release);
     let hub = hub::EventHub::start(&store);
     let state = AppState {
         store,
         settings: Arc::new(settings),
         hub,
     };
-    routes::router(state, authenticator)
+    routes::router(state, authenticator, site)
 }
 
 /// Serves `app` on `listener` within `limits` (`listener::serve`: header and stall timeouts, a

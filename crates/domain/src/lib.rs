@@ -32,6 +32,7 @@ pub mod run;
 pub mod schedule;
 pub mod scope;
 pub mod session;
+pub mod site;
 pub mod text;
 pub mod untrusted;
 

@@ -6,6 +6,7 @@
 mod calls;
 mod env_file;
 mod junk;
+mod roles;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -18,6 +19,7 @@ use hardening::environment::{RoleKind, refused};
 use nix::unistd::{AccessFlags, Group, Uid, User, access};
 
 pub use env_file::parse_env_file;
+pub use roles::LOGINS;
 
 /// The spec's message when a call role's environment file cannot be read by the deploy user.
 pub const CALL_ENV_UNREADABLE: &str = "calling role environment is not readable by the deploy user";
@@ -37,6 +39,9 @@ pub const ROLES: [&str; 8] = [
     "call-ingress",
 ];
 const CALL_ROLES: [&str; 2] = ["call-worker", "call-ingress"];
+/// The roles every host runs whatever its features: the API, and maintenance (without it
+/// nothing expires: artifact bytes, call transcripts, idempotency records, ...).
+const ALWAYS_INSTALLED: [&str; 2] = ["api", "maintenance"];
 const APPLICATION_MAIL_ROLES: [&str; 4] = ["api", "worker", "async-worker", "maintenance"];
 const NOTIFICATION_FLAGS: [&str; 2] = ["AGENT_NOTIFICATION_API_ENABLED", "AGENT_NOTIFICATION_DISPATCH_ENABLED"];
 
@@ -136,6 +141,8 @@ pub fn run(host: &Host) -> Report {
     release(host, &identities, &mut report);
     let environments = environments(host, &identities, &mut report);
     environment_rules(&environments, &mut report);
+    roles::installed(host, &environments, &mut report);
+    roles::site(&environments, &mut report);
     credentials(host, &identities, &environments, &mut report);
     mail_credentials(&identities, &environments, &mut report);
     junk::junk(host, &environments, &mut report);
@@ -215,8 +222,8 @@ fn environments(host: &Host, identities: &Identities, report: &mut Report) -> En
         let call = CALL_ROLES.contains(&role);
         let meta = match std::fs::symlink_metadata(&path) {
             Ok(meta) => meta,
-            // An uninstalled role has no file; only the api is always installed.
-            Err(error) if error.kind() == ErrorKind::NotFound && role != "api" => continue,
+            // An uninstalled role has no file; the api and maintenance are always installed.
+            Err(error) if error.kind() == ErrorKind::NotFound && !ALWAYS_INSTALLED.contains(&role) => continue,
             Err(error) if error.kind() == ErrorKind::PermissionDenied && call => {
                 report.check(
                     format!("environment file {}", path.display()),

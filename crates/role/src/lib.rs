@@ -14,7 +14,8 @@ use hardening::process::ALLOW_ROOT_VARIABLE;
 /// Exit status of a role whose environment or host is refused before it starts.
 pub const EXIT_CONFIG: u8 = 2;
 
-/// Everything a role does before its runtime exists, in this order: refuse an environment that
+/// Everything a role does before its runtime exists, in this order: answer `--version` (the
+/// release identity, [`release::IDENTITY`]) and exit; refuse an environment that
 /// holds what this kind of role must never hold; refuse a feature flag this release does not
 /// support (`domain::flags::unsupported`: a flag that would do nothing); refuse root (unless `STEWARD_DEV_ALLOW_ROOT=1`);
 /// set the umask to 0027, `no_new_privs`, not-dumpable, and drop every capability; then parse
@@ -26,6 +27,11 @@ pub fn prepare<C, E: Display>(
     kind: RoleKind,
     config: impl FnOnce() -> Result<C, E>,
 ) -> Result<C, ExitCode> {
+    // `<role> --version`: the build's release identity, before anything is read or refused.
+    if std::env::args().nth(1).as_deref() == Some("--version") {
+        println!("{}", release::version_line(role));
+        return Err(ExitCode::SUCCESS);
+    }
     let refuse = |reason: &dyn Display| {
         eprintln!("{role}: {reason}");
         ExitCode::from(EXIT_CONFIG)

@@ -166,7 +166,6 @@ fn soak(setup: &SoakSetup<'_>, cluster: &mut Cluster) -> anyhow::Result<Figures>
                 ("API_TOKEN_FILE".to_owned(), setup.token_file.display().to_string()),
                 ("API_LISTEN_ADDR".to_owned(), setup.listen.to_string()),
                 ("AUTH_SCOPES".to_owned(), crate::dev::template_scopes()?),
-                ("AGENT_RELEASE".to_owned(), "soak".to_owned()),
             ],
         ),
         role("steward-worker", "steward_worker", Vec::new()),

@@ -58,9 +58,22 @@ impl Tree {
                 Some("call-ingress.env") => {
                     text.replace("AGENT_CALL_INGRESS_ENABLED=0", "AGENT_CALL_INGRESS_ENABLED=1")
                 }
+                Some("api.env") => text
+                    .replace("SITE_URL=\n", "SITE_URL=https://steward.example.org/site/\n")
+                    .replace("DOCS_URL=\n", "DOCS_URL=https://steward.example.org/docs/\n"),
                 _ => text,
             };
-            tree.write_env(path.file_name().and_then(|name| name.to_str()).expect("name"), &text);
+            let file = path.file_name().and_then(|name| name.to_str()).expect("name");
+            tree.write_env(file, &text);
+            // Each role's unit, installed.
+            let role = file.strip_suffix(".env").expect("a role's file");
+            let units = tree.root.join("units");
+            std::fs::create_dir_all(&units).expect("units");
+            std::fs::copy(
+                Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../systemd/steward-{role}.service")),
+                units.join(format!("steward-{role}.service")),
+            )
+            .unwrap_or_else(|error| panic!("install the unit of {role}: {error}"));
         }
         let credentials = tree.credentials();
         std::fs::create_dir(&credentials).expect("credentials");
@@ -201,6 +214,91 @@ fn a_correct_host_passes_every_check() {
     ] {
         assert!(stdout.contains(needle), "{needle} checked:\n{stdout}");
     }
+}
+
+#[test]
+fn the_maintenance_role_is_required_with_its_own_login_and_its_unit() {
+    let tree = Tree::new();
+    let (_, stdout) = tree.run_as_deploy_user();
+    assert!(
+        stdout.contains(
+            "OK   role maintenance: logs in as `steward_maintenance`, unit steward-maintenance.service installed"
+        ),
+        "{stdout}"
+    );
+
+    tree.edit_env("maintenance", |text| {
+        text.replace("steward_maintenance@", "steward_api@")
+    });
+    expect_fail(
+        &tree,
+        "DATABASE_URL logs in as `steward_api`, not the role's own `steward_maintenance`",
+    );
+    tree.edit_env("maintenance", |text| {
+        text.replace("steward_api@", "steward_maintenance@")
+    });
+
+    std::fs::remove_file(tree.root.join("units/steward-maintenance.service")).expect("remove the unit");
+    expect_fail(&tree, "steward-maintenance.service is not installed");
+
+    std::fs::remove_file(tree.env("maintenance")).expect("remove the environment");
+    expect_fail(&tree, "maintenance.env: cannot stat it");
+}
+
+#[test]
+fn the_public_site_needs_https_addresses_root_owned_templates_and_an_address_with_mail_on() {
+    let tree = Tree::new();
+    let (_, stdout) = tree.run_as_deploy_user();
+    assert!(
+        stdout.contains("OK   public site at https://steward.example.org/site/: addresses and templates"),
+        "{stdout}"
+    );
+
+    tree.edit_env("api", |text| {
+        text.replace(
+            "SITE_URL=https://steward.example.org/site/",
+            "SITE_URL=http://steward.example.org/site/",
+        )
+    });
+    expect_fail(&tree, "SITE_URL must be https://");
+    tree.edit_env("api", |text| {
+        text.replace(
+            "SITE_URL=http://steward.example.org/site/",
+            "SITE_URL=https://steward.example.org/v1/",
+        )
+    });
+    expect_fail(&tree, "SITE_URL path `/v1/` is the API's or the web client's");
+
+    // Mail on without a site: the provider's verification has nothing to read.
+    tree.edit_env("api", |text| {
+        text.replace("SITE_URL=https://steward.example.org/v1/", "SITE_URL=")
+    });
+    let (passed, stdout) = tree.run_as_deploy_user();
+    assert!(passed, "a site address is optional while mail is off:\n{stdout}");
+    tree.edit_env("api", |text| {
+        text.replace("AGENT_EMAIL_ENABLED=0", "AGENT_EMAIL_ENABLED=1")
+    });
+    expect_fail(&tree, "SITE_URL is unset while mail is on");
+    tree.edit_env("api", |text| {
+        text.replace("AGENT_EMAIL_ENABLED=1", "AGENT_EMAIL_ENABLED=0")
+            .replace("SITE_URL=\n", "SITE_URL=https://steward.example.org/site/\n")
+    });
+
+    let templates = tree.root.join("etc/site");
+    std::fs::create_dir(&templates).expect("templates");
+    set_mode(&templates, 0o755);
+    std::fs::write(templates.join("home.html"), "<h1>{{deployment}}</h1>").expect("template");
+    set_mode(&templates.join("home.html"), 0o644);
+    let dir = templates.display().to_string();
+    tree.edit_env("api", |text| {
+        text.replace("SITE_TEMPLATES_DIR=", &format!("SITE_TEMPLATES_DIR={dir}"))
+    });
+    let (passed, stdout) = tree.run_as_deploy_user();
+    assert!(passed, "root's templates, readable by the group:\n{stdout}");
+    set_mode(&templates.join("home.html"), 0o664);
+    expect_fail(&tree, "home.html must be root's and writable by root only");
+    set_mode(&templates.join("home.html"), 0o600);
+    expect_fail(&tree, "home.html is not readable by the service group");
 }
 
 #[test]

@@ -108,7 +108,7 @@ impl RouteDef {
     }
 }
 
-pub(crate) fn router(state: AppState, authenticator: Arc<Authenticator>) -> Router {
+pub(crate) fn router(state: AppState, authenticator: Arc<Authenticator>, site: Router) -> Router {
     let mut router = Router::new();
     for route in catalog()
         .into_iter()
@@ -140,6 +140,9 @@ pub(crate) fn router(state: AppState, authenticator: Arc<Authenticator>) -> Rout
         .fallback(problem::not_found)
         .method_not_allowed_fallback(problem::method_not_allowed)
         .with_state(state)
+        // The public site under its own path (`domain::site`: never the API's or the web
+        // client's), without authentication.
+        .merge(site)
         // The web client's assets under `/`: no path of theirs is an API path.
         .merge(crate::web::router())
         .layer(middleware::from_fn(crate::web::secure))

@@ -100,8 +100,14 @@ fn scopes_and_flags_are_validated() {
     let error = with(&[("API_LISTEN_ADDR", "localhost")]).expect_err("bad address");
     assert!(error.to_string().starts_with("API_LISTEN_ADDR is invalid"), "{error}");
 
-    let error = with(&[("AGENT_RELEASE", "line\nbreak")]).expect_err("release that cannot be a header");
-    assert!(error.to_string().starts_with("AGENT_RELEASE is invalid"), "{error}");
+    // The release identity is the build's: the variable that once named it is refused, not ignored.
+    let error = with(&[("AGENT_RELEASE", "2026.11.21")]).expect_err("a configured release");
+    assert!(
+        error
+            .to_string()
+            .starts_with("AGENT_RELEASE is invalid: is no longer read"),
+        "{error}"
+    );
     let error = with(&[("API_UPLOAD_IDLE_SECONDS", "0")]).expect_err("zero timeout");
     assert!(
         error.to_string().starts_with("API_UPLOAD_IDLE_SECONDS is invalid"),

@@ -5,14 +5,14 @@ use crate::support::{Env, TestApp, expect_problem};
 
 #[tokio::test]
 async fn ready_reports_the_release_identity() {
-    let app = TestApp::spawn_with(Env::default().set("AGENT_RELEASE", "2026.11.21-abc123")).await;
+    let app = TestApp::spawn_configured(Env::default(), |config| config.release = "0.1.0+abc123def456".into()).await;
     let response = app.client.get(app.url("/health/ready")).send().await.expect("send");
     assert_eq!(response.status(), 200);
-    assert_eq!(response.headers()["steward-release"], "2026.11.21-abc123");
+    assert_eq!(response.headers()["steward-release"], "0.1.0+abc123def456");
     let body: serde_json::Value = response.json().await.expect("json");
     assert_eq!(
         body,
-        serde_json::json!({ "status": "ready", "release": "2026.11.21-abc123" })
+        serde_json::json!({ "status": "ready", "release": "0.1.0+abc123def456" })
     );
 }
 

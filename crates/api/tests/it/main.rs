@@ -21,6 +21,7 @@ mod runs;
 mod schedules;
 mod sessions;
 mod settings;
+mod site;
 mod stream;
 mod subscriptions;
 mod support;

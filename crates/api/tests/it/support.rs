@@ -139,11 +139,12 @@ impl TestApp {
     ) -> TestApp {
         let dir = tempfile::tempdir().expect("tempdir");
         let token = token.unwrap_or_else(random_token);
-        let mut vars: HashMap<String, String> = HashMap::from([
-            ("AUTH_SCOPES".into(), all_scopes()),
-            ("AGENT_RELEASE".into(), "test-release".into()),
-        ]);
+        let mut vars: HashMap<String, String> = HashMap::from([("AUTH_SCOPES".into(), all_scopes())]);
         vars.extend(env.0);
+        let configure = |config: &mut api::ApiConfig| {
+            config.release = "test-release".into();
+            configure(config);
+        };
         let server = testkit::api::start_configured(&db, dir.path(), &token, vars, app_store.clone(), configure).await;
         TestApp {
             base: server.base.clone(),
