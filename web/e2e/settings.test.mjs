@@ -2,7 +2,7 @@
 // the server's settings; "Forget this connection" revokes the session on the server.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { launch, newPage, connect } from "./support.mjs";
+import { launch, newPage, connect, screenshot } from "./support.mjs";
 
 /** @type {import("playwright-core").Browser} */
 let browser;
@@ -47,9 +47,16 @@ test("the models card shows the offered models and saves a choice", async () => 
   const offered = await chatModel.locator("option").allInnerTexts();
   assert.ok(offered.length >= 1, "at least the scripted model is offered");
   assert.equal(await chatModel.inputValue(), offered[0]);
+  // The version and the build are the build's, as the server reports its release identity
+  // (`<version>+<commit>`), the same as every binary's `--version`.
+  const release = (await (await page.request.get("/health/ready")).json()).release;
+  const [version, build] = release.split("+");
+  assert.match(build, /^[0-9a-f]{12}$/, release);
   const data = page.getByRole("region", { name: "Data and privacy" });
-  await data.getByText("0.1.0 (1)").waitFor();
-  await data.getByText("dev").waitFor();
+  await data.getByTestId("build").getByText(build, { exact: true }).waitFor();
+  assert.equal(await data.getByTestId("version").innerText(), version);
+  await data.scrollIntoViewIfNeeded();
+  await screenshot(page, "settings-data-and-privacy");
   await context.close();
 });
 

@@ -16,8 +16,16 @@ import { WebsiteAccessCard } from "./website-view.js";
 
 const html = htm.bind(h);
 
-export const CLIENT_VERSION = "0.1.0";
-export const CLIENT_BUILD = "1";
+/**
+ * The marketing version and the build of a release identity, `<version>+<commit>`: this page is
+ * built into the server it comes from, so the server's release (`/health/ready`) is the client's.
+ * @param {string | null} release
+ */
+export function versionOf(release) {
+  if (!release) return { version: "unknown", build: "unknown" };
+  const plus = release.indexOf("+");
+  return plus < 0 ? { version: release, build: "unknown" } : { version: release.slice(0, plus), build: release.slice(plus + 1) };
+}
 
 function ModelsCard() {
   const [state, setState] = useState(/** @type {{settings: any, error: string | null, saving: boolean, missing: boolean}} */ ({ settings: null, error: null, saving: false, missing: false }));
@@ -101,6 +109,7 @@ export function SettingsView() {
       .catch(() => setRelease(null));
   }, []);
   const session = connection.value;
+  const { version, build } = versionOf(release);
   return html`<main class="main settings" aria-label="Settings">
     <div class="settings-inner">
       <div class="titlebar-lite">
@@ -129,8 +138,8 @@ export function SettingsView() {
         <h2>Data & Privacy</h2>
         <p class="summary">Conversations live on your server. This browser keeps only your appearance choices; nothing about your notifications or messages is stored here.</p>
         <dl class="facts">
-          <dt>Version</dt><dd>${CLIENT_VERSION} (${CLIENT_BUILD})</dd>
-          <dt>Server release</dt><dd>${release ?? "unknown"}</dd>
+          <dt>Version</dt><dd data-testid="version">${version}</dd>
+          <dt>Build</dt><dd data-testid="build">${build}</dd>
         </dl>
       </section>
     </div>
