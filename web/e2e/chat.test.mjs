@@ -279,10 +279,11 @@ test("Copy puts semantic HTML without colour and plain text on the clipboard; a 
   await context.close();
 });
 
-test("tool calls in a row of one tool collapse into one counted bundle", async () => {
+test("tool calls in a row of one tool collapse into one counted bundle showing their risk", async () => {
   const { page, context } = await connected();
   await send(page, "/tool notes.list {}\n/tool notes.list {}\n/tool notes.list {}");
-  await page.locator(".tool", { hasText: "notes.list × 3 · done" }).waitFor({ timeout: 20_000 });
+  // The risk comes from the server: each call's events carry the tool's risk in the roster.
+  await page.locator(".tool", { hasText: "notes.list × 3 · done · low risk" }).waitFor({ timeout: 20_000 });
   await page.getByRole("button", { name: "Send" }).waitFor({ timeout: 20_000 });
   assert.equal(await page.locator(".tool", { hasText: "notes.list" }).count(), 1);
   await context.close();

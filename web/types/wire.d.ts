@@ -1644,6 +1644,7 @@ export type ToolResult = {
   invocation_id: string;
   /** The tool's output. */
   result: unknown;
+  risk?: null | Risk;
   run_id: string;
   status: InvocationState;
   tool: string;
@@ -1653,6 +1654,7 @@ export type ToolResult = {
 export type ToolStarted = {
   call_id: string;
   invocation_id: string;
+  risk?: null | Risk;
   run_id: string;
   tool: string;
 };

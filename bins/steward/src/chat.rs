@@ -11,6 +11,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use client::approvals::{self, Decided};
+use client::bundles::{Bundler, Shown};
 use client::{Client, Submitted, Update};
 use uuid::Uuid;
 use wire::event::{ApprovalRequested, CancelReason, Event, QuestionAsked};
@@ -149,6 +150,8 @@ struct Following<'a> {
     thinking: Option<indicatif::ProgressBar>,
     /// Approvals decided here, whose resolution needs no second line.
     decided: std::collections::HashSet<Uuid>,
+    /// Tool lines gathered into bundles (client contract, Runtime 9).
+    tools: Bundler<String>,
 }
 
 async fn follow(client: &Client, session: Uuid, run: Uuid, after: i64) -> anyhow::Result<Outcome> {
@@ -160,6 +163,7 @@ async fn follow(client: &Client, session: Uuid, run: Uuid, after: i64) -> anyhow
         proposed: HashMap::new(),
         thinking: None,
         decided: std::collections::HashSet::new(),
+        tools: Bundler::default(),
     };
     loop {
         let update = tokio::select! {
@@ -184,6 +188,16 @@ async fn follow(client: &Client, session: Uuid, run: Uuid, after: i64) -> anyhow
                     return Ok(outcome);
                 }
             }
+        }
+    }
+}
+
+/// Prints tool lines: a lone call as it came, a bundle as one line.
+fn show_tools(shown: Vec<Shown<String>>) {
+    for shown in shown {
+        match shown {
+            Shown::Item(line) => crate::say!("{line}"),
+            Shown::Bundle(bundle) => crate::say!("✓ {}", bundle.label()),
         }
     }
 }
@@ -233,6 +247,23 @@ impl Following<'_> {
 
     /// Shows one persisted event; the outcome when it ends the run.
     async fn event(&mut self, event: Event) -> anyhow::Result<Option<Outcome>> {
+        // Tool lines gather into bundles; anything else first shows what was gathered.
+        match &event {
+            Event::ToolResult(result) => {
+                let line = match &result.code {
+                    None => format!("✓ {} ({})", result.tool, result.status.as_str()),
+                    Some(code) => format!("✗ {} ({}: {code})", result.tool, result.status.as_str()),
+                };
+                let shown = self.tools.call(line, &result.tool, result.status, result.risk);
+                show_tools(shown);
+                return Ok(None);
+            }
+            // A call of the tool being gathered may join its bundle: its start shows nothing.
+            Event::ToolStarted(started) if self.tools.gathering() == Some(started.tool.as_str()) => return Ok(None),
+            // A model step that only proposes calls shows no message, so it breaks nothing.
+            Event::AssistantMessage(step) if step.text.trim().is_empty() => {}
+            _ => show_tools(self.tools.finish()),
+        }
         match event {
             Event::AssistantMessage(step) if step.run_id == self.run => {
                 self.answer.finish(&step.text);
@@ -241,10 +272,6 @@ impl Following<'_> {
                 }
             }
             Event::ToolStarted(started) => crate::say!("→ {}", started.tool),
-            Event::ToolResult(result) => match &result.code {
-                None => crate::say!("✓ {} ({})", result.tool, result.status.as_str()),
-                Some(code) => crate::say!("✗ {} ({}: {code})", result.tool, result.status.as_str()),
-            },
             // Approved as it was recorded (a task permission covered it): nothing to decide; its
             // resolution follows.
             Event::ApprovalRequested(approval) if approval.status != domain::approval::ApprovalStatus::Pending => {

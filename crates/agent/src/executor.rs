@@ -451,6 +451,7 @@ impl Executor {
                         call_id: &call.id,
                         tool: &call.name,
                         arguments,
+                        risk: toolbox.get(&call.name).map(|tool| tool.risk),
                     })
                     .collect(),
                 input_tokens: response.usage.input_tokens,

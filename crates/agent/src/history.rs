@@ -180,6 +180,7 @@ mod tests {
             tool: "webhook.post".to_owned(),
             status,
             code: None,
+            risk: None,
             trust: Trust::ToolOutput,
             result: json!({ "n": n }),
         })
@@ -227,6 +228,7 @@ mod tests {
                     invocation_id: Uuid::nil(),
                     call_id: "call_1".to_owned(),
                     tool: "webhook.post".to_owned(),
+                    risk: None,
                 }),
             ),
             event(4, step(run(1), "call_2")),

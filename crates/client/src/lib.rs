@@ -19,6 +19,7 @@
 
 pub mod approvals;
 pub mod artifacts;
+pub mod bundles;
 pub mod resources;
 mod stream;
 

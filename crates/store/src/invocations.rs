@@ -1,7 +1,7 @@
 //! Tool invocations: the row the worker records before any side effect, and the result that
 //! settles it (with its `tool.result` event).
 
-use domain::approval::InvocationState;
+use domain::approval::{InvocationState, Risk};
 use domain::ids::{RunId, SessionId};
 use serde_json::Value;
 use sqlx::postgres::PgRow;
@@ -24,6 +24,9 @@ pub struct InvocationRow {
     pub state: InvocationState,
     pub result: Option<Value>,
     pub code: Option<String>,
+    /// The tool's risk when the call was recorded (none before migration 0035, or for a tool
+    /// outside the roster).
+    pub risk: Option<Risk>,
 }
 
 /// The [`INVOCATION_COLUMNS`] of a `tool_invocations` row as stored.
@@ -39,6 +42,7 @@ struct InvocationRecord {
     state: String,
     result: Option<Value>,
     code: Option<String>,
+    risk: Option<String>,
 }
 
 impl InvocationRow {
@@ -55,11 +59,17 @@ impl InvocationRow {
             state: parsed("invocation state", &record.state, InvocationState::parse)?,
             result: record.result,
             code: record.code,
+            risk: record
+                .risk
+                .as_deref()
+                .map(|risk| parsed("tool risk", risk, Risk::parse))
+                .transpose()?,
         })
     }
 }
 
-pub(crate) const INVOCATION_COLUMNS: &str = "id, run_id, step, position, call_id, tool, arguments, state, result, code";
+pub(crate) const INVOCATION_COLUMNS: &str =
+    "id, run_id, step, position, call_id, tool, arguments, state, result, code, risk";
 
 /// One invocation, read inside the caller's transaction.
 pub(crate) async fn invocation(conn: &mut PgConnection, id: Uuid) -> Result<InvocationRow> {
@@ -90,6 +100,7 @@ pub(crate) async fn write_result(
         tool: invocation.tool.clone(),
         status: state,
         code: code.map(str::to_owned),
+        risk: invocation.risk,
         // Tool output is data, never instructions: clients render it as such.
         trust: Trust::ToolOutput,
         result: result.clone(),

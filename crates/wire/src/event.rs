@@ -279,6 +279,10 @@ pub struct ToolStarted {
     pub invocation_id: Uuid,
     pub call_id: String,
     pub tool: String,
+    /// The tool's risk, as the roster gave it (absent in events recorded before it was kept,
+    /// and for a tool outside the roster).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk: Option<Risk>,
 }
 
 /// How a client must treat content: tool output is data, never instructions.
@@ -298,6 +302,9 @@ pub struct ToolResult {
     pub status: InvocationState,
     /// Why it did not succeed (for example `approval.denied`, `tool.outcome_unknown`).
     pub code: Option<String>,
+    /// The tool's risk, as in `tool.started`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk: Option<Risk>,
     pub trust: Trust,
     /// The tool's output.
     pub result: Value,

@@ -14,7 +14,7 @@ export { DISPLAY_MAX_CHARS, proveApproval, refuseTruncated } from "./approvals.j
  *   attachments: Array<{filename: string, artifact_id?: string, media_type?: string, size_bytes?: number}>,
  *   pending?: boolean, clientKey?: string}} UserItem
  * @typedef {{kind: "assistant", key: string, seq: number, runId: string, text: string}} AssistantItem
- * @typedef {{kind: "tool", key: string, seq: number, runId: string, tool: string, status: string, code: string | null}} ToolItem
+ * @typedef {{kind: "tool", key: string, seq: number, runId: string, tool: string, status: string, code: string | null, risk: string | null}} ToolItem
  * @typedef {{kind: "approval", key: string, seq: number, runId: string, approvalId: string, tool: string,
  *   risk: string, arguments: unknown, digests: Record<string, string>, status: string, deciding: string | null, error: string | null,
  *   proposals: unknown[], whole: unknown, proof: string, taskOffer: any, approvedFor: string | null,
@@ -82,7 +82,57 @@ export function onReconciled(listener) {
   reconciled.add(listener);
 }
 
-/** Reads the whole index, following cursors to the end; a repeated cursor is an error. */
+/**
+ * What the page says to a server without the history routes (the index or delete answering 404
+ * for want of the route, or 405): an older release, which this client cannot list or delete on.
+ */
+export const UPGRADE_MESSAGE =
+  "This server runs an older Steward without conversation history: upgrade it to list and delete conversations here.";
+
+/** Whether `error` says the route itself is missing (not that a session is). @param {unknown} error */
+export function missingRoute(error) {
+  return error instanceof ApiError && (error.status === 405 || (error.status === 404 && error.code !== "session_not_found"));
+}
+
+/** Point reads of rows the index stopped listing, at most this many at once. */
+const VERIFY_CONCURRENCY = 4;
+
+/**
+ * Which of `rows` the server still has, by a scoped point read of each (`GET /v1/sessions/{id}`)
+ * under bounded concurrency. Only a `session_not_found` answer confirms a row is gone; any other
+ * answer (the session read, a network failure, a server error) keeps it.
+ * @param {SessionRow[]} rows
+ * @returns {Promise<{kept: SessionRow[], gone: SessionRow[]}>}
+ */
+async function verifyMissing(rows) {
+  /** @type {SessionRow[]} */
+  const kept = [];
+  /** @type {SessionRow[]} */
+  const gone = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < rows.length) {
+      const row = rows[next];
+      next += 1;
+      try {
+        await api("GET", `/v1/sessions/${encodeURIComponent(row.session_id)}`);
+        kept.push(row);
+      } catch (error) {
+        if (error instanceof ApiError && error.code === "session_not_found") gone.push(row);
+        else kept.push(row);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(VERIFY_CONCURRENCY, rows.length) }, worker));
+  return { kept, gone };
+}
+
+/**
+ * Reads the whole index, following cursors to the end; a repeated cursor is an error. A row the
+ * index no longer lists leaves the sidebar only once its own read confirms the server deleted
+ * it; a confirmed prune clears the artifact cache. The selected conversation stays open either
+ * way, with its focused card.
+ */
 export async function reconcile() {
   const started = generation;
   try {
@@ -101,6 +151,31 @@ export async function reconcile() {
       }
     } while (cursor !== null);
     if (started !== generation) return; // a folder change answered meanwhile; its own read follows
+    const listed = new Set(rows.map((row) => row.session_id));
+    const missing = sessions.value.filter((row) => !listed.has(row.session_id));
+    if (missing.length > 0) {
+      const { kept, gone } = await verifyMissing(missing);
+      if (started !== generation) return;
+      // Kept rows stay where they were among the listed ones.
+      const keptIds = new Set(kept.map((row) => row.session_id));
+      const merged = [];
+      let at = 0;
+      for (const row of sessions.value) {
+        if (keptIds.has(row.session_id)) merged.push(row);
+        else if (listed.has(row.session_id)) {
+          // The listed rows, in the index's order, up to this one.
+          while (at < rows.length) {
+            const next = rows[at];
+            at += 1;
+            merged.push(next);
+            if (next.session_id === row.session_id) break;
+          }
+        }
+      }
+      merged.push(...rows.slice(at));
+      rows.splice(0, rows.length, ...merged);
+      if (gone.length > 0) attachments.clearCache();
+    }
     // An unchanged index changes nothing on the page (no re-render of a long sidebar).
     const signature = rows.map((row) => `${row.session_id} ${row.updated_at} ${row.title} ${row.folder_id}`).join("\n");
     if (signature !== lastSignature || rows.length !== sessions.value.length) {
@@ -110,7 +185,8 @@ export async function reconcile() {
     indexError.value = null;
     for (const listener of reconciled) listener();
   } catch (error) {
-    if (!(error instanceof ApiError && error.status === 401)) indexError.value = describe(error);
+    if (missingRoute(error)) indexError.value = UPGRADE_MESSAGE;
+    else if (!(error instanceof ApiError && error.status === 401)) indexError.value = describe(error);
   }
 }
 
@@ -367,14 +443,14 @@ function apply(frame, items) {
       if (live.value.runId === runId) live.value = { runId, text: "", reasoning: false };
       break;
     case "tool.started":
-      items.push({ kind: "tool", key: `t${payload.invocation_id}`, seq, runId, tool: payload.tool, status: "dispatching", code: null });
+      items.push({ kind: "tool", key: `t${payload.invocation_id}`, seq, runId, tool: payload.tool, status: "dispatching", code: null, risk: payload.risk ?? null });
       break;
     case "tool.result": {
       const key = `t${payload.invocation_id}`;
       if (items.some((item) => item.key === key)) {
-        update((item) => item.key === key, (item) => ({ ...item, status: payload.status, code: payload.code }));
+        update((item) => item.key === key, (item) => ({ ...item, status: payload.status, code: payload.code, risk: payload.risk ?? item.risk }));
       } else {
-        items.push({ kind: "tool", key, seq, runId, tool: payload.tool, status: payload.status, code: payload.code });
+        items.push({ kind: "tool", key, seq, runId, tool: payload.tool, status: payload.status, code: payload.code, risk: payload.risk ?? null });
       }
       break;
     }
@@ -603,6 +679,7 @@ export async function deleteSession(id) {
     await api("DELETE", `/v1/sessions/${encodeURIComponent(id)}`);
   } catch (error) {
     if (!(error instanceof ApiError && error.code === "session_not_found")) {
+      if (missingRoute(error)) return UPGRADE_MESSAGE;
       return error instanceof ApiError && error.code === "session_has_active_run"
         ? "This conversation has a reply in progress; stop it first."
         : describe(error);

@@ -12,6 +12,7 @@ import * as folders from "./folders.js";
 import * as notifications from "./notifications.js";
 import * as attachments from "./attachments.js";
 import { markdown } from "./markdown.js";
+import { bundle, bundleLabel } from "./bundles.js";
 import { appearance, setAppearance, TEXT_SIZES, TYPEFACES } from "./preferences.js";
 import { lazy, mode, ReloadOffer, showingMain, view } from "./shell.js";
 
@@ -289,30 +290,6 @@ function RunEnd({ item }) {
   return html`<p class="run-end failed" role="status">The reply failed: ${item.detail || item.reason}</p>`;
 }
 
-/**
- * Tool activity: adjacent successful calls of one tool collapse into one count-labelled bundle.
- * @param {chat.Item[]} items
- */
-function bundle(items) {
-  /** @type {Array<chat.Item | {kind: "bundle", key: string, tool: string, count: number}>} */
-  const out = [];
-  for (const item of items) {
-    const previous = out[out.length - 1];
-    if (item.kind === "tool" && item.status === "succeeded" && previous) {
-      if (previous.kind === "tool" && previous.status === "succeeded" && previous.tool === item.tool) {
-        out[out.length - 1] = { kind: "bundle", key: previous.key, tool: item.tool, count: 2 };
-        continue;
-      }
-      if (previous.kind === "bundle" && previous.tool === item.tool) {
-        out[out.length - 1] = { ...previous, count: previous.count + 1 };
-        continue;
-      }
-    }
-    out.push(item);
-  }
-  return out;
-}
-
 const TOOL_WORDS = /** @type {Record<string, string>} */ ({
   succeeded: "done",
   failed: "failed",
@@ -358,7 +335,7 @@ function renderItem(item) {
     case "tool":
       return html`<p key=${item.key} class=${`tool${["failed", "outcome_unknown"].includes(item.status) ? " failed" : ""}`}>${item.tool} · ${TOOL_WORDS[item.status] ?? item.status}</p>`;
     case "bundle":
-      return html`<p key=${item.key} class="tool">${item.tool} × ${item.count} · done</p>`;
+      return html`<p key=${item.key} class=${`tool${item.failed > 0 ? " failed" : ""}`}>${bundleLabel(item)}</p>`;
     case "approval":
       return html`<${ApprovalCard} key=${item.key} item=${item} />`;
     case "question":

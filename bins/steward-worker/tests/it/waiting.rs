@@ -84,6 +84,7 @@ async fn a_busy_run_past_its_working_time_is_cancelled_and_parked_time_does_not_
             call_id: "call_1",
             tool: "owner.ask",
             arguments: &arguments,
+            risk: Some(domain::approval::Risk::Low),
         }],
         input_tokens: 1,
         output_tokens: 1,

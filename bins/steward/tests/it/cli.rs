@@ -387,6 +387,31 @@ async fn chat_on_a_terminal_prints_escape_sequences_in_an_answer_as_text() {
     }
 }
 
+/// Adjacent successful calls of one tool show as one bundle line with their count and the
+/// highest risk, which the server's events carry (client contract, Runtime 9).
+#[tokio::test]
+async fn chat_shows_adjacent_calls_of_one_tool_as_one_bundle_with_its_risk() {
+    let stack = Stack::with_worker(SCOPES).await;
+    let user = User::new();
+    assert_eq!(user.connect(&stack.base).await.code, 0);
+    let output = unattended_chat(&user, "/tool notes.list {}\n/tool notes.list {}\n/tool notes.list {}")
+        .await
+        .expect("chat");
+    // Tool activity goes to standard error, beside the answer on standard output.
+    let activity = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{activity}");
+    assert!(activity.contains("✓ notes.list × 3 · done · low risk"), "{activity}");
+    assert!(
+        !activity.contains("✓ notes.list (succeeded)"),
+        "no call shown alone: {activity}"
+    );
+    assert_eq!(
+        activity.matches("notes.list").count(),
+        1,
+        "one line for the three: {activity}"
+    );
+}
+
 #[tokio::test]
 async fn chat_on_a_terminal_answers_an_approval_inline_and_exits_with_the_run() {
     let stack = Stack::with_worker(SCOPES).await;

@@ -101,6 +101,7 @@ impl Work<'_> {
                     invocation_id: invocation.id,
                     call_id: invocation.call_id.clone(),
                     tool: invocation.tool.clone(),
+                    risk: invocation.risk,
                 });
                 append(tx, lease.session, Some(lease.run), &event).await?;
                 Ok(Dispatch::Started)
@@ -151,7 +152,7 @@ impl Work<'_> {
             async |tx: &mut PgConnection| {
                 let rows = sqlx::query(
                     "SELECT i.id, i.run_id, i.step, i.position, i.call_id, i.tool, i.arguments, i.state, i.result,
-                            i.code, i.session_id
+                            i.code, i.risk, i.session_id
                      FROM tool_invocations i JOIN runs r ON r.id = i.run_id
                      WHERE i.state = 'dispatching' AND r.state IN ('completed', 'failed', 'cancelled')
                        AND i.updated_at < now() - make_interval(secs => $1)

@@ -110,6 +110,8 @@ pub struct NewCall<'a> {
     pub call_id: &'a str,
     pub tool: &'a str,
     pub arguments: &'a Value,
+    /// The tool's risk in the run's roster (`None` for a tool it does not hold).
+    pub risk: Option<domain::approval::Risk>,
 }
 
 /// What one model call produced and used.

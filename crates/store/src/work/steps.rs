@@ -49,8 +49,8 @@ impl Work<'_> {
                 for (position, call) in step.calls.iter().enumerate() {
                     let sql = format!(
                         "INSERT INTO tool_invocations (id, run_id, session_id, step, position, call_id, tool,
-                         arguments, state)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued') RETURNING {INVOCATION_COLUMNS}"
+                         arguments, state, risk)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', $9) RETURNING {INVOCATION_COLUMNS}"
                     );
                     let row = sqlx::query(&sql)
                         .bind(Uuid::now_v7())
@@ -61,6 +61,7 @@ impl Work<'_> {
                         .bind(call.call_id)
                         .bind(call.tool)
                         .bind(call.arguments)
+                        .bind(call.risk.map(|risk| risk.as_str()))
                         .fetch_one(&mut *tx)
                         .await?;
                     invocations.push(InvocationRow::from_row(&row)?);
