@@ -171,10 +171,23 @@ pub enum SessionsAction {
     Delete { session: Uuid },
 }
 
+/// What the command says to a server without the history routes: an older release.
+const UPGRADE: &str =
+    "this server runs an older Steward without conversation history: upgrade it to list and delete conversations";
+
+/// `error`, or the upgrade message when the server lacks the route.
+fn history_error(error: client::ClientError) -> anyhow::Error {
+    if error.missing_route() {
+        anyhow::anyhow!(UPGRADE)
+    } else {
+        error.into()
+    }
+}
+
 pub async fn sessions(client: &Client, action: Option<SessionsAction>, json: bool) -> anyhow::Result<ExitCode> {
     match action.unwrap_or(SessionsAction::List) {
         SessionsAction::List => {
-            let mut sessions = client.sessions().await?;
+            let mut sessions = client.sessions().await.map_err(history_error)?;
             sessions.sort_by_key(|session| std::cmp::Reverse(session.updated_at));
             listed(json, &sessions, None, |session| {
                 let kind = if session.schedule_id.is_some() {
@@ -191,7 +204,7 @@ pub async fn sessions(client: &Client, action: Option<SessionsAction>, json: boo
             })
         }
         SessionsAction::Delete { session } => {
-            client.delete_session(session).await?;
+            client.delete_session(session).await.map_err(history_error)?;
             done(json, "deleted", session, &format!("Deleted {session}."))
         }
     }

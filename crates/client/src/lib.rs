@@ -83,6 +83,17 @@ impl ClientError {
         }
     }
 
+    /// Whether the server lacks the route itself (405, or 404 `not_found` rather than a missing
+    /// resource): an older release (client contract, Errors "Other rules" 2).
+    pub fn missing_route(&self) -> bool {
+        match self {
+            ClientError::Problem { status: 405, .. } | ClientError::Unexpected { status: 405, .. } => true,
+            ClientError::Problem { status: 404, problem } => problem.code == "not_found",
+            ClientError::Unexpected { status: 404, .. } => true,
+            _ => false,
+        }
+    }
+
     /// Worth trying again later: the connection, or a server (or proxy in front of it) that is
     /// failing or asks to slow down.
     fn retryable(&self) -> bool {

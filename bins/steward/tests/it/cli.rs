@@ -412,6 +412,61 @@ async fn chat_shows_adjacent_calls_of_one_tool_as_one_bundle_with_its_risk() {
     );
 }
 
+/// A server of an older release, without the history routes: listing answers 405 and deleting
+/// 404 `not_found` (no such route). The command says to upgrade it, in one line, exit 1.
+#[tokio::test]
+async fn an_older_server_without_history_routes_gets_an_upgrade_message() {
+    use axum::http::StatusCode;
+    use axum::routing::{delete, get};
+    let problem = |status: StatusCode, code: &str| {
+        (
+            status,
+            [("content-type", "application/problem+json")],
+            serde_json::json!({
+                "type": format!("urn:steward:problem:{code}"),
+                "title": "Not here",
+                "status": status.as_u16(),
+                "code": code,
+            })
+            .to_string(),
+        )
+    };
+    let old = testkit::serve(
+        axum::Router::new()
+            .route(
+                "/v1/web/session",
+                get(|| async {
+                    axum::Json(
+                        serde_json::json!({"credential": "bearer", "scopes": ["sessions.read"], "expires_at": null}),
+                    )
+                }),
+            )
+            .route(
+                "/v1/sessions",
+                get(move || async move { problem(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed") }),
+            )
+            .route(
+                "/v1/sessions/{id}",
+                delete(move || async move { problem(StatusCode::NOT_FOUND, "not_found") }),
+            ),
+    )
+    .await;
+    let user = User::new();
+    assert_eq!(user.connect(&old.url("")).await.code, 0);
+    for args in [
+        &["sessions"][..],
+        &["sessions", "delete", "0190a0b0-0000-7000-8000-000000000001"][..],
+    ] {
+        let output = user.run(args, "").await;
+        assert_eq!(output.code, 1, "{args:?}: {}", output.stderr);
+        assert_eq!(
+            output.stderr.trim_end(),
+            "steward: this server runs an older Steward without conversation history: upgrade it to list and delete conversations",
+            "{args:?}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn chat_on_a_terminal_answers_an_approval_inline_and_exits_with_the_run() {
     let stack = Stack::with_worker(SCOPES).await;
