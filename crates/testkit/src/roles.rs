@@ -49,3 +49,15 @@ pub fn assert_refuses_an_unknown_log_level(program: &str) {
         format!("{role}: LOG_LEVEL is invalid: `verbose` is not one of error, warn, info, debug, trace"),
     );
 }
+
+/// A role process a test started, killed and reaped when dropped (a failed assertion leaves no
+/// process behind).
+#[derive(Debug)]
+pub struct Process(pub std::process::Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -5,6 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
 use testkit::TestDatabase;
+use testkit::roles::Process;
 
 #[test]
 fn an_unknown_log_level_stops_it_at_start() {
@@ -29,16 +30,6 @@ fn version_prints_the_builds_release_identity() {
         "{}",
         release::IDENTITY
     );
-}
-
-/// A running API process that [`Drop`] kills.
-struct Process(std::process::Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[tokio::test]

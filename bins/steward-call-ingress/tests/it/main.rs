@@ -13,6 +13,7 @@ use hmac::{Hmac, Mac};
 use serde_json::Value;
 use sha2::Sha256;
 use testkit::TestDatabase;
+use testkit::roles::Process;
 
 const SECRET: &str = "test-signing-secret-0123456789abcdef";
 
@@ -199,16 +200,6 @@ async fn the_listener_does_not_start_without_calling() {
         line.contains("AGENT_CALL_INGRESS_ENABLED requires AGENT_CALL_ENABLED=1"),
         "{line}"
     );
-}
-
-/// A real listener process that [`Drop`] kills.
-struct Process(std::process::Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 #[tokio::test]

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use jiff::{SignedDuration, Timestamp};
 use store::retention::{Retention, Task};
 use testkit::TestDatabase;
+use testkit::roles::Process;
 use uuid::Uuid;
 
 const DAY: SignedDuration = SignedDuration::from_hours(24);
@@ -427,16 +428,6 @@ async fn two_passes_of_every_task_at_once_remove_each_expired_record_once_withou
         ),
     ] {
         assert_eq!(count(&db, query).await, left, "{query}");
-    }
-}
-
-/// A role process that [`Drop`] kills.
-struct Process(std::process::Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 
