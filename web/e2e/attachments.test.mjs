@@ -127,3 +127,41 @@ test("files upload with progress, retry and removal, and a large photo is re-enc
   assert.deepEqual(problems.filter((problem) => !problem.includes("net::ERR_")), []);
   await context.close();
 });
+
+test("a picture whose bytes retention removed shows its name, marked expired", async () => {
+  const { page, context, problems } = await newPage(browser);
+  await connect(page);
+  const csrf = { "X-Steward-CSRF": "1" };
+  const stamp = Date.now().toString(36);
+  const created = await page.request.post("/v1/sessions", { headers: csrf, data: { agent_id: "default", metadata: { title: `Old photo ${stamp}` } } });
+  const session = (await created.json()).session_id;
+  const pixel = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYPj/HwADBwIAMCbHYQAAAABJRU5ErkJggg==", "base64");
+  const upload = await page.request.post(`/v1/sessions/${session}/artifacts?filename=old.png`, {
+    headers: { ...csrf, "Content-Type": "image/png" },
+    data: pixel,
+  });
+  const artifact = (await upload.json()).artifact_id;
+  const sent = await page.request.post(`/v1/sessions/${session}/messages`, {
+    headers: { ...csrf, "Idempotency-Key": `expired-${stamp}` },
+    data: { text: "An old photo", attachments: [artifact] },
+  });
+  assert.equal(sent.status(), 202);
+  // The server's answer once retention removed the bytes (tested against the real server in
+  // the api suite): 410 artifact_expired.
+  await page.route(`**/v1/sessions/${session}/artifacts/${artifact}/content`, (route) =>
+    route.fulfill({
+      status: 410,
+      contentType: "application/problem+json",
+      body: JSON.stringify({ type: "urn:steward:problem:artifact_expired", title: "Artifact expired", status: 410, code: "artifact_expired" }),
+    }),
+  );
+  await page.reload();
+  await page.getByRole("region", { name: "History" }).getByRole("button", { name: `Old photo ${stamp}`, exact: true }).click();
+  const chip = page.locator(".message.user .file-chip");
+  await chip.filter({ hasText: "expired" }).waitFor({ timeout: 20_000 });
+  assert.match(await chip.innerText(), /^old\.png · \d+ B · expired$/);
+  await screenshot(page, "attachment-expired");
+  assert.equal(await page.locator(".message.user").getByRole("img", { name: "old.png" }).count(), 0);
+  assert.deepEqual(problems.filter((problem) => !problem.includes("410")), []);
+  await context.close();
+});

@@ -233,6 +233,7 @@ function QuestionCard({ item }) {
 /** One attached file of a sent message: an image's preview, or its name and size. */
 function AttachmentView({ file }) {
   const [url, setUrl] = useState(/** @type {string | null} */ (null));
+  const [expired, setExpired] = useState(false);
   const session = chat.selectedId.value;
   const image = typeof file.media_type === "string" && file.media_type.startsWith("image/") && file.media_type !== "image/svg+xml";
   useEffect(() => {
@@ -241,14 +242,19 @@ function AttachmentView({ file }) {
     attachments
       .artifactUrl(session, file.artifact_id)
       .then((found) => live && setUrl(found))
-      .catch(() => live && setUrl(null));
+      .catch((error) => {
+        if (!live) return;
+        setUrl(null);
+        // Retention removed the bytes (the server's ARTIFACT_RETENTION_DAYS); the name stays.
+        setExpired(error instanceof ApiError && error.code === "artifact_expired");
+      });
     return () => {
       live = false;
     };
   }, [file.artifact_id, session]);
   if (url) return html`<img class="preview" src=${url} alt=${file.filename} data-artifact=${file.artifact_id} data-session=${session} />`;
   const size = typeof file.size_bytes === "number" ? ` · ${formatBytes(file.size_bytes)}` : "";
-  return html`<span class="file-chip">${file.filename}${size}</span>`;
+  return html`<span class="file-chip" title=${expired ? "Its bytes were removed after the server's retention period" : null}>${file.filename}${size}${expired ? " · expired" : ""}</span>`;
 }
 
 /** @param {number} bytes */
