@@ -7,8 +7,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use wire::email::{CreateDraft, ReviewDraft, SaveDraft};
 use wire::request::{
-    AnswerQuestion, CreateSession, DecideApproval, FolderName, RegisterDevice, SaveModelSettings, ScheduleDefinition,
-    SubmitMessage, UpdateSession,
+    AnswerQuestion, CreateSession, DecideApproval, FolderName, RegisterDevice, RegisterWebPushDevice,
+    SaveModelSettings, ScheduleDefinition, SubmitMessage, UpdateSession,
 };
 
 use crate::{bounded, inputs, property, serial};
@@ -22,6 +22,7 @@ const ANSWER: &str = r#"{"question_id":"0b5e7a52-51b5-4c1f-8f3e-6d1c2a3b4c5d","t
 const UPDATE_SESSION: &str = r#"{"folder_id":null}"#;
 const DEVICE: &str =
     r#"{"client_device_id":"phone-1","push_token":"c0ffee00c0ffee00c0ffee00c0ffee00","environment":"sandbox"}"#;
+const WEB_PUSH_DEVICE: &str = r#"{"client_device_id":"browser-1","endpoint":"https://push.example.test/send/abc","p256dh":"BLn9b-VR0ca83knDNZ32dCHGyjJp-1riX9ZTN40MqV8K_LpQmLqxC_DoHvqvFXO_nGdAB4W9dogZb_sM-uV4JbY","auth":"_ordMnz7uTCmrpBTeUV4Bw"}"#;
 const DRAFT: &str = r#"{"thread_id":"0b5e7a52-51b5-4c1f-8f3e-6d1c2a3b4c5d","to":["ada@example.com"],"cc":[],"subject":"Re: lunch","body":"Friday works."}"#;
 const REVIEW: &str = r#"{"revision":2}"#;
 const SCHEDULE: &str = r#"{"title":"Morning brief","instruction":"Summarize my day","agent_id":"default","agent_version":"1","policy_profile":"default","requested_scopes":["mcp.mail_read.use"],"limits":{"max_steps":8,"max_model_calls":8,"max_tool_calls":8,"max_cost":"0.50"},"run_timeout_seconds":600,"cadence":{"kind":"DAILY","local_time":"07:30:00","timezone":"Europe/Paris"},"misfire_grace_seconds":3600,"max_consecutive_failures":3}"#;
@@ -35,6 +36,7 @@ fn corpus() -> Vec<Vec<u8>> {
         UPDATE_SESSION,
         SCHEDULE,
         DEVICE,
+        WEB_PUSH_DEVICE,
         DRAFT,
         REVIEW,
     ]
@@ -52,6 +54,7 @@ fn the_corpus_is_well_formed() {
     json_body::<UpdateSession>(UPDATE_SESSION.as_bytes()).expect("update");
     json_body::<ScheduleDefinition>(SCHEDULE.as_bytes()).expect("schedule");
     json_body::<RegisterDevice>(DEVICE.as_bytes()).expect("device");
+    json_body::<RegisterWebPushDevice>(WEB_PUSH_DEVICE.as_bytes()).expect("web push device");
     json_body::<CreateDraft>(DRAFT.as_bytes()).expect("draft");
     json_body::<ReviewDraft>(REVIEW.as_bytes()).expect("review");
 }
@@ -92,6 +95,7 @@ fn a_request_body_parses_or_earns_a_clean_problem() {
             check::<ScheduleDefinition>(&bytes)?;
             check::<FolderName>(&bytes)?;
             check::<RegisterDevice>(&bytes)?;
+            check::<RegisterWebPushDevice>(&bytes)?;
             check::<SaveModelSettings>(&bytes)?;
             check::<CreateDraft>(&bytes)?;
             check::<SaveDraft>(&bytes)?;

@@ -352,9 +352,13 @@ export type Device = {
   client_device_id: string;
   created_at: string;
   device_id: string;
-  environment: PushEnvironment;
+  environment?: null | PushEnvironment;
+  kind: DeviceKind;
   updated_at: string;
 };
+
+/** How a device receives pushes. */
+export type DeviceKind = "apns" | "web_push";
 
 /** A draft and its newest revision. */
 export type Draft = DraftRevision & ({
@@ -1174,6 +1178,21 @@ export type RegisterDevice = {
   push_token: string;
 };
 
+/**
+ * `POST /v1/devices/web-push`: an installed web client's push subscription, as the browser's
+ * `PushSubscription` gives it, registered as a device beside APNs tokens.
+ */
+export type RegisterWebPushDevice = {
+  /** The subscription's authentication secret (`keys.auth`): 16 bytes, base64url. */
+  auth: string;
+  /** The client's own stable id for this installation. */
+  client_device_id: string;
+  /** The push service's endpoint for this subscription: an `https` URL. */
+  endpoint: string;
+  /** The subscription's P-256 public key (`keys.p256dh`): 65 bytes, base64url. */
+  p256dh: string;
+};
+
 /** `POST /v1/people/{person_id}/repair`: `Repair identity`. */
 export type RepairIdentity = {
   action: "split";
@@ -1754,6 +1773,15 @@ export type UserMessageCreated = {
   message: UserMessage;
   run_id: string;
   schedule?: null | ScheduledBy;
+};
+
+/** `GET /v1/devices/web-push`: what a web client subscribes with. */
+export type WebPushKey = {
+  /**
+   * The server's VAPID public key (RFC 8292), the subscription's `applicationServerKey`:
+   * an uncompressed P-256 point, base64url without padding.
+   */
+  application_server_key: string;
 };
 
 /** The caller's credential: made by `POST /v1/web/session`, read by `GET`. */

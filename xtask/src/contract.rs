@@ -44,6 +44,7 @@ pub fn run(admin_url: &str) -> anyhow::Result<()> {
     let mut demo = crate::demo_mail::DemoMail::start(&bin, &work.join("demo-mail"))?;
     let mut environment = demo.environment();
     environment.extend(crate::demo_calls::environment(&work.join("calls"))?);
+    environment.extend(crate::dev::web_push_environment(&bin, &work.join("vapid-key"))?);
     let mut flags: Vec<(&str, &str)> = FLAGS.to_vec();
     flags.extend(environment.iter().map(|(name, value)| (name.as_str(), value.as_str())));
     let mut stack = match crate::dev::Stack::start(&bin, &database, &token_file, listen, ALL_SCOPES, "warn", &flags) {

@@ -1,5 +1,6 @@
-//! `cargo xtask dev`: the whole service (api, worker and schedule roles) on this machine with nothing set
-//! up by hand. `--demo-mail` adds Email mode: the mail provider stand-in with a demo mailbox
+//! `cargo xtask dev`: the whole service (api, worker, schedule, maintenance and notify roles) on
+//! this machine with nothing set up by hand; notifications go to the web client by Web Push,
+//! signed with a VAPID key made once (`var/vapid-key`). `--demo-mail` adds Email mode: the mail provider stand-in with a demo mailbox
 //! (`steward-demo-mail`), its account connected, and the async worker keeping its projection.
 //! `--demo-calls` adds calling: the call provider stand-in (`steward-demo-calls`), the
 //! call-ingress listener and the call worker, with `call_finished` notifications.
@@ -135,11 +136,17 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
         // Memory and People: beliefs from conversations (and, with the demo mailbox, people and
         // mail-derived beliefs), formed by the offline former.
         environment.push(("AGENT_MEMORY_API_ENABLED".to_owned(), "1".to_owned()));
+        // Notifications, delivered by Web Push to the web client installed from this stack.
+        environment.extend(web_push_environment(&bin, &var.join("vapid-key"))?);
         let flags: Vec<(&str, &str)> = environment
             .iter()
             .map(|(name, value)| (name.as_str(), value.as_str()))
             .collect();
         let mut stack = Stack::start(&bin, &database_url, &token_file, listen, &scopes, &log_level, &flags)?;
+        if let Err(error) = stack.start_notify(&bin, &database_url, &log_level, &flags, &var.join("vapid-key")) {
+            stack.stop();
+            return Err(error);
+        }
         if let Some(calls) = calls.as_ref()
             && let Err(error) = stack.start_calls(&bin, &database_url, &log_level, &flags, calls)
         {
@@ -292,6 +299,11 @@ pub fn build_roles_and(more: &[&str]) -> anyhow::Result<std::path::PathBuf> {
             "steward-call-worker",
             "-p",
             "steward-browser",
+            // Web Push delivery, and the VAPID key it signs with (`--generate-vapid-key`).
+            "-p",
+            "steward-notify",
+            "-p",
+            "steward-preflight",
             // steward-demo-mail, the mail provider stand-in of `--demo-mail` and the browser tests
             // (its local unsubscribe endpoint speaks TLS).
             "-p",
@@ -308,6 +320,40 @@ pub fn build_roles_and(more: &[&str]) -> anyhow::Result<std::path::PathBuf> {
     Ok(crate::workspace_root().join("target/debug"))
 }
 
+/// The VAPID key Web Push is signed with: made once at `key_file` by `steward-preflight
+/// --generate-vapid-key` and kept (a new key would orphan every browser's subscription).
+/// Returns its public half.
+pub fn vapid_public_key(bin: &Path, key_file: &Path) -> anyhow::Result<String> {
+    let flag = if key_file.exists() {
+        "--vapid-public-key"
+    } else {
+        "--generate-vapid-key"
+    };
+    let output = Command::new(bin.join("steward-preflight"))
+        .arg(flag)
+        .arg(key_file)
+        .output()
+        .context("run steward-preflight")?;
+    if !output.status.success() {
+        bail!("{}", String::from_utf8_lossy(&output.stderr).trim());
+    }
+    let stdout = String::from_utf8(output.stdout).context("steward-preflight's output")?;
+    stdout
+        .trim()
+        .strip_prefix("WEB_PUSH_PUBLIC_KEY=")
+        .map(str::to_owned)
+        .context("steward-preflight printed no WEB_PUSH_PUBLIC_KEY")
+}
+
+/// The notification flags and the api's `WEB_PUSH_PUBLIC_KEY` for the VAPID key at `key_file`.
+pub fn web_push_environment(bin: &Path, key_file: &Path) -> anyhow::Result<Vec<(String, String)>> {
+    Ok(vec![
+        ("AGENT_NOTIFICATION_API_ENABLED".to_owned(), "1".to_owned()),
+        ("AGENT_NOTIFICATION_DISPATCH_ENABLED".to_owned(), "1".to_owned()),
+        ("WEB_PUSH_PUBLIC_KEY".to_owned(), vapid_public_key(bin, key_file)?),
+    ])
+}
+
 /// The implemented roles, running: the API, a worker, the scheduler and the maintenance role,
 /// and with Email mode on the async worker; with calling, the call roles too.
 pub struct Stack {
@@ -316,6 +362,8 @@ pub struct Stack {
     scheduler: Child,
     maintenance: Child,
     async_worker: Option<Child>,
+    /// The notify role, delivering Web Push ([`Stack::start_notify`]).
+    notify: Option<Child>,
     /// The call-ingress listener and the call worker, with the provider stand-in
     /// ([`Stack::start_calls`]).
     calls: Vec<(&'static str, Child)>,
@@ -371,6 +419,7 @@ impl Stack {
                 .spawn()
                 .context("start steward-maintenance")?,
             async_worker: None,
+            notify: None,
             calls: Vec::new(),
         };
         if flags.contains(&("AGENT_EMAIL_MODE_ENABLED", "1")) {
@@ -413,11 +462,40 @@ impl Stack {
         {
             bail!("steward-async-worker exited on its own ({status})");
         }
+        if let Some(child) = self.notify.as_mut()
+            && let Some(status) = child.try_wait().context("check steward-notify")?
+        {
+            bail!("steward-notify exited on its own ({status})");
+        }
         for (name, child) in &mut self.calls {
             if let Some(status) = child.try_wait().with_context(|| format!("check {name}"))? {
                 bail!("{name} exited on its own ({status})");
             }
         }
+        Ok(())
+    }
+
+    /// Starts the notify role with its own login, delivering Web Push signed with the VAPID key
+    /// at `key_file` (`flags` are the stack's, with the notification flags on).
+    pub fn start_notify(
+        &mut self,
+        bin: &Path,
+        admin_url: &str,
+        log_level: &str,
+        flags: &[(&str, &str)],
+        key_file: &Path,
+    ) -> anyhow::Result<()> {
+        let (allow_root, allow) = crate::postgres::ALLOW_ROOT;
+        let child = Command::new(bin.join("steward-notify"))
+            .env("DATABASE_URL", pgcluster::with_user(admin_url, "steward_notify"))
+            .env("LOG_LEVEL", log_level)
+            .envs(flags.iter().copied())
+            .env("WEB_PUSH_SUBJECT", "mailto:owner@localhost")
+            .env("WEB_PUSH_VAPID_KEY_FILE", key_file)
+            .env(allow_root, allow)
+            .spawn()
+            .context("start steward-notify")?;
+        self.notify = Some(child);
         Ok(())
     }
 
@@ -466,6 +544,9 @@ impl Stack {
         stop(&mut self.scheduler);
         stop(&mut self.maintenance);
         if let Some(child) = self.async_worker.as_mut() {
+            stop(child);
+        }
+        if let Some(child) = self.notify.as_mut() {
             stop(child);
         }
         for (_, child) in &mut self.calls {

@@ -73,6 +73,8 @@ pub fn run_only(admin_url: &str, names: &[String]) -> anyhow::Result<()> {
         environment.extend(calls.environment());
         environment.push(("AGENT_MEMORY_API_ENABLED".to_owned(), "1".to_owned()));
         environment.extend(website.environment());
+        // Web Push offered (the test delivers pushes itself, through the DevTools protocol).
+        environment.extend(crate::dev::web_push_environment(&bin, &work.join("vapid-key"))?);
         let flags: Vec<(&str, &str)> = environment
             .iter()
             .map(|(name, value)| (name.as_str(), value.as_str()))

@@ -6,6 +6,10 @@
 //! [--service-user NAME] [--service-group NAME] [--ingress-user NAME] [--units-dir DIR]`
 //! (defaults: `/etc/steward`, `/etc/steward/credentials`, `/opt/steward/current`, `steward`,
 //! `steward`, `steward-ingress`, `/etc/systemd/system`).
+//!
+//! `steward-preflight --generate-vapid-key PATH` writes a fresh VAPID key for Web Push (owner-only,
+//! never over an existing file) and `--vapid-public-key PATH` reads one; both print the api's
+//! `WEB_PUSH_PUBLIC_KEY=<key>` line.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,7 +43,28 @@ fn main() -> ExitCode {
         println!("{}", release::version_line("steward-preflight"));
         return ExitCode::SUCCESS;
     }
-    let host = match host(std::env::args().skip(1)) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, path] = args.as_slice()
+        && (flag == "--generate-vapid-key" || flag == "--vapid-public-key")
+    {
+        let path = std::path::Path::new(path);
+        let key = if flag == "--generate-vapid-key" {
+            preflight::vapid::generate(path)
+        } else {
+            preflight::vapid::public_key(path)
+        };
+        return match key {
+            Ok(key) => {
+                println!("WEB_PUSH_PUBLIC_KEY={key}");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("steward-preflight: {error}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let host = match host(args) {
         Ok(host) => host,
         Err(error) => {
             eprintln!("steward-preflight: {error}");

@@ -101,6 +101,26 @@ pub struct ApiConfig {
     pub browser: Option<crate::browser_access::BrowserAccess>,
     /// The public site (`SITE_URL`, `DOCS_URL`, its templates).
     pub site: crate::site::SiteSettings,
+    /// The VAPID public key web clients subscribe with (`WEB_PUSH_PUBLIC_KEY`); without it
+    /// `GET /v1/devices/web-push` answers 404 `web_push_unavailable`.
+    pub web_push_public_key: Option<String>,
+}
+
+/// A VAPID public key as browsers take it: an uncompressed P-256 point (65 bytes, `0x04`
+/// first), base64url without padding. The notify role holds the private key; preflight checks
+/// the two belong together.
+pub fn web_push_public_key(text: &str) -> Result<String, EnvError> {
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(text.trim())
+        .map_err(|_| invalid("WEB_PUSH_PUBLIC_KEY", "is not base64url without padding"))?;
+    if bytes.len() != 65 || bytes[0] != 4 {
+        return Err(invalid(
+            "WEB_PUSH_PUBLIC_KEY",
+            "is not an uncompressed P-256 public key (65 bytes, 0x04 first); `steward-preflight` prints the one the notify role's key has",
+        ));
+    }
+    Ok(text.trim().to_owned())
 }
 
 impl FromEnv for ApiConfig {
@@ -232,6 +252,10 @@ impl FromEnv for ApiConfig {
             mail_accounts: mail,
             browser,
             site,
+            web_push_public_key: env
+                .get("WEB_PUSH_PUBLIC_KEY")
+                .map(|key| web_push_public_key(&key))
+                .transpose()?,
         })
     }
 }

@@ -57,6 +57,8 @@ struct Settings {
     /// The browser role, with `AGENT_BROWSER_ENABLED=1`.
     browser: Option<browser_access::BrowserAccess>,
     release: String,
+    /// The VAPID public key web clients subscribe with, when Web Push is configured.
+    web_push_public_key: Option<String>,
     openapi_json: String,
 }
 
@@ -85,6 +87,7 @@ pub fn app(config: ApiConfig, store: Store) -> Router {
         mail_accounts: config.mail_accounts,
         browser: config.browser,
         release: config.release,
+        web_push_public_key: config.web_push_public_key,
         openapi_json,
     };
     let site = site::router(&config.site, &settings.release);

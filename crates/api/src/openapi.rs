@@ -76,6 +76,8 @@ impl Modify for BearerAuth {
         notifications::pending,
         notifications::acknowledge,
         notifications::register,
+        notifications::web_push_key,
+        notifications::register_web_push,
         notifications::revoke,
         email::accounts,
         email::refresh,
@@ -419,7 +421,7 @@ fn links(operation_id: &str) -> Vec<(&'static str, &'static str, Value)> {
                 ),
             ]
         }
-        "notifications.register" => {
+        "notifications.register" | "notifications.register_web_push" => {
             let device = || json!({ "client_device_id": "$response.body#/client_device_id" });
             vec![
                 ("201", "RevokeDevice", to("notifications.revoke", device())),
@@ -446,6 +448,7 @@ fn refine(document: &mut Value, described: &Described<'_>) {
         "FolderProposalAcceptance",
         "SaveModelSettings",
         "RegisterDevice",
+        "RegisterWebPushDevice",
         "ScheduleDefinition",
         "ScheduleLimits",
         "Cadence",

@@ -45,6 +45,7 @@ pub enum ErrorCode {
     UnknownAgentVersion,
     NotificationNotFound,
     DeviceNotFound,
+    WebPushUnavailable,
     UnsupportedModelChoice,
     MultipartNoFile,
     MultipartExtraPart,
@@ -100,7 +101,7 @@ pub enum ErrorCode {
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 86] = [
+    pub const ALL: [ErrorCode; 87] = [
         ErrorCode::RequestTimeout,
         ErrorCode::Unauthenticated,
         ErrorCode::InsufficientScope,
@@ -139,6 +140,7 @@ impl ErrorCode {
         ErrorCode::UnknownAgentVersion,
         ErrorCode::NotificationNotFound,
         ErrorCode::DeviceNotFound,
+        ErrorCode::WebPushUnavailable,
         ErrorCode::UnsupportedModelChoice,
         ErrorCode::MultipartNoFile,
         ErrorCode::MultipartExtraPart,
@@ -230,6 +232,7 @@ impl ErrorCode {
             ErrorCode::UnknownAgentVersion => "unknown_agent_version",
             ErrorCode::NotificationNotFound => "notification_not_found",
             ErrorCode::DeviceNotFound => "device_not_found",
+            ErrorCode::WebPushUnavailable => "web_push_unavailable",
             ErrorCode::UnsupportedModelChoice => "unsupported_model_choice",
             ErrorCode::MultipartNoFile => "multipart_no_file",
             ErrorCode::MultipartExtraPart => "multipart_extra_part",
@@ -321,6 +324,7 @@ impl ErrorCode {
             ErrorCode::UnknownAgentVersion => 409,
             ErrorCode::NotificationNotFound => 404,
             ErrorCode::DeviceNotFound => 404,
+            ErrorCode::WebPushUnavailable => 404,
             ErrorCode::UnsupportedModelChoice => 422,
             ErrorCode::MultipartNoFile | ErrorCode::MultipartExtraPart => 400,
             ErrorCode::FolderProposalNotFound => 404,
@@ -402,6 +406,7 @@ impl ErrorCode {
             ErrorCode::UnknownAgentVersion => "Unknown agent version",
             ErrorCode::NotificationNotFound => "Notification not found",
             ErrorCode::DeviceNotFound => "Device not found",
+            ErrorCode::WebPushUnavailable => "Web Push is not configured on this server",
             ErrorCode::UnsupportedModelChoice => "Model combination not offered",
             ErrorCode::MultipartNoFile => "The multipart upload holds no file",
             ErrorCode::MultipartExtraPart => "A multipart upload holds exactly one file part",

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde::Serialize;
-use store::DeviceTarget;
+use store::{DeviceTarget, PushAddress};
 
 /// How long a provider token is reused.
 pub const TOKEN_REUSE: Duration = Duration::from_secs(40 * 60);
@@ -63,17 +63,7 @@ pub struct Push {
     pub collapse_id: String,
 }
 
-/// What APNs made of a push.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Sent {
-    Delivered,
-    /// The token is no longer valid (`BadDeviceToken`, 410 `Unregistered`): never retried.
-    DeviceGone(String),
-    /// Too many requests or a server error: try again later.
-    Retry,
-    /// Refused for another reason (a configuration problem): not retried.
-    Rejected(String),
-}
+pub use crate::Sent;
 
 #[derive(Serialize)]
 struct Claims<'a> {
@@ -143,7 +133,10 @@ impl Apns {
     }
 
     pub async fn send(&self, device: &DeviceTarget, push: &Push) -> Result<Sent, ApnsError> {
-        let host = if device.environment == "production" {
+        let PushAddress::Apns { token, environment } = &device.address else {
+            return Ok(Sent::Rejected("not an APNs device".into()));
+        };
+        let host = if environment == "production" {
             &self.config.production_url
         } else {
             &self.config.sandbox_url
@@ -154,7 +147,7 @@ impl Apns {
         };
         let response = self
             .http
-            .post(format!("{}/3/device/{}", host.trim_end_matches('/'), device.push_token))
+            .post(format!("{}/3/device/{}", host.trim_end_matches('/'), token))
             .header("authorization", format!("bearer {}", self.provider_token()?))
             .header("apns-topic", &self.config.topic)
             .header("apns-push-type", push_type)

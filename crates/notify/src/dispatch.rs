@@ -4,11 +4,19 @@
 //! next claim skips devices already recorded, so a push repeats only if the crash fell between
 //! sending it and recording it.
 
-use jiff::Timestamp;
-use store::Store;
+use std::time::Duration;
 
-use crate::apns::{Apns, ApnsError, Push, PushType, Sent};
+use jiff::Timestamp;
+use store::{DeviceTarget, PushAddress, Store};
+use uuid::Uuid;
+
+use crate::Sent;
+use crate::apns::{Apns, ApnsError, Push, PushType};
 use crate::payload;
+use crate::webpush::{Urgency, WebPush, WebPushError, WebPushMessage};
+
+/// How long a push service keeps a Web Push message for a device that is offline.
+pub const WEB_PUSH_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum DispatchError {
@@ -16,6 +24,8 @@ pub enum DispatchError {
     Store(#[from] store::StoreError),
     #[error("{0}")]
     Apns(#[from] ApnsError),
+    #[error("{0}")]
+    WebPush(#[from] WebPushError),
 }
 
 /// What one pass did.
@@ -27,10 +37,42 @@ pub struct Pass {
     pub withdrawn: usize,
 }
 
+/// The push providers this notifier delivers through: at least one is configured.
+#[derive(Debug, Default)]
+pub struct Providers {
+    pub apns: Option<Apns>,
+    pub web_push: Option<WebPush>,
+}
+
+/// One notification's messages, for each kind of device.
+struct Messages {
+    apns: Push,
+    web_push: WebPushMessage,
+}
+
+impl Providers {
+    async fn send(&self, device: &DeviceTarget, messages: &Messages) -> Result<Sent, DispatchError> {
+        Ok(match (&device.address, &self.apns, &self.web_push) {
+            (PushAddress::Apns { .. }, Some(apns), _) => apns.send(device, &messages.apns).await?,
+            (PushAddress::WebPush { endpoint, p256dh, auth }, _, Some(web_push)) => {
+                web_push.send(endpoint, p256dh, auth, &messages.web_push).await?
+            }
+            (PushAddress::Apns { .. }, None, _) => Sent::Rejected("APNs is not configured".into()),
+            (PushAddress::WebPush { .. }, _, None) => Sent::Rejected("Web Push is not configured".into()),
+        })
+    }
+}
+
+/// A push service topic for a notification: its id's 32 hex digits (RFC 8030 allows 32
+/// base64url characters), so a withdrawal replaces its alert if that was not delivered yet.
+fn topic(notification: Uuid) -> String {
+    notification.simple().to_string()
+}
+
 #[derive(Debug)]
 pub struct Dispatcher {
     pub store: Store,
-    pub apns: Apns,
+    pub providers: Providers,
     pub worker: String,
     pub lease_seconds: u32,
 }
@@ -50,12 +92,23 @@ impl Dispatcher {
             .await?
         {
             let id = due.notification.id;
-            let push = match payload::alert(&due) {
-                Ok(bytes) => Push {
-                    payload: bytes,
-                    push_type: PushType::Alert,
-                    collapse_id: id.to_string(),
-                },
+            let messages = payload::alert(&due).and_then(|apns| {
+                Ok(Messages {
+                    apns: Push {
+                        payload: apns,
+                        push_type: PushType::Alert,
+                        collapse_id: id.to_string(),
+                    },
+                    web_push: WebPushMessage {
+                        payload: payload::web_alert(&due)?,
+                        urgency: Urgency::High,
+                        ttl: WEB_PUSH_TTL,
+                        topic: topic(id),
+                    },
+                })
+            });
+            let messages = match messages {
+                Ok(messages) => messages,
                 Err(error) => {
                     tracing::error!(%error, notification = %id, "payload too large; not sent");
                     self.store.finish_delivery(id, &self.worker).await?;
@@ -64,7 +117,7 @@ impl Dispatcher {
             };
             let mut retry = false;
             for device in &due.devices {
-                match self.apns.send(device, &push).await? {
+                match self.providers.send(device, &messages).await? {
                     Sent::Delivered => {
                         self.store.record_delivery(id, device.id).await?;
                         pass.delivered += 1;
@@ -74,7 +127,7 @@ impl Dispatcher {
                         pass.devices_gone += 1;
                     }
                     Sent::Retry => retry = true,
-                    Sent::Rejected(reason) => tracing::error!(reason, notification = %id, "APNs refused a push"),
+                    Sent::Rejected(reason) => tracing::error!(reason, notification = %id, "a push was refused"),
                 }
             }
             if retry {
@@ -86,14 +139,22 @@ impl Dispatcher {
             }
         }
         for (id, devices) in self.store.pending_withdrawals(50).await? {
-            if let Ok(bytes) = payload::withdrawal(id) {
-                let push = Push {
-                    payload: bytes,
-                    push_type: PushType::Background,
-                    collapse_id: id.to_string(),
+            if let (Ok(apns), Ok(web_push)) = (payload::withdrawal(id), payload::web_withdrawal(id)) {
+                let messages = Messages {
+                    apns: Push {
+                        payload: apns,
+                        push_type: PushType::Background,
+                        collapse_id: id.to_string(),
+                    },
+                    web_push: WebPushMessage {
+                        payload: web_push,
+                        urgency: Urgency::Normal,
+                        ttl: WEB_PUSH_TTL,
+                        topic: topic(id),
+                    },
                 };
                 for device in &devices {
-                    if let Sent::DeviceGone(reason) = self.apns.send(device, &push).await? {
+                    if let Sent::DeviceGone(reason) = self.providers.send(device, &messages).await? {
                         self.store.deactivate_device(device.id, &reason).await?;
                     }
                 }

@@ -7,6 +7,7 @@ mod calls;
 mod env_file;
 mod junk;
 mod roles;
+pub mod vapid;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -361,6 +362,33 @@ fn environment_rules(environments: &Environments, report: &mut Report) {
     }
     report.check("notification flags are equal in every environment file", failures);
 
+    // Delivery needs a provider, and the api offers Web Push exactly when notify delivers it.
+    if let Some(notify) = environments.get("notify")
+        && flag_on(notify, NOTIFICATION_FLAGS[1])
+    {
+        let mut failures = Vec::new();
+        let web_push = !value(notify, "WEB_PUSH_SUBJECT").is_empty();
+        if value(notify, "APNS_TOPIC").is_empty() && !web_push {
+            failures.push("notify delivers through neither APNs (APNS_TOPIC) nor Web Push (WEB_PUSH_SUBJECT)".into());
+        }
+        if let Some(api) = environments.get("api") {
+            match (web_push, value(api, "WEB_PUSH_PUBLIC_KEY").is_empty()) {
+                (true, true) => failures.push(
+                    "notify delivers Web Push but api has no WEB_PUSH_PUBLIC_KEY: no browser can subscribe".into(),
+                ),
+                (false, false) => failures.push(
+                    "api offers WEB_PUSH_PUBLIC_KEY but notify has no WEB_PUSH_SUBJECT: subscriptions would get nothing"
+                        .into(),
+                ),
+                _ => {}
+            }
+        }
+        report.check(
+            "notify has a push provider, and Web Push is on in both api and notify or neither",
+            failures,
+        );
+    }
+
     // Calling notifications: the api and both call roles agree, and then enqueue through the
     // notification flags.
     let mut failures = Vec::new();
@@ -498,7 +526,7 @@ fn junk_mode(environment: &BTreeMap<String, String>) -> &str {
     }
 }
 
-const CREDENTIALS: [Credential; 6] = [
+const CREDENTIALS: [Credential; 7] = [
     Credential {
         role: "api",
         name: "api-token",
@@ -515,7 +543,18 @@ const CREDENTIALS: [Credential; 6] = [
         role: "notify",
         name: "apns-key",
         ingress_owned: false,
-        required: |environment| flag_on(environment, "AGENT_NOTIFICATION_DISPATCH_ENABLED"),
+        required: |environment| {
+            flag_on(environment, "AGENT_NOTIFICATION_DISPATCH_ENABLED") && !value(environment, "APNS_TOPIC").is_empty()
+        },
+    },
+    Credential {
+        role: "notify",
+        name: "vapid-key",
+        ingress_owned: false,
+        required: |environment| {
+            flag_on(environment, "AGENT_NOTIFICATION_DISPATCH_ENABLED")
+                && !value(environment, "WEB_PUSH_SUBJECT").is_empty()
+        },
     },
     Credential {
         role: "call-worker",

@@ -15,8 +15,34 @@ use crate::{NotificationRow, Result, Store, named_optional};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceTarget {
     pub id: Uuid,
-    pub push_token: String,
-    pub environment: String,
+    pub address: PushAddress,
+}
+
+/// Where a device's pushes go.
+#[derive(Clone, PartialEq, Eq)]
+pub enum PushAddress {
+    /// An APNs device token (hexadecimal) and the environment it belongs to.
+    Apns { token: String, environment: String },
+    /// A Web Push subscription: the push service's endpoint and the keys the payload is
+    /// encrypted to (base64url, as the browser gives them).
+    WebPush {
+        endpoint: String,
+        p256dh: String,
+        auth: String,
+    },
+}
+
+/// Tokens, endpoints and keys are capabilities: never in a log line.
+impl std::fmt::Debug for PushAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PushAddress::Apns { environment, .. } => f
+                .debug_struct("Apns")
+                .field("environment", environment)
+                .finish_non_exhaustive(),
+            PushAddress::WebPush { .. } => f.debug_struct("WebPush").finish_non_exhaustive(),
+        }
+    }
 }
 
 /// A claimed notification: what to send and to whom.
@@ -82,15 +108,26 @@ struct TargetRecord {
     id: Option<Uuid>,
     push_token: Option<String>,
     environment: Option<String>,
+    web_push_p256dh: Option<String>,
+    web_push_auth: Option<String>,
 }
+
+/// The device columns a target needs.
+const TARGET_COLUMNS: &str = "d.id, d.push_token, d.environment, d.web_push_p256dh, d.web_push_auth";
 
 impl TargetRecord {
     fn device(self) -> Option<DeviceTarget> {
-        Some(DeviceTarget {
-            id: self.id?,
-            push_token: self.push_token?,
-            environment: self.environment?,
-        })
+        let token = self.push_token?;
+        let address = match (self.environment, self.web_push_p256dh, self.web_push_auth) {
+            (Some(environment), None, None) => PushAddress::Apns { token, environment },
+            (None, Some(p256dh), Some(auth)) => PushAddress::WebPush {
+                endpoint: token,
+                p256dh,
+                auth,
+            },
+            _ => return None,
+        };
+        Some(DeviceTarget { id: self.id?, address })
     }
 }
 
@@ -140,7 +177,7 @@ impl Store {
         let rows = sqlx::query(&sql).bind(&claimed).fetch_all(&self.pool).await?;
         // The owner's active devices not yet delivered to, for every claimed notification at once.
         let sql = format!(
-            "SELECT o.id AS notification_id, d.id, d.push_token, d.environment
+            "SELECT o.id AS notification_id, {TARGET_COLUMNS}
              FROM notification_outbox o {OWNERSHIP} JOIN devices d ON d.principal_id = {OWNER} AND d.active
              WHERE o.id = ANY($1)
                AND NOT EXISTS (SELECT 1 FROM notification_deliveries x WHERE x.notification_id = o.id AND
@@ -238,19 +275,20 @@ impl Store {
     pub async fn pending_withdrawals(&self, limit: u32) -> Result<Vec<(Uuid, Vec<DeviceTarget>)>> {
         // One row per (notification, active device it reached); a notification whose devices are
         // all gone comes once with no device, so it is still marked withdrawn.
-        let rows: Vec<TargetRecord> = sqlx::query_as(
-            "SELECT o.id AS notification_id, d.id, d.push_token, d.environment
+        let sql = format!(
+            "SELECT o.id AS notification_id, {TARGET_COLUMNS}
              FROM (SELECT id, delivered_at FROM notification_outbox
                    WHERE delivered_at IS NOT NULL AND withdrawn_at IS NULL
                      AND (obsolete_at IS NOT NULL OR acknowledged_at IS NOT NULL)
                    ORDER BY delivered_at LIMIT $1) o
              LEFT JOIN notification_deliveries x ON x.notification_id = o.id
              LEFT JOIN devices d ON d.id = x.device_id AND d.active
-             ORDER BY o.delivered_at, o.id",
-        )
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
+             ORDER BY o.delivered_at, o.id"
+        );
+        let rows: Vec<TargetRecord> = sqlx::query_as(&sql)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?;
         let mut withdrawals: Vec<(Uuid, Vec<DeviceTarget>)> = Vec::new();
         for row in rows {
             let id = row.notification_id;

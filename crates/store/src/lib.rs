@@ -58,7 +58,7 @@ pub use calls::{
     Reserve, RunningCall, Settled, UncertainCall,
 };
 pub use clock::{Clock, SystemClock};
-pub use delivery::{DeviceTarget, DueNotification, ScheduleOutcome};
+pub use delivery::{DeviceTarget, DueNotification, PushAddress, ScheduleOutcome};
 pub use email::{
     CensusCandidate, CensusEntry, ClaimedProposal, ClaimedUnsubscribe, ClaimedWrite, ConfirmedTarget, DraftContent,
     DraftPlace, DraftRevision, DraftRow, DraftSend, Email, EmailAccountRow, EmailMessageRow, EmailOperationRow,

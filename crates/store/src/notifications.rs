@@ -6,7 +6,7 @@ use jiff::Timestamp;
 use sqlx::postgres::PgRow;
 use uuid::Uuid;
 
-use crate::{Result, Store, parsed, timestamp};
+use crate::{PushAddress, Result, Store, parsed, timestamp};
 
 /// Push notifications of approvals, questions and schedule outcomes wait this long (the
 /// contract's delay), so one resolved meanwhile is never pushed.
@@ -86,7 +86,10 @@ const OWNED: &str = "FROM notification_outbox o
 pub struct DeviceRow {
     pub id: Uuid,
     pub client_device_id: String,
-    pub environment: String,
+    /// `apns` or `web_push`.
+    pub kind: String,
+    /// An APNs device's environment; none for Web Push.
+    pub environment: Option<String>,
     pub active: bool,
     pub created_at: Timestamp,
     pub updated_at: Timestamp,
@@ -103,7 +106,8 @@ struct Inserted {
 struct DeviceRecord {
     id: Uuid,
     client_device_id: String,
-    environment: String,
+    kind: String,
+    environment: Option<String>,
     active: bool,
     created_at: jiff_sqlx::Timestamp,
     updated_at: jiff_sqlx::Timestamp,
@@ -115,6 +119,7 @@ impl DeviceRow {
         Ok(DeviceRow {
             id: record.id,
             client_device_id: record.client_device_id,
+            kind: record.kind,
             environment: record.environment,
             active: record.active,
             created_at: timestamp(record.created_at),
@@ -150,26 +155,36 @@ impl Store {
         Ok(updated.rows_affected() == 1)
     }
 
-    /// Registers a device, or rotates its token and environment; returns it and whether it is new.
+    /// Registers a device, or moves it to a new address (a rotated token, a new subscription,
+    /// even another kind); returns it and whether it is new.
     pub async fn register_device(
         &self,
         principal: &PrincipalId,
         client_device_id: &str,
-        push_token: &str,
-        environment: &str,
+        address: &PushAddress,
     ) -> Result<(DeviceRow, bool)> {
+        let (kind, token, environment, p256dh, auth) = match address {
+            PushAddress::Apns { token, environment } => ("apns", token, Some(environment), None, None),
+            PushAddress::WebPush { endpoint, p256dh, auth } => ("web_push", endpoint, None, Some(p256dh), Some(auth)),
+        };
         let row = sqlx::query(
-            "INSERT INTO devices (id, principal_id, client_device_id, push_token, environment)
-             VALUES ($1, $2, $3, $4, $5)
-             ON CONFLICT (principal_id, client_device_id) DO UPDATE SET push_token = excluded.push_token,
-                 environment = excluded.environment, active = true, deactivated_reason = NULL, updated_at = now()
-             RETURNING id, client_device_id, environment, active, created_at, updated_at, (xmax = 0) AS inserted",
+            "INSERT INTO devices (id, principal_id, client_device_id, kind, push_token, environment, web_push_p256dh,
+                                  web_push_auth)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+             ON CONFLICT (principal_id, client_device_id) DO UPDATE SET kind = excluded.kind,
+                 push_token = excluded.push_token, environment = excluded.environment,
+                 web_push_p256dh = excluded.web_push_p256dh, web_push_auth = excluded.web_push_auth, active = true,
+                 deactivated_reason = NULL, updated_at = now()
+             RETURNING id, client_device_id, kind, environment, active, created_at, updated_at, (xmax = 0) AS inserted",
         )
         .bind(Uuid::now_v7())
         .bind(principal.as_str())
         .bind(client_device_id)
-        .bind(push_token)
+        .bind(kind)
+        .bind(token)
         .bind(environment)
+        .bind(p256dh)
+        .bind(auth)
         .fetch_one(&self.pool)
         .await?;
         let inserted = <Inserted as sqlx::FromRow<PgRow>>::from_row(&row)?;

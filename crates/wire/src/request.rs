@@ -190,6 +190,25 @@ pub struct RegisterDevice {
     pub environment: PushEnvironment,
 }
 
+/// `POST /v1/devices/web-push`: an installed web client's push subscription, as the browser's
+/// `PushSubscription` gives it, registered as a device beside APNs tokens.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterWebPushDevice {
+    /// The client's own stable id for this installation.
+    #[schema(max_length = 128, pattern = r"^[\u0021-\u007e]+$")]
+    pub client_device_id: String,
+    /// The push service's endpoint for this subscription: an `https` URL.
+    #[schema(max_length = 2048, pattern = r"^https://")]
+    pub endpoint: String,
+    /// The subscription's P-256 public key (`keys.p256dh`): 65 bytes, base64url.
+    #[schema(min_length = 86, max_length = 88, pattern = r"^[A-Za-z0-9_-]+=*$")]
+    pub p256dh: String,
+    /// The subscription's authentication secret (`keys.auth`): 16 bytes, base64url.
+    #[schema(min_length = 22, max_length = 24, pattern = r"^[A-Za-z0-9_-]+=*$")]
+    pub auth: String,
+}
+
 /// Which APNs environment a device's token belongs to (from the client build).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]

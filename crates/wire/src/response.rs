@@ -337,12 +337,33 @@ pub struct OccurrenceList {
 pub struct Device {
     pub device_id: Uuid,
     pub client_device_id: String,
-    pub environment: PushEnvironment,
+    pub kind: DeviceKind,
+    /// An APNs device's environment; absent for Web Push.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment: Option<PushEnvironment>,
     pub active: bool,
     #[schema(value_type = String, format = DateTime)]
     pub created_at: jiff::Timestamp,
     #[schema(value_type = String, format = DateTime)]
     pub updated_at: jiff::Timestamp,
+}
+
+/// How a device receives pushes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceKind {
+    /// An Apple device token (`POST /v1/devices`).
+    Apns,
+    /// A browser's push subscription (`POST /v1/devices/web-push`).
+    WebPush,
+}
+
+/// `GET /v1/devices/web-push`: what a web client subscribes with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct WebPushKey {
+    /// The server's VAPID public key (RFC 8292), the subscription's `applicationServerKey`:
+    /// an uncompressed P-256 point, base64url without padding.
+    pub application_server_key: String,
 }
 
 /// `GET /v1/settings/models` and the answer to saving them.

@@ -28,6 +28,13 @@ export function onForget(handler) {
   forgetHandlers.add(handler);
 }
 
+/** Run by Forget while the session still holds, before it is revoked (a device's revocation). */
+const beforeForgetHandlers = new Set();
+/** @param {() => Promise<void>} handler */
+export function beforeForget(handler) {
+  beforeForgetHandlers.add(handler);
+}
+
 function dropLocalState(notice) {
   for (const handler of forgetHandlers) handler();
   connection.value = { state: "disconnected", scopes: [], expiresAt: null, notice };
@@ -121,9 +128,13 @@ export async function connect(token) {
   connection.value = { state: "connected", scopes: session.scopes, expiresAt: session.expires_at, notice: null };
 }
 
-/** Revokes the session on the server, then clears local state even when that failed. */
+/**
+ * Revokes what this browser registered (its push device), then the session, then clears local
+ * state even when either failed.
+ */
 export async function forget() {
   let notice = null;
+  await Promise.allSettled([...beforeForgetHandlers].map((handler) => handler()));
   try {
     await api("DELETE", "/v1/web/session");
   } catch (error) {

@@ -6,6 +6,8 @@ import htm from "../vendor/htm.mjs";
 import { ApiError, checkConnection, connect, connection, describe } from "./api.js";
 import * as chat from "./chat.js";
 import { ChatView } from "./conversation-view.js";
+import { openTap } from "./notifications.js";
+import { syncPush } from "./push.js";
 import { NotificationsView, SettingsView } from "./settings-view.js";
 import { lazy, mode, ReloadOffer, showingMain, view } from "./shell.js";
 import { Sidebar } from "./sidebar-view.js";
@@ -74,13 +76,25 @@ function App() {
   useEffect(() => {
     if (state !== "connected") return;
     chat.startReconciling();
+    syncPush();
     // A link to one conversation: `/#session=<id>` opens it, on load and when the hash changes.
+    // A clicked alert with no window open links to what it names (the tap dictionary as
+    // `#v=1&kind=…&notification_id=…&session_id=…`), opened as the Notifications list does.
     const follow = () => {
-      const linked = /^#session=([0-9a-f-]{36})$/.exec(window.location.hash);
-      if (!linked) return;
-      view.value = "chat";
+      const hash = window.location.hash;
+      const linked = /^#session=([0-9a-f-]{36})$/.exec(hash);
+      if (linked) {
+        view.value = "chat";
+        showingMain.value = true;
+        chat.select(linked[1]);
+        return;
+      }
+      const params = new URLSearchParams(hash.slice(1));
+      if (!params.has("notification_id")) return;
+      const tap = Object.fromEntries(params);
+      history.replaceState(null, "", window.location.pathname);
       showingMain.value = true;
-      chat.select(linked[1]);
+      openTap({ ...tap, v: Number(tap.v) });
     };
     follow();
     window.addEventListener("hashchange", follow);

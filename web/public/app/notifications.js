@@ -1,11 +1,14 @@
 // Notifications in the page: the server's pending list is the only authority (nothing about
 // notifications is kept here). Opening one restores its conversation, focuses its approval or
 // question card (or, for a finished call, opens the call in Calls), and acknowledges it. A server without the routes (404) hides all of it.
+// With Web Push on (push.js), the service worker shows alerts; this page answers which
+// conversation it shows (an alert for it is not shown), opens what a clicked alert names, and
+// closes the alerts the server no longer lists.
 import { signal } from "../vendor/signals-core.mjs";
 import { api, ApiError, describe, holds, onForget } from "./api.js";
 import { loadCalls, openCall } from "./calls.js";
-import { onReconciled, select, focusCard, sessions } from "./chat.js";
-import { showingMain, view } from "./shell.js";
+import { onReconciled, select, selectedId, focusCard, sessions } from "./chat.js";
+import { mode, showingMain, view } from "./shell.js";
 
 /** @typedef {import("../../types/wire").Notification} Notification */
 
@@ -20,6 +23,7 @@ export async function loadNotifications() {
     const list = await api("GET", "/v1/notifications");
     pending.value = list.notifications;
     notificationError.value = null;
+    closeShown((id) => !list.notifications.some((/** @type {Notification} */ item) => item.notification_id === id));
   } catch (error) {
     if (error instanceof ApiError && (error.status === 404 || error.status === 405)) available.value = false;
     else if (!(error instanceof ApiError && error.status === 401)) notificationError.value = describe(error);
@@ -72,6 +76,7 @@ export async function openNotification(notification, showEmail) {
     }
   }
   pending.value = pending.value.filter((item) => item.notification_id !== notification.notification_id);
+  closeShown((id) => id === notification.notification_id);
   if (!holds("notifications.write")) return;
   try {
     await api("POST", `/v1/notifications/${encodeURIComponent(notification.notification_id)}/acknowledge`);
@@ -98,6 +103,72 @@ async function sendingDraft(session) {
   } catch {
     return null;
   }
+}
+
+/**
+ * Closes the alerts the service worker shows whose notification `obsolete` names: the server no
+ * longer lists them (answered elsewhere, acknowledged), or this page just opened one.
+ * @param {(notificationId: string) => boolean} obsolete
+ */
+async function closeShown(obsolete) {
+  if (!("serviceWorker" in navigator)) return;
+  try {
+    const registration = await navigator.serviceWorker.getRegistration();
+    for (const shown of (await registration?.getNotifications()) ?? []) {
+      const id = shown.data?.notification_id;
+      if (typeof id === "string" && obsolete(id)) shown.close();
+    }
+  } catch {
+    // No registration, or alerts not supported: nothing is shown.
+  }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const KINDS = ["approval", "question", "schedule_outcome", "call_finished"];
+const IDS = ["session_id", "run_id", "approval_id", "question_id", "occurrence_id", "call_id"];
+
+/**
+ * The version-1 tap dictionary in `value`, closed: its kind and identifiers, nothing else; null
+ * when it is not one.
+ * @param {any} value
+ * @returns {Notification["payload"] | null}
+ */
+export function tapFrom(value) {
+  if (!value || value.v !== 1 || !KINDS.includes(value.kind) || !UUID.test(String(value.notification_id))) return null;
+  /** @type {any} */
+  const tap = { v: 1, kind: value.kind, notification_id: value.notification_id };
+  for (const key of IDS) if (typeof value[key] === "string" && UUID.test(value[key])) tap[key] = value[key];
+  return tap;
+}
+
+/**
+ * Opens what a clicked alert (or a link made from one) names, as the Notifications list does.
+ * @param {any} value
+ */
+export function openTap(value) {
+  const tap = tapFrom(value);
+  if (!tap) return;
+  const listed = pending.value.find((item) => item.notification_id === tap.notification_id);
+  view.value = "chat";
+  openNotification(listed ?? { notification_id: tap.notification_id, kind: tap.kind, payload: tap, created_at: new Date().toISOString() }, () => (mode.value = "email"));
+}
+
+/** The conversation this page shows in a focused, visible window, if any. */
+function visibleSession() {
+  if (document.visibilityState !== "visible" || !document.hasFocus()) return null;
+  if (mode.value !== "chat" || view.value !== "chat") return null;
+  const main = document.querySelector('main[aria-label="Chat"]');
+  if (!main || !main.checkVisibility()) return null;
+  return selectedId.value;
+}
+
+if ("serviceWorker" in navigator) {
+  navigator.serviceWorker.addEventListener("message", (event) => {
+    if (event.origin && event.origin !== window.location.origin) return;
+    const message = event.data ?? {};
+    if (message.type === "steward.showing") event.ports[0]?.postMessage({ session: visibleSession() });
+    else if (message.type === "steward.open") openTap(message.tap);
+  });
 }
 
 onReconciled(loadNotifications);

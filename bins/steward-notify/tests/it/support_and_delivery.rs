@@ -12,7 +12,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use notify::apns::{Apns, ApnsConfig};
-use notify::dispatch::Dispatcher;
+use notify::dispatch::{Dispatcher, Providers};
 use serde_json::{Value, json};
 use testkit::TestDatabase;
 
@@ -148,7 +148,37 @@ pub(crate) async fn setup() -> Setup {
     let signing = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("signing key");
     let fake = start_fake(signing.public_key_pem(), "TEAM123456", "KEY1234567").await;
     let db = TestDatabase::new().await;
-    // Sessions are set up as the api would make them; the dispatcher uses the notify login.
+    let session = owner_session(&db).await;
+    let apns = Apns::new(ApnsConfig {
+        team_id: "TEAM123456".into(),
+        key_id: "KEY1234567".into(),
+        key_pem: signing.serialize_pem().into_bytes(),
+        topic: "dev.steward.client".into(),
+        sandbox_url: format!("{}/sandbox", fake.url),
+        production_url: format!("{}/production", fake.url),
+        extra_root_pem: Some(fake.ca_pem.clone().into_bytes()),
+    })
+    .expect("apns client");
+    let dispatcher = Dispatcher {
+        store: db.store_as("notify").await,
+        providers: Providers {
+            apns: Some(apns),
+            web_push: None,
+        },
+        worker: "notify-test".into(),
+        lease_seconds: 30,
+    };
+    Setup {
+        db,
+        fake,
+        dispatcher,
+        session,
+        signing_pem: signing.serialize_pem(),
+    }
+}
+
+/// A session of the owner, made as the api would make it; the dispatcher uses the notify login.
+pub(crate) async fn owner_session(db: &TestDatabase) -> uuid::Uuid {
     let store = store::Store::from_pool(db.pool.clone());
     let flags = domain::flags::FeatureFlags::default();
     let agents =
@@ -165,35 +195,20 @@ pub(crate) async fn setup() -> Setup {
         })
         .await
         .expect("session");
-    let apns = Apns::new(ApnsConfig {
-        team_id: "TEAM123456".into(),
-        key_id: "KEY1234567".into(),
-        key_pem: signing.serialize_pem().into_bytes(),
-        topic: "dev.steward.client".into(),
-        sandbox_url: format!("{}/sandbox", fake.url),
-        production_url: format!("{}/production", fake.url),
-        extra_root_pem: Some(fake.ca_pem.clone().into_bytes()),
-    })
-    .expect("apns client");
-    let dispatcher = Dispatcher {
-        store: db.store_as("notify").await,
-        apns,
-        worker: "notify-test".into(),
-        lease_seconds: 30,
-    };
-    Setup {
-        db,
-        fake,
-        dispatcher,
-        session: session.id.as_uuid(),
-        signing_pem: signing.serialize_pem(),
-    }
+    session.id.as_uuid()
 }
 
 pub(crate) async fn device(setup: &Setup, client: &str, token: &str, environment: &str) {
     // Devices are registered through the api; the notify login may only deactivate them.
     store::Store::from_pool(setup.db.pool.clone())
-        .register_device(&domain::ids::PrincipalId::owner(), client, token, environment)
+        .register_device(
+            &domain::ids::PrincipalId::owner(),
+            client,
+            &store::PushAddress::Apns {
+                token: token.into(),
+                environment: environment.into(),
+            },
+        )
         .await
         .expect("device");
 }
@@ -374,8 +389,9 @@ fn no_message_text_can_reach_a_payload() {
 #[tokio::test]
 async fn the_provider_token_is_reused_not_signed_per_push() {
     let setup = setup().await;
-    let first = setup.dispatcher.apns.provider_token().expect("token");
-    let second = setup.dispatcher.apns.provider_token().expect("token");
+    let apns = setup.dispatcher.providers.apns.as_ref().expect("apns");
+    let first = apns.provider_token().expect("token");
+    let second = apns.provider_token().expect("token");
     assert_eq!(first, second, "reused within the 20 to 60 minute window");
 }
 

@@ -431,6 +431,65 @@ fn unequal_notification_flags_fail() {
 }
 
 #[test]
+fn it_makes_a_vapid_key_once_and_prints_its_public_half() {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("vapid-key");
+    let run = |flag: &str| {
+        Command::new(env!("CARGO_BIN_EXE_steward-preflight"))
+            .args([flag, path.to_str().expect("path")])
+            .output()
+            .expect("run")
+    };
+    let made = run("--generate-vapid-key");
+    assert!(made.status.success());
+    let line = String::from_utf8(made.stdout).expect("utf-8");
+    assert!(
+        line.starts_with("WEB_PUSH_PUBLIC_KEY=B") && line.trim().len() == 20 + 87,
+        "{line}"
+    );
+    let read = run("--vapid-public-key");
+    assert_eq!(String::from_utf8(read.stdout).expect("utf-8"), line);
+    let again = run("--generate-vapid-key");
+    assert!(!again.status.success(), "an existing key is never replaced");
+    let stderr = String::from_utf8(again.stderr).expect("utf-8");
+    assert!(
+        stderr.starts_with("steward-preflight: ") && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+    assert_eq!(
+        String::from_utf8(run("--vapid-public-key").stdout).expect("utf-8"),
+        line
+    );
+}
+
+#[test]
+fn web_push_on_in_notify_alone_or_without_a_provider_fails() {
+    let on = |text: String| {
+        text.replace("AGENT_NOTIFICATION_API_ENABLED=0", "AGENT_NOTIFICATION_API_ENABLED=1")
+            .replace(
+                "AGENT_NOTIFICATION_DISPATCH_ENABLED=0",
+                "AGENT_NOTIFICATION_DISPATCH_ENABLED=1",
+            )
+    };
+    let tree = Tree::new();
+    for role in ["api", "worker", "notify"] {
+        tree.edit_env(role, |text| on(text.to_owned()));
+    }
+    expect_fail(
+        &tree,
+        "notify delivers through neither APNs (APNS_TOPIC) nor Web Push (WEB_PUSH_SUBJECT)",
+    );
+    tree.edit_env("notify", |text| {
+        format!("{text}WEB_PUSH_SUBJECT=mailto:owner@example.test\n")
+    });
+    expect_fail(
+        &tree,
+        "notify delivers Web Push but api has no WEB_PUSH_PUBLIC_KEY: no browser can subscribe",
+    );
+    expect_fail(&tree, "notify/vapid-key is an owner-only regular file");
+}
+
+#[test]
 fn unsubscribe_on_in_one_file_only_or_the_demo_endpoint_fails() {
     let tree = Tree::new();
     tree.edit_env("worker", |text| format!("{text}AGENT_EMAIL_UNSUBSCRIBE_ENABLED=1\n"));

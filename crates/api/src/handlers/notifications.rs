@@ -7,10 +7,10 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json as JsonResponse};
 use domain::ErrorCode;
-use store::{DeviceRow, NotificationRow};
+use store::{DeviceRow, NotificationRow, PushAddress};
 use uuid::Uuid;
-use wire::request::{PushEnvironment, RegisterDevice};
-use wire::response::{Device, Notification, NotificationList};
+use wire::request::{PushEnvironment, RegisterDevice, RegisterWebPushDevice};
+use wire::response::{Device, DeviceKind, Notification, NotificationList, WebPushKey};
 
 use super::parse_id;
 use crate::AppState;
@@ -74,11 +74,18 @@ fn device(row: DeviceRow) -> Device {
     Device {
         device_id: row.id,
         client_device_id: row.client_device_id,
-        environment: if row.environment == PushEnvironment::Production.as_str() {
-            PushEnvironment::Production
+        kind: if row.kind == "web_push" {
+            DeviceKind::WebPush
         } else {
-            PushEnvironment::Sandbox
+            DeviceKind::Apns
         },
+        environment: row.environment.map(|environment| {
+            if environment == PushEnvironment::Production.as_str() {
+                PushEnvironment::Production
+            } else {
+                PushEnvironment::Sandbox
+            }
+        }),
         active: row.active,
         created_at: row.created_at,
         updated_at: row.updated_at,
@@ -104,13 +111,7 @@ pub async fn register(
     Extension(caller): Extension<Caller>,
     Json(body): Json<RegisterDevice>,
 ) -> Result<Response, ApiError> {
-    let id = body.client_device_id.as_str();
-    if !domain::text::is_visible_ascii(id) || id.len() > 128 {
-        return Err(invalid(
-            "client_device_id",
-            "client_device_id must be 1 to 128 visible ASCII characters",
-        ));
-    }
+    let id = client_device_id(&body.client_device_id)?;
     let token = body.push_token.as_str();
     if token.len() < 32 || token.len() > 400 || !token.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(invalid(
@@ -123,8 +124,110 @@ pub async fn register(
         .register_device(
             &caller.principal,
             id,
-            &token.to_ascii_lowercase(),
-            body.environment.as_str(),
+            &PushAddress::Apns {
+                token: token.to_ascii_lowercase(),
+                environment: body.environment.as_str().to_owned(),
+            },
+        )
+        .await?;
+    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    Ok((status, JsonResponse(device(row))).into_response())
+}
+
+fn client_device_id(id: &str) -> Result<&str, ApiError> {
+    if !domain::text::is_visible_ascii(id) || id.len() > 128 {
+        return Err(invalid(
+            "client_device_id",
+            "client_device_id must be 1 to 128 visible ASCII characters",
+        ));
+    }
+    Ok(id)
+}
+
+fn configured_web_push_key(state: &AppState) -> Result<&str, ApiError> {
+    state
+        .settings
+        .web_push_public_key
+        .as_deref()
+        .ok_or_else(|| ApiError::new(ErrorCode::WebPushUnavailable))
+}
+
+/// The VAPID public key a web client subscribes with (its `applicationServerKey`); 404
+/// `web_push_unavailable` when the server has none.
+#[utoipa::path(
+    get, path = "/v1/devices/web-push", tag = "notifications",
+    security(("bearer" = ["notifications.read"])),
+    responses((status = 200, description = "The application server key", body = WebPushKey))
+)]
+pub async fn web_push_key(State(state): State<AppState>) -> Result<JsonResponse<WebPushKey>, ApiError> {
+    Ok(JsonResponse(WebPushKey {
+        application_server_key: configured_web_push_key(&state)?.to_owned(),
+    }))
+}
+
+/// Decodes a subscription key (base64url, padded or not) and checks its length.
+fn subscription_key(text: &str, field: &str, length: usize, detail: &str) -> Result<String, ApiError> {
+    use base64::Engine as _;
+    let trimmed = text.trim_end_matches('=');
+    match base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(trimmed) {
+        Ok(bytes) if bytes.len() == length && (length != 65 || bytes[0] == 4) => Ok(trimmed.to_owned()),
+        _ => Err(invalid(field, detail)),
+    }
+}
+
+/// Registers an installed web client's push subscription as a device, or moves the device to a
+/// new subscription; posting the same registration again is harmless.
+#[utoipa::path(
+    post, path = "/v1/devices/web-push", tag = "notifications",
+    security(("bearer" = ["notifications.write"])),
+    request_body = RegisterWebPushDevice,
+    responses(
+        (status = 201, description = "Registered", body = Device),
+        (status = 200, description = "Already registered: subscription updated", body = Device),
+    )
+)]
+pub async fn register_web_push(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+    Json(body): Json<RegisterWebPushDevice>,
+) -> Result<Response, ApiError> {
+    configured_web_push_key(&state)?;
+    let id = client_device_id(&body.client_device_id)?;
+    let endpoint = url::Url::parse(&body.endpoint).ok().filter(|url| {
+        url.scheme() == "https"
+            && url.host().is_some()
+            && url.username().is_empty()
+            && url.password().is_none()
+            && url.fragment().is_none()
+    });
+    if endpoint.is_none() || body.endpoint.len() > 2048 {
+        return Err(invalid(
+            "endpoint",
+            "endpoint must be the push service's https URL (at most 2048 characters, no credentials or fragment)",
+        ));
+    }
+    let p256dh = subscription_key(
+        &body.p256dh,
+        "p256dh",
+        65,
+        "p256dh must be the subscription's uncompressed P-256 key (65 bytes, base64url)",
+    )?;
+    let auth = subscription_key(
+        &body.auth,
+        "auth",
+        16,
+        "auth must be the subscription's 16-byte secret (base64url)",
+    )?;
+    let (row, created) = state
+        .store
+        .register_device(
+            &caller.principal,
+            id,
+            &PushAddress::WebPush {
+                endpoint: body.endpoint,
+                p256dh,
+                auth,
+            },
         )
         .await?;
     let status = if created { StatusCode::CREATED } else { StatusCode::OK };

@@ -255,6 +255,20 @@ pub fn catalog() -> Vec<RouteDef> {
             [JSON_BODY]
         ),
         route!(
+            GET "/v1/devices/web-push",
+            Scoped(NotificationsRead),
+            Some(Flag::NotificationApi),
+            notifications::web_push_key,
+            [[WebPushUnavailable]]
+        ),
+        route!(
+            POST "/v1/devices/web-push",
+            Scoped(NotificationsWrite),
+            Some(Flag::NotificationApi),
+            notifications::register_web_push,
+            [JSON_BODY, [WebPushUnavailable]]
+        ),
+        route!(
             DELETE "/v1/devices/{client_device_id}",
             Scoped(NotificationsWrite),
             Some(Flag::NotificationApi),
