@@ -1183,13 +1183,19 @@ export type RegisterDevice = {
  * `PushSubscription` gives it, registered as a device beside APNs tokens.
  */
 export type RegisterWebPushDevice = {
-  /** The subscription's authentication secret (`keys.auth`): 16 bytes, base64url. */
+  /** The subscription's 16-byte authentication secret (`keys.auth`), base64url without padding. */
   auth: string;
   /** The client's own stable id for this installation. */
   client_device_id: string;
-  /** The push service's endpoint for this subscription: an `https` URL. */
+  /**
+   * The push service's endpoint for this subscription: an `https` URL without credentials or
+   * fragment.
+   */
   endpoint: string;
-  /** The subscription's P-256 public key (`keys.p256dh`): 65 bytes, base64url. */
+  /**
+   * The subscription's P-256 public key (`keys.p256dh`): the uncompressed point, base64url
+   * without padding.
+   */
   p256dh: string;
 };
 

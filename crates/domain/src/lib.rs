@@ -35,5 +35,6 @@ pub mod session;
 pub mod site;
 pub mod text;
 pub mod untrusted;
+pub mod web_push;
 
 pub use error_code::ErrorCode;

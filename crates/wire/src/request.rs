@@ -198,14 +198,16 @@ pub struct RegisterWebPushDevice {
     /// The client's own stable id for this installation.
     #[schema(max_length = 128, pattern = r"^[\u0021-\u007e]+$")]
     pub client_device_id: String,
-    /// The push service's endpoint for this subscription: an `https` URL.
-    #[schema(max_length = 2048, pattern = r"^https://")]
+    /// The push service's endpoint for this subscription: an `https` URL without credentials or
+    /// fragment.
+    #[schema(max_length = 2048, pattern = r#"^https://[!"$-.0->A-~]+(/[!"$-~]*)?$"#)]
     pub endpoint: String,
-    /// The subscription's P-256 public key (`keys.p256dh`): 65 bytes, base64url.
-    #[schema(min_length = 86, max_length = 88, pattern = r"^[A-Za-z0-9_-]+=*$")]
+    /// The subscription's P-256 public key (`keys.p256dh`): the uncompressed point, base64url
+    /// without padding.
+    #[schema(pattern = r"^B[A-P][A-Za-z0-9_-]{84}[AEIMQUYcgkosw048]$")]
     pub p256dh: String,
-    /// The subscription's authentication secret (`keys.auth`): 16 bytes, base64url.
-    #[schema(min_length = 22, max_length = 24, pattern = r"^[A-Za-z0-9_-]+=*$")]
+    /// The subscription's 16-byte authentication secret (`keys.auth`), base64url without padding.
+    #[schema(pattern = r"^[A-Za-z0-9_-]{21}[AQgw]$")]
     pub auth: String,
 }
 

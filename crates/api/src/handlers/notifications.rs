@@ -165,16 +165,6 @@ pub async fn web_push_key(State(state): State<AppState>) -> Result<JsonResponse<
     }))
 }
 
-/// Decodes a subscription key (base64url, padded or not) and checks its length.
-fn subscription_key(text: &str, field: &str, length: usize, detail: &str) -> Result<String, ApiError> {
-    use base64::Engine as _;
-    let trimmed = text.trim_end_matches('=');
-    match base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(trimmed) {
-        Ok(bytes) if bytes.len() == length && (length != 65 || bytes[0] == 4) => Ok(trimmed.to_owned()),
-        _ => Err(invalid(field, detail)),
-    }
-}
-
 /// Registers an installed web client's push subscription as a device, or moves the device to a
 /// new subscription; posting the same registration again is harmless.
 #[utoipa::path(
@@ -193,31 +183,25 @@ pub async fn register_web_push(
 ) -> Result<Response, ApiError> {
     configured_web_push_key(&state)?;
     let id = client_device_id(&body.client_device_id)?;
-    let endpoint = url::Url::parse(&body.endpoint).ok().filter(|url| {
-        url.scheme() == "https"
-            && url.host().is_some()
-            && url.username().is_empty()
-            && url.password().is_none()
-            && url.fragment().is_none()
-    });
-    if endpoint.is_none() || body.endpoint.len() > 2048 {
+    use domain::web_push::{is_auth, is_endpoint, is_p256dh};
+    if !is_endpoint(&body.endpoint) {
         return Err(invalid(
             "endpoint",
             "endpoint must be the push service's https URL (at most 2048 characters, no credentials or fragment)",
         ));
     }
-    let p256dh = subscription_key(
-        &body.p256dh,
-        "p256dh",
-        65,
-        "p256dh must be the subscription's uncompressed P-256 key (65 bytes, base64url)",
-    )?;
-    let auth = subscription_key(
-        &body.auth,
-        "auth",
-        16,
-        "auth must be the subscription's 16-byte secret (base64url)",
-    )?;
+    if !is_p256dh(&body.p256dh) {
+        return Err(invalid(
+            "p256dh",
+            "p256dh must be the subscription's uncompressed P-256 key (65 bytes, base64url without padding)",
+        ));
+    }
+    if !is_auth(&body.auth) {
+        return Err(invalid(
+            "auth",
+            "auth must be the subscription's 16-byte secret (base64url without padding)",
+        ));
+    }
     let (row, created) = state
         .store
         .register_device(
@@ -225,8 +209,8 @@ pub async fn register_web_push(
             id,
             &PushAddress::WebPush {
                 endpoint: body.endpoint,
-                p256dh,
-                auth,
+                p256dh: body.p256dh,
+                auth: body.auth,
             },
         )
         .await?;

@@ -255,6 +255,14 @@ async fn request_patterns_are_the_rules_the_server_applies() {
             "client_device_id",
             domain::text::VISIBLE_ASCII_PATTERN,
         ),
+        (
+            "RegisterWebPushDevice",
+            "client_device_id",
+            domain::text::VISIBLE_ASCII_PATTERN,
+        ),
+        ("RegisterWebPushDevice", "endpoint", domain::web_push::ENDPOINT_PATTERN),
+        ("RegisterWebPushDevice", "p256dh", domain::web_push::P256DH_PATTERN),
+        ("RegisterWebPushDevice", "auth", domain::web_push::AUTH_PATTERN),
     ];
     for (schema, member, pattern) in cases {
         assert_eq!(
