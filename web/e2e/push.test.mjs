@@ -91,6 +91,13 @@ test("Settings turns notifications on, registers the subscription on every load 
   assert.equal(repeated.status(), 200);
   assert.equal(repeated.request().postDataJSON().client_device_id, device);
 
+  // The push service renewed the subscription: the service worker tells the page, which
+  // registers it again.
+  const renewed = page.waitForResponse((r) => r.url().endsWith("/v1/devices/web-push") && r.request().method() === "POST");
+  const worker = context.serviceWorkers()[0] ?? (await context.waitForEvent("serviceworker"));
+  await worker.evaluate(() => self.dispatchEvent(new ExtendableEvent("pushsubscriptionchange")));
+  assert.equal((await renewed).status(), 200);
+
   // Forget revokes the device before the session ends.
   const order = [];
   page.on("request", (request) => {
@@ -205,7 +212,7 @@ test("the service worker shows alerts per conversation, not for the one in view,
   const approval = pending.find((/** @type {any} */ n) => n.kind === "approval" && n.payload.approval_id);
   assert.ok(approval, "the approval's notification is pending");
   const session = approval.payload.session_id;
-  const alert = { alert: "An action waits for your approval: notes.add", steward: approval.payload };
+  const alert = { alert: "Approval needed: notes.add", steward: approval.payload };
 
   await deliver(alert);
   await page.waitForTimeout(1_000);
@@ -225,7 +232,7 @@ test("the service worker shows alerts per conversation, not for the one in view,
   alerts = await waitShown(page, (all) => all.some((a) => a.body === alert.alert));
   assert.deepEqual(
     alerts.map((a) => ({ title: a.title, body: a.body, tag: a.tag, id: a.data.notification_id })),
-    [{ title: "Steward", body: "An action waits for your approval: notes.add", tag: `session:${session}`, id: approval.notification_id }],
+    [{ title: "Steward", body: "Approval needed: notes.add", tag: `session:${session}`, id: approval.notification_id }],
     "one alert per conversation, the newer text",
   );
   // A member outside the closed dictionary never reaches the alert's data.
@@ -252,6 +259,13 @@ test("the service worker shows alerts per conversation, not for the one in view,
     { timeout: 10_000 },
   );
   await waitShown(page, (all) => all.length === 0);
+
+  // With no window open, a click opens one at a link naming the same: it opens the card too.
+  const link = `/#${new URLSearchParams(Object.entries(approval.payload).map(([key, value]) => [key, String(value)]))}`;
+  await page.getByRole("button", { name: "New chat" }).click();
+  await page.goto(link);
+  await page.waitForFunction(() => document.activeElement?.textContent?.includes("Approve once"), null, { timeout: 20_000 });
+  assert.equal(new URL(page.url()).hash, "", "the link is consumed");
 
   // An alert the server no longer lists is closed when the page reads the list.
   await page.getByRole("button", { name: "New chat" }).click();
