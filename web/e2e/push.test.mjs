@@ -209,17 +209,19 @@ test("the service worker shows alerts per conversation, not for the one in view,
   await send(page, '/tool notes.add {"text": "Buy stamps"}');
   await page.getByRole("button", { name: "Approve once" }).waitFor({ timeout: 20_000 });
   const pending = (await (await page.request.get("/v1/notifications")).json()).notifications;
-  const approval = pending.find((/** @type {any} */ n) => n.kind === "approval" && n.payload.approval_id);
+  // The newest: earlier test files leave approvals of their own pending (the list is oldest first).
+  const approval = pending.filter((/** @type {any} */ n) => n.kind === "approval" && n.payload.approval_id).at(-1);
   assert.ok(approval, "the approval's notification is pending");
   const session = approval.payload.session_id;
   const alert = { alert: "Approval needed: notes.add", steward: approval.payload };
 
   await deliver(alert);
-  await page.waitForTimeout(1_000);
+  await page.waitForTimeout(4_000);
+  const state = await page.evaluate(() => ({ focused: document.hasFocus(), visibility: document.visibilityState }));
   assert.deepEqual(
     (await shown(page)).filter((a) => a.tag === `session:${session}`),
     [],
-    "not shown while its conversation is in view in a focused window",
+    `not shown while its conversation is in view in a focused window (the page: ${JSON.stringify(state)})`,
   );
 
   // Elsewhere in the page: an older alert for that conversation, then the approval replaces it.

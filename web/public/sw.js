@@ -98,11 +98,15 @@ function windows() {
   return self.clients.matchAll({ type: "window", includeUncontrolled: true });
 }
 
-/** Which conversation `client` shows in a focused, visible window (it answers within 500 ms). */
+/**
+ * Which conversation `client` shows in a focused, visible window. A page busy loading may take a
+ * moment to answer; one that does not answer within 3 s (frozen, or an older build) shows
+ * nothing, and the alert is shown.
+ */
 function showing(client) {
   return new Promise((resolve) => {
     const channel = new MessageChannel();
-    const timer = setTimeout(() => resolve(null), 500);
+    const timer = setTimeout(() => resolve(null), 3000);
     channel.port1.onmessage = (event) => {
       clearTimeout(timer);
       resolve(event.data?.session ?? null);

@@ -11,17 +11,22 @@ fn an_unknown_log_level_stops_it_at_start() {
     testkit::roles::assert_refuses_an_unknown_log_level(env!("CARGO_BIN_EXE_steward-notify"));
 }
 
-#[test]
-fn without_a_push_provider_it_refuses_to_start_with_one_line() {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_steward-notify"))
+/// `steward-notify` run with delivery on and `more` of the environment, until it exits.
+fn run_notify(more: &[(&str, &std::ffi::OsStr)]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_steward-notify"))
         .env_clear()
         .env("DATABASE_URL", "postgres://steward_notify@localhost/steward")
         .env("STEWARD_DEV_ALLOW_ROOT", "1")
         .env("AGENT_NOTIFICATION_API_ENABLED", "1")
         .env("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1")
-        .env("APNS_TOPIC", "")
+        .envs(more.iter().copied())
         .output()
-        .expect("run steward-notify");
+        .expect("run steward-notify")
+}
+
+#[test]
+fn without_a_push_provider_it_refuses_to_start_with_one_line() {
+    let output = run_notify(&[("APNS_TOPIC", "".as_ref())]);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -42,16 +47,10 @@ fn a_vapid_key_that_is_not_p256_stops_it_at_start() {
     )
     .expect("write");
     std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).expect("mode");
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_steward-notify"))
-        .env_clear()
-        .env("DATABASE_URL", "postgres://steward_notify@localhost/steward")
-        .env("STEWARD_DEV_ALLOW_ROOT", "1")
-        .env("AGENT_NOTIFICATION_API_ENABLED", "1")
-        .env("AGENT_NOTIFICATION_DISPATCH_ENABLED", "1")
-        .env("WEB_PUSH_SUBJECT", "mailto:owner@example.test")
-        .env("WEB_PUSH_VAPID_KEY_FILE", &key)
-        .output()
-        .expect("run steward-notify");
+    let output = run_notify(&[
+        ("WEB_PUSH_SUBJECT", "mailto:owner@example.test".as_ref()),
+        ("WEB_PUSH_VAPID_KEY_FILE", key.as_os_str()),
+    ]);
     let _ = std::fs::remove_dir_all(&dir);
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);

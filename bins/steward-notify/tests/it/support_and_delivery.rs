@@ -16,13 +16,14 @@ use notify::dispatch::{Dispatcher, Providers};
 use serde_json::{Value, json};
 use testkit::TestDatabase;
 
-/// One request the fake APNs received.
+/// One request a provider stand-in (APNs, a push service) received.
 #[derive(Clone, Debug)]
 pub(crate) struct Received {
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-    token_valid: bool,
+    pub(crate) path: String,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
+    /// Whether its `Authorization` (the provider token, the VAPID JWT) checked out.
+    pub(crate) authorized: bool,
 }
 
 impl Received {
@@ -32,6 +33,35 @@ impl Received {
             .find(|(key, _)| key == name)
             .map(|(_, value)| value.as_str())
     }
+}
+
+/// Reads `request` whole and records it in `log`; `authorized` checks its `Authorization`.
+pub(crate) async fn receive(
+    request: Request<Incoming>,
+    log: &Mutex<Vec<Received>>,
+    authorized: impl FnOnce(Option<&str>) -> bool,
+) -> Received {
+    let path = request.uri().path().to_owned();
+    let headers: Vec<(String, String)> = request
+        .headers()
+        .iter()
+        .map(|(name, value)| (name.to_string(), value.to_str().unwrap_or_default().to_owned()))
+        .collect();
+    let authorized = authorized(request.headers().get("authorization").and_then(|v| v.to_str().ok()));
+    let body = request
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes().to_vec())
+        .unwrap_or_default();
+    let received = Received {
+        path,
+        headers,
+        body,
+        authorized,
+    };
+    log.lock().expect("lock").push(received.clone());
+    received
 }
 
 pub(crate) struct FakeApns {
@@ -88,38 +118,21 @@ async fn answer(
     team: &str,
     key_id: &str,
 ) -> Response<Full<Bytes>> {
-    let path = request.uri().path().to_owned();
-    let headers: Vec<(String, String)> = request
-        .headers()
-        .iter()
-        .map(|(name, value)| (name.to_string(), value.to_str().unwrap_or_default().to_owned()))
-        .collect();
-    let jwt = request
-        .headers()
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("bearer "));
-    let token_valid = jwt.is_some_and(|jwt| {
-        let mut validation = Validation::new(Algorithm::ES256);
-        validation.required_spec_claims.clear();
-        validation.validate_exp = false;
-        let header = jsonwebtoken::decode_header(jwt).ok();
-        let claims = jsonwebtoken::decode::<Value>(jwt, decoding, &validation).ok();
-        header.is_some_and(|h| h.kid.as_deref() == Some(key_id))
-            && claims.is_some_and(|c| c.claims["iss"] == team && c.claims["iat"].is_u64())
-    });
-    let body = request
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes().to_vec())
-        .unwrap_or_default();
-    log.lock().expect("lock").push(Received {
-        path: path.clone(),
-        headers,
-        body,
-        token_valid,
-    });
+    let received = receive(request, log, |authorization| {
+        authorization
+            .and_then(|v| v.strip_prefix("bearer "))
+            .is_some_and(|jwt| {
+                let mut validation = Validation::new(Algorithm::ES256);
+                validation.required_spec_claims.clear();
+                validation.validate_exp = false;
+                let header = jsonwebtoken::decode_header(jwt).ok();
+                let claims = jsonwebtoken::decode::<Value>(jwt, decoding, &validation).ok();
+                header.is_some_and(|h| h.kid.as_deref() == Some(key_id))
+                    && claims.is_some_and(|c| c.claims["iss"] == team && c.claims["iat"].is_u64())
+            })
+    })
+    .await;
+    let path = received.path;
     let (status, reason) = if path.ends_with(&"d".repeat(64)) {
         (410, Some("Unregistered"))
     } else if path.ends_with(&"b".repeat(64)) {
@@ -248,7 +261,7 @@ async fn pushes_reach_live_devices_with_signed_tokens_and_gone_devices_are_deact
         requests.iter().any(|r| r.path.starts_with("/production/")),
         "production devices go to the production host"
     );
-    assert!(live.token_valid, "ES256 provider token with kid and iss");
+    assert!(live.authorized, "ES256 provider token with kid and iss");
     assert_eq!(live.header("apns-topic"), Some("dev.steward.client"));
     assert_eq!(live.header("apns-push-type"), Some("alert"));
     assert_eq!(live.header("apns-priority"), Some("10"));

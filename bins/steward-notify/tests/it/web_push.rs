@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
@@ -20,26 +20,9 @@ use rcgen::{KeyPair, PKCS_ECDSA_P256_SHA256};
 use serde_json::{Value, json};
 use testkit::TestDatabase;
 
+use crate::support_and_delivery::{Received, receive};
+
 const SUBJECT: &str = "mailto:owner@example.test";
-
-/// One request the push service stand-in received.
-#[derive(Clone, Debug)]
-struct Received {
-    path: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-    /// The VAPID JWT verified with the server's key, for this origin, with the contact.
-    vapid_valid: bool,
-}
-
-impl Received {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(key, _)| key == name)
-            .map(|(_, value)| value.as_str())
-    }
-}
 
 struct PushService {
     url: String,
@@ -137,30 +120,9 @@ async fn answer(
     key: &str,
     origin: &str,
 ) -> Response<Full<Bytes>> {
-    let path = request.uri().path().to_owned();
-    let headers: Vec<(String, String)> = request
-        .headers()
-        .iter()
-        .map(|(name, value)| (name.to_string(), value.to_str().unwrap_or_default().to_owned()))
-        .collect();
-    let vapid_valid = vapid_valid(
-        request.headers().get("authorization").and_then(|v| v.to_str().ok()),
-        key,
-        origin,
-    );
-    let body = request
-        .into_body()
-        .collect()
-        .await
-        .map(|b| b.to_bytes().to_vec())
-        .unwrap_or_default();
-    log.lock().expect("lock").push(Received {
-        path: path.clone(),
-        headers,
-        body,
-        vapid_valid,
-    });
-    let status = if !vapid_valid {
+    let received = receive(request, log, |authorization| vapid_valid(authorization, key, origin)).await;
+    let path = received.path;
+    let status = if !received.authorized {
         403
     } else if path.starts_with("/gone/") {
         410
@@ -310,7 +272,7 @@ async fn exactly_the_closed_dictionary_arrives_encrypted_and_signed_after_the_de
     let push = &requests[0];
     assert_eq!(push.path, "/push/phone");
     assert!(
-        push.vapid_valid,
+        push.authorized,
         "an ES256 VAPID JWT for this origin, with the contact and the key"
     );
     assert_eq!(push.header("content-encoding"), Some("aes128gcm"));

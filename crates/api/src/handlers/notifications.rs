@@ -92,6 +92,12 @@ fn device(row: DeviceRow) -> Device {
     }
 }
 
+/// 201 with the device when it is new, 200 when a registration moved or repeated it.
+fn registered(row: DeviceRow, created: bool) -> Response {
+    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
+    (status, JsonResponse(device(row))).into_response()
+}
+
 fn invalid(field: &str, detail: &str) -> ApiError {
     ApiError::new(ErrorCode::ValidationFailed).detail(detail).field(field)
 }
@@ -130,8 +136,7 @@ pub async fn register(
             },
         )
         .await?;
-    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
-    Ok((status, JsonResponse(device(row))).into_response())
+    Ok(registered(row, created))
 }
 
 fn client_device_id(id: &str) -> Result<&str, ApiError> {
@@ -214,8 +219,7 @@ pub async fn register_web_push(
             },
         )
         .await?;
-    let status = if created { StatusCode::CREATED } else { StatusCode::OK };
-    Ok((status, JsonResponse(device(row))).into_response())
+    Ok(registered(row, created))
 }
 
 /// Revokes a device: it gets no further pushes.
