@@ -9,9 +9,15 @@
 //!   persisted frame from its event's time (`created_at`, stamped in the writing transaction) to
 //!   its arrival here, and of every model delta whose text holds send times (those of `model`,
 //!   each the microseconds since the Unix epoch when the model sent it) to its arrival here.
+//!   With `MODEL_BASE` (the `model` server's address) as a fifth argument, also the time from
+//!   each submit's answer to the model server receiving the request it caused.
 //! - `model PORT_FILE`: not a measurement but a model server for `events`: OpenAI-compatible
-//!   streamed Chat Completions whose every content piece is the time it is sent, 20 pieces 5 ms
-//!   apart per answer. It writes its port to `PORT_FILE` and serves until killed.
+//!   streamed Chat Completions whose every content piece is the time it is sent, 20 pieces 50 ms
+//!   apart per answer; `GET /arrivals` lists when each user message first arrived in a request
+//!   (microseconds since the Unix epoch, by the message's text). It writes its port to
+//!   `PORT_FILE` and serves until killed.
+//! - `direct MODEL_BASE STREAMS SECONDS`: the reference of the token row: `STREAMS` clients
+//!   reading answers straight from the `model` server, each piece's arrival minus its send time.
 //! - `idle BASE TOKEN_FILE STREAMS PID HOLD_SECONDS`: opens `STREAMS` streams on as many idle
 //!   sessions, holds them, and reads the resident memory of the API process `PID`.
 //! - `rss PID`: the resident memory of process `PID` (`rss_kib`), for the rows that measure a
@@ -95,7 +101,9 @@ impl Api {
             .post(format!("{}/v1/sessions/{session}/messages", self.base))
             .bearer_auth(&self.token)
             .header("idempotency-key", key)
-            .json(&json!({ "text": "benchmark message" }))
+            // The key in the text: the model server of `events` notes when each message first
+            // reaches it.
+            .json(&json!({ "text": format!("benchmark message {key}") }))
             .send()
             .await?;
         if response.status().as_u16() != 202 {
@@ -232,6 +240,7 @@ async fn main() -> anyhow::Result<()> {
         Some("langgraph") => langgraph(&args[1..]).await?,
         Some("floor") => floor(&args[1..]).await?,
         Some("model") => model(&args[1..]).await?,
+        Some("direct") => direct(&args[1..]).await?,
         Some("rss") => {
             let pid: u32 = number(&args, 1, "pid")?.try_into()?;
             json!({ "rss_kib": rss_kib(pid).context("read the process's resident memory")? })
@@ -241,7 +250,7 @@ async fn main() -> anyhow::Result<()> {
         Some("soak") => soak::soak(&args[1..]).await?,
         Some("apns") => apns::apns(&args[1..]).await?,
         _ => bail!(
-            "usage: steward-bench submits|events|idle|rss|replay|langgraph|floor|model|inbox|refresh|soak|apns ARGS (see the source's header)"
+            "usage: steward-bench submits|events|idle|rss|replay|langgraph|floor|model|direct|inbox|refresh|soak|apns ARGS (see the source's header)"
         ),
     };
     println!("{result}");
@@ -306,6 +315,7 @@ async fn events(args: &[String]) -> anyhow::Result<Value> {
     let (streams, seconds) = (number(args, 2, "streams")?, number(args, 3, "seconds")?);
     let api = Api::new(&args[0], &args[1], streams)?;
     let sessions = api.sessions(streams, 32).await?;
+    let model_base = args.get(4).cloned();
     let until = Instant::now() + Duration::from_secs(seconds as u64);
     let tasks: Vec<_> = sessions
         .into_iter()
@@ -317,15 +327,38 @@ async fn events(args: &[String]) -> anyhow::Result<Value> {
         .collect();
     let (mut latencies, mut deltas) = (Vec::new(), Vec::new());
     let mut runs = 0;
+    let mut answered = std::collections::HashMap::new();
     for task in tasks {
         let heard = task.await??;
         latencies.extend(heard.persisted);
         deltas.extend(heard.deltas);
         runs += heard.runs;
+        answered.extend(heard.answered);
     }
     latencies.sort();
     deltas.sort();
+    // Submit answered → the model server receiving the request that message caused.
+    let mut requests = Vec::new();
+    if let Some(model) = model_base {
+        let arrivals: std::collections::HashMap<String, u128> = reqwest::get(format!("{model}/arrivals"))
+            .await?
+            .json()
+            .await
+            .context("the model server's arrivals")?;
+        for (text, answered) in &answered {
+            if let Some(arrived) = arrivals.get(text) {
+                // A request may reach the model before the submit's answer reaches the client.
+                requests.push(Duration::from_micros(
+                    u64::try_from(arrived.saturating_sub(*answered)).unwrap_or(0),
+                ));
+            }
+        }
+        requests.sort();
+    }
     Ok(json!({
+        "model_requests": requests.len(),
+        "model_request_p50_ms": ms(percentile(&requests, 0.50)),
+        "model_request_p99_ms": ms(percentile(&requests, 0.99)),
         "streams": streams,
         "runs": runs,
         "frames": latencies.len(),
@@ -345,6 +378,8 @@ struct Heard {
     /// Each model delta's latency from its send time (only when the model stamps them).
     deltas: Vec<Duration>,
     runs: usize,
+    /// When each submit was answered (microseconds since the Unix epoch), by its message's text.
+    answered: Vec<(String, u128)>,
 }
 
 /// Microseconds since the Unix epoch.
@@ -362,10 +397,13 @@ async fn converse(api: &Api, session: &str, index: usize, until: Instant) -> any
     // Spread the sessions' first messages over the first second.
     tokio::time::sleep(Duration::from_millis((index as u64 * 7919) % 1000)).await;
     let (mut latencies, mut deltas, mut last, mut runs) = (Vec::new(), Vec::new(), 0_i64, 0);
+    let mut answered = Vec::new();
     while Instant::now() < until {
         let started = Instant::now();
         let mut stream = api.stream(session, last).await?.bytes_stream();
-        api.submit(session, &format!("events-{session}-{runs}")).await?;
+        let key = format!("events-{session}-{runs}");
+        api.submit(session, &key).await?;
+        answered.push((format!("benchmark message {key}"), now_micros()));
         let mut frames = Frames::default();
         while let Some(chunk) = stream.next().await {
             let chunk = chunk?;
@@ -402,41 +440,69 @@ async fn converse(api: &Api, session: &str, index: usize, until: Instant) -> any
         persisted: latencies,
         deltas,
         runs,
+        answered,
     })
 }
 
 /// The model server of `events` (see the header): every answer is 20 content pieces, each the
-/// microseconds since the Unix epoch when it is sent, 5 ms apart.
+/// microseconds since the Unix epoch when it is sent, 50 ms apart (an answer streams for a
+/// second, so a stream that asks again as soon as one ends keeps a run streaming at all times).
 async fn model(args: &[String]) -> anyhow::Result<Value> {
     use axum::http::header::CONTENT_TYPE;
+    use std::collections::HashMap;
     let port_file = args.first().context("usage: steward-bench model PORT_FILE")?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let chunk = |delta: Value| format!("data: {}\n\n", json!({ "choices": [{ "index": 0, "delta": delta }] }));
-    let app = axum::Router::new().route(
-        "/v1/chat/completions",
-        axum::routing::post(move || async move {
-            let pieces = futures_util::stream::unfold(0_u32, move |sent| async move {
-                let frame = match sent {
-                    0 => chunk(json!({ "role": "assistant" })),
-                    1..=20 => {
-                        tokio::time::sleep(Duration::from_millis(5)).await;
-                        chunk(json!({ "content": format!("{} ", now_micros()) }))
+    // When each user message's text first arrived in a request.
+    let arrivals: Arc<std::sync::Mutex<HashMap<String, u128>>> = Arc::default();
+    let noted = arrivals.clone();
+    let app = axum::Router::new()
+        .route(
+            "/v1/chat/completions",
+            axum::routing::post(move |body: axum::body::Bytes| {
+                let arrived = now_micros();
+                let request: Value = serde_json::from_slice(&body).unwrap_or_default();
+                {
+                    let mut arrivals = noted.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    for message in request["messages"].as_array().into_iter().flatten() {
+                        if message["role"] == "user"
+                            && let Some(text) = message["content"].as_str()
+                        {
+                            arrivals.entry(text.to_owned()).or_insert(arrived);
+                        }
                     }
-                    21 => format!(
-                        "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
-                        json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "stop" }] }),
-                        json!({ "choices": [], "usage": { "prompt_tokens": 20, "completion_tokens": 20 } })
-                    ),
-                    _ => return None,
-                };
-                Some((Ok::<_, std::convert::Infallible>(frame), sent + 1))
-            });
-            (
-                [(CONTENT_TYPE, "text/event-stream")],
-                axum::body::Body::from_stream(pieces),
-            )
-        }),
-    );
+                }
+                async move {
+                    let pieces = futures_util::stream::unfold(0_u32, move |sent| async move {
+                        let frame = match sent {
+                            0 => chunk(json!({ "role": "assistant" })),
+                            1..=20 => {
+                                tokio::time::sleep(Duration::from_millis(50)).await;
+                                chunk(json!({ "content": format!("{} ", now_micros()) }))
+                            }
+                            21 => format!(
+                                "data: {}\n\ndata: {}\n\ndata: [DONE]\n\n",
+                                json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "stop" }] }),
+                                json!({ "choices": [], "usage": { "prompt_tokens": 20, "completion_tokens": 20 } })
+                            ),
+                            _ => return None,
+                        };
+                        Some((Ok::<_, std::convert::Infallible>(frame), sent + 1))
+                    });
+                    (
+                        [(CONTENT_TYPE, "text/event-stream")],
+                        axum::body::Body::from_stream(pieces),
+                    )
+                }
+            }),
+        )
+        .route(
+            "/arrivals",
+            axum::routing::get(move || {
+                let arrivals = arrivals.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone();
+                async move { axum::Json(arrivals) }
+            }),
+        );
     std::fs::write(port_file, listener.local_addr()?.port().to_string())?;
     // As the API does: each piece leaves at once, not behind Nagle's algorithm waiting for a
     // delayed acknowledgement (a 40 ms stall that would be charged to Steward's transport).
@@ -446,6 +512,65 @@ async fn model(args: &[String]) -> anyhow::Result<Value> {
     });
     axum::serve(listener, app).await?;
     Ok(json!({}))
+}
+
+/// The token row's reference (see the header): the `model` server's answers read directly,
+/// `STREAMS` at once, each piece's arrival minus its send time.
+async fn direct(args: &[String]) -> anyhow::Result<Value> {
+    let base = args
+        .first()
+        .context("usage: steward-bench direct MODEL_BASE STREAMS SECONDS")?
+        .clone();
+    let (streams, seconds) = (number(args, 1, "streams")?, number(args, 2, "seconds")?);
+    let client = reqwest::Client::builder().pool_max_idle_per_host(streams).build()?;
+    let until = Instant::now() + Duration::from_secs(seconds as u64);
+    let tasks: Vec<_> = (0..streams)
+        .map(|index| {
+            let (client, base) = (client.clone(), base.clone());
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis((index as u64 * 7919) % 1000)).await;
+                let mut latencies = Vec::new();
+                while Instant::now() < until {
+                    let started = Instant::now();
+                    let response = client
+                        .post(format!("{base}/v1/chat/completions"))
+                        .json(&json!({ "model": "bench-stream", "stream": true,
+                                       "messages": [{ "role": "user", "content": "direct" }] }))
+                        .send()
+                        .await?;
+                    let mut body = response.bytes_stream();
+                    let mut frames = Frames::default();
+                    while let Some(chunk) = body.next().await {
+                        let chunk = chunk?;
+                        let now = now_micros();
+                        for frame in frames.push(&chunk) {
+                            let data: Value = serde_json::from_str(&frame.data).unwrap_or_default();
+                            let text = data["choices"][0]["delta"]["content"].as_str().unwrap_or_default();
+                            for stamp in text.split_whitespace() {
+                                if let Ok(sent) = stamp.parse::<u128>() {
+                                    let micros = u64::try_from(now.saturating_sub(sent)).unwrap_or(u64::MAX);
+                                    latencies.push(Duration::from_micros(micros));
+                                }
+                            }
+                        }
+                    }
+                    // About one answer a second per client, as the streams of `events` ask.
+                    tokio::time::sleep(Duration::from_secs(1).saturating_sub(started.elapsed())).await;
+                }
+                anyhow::Ok(latencies)
+            })
+        })
+        .collect();
+    let mut latencies = Vec::new();
+    for task in tasks {
+        latencies.extend(task.await??);
+    }
+    latencies.sort();
+    Ok(json!({
+        "pieces": latencies.len(),
+        "p50_ms": ms(percentile(&latencies, 0.50)),
+        "p99_ms": ms(percentile(&latencies, 0.99)),
+    }))
 }
 
 /// The reference server of idle streams (see the header).

@@ -7,7 +7,6 @@ import { ApiError, checkConnection, connect, connection, describe } from "./api.
 import * as chat from "./chat.js";
 import { ChatView } from "./conversation-view.js";
 import { openTap } from "./notifications.js";
-import { syncPush } from "./push.js";
 import { NotificationsView, SettingsView } from "./settings-view.js";
 import { lazy, mode, ReloadOffer, showingMain, view } from "./shell.js";
 import { Sidebar } from "./sidebar-view.js";
@@ -76,7 +75,11 @@ function App() {
   useEffect(() => {
     if (state !== "connected") return;
     chat.startReconciling();
-    syncPush();
+    // Web Push: registered again on every load when on (kept out of the first page's modules).
+    import("./push.js").then(
+      (push) => push.syncPush(),
+      () => undefined,
+    );
     // A link to one conversation: `/#session=<id>` opens it, on load and when the hash changes.
     // A clicked alert with no window open links to what it names (the tap dictionary as
     // `#v=1&kind=…&notification_id=…&session_id=…`), opened as the Notifications list does.

@@ -3,8 +3,13 @@
 // the service worker renews it), and Forget revokes it before the session ends. The server's
 // `/v1/notifications` stays the authority: nothing about a notification is kept here, only
 // this browser's device id and whether the owner turned notifications on.
+// Loaded once connected (main.js), never with the first page.
+import { h } from "../vendor/preact.mjs";
+import htm from "../vendor/htm.mjs";
 import { signal } from "../vendor/signals-core.mjs";
 import { api, ApiError, beforeForget, describe, holds } from "./api.js";
+
+const html = htm.bind(h);
 
 /**
  * `checking`; `unsupported` (no service worker or Push API, or not a secure context);
@@ -165,6 +170,30 @@ export async function disablePush() {
   } catch (error) {
     push.value = { state: "on", error: describe(error) };
   }
+}
+
+/** Notifications on this browser (Web Push): offered once connected, never asked unprompted. */
+export function PushCard() {
+  const { state, error } = push.value;
+  if (state === "checking" || !holds("notifications.write")) return null;
+  const what = "Get an alert on this device when an action waits for your approval, Steward has a question, a schedule has an outcome or a call has finished. Alerts say what needs you, never what a message says.";
+  /** @type {Record<string, unknown>} */
+  const body = {
+    unsupported: html`<p class="summary">This browser cannot receive notifications from this page. On a phone, add Steward to the home screen first and open it from there; off this machine, Steward must be served over HTTPS.</p>`,
+    unavailable: html`<p class="summary">This server does not offer notifications to browsers.</p>`,
+    denied: html`<p class="summary">Notifications are blocked for this site. Allow them in the browser's site settings, then open Settings again.</p>`,
+    off: html`<p class="summary">${what}</p>
+      <div class="controls"><button class="button filled" onClick=${enablePush}>Turn on notifications</button></div>`,
+    working: html`<p class="summary">${what}</p>
+      <div class="controls"><button class="button filled" disabled>Working…</button></div>`,
+    on: html`<p class="summary">On for this browser. An alert for the conversation you are looking at is not shown, and an alert closes once you have answered it anywhere.</p>
+      <div class="controls"><button class="button hairline" onClick=${disablePush}>Turn off notifications</button></div>`,
+  };
+  return html`<section class="card" aria-label="Notifications on this browser">
+    <h2>Notifications</h2>
+    ${body[state]}
+    ${error && html`<p class="error" role="alert">${error}</p>`}
+  </section>`;
 }
 
 // Forgetting the connection revokes this browser's device first; the session ends either way.

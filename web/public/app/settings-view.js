@@ -11,7 +11,6 @@ import * as notifications from "./notifications.js";
 import * as attachments from "./attachments.js";
 import { markdown } from "./markdown.js";
 import { appearance, setAppearance, TEXT_SIZES, TYPEFACES } from "./preferences.js";
-import { disablePush, enablePush, push } from "./push.js";
 import { lazy, mode, ReloadOffer, showingMain, view } from "./shell.js";
 import { WebsiteAccessCard } from "./website-view.js";
 
@@ -85,30 +84,6 @@ function ModelsCard() {
   </section>`;
 }
 
-/** Notifications on this browser (Web Push): offered once connected, never asked unprompted. */
-function PushCard() {
-  const { state, error } = push.value;
-  if (state === "checking" || !holds("notifications.write")) return null;
-  const what = "Get an alert on this device when an action waits for your approval, Steward has a question, a schedule has an outcome or a call has finished. Alerts say what needs you, never what a message says.";
-  /** @type {Record<string, unknown>} */
-  const body = {
-    unsupported: html`<p class="summary">This browser cannot receive notifications from this page. On a phone, add Steward to the home screen first and open it from there; off this machine, Steward must be served over HTTPS.</p>`,
-    unavailable: html`<p class="summary">This server does not offer notifications to browsers.</p>`,
-    denied: html`<p class="summary">Notifications are blocked for this site. Allow them in the browser's site settings, then open Settings again.</p>`,
-    off: html`<p class="summary">${what}</p>
-      <div class="controls"><button class="button filled" onClick=${enablePush}>Turn on notifications</button></div>`,
-    working: html`<p class="summary">${what}</p>
-      <div class="controls"><button class="button filled" disabled>Working…</button></div>`,
-    on: html`<p class="summary">On for this browser. An alert for the conversation you are looking at is not shown, and an alert closes once you have answered it anywhere.</p>
-      <div class="controls"><button class="button hairline" onClick=${disablePush}>Turn off notifications</button></div>`,
-  };
-  return html`<section class="card" aria-label="Notifications on this browser">
-    <h2>Notifications</h2>
-    ${body[state]}
-    ${error && html`<p class="error" role="alert">${error}</p>`}
-  </section>`;
-}
-
 function AppearanceCard() {
   const current = appearance.value;
   /** @param {string} name @param {string} legend @param {Array<[string, string]>} options @param {string} value @param {(v: string) => void} pick */
@@ -155,7 +130,7 @@ export function SettingsView() {
           }}>${leaving ? "Forgetting…" : "Forget this connection"}</button>
         </div>
       </section>
-      <${PushCard} />
+      <${LazyPushCard} />
       <${ModelsCard} />
       <${WebsiteAccessCard} />
       <${LazyLearningCard} />
@@ -199,6 +174,15 @@ export function NotificationsView() {
   </main>`;
 }
 
+
+const pushModule = lazy(() => import("./push.js"));
+
+/** Settings' Notifications card (Web Push), kept out of the first load like the module behind it. */
+function LazyPushCard() {
+  useEffect(() => pushModule.want(), []);
+  const loaded = pushModule.module.value;
+  return loaded ? html`<${loaded.PushCard} />` : null;
+}
 
 const learningModule = lazy(() => import("./learning-view.js"));
 
