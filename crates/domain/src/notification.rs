@@ -31,6 +31,30 @@ impl NotificationKind {
     }
 }
 
+/// How a device receives pushes: an APNs token, or a browser's Web Push subscription.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceKind {
+    Apns,
+    WebPush,
+}
+
+impl DeviceKind {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            DeviceKind::Apns => "apns",
+            DeviceKind::WebPush => "web_push",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<DeviceKind> {
+        match text {
+            "apns" => Some(DeviceKind::Apns),
+            "web_push" => Some(DeviceKind::WebPush),
+            _ => None,
+        }
+    }
+}
+
 /// The version-1 tap payload: a kind and ids, nothing else.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -1,7 +1,7 @@
 //! Notifications for offline recovery and acknowledgement, and the devices that receive them.
 
 use domain::ids::PrincipalId;
-use domain::notification::{NotificationKind, TapPayload};
+use domain::notification::{DeviceKind, NotificationKind, TapPayload};
 use jiff::Timestamp;
 use sqlx::postgres::PgRow;
 use uuid::Uuid;
@@ -86,8 +86,7 @@ const OWNED: &str = "FROM notification_outbox o
 pub struct DeviceRow {
     pub id: Uuid,
     pub client_device_id: String,
-    /// `apns` or `web_push`.
-    pub kind: String,
+    pub kind: DeviceKind,
     /// An APNs device's environment; none for Web Push.
     pub environment: Option<String>,
     pub active: bool,
@@ -119,7 +118,7 @@ impl DeviceRow {
         Ok(DeviceRow {
             id: record.id,
             client_device_id: record.client_device_id,
-            kind: record.kind,
+            kind: parsed("device kind", &record.kind, DeviceKind::parse)?,
             environment: record.environment,
             active: record.active,
             created_at: timestamp(record.created_at),
@@ -164,8 +163,10 @@ impl Store {
         address: &PushAddress,
     ) -> Result<(DeviceRow, bool)> {
         let (kind, token, environment, p256dh, auth) = match address {
-            PushAddress::Apns { token, environment } => ("apns", token, Some(environment), None, None),
-            PushAddress::WebPush { endpoint, p256dh, auth } => ("web_push", endpoint, None, Some(p256dh), Some(auth)),
+            PushAddress::Apns { token, environment } => (DeviceKind::Apns, token, Some(environment), None, None),
+            PushAddress::WebPush { endpoint, p256dh, auth } => {
+                (DeviceKind::WebPush, endpoint, None, Some(p256dh), Some(auth))
+            }
         };
         let row = sqlx::query(
             "INSERT INTO devices (id, principal_id, client_device_id, kind, push_token, environment, web_push_p256dh,
@@ -180,7 +181,7 @@ impl Store {
         .bind(Uuid::now_v7())
         .bind(principal.as_str())
         .bind(client_device_id)
-        .bind(kind)
+        .bind(kind.as_str())
         .bind(token)
         .bind(environment)
         .bind(p256dh)

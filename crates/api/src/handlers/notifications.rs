@@ -74,10 +74,9 @@ fn device(row: DeviceRow) -> Device {
     Device {
         device_id: row.id,
         client_device_id: row.client_device_id,
-        kind: if row.kind == "web_push" {
-            DeviceKind::WebPush
-        } else {
-            DeviceKind::Apns
+        kind: match row.kind {
+            domain::notification::DeviceKind::Apns => DeviceKind::Apns,
+            domain::notification::DeviceKind::WebPush => DeviceKind::WebPush,
         },
         environment: row.environment.map(|environment| {
             if environment == PushEnvironment::Production.as_str() {
