@@ -537,6 +537,24 @@ impl Stack {
         Ok(self.calls[1].1.id())
     }
 
+    /// Each running role's binary name and process id.
+    pub fn processes(&self) -> Vec<(&'static str, u32)> {
+        let mut processes = vec![
+            ("steward-api", self.api.id()),
+            ("steward-worker", self.worker.id()),
+            ("steward-schedule", self.scheduler.id()),
+            ("steward-maintenance", self.maintenance.id()),
+        ];
+        processes.extend(
+            self.async_worker
+                .as_ref()
+                .map(|child| ("steward-async-worker", child.id())),
+        );
+        processes.extend(self.notify.as_ref().map(|child| ("steward-notify", child.id())));
+        processes.extend(self.calls.iter().map(|(name, child)| (*name, child.id())));
+        processes
+    }
+
     pub fn stop(&mut self) {
         use crate::stop;
         stop(&mut self.api);

@@ -164,7 +164,11 @@ const FIRING_BATCH: usize = 500;
 /// What a locked due schedule's occurrence will be.
 #[derive(Clone, Copy, PartialEq)]
 enum Plan {
-    Start,
+    /// Starts, creating this session and run.
+    Start {
+        session: Uuid,
+        run: Uuid,
+    },
     Misfire,
     Unauthorized,
 }
@@ -180,6 +184,10 @@ struct Occurrences {
     reason: Vec<Option<&'static str>>,
     title: Vec<String>,
     scheduled_local: Vec<String>,
+    /// The session and run a starting occurrence creates (their ids chosen before they exist:
+    /// the occurrence is written once, and its foreign keys are checked at commit).
+    session: Vec<Option<Uuid>>,
+    run: Vec<Option<Uuid>>,
 }
 
 /// The sessions and runs of the occurrences that start, column by column.
@@ -282,10 +290,13 @@ impl Store {
                     } else if !authorize(&row.definition.requested_scopes, accounts) {
                         Plan::Unauthorized
                     } else {
-                        Plan::Start
+                        Plan::Start {
+                            session: Uuid::now_v7(),
+                            run: Uuid::now_v7(),
+                        }
                     };
                     let (state, reason) = match plan {
-                        Plan::Start => ("started", None),
+                        Plan::Start { .. } => ("started", None),
                         Plan::Misfire => ("skipped", Some(MISFIRE)),
                         Plan::Unauthorized => ("failed", Some(AUTHORIZATION_FAILED)),
                     };
@@ -305,6 +316,12 @@ impl Store {
                             .strftime("%Y-%m-%d %H:%M")
                             .to_string(),
                     );
+                    let started = match plan {
+                        Plan::Start { session, run } => (Some(session), Some(run)),
+                        Plan::Misfire | Plan::Unauthorized => (None, None),
+                    };
+                    occurrences.session.push(started.0);
+                    occurrences.run.push(started.1);
                     plans.push((occurrence, scheduled_for, plan, row));
                 }
                 if !stopped.is_empty() {
@@ -328,12 +345,19 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
                 // Unique per (schedule, instant): an instant already fired inserts nothing, and
-                // only the schedule moved on.
+                // only the schedule moved on. A starting occurrence names the session and run
+                // created below for it alone: their foreign keys are checked at commit, so the
+                // occurrence is written once (and a duplicate creates neither).
+                sqlx::query(
+                    "SET CONSTRAINTS schedule_occurrences_session_id_fkey, schedule_occurrences_run_id_fkey DEFERRED",
+                )
+                .execute(&mut *tx)
+                .await?;
                 let inserted: Vec<Uuid> = sqlx::query_scalar(
                     "INSERT INTO schedule_occurrences (id, schedule_id, scheduled_for, schedule_revision, state, reason,
-                                                       title, scheduled_local)
+                                                       title, scheduled_local, session_id, run_id)
                      SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::int[], $5::text[], $6::text[],
-                                          $7::text[], $8::text[])
+                                          $7::text[], $8::text[], $9::uuid[], $10::uuid[])
                      ON CONFLICT (schedule_id, scheduled_for) DO NOTHING RETURNING id",
                 )
                 .bind(&occurrences.id)
@@ -344,6 +368,8 @@ impl Store {
                 .bind(&occurrences.reason)
                 .bind(&occurrences.title)
                 .bind(&occurrences.scheduled_local)
+                .bind(&occurrences.session)
+                .bind(&occurrences.run)
                 .fetch_all(&mut *tx)
                 .await?;
                 let inserted: std::collections::HashSet<Uuid> = inserted.into_iter().collect();
@@ -378,8 +404,7 @@ impl Store {
                                 reason: AUTHORIZATION_FAILED,
                             });
                         }
-                        Plan::Start => {
-                            let (session, run) = (Uuid::now_v7(), Uuid::now_v7());
+                        Plan::Start { session, run } => {
                             fired.push(Firing::Started {
                                 schedule,
                                 occurrence,
@@ -516,15 +541,6 @@ async fn start(tx: &mut PgConnection, starts: &Starts, working_since: jiff_sqlx:
             "a fresh session's first event is not its first".into(),
         ));
     }
-    sqlx::query(
-        "UPDATE schedule_occurrences o SET session_id = s.session_id, run_id = s.run_id
-         FROM unnest($1::uuid[], $2::uuid[], $3::uuid[]) AS s(id, session_id, run_id) WHERE o.id = s.id",
-    )
-    .bind(&starts.occurrence)
-    .bind(&starts.session)
-    .bind(&starts.run)
-    .execute(&mut *tx)
-    .await?;
     hint(Hint::Run);
     Ok(())
 }

@@ -2,19 +2,14 @@
 // composer with its attachments, and the chat view around them.
 import { h } from "../vendor/preact.mjs";
 import { useEffect, useMemo, useRef, useState } from "../vendor/hooks.mjs";
-import { signal } from "../vendor/signals.mjs";
 import htm from "../vendor/htm.mjs";
-import { api, ApiError, connection, describe, forget, holds } from "./api.js";
+import { ApiError, holds } from "./api.js";
 import * as chat from "./chat.js";
-import * as memory from "./memory.js";
-import { AllowForTask, BrowserActArguments, TaskPermissionBar } from "./website-view.js";
-import * as folders from "./folders.js";
-import * as notifications from "./notifications.js";
 import * as attachments from "./attachments.js";
 import { markdown } from "./markdown.js";
 import { bundle, bundleLabel } from "./bundles.js";
-import { appearance, setAppearance, TEXT_SIZES, TYPEFACES } from "./preferences.js";
-import { lazy, mode, ReloadOffer, showingMain, view } from "./shell.js";
+import { chosenProfile } from "./preferences.js";
+import { lazyRecalled, lazyWebsite, ReloadOffer, showingMain } from "./shell.js";
 
 const html = htm.bind(h);
 
@@ -64,6 +59,7 @@ function AssistantMessage({ item }) {
   const body = useRef(/** @type {HTMLDivElement | null} */ (null));
   const rendered = useMemo(() => markdown(item.text, (code) => html`<${CopyCode} code=${code} />`), [item.text]);
   const [copied, setCopied] = useState(false);
+  const recalled = lazyRecalled.module.value;
   return html`<article class="message assistant" aria-label="Steward">
     <div class="body" ref=${body}>${rendered}</div>
     <div class="actions">
@@ -73,44 +69,9 @@ function AssistantMessage({ item }) {
         window.setTimeout(() => setCopied(false), 1500);
       }}>${copied ? "Copied" : "Copy"}</button>
       <button class="button quiet small" onClick=${() => body.current && selectText(body.current)}>Select Text</button>
-      ${memory.offered() && html`<${RecalledToggle} runId=${item.runId} />`}
+      ${recalled?.offered() && html`<${recalled.RecalledToggle} runId=${item.runId} />`}
     </div>
   </article>`;
-}
-
-/** Which memories an answer used: read when first opened, each with `Not relevant here` for this
- * conversation. @param {{runId: string}} props */
-function RecalledToggle({ runId }) {
-  const [open, setOpen] = useState(false);
-  /** The memories marked not relevant here from this answer. */
-  const [excluded, setExcluded] = useState(/** @type {string[]} */ ([]));
-  const held = memory.recalled.value.get(runId);
-  const session = chat.selectedId.value;
-  return html`<button class="button quiet small" aria-expanded=${open ? "true" : "false"} onClick=${() => {
-      if (!open && held === undefined) memory.loadRecalled(runId);
-      setOpen(!open);
-    }}>Memories used</button>
-    ${open &&
-    html`<div class="recalled" role="region" aria-label="Memories this answer used">
-      ${held === undefined
-        ? html`<p class="summary">Loading…</p>`
-        : held === "failed"
-          ? html`<p class="error">The memories this answer used could not be read.</p>`
-          : held.length === 0
-            ? html`<p class="summary">This answer used no memories.</p>`
-            : html`<ul>${held.map(
-                (belief) => html`<li key=${belief.memory_id}>${belief.statement}
-                  ${excluded.includes(belief.memory_id)
-                    ? html` <span class="summary">Not used in this conversation again</span>`
-                    : holds("memory.write") &&
-                      session &&
-                      html` <button class="button quiet small" disabled=${memory.busy.value} onClick=${async () => {
-                        if (await memory.review(belief.memory_id, "not_relevant_here", session)) {
-                          setExcluded([...excluded, belief.memory_id]);
-                        }
-                      }}>Not relevant here</button>`}</li>`,
-              )}</ul>`}
-    </div>`}`;
 }
 
 /** A mail send or draft of any account: shown as a message, recipients, subject and body whole. */
@@ -172,6 +133,39 @@ function ApprovalArguments({ item }) {
   return html`<pre class="detail scroll" tabindex="0" aria-label="Arguments">${JSON.stringify(args, null, 2)}</pre>${notes}`;
 }
 
+/** Whether an item is a browser action's approval (Website Access's views show it). @param {chat.Item} item */
+const browserAct = (item) => item.kind === "approval" && item.tool === "browser.act";
+
+/**
+ * What a `browser.act` approval shows, from Website Access's views, fetched when such a card
+ * first shows; until they are here (or if they cannot be fetched) its arguments as they are.
+ * @param {{args: Record<string, any>}} props
+ */
+function BrowserActArguments({ args }) {
+  useEffect(() => lazyWebsite.want(), []);
+  const loaded = lazyWebsite.module.value;
+  if (loaded) return html`<${loaded.BrowserActArguments} args=${args} />`;
+  return html`${lazyWebsite.failed.value && html`<${ReloadOffer} what="Website Access" />`}
+    <pre class="detail scroll" tabindex="0" aria-label="Arguments">${JSON.stringify(args, null, 2)}</pre>`;
+}
+
+/**
+ * The task permission in force above the composer, from Website Access's views: fetched when
+ * the conversation shows a browser action (only one that did can hold a task permission), or
+ * when a new conversation would use a website chosen on this device (which its module adds).
+ */
+function TaskPermissionBar() {
+  const loaded = lazyWebsite.module.value;
+  const wanted =
+    loaded === null &&
+    holds("browser.read") &&
+    (chat.selectedId.value ? chat.transcript.value.some(browserAct) : chosenProfile.value !== null);
+  useEffect(() => {
+    if (wanted) lazyWebsite.want();
+  }, [wanted]);
+  return loaded && html`<${loaded.TaskPermissionBar} />`;
+}
+
 /** @param {{item: chat.ApprovalItem}} props */
 function ApprovalCard({ item }) {
   const [open, setOpen] = useState(false);
@@ -188,6 +182,8 @@ function ApprovalCard({ item }) {
   const deciding = item.deciding;
   const refusal = chat.refuseApproval(item);
   const browser = item.tool === "browser.act";
+  // `Allow all actions for this task` shows once Website Access's views are here.
+  const website = browser ? lazyWebsite.module.value : null;
   return html`<section class="card attention" aria-label=${`Approval for ${item.tool}`} data-approval=${item.approvalId}
     data-checking=${item.proof === "checking" ? "" : undefined}>
     <h3>${browser ? "Steward wants to act on a website" : html`Steward wants to run <code>${item.tool}</code>`}</h3>
@@ -201,7 +197,7 @@ function ApprovalCard({ item }) {
         ${deciding === "approve_once" ? (browser ? "Allowing…" : "Approving…") : browser ? "Allow once" : "Approve once"}</button>
       <button class="button hairline" disabled=${deciding !== null} onClick=${() => chat.decide(item.approvalId, "deny")}>
         ${deciding === "deny" ? "Denying…" : "Deny"}</button>
-      ${browser && html`<${AllowForTask} item=${item} disabled=${deciding !== null || refusal !== null} />`}
+      ${website && html`<${website.AllowForTask} item=${item} disabled=${deciding !== null || refusal !== null} />`}
     </div>
   </section>`;
 }

@@ -17,14 +17,21 @@ let lastSignature = "";
 let generation = 0;
 /** Called after each index read that was kept (the folders follow it). */
 const reconciled = new Set();
+/** Whether an index read was kept since the page started reconciling. */
+let reconciledOnce = false;
 
 export function fenceReconciliation() {
   generation += 1;
 }
 
-/** @param {() => unknown} listener */
+/**
+ * A listener added after a kept read (by a module fetched after the first paint) is called at
+ * once too: it missed that read.
+ * @param {() => unknown} listener
+ */
 export function onReconciled(listener) {
   reconciled.add(listener);
+  if (reconciledOnce) listener();
 }
 
 /**
@@ -128,6 +135,7 @@ export async function reconcile() {
       sessions.value = rows;
     }
     indexError.value = null;
+    reconciledOnce = true;
     for (const listener of reconciled) listener();
   } catch (error) {
     if (missingRoute(error)) indexError.value = UPGRADE_MESSAGE;
@@ -144,6 +152,7 @@ export function startReconciling() {
 }
 
 export function stopReconciling() {
+  reconciledOnce = false;
   window.clearInterval(reconcileTimer);
   window.removeEventListener("focus", reconcile);
 }

@@ -1,14 +1,14 @@
 // Steward's web client: the connection form, then the mode bar over Chat (the sidebar with the
-// conversation, settings or notifications) and Email, which is fetched when it first shows.
+// conversation, settings or notifications) and Email. Email, Settings, Notifications, Calls,
+// Memory and People are fetched when they first show (see `lazy` in shell.js).
 import { h, render } from "../vendor/preact.mjs";
 import { useEffect, useState } from "../vendor/hooks.mjs";
 import htm from "../vendor/htm.mjs";
-import { ApiError, checkConnection, connect, connection, describe } from "./api.js";
+import { checkConnection, connect, connection, describe } from "./api.js";
 import * as chat from "./chat.js";
 import { ChatView } from "./conversation-view.js";
 import { openTap } from "./notifications.js";
-import { NotificationsView, SettingsView } from "./settings-view.js";
-import { lazy, mode, ReloadOffer, showingMain, view } from "./shell.js";
+import { fetchFeatures, lazy, mode, ReloadOffer, showingMain, view } from "./shell.js";
 import { Sidebar } from "./sidebar-view.js";
 
 const html = htm.bind(h);
@@ -80,6 +80,9 @@ function App() {
       (push) => push.syncPush(),
       () => undefined,
     );
+    // Calls, Memory and People (also kept out of the first page's modules): each learns whether
+    // this server has it, and the sidebar keeps or drops its way there.
+    fetchFeatures();
     // A link to one conversation: `/#session=<id>` opens it, on load and when the hash changes.
     // A clicked alert with no window open links to what it names (the tap dictionary as
     // `#v=1&kind=…&notification_id=…&session_id=…`), opened as the Notifications list does.
@@ -109,18 +112,31 @@ function App() {
     <${ModeBar} />
     <div class=${`shell${showingMain.value ? " showing-main" : ""}`} hidden=${mode.value !== "chat"}>
       <${Sidebar} />
-      ${view.value === "settings"
-        ? html`<${SettingsView} />`
-        : view.value === "notifications"
-          ? html`<${NotificationsView} />`
-          : view.value === "calls"
-            ? html`<${LazyCalls} />`
-            : view.value === "memory" || view.value === "people"
-              ? html`<${LazyMemory} which=${view.value} />`
-              : html`<${ChatView} />`}
+      ${view.value === "settings" || view.value === "notifications"
+        ? html`<${LazySettings} which=${view.value} />`
+        : view.value === "calls"
+          ? html`<${LazyCalls} />`
+          : view.value === "memory" || view.value === "people"
+            ? html`<${LazyMemory} which=${view.value} />`
+            : html`<${ChatView} />`}
     </div>
     <${LazyEmail} shown=${mode.value === "email"} />
   </div>`;
+}
+
+const settingsModule = lazy(() => import("./settings-view.js"));
+
+/** Settings or Notifications, fetched when one first shows. @param {{which: "settings" | "notifications"}} props */
+function LazySettings({ which }) {
+  useEffect(() => settingsModule.want(), []);
+  const loaded = settingsModule.module.value;
+  if (loaded) return which === "settings" ? html`<${loaded.SettingsView} />` : html`<${loaded.NotificationsView} />`;
+  const what = which === "settings" ? "Settings" : "Notifications";
+  return html`<main class="main settings" aria-label=${what}>
+    <div class="settings-inner">
+      ${settingsModule.failed.value ? html`<${ReloadOffer} what=${what} />` : html`<p class="summary">Loading ${what}…</p>`}
+    </div>
+  </main>`;
 }
 
 const callsModule = lazy(() => import("./calls-view.js"));

@@ -6,9 +6,8 @@
 // closes the alerts the server no longer lists.
 import { signal } from "../vendor/signals-core.mjs";
 import { api, ApiError, describe, holds, onForget } from "./api.js";
-import { loadCalls, openCall } from "./calls.js";
 import { onReconciled, select, selectedId, focusCard, sessions } from "./chat.js";
-import { mode, showingMain, view } from "./shell.js";
+import { lazyCalls, mode, showingMain, view } from "./shell.js";
 
 /** @typedef {import("../../types/wire").Notification} Notification */
 
@@ -30,22 +29,6 @@ export async function loadNotifications() {
   }
 }
 
-/** What a notification asks for, in words. @param {Notification} notification */
-export function headline(notification) {
-  switch (notification.kind) {
-    case "approval":
-      return "An action waits for your approval";
-    case "question":
-      return "Steward has a question for you";
-    case "schedule_outcome":
-      return "A scheduled task has an outcome";
-    case "call_finished":
-      return "New call result";
-    default:
-      return "Something needs your attention";
-  }
-}
-
 /**
  * Opens a notification: its conversation, its card focused; then acknowledges it. The approval
  * of a reply draft's send opens that draft in Email instead (`showEmail` switches to it), where
@@ -59,8 +42,10 @@ export async function openNotification(notification, showEmail) {
     // A finished call opens in Calls, read from the server (the notification says nothing of it).
     view.value = "calls";
     showingMain.value = true;
-    loadCalls();
-    openCall(call);
+    lazyCalls.use((calls) => {
+      calls.loadCalls();
+      calls.openCall(call);
+    });
   } else if (session) {
     const draft = approval ? await sendingDraft(session) : null;
     if (draft) {

@@ -1,5 +1,7 @@
-// Device preferences: text size and typeface, kept in this browser only and applied at once.
+// Device preferences, kept in this browser only: text size and typeface, applied at once, and
+// the website profile chosen for new conversations.
 import { signal } from "../vendor/signals-core.mjs";
+import { onForget } from "./api.js";
 
 /** @type {Array<[string, string]>} */
 export const TEXT_SIZES = [
@@ -55,3 +57,33 @@ export function setAppearance(value) {
 }
 
 apply(appearance.value);
+
+// The website profile chosen for new conversations (Website Access, website.js): cleared when
+// the connection is forgotten or changes (the server checks it again). Kept here, outside
+// Website Access's modules, so Chat knows whether a new conversation needs them, and
+// forgetting clears it whether or not they were fetched.
+const PROFILE_KEY = "steward.browserProfile";
+
+function storedProfile() {
+  try {
+    return localStorage.getItem(PROFILE_KEY);
+  } catch {
+    return null;
+  }
+}
+
+/** The profile chosen for new conversations on this device. */
+export const chosenProfile = signal(/** @type {string | null} */ (storedProfile()));
+
+/** @param {string | null} profileId */
+export function chooseProfile(profileId) {
+  chosenProfile.value = profileId;
+  try {
+    if (profileId) localStorage.setItem(PROFILE_KEY, profileId);
+    else localStorage.removeItem(PROFILE_KEY);
+  } catch {
+    // Private browsing without storage: the choice lasts for this page.
+  }
+}
+
+onForget(() => chooseProfile(null));

@@ -11,8 +11,7 @@ import * as notifications from "./notifications.js";
 import * as attachments from "./attachments.js";
 import { markdown } from "./markdown.js";
 import { appearance, setAppearance, TEXT_SIZES, TYPEFACES } from "./preferences.js";
-import { lazy, mode, ReloadOffer, showingMain, view } from "./shell.js";
-import { WebsiteAccessCard } from "./website-view.js";
+import { lazy, lazyWebsite, mode, ReloadOffer, showingMain, view } from "./shell.js";
 
 const html = htm.bind(h);
 
@@ -132,7 +131,7 @@ export function SettingsView() {
       </section>
       <${LazyPushCard} />
       <${ModelsCard} />
-      <${WebsiteAccessCard} />
+      <${LazyWebsiteAccessCard} />
       <${LazyLearningCard} />
       <${AppearanceCard} />
       <section class="card" aria-label="Data and privacy">
@@ -145,6 +144,22 @@ export function SettingsView() {
       </section>
     </div>
   </main>`;
+}
+
+/** What a notification asks for, in words. @param {notifications.Notification} notification */
+function headline(notification) {
+  switch (notification.kind) {
+    case "approval":
+      return "An action waits for your approval";
+    case "question":
+      return "Steward has a question for you";
+    case "schedule_outcome":
+      return "A scheduled task has an outcome";
+    case "call_finished":
+      return "New call result";
+    default:
+      return "Something needs your attention";
+  }
 }
 
 export function NotificationsView() {
@@ -165,7 +180,7 @@ export function NotificationsView() {
                 view.value = "chat";
                 notifications.openNotification(item, () => (mode.value = "email"));
               }}>
-                <strong>${notifications.headline(item)}</strong>
+                <strong>${headline(item)}</strong>
                 <span class="summary">${row?.title || "A conversation"} · ${new Date(item.created_at).toLocaleString()}</span>
               </button>
             </li>`;
@@ -182,6 +197,21 @@ function LazyPushCard() {
   useEffect(() => pushModule.want(), []);
   const loaded = pushModule.module.value;
   return loaded ? html`<${loaded.PushCard} />` : null;
+}
+
+/** Settings' Website Access card, fetched when Settings first shows (nothing without the scope). */
+function LazyWebsiteAccessCard() {
+  const readable = holds("browser.read");
+  useEffect(() => {
+    if (readable) lazyWebsite.want();
+  }, [readable]);
+  const loaded = lazyWebsite.module.value;
+  if (loaded) return html`<${loaded.WebsiteAccessCard} />`;
+  if (!readable || !lazyWebsite.failed.value) return null;
+  return html`<section class="card" aria-label="Website Access">
+    <h2>Website Access</h2>
+    <${ReloadOffer} what="Website Access" />
+  </section>`;
 }
 
 const learningModule = lazy(() => import("./learning-view.js"));

@@ -1,20 +1,13 @@
 // The sidebar: the session index (Recent chats, folders and their proposals, History,
 // Scheduled), and the way to Settings, Notifications, Calls, Memory and People.
 import { h } from "../vendor/preact.mjs";
-import { useEffect, useMemo, useRef, useState } from "../vendor/hooks.mjs";
-import { signal } from "../vendor/signals.mjs";
+import { useState } from "../vendor/hooks.mjs";
 import htm from "../vendor/htm.mjs";
-import { api, ApiError, connection, describe, forget, holds } from "./api.js";
+import { holds } from "./api.js";
 import * as chat from "./chat.js";
 import * as folders from "./folders.js";
-import * as calls from "./calls.js";
-import * as memory from "./memory.js";
-import * as people from "./people.js";
 import * as notifications from "./notifications.js";
-import * as attachments from "./attachments.js";
-import { markdown } from "./markdown.js";
-import { appearance, setAppearance, TEXT_SIZES, TYPEFACES } from "./preferences.js";
-import { lazy, mode, ReloadOffer, showingMain, view } from "./shell.js";
+import { lazyCalls, lazyMemory, lazyPeople, offered, showingMain, view } from "./shell.js";
 
 const html = htm.bind(h);
 
@@ -242,23 +235,23 @@ export function Sidebar() {
           showingMain.value = true;
           notifications.loadNotifications();
         }}>Notifications${notifications.pending.value.length > 0 && html` <span class="badge">${notifications.pending.value.length}</span>`}</button>`}
-        ${calls.offered() &&
+        ${offered(lazyCalls, "call.read") &&
         html`<button class="button quiet" aria-current=${view.value === "calls" ? "page" : "false"} onClick=${() => {
           view.value = "calls";
           showingMain.value = true;
-          calls.loadCalls();
+          lazyCalls.use((calls) => calls.loadCalls());
         }}>Calls</button>`}
-        ${memory.offered() &&
+        ${offered(lazyMemory, "memory.read") &&
         html`<button class="button quiet" aria-current=${view.value === "memory" ? "page" : "false"} onClick=${() => {
           view.value = "memory";
           showingMain.value = true;
-          memory.load();
+          lazyMemory.use((memory) => memory.load());
         }}>Memory</button>`}
-        ${people.offered() &&
+        ${offered(lazyPeople, "people.read") &&
         html`<button class="button quiet" aria-current=${view.value === "people" ? "page" : "false"} onClick=${() => {
           view.value = "people";
           showingMain.value = true;
-          people.load();
+          lazyPeople.use((people) => people.load());
         }}>People</button>`}
       </footer>
     </aside>`;

@@ -6,6 +6,11 @@
 import { signal, computed } from "../vendor/signals-core.mjs";
 import { api, ApiError, describe, holds, onForget } from "./api.js";
 import { setNewSessionProfile } from "./chat.js";
+import { chooseProfile as choose, chosenProfile as chosen } from "./preferences.js";
+
+// The profile chosen for new conversations on this device: a device preference, kept (and
+// cleared when the connection is forgotten) by preferences.js.
+export { choose, chosen };
 
 /**
  * @typedef {import("../../types/wire").BrowserProfile} Profile
@@ -26,32 +31,7 @@ export const ceremony = signal(/** @type {Ceremony | null} */ (null));
 /** @type {import("../vendor/signals-core.mjs").Signal<TaskPermission[]>} */
 export const permissions = signal([]);
 
-const KEY = "steward.browserProfile";
-
-function stored() {
-  try {
-    return localStorage.getItem(KEY);
-  } catch {
-    return null;
-  }
-}
-
-/** The profile chosen for new conversations on this device. */
-export const chosen = signal(/** @type {string | null} */ (stored()));
-
-/** @param {string | null} profileId */
-export function choose(profileId) {
-  chosen.value = profileId;
-  try {
-    if (profileId) localStorage.setItem(KEY, profileId);
-    else localStorage.removeItem(KEY);
-  } catch {
-    // Private browsing without storage: the choice lasts for this page.
-  }
-}
-
 onForget(() => {
-  choose(null);
   profiles.value = [];
   permissions.value = [];
   ceremony.value = null;

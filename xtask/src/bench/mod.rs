@@ -6,6 +6,7 @@
 mod features;
 mod references;
 mod report;
+mod rest;
 mod roles;
 mod streams;
 #[cfg(test)]
@@ -112,10 +113,20 @@ pub fn run(args: Vec<String>) -> anyhow::Result<ExitCode> {
     for package in ROLES
         .iter()
         .map(|role| role.binary)
-        .chain(["steward-migrate", "steward-bench"])
+        // The whole stack at rest runs `cargo xtask dev --demo-mail`'s roles, its mail provider
+        // stand-in (testkit's `steward-demo-mail`) and makes a VAPID key with the preflight.
+        .chain([
+            "steward-migrate",
+            "steward-bench",
+            "steward-maintenance",
+            "steward-async-worker",
+            "steward-preflight",
+            "testkit",
+        ])
     {
         build.args(["-p", package]);
     }
+    build.args(["--features", "testkit/tls"]);
     if !build.status().context("build release binaries")?.success() {
         bail!("the release build failed");
     }
@@ -189,6 +200,9 @@ impl Bench {
         }
         if let Err(error) = self.schedules(report) {
             report.missed("schedule lateness", &error);
+        }
+        if let Err(error) = self.at_rest(report) {
+            report.missed("whole stack at rest", &error);
         }
         if let Err(error) = self.email_inbox(report) {
             report.missed("Email inbox first page", &error);

@@ -109,13 +109,92 @@ impl Bench {
         if !output.status.success() {
             bail!("pgbench failed: {}", String::from_utf8_lossy(&output.stderr).trim());
         }
-        String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .find_map(|line| line.strip_prefix("tps = "))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|tps| tps.parse().ok())
-            .context("pgbench printed no tps")
+        tps(&output.stdout)
     }
+}
+
+impl Bench {
+    /// The database work of the submits alone, the honest ceiling for Steward's own schema:
+    /// pgbench calling the store's `submit_message` function (the one statement
+    /// `Store::submit_message` sends, with a message, limits, models and a stored answer of the
+    /// API's sizes) as the API's login, one message into each of as many fresh sessions,
+    /// `clients` connections, `-M prepared`, in a database of its own migrated alike.
+    pub(super) fn submit_ceiling(&self, clients: usize) -> anyhow::Result<f64> {
+        const DATABASE: &str = "submit_ceiling";
+        const PER_CLIENT: usize = 1000;
+        let sessions = clients * PER_CLIENT;
+        crate::postgres::prepare_database(&self.bin, &self.cluster.url(DATABASE), &[])?;
+        // Session ids are numbered, so each transaction takes the next fresh one.
+        let session = "('00000000-0000-4000-8000-' || lpad(to_hex(nextval('bench_session')), 12, '0'))::uuid";
+        self.psql(
+            DATABASE,
+            &format!(
+                "BEGIN;
+                 INSERT INTO agent_versions (agent_id, version, configuration) VALUES ('bench', '1', '{{}}');
+                 INSERT INTO sessions (id, principal_id, index_position, agent_id, agent_version)
+                 SELECT ('00000000-0000-4000-8000-' || lpad(to_hex(n), 12, '0'))::uuid, 'owner', n, 'bench', '1'
+                 FROM generate_series(1, {sessions}) AS n;
+                 UPDATE session_index_clock SET position = {sessions};
+                 CREATE SEQUENCE bench_session;
+                 GRANT USAGE ON SEQUENCE bench_session TO steward_api;
+                 COMMIT;"
+            ),
+        )?;
+        self.psql(DATABASE, "VACUUM ANALYZE")?;
+        let script = self.work.join("submit.sql");
+        std::fs::write(
+            &script,
+            format!(
+                "SELECT o_outcome FROM submit_message(gen_random_uuid(), {session}, 'owner', gen_random_uuid()::text, \
+                 'message.submit', md5(random()::text) || md5(random()::text), '{{}}', 16, 16, 16, 1000000, 300, now(), \
+                 'offline', NULL, 'offline', NULL, 'user.message.created', \
+                 jsonb_build_object('run_id', gen_random_uuid(), 'message', jsonb_build_object('text', 'hello', 'attachments', '[]'::jsonb)), \
+                 'hello', 202, convert_to('{SUBMIT_ANSWER_HEAD}', 'UTF8'), convert_to('}}}}', 'UTF8'));\n"
+            ),
+        )
+        .context("write the pgbench script")?;
+        let output = Command::new(client_tool(&self.binaries, "pgbench"))
+            .args(["-n", "-M", "prepared", "-j", "2", "-c"])
+            .arg(clients.to_string())
+            .arg("-t")
+            .arg(PER_CLIENT.to_string())
+            .arg("-f")
+            .arg(&script)
+            .arg(pgcluster::with_user(&self.cluster.url(DATABASE), "steward_api"))
+            .output()
+            .context("run pgbench")?;
+        if !output.status.success() {
+            bail!("pgbench failed: {}", String::from_utf8_lossy(&output.stderr).trim());
+        }
+        // Every transaction must have submitted: a refusal is cheaper and would flatter the rate.
+        let submitted: usize = self
+            .psql(DATABASE, "SELECT count(*) FROM runs WHERE message_seq IS NOT NULL")?
+            .parse()
+            .context("count the submitted runs")?;
+        if submitted != sessions {
+            bail!("pgbench submitted {submitted} messages of {sessions}");
+        }
+        tps(&output.stdout)
+    }
+}
+
+/// The start of a submit's stored answer as the API renders it (the run, up to its message
+/// sequence), so the pgbench row stores an answer of the same size.
+const SUBMIT_ANSWER_HEAD: &str = "{\"run\": {\"id\": \"019a0000-0000-7000-8000-000000000000\", \
+    \"session_id\": \"019a0000-0000-7000-8000-000000000001\", \"state\": \"queued\", \
+    \"limits\": {\"max_steps\": 16, \"max_model_calls\": 16, \"max_tool_calls\": 16, \
+    \"max_cost_micros\": 1000000, \"run_timeout_seconds\": 300}, \"deadline_at\": \
+    \"2026-11-29T12:05:00.000000Z\", \"created_at\": \"2026-11-29T12:00:00.000000Z\", \
+    \"updated_at\": \"2026-11-29T12:00:00.000000Z\", \"message_seq\": ";
+
+/// The `tps = …` figure pgbench printed.
+fn tps(stdout: &[u8]) -> anyhow::Result<f64> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .find_map(|line| line.strip_prefix("tps = "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|tps| tps.parse().ok())
+        .context("pgbench printed no tps")
 }
 
 /// A one-node LangGraph graph: the node answers without a model.

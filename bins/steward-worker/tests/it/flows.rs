@@ -558,7 +558,7 @@ async fn with_every_wake_up_lost_workers_still_claim_and_finish_runs_by_polling(
     }
     let seqs: Vec<i64> = stack
         .scalar::<Vec<i64>>(&format!(
-            "SELECT array_agg(seq ORDER BY seq) FROM events WHERE session_id = '{session}'"
+            "SELECT array_agg(seq::bigint ORDER BY seq) FROM events WHERE session_id = '{session}'"
         ))
         .await;
     assert_eq!(seqs, (1..=seqs.len() as i64).collect::<Vec<_>>());
