@@ -59,21 +59,31 @@ struct Settings {
     release: String,
     /// The VAPID public key web clients subscribe with, when Web Push is configured.
     web_push_public_key: Option<String>,
-    openapi_json: String,
+    /// The served OpenAPI document, made at its first request: building it runs every schema's
+    /// code, which an API that is never asked for it need not keep resident.
+    openapi_json: std::sync::OnceLock<String>,
+}
+
+impl Settings {
+    /// The OpenAPI document of the mounted routes (made once).
+    fn openapi_json(&self) -> &str {
+        self.openapi_json.get_or_init(|| {
+            openapi::document_json(&openapi::Described {
+                flags: &self.flags,
+                agent_ids: self
+                    .agents
+                    .iter()
+                    .map(|agent| agent.configuration.id.as_str().to_owned())
+                    .collect(),
+                offered_models: &self.offered_models,
+            })
+        })
+    }
 }
 
 /// Builds the application router for `config` on `store`.
 pub fn app(config: ApiConfig, store: Store) -> Router {
     let authenticator = Arc::new(config.authenticator);
-    let openapi_json = openapi::document_json(&openapi::Described {
-        flags: &config.flags,
-        agent_ids: config
-            .agents
-            .iter()
-            .map(|agent| agent.configuration.id.as_str().to_owned())
-            .collect(),
-        offered_models: &config.offered_models,
-    });
     let settings = Settings {
         authenticator: authenticator.clone(),
         flags: config.flags,
@@ -88,7 +98,7 @@ pub fn app(config: ApiConfig, store: Store) -> Router {
         browser: config.browser,
         release: config.release,
         web_push_public_key: config.web_push_public_key,
-        openapi_json,
+        openapi_json: std::sync::OnceLock::new(),
     };
     let site = site::router(&config.site, &settings.release);
     let hub = hub::EventHub::start(&store);

@@ -84,15 +84,20 @@ pub(crate) async fn append(
     Ok(seqs[0])
 }
 
+/// The sequence of a session's first event.
+pub(crate) const FIRST_SEQ: i64 = 1;
+
 /// What kind of sessions an append writes to.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Appending {
     /// Sessions that may have streams open: each event raises its wake-up hint; the sessions'
     /// activity times stay.
     ToExisting,
-    /// Sessions created in the caller's transaction: nobody can be streaming them yet, so no hint
-    /// is raised (a batch of hundreds would otherwise become one "everything changed" wake-up
-    /// for every stream); their activity times move to now.
+    /// Sessions the caller's transaction inserted with no event and their counter already at
+    /// [`FIRST_SEQ`]: each event is its session's first, written there with no update of the session
+    /// (a batch of fresh sessions would otherwise write each session twice). Nobody can be
+    /// streaming them yet, so no hint is raised (a batch of hundreds would otherwise become one
+    /// "everything changed" wake-up for every stream).
     ToNew,
 }
 
@@ -117,13 +122,35 @@ pub(crate) async fn append_to_sessions(
         kinds.push(kind);
         payloads.push(payload);
     }
+    if appending == Appending::ToNew {
+        // The primary key refuses a session listed twice or one that already has its first event.
+        let written = sqlx::query(
+            "INSERT INTO events (session_id, seq, run_id, kind, payload)
+             SELECT session_id, $5, run_id, kind, payload FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::jsonb[])
+                 AS i(session_id, run_id, kind, payload)",
+        )
+        .bind(&sessions)
+        .bind(&runs)
+        .bind(&kinds)
+        .bind(&payloads)
+        .bind(FIRST_SEQ)
+        .execute(&mut *conn)
+        .await?
+        .rows_affected();
+        if written != appended.len() as u64 {
+            return Err(StoreError::Corrupt(format!(
+                "{written} of {} fresh sessions took their first event",
+                appended.len()
+            )));
+        }
+        return Ok(vec![FIRST_SEQ; appended.len()]);
+    }
     let rows: Vec<(i64, i64)> = sqlx::query_as(
         "WITH input AS (
              SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::jsonb[])
                  WITH ORDINALITY AS i(session_id, run_id, kind, payload, position)
          ), next AS (
-             UPDATE sessions s SET last_event_seq = s.last_event_seq + 1,
-                 updated_at = CASE WHEN $5 THEN now() ELSE s.updated_at END
+             UPDATE sessions s SET last_event_seq = s.last_event_seq + 1
              FROM input WHERE s.id = input.session_id RETURNING s.id, s.last_event_seq
          ), event AS (
              INSERT INTO events (session_id, seq, run_id, kind, payload)
@@ -138,7 +165,6 @@ pub(crate) async fn append_to_sessions(
     .bind(&runs)
     .bind(&kinds)
     .bind(&payloads)
-    .bind(appending == Appending::ToNew)
     .fetch_all(&mut *conn)
     .await?;
     if rows.len() != appended.len() {
@@ -148,10 +174,8 @@ pub(crate) async fn append_to_sessions(
             appended.len()
         )));
     }
-    if appending == Appending::ToExisting {
-        for ((session, _, _), (_, seq)) in appended.iter().zip(&rows) {
-            hint(Hint::Event(*session, *seq));
-        }
+    for ((session, _, _), (_, seq)) in appended.iter().zip(&rows) {
+        hint(Hint::Event(*session, *seq));
     }
     Ok(rows.into_iter().map(|(_, seq)| seq).collect())
 }

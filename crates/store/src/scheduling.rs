@@ -18,7 +18,7 @@ use sqlx::PgConnection;
 use uuid::Uuid;
 use wire::event::{Event, ScheduledBy, UserMessage, UserMessageCreated};
 
-use crate::events::{Appending, append_to_sessions};
+use crate::events::{Appending, FIRST_SEQ, append_to_sessions};
 use crate::notifications::PUSH_DELAY_SECONDS;
 use crate::schedules::DefinitionRecord;
 use crate::wake::{Hint, hint};
@@ -154,9 +154,6 @@ struct DueSchedule {
     definition: DefinitionRecord,
     next_fire_at: jiff_sqlx::Timestamp,
 }
-
-/// The sequence of a session's first event.
-const FIRST_SEQ: i64 = 1;
 
 /// Schedules fired in one transaction at most.
 const FIRING_BATCH: usize = 500;
@@ -467,8 +464,9 @@ async fn start(tx: &mut PgConnection, starts: &Starts, working_since: jiff_sqlx:
         .await?;
     let positions: Vec<i64> = (last - count + 1..=last).collect();
     sqlx::query(
-        "INSERT INTO sessions (id, principal_id, index_position, agent_id, agent_version, title, schedule_id)
-         SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::uuid[])",
+        "INSERT INTO sessions (id, principal_id, index_position, agent_id, agent_version, title, schedule_id,
+                               last_event_seq)
+         SELECT *, $8 FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::uuid[])",
     )
     .bind(&starts.session)
     .bind(&starts.principal)
@@ -477,6 +475,7 @@ async fn start(tx: &mut PgConnection, starts: &Starts, working_since: jiff_sqlx:
     .bind(&starts.agent_version)
     .bind(&starts.title)
     .bind(&starts.schedule)
+    .bind(FIRST_SEQ)
     .execute(&mut *tx)
     .await?;
     // Its working time is measured by the store's clock, like every run's.
@@ -533,14 +532,9 @@ async fn start(tx: &mut PgConnection, starts: &Starts, working_since: jiff_sqlx:
             )
         })
         .collect();
-    // Each session is new, so its message is its first event: the runs were created pointing at
-    // sequence 1.
-    let seqs = append_to_sessions(tx, &appended, Appending::ToNew).await?;
-    if seqs.iter().any(|seq| *seq != FIRST_SEQ) {
-        return Err(crate::StoreError::Corrupt(
-            "a fresh session's first event is not its first".into(),
-        ));
-    }
+    // Each session is new, inserted with its counter at its first event: the runs were created
+    // pointing at sequence 1, and the message is written there.
+    append_to_sessions(tx, &appended, Appending::ToNew).await?;
     hint(Hint::Run);
     Ok(())
 }

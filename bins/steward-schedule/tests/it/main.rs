@@ -99,6 +99,22 @@ async fn two_schedule_processes_fire_each_occurrence_exactly_once() {
         (1000, 1000, 1000),
         "each occurrence fired exactly once"
     );
+    // Written once, each occurrence names its own session and run (their keys checked at commit);
+    // each fresh session holds exactly its first event, the run's message, at sequence 1, and its
+    // counter says so.
+    let (named, consistent): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE o.session_id IS NOT NULL AND o.run_id IS NOT NULL),
+                count(*) FILTER (WHERE r.session_id = o.session_id AND r.message_seq = 1 AND s.last_event_seq = 1
+                                   AND (SELECT array_agg(e.seq::bigint) FROM events e WHERE e.session_id = s.id) = '{1}'
+                                   AND (SELECT e.run_id FROM events e WHERE e.session_id = s.id) = r.id)
+         FROM schedule_occurrences o
+         JOIN runs r ON r.occurrence_id = o.id AND r.id = o.run_id
+         JOIN sessions s ON s.id = o.session_id",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .expect("occurrences");
+    assert_eq!((named, consistent), (1000, 1000));
 }
 
 /// While the database is away the role keeps running, retrying; once it is back, the schedules

@@ -1,4 +1,4 @@
-//! The OpenAPI document of the mounted routes, made once at start by `crate::openapi`.
+//! The OpenAPI document of the mounted routes, made once, at its first request, by `crate::openapi`.
 
 use axum::extract::State;
 use axum::http::header;
@@ -14,6 +14,6 @@ use crate::AppState;
 pub async fn serve(State(state): State<AppState>) -> impl IntoResponse {
     (
         [(header::CONTENT_TYPE, "application/json")],
-        state.settings.openapi_json.clone(),
+        state.settings.openapi_json().to_owned(),
     )
 }
