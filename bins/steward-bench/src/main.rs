@@ -609,14 +609,19 @@ async fn idle(args: &[String]) -> anyhow::Result<Value> {
     let api = Api::new(&args[0], &args[1], 64)?;
     let before = rss_kib(pid).context("read the API's resident memory")?;
     let sessions = api.sessions(streams, 32).await?;
-    let opened: Vec<anyhow::Result<reqwest::Response>> = futures_util::stream::iter(sessions)
-        .map(|session| {
-            let api = api.clone();
-            async move { api.stream(&session, 0).await }
-        })
-        .buffer_unordered(64)
-        .collect()
-        .await;
+    // A server that stops accepting (its connection cap) must fail the row, not hang the run.
+    let opened: Vec<anyhow::Result<reqwest::Response>> = tokio::time::timeout(
+        Duration::from_secs(300),
+        futures_util::stream::iter(sessions)
+            .map(|session| {
+                let api = api.clone();
+                async move { api.stream(&session, 0).await }
+            })
+            .buffer_unordered(64)
+            .collect(),
+    )
+    .await
+    .context("the streams did not all open within 5 minutes")?;
     let open: Vec<reqwest::Response> = opened.into_iter().collect::<anyhow::Result<_>>()?;
     // Held long enough for every stream's periodic re-read and heartbeat to have run.
     tokio::time::sleep(Duration::from_secs(hold as u64)).await;

@@ -53,6 +53,8 @@ impl Bench {
                     ("API_LISTEN_ADDR", format!("127.0.0.1:{port}")),
                     ("AUTH_SCOPES", "sessions.read,sessions.write".to_owned()),
                     ("DATABASE_MAX_CONNECTIONS", self.options.clients.to_string()),
+                    // The idle streams are as many connections, beyond the default cap of 1024.
+                    ("API_MAX_CONNECTIONS", (self.options.idle_streams + 1024).to_string()),
                 ]);
             }
             "steward-notify" => {
