@@ -1,6 +1,7 @@
 //! Runs: message submit (idempotent, one active run per session), point reads and cancel.
 
 use domain::ids::{ArtifactId, PrincipalId, RunId, SessionId};
+use domain::models::{Offered, OfferedModel};
 use domain::run::{Cost, RunLimits, RunState};
 use jiff::Timestamp;
 use sqlx::FromRow;
@@ -138,10 +139,10 @@ pub struct NewMessage<'a> {
     pub limits: RunLimits,
     /// The session's title if it has none yet.
     pub title: Option<String>,
-    /// The chat model and reasoning effort in force (the owner's effective model settings).
-    pub chat_model: (&'a str, &'a str),
-    /// The memory model and reasoning effort in force: what forms beliefs when the run ends.
-    pub memory_model: (&'a str, &'a str),
+    /// The models the server offers: the run takes the owner's model settings while the offer
+    /// includes them, else the offer's default ([`Offered::effective`], applied in the database
+    /// in the same round trip).
+    pub models: &'a Offered,
     pub idempotency: IdempotencyClaim<'a>,
 }
 
@@ -180,10 +181,23 @@ pub(crate) fn active_states_sql() -> String {
         .join(", ")
 }
 
+/// An offer as parallel arrays of (model, effort), one pair per offered combination.
+fn offered_pairs(models: &[OfferedModel]) -> (Vec<&str>, Vec<&str>) {
+    models
+        .iter()
+        .flat_map(|m| {
+            m.reasoning_efforts
+                .iter()
+                .map(|effort| (m.model.as_str(), effort.as_str()))
+        })
+        .unzip()
+}
+
 impl Store {
     /// Submits a user message: the `user.message.created` event, the queued run and the
     /// idempotency record (holding the response `render` builds) commit together, in one round
-    /// trip (the `submit_message` function of migration 0015, taking the memory model since 0032).
+    /// trip (the `submit_message` function of migration 0015, taking the memory model since 0032
+    /// and reading the owner's model settings itself since 0039).
     ///
     /// `render` is given the run as it will be stored, with its message sequence still unknown
     /// (`i64::MAX`): that number must appear exactly once in the rendered body, and the
@@ -235,9 +249,12 @@ impl Store {
             .to_stored()
             .map_err(|error| StoreError::Corrupt(format!("event `{}` is not serializable: {error}", event.kind())))?;
         let attachments: Vec<Uuid> = new.attachments.iter().map(|id| id.as_uuid()).collect();
+        let default = new.models.default_choice();
+        let (chat_models, chat_efforts) = offered_pairs(&new.models.chat);
+        let (memory_models, memory_efforts) = offered_pairs(&new.models.memory);
         let submit = sqlx::query_as(
             "SELECT * FROM submit_message($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-                                          $16, $17, $18, $19, $20, $21, $22, $23)",
+                                          $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)",
         )
         .bind(run.id.as_uuid())
         .bind(new.session.as_uuid())
@@ -248,10 +265,14 @@ impl Store {
         .bind(&attachments);
         let outcome: SubmitRecord = bind_limits!(submit, &limits)
             .bind(jiff_sqlx::Timestamp::from(now))
-            .bind(new.chat_model.0)
-            .bind(new.chat_model.1)
-            .bind(new.memory_model.0)
-            .bind(new.memory_model.1)
+            .bind(&default.chat_model)
+            .bind(&default.chat_reasoning_effort)
+            .bind(&default.memory_model)
+            .bind(&default.memory_reasoning_effort)
+            .bind(&chat_models)
+            .bind(&chat_efforts)
+            .bind(&memory_models)
+            .bind(&memory_efforts)
             .bind(kind)
             .bind(&payload)
             .bind(new.title.as_deref())

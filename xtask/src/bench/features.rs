@@ -4,6 +4,34 @@
 use super::*;
 
 impl Bench {
+    /// Inserts `count` active daily schedules of the newest `default` agent, all next due at
+    /// `due` (an SQL expression), titled `title` and a number, each with `instruction`.
+    pub(super) fn insert_due_schedules(
+        &self,
+        database: &str,
+        count: usize,
+        (title, instruction): (&str, &str),
+        due: &str,
+        misfire_grace_seconds: u32,
+    ) -> anyhow::Result<()> {
+        self.psql(
+            database,
+            &format!(
+                "INSERT INTO schedules (id, principal_id, title, instruction, agent_id, agent_version, policy_profile,
+                     requested_scopes, max_steps, max_model_calls, max_tool_calls, max_cost_micros, run_timeout_seconds,
+                     cadence_kind, local_time, timezone, misfire_grace_seconds, max_consecutive_failures, state, next_fire_at)
+                 SELECT gen_random_uuid(), 'owner', '{title} ' || n, '{instruction}', v.agent_id, v.version, 'default',
+                     '{{}}', 8, 8, 8, 1000000, 300, 'DAILY', to_char(d.due AT TIME ZONE 'UTC', 'HH24:MI:SS'), 'UTC',
+                     {misfire_grace_seconds}, 3, 'active', d.due
+                 FROM generate_series(1, {count}) AS n
+                 CROSS JOIN (SELECT agent_id, version FROM agent_versions WHERE agent_id = 'default'
+                             ORDER BY first_registered_at DESC LIMIT 1) AS v
+                 CROSS JOIN (SELECT {due} AS due) AS d"
+            ),
+        )?;
+        Ok(())
+    }
+
     /// Lateness of `schedules` schedules all due at one instant, fired by one `steward-schedule`.
     pub(super) fn schedules(&self, report: &mut Report) -> anyhow::Result<()> {
         let count = self.options.schedules;
@@ -12,20 +40,12 @@ impl Bench {
             "steward_bench",
             "SELECT to_char(date_trunc('second', now()) + interval '6 seconds', 'YYYY-MM-DD\"T\"HH24:MI:SSOF')",
         )?;
-        self.psql(
+        self.insert_due_schedules(
             "steward_bench",
-            &format!(
-                "INSERT INTO schedules (id, principal_id, title, instruction, agent_id, agent_version, policy_profile,
-                     requested_scopes, max_steps, max_model_calls, max_tool_calls, max_cost_micros, run_timeout_seconds,
-                     cadence_kind, local_time, timezone, misfire_grace_seconds, max_consecutive_failures, state, next_fire_at)
-                 SELECT gen_random_uuid(), 'owner', 'bench ' || n, 'benchmark instruction', v.agent_id, v.version, 'default',
-                     '{{}}', 8, 8, 8, 1000000, 300,
-                     'DAILY', to_char('{due}'::timestamptz AT TIME ZONE 'UTC', 'HH24:MI:SS'), 'UTC',
-                     86400, 3, 'active', '{due}'::timestamptz
-                 FROM generate_series(1, {count}) AS n
-                 CROSS JOIN (SELECT agent_id, version FROM agent_versions WHERE agent_id = 'default'
-                             ORDER BY first_registered_at DESC LIMIT 1) AS v"
-            ),
+            count,
+            ("bench", "benchmark instruction"),
+            &format!("'{due}'::timestamptz"),
+            86400,
         )?;
         let _profile = self.profile("schedules");
         let mut scheduler = self.start_role(role("steward-schedule"), &[])?;

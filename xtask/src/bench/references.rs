@@ -116,7 +116,7 @@ impl Bench {
 impl Bench {
     /// The database work of the submits alone, the honest ceiling for Steward's own schema:
     /// pgbench calling the store's `submit_message` function (the one statement
-    /// `Store::submit_message` sends, with a message, limits, models and a stored answer of the
+    /// `Store::submit_message` sends, with a message, limits, the offered models and a stored answer of the
     /// API's sizes) as the API's login, one message into each of as many fresh sessions,
     /// `clients` connections, `-M prepared`, in a database of its own migrated alike.
     pub(super) fn submit_ceiling(&self, clients: usize) -> anyhow::Result<f64> {
@@ -147,7 +147,8 @@ impl Bench {
             format!(
                 "SELECT o_outcome FROM submit_message(gen_random_uuid(), {session}, 'owner', gen_random_uuid()::text, \
                  'message.submit', md5(random()::text) || md5(random()::text), '{{}}', 16, 16, 16, 1000000, 300, now(), \
-                 'offline', NULL, 'offline', NULL, 'user.message.created', \
+                 'offline', 'none', 'offline', 'none', '{{offline}}', '{{none}}', '{{offline}}', '{{none}}', \
+                 'user.message.created', \
                  jsonb_build_object('run_id', gen_random_uuid(), 'message', jsonb_build_object('text', 'hello', 'attachments', '[]'::jsonb)), \
                  'hello', 202, convert_to('{SUBMIT_ANSWER_HEAD}', 'UTF8'), convert_to('}}}}', 'UTF8'));\n"
             ),

@@ -83,20 +83,12 @@ impl Bench {
 
     /// Makes `count` schedules due two seconds from now and waits until each one's run ended.
     fn fire_schedules(&self, database: &str, count: usize) -> anyhow::Result<()> {
-        self.psql(
+        self.insert_due_schedules(
             database,
-            &format!(
-                "INSERT INTO schedules (id, principal_id, title, instruction, agent_id, agent_version, policy_profile,
-                     requested_scopes, max_steps, max_model_calls, max_tool_calls, max_cost_micros, run_timeout_seconds,
-                     cadence_kind, local_time, timezone, misfire_grace_seconds, max_consecutive_failures, state, next_fire_at)
-                 SELECT gen_random_uuid(), 'owner', 'daily ' || n, 'Summarize my day', v.agent_id, v.version, 'default',
-                     '{{}}', 8, 8, 8, 1000000, 300, 'DAILY', to_char(due AT TIME ZONE 'UTC', 'HH24:MI:SS'), 'UTC',
-                     600, 3, 'active', due
-                 FROM generate_series(1, {count}) AS n
-                 CROSS JOIN (SELECT agent_id, version FROM agent_versions WHERE agent_id = 'default'
-                             ORDER BY first_registered_at DESC LIMIT 1) AS v
-                 CROSS JOIN (SELECT date_trunc('second', now()) + interval '2 seconds' AS due) AS d"
-            ),
+            count,
+            ("daily", "Summarize my day"),
+            "date_trunc('second', now()) + interval '2 seconds'",
+            600,
         )?;
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {

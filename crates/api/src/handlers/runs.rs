@@ -120,17 +120,12 @@ pub async fn submit(
         .and_then(|text| text.lines().map(str::trim).find(|line| !line.is_empty()))
         .map(|line| line.chars().take(TITLE_MAX_CHARS).collect());
 
-    // The model settings in force now apply to this message's run.
-    let choice = state
-        .settings
-        .offered_models
-        .effective(state.store.model_settings(&caller.principal).await?);
     let outcome = state
         .store
         .submit_message(
             NewMessage {
-                chat_model: (&choice.chat_model, &choice.chat_reasoning_effort),
-                memory_model: (&choice.memory_model, &choice.memory_reasoning_effort),
+                // The model settings in force now apply to this message's run.
+                models: &state.settings.offered_models,
                 principal: &caller.principal,
                 session,
                 text,

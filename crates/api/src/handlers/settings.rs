@@ -34,11 +34,8 @@ pub async fn get(
     Extension(caller): Extension<Caller>,
 ) -> Result<JsonResponse<ModelSettings>, ApiError> {
     let offered = &state.settings.offered_models;
-    let stored = state.store.model_settings(&caller.principal).await?;
     // A stored choice the offer no longer includes falls back to the default.
-    let choice = stored
-        .filter(|choice| offered.refuse(choice).is_none())
-        .unwrap_or_else(|| offered.default_choice());
+    let choice = offered.effective(state.store.model_settings(&caller.principal).await?);
     Ok(JsonResponse(view(choice, offered)))
 }
 

@@ -65,3 +65,81 @@ async fn settings_offer_choose_and_apply_to_the_next_message() {
             .expect("run");
     assert_eq!(snapshot, (Some("gpt-deep".into()), Some("high".into())));
 }
+
+/// A saved choice the offer no longer includes (the operator dropped a model) is not applied:
+/// the next message's run takes the offer's default, for chat and memory alike, as the settings
+/// read shows; a choice still offered applies again.
+#[tokio::test]
+async fn a_choice_no_longer_offered_gives_the_next_run_the_default() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let offer = dir.path().join("models.json");
+    std::fs::write(&offer, OFFER).expect("write offer");
+    let app = TestApp::spawn_with(Env::default().set("MODEL_SETTINGS_FILE", offer.to_str().expect("path"))).await;
+    let snapshot = async |run: uuid::Uuid| -> (String, String, String, String) {
+        sqlx::query_as(
+            "SELECT chat_model, chat_reasoning_effort, memory_model, memory_reasoning_effort FROM runs WHERE id = $1",
+        )
+        .bind(run)
+        .fetch_one(&app.db.pool)
+        .await
+        .expect("run")
+    };
+    let stored = |chat: &str, effort: &str, memory: &str| {
+        sqlx::query(
+            "INSERT INTO model_settings (principal_id, chat_model, chat_reasoning_effort, memory_model,
+             memory_reasoning_effort) VALUES ('owner', $1, $2, $3, 'none')
+             ON CONFLICT (principal_id) DO UPDATE SET chat_model = excluded.chat_model,
+             chat_reasoning_effort = excluded.chat_reasoning_effort, memory_model = excluded.memory_model",
+        )
+        .bind(chat.to_owned())
+        .bind(effort.to_owned())
+        .bind(memory.to_owned())
+        .execute(&app.db.pool)
+    };
+    let default = (
+        "gpt-fast".to_owned(),
+        "none".to_owned(),
+        "gpt-mini".to_owned(),
+        "none".to_owned(),
+    );
+    let cases = [
+        // Chat model gone; effort gone; memory model gone; all offered.
+        (("gpt-gone", "low", "gpt-mini"), default.clone()),
+        (("gpt-deep", "medium", "gpt-mini"), default.clone()),
+        (("gpt-deep", "low", "mini-gone"), default.clone()),
+        (
+            ("gpt-deep", "low", "gpt-mini"),
+            (
+                "gpt-deep".to_owned(),
+                "low".to_owned(),
+                "gpt-mini".to_owned(),
+                "none".to_owned(),
+            ),
+        ),
+    ];
+    for (n, ((chat, effort, memory), expected)) in cases.into_iter().enumerate() {
+        stored(chat, effort, memory).await.expect("store a choice");
+        let session = app.new_session().await;
+        let (status, accepted) = json(
+            app.submit(&session, &format!("stale-{n}"), json!({ "text": "hi" }))
+                .await,
+        )
+        .await;
+        assert_eq!(status, 202);
+        let run = accepted["run"]["run_id"]
+            .as_str()
+            .expect("run id")
+            .parse()
+            .expect("uuid");
+        assert_eq!(snapshot(run).await, expected, "stored {chat}/{effort}/{memory}");
+        let (_, current) = app.get_json("/v1/settings/models").await;
+        assert_eq!(
+            (
+                current["chat_model"].as_str(),
+                current["chat_reasoning_effort"].as_str()
+            ),
+            (Some(expected.0.as_str()), Some(expected.1.as_str())),
+            "the settings read shows what the run took"
+        );
+    }
+}
