@@ -9,12 +9,17 @@ const OFFER: &str = r#"{"chat": [{"model": "gpt-fast", "reasoning_efforts": ["no
                                  {"model": "gpt-deep", "reasoning_efforts": ["low", "high"]}],
                         "memory": [{"model": "gpt-mini", "reasoning_efforts": ["none"]}]}"#;
 
-#[tokio::test]
-async fn settings_offer_choose_and_apply_to_the_next_message() {
+/// An API offering [`OFFER`] (the file is read at start).
+async fn app_with_offer() -> TestApp {
     let dir = tempfile::tempdir().expect("tempdir");
     let offer = dir.path().join("models.json");
     std::fs::write(&offer, OFFER).expect("write offer");
-    let app = TestApp::spawn_with(Env::default().set("MODEL_SETTINGS_FILE", offer.to_str().expect("path"))).await;
+    TestApp::spawn_with(Env::default().set("MODEL_SETTINGS_FILE", offer.to_str().expect("path"))).await
+}
+
+#[tokio::test]
+async fn settings_offer_choose_and_apply_to_the_next_message() {
+    let app = app_with_offer().await;
 
     let (status, current) = app.get_json("/v1/settings/models").await;
     assert_eq!(status, 200);
@@ -71,10 +76,7 @@ async fn settings_offer_choose_and_apply_to_the_next_message() {
 /// read shows; a choice still offered applies again.
 #[tokio::test]
 async fn a_choice_no_longer_offered_gives_the_next_run_the_default() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let offer = dir.path().join("models.json");
-    std::fs::write(&offer, OFFER).expect("write offer");
-    let app = TestApp::spawn_with(Env::default().set("MODEL_SETTINGS_FILE", offer.to_str().expect("path"))).await;
+    let app = app_with_offer().await;
     let snapshot = async |run: uuid::Uuid| -> (String, String, String, String) {
         sqlx::query_as(
             "SELECT chat_model, chat_reasoning_effort, memory_model, memory_reasoning_effort FROM runs WHERE id = $1",
